@@ -1,0 +1,40 @@
+"""kbq: rules-based, traceable GPU sizing answers for LLM training and inference.
+
+    >>> from kb import ask
+    >>> ask("serve 70B int4 16 users").verdict
+
+Nothing is loaded at import; the rules are read on first use (see kb.paths).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kb.answer import Answer
+    from kb.knowledge import Knowledge
+
+__all__ = ["ask", "get_knowledge", "__version__"]
+__version__ = "0.1.0"
+
+_cache: dict[str, "Knowledge"] = {}
+
+
+def get_knowledge(rules_dir: str | Path | None = None) -> "Knowledge":
+    """The validated knowledge of a rules directory (default: the shipped rules), cached."""
+    from kb.store import load_knowledge
+
+    key = str(rules_dir) if rules_dir is not None else ""
+    if key not in _cache:
+        _cache[key] = load_knowledge(Path(rules_dir) if rules_dir is not None else None)
+    return _cache[key]
+
+
+def ask(query: str, rules_dir: str | Path | None = None) -> "Answer":
+    """Answer one query. Raises kb.errors.QueryError for a query it cannot read."""
+    from kb.engine import answer
+    from kb.query import parse
+
+    kn = get_knowledge(rules_dir)
+    return answer(parse(query, kn), kn, query)

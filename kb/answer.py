@@ -1,0 +1,85 @@
+"""The Answer: one object that every surface renders (text, JSON, Markdown, HTML).
+
+In: filled by kb.engine. Out: `to_dict()` gives the `kbq --json` contract:
+query, workload, assumptions, memory, throughput, bottleneck, gpus, verdict, path, trace,
+disagreements, warnings (plus advice, claims_checked, units, question).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class Step:
+    node: str
+    rule: str
+    formula: str
+    values: dict[str, Any]
+    result: Any
+    unit: str
+    source: str
+    note: str | None = None
+
+
+@dataclass
+class GpuRow:
+    id: str
+    name: str
+    count: int
+    vram_gb: float
+    usable_vram_gb: float | None
+    per_gpu_gb: float | None
+    fits: bool
+    headroom_gb: float | None
+    gpus_needed: int | None
+    bandwidth_gb_s: float | None
+    compute_tflops: float | None
+    compute_precision: str | None
+    decode_tokens_per_s: float | None
+    decode_tokens_per_s_aggregate: float | None
+    prefill_tokens_per_s: float | None
+    ttft_s: float | None
+    train_tokens_per_s: float | None
+    train_time_s: float | None
+    tdp_w: float | None
+    rank: int = 0
+    requested: bool = False
+
+
+@dataclass
+class Answer:
+    query: str
+    workload: dict[str, Any]
+    assumptions: list[str]
+    memory: dict[str, Any]
+    throughput: dict[str, Any]
+    bottleneck: dict[str, Any]
+    gpus: list[GpuRow]
+    verdict: str
+    path: list[str]
+    trace: list[Step]
+    disagreements: list[dict[str, Any]]
+    warnings: list[str]
+    advice: list[dict[str, Any]] = field(default_factory=list)
+    claims_checked: list[dict[str, Any]] = field(default_factory=list)
+    question: dict[str, Any] | None = None
+    units: str = "GB = 10^9 bytes (decimal); GPU memory as marketed; TFLOPS dense (no sparsity)"
+
+    def to_dict(self) -> dict[str, Any]:
+        return _clean(asdict(self))
+
+
+def _clean(value: Any) -> Any:
+    """JSON-safe: round floats to 6 significant digits; NaN/inf never leave the engine."""
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return None
+        return float(f"{value:.6g}")
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value

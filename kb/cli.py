@@ -1,0 +1,171 @@
+"""The kbq command line.
+
+In: argv. Out: an answer on stdout, errors on stderr as `Error: …`, exit 0 on an answer and 2 on a
+query or rule error. `kbq "QUERY"` takes a short path that imports neither click nor the server;
+the subcommands (gpus, models, rules, validate, schema, export, serve) are a click group.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+SUBCOMMANDS = ("gpus", "models", "rules", "validate", "schema", "export", "serve", "ask")
+QUERY_HELP = """Usage: kbq [OPTIONS] "QUERY"
+       kbq COMMAND [ARGS]...
+
+  Answer a GPU sizing question for LLM training or inference, with the trace of every number.
+
+  kbq "serve 70B int4 16 users"
+  kbq "train 13B qlora on 20GB?"
+  kbq --json "infer 7B fp16 on rtx 4000 ada vs rtx 6000 ada"
+
+Options:
+  --json         print the Answer as JSON
+  --markdown     print a Markdown version for a wiki
+  --all          list every GPU judged (text and Markdown show the first 12)
+  --no-trace     leave the trace out of the text answer
+  --rules DIR    use the rule files in DIR instead of the shipped ones
+  --batch FILE   answer one query per line of FILE ('-' for stdin) as JSON Lines
+  --version      print the version
+  -h, --help     show this message
+
+Commands:
+  gpus       list the GPU catalogue (--json, --min-vram, --vendor, --segment)
+  models     list the model architectures (--json, --family, --min-params)
+  rules      list the formulas with their meaning and sources
+  validate   check rule files; every error as file:line:col
+  schema     print the JSON Schema of a rule file
+  export     write wiki pages (Markdown + Mermaid) from the rules
+  serve      run the web page and JSON API
+"""
+
+
+def _fail(message: str, code: int = 2) -> int:
+    sys.stderr.write(f"Error: {message}\n")
+    return code
+
+
+def _ask_fast(argv: list[str]) -> int:
+    """kbq [--json|--markdown] [--all] [--no-trace] [--rules DIR] QUERY…"""
+    fmt, limit, trace, rules, batch = "text", 12, True, None, None
+    words: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            words.extend(argv[i + 1:])
+            break
+        if arg in ("-h", "--help"):
+            sys.stdout.write(QUERY_HELP)
+            return 0
+        if arg == "--version":
+            from kb import __version__
+
+            sys.stdout.write(f"kbq {__version__}\n")
+            return 0
+        if arg == "--json":
+            fmt = "json"
+        elif arg == "--markdown":
+            fmt = "markdown"
+        elif arg == "--all":
+            limit = None
+        elif arg == "--no-trace":
+            trace = False
+        elif arg in ("--rules", "--batch"):
+            if i + 1 >= len(argv):
+                return _fail(f"{arg} needs a value")
+            if arg == "--rules":
+                rules = argv[i + 1]
+            else:
+                batch = argv[i + 1]
+            i += 1
+        elif arg.startswith("--rules="):
+            rules = arg.split("=", 1)[1]
+        elif arg.startswith("--") and len(arg) > 2:
+            return _fail(f"no such option: {arg}\nTry 'kbq --help'.")
+        else:
+            words.append(arg)
+        i += 1
+    if batch is not None:
+        return _batch(batch, rules)
+    query = " ".join(words).strip()
+    if not query:
+        sys.stdout.write(QUERY_HELP)
+        return 2
+    from kb import ask
+    from kb.errors import KbError
+
+    try:
+        result = ask(query, rules).to_dict()
+    except KbError as err:
+        return _fail(str(err), err.exit_code)
+    if fmt == "json":
+        sys.stdout.write(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
+    else:
+        from kb import render
+
+        out = render.markdown(result, limit) if fmt == "markdown" else render.text(result, limit, trace)
+        sys.stdout.write(out)
+    return 0
+
+
+def _batch(path: str, rules: str | None) -> int:
+    """One query per line → one JSON object per line; errors are lines too."""
+    from kb import ask
+    from kb.errors import KbError
+
+    stream = sys.stdin if path == "-" else open(path, encoding="utf-8")
+    write = sys.stdout.write
+    try:
+        for line in stream:
+            query = line.strip()
+            if not query or query.startswith("#"):
+                continue
+            try:
+                write(json.dumps(ask(query, rules).to_dict(), ensure_ascii=False) + "\n")
+            except KbError as err:
+                write(json.dumps({"query": query, "error": err.to_dict()}, ensure_ascii=False) + "\n")
+    finally:
+        if stream is not sys.stdin:
+            stream.close()
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if args and args[0] in SUBCOMMANDS:
+            from kb.commands import cli
+
+            return cli.main(args=args, prog_name="kbq", standalone_mode=False) or 0
+        return _ask_fast(args)
+    except BrokenPipeError:
+        return 0
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # the last line of defence: never a traceback
+        from kb.errors import KbError
+
+        if isinstance(exc, KbError):
+            return _fail(str(exc), exc.exit_code)
+        try:
+            import click
+
+            if isinstance(exc, click.ClickException):
+                exc.show()
+                return 2
+        except ImportError:
+            pass
+        return _fail(f"internal error: {type(exc).__name__}: {exc}", 1)
+
+
+def dump(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

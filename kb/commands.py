@@ -1,0 +1,203 @@
+"""The kbq subcommands (click): gpus, models, rules, validate, schema, export, serve, ask.
+
+In: argv after `kbq`. Out: listings, validation reports, files; exit 2 on a rule error.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from kb.cli import dump
+
+
+def _knowledge(rules: str | None) -> Any:
+    from kb import get_knowledge
+    from kb.errors import KbError
+
+    try:
+        return get_knowledge(rules)
+    except KbError as err:
+        raise click.ClickException(str(err)) from None
+
+
+rules_option = click.option("--rules", "rules", metavar="DIR", default=None,
+                            help="Rule files to use instead of the shipped ones.")
+
+
+@click.group(help="kbq: GPU sizing answers for LLM work, from rules you can read.")
+@click.version_option(package_name="kbq", prog_name="kbq")
+def cli() -> None:
+    pass
+
+
+@cli.command(help="Answer QUERY (the same as kbq \"QUERY\").")
+@click.argument("query", nargs=-1, required=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the Answer as JSON.")
+@click.option("--markdown", is_flag=True, help="Print Markdown for a wiki.")
+@click.option("--all", "show_all", is_flag=True, help="List every GPU judged.")
+@click.option("--no-trace", is_flag=True, help="Leave the trace out.")
+@rules_option
+def ask(query: tuple[str, ...], as_json: bool, markdown: bool, show_all: bool, no_trace: bool,
+        rules: str | None) -> None:
+    from kb.cli import _ask_fast
+
+    args = [*(["--json"] if as_json else []), *(["--markdown"] if markdown else []),
+            *(["--all"] if show_all else []), *(["--no-trace"] if no_trace else []),
+            *(["--rules", rules] if rules else []), "--", *query]
+    code = _ask_fast(args)
+    if code:
+        sys.exit(code)
+
+
+@cli.command(help="List the GPU catalogue.")
+@click.option("--json", "as_json", is_flag=True)
+@click.option("--min-vram", type=float, default=None, metavar="GB")
+@click.option("--vendor", type=click.Choice(["nvidia", "amd", "intel", "apple"]), default=None)
+@click.option("--segment", type=click.Choice(["datacenter", "workstation", "consumer", "apple"]), default=None)
+@rules_option
+def gpus(as_json: bool, min_vram: float | None, vendor: str | None, segment: str | None,
+         rules: str | None) -> None:
+    kn = _knowledge(rules)
+    items = [g for g in kn.gpus.values()
+             if (min_vram is None or g["vram_gb"] >= min_vram)
+             and (vendor is None or g["vendor"] == vendor)
+             and (segment is None or g["segment"] == segment)]
+    if as_json:
+        click.echo(dump(items), nl=False)
+        return
+    head = ["id", "name", "VRAM GB", "GB/s", "FP16 TFLOPS", "FP8", "FP4", "TDP W", "link"]
+    rows = [[g["id"], g["name"], f"{g['vram_gb']:g}", f"{g['bandwidth_gb_s']:g}",
+             _f(g["tensor_tflops"]["fp16"]), _f(g["tensor_tflops"]["fp8"]), _f(g["tensor_tflops"]["fp4"]),
+             _f(g["tdp_w"]), f"{g['interconnect']['kind']} {g['interconnect'].get('generation') or ''}".strip()]
+            for g in items]
+    _table(head, rows)
+    click.echo(f"{len(items)} GPUs; tensor TFLOPS are dense (no sparsity); '-' = not native")
+
+
+@cli.command(help="List the model architectures.")
+@click.option("--json", "as_json", is_flag=True)
+@click.option("--family", default=None)
+@click.option("--min-params", type=float, default=None, metavar="BILLIONS")
+@rules_option
+def models(as_json: bool, family: str | None, min_params: float | None, rules: str | None) -> None:
+    kn = _knowledge(rules)
+    items = [m for m in kn.models.values()
+             if (family is None or m["family"] == family.lower())
+             and (min_params is None or m["params_total"] >= min_params * 1e9)]
+    if as_json:
+        click.echo(dump(items), nl=False)
+        return
+    head = ["id", "params B", "active B", "layers", "hidden", "heads", "kv", "head_dim", "attention", "context"]
+    rows = [[m["id"], f"{m['params_total'] / 1e9:g}", f"{m['params_active'] / 1e9:g}", str(m["layers"]),
+             str(m["hidden_size"]), str(m["attention_heads"]), str(m["kv_heads"]), str(m["head_dim"]),
+             m["attention"] + (f"+swa{m['sliding_window']}" if m.get("sliding_window") else "")
+             + ("+moe" if m.get("moe") else ""), str(m["max_context"])] for m in items]
+    _table(head, rows)
+    click.echo(f"{len(items)} models")
+
+
+@cli.command(help="List the formulas with their meaning, unit and sources.")
+@click.option("--json", "as_json", is_flag=True)
+@rules_option
+def rules(as_json: bool, rules: str | None) -> None:  # noqa: F811 - click command name
+    kn = _knowledge(rules)
+    items = [{"name": f.name, "unit": f.unit, "meaning": f.meaning, "formula": f.text,
+              "sources": list(f.sources), "where": f.where} for f in kn.formulas.values()]
+    if as_json:
+        click.echo(dump(items), nl=False)
+        return
+    for it in items:
+        click.echo(f"{it['name']} [{it['unit']}]  {it['meaning']}")
+        click.echo(f"    = {it['formula']}")
+        click.echo(f"    sources: {', '.join(it['sources'])}   ({it['where']})")
+
+
+@cli.command(help="Check rule files: schema, expressions, names, units, flows, sources.")
+@click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
+def validate(paths: tuple[Path, ...]) -> None:
+    from kb.errors import RuleErrors
+    from kb.knowledge import build
+    from kb.paths import rules_dir
+
+    roots = _rule_roots(paths) if paths else [rules_dir()]
+    failed = 0
+    for root in roots:
+        try:
+            kn = build(root)
+        except RuleErrors as errs:
+            failed += len(errs.errors)
+            for e in errs.errors:
+                click.echo(e.render(), err=True)
+            continue
+        except Exception as exc:  # a RuleError of a single file
+            from kb.errors import KbError
+
+            if not isinstance(exc, KbError):
+                raise
+            failed += 1
+            click.echo(str(exc), err=True)
+            continue
+        click.echo(f"{root}: ok — {len(kn.gpus)} GPUs, {len(kn.models)} models, "
+                   f"{len(kn.precisions)} precisions, {len(kn.formulas)} formulas, "
+                   f"{len(kn.flows)} flows, {len(kn.sources)} sources, {len(kn.claims)} claims")
+    if failed:
+        click.echo(f"{failed} error(s)", err=True)
+        sys.exit(2)
+
+
+def _rule_roots(paths: tuple[Path, ...]) -> list[Path]:
+    """A rules directory, or files inside one (the directory holding them is checked)."""
+    roots: list[Path] = []
+    for p in paths:
+        root = p if p.is_dir() else (p.parent.parent if p.parent.name == "flows" else p.parent)
+        if root not in roots:
+            roots.append(root)
+    return roots
+
+
+@cli.command(help="Print the JSON Schema of a rule file: sources, precisions, gpus, models, formulas, flow, query.")
+@click.argument("name", type=click.Choice(["sources", "precisions", "gpus", "models", "formulas", "flow", "query", "answer"]))
+def schema(name: str) -> None:
+    if name == "answer":
+        from pydantic import TypeAdapter
+
+        from kb.answer import Answer
+
+        click.echo(dump(TypeAdapter(Answer).json_schema()), nl=False)
+        return
+    from kb.schema import json_schema
+
+    click.echo(dump(json_schema(name)), nl=False)
+
+
+@cli.command(help="Run the web page and JSON API with a production WSGI server.")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8080, show_default=True, type=int)
+@click.option("--workers", default=4, show_default=True, type=int, help="Worker threads.")
+@rules_option
+def serve(host: str, port: int, workers: int, rules: str | None) -> None:
+    from server import create_app
+
+    app = create_app({"KBQ_RULES": rules} if rules else None)
+    import waitress
+
+    click.echo(f"kbq serving on http://{host}:{port}/  (Ctrl-C to stop)")
+    waitress.serve(app, host=host, port=port, threads=workers, ident="kbq")
+
+
+def _f(value: Any) -> str:
+    return "-" if value is None else f"{value:g}"
+
+
+def _table(head: list[str], rows: list[list[str]]) -> None:
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    for r in [head, ["-" * w for w in widths], *rows]:
+        click.echo("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+
+
+__all__ = ["cli", "json"]

@@ -1,0 +1,502 @@
+"""The engine: Workload + Knowledge → Answer.
+
+In: a Workload (kb.query) and the Knowledge (kb.knowledge). Out: an Answer (kb.answer).
+Steps: resolve the model, precision and defaults (each default becomes an assumption); fill a
+scope with the workload's inputs and the constants; evaluate every candidate GPU; rank them by
+the sizing flow's ranking; walk each flow from its entry, following the first edge whose
+condition holds and tracing every formula a node computes; check the sources' claims.
+Pure: no I/O, no printing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kb.answer import Answer, GpuRow, Step
+from kb.errors import EvalError, QueryError
+from kb.knowledge import TEMPLATE_FIELD, Flow, Formula, Knowledge
+from kb.workload import GpuRequest, Workload
+
+Scope = dict[str, Any]
+
+# Answer keys → formula names (what the answer shows); the names live in rules/formulas.yaml.
+BREAKDOWN = ("weights_gb", "kv_cache_gb", "activations_gb", "gradients_gb", "optimizer_gb",
+             "adapters_gb", "overhead_gb")
+INFERENCE_SPEED = ("decode_tokens_per_s", "decode_tokens_per_s_aggregate",
+                   "prefill_tokens_per_s", "ttft_s")
+TRAINING_SPEED = ("train_tokens_per_s", "train_time_s")
+ROW_FORMULAS = ("usable_vram_gb", "per_gpu_gb", "fits", "headroom_gb", "gpus_needed",
+                "decode_tokens_per_s", "decode_tokens_per_s_aggregate", "prefill_tokens_per_s",
+                "ttft_s", "train_tokens_per_s", "train_time_s", "rank_speed_tokens_per_s")
+
+
+@dataclass
+class Evaluated:
+    """A scope and, for each formula computed in it, the index of the case used."""
+    scope: Scope
+    cases: dict[str, int] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+def evaluate(kn: Knowledge, ev: Evaluated, names: Iterable[str]) -> None:
+    """Compute formulas (and what they depend on) into ev.scope, in dependency order."""
+    scope = ev.scope
+    for name in names:
+        if name in scope:
+            continue
+        for dep in kn.closure[name] + (name,):
+            if dep not in scope:
+                scope[dep] = _eval_formula(kn.formulas[dep], ev)
+
+
+def _eval_formula(f: Formula, ev: Evaluated) -> Any:
+    scope = ev.scope
+    for i, case in enumerate(f.cases):
+        if case.when is not None:
+            if any(scope.get(n) is None for n in case.when.names):
+                return None
+            try:
+                if not case.when(scope):
+                    continue
+            except EvalError as exc:
+                ev.errors[f.name] = str(exc)
+                return None
+        if any(scope.get(n) is None for n in case.expr.names):
+            return None
+        try:
+            value = case.expr(scope)
+        except EvalError as exc:
+            ev.errors[f.name] = str(exc)
+            return None
+        if isinstance(value, float) and not math.isfinite(value):
+            ev.errors[f.name] = "the result is not a finite number"
+            return None
+        ev.cases[f.name] = i
+        return value
+    return None
+
+
+def condition(expr: Any, scope: Scope) -> bool:
+    if expr is None:
+        return True
+    if any(scope.get(n) is None for n in expr.names):
+        return False
+    try:
+        return bool(expr(scope))
+    except EvalError:
+        return False
+
+
+# ---------------------------------------------------------------- workload → scope
+
+@dataclass
+class Resolved:
+    workload: Workload
+    model: dict[str, Any]
+    precision: dict[str, Any]
+    kv_precision: dict[str, Any]
+    assumptions: list[str]
+    warnings: list[str]
+    is_training: bool
+
+
+def resolve(w: Workload, kn: Knowledge) -> Resolved:
+    """Fill every field the query left out; say what was assumed."""
+    d = kn.defaults
+    q = kn.query
+    assumptions: list[str] = list(w.notes)
+    warnings: list[str] = []
+    is_training = w.task in q["training_tasks"]
+    model = _resolve_model(w, kn, assumptions)
+
+    def default(attr: str, value: Any, text: str) -> None:
+        if getattr(w, attr) is None:
+            setattr(w, attr, value)
+            assumptions.append(text)
+
+    if not w.task_explicit:
+        assumptions.append(f"task: {w.task} (no task word in the query)")
+    if w.precision is None:
+        key = "qlora_precision" if w.task == "qlora" else (
+            "training_precision" if is_training else "inference_precision")
+        default("precision", d[key], f"precision: {d[key]} ({'QLoRA base' if w.task == 'qlora' else 'training' if is_training else 'inference'} default)")
+    default("kv_precision", d["kv_precision"], f"KV cache precision: {d['kv_precision']}")
+    if is_training:
+        default("batch", d["batch"], f"micro-batch: {d['batch']}")
+        default("seq_len", min(d["seq_len"], model["max_context"]),
+                f"sequence length: {min(d['seq_len'], model['max_context'])} tokens")
+        default("optimizer", d["optimizer"], f"optimizer: {d['optimizer']}")
+        default("checkpointing", d["checkpointing"],
+                f"activation checkpointing: {'on' if d['checkpointing'] else 'off'}")
+        if w.task in ("lora", "qlora"):
+            default("lora_rank", d["lora_rank"], f"LoRA rank: {d['lora_rank']}, on every linear layer")
+        default("train_tokens", d["train_tokens"], f"training tokens: {d['train_tokens']:.3g}")
+        w.users = w.users or 1
+    else:
+        default("users", d["users"], f"concurrent users: {d['users']}")
+        default("batch", 1, "")
+        ctx = min(d["context_tokens"], model["max_context"])
+        default("context_tokens", ctx, f"context per user: {ctx} tokens (prompt + output)")
+        prompt = min(d["prompt_tokens"], w.context_tokens or ctx)
+        default("prompt_tokens", prompt, f"prompt: {prompt} tokens")
+        default("output_tokens", d["output_tokens"], f"output: {d['output_tokens']} tokens")
+    default("flash_attention", d["flash_attention"],
+            f"fused (flash) attention: {'on' if d['flash_attention'] else 'off'}")
+    w.seq_len = w.seq_len or min(d["seq_len"], model["max_context"])
+    w.lora_rank = w.lora_rank or d["lora_rank"]
+    w.optimizer = w.optimizer or d["optimizer"]
+    w.checkpointing = bool(w.checkpointing)
+    w.train_tokens = w.train_tokens or d["train_tokens"]
+    for attr in ("users", "batch", "context_tokens", "prompt_tokens", "output_tokens"):
+        if getattr(w, attr) is None:
+            setattr(w, attr, d.get(attr, 1))
+    assumptions[:] = [a for a in assumptions if a]
+    ctx = w.context_tokens if not is_training else w.seq_len
+    if ctx and ctx > model["max_context"]:
+        warnings.append(f"{ctx} tokens is longer than {model['name']}'s maximum context "
+                        f"({model['max_context']})")
+    precision = kn.precisions[w.precision]
+    kv = kn.precisions.get(w.kv_precision or d["kv_precision"], kn.precisions[d["kv_precision"]])
+    return Resolved(w, model, precision, kv, assumptions, warnings, is_training)
+
+
+def _resolve_model(w: Workload, kn: Knowledge, assumptions: list[str]) -> dict[str, Any]:
+    if w.model_id is not None:
+        model = dict(kn.models[w.model_id])
+        if w.params is not None and abs(math.log(w.params / model["params_total"])) > 0.3:
+            raise QueryError(w.model_id, 1, f"{model['name']} has {model['params_total'] / 1e9:.1f}B "
+                             f"parameters, not {w.params / 1e9:g}B")
+        return model
+    params = w.params if w.params is not None else 7e9
+    ref_id = min(kn.bare_size_refs,
+                 key=lambda r: abs(math.log(kn.models[r]["params_total"] / params)))
+    ref = kn.models[ref_id]
+    model = dict(ref)
+    model.update(params_total=params, params_active=params, name=f"{params / 1e9:g}B model",
+                 id=ref_id)
+    assumptions.append(f"model: a {params / 1e9:g}B dense model with {ref['name']}'s architecture "
+                       f"({ref['layers']} layers, {ref['kv_heads']} KV heads × {ref['head_dim']}, "
+                       f"{ref['attention'].upper()}); weights use {params / 1e9:g}B parameters "
+                       "(models.yaml bare_size)")
+    return model
+
+
+def base_scope(r: Resolved, kn: Knowledge) -> Scope:
+    w, m = r.workload, r.model
+    training = set(kn.query["training_tasks"])
+    sliding = m.get("sliding_window") or 0
+    mla = m.get("mla") or {}
+    scope: Scope = {name: c["value"] for name, c in kn.constants.items()}
+    scope.update({
+        "params": float(m["params_total"]), "active_params": float(m["params_active"]),
+        "users": w.users, "batch": w.batch, "context_tokens": w.context_tokens,
+        "prompt_tokens": w.prompt_tokens, "output_tokens": w.output_tokens,
+        "seq_len": w.seq_len, "lora_rank": w.lora_rank, "train_tokens": w.train_tokens,
+        "is_training": w.task in training, "is_inference": w.task not in training,
+        "is_full_ft": w.task == "full_ft", "is_lora": w.task == "lora",
+        "is_qlora": w.task == "qlora", "is_pretrain": w.task == "pretrain",
+        "is_prefill_only": w.task == "prefill",
+        "checkpointing": bool(w.checkpointing), "flash_attention": bool(w.flash_attention),
+        "optimizer": w.optimizer, "precision": w.precision, "task": w.task,
+        "gpu_named": bool(w.gpus),
+        "weight_bytes_per_param": r.precision["bits_per_weight"] / 8,
+        "kv_bytes_per_value": r.kv_precision["bits_per_weight"] / 8,
+        "model.id": m["id"], "model.layers": m["layers"], "model.hidden_size": m["hidden_size"],
+        "model.intermediate_size": m["intermediate_size"],
+        "model.attention_heads": m["attention_heads"], "model.kv_heads": m["kv_heads"],
+        "model.head_dim": m["head_dim"], "model.vocab_size": m["vocab_size"],
+        "model.attention": m["attention"], "model.sliding_window": sliding,
+        "model.sliding_window_layers": (m.get("sliding_window_layers") if m.get("sliding_window_layers") is not None else m["layers"]) if sliding else 0,
+        "model.kv_lora_rank": mla.get("kv_lora_rank", 0),
+        "model.qk_rope_head_dim": mla.get("qk_rope_head_dim", 0),
+        "gpu_candidates": None, "fitting_gpus": None,
+    })
+    return scope
+
+
+# ---------------------------------------------------------------- GPUs
+
+def _capacity_gpu(req: GpuRequest) -> dict[str, Any]:
+    cap = req.capacity_gb
+    return {"id": f"{cap:g}gb", "name": f"{cap:g} GB GPU", "vendor": "any", "vram_gb": cap,
+            "bandwidth_gb_s": None, "fp32_tflops": None, "tensor_tflops": {}, "tdp_w": None,
+            "interconnect": {"gb_s": None}}
+
+
+def _compute_precision(gpu: dict[str, Any], precision: dict[str, Any]) -> tuple[str | None, float | None]:
+    for key in [precision["compute"], *precision["fallback"]]:
+        value = gpu.get("fp32_tflops") if key == "fp32" else gpu.get("tensor_tflops", {}).get(key)
+        if value:
+            return key, float(value)
+    return None, None
+
+
+def gpu_scope(base: Scope, gpu: dict[str, Any], count: int, precision: dict[str, Any]) -> Scope:
+    key, tflops = _compute_precision(gpu, precision)
+    scope = dict(base)
+    scope.update({
+        "gpu.id": gpu["id"], "gpu.name": gpu["name"], "gpu.vendor": gpu["vendor"],
+        "gpu.vram_gb": gpu["vram_gb"], "gpu.bandwidth_gb_s": gpu["bandwidth_gb_s"],
+        "gpu.compute_tflops": tflops, "gpu.tdp_w": gpu.get("tdp_w"),
+        "gpu.interconnect_gb_s": (gpu.get("interconnect") or {}).get("gb_s") or 0,
+        "gpu_count": count, "_compute_precision": key,
+    })
+    return scope
+
+
+def _row(ev: Evaluated, gpu: dict[str, Any], count: int, requested: bool) -> GpuRow:
+    s = ev.scope
+    needed = s.get("gpus_needed")
+    return GpuRow(
+        id=gpu["id"], name=gpu["name"], count=count, vram_gb=gpu["vram_gb"],
+        usable_vram_gb=s.get("usable_vram_gb"), per_gpu_gb=s.get("per_gpu_gb"),
+        fits=bool(s.get("fits")), headroom_gb=s.get("headroom_gb"),
+        gpus_needed=int(needed) if needed is not None else None,
+        bandwidth_gb_s=gpu.get("bandwidth_gb_s"), compute_tflops=s.get("gpu.compute_tflops"),
+        compute_precision=s.get("_compute_precision"),
+        decode_tokens_per_s=s.get("decode_tokens_per_s"),
+        decode_tokens_per_s_aggregate=s.get("decode_tokens_per_s_aggregate"),
+        prefill_tokens_per_s=s.get("prefill_tokens_per_s"), ttft_s=s.get("ttft_s"),
+        train_tokens_per_s=s.get("train_tokens_per_s"), train_time_s=s.get("train_time_s"),
+        tdp_w=gpu.get("tdp_w"), requested=requested)
+
+
+def _rank_key(ranking: list[tuple[str, str]], ev: Evaluated) -> tuple[Any, ...]:
+    key: list[Any] = []
+    for name, order in ranking:
+        v = ev.scope.get(name)
+        if isinstance(v, bool):
+            v = int(v)
+        if v is None:
+            key.append((1, 0))
+            continue
+        key.append((0, -v if order == "desc" else v))
+    return tuple(key)
+
+
+# ---------------------------------------------------------------- the walk
+
+class Tracer:
+    def __init__(self, kn: Knowledge, ev: Evaluated) -> None:
+        self.kn = kn
+        self.ev = ev
+        self.steps: list[Step] = []
+        self.done: set[str] = set()
+
+    def formula(self, node: str, name: str) -> None:
+        for dep in self.kn.closure[name] + (name,):
+            if dep in self.done:
+                continue
+            self.done.add(dep)
+            self.steps.append(self._step(node, self.kn.formulas[dep]))
+
+    def _step(self, node: str, f: Formula) -> Step:
+        s = self.ev.scope
+        idx = self.ev.cases.get(f.name)
+        case = f.cases[idx] if idx is not None else f.cases[-1]
+        names = list(case.expr.names) + (list(case.when.names) if case.when else [])
+        text = case.expr.text + (f"   [when {case.when.text}]" if case.when else "")
+        note = case.note or f.note
+        if f.name in self.ev.errors:
+            note = f"not computed: {self.ev.errors[f.name]}"
+        elif s.get(f.name) is None:
+            missing = [n for n in names if s.get(n) is None]
+            note = "not computed: no value for " + ", ".join(missing) if missing else note
+        return Step(node=node, rule=f"{f.name} ({f.where})", formula=text,
+                    values={n: s.get(n) for n in dict.fromkeys(names)}, result=s.get(f.name),
+                    unit=f.unit, source=", ".join(f.sources), note=note)
+
+    def edge(self, node: str, flow: Flow, when: Any, to: str, label: str | None) -> None:
+        if when is None:
+            return
+        s = self.ev.scope
+        self.steps.append(Step(node=node, rule=f"edge {node} → {flow.id}/{to} ({flow.nodes[node.split('/')[-1]].where})",
+                               formula=when.text, values={n: s.get(n) for n in when.names},
+                               result=True, unit="bool", source=flow.source, note=label))
+
+
+def walk(flow: Flow, kn: Knowledge, ev: Evaluated, tracer: Tracer) -> tuple[list[str], str]:
+    node = flow.nodes[flow.entry]
+    path: list[str] = []
+    for _ in range(len(flow.nodes) + 1):
+        nid = f"{flow.id}/{node.id}"
+        path.append(nid)
+        if node.compute:
+            evaluate(kn, ev, node.compute)
+            for name in node.compute:
+                tracer.formula(nid, name)
+        if node.kind == "verdict":
+            return path, render_template(node.text, ev.scope)
+        for edge in node.edges:
+            if condition(edge.when, ev.scope):
+                tracer.edge(nid, flow, edge.when, edge.to, edge.label)
+                node = flow.nodes[edge.to]
+                break
+    raise EvalError(f"flow {flow.id} did not reach a verdict")
+
+
+def render_template(text: str, scope: Scope) -> str:
+    def fill(m: Any) -> str:
+        value = scope.get(m.group(1))
+        if value is None:
+            return "n/a"
+        if isinstance(value, bool) or isinstance(value, str):
+            return str(value)
+        spec = m.group(2) or ".3g"
+        try:
+            return format(value, spec)
+        except (ValueError, TypeError):
+            return str(value)
+    return TEMPLATE_FIELD.sub(fill, text)
+
+
+# ---------------------------------------------------------------- answer
+
+def answer(w: Workload, kn: Knowledge, query: str = "") -> Answer:
+    r = resolve(w, kn)
+    base = Evaluated(base_scope(r, kn))
+    workload_formulas = [n for n, f in kn.formulas.items() if not f.per_gpu]
+    evaluate(kn, base, workload_formulas)
+    sizing = next(f for f in kn.flows if f.role == "sizing")
+
+    candidates: list[tuple[dict[str, Any], int, bool]] = []
+    if w.gpus:
+        for req in w.gpus:
+            gpu = _capacity_gpu(req) if req.gpu_id is None else kn.gpus[req.gpu_id]
+            candidates.append((gpu, req.count, True))
+    else:
+        candidates = [(g, 1, False) for g in kn.gpus.values()]
+    evs: list[tuple[Evaluated, dict[str, Any], int, bool]] = []
+    for gpu, count, requested in candidates:
+        ev = Evaluated(gpu_scope(base.scope, gpu, count, r.precision), dict(base.cases), dict(base.errors))
+        evaluate(kn, ev, ROW_FORMULAS)
+        evs.append((ev, gpu, count, requested))
+    order = list(range(len(evs))) if w.gpus else sorted(
+        range(len(evs)), key=lambda i: _rank_key(sizing.ranking, evs[i][0]))
+    rows = []
+    for rank, i in enumerate(order, 1):
+        ev, gpu, count, requested = evs[i]
+        row = _row(ev, gpu, count, requested)
+        row.rank = rank
+        rows.append(row)
+    primary = evs[order[0]][0]
+    fitting = sum(1 for ev, *_ in evs if ev.scope.get("fits"))
+    primary.scope["gpu_candidates"] = len(evs)
+    primary.scope["fitting_gpus"] = fitting
+
+    tracer = Tracer(kn, primary)
+    path: list[str] = []
+    verdict = ""
+    advice: list[dict[str, Any]] = []
+    for flow in kn.flows:
+        flow_path, text = walk(flow, kn, primary, tracer)
+        path.extend(flow_path)
+        if flow.role == "sizing":
+            verdict = text
+        else:
+            advice.append({"flow": flow.id, "title": flow.title, "source": flow.source,
+                           "conclusion": text, "node": flow_path[-1]})
+    speed = TRAINING_SPEED if r.is_training else INFERENCE_SPEED
+    for name in BREAKDOWN + ("total_gb",) + speed:
+        tracer.formula("answer", name)
+    warnings = list(r.warnings) + _gpu_warnings(evs, r) + [
+        f"{name} could not be computed: {msg}" for name, msg in primary.errors.items()]
+    disagreements, agreements = check_claims(kn, base, evs, order)
+    s = primary.scope
+    return Answer(
+        query=query, workload=_workload_dict(r), assumptions=r.assumptions,
+        memory=_memory(s, r),
+        throughput={k: (s.get(k) if k in speed else None) for k in INFERENCE_SPEED + TRAINING_SPEED},
+        bottleneck=_bottleneck(s, r),
+        gpus=rows, verdict=verdict, path=path, trace=tracer.steps,
+        disagreements=disagreements, warnings=warnings, advice=advice,
+        claims_checked=agreements)
+
+
+def _workload_dict(r: Resolved) -> dict[str, Any]:
+    d = r.workload.to_dict()
+    d.pop("task_explicit", None)
+    d.pop("notes", None)
+    d["model"] = r.model["id"]
+    d["model_name"] = r.model["name"]
+    d["params"] = r.model["params_total"]
+    d["active_params"] = r.model["params_active"]
+    return d
+
+
+def _memory(s: Scope, r: Resolved) -> dict[str, Any]:
+    return {"total_gb": s.get("total_gb"),
+            "breakdown": {k: s.get(k) for k in BREAKDOWN},
+            "per_gpu_gb": s.get("per_gpu_gb"),
+            "kv_cache_gb_per_user": s.get("kv_cache_gb_per_user") if not r.is_training else None,
+            "gpu": s.get("gpu.name"), "gpu_count": s.get("gpu_count")}
+
+
+def _bottleneck(s: Scope, r: Resolved) -> dict[str, Any]:
+    if r.is_training:
+        phases = {"training": s.get("train_bound")}
+        intensity = {"training": s.get("train_intensity")}
+    else:
+        phases = {"decode": s.get("decode_bound"), "prefill": s.get("prefill_bound")}
+        intensity = {"decode": s.get("decode_intensity"), "prefill": s.get("prefill_intensity")}
+    return {**phases, "arithmetic_intensity": intensity, "ridge_point": s.get("ridge_point"),
+            "gpu": s.get("gpu.name")}
+
+
+def _gpu_warnings(evs: list[tuple[Evaluated, dict[str, Any], int, bool]], r: Resolved) -> list[str]:
+    out: list[str] = []
+    compute = r.precision["compute"]
+    for ev, gpu, _count, requested in evs:
+        if not requested and len(evs) > 1:
+            continue
+        used = ev.scope.get("_compute_precision")
+        if used and used != compute:
+            out.append(f"{gpu['name']} has no native {compute.upper()} tensor math; "
+                       f"computed at its {used.upper()} rate")
+        if requested and not ev.scope.get("fits") and ev.scope.get("per_gpu_gb") is not None:
+            out.append(f"does not fit on {ev.scope['gpu_count']}× {gpu['name']}: needs "
+                       f"{ev.scope['per_gpu_gb']:.1f} GB per GPU")
+    return out
+
+
+def check_claims(kn: Knowledge, base: Evaluated, evs: list[tuple[Evaluated, dict[str, Any], int, bool]],
+                 order: list[int]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    differ: list[dict[str, Any]] = []
+    agree: list[dict[str, Any]] = []
+    for claim in kn.claims:
+        scopes = [evs[i][0] for i in order] if claim.per_gpu else [evs[order[0]][0]]
+        for ev in scopes:
+            if not condition(claim.applies_when, ev.scope):
+                continue
+            try:
+                computed = claim.computed(ev.scope) if all(
+                    ev.scope.get(n) is not None for n in claim.computed.names) else None
+            except EvalError:
+                computed = None
+            if computed is None:
+                continue
+            entry = _claim_entry(kn, claim, computed, ev.scope.get("gpu.name") if claim.per_gpu else None)
+            (agree if entry["agrees"] else differ).append(entry)
+    return differ, agree
+
+
+def _claim_entry(kn: Knowledge, claim: Any, computed: float, gpu: str | None) -> dict[str, Any]:
+    value = claim.value
+    if isinstance(value, (tuple, list)):
+        lo, hi = value
+        agrees = lo <= computed <= hi
+        mid = (lo + hi) / 2
+        claimed: Any = [lo, hi]
+    else:
+        agrees = abs(computed - value) <= claim.tolerance * abs(value)
+        mid = value
+        claimed = value
+    src = kn.sources.get(claim.source, {})
+    return {"id": claim.id, "source": claim.source, "source_title": src.get("title"),
+            "claim": claim.text, "claimed": claimed, "computed": computed, "unit": claim.unit,
+            "difference_pct": (computed - mid) / mid * 100 if mid else None,
+            "agrees": agrees, "gpu": gpu, "formula": claim.computed.text,
+            "note": claim.note, "rule": claim.where}

@@ -1,0 +1,428 @@
+"""The expression language of rule files.
+
+In: formula or condition text (`2 * model.layers * model.kv_heads`, `total_gb <= gpu.vram_gb`).
+Out: an `Expr` — a small JSON-serialisable AST (nested lists), the names it reads, and a compiled
+closure that evaluates it against a flat scope dict (`{"gpu.vram_gb": 80.0, …}`).
+
+Parsing uses grammar/expr.lark (lark, LALR). Evaluation is our own interpreter: there is no
+`eval`, and a call can only reach the fixed FUNCTIONS table below.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kb.errors import EvalError
+
+Scope = Mapping[str, Any]
+Fn = Callable[[Scope], Any]
+
+# Operator precedence is in the grammar; here only the operator semantics.
+_ARITH: dict[str, Callable[[float, float], float]] = {
+    "+": lambda a, b: a + b,
+    "-": lambda a, b: a - b,
+    "*": lambda a, b: a * b,
+}
+_COMPARE: dict[str, Callable[[Any, Any], bool]] = {
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+    "==": lambda a, b: a == b,
+    "!=": lambda a, b: a != b,
+}
+
+# name → (min args, max args). Semantics in _call.
+FUNCTIONS: dict[str, tuple[int, int]] = {
+    "min": (1, 16), "max": (1, 16), "ceil": (1, 1), "floor": (1, 1), "round": (1, 2),
+    "sqrt": (1, 1), "log2": (1, 1), "abs": (1, 1), "if": (3, 3), "clamp": (3, 3),
+}
+
+MAX_DEPTH = 60
+MAX_MAGNITUDE = 1e300
+
+
+class ExprSyntaxError(Exception):
+    """Raised by parse(); `column` is 1-based within the expression text."""
+
+    def __init__(self, message: str, column: int, suggestion: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.column = column
+        self.suggestion = suggestion
+
+
+@dataclass(frozen=True)
+class Expr:
+    text: str
+    ast: Any
+    names: tuple[str, ...]
+    name_columns: dict[str, int] = field(compare=False, hash=False)
+    fn: Fn = field(compare=False, hash=False, repr=False)
+
+    def __call__(self, scope: Scope) -> Any:
+        return self.fn(scope)
+
+
+_parser = None
+
+
+def _get_parser() -> Any:
+    global _parser
+    if _parser is None:
+        from lark import Lark
+
+        from kb.paths import grammar_dir
+
+        _parser = Lark.open(str(grammar_dir() / "expr.lark"), parser="lalr",
+                            propagate_positions=True, maybe_placeholders=False)
+    return _parser
+
+
+def _to_ast(tree: Any, columns: dict[str, int], depth: int = 0) -> Any:
+    """lark tree → nested lists: ["num", x] ["str", s] ["name", n] ["bin", op, a, b]
+    ["cmp", op, a, b] ["and", a, b] ["or", a, b] ["not", a] ["neg", a] ["call", f, [args]]."""
+    from lark import Token
+
+    if depth > MAX_DEPTH:
+        raise ExprSyntaxError(f"expression nested deeper than {MAX_DEPTH} levels", 1)
+    if isinstance(tree, Token):
+        if tree.type == "NUMBER":
+            value = float(tree)
+            if not math.isfinite(value) or abs(value) > MAX_MAGNITUDE:
+                raise ExprSyntaxError(f"number {tree} is too large", tree.column or 1)
+            return ["num", value]
+        if tree.type == "STRING":
+            return ["str", str(tree)[1:-1]]
+        raise ExprSyntaxError(f"unexpected {tree!s}", tree.column or 1)
+    kind = tree.data
+    kids = tree.children
+    d = depth + 1
+    if kind == "number":
+        return _to_ast(kids[0], columns, d)
+    if kind == "string":
+        return _to_ast(kids[0], columns, d)
+    if kind == "dotted":
+        name = ".".join(str(k) for k in kids)
+        columns.setdefault(name, kids[0].column or 1)
+        return ["name", name]
+    if kind == "binary":
+        op = "^" if str(kids[1]) in ("^", "**") else str(kids[1])
+        return ["bin", op, _to_ast(kids[0], columns, d), _to_ast(kids[2], columns, d)]
+    if kind == "compare":
+        return ["cmp", str(kids[1]), _to_ast(kids[0], columns, d), _to_ast(kids[2], columns, d)]
+    if kind in ("and_", "or_"):
+        return [kind[:-1], _to_ast(kids[0], columns, d), _to_ast(kids[1], columns, d)]
+    if kind == "not_":
+        return ["not", _to_ast(kids[0], columns, d)]
+    if kind == "neg":
+        return ["neg", _to_ast(kids[0], columns, d)]
+    if kind == "call":
+        fname = str(kids[0])
+        args = [_to_ast(k, columns, d) for k in kids[1:] if k is not None]
+        if fname not in FUNCTIONS:
+            from kb.errors import nearest
+
+            raise ExprSyntaxError(f"unknown function '{fname}'", kids[0].column or 1,
+                                  nearest(fname, FUNCTIONS))
+        lo, hi = FUNCTIONS[fname]
+        if not lo <= len(args) <= hi:
+            raise ExprSyntaxError(f"{fname}() takes {lo if lo == hi else f'{lo} to {hi}'} "
+                                  f"argument(s), got {len(args)}", kids[0].column or 1)
+        return ["call", fname, args]
+    if kind in ("start", "expr") and len(kids) == 1:
+        return _to_ast(kids[0], columns, d)
+    raise ExprSyntaxError(f"unsupported construct {kind}", 1)
+
+
+def parse(text: str) -> Expr:
+    """Parse and compile one expression. Raises ExprSyntaxError with a column."""
+    from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
+
+    if not isinstance(text, str) or not text.strip():
+        raise ExprSyntaxError("empty expression", 1)
+    if text.count("(") > MAX_DEPTH:
+        raise ExprSyntaxError(f"expression nested deeper than {MAX_DEPTH} levels", 1)
+    try:
+        tree = _get_parser().parse(text)
+    except UnexpectedEOF:
+        raise ExprSyntaxError("the expression ends too early", len(text) + 1) from None
+    except UnexpectedCharacters as exc:
+        raise ExprSyntaxError(f"unexpected character {text[exc.pos_in_stream]!r}",
+                              exc.column) from None
+    except UnexpectedInput as exc:
+        col = getattr(exc, "column", 1) or 1
+        token = getattr(exc, "token", None)
+        what = f"'{token}'" if token is not None and str(token) else "end of expression"
+        raise ExprSyntaxError(f"unexpected {what}", col if col > 0 else len(text) + 1) from None
+    except RecursionError:
+        raise ExprSyntaxError("expression nested too deeply", 1) from None
+    columns: dict[str, int] = {}
+    ast = _to_ast(tree, columns)
+    return from_ast(text, ast, columns)
+
+
+def from_ast(text: str, ast: Any, columns: dict[str, int] | None = None) -> Expr:
+    """Build an Expr from an already-parsed AST (used by the knowledge snapshot)."""
+    names: list[str] = []
+    _collect_names(ast, names)
+    return Expr(text=text, ast=ast, names=tuple(dict.fromkeys(names)),
+                name_columns=columns or {}, fn=compile_ast(ast))
+
+
+def _collect_names(ast: Any, out: list[str]) -> None:
+    tag = ast[0]
+    if tag == "name":
+        out.append(ast[1])
+    elif tag in ("bin", "cmp"):
+        _collect_names(ast[2], out)
+        _collect_names(ast[3], out)
+    elif tag in ("and", "or"):
+        _collect_names(ast[1], out)
+        _collect_names(ast[2], out)
+    elif tag in ("not", "neg"):
+        _collect_names(ast[1], out)
+    elif tag == "call":
+        for arg in ast[2]:
+            _collect_names(arg, out)
+
+
+def _num(value: Any, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise EvalError(f"{what} is not a number ({value!r})")
+    return value
+
+
+def _divide(a: float, b: float) -> float:
+    if b == 0:
+        raise EvalError("division by zero")
+    return a / b
+
+
+def _power(a: float, b: float) -> float:
+    try:
+        result = a ** b
+    except (OverflowError, ZeroDivisionError) as exc:
+        raise EvalError(f"{a} ^ {b}: {exc}") from None
+    if isinstance(result, complex):
+        raise EvalError(f"{a} ^ {b} is not a real number")
+    return result
+
+
+def compile_ast(ast: Any) -> Fn:
+    """AST → closure over a scope mapping. Constants are folded once."""
+    tag = ast[0]
+    if tag in ("num", "str"):
+        value = ast[1]
+        return lambda s: value
+    if tag == "name":
+        key = ast[1]
+
+        def lookup(s: Scope) -> Any:
+            try:
+                return s[key]
+            except KeyError:
+                raise EvalError(f"'{key}' has no value for this workload") from None
+        return lookup
+    if tag == "bin":
+        op, left, right = ast[1], compile_ast(ast[2]), compile_ast(ast[3])
+        if op in _ARITH:
+            f = _ARITH[op]
+            return lambda s: f(_num(left(s), "left operand"), _num(right(s), "right operand"))
+        if op == "/":
+            return lambda s: _divide(_num(left(s), "dividend"), _num(right(s), "divisor"))
+        return lambda s: _power(_num(left(s), "base"), _num(right(s), "exponent"))
+    if tag == "cmp":
+        cmp, left, right = _COMPARE[ast[1]], compile_ast(ast[2]), compile_ast(ast[3])
+        return lambda s: cmp(left(s), right(s))
+    if tag == "and":
+        left, right = compile_ast(ast[1]), compile_ast(ast[2])
+        return lambda s: bool(left(s)) and bool(right(s))
+    if tag == "or":
+        left, right = compile_ast(ast[1]), compile_ast(ast[2])
+        return lambda s: bool(left(s)) or bool(right(s))
+    if tag == "not":
+        inner = compile_ast(ast[1])
+        return lambda s: not inner(s)
+    if tag == "neg":
+        inner = compile_ast(ast[1])
+        return lambda s: -_num(inner(s), "operand")
+    if tag == "call":
+        return _compile_call(ast[1], [compile_ast(a) for a in ast[2]])
+    raise ValueError(f"unknown AST node {tag!r}")
+
+
+def _compile_call(name: str, args: list[Fn]) -> Fn:
+    if name == "if":
+        cond, yes, no = args
+        return lambda s: yes(s) if cond(s) else no(s)
+    if name == "min":
+        return lambda s: min(_num(a(s), "min() argument") for a in args)
+    if name == "max":
+        return lambda s: max(_num(a(s), "max() argument") for a in args)
+    if name == "clamp":
+        x, lo, hi = args
+        return lambda s: min(max(_num(x(s), "clamp() value"), lo(s)), hi(s))
+    if name == "round":
+        if len(args) == 2:
+            return lambda s: round(_num(args[0](s), "round()"), int(args[1](s)))
+        return lambda s: float(round(_num(args[0](s), "round()")))
+    if name == "sqrt":
+        def sqrt(s: Scope) -> float:
+            x = _num(args[0](s), "sqrt()")
+            if x < 0:
+                raise EvalError("sqrt() of a negative number")
+            return math.sqrt(x)
+        return sqrt
+    if name == "log2":
+        def log2(s: Scope) -> float:
+            x = _num(args[0](s), "log2()")
+            if x <= 0:
+                raise EvalError("log2() of a non-positive number")
+            return math.log2(x)
+        return log2
+    unary: dict[str, Callable[[float], float]] = {"ceil": math.ceil, "floor": math.floor,
+                                                  "abs": abs}
+    f = unary[name]
+    return lambda s: float(f(_num(args[0](s), f"{name}()")))
+
+
+# ---------------------------------------------------------------- units
+
+Unit = tuple[tuple[str, int], ...] | None  # None: a bare literal, fits any unit in + - compare
+BOOL: Unit = (("bool", 1),)
+TEXT: Unit = (("text", 1),)
+ONE: Unit = ()
+
+
+# Counts are written in units for the reader but are plain numbers in the check.
+COUNTS = frozenset({"param", "params", "token", "tokens", "user", "users", "seq", "value",
+                    "layer", "gpu", "gpus", "step", "request"})
+
+
+def parse_unit(text: str) -> Unit:
+    """'GB/s' → (('GB', 1), ('s', -1)); '1' or '' → (); 'bool' and 'text' are special.
+    Count words (COUNTS) drop out: 'tokens/s' is checked as '1/s'."""
+    text = text.strip()
+    if text in ("", "1", "-"):
+        return ONE
+    if text == "bool":
+        return BOOL
+    if text == "text":
+        return TEXT
+    powers: dict[str, int] = {}
+    for i, part in enumerate(text.split("/")):
+        for factor in part.split("*"):
+            factor = factor.strip()
+            if not factor or factor == "1":
+                continue
+            sym, _, exp = factor.partition("^")
+            if sym in COUNTS:
+                continue
+            n = int(exp) if exp else 1
+            powers[sym] = powers.get(sym, 0) + (n if i == 0 else -n)
+    return tuple(sorted((k, v) for k, v in powers.items() if v))
+
+
+def format_unit(unit: Unit) -> str:
+    if unit is None:
+        return "number"
+    if unit == ONE:
+        return "1"
+    num = [f"{k}^{v}" if v > 1 else k for k, v in unit if v > 0]
+    den = [f"{k}^{-v}" if v < -1 else k for k, v in unit if v < 0]
+    top = "*".join(num) or "1"
+    return top + ("/" + "/".join(den) if den else "")
+
+
+class UnitError(Exception):
+    def __init__(self, message: str, name: str | None = None) -> None:
+        super().__init__(message)
+        self.name = name
+
+
+def _same(a: Unit, b: Unit, what: str) -> Unit:
+    if a is None:
+        return b
+    if b is None or a == b:
+        return a
+    raise UnitError(f"{what}: {format_unit(a)} and {format_unit(b)} do not agree")
+
+
+def _mul(a: Unit, b: Unit, sign: int) -> Unit:
+    powers: dict[str, int] = dict(a or ())
+    for k, v in b or ():
+        powers[k] = powers.get(k, 0) + sign * v
+    return tuple(sorted((k, v) for k, v in powers.items() if v))
+
+
+def infer_unit(ast: Any, units: Mapping[str, Unit]) -> Unit:
+    """The unit of an expression, given the unit of every name it reads."""
+    tag = ast[0]
+    if tag == "num":
+        return None
+    if tag == "str":
+        return TEXT
+    if tag == "name":
+        return units[ast[1]]
+    if tag == "bin":
+        a, b = infer_unit(ast[2], units), infer_unit(ast[3], units)
+        op = ast[1]
+        if op in "+-":
+            return _same(a, b, f"'{op}'")
+        if op in "*/":
+            if a is None and b is None:
+                return None
+            return _mul(a, b, 1 if op == "*" else -1)
+        if b not in (None, ONE):
+            raise UnitError("an exponent must be a plain number")
+        if a in (None, ONE):
+            return a
+        if ast[3][0] != "num" or not float(ast[3][1]).is_integer():
+            raise UnitError(f"{format_unit(a)} raised to a non-integer power")
+        n = int(ast[3][1])
+        return tuple((k, v * n) for k, v in a)
+    if tag == "cmp":
+        a, b = infer_unit(ast[2], units), infer_unit(ast[3], units)
+        if TEXT in (a, b) and a != b and None not in (a, b):
+            raise UnitError("comparing text with a number")
+        _same(a, b, f"'{ast[1]}'")
+        return BOOL
+    if tag in ("and", "or", "not"):
+        for sub in ast[1:]:
+            u = infer_unit(sub, units)
+            if u not in (BOOL, None):
+                raise UnitError(f"'{tag}' needs true/false operands, got {format_unit(u)}")
+        return BOOL
+    if tag == "neg":
+        return infer_unit(ast[1], units)
+    if tag == "call":
+        return _call_unit(ast[1], [infer_unit(a, units) for a in ast[2]])
+    raise UnitError(f"unknown node {tag}")
+
+
+def _call_unit(name: str, args: list[Unit]) -> Unit:
+    if name == "if":
+        if args[0] not in (BOOL, None):
+            raise UnitError("if() needs a condition as its first argument")
+        return _same(args[1], args[2], "the two branches of if()")
+    if name in ("min", "max", "clamp"):
+        unit = args[0]
+        for other in args[1:]:
+            unit = _same(unit, other, f"{name}()")
+        return unit
+    if name in ("ceil", "floor", "round", "abs"):
+        return args[0]
+    if name == "sqrt":
+        a = args[0]
+        if a in (None, ONE):
+            return a
+        if any(v % 2 for _, v in a):
+            raise UnitError(f"sqrt() of {format_unit(a)}")
+        return tuple((k, v // 2) for k, v in a)
+    if args[0] not in (None, ONE):
+        raise UnitError(f"{name}() needs a plain number, got {format_unit(args[0])}")
+    return ONE

@@ -1,0 +1,531 @@
+"""Validated knowledge: rules/ → one `Knowledge` object the engine reads.
+
+In: a rules directory. Out: `Knowledge` (GPUs, models, precisions, compiled formulas in
+dependency order, flows as networkx graphs, sources and claims, query vocabulary), or
+`RuleErrors` listing every problem as `file:line:col: message` in one run.
+
+Checks beyond the schema: ids and aliases unique, every source id known, every expression
+parses, every name resolves, units agree, no cycles between formulas, flows acyclic with every
+node reachable and every question's branches covered.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kb import expr as ex
+from kb.errors import RuleError, RuleErrors, nearest
+from kb.loader import Doc, load, validate
+from kb.schema import FILES
+
+GPU_INPUT_PREFIX = "gpu."
+PER_GPU_INPUTS = frozenset({"gpu_count"})
+TEMPLATE_FIELD = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.]*)(?::([^{}]*))?\}")
+
+
+def norm(text: str) -> str:
+    """Alias key: lowercase, separators dropped ('RTX 4000 Ada' == 'rtx-4000-ada')."""
+    return re.sub(r"[\s_\-]+", "", text.lower())
+
+
+@dataclass(frozen=True)
+class Case:
+    when: ex.Expr | None
+    expr: ex.Expr
+    note: str | None
+
+
+@dataclass(frozen=True)
+class Formula:
+    name: str
+    unit: str
+    meaning: str
+    cases: tuple[Case, ...]
+    sources: tuple[str, ...]
+    where: str                      # rules/formulas.yaml:LINE
+    names: tuple[str, ...]          # every name any case reads
+    deps: tuple[str, ...]           # formulas among them
+    per_gpu: bool                   # reads gpu.* or gpu_count, directly or through deps
+    note: str | None = None
+
+    @property
+    def text(self) -> str:
+        if len(self.cases) == 1 and self.cases[0].when is None:
+            return self.cases[0].expr.text
+        return " | ".join(f"{c.expr.text} if {c.when.text}" if c.when else c.expr.text
+                          for c in self.cases)
+
+
+@dataclass(frozen=True)
+class Edge:
+    to: str
+    when: ex.Expr | None
+    label: str | None
+
+
+@dataclass(frozen=True)
+class Node:
+    id: str
+    kind: str
+    text: str
+    compute: tuple[str, ...]
+    edges: tuple[Edge, ...]
+    style: str | None
+    where: str
+
+
+@dataclass
+class Flow:
+    id: str
+    title: str
+    role: str
+    order: int
+    source: str
+    entry: str
+    nodes: dict[str, Node]
+    ranking: list[tuple[str, str]]
+    where: str
+    graph: Any = None               # networkx.DiGraph, built on demand
+
+    def digraph(self) -> Any:
+        if self.graph is None:
+            import networkx as nx
+
+            g = nx.DiGraph(id=self.id, title=self.title)
+            for node in self.nodes.values():
+                g.add_node(node.id, kind=node.kind, text=node.text)
+            for node in self.nodes.values():
+                for edge in node.edges:
+                    g.add_edge(node.id, edge.to, label=edge.label,
+                               when=edge.when.text if edge.when else None)
+            self.graph = g
+        return self.graph
+
+
+@dataclass(frozen=True)
+class Claim:
+    id: str
+    source: str
+    text: str
+    computed: ex.Expr
+    unit: str
+    value: float | tuple[float, float]
+    tolerance: float
+    applies_when: ex.Expr
+    example_query: str
+    note: str
+    per_gpu: bool
+    where: str
+
+
+@dataclass
+class Knowledge:
+    root: Path
+    gpus: dict[str, dict[str, Any]]
+    models: dict[str, dict[str, Any]]
+    precisions: dict[str, dict[str, Any]]
+    sources: dict[str, dict[str, Any]]
+    inputs: dict[str, dict[str, Any]]
+    constants: dict[str, dict[str, Any]]
+    formulas: dict[str, Formula]
+    closure: dict[str, tuple[str, ...]]       # formula → formulas to compute first, in order
+    flows: list[Flow]
+    claims: list[Claim]
+    query: dict[str, Any]
+    bare_size_refs: list[str]
+    gpu_alias: dict[str, str] = field(default_factory=dict)
+    model_alias: dict[str, str] = field(default_factory=dict)
+    precision_alias: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def defaults(self) -> dict[str, Any]:
+        return self.query["defaults"]
+
+    def flow(self, flow_id: str) -> Flow:
+        for f in self.flows:
+            if f.id == flow_id:
+                return f
+        raise KeyError(flow_id)
+
+
+# ---------------------------------------------------------------- building
+
+class _Collector:
+    def __init__(self) -> None:
+        self.errors: list[RuleError] = []
+
+    def add(self, err: RuleError) -> None:
+        self.errors.append(err)
+
+
+def build(root: Path) -> Knowledge:
+    """Load and check every rule file under root. Raises RuleErrors with all problems."""
+    root = Path(root)
+    errs = _Collector()
+    docs: dict[str, Doc] = {}
+    parsed: dict[str, Any] = {}
+    for name in ("sources", "precisions", "gpus", "models", "formulas", "query"):
+        path = root / f"{name}.yaml"
+        if not path.is_file():
+            errs.add(RuleError(f"{root.name}/{name}.yaml", 1, 1, "file is missing"))
+            continue
+        _load_one(path, root, FILES[name], name, docs, parsed, errs)
+    flow_paths = sorted((root / "flows").glob("*.yaml")) if (root / "flows").is_dir() else []
+    if not flow_paths:
+        errs.add(RuleError(f"{root.name}/flows", 1, 1, "no flow files"))
+    for path in flow_paths:
+        _load_one(path, root, FILES["flow"], f"flow:{path.stem}", docs, parsed, errs)
+    if errs.errors:
+        raise RuleErrors(errs.errors)
+    return _assemble(root, docs, parsed, errs)
+
+
+def _load_one(path: Path, root: Path, model: Any, key: str, docs: dict[str, Doc],
+              parsed: dict[str, Any], errs: _Collector) -> None:
+    try:
+        doc = load(path, root)
+    except RuleError as err:
+        errs.add(err)
+        return
+    docs[key] = doc
+    if doc.data is None:
+        errs.add(RuleError(doc.display, 1, 1, "file is empty"))
+        return
+    value, problems = validate(doc, model)
+    for p in problems:
+        errs.add(p)
+    if value is not None:
+        parsed[key] = value
+
+
+def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
+              errs: _Collector) -> Knowledge:
+    src_doc = docs["sources"]
+    sources = {s.id: s.model_dump() for s in parsed["sources"].sources}
+    _unique(src_doc, [("sources", i, "id") for i in range(len(sources))],
+            [s.id for s in parsed["sources"].sources], "source id", errs)
+    known_sources = set(sources)
+
+    def need_source(doc: Doc, loc: tuple[Any, ...], sid: str) -> None:
+        if sid not in known_sources:
+            errs.add(doc.error(loc, f"unknown source '{sid}'", nearest(sid, known_sources)))
+
+    gpus, gpu_alias = _catalogue(docs["gpus"], "gpus", [g.model_dump() for g in parsed["gpus"].gpus], errs)
+    for i, g in enumerate(parsed["gpus"].gpus):
+        need_source(docs["gpus"], ("gpus", i, "source"), g.source)
+        for fname, sid in g.field_sources.items():
+            if fname not in type(g).model_fields:
+                errs.add(docs["gpus"].error(("gpus", i, "field_sources", fname, "<key>"),
+                                            f"'{fname}' is not a GPU field",
+                                            nearest(fname, type(g).model_fields)))
+            need_source(docs["gpus"], ("gpus", i, "field_sources", fname), sid)
+    models, model_alias = _catalogue(docs["models"], "models", [m.model_dump() for m in parsed["models"].models], errs)
+    for i, m in enumerate(parsed["models"].models):
+        need_source(docs["models"], ("models", i, "source"), m.source)
+        if m.params_active > m.params_total:
+            errs.add(docs["models"].error(("models", i, "params_active"),
+                                          "params_active is larger than params_total"))
+    refs = list(parsed["models"].bare_size.references)
+    for i, ref in enumerate(refs):
+        if ref not in models:
+            errs.add(docs["models"].error(("bare_size", "references", i),
+                                          f"unknown model '{ref}'", nearest(ref, models)))
+    precisions, precision_alias = _catalogue(docs["precisions"], "precisions", [p.model_dump() for p in parsed["precisions"].precisions], errs)
+    for i, p in enumerate(parsed["precisions"].precisions):
+        need_source(docs["precisions"], ("precisions", i, "source"), p.source)
+
+    fdoc = docs["formulas"]
+    ffile = parsed["formulas"]
+    inputs = {k: v.model_dump() for k, v in ffile.inputs.items()}
+    constants = {k: v.model_dump() for k, v in ffile.constants.items()}
+    for name, c in ffile.constants.items():
+        need_source(fdoc, ("constants", name, "source"), c.source)
+    for name, f in ffile.formulas.items():
+        for j, sid in enumerate(f.sources):
+            need_source(fdoc, ("formulas", name, "sources", j), sid)
+    for name in set(inputs) & set(constants) | set(inputs) & set(ffile.formulas) | set(constants) & set(ffile.formulas):
+        errs.add(fdoc.error(("formulas", name, "<key>") if name in ffile.formulas else ("constants", name, "<key>"),
+                            f"'{name}' is defined twice (inputs, constants and formulas share one namespace)"))
+    units: dict[str, ex.Unit] = {}
+    for section, table in (("inputs", inputs), ("constants", constants), ("formulas", ffile.formulas)):
+        for name, item in table.items():
+            unit_text = item["unit"] if isinstance(item, dict) else item.unit
+            units[name] = ex.parse_unit(str(unit_text))
+    formulas = _compile_formulas(fdoc, ffile, units, errs)
+    closure = _closures(fdoc, formulas, errs)
+    formulas = _mark_per_gpu(formulas, closure)
+
+    query = parsed["query"].model_dump()
+    qdoc = docs["query"]
+    need_source(qdoc, ("defaults", "source"), parsed["query"].defaults.source)
+    for key in ("inference_precision", "training_precision", "qlora_precision", "kv_precision"):
+        pid = query["defaults"][key]
+        if pid not in precisions:
+            errs.add(qdoc.error(("defaults", key), f"unknown precision '{pid}'", nearest(pid, precisions)))
+
+    names_known = set(units)
+    flows = []
+    for key in sorted(k for k in docs if k.startswith("flow:")):
+        if key in parsed:
+            flows.append(_compile_flow(docs[key], parsed[key], units, formulas, need_source, errs))
+    _unique(None, [], [f.id for f in flows], "flow id", errs, docs=[docs[k] for k in sorted(docs) if k.startswith("flow:")])
+    flows.sort(key=lambda f: (f.order, f.id))
+    if not any(f.role == "sizing" for f in flows):
+        errs.add(RuleError(f"{root.name}/flows", 1, 1, "no flow has role: sizing"))
+
+    claims = []
+    for i, c in enumerate(parsed["sources"].claims):
+        need_source(src_doc, ("claims", i, "source"), c.source)
+        computed = _expr(src_doc, ("claims", i, "computed"), c.computed, units, errs)
+        when = _expr(src_doc, ("claims", i, "applies_when"), c.applies_when, units, errs, want=ex.BOOL)
+        if computed is None or when is None:
+            continue
+        _check_unit(src_doc, ("claims", i, "computed"), computed, units, ex.parse_unit(c.unit), errs)
+        # checked against every GPU row only when the claim names a GPU property itself
+        per_gpu = any(n.startswith(GPU_INPUT_PREFIX) for n in when.names)
+        line = src_doc.pos(("claims", i))[0]
+        claims.append(Claim(c.id, c.source, c.text, computed, c.unit, c.value, c.tolerance, when,
+                            c.example_query, c.note, per_gpu, f"{src_doc.display}:{line}"))
+    _unique(src_doc, [("claims", i, "id") for i in range(len(claims))], [c.id for c in claims], "claim id", errs)
+    del names_known
+
+    if errs.errors:
+        raise RuleErrors(errs.errors)
+    return Knowledge(root=root, gpus=gpus, models=models, precisions=precisions, sources=sources,
+                     inputs=inputs, constants=constants, formulas=formulas, closure=closure,
+                     flows=flows, claims=claims, query=query, bare_size_refs=refs,
+                     gpu_alias=gpu_alias, model_alias=model_alias, precision_alias=precision_alias)
+
+
+def _unique(doc: Doc | None, locs: list[tuple[Any, ...]], values: list[str], what: str,
+            errs: _Collector, docs: list[Doc] | None = None) -> None:
+    seen: dict[str, int] = {}
+    for i, v in enumerate(values):
+        if v in seen:
+            if doc is not None:
+                errs.add(doc.error(locs[i], f"duplicate {what} '{v}'"))
+            elif docs:
+                errs.add(docs[i].error(("id",), f"duplicate {what} '{v}'"))
+        seen[v] = i
+
+
+def _catalogue(doc: Doc, section: str, items: list[dict[str, Any]],
+               errs: _Collector) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    """Items by id, and an alias table (normalised id, name and aliases → id)."""
+    by_id: dict[str, dict[str, Any]] = {}
+    alias: dict[str, str] = {}
+    for i, item in enumerate(items):
+        if item["id"] in by_id:
+            errs.add(doc.error((section, i, "id"), f"duplicate id '{item['id']}'"))
+            continue
+        by_id[item["id"]] = item
+        own = {norm(item["id"])}
+        for j, a in enumerate(item.get("aliases", [])):
+            key = norm(a)
+            if key in alias and alias[key] != item["id"]:
+                errs.add(doc.error((section, i, "aliases", j),
+                                   f"alias '{a}' already names '{alias[key]}'"))
+            own.add(key)
+        for key in own:
+            alias.setdefault(key, item["id"])
+    return by_id, alias
+
+
+def _is_gpu_name(name: str) -> bool:
+    return name.startswith(GPU_INPUT_PREFIX) or name in PER_GPU_INPUTS
+
+
+def _col_offset(doc: Doc, loc: tuple[Any, ...]) -> int:
+    """Column offset from the YAML value's start to the expression text (quotes)."""
+    line, col = doc.pos(loc)
+    try:
+        text = doc.path.read_text(encoding="utf-8").splitlines()[line - 1]
+        return col - 1 + (1 if text[col - 1:col] in "\"'" else 0)
+    except (OSError, IndexError):
+        return col - 1
+
+
+def _expr(doc: Doc, loc: tuple[Any, ...], text: str, units: dict[str, ex.Unit],
+          errs: _Collector, want: ex.Unit | None = None) -> ex.Expr | None:
+    line, col = doc.pos(loc)
+    try:
+        compiled = ex.parse(text)
+    except ex.ExprSyntaxError as exc:
+        offset = _col_offset(doc, loc) - (col - 1)
+        errs.add(RuleError(doc.display, line, col + offset + exc.column - 1, exc.message,
+                           exc.suggestion))
+        return None
+    ok = True
+    for name in compiled.names:
+        if name not in units:
+            ok = False
+            c = compiled.name_columns.get(name, 1)
+            offset = _col_offset(doc, loc) - (col - 1)
+            errs.add(RuleError(doc.display, line, col + offset + c - 1, f"unknown name '{name}'",
+                               nearest(name, units)))
+    if ok and want is not None:
+        _check_unit(doc, loc, compiled, units, want, errs)
+    return compiled if ok else None
+
+
+def _check_unit(doc: Doc, loc: tuple[Any, ...], compiled: ex.Expr, units: dict[str, ex.Unit],
+                want: ex.Unit, errs: _Collector) -> None:
+    try:
+        got = ex.infer_unit(compiled.ast, units)
+    except ex.UnitError as exc:
+        errs.add(doc.error(loc, f"units: {exc}"))
+        return
+    if got is not None and got != want:
+        errs.add(doc.error(loc, f"units: the expression gives {ex.format_unit(got)}, "
+                                f"expected {ex.format_unit(want)}"))
+
+
+def _compile_formulas(doc: Doc, ffile: Any, units: dict[str, ex.Unit],
+                      errs: _Collector) -> dict[str, Formula]:
+    out: dict[str, Formula] = {}
+    for name, f in ffile.formulas.items():
+        base = ("formulas", name)
+        if (f.expr is None) == (f.cases is None):
+            errs.add(doc.error(base, f"formula '{name}' needs either expr or cases (one of them)"))
+            continue
+        raw_cases = [(None, f.expr, None, base + ("expr",), None)] if f.expr is not None else [
+            (c.when, c.expr, c.note, base + ("cases", i, "expr"), base + ("cases", i, "when"))
+            for i, c in enumerate(f.cases or [])]
+        cases: list[Case] = []
+        want = units[name]
+        for when_text, expr_text, note, eloc, wloc in raw_cases:
+            e = _expr(doc, eloc, expr_text, units, errs, want=want)
+            w = _expr(doc, wloc, when_text, units, errs, want=ex.BOOL) if when_text else None
+            if e is not None and (when_text is None or w is not None):
+                cases.append(Case(w, e, note))
+        if len(cases) != len(raw_cases):
+            continue
+        names: list[str] = []
+        for c in cases:
+            names.extend(c.expr.names)
+            if c.when:
+                names.extend(c.when.names)
+        names = list(dict.fromkeys(names))
+        deps = tuple(n for n in names if n in ffile.formulas)
+        line = doc.pos(base + ("<key>",))[0]
+        out[name] = Formula(name, f.unit, f.meaning, tuple(cases), tuple(f.sources),
+                            f"{doc.display}:{line}", tuple(names), deps, False, f.note)
+    return out
+
+
+def _closures(doc: Doc, formulas: dict[str, Formula], errs: _Collector) -> dict[str, tuple[str, ...]]:
+    """For each formula, the formulas to compute before it (dependency order); cycles are errors."""
+    closure: dict[str, tuple[str, ...]] = {}
+    state: dict[str, int] = {}
+
+    def visit(name: str, stack: list[str]) -> tuple[str, ...]:
+        if name in closure:
+            return closure[name]
+        if state.get(name) == 1:
+            cycle = stack[stack.index(name):] + [name]
+            errs.add(doc.error(("formulas", name, "<key>"),
+                               "formulas depend on each other in a cycle: " + " → ".join(cycle)))
+            return ()
+        state[name] = 1
+        order: list[str] = []
+        for dep in formulas[name].deps:
+            if dep in formulas:
+                for d in visit(dep, stack + [name]) + (dep,):
+                    if d not in order:
+                        order.append(d)
+        state[name] = 2
+        closure[name] = tuple(order)
+        return closure[name]
+
+    for name in formulas:
+        visit(name, [])
+    return closure
+
+
+def _mark_per_gpu(formulas: dict[str, Formula], closure: dict[str, tuple[str, ...]]) -> dict[str, Formula]:
+    direct = {n for n, f in formulas.items() if any(_is_gpu_name(x) for x in f.names)}
+    out = {}
+    for name, f in formulas.items():
+        per_gpu = name in direct or any(d in direct for d in closure.get(name, ()))
+        out[name] = Formula(f.name, f.unit, f.meaning, f.cases, f.sources, f.where, f.names,
+                            f.deps, per_gpu, f.note)
+    return out
+
+
+def _compile_flow(doc: Doc, flow: Any, units: dict[str, ex.Unit], formulas: dict[str, Formula],
+                  need_source: Any, errs: _Collector) -> Flow:
+    need_source(doc, ("source",), flow.source)
+    nodes: dict[str, Node] = {}
+    for i, n in enumerate(flow.nodes):
+        if n.id in nodes:
+            errs.add(doc.error(("nodes", i, "id"), f"duplicate node id '{n.id}'"))
+            continue
+        for j, fname in enumerate(n.compute):
+            if fname not in formulas:
+                errs.add(doc.error(("nodes", i, "compute", j), f"unknown formula '{fname}'",
+                                   nearest(fname, formulas)))
+        edges = []
+        for j, e in enumerate(n.edges):
+            when = _expr(doc, ("nodes", i, "edges", j, "when"), e.when, units, errs, want=ex.BOOL) if e.when else None
+            edges.append(Edge(e.to, when, e.label))
+        if n.kind == "verdict":
+            if n.edges:
+                errs.add(doc.error(("nodes", i, "edges"), f"verdict node '{n.id}' cannot have edges"))
+            for m in TEMPLATE_FIELD.finditer(n.text):
+                if m.group(1) not in units:
+                    errs.add(doc.error(("nodes", i, "text"), f"unknown name '{m.group(1)}' in the verdict text",
+                                       nearest(m.group(1), units)))
+        elif not n.edges:
+            errs.add(doc.error(("nodes", i, "id"), f"node '{n.id}' has no edges; only a verdict can end a flow"))
+        elif n.edges[-1].when is not None:
+            errs.add(doc.error(("nodes", i, "edges", len(n.edges) - 1),
+                               f"the last edge of '{n.id}' has a condition, so some workloads match no branch; "
+                               "leave its 'when' out to make it the otherwise branch"))
+        line = doc.pos(("nodes", i))[0]
+        nodes[n.id] = Node(n.id, n.kind, n.text, tuple(n.compute), tuple(edges), n.style,
+                           f"{doc.display}:{line}")
+    for i, n in enumerate(flow.nodes):
+        for j, e in enumerate(n.edges):
+            if e.to not in nodes:
+                errs.add(doc.error(("nodes", i, "edges", j, "to"), f"edge to unknown node '{e.to}'",
+                                   nearest(e.to, nodes)))
+    if flow.entry not in nodes:
+        errs.add(doc.error(("entry",), f"entry '{flow.entry}' is not a node", nearest(flow.entry, nodes)))
+    ranking = []
+    for i, r in enumerate(flow.ranking):
+        if r.by not in units:
+            errs.add(doc.error(("ranking", i, "by"), f"unknown name '{r.by}'", nearest(r.by, units)))
+        ranking.append((r.by, r.order))
+    result = Flow(flow.id, flow.title, flow.role, flow.order, flow.source, flow.entry, nodes,
+                  ranking, doc.display)
+    if flow.entry in nodes and all(e.to in nodes for n in nodes.values() for e in n.edges):
+        _check_graph(doc, flow, result, errs)
+    return result
+
+
+def _check_graph(doc: Doc, raw: Any, flow: Flow, errs: _Collector) -> None:
+    import networkx as nx
+
+    g = flow.digraph()
+    index = {n.id: i for i, n in enumerate(raw.nodes)}
+    try:
+        cycle = nx.find_cycle(g, source=flow.entry)
+        errs.add(doc.error(("nodes", index[cycle[0][0]], "id"),
+                           "the flow has a cycle: " + " → ".join([c[0] for c in cycle] + [cycle[-1][1]])))
+    except nx.NetworkXNoCycle:
+        pass
+    reachable = nx.descendants(g, flow.entry) | {flow.entry}
+    for node_id in flow.nodes:
+        if node_id not in reachable:
+            errs.add(doc.error(("nodes", index[node_id], "id"),
+                               f"node '{node_id}' cannot be reached from the entry '{flow.entry}'"))
+
+
+def iter_names(knowledge: Knowledge) -> Iterable[str]:
+    yield from knowledge.inputs
+    yield from knowledge.constants
+    yield from knowledge.formulas

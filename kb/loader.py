@@ -1,0 +1,226 @@
+"""Read rule files: YAML text → plain data, with the line and column of every key and value.
+
+In: a path. Out: `Doc(data, positions, path)`; `positions[("gpus", 3, "vram_gb")]` is the
+(line, column) of that value, 1-based. Only safe YAML is read: a tag that would build a Python
+object is an error with its position. Also maps pydantic errors to `file:line:col` RuleErrors.
+"""
+
+from __future__ import annotations
+
+import re
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kb.errors import RuleError, nearest
+
+Pos = tuple[int, int]
+Path_ = tuple[Any, ...]
+
+MAX_FILE_BYTES = 4_000_000
+MAX_DEPTH = 40
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that also reads 1e9 and 70.6e9 as numbers (YAML 1.1 wants 1.0e+9)."""
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:\d[\d_]*(?:\.\d*)?|\.\d+)[eE][-+]?\d+$"),
+    list("-+0123456789."),
+)
+
+
+@dataclass
+class Doc:
+    path: Path
+    data: Any
+    positions: dict[Path_, Pos]
+    display: str
+
+    def pos(self, loc: Path_) -> Pos:
+        """Position of the deepest known prefix of `loc`."""
+        loc = tuple(loc)
+        while loc:
+            if loc in self.positions:
+                return self.positions[loc]
+            loc = loc[:-1]
+        return (1, 1)
+
+    def error(self, loc: Path_, message: str, suggestion: str | None = None,
+              column_offset: int = 0) -> RuleError:
+        line, col = self.pos(loc)
+        return RuleError(self.display, line, col + column_offset, message, suggestion)
+
+
+def display_name(path: Path, root: Path | None) -> str:
+    if root is not None:
+        try:
+            return str(Path(root.name) / path.relative_to(root))
+        except ValueError:
+            pass
+    return str(path)
+
+
+def load(path: Path, root: Path | None = None) -> Doc:
+    display = display_name(path, root)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise RuleError(display, 1, 1, f"cannot read: {exc.strerror}") from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise RuleError(display, 1, 1, f"file is larger than {MAX_FILE_BYTES} bytes")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RuleError(display, 1, exc.start + 1, "not UTF-8 text") from None
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+        positions: dict[Path_, Pos] = {}
+        data = _build(loader, node, (), positions, display, 0) if node is not None else None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        problem = exc.problem or exc.context or "invalid YAML"
+        raise RuleError(display, line, col, f"YAML: {problem}") from None
+    except yaml.YAMLError as exc:
+        raise RuleError(display, 1, 1, f"YAML: {exc}") from None
+    finally:
+        loader.dispose()
+    return Doc(path, data, positions, display)
+
+
+def _build(loader: yaml.SafeLoader, node: yaml.Node, loc: Path_,
+           positions: dict[Path_, Pos], display: str, depth: int) -> Any:
+    positions.setdefault(loc, (node.start_mark.line + 1, node.start_mark.column + 1))
+    if depth > MAX_DEPTH:
+        raise RuleError(display, node.start_mark.line + 1, node.start_mark.column + 1,
+                        f"nested deeper than {MAX_DEPTH} levels")
+    if isinstance(node, yaml.MappingNode):
+        if node.tag != "tag:yaml.org,2002:map":
+            raise _bad_tag(node, display)
+        out: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                raise RuleError(display, key_node.start_mark.line + 1,
+                                key_node.start_mark.column + 1, "YAML merge keys (<<) are not used")
+            key = _build(loader, key_node, loc + ("<key>",), {}, display, depth + 1)
+            if not isinstance(key, (str, int, float, bool)) or key is None:
+                raise RuleError(display, key_node.start_mark.line + 1,
+                                key_node.start_mark.column + 1, "a key must be a plain word")
+            if key in out:
+                raise RuleError(display, key_node.start_mark.line + 1,
+                                key_node.start_mark.column + 1, f"duplicate key '{key}'")
+            positions[loc + (key,)] = (value_node.start_mark.line + 1,
+                                       value_node.start_mark.column + 1)
+            positions[loc + (key, "<key>")] = (key_node.start_mark.line + 1,
+                                               key_node.start_mark.column + 1)
+            out[key] = _build(loader, value_node, loc + (key,), positions, display, depth + 1)
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        if node.tag != "tag:yaml.org,2002:seq":
+            raise _bad_tag(node, display)
+        return [_build(loader, item, loc + (i,), positions, display, depth + 1)
+                for i, item in enumerate(node.value)]
+    if not node.tag.startswith("tag:yaml.org,2002:"):
+        raise _bad_tag(node, display)
+    try:
+        return loader.construct_object(node, deep=True)
+    except yaml.constructor.ConstructorError:
+        raise _bad_tag(node, display) from None
+
+
+def _bad_tag(node: yaml.Node, display: str) -> RuleError:
+    return RuleError(display, node.start_mark.line + 1, node.start_mark.column + 1,
+                     f"the tag {node.tag} is not allowed; rule files hold plain data only")
+
+
+# ---------------------------------------------------------------- pydantic → RuleError
+
+def validate(doc: Doc, model: type[Any]) -> tuple[Any, list[RuleError]]:
+    """Validate doc.data against a pydantic model; every problem as a positioned RuleError."""
+    from pydantic import ValidationError
+
+    try:
+        return model.model_validate(doc.data), []
+    except ValidationError as exc:
+        return None, [_to_rule_error(doc, model, err) for err in exc.errors()]
+
+
+def _to_rule_error(doc: Doc, model: type[Any], err: Any) -> RuleError:
+    loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and _is_union_tag(p)))
+    kind = err["type"]
+    where = ".".join(str(p) for p in loc)
+    if kind == "extra_forbidden":
+        key = loc[-1]
+        valid = _fields_at(model, loc[:-1])
+        return doc.error(loc + ("<key>",), f"unknown key '{key}'",
+                         nearest(str(key), valid) if valid else None)
+    if kind == "missing":
+        return doc.error(loc[:-1], f"missing key '{loc[-1]}'" + (f" in {'.'.join(map(str, loc[:-1]))}" if loc[:-1] else ""))
+    if kind == "literal_error":
+        allowed = _literal_values(model, loc)
+        value = err.get("input")
+        return doc.error(loc, f"{where}: '{value}' is not one of {', '.join(allowed)}",
+                         nearest(str(value), allowed) if allowed else None)
+    return doc.error(loc, f"{where}: {err['msg']}")
+
+
+def _is_union_tag(part: str) -> bool:
+    return part.startswith(("function-", "list[", "tuple[", "dict[")) or part in (
+        "float", "int", "str", "bool", "none", "nullable") or "[" in part
+
+
+def _unwrap(tp: Any) -> list[Any]:
+    """The concrete types inside Optional/Union/Annotated."""
+    origin = typing.get_origin(tp)
+    if origin is typing.Annotated:
+        return _unwrap(typing.get_args(tp)[0])
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        out: list[Any] = []
+        for arg in typing.get_args(tp):
+            out.extend(_unwrap(arg))
+        return out
+    return [tp]
+
+
+def _type_at(model: type[Any], loc: Path_) -> list[Any]:
+    types: list[Any] = [model]
+    for part in loc:
+        nxt: list[Any] = []
+        for tp in types:
+            for t in _unwrap(tp):
+                origin = typing.get_origin(t)
+                if isinstance(t, type) and hasattr(t, "model_fields") and isinstance(part, str):
+                    field = t.model_fields.get(part)
+                    if field is not None:
+                        nxt.append(field.annotation)
+                elif origin is list and isinstance(part, int):
+                    nxt.append(typing.get_args(t)[0])
+                elif origin is dict:
+                    nxt.append(typing.get_args(t)[1])
+        types = nxt
+    return types
+
+
+def _fields_at(model: type[Any], loc: Path_) -> list[str]:
+    names: list[str] = []
+    for tp in _type_at(model, loc):
+        for t in _unwrap(tp):
+            if isinstance(t, type) and hasattr(t, "model_fields"):
+                names.extend(t.model_fields)
+    return names
+
+
+def _literal_values(model: type[Any], loc: Path_) -> list[str]:
+    values: list[str] = []
+    for tp in _type_at(model, loc):
+        for t in _unwrap(tp):
+            if typing.get_origin(t) is typing.Literal:
+                values.extend(str(a) for a in typing.get_args(t))
+    return values

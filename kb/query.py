@@ -1,0 +1,483 @@
+"""Query text → Workload.
+
+In: what a person typed ("serve llama-3.1-70b awq 32 users 8k context on 2x L40S").
+Out: a Workload, or a QueryError with the column of the bad token, what was expected and the
+nearest valid word. grammar/query.lark (lark, LALR) finds the structure; the words are matched,
+longest phrase first, against the vocabulary of the rules (tasks, questions, knobs and fillers
+from query.yaml; GPU, model and precision ids and aliases).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from kb.errors import QueryError, nearest
+from kb.knowledge import Knowledge, norm
+from kb.workload import GpuRequest, Workload
+
+MAX_QUERY_CHARS = 500
+MAX_PHRASE_TOKENS = 6
+
+_parser = None
+
+
+def _get_parser() -> Any:
+    global _parser
+    if _parser is None:
+        from lark import Lark
+
+        from kb.paths import grammar_dir
+
+        _parser = Lark.open(str(grammar_dir() / "query.lark"), parser="lalr",
+                            propagate_positions=True, maybe_placeholders=False)
+    return _parser
+
+
+@dataclass
+class Tok:
+    kind: str          # word num size moe count mem tokens unit_num vs
+    text: str
+    col: int           # 1-based
+    value: Any = None
+    unit: str | None = None
+
+    @property
+    def end(self) -> int:
+        return self.col + len(self.text)
+
+
+@dataclass
+class Vocab:
+    """Every phrase the resolver knows: normalised key → (kind, value), plus display forms."""
+    table: dict[str, tuple[str, str]]
+    display: dict[str, str]
+    max_tokens: int
+
+
+_vocab_cache: dict[int, Vocab] = {}
+
+
+def vocabulary(kn: Knowledge) -> Vocab:
+    cached = _vocab_cache.get(id(kn))
+    if cached is not None:
+        return cached
+    table: dict[str, tuple[str, str]] = {}
+    display: dict[str, str] = {}
+
+    def add(phrase: str, kind: str, value: str) -> None:
+        key = norm(phrase)
+        if key and key not in table:
+            table[key] = (kind, value)
+            display.setdefault(key, phrase)
+
+    q = kn.query
+    for task, words in q["tasks"].items():
+        for w in words:
+            add(w, "task", task)
+    for question, words in q["questions"].items():
+        for w in words:
+            add(w, "question", question)
+    for knob, words in q["knobs"].items():
+        for w in words:
+            add(w, "knob", knob)
+    for kind, items in (("precision", kn.precisions), ("gpu", kn.gpus), ("model", kn.models)):
+        for item_id, item in items.items():
+            add(item_id, kind, item_id)
+            for a in item.get("aliases", []):
+                add(a, kind, item_id)
+        alias = {"precision": kn.precision_alias, "gpu": kn.gpu_alias, "model": kn.model_alias}[kind]
+        for key, item_id in alias.items():
+            table.setdefault(key, (kind, item_id))
+    for w in q["fillers"]:
+        add(str(w), "filler", str(w))
+    for gpu_id, gpu in kn.gpus.items():
+        for a in [gpu["name"], *gpu.get("aliases", [])]:
+            m = re.match(r"^(?:nvidia\s+)?(?:geforce\s+)?rtx\s*(\d{4})$", a.lower())
+            if m:
+                add(m.group(1), "gpu", gpu_id)
+    for family in sorted({m["family"] for m in kn.models.values()}):
+        add(family, "family", family)
+    longest = max((len(p.split()) for p in display.values()), default=1)
+    vocab = Vocab(table, display, min(MAX_PHRASE_TOKENS, longest + 2))
+    _vocab_cache[id(kn)] = vocab
+    return vocab
+
+
+# ---------------------------------------------------------------- tokens
+
+_UNIT_MAP = [
+    (re.compile(r"^(concurrent\s+users?|users?|sessions?|streams?|concurrency|requests?)$", re.I), "users"),
+    (re.compile(r"^(context\s+length|context|ctx)$", re.I), "context"),
+    (re.compile(r"^(sequence\s+length|seq[\s_-]?len|sequence|seq)$", re.I), "seq"),
+    (re.compile(r"^(batch\s+size|micro[\s_-]?batch|batch|bs)$", re.I), "batch"),
+    (re.compile(r"^(lora\s+rank|rank)$", re.I), "rank"),
+    (re.compile(r"^prompt$", re.I), "prompt"),
+    (re.compile(r"^(output|outputs|gen|generate)$", re.I), "output"),
+]
+
+
+def _number(text: str, binary_k: bool) -> float:
+    text = text.strip().lower()
+    mult = 1.0
+    if text.endswith("k"):
+        mult, text = (1024.0 if binary_k else 1000.0), text[:-1]
+    elif text.endswith("m"):
+        mult, text = (1024.0 ** 2 if binary_k else 1e6), text[:-1]
+    return float(text) * mult
+
+
+def _lex(query: str) -> list[Tok]:
+    from lark import Token, Tree
+    from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedToken
+
+    try:
+        tree = _get_parser().parse(query)
+    except UnexpectedCharacters as exc:
+        ch = query[exc.pos_in_stream]
+        raise QueryError(query, exc.column, f"the character {ch!r} has no meaning here",
+                         expected=["words", "numbers", "?"]) from None
+    except UnexpectedToken as exc:
+        tok = exc.token
+        if tok.type == "$END":
+            col = len(query.rstrip()) + 1
+            raise QueryError(query, col, "the query ends after a word that needs a number",
+                             expected=["a number, e.g. 'batch 8', 'seq 4096'"]) from None
+        raise QueryError(query, tok.column or 1, f"'{tok}' cannot follow here",
+                         expected=_expected(exc.expected), width=len(str(tok))) from None
+    except UnexpectedEOF:
+        raise QueryError(query, len(query) + 1, "the query ends too early") from None
+    toks: list[Tok] = []
+    for item in tree.children:
+        if not isinstance(item, Tree):
+            continue
+        parts: list[Token] = [c for c in item.children if isinstance(c, Token)]
+        first = parts[0]
+        col = first.column or 1
+        text = query[first.start_pos:parts[-1].end_pos]
+        kind = item.data
+        if kind in ("word", "unit_word"):
+            toks.append(Tok("word", str(first), col))
+        elif kind == "number":
+            toks.append(Tok("num", str(first), col, str(first)))
+        elif kind == "size":
+            toks.append(Tok("size", str(first), col, float(str(first)[:-1]) * 1e9))
+        elif kind == "moe_size":
+            toks.append(Tok("moe", str(first), col))
+        elif kind == "count":
+            toks.append(Tok("count", str(first), col, int(re.match(r"\d+", str(first)).group())))  # type: ignore[union-attr]
+        elif kind == "memory":
+            toks.append(Tok("mem", str(first), col, float(re.match(r"[\d.]+", str(first)).group())))  # type: ignore[union-attr]
+        elif kind == "tokens":
+            raw = str(first)
+            value = float(raw[:-1]) * 1e9 if raw.lower().endswith("b") else _number(raw, False)
+            toks.append(Tok("tokens", text, col, value))
+        elif kind in ("number_then_unit", "unit_then_number"):
+            num, unit = (parts[0], parts[1]) if kind == "number_then_unit" else (parts[1], parts[0])
+            toks.append(Tok("unit_num", text, col, str(num), _unit_name(str(unit))))
+        elif kind == "vs":
+            toks.append(Tok("vs", text, col))
+    return toks
+
+
+def _unit_name(text: str) -> str:
+    for pattern, name in _UNIT_MAP:
+        if pattern.match(text.strip()):
+            return name
+    return text.lower()
+
+
+def _expected(names: set[str]) -> list[str]:
+    human = {"NUMBER": "a number", "WORD": "a word", "SIZE": "a model size like 13B",
+             "UNIT": "users/context/seq/batch/rank", "TOKENS": "tokens", "COUNT": "a GPU count like 2x",
+             "MEMORY": "a memory size like 24GB", "VS": "vs", "MOE_SIZE": "8x7b"}
+    return sorted({human.get(n, n.lower()) for n in names})[:6]
+
+
+# ---------------------------------------------------------------- resolving
+
+def parse(query: str, kn: Knowledge) -> Workload:
+    """Read a query into a Workload. Raises QueryError."""
+    if not isinstance(query, str):
+        raise QueryError(str(query), 1, "the query must be text")
+    if len(query) > MAX_QUERY_CHARS:
+        raise QueryError(query[:80] + "…", 1, f"the query is longer than {MAX_QUERY_CHARS} characters")
+    bad = next((i for i, ch in enumerate(query) if ord(ch) < 32 and ch not in "\t\n\r"), None)
+    if bad is not None:
+        raise QueryError(query.replace("\x00", " "), bad + 1, "control characters are not allowed")
+    if not query.strip():
+        raise QueryError(query, 1, "the query is empty",
+                         expected=["a task (serve, infer, train, lora, qlora)", "a model or size"])
+    toks = _lex(query)
+    return _Resolver(query, toks, kn).run()
+
+
+class _Resolver:
+    def __init__(self, query: str, toks: list[Tok], kn: Knowledge) -> None:
+        self.q = query
+        self.toks = toks
+        self.kn = kn
+        self.vocab = vocabulary(kn)
+        self.w = Workload()
+        self.tasks: list[str] = []
+        self.pending_count: Tok | None = None
+        self.last_gpu: GpuRequest | None = None
+        self.family: tuple[str, Tok] | None = None
+
+    def fail(self, tok: Tok, message: str, suggestion: str | None = None,
+             expected: list[str] | None = None, width: int | None = None) -> QueryError:
+        return QueryError(self.q, tok.col, message, suggestion, expected or [],
+                          width or max(1, len(tok.text)))
+
+    def run(self) -> Workload:
+        i = 0
+        toks = self.toks
+        while i < len(toks):
+            tok = toks[i]
+            if tok.kind in ("word", "num", "size", "moe"):
+                i = self.phrase(i)
+                continue
+            self.structured(tok)
+            i += 1
+        if self.pending_count is not None:
+            raise self.fail(self.pending_count, f"'{self.pending_count.text}' needs a GPU after it",
+                            expected=["a GPU name, e.g. '2x h100'"])
+        if self.family is not None:
+            fam, tok = self.family
+            raise self.fail(tok, f"which {fam} model? add its size or version",
+                            self._family_example(fam))
+        self.finish()
+        return self.w
+
+    # one structured token (numbers with units, counts, memory, vs)
+    def structured(self, tok: Tok) -> None:
+        w = self.w
+        if tok.kind == "count":
+            if tok.value < 1 or tok.value > 4096:
+                raise self.fail(tok, "the GPU count must be between 1 and 4096")
+            self.pending_count = tok
+        elif tok.kind == "mem":
+            if not 0 < tok.value < 100000:
+                raise self.fail(tok, "the memory size must be between 0 and 100000 GB")
+            count = self.take_count()
+            self.add_gpu(GpuRequest(None, count, tok.value))
+        elif tok.kind == "vs":
+            pass
+        elif tok.kind == "tokens":
+            value = tok.value
+            self.check_range(tok, value, 1, 1e15)
+            if value >= 1e6:
+                w.train_tokens = value
+            else:
+                w.prompt_tokens = int(value)
+        elif tok.kind == "unit_num":
+            self.unit_number(tok)
+
+    def check_range(self, tok: Tok, value: float, lo: float, hi: float) -> None:
+        if not (math.isfinite(value) and lo <= value <= hi):
+            raise self.fail(tok, f"{value:g} is out of range ({lo:g} to {hi:g})")
+
+    def unit_number(self, tok: Tok) -> None:
+        w = self.w
+        unit = tok.unit or ""
+        binary = unit in ("context", "seq", "prompt", "output")
+        value = _number(str(tok.value), binary)
+        limits = {"users": (1, 1e6), "context": (1, 1e8), "seq": (1, 1e8), "batch": (1, 1e6),
+                  "rank": (1, 65536), "prompt": (1, 1e8), "output": (1, 1e8)}
+        self.check_range(tok, value, *limits.get(unit, (1, 1e9)))
+        n = int(round(value))
+        if unit == "users":
+            w.users = n
+        elif unit == "context":
+            w.context_tokens = n
+        elif unit == "seq":
+            w.seq_len = n
+        elif unit == "batch":
+            w.batch = n
+        elif unit == "rank":
+            w.lora_rank = n
+        elif unit == "prompt":
+            w.prompt_tokens = n
+        elif unit == "output":
+            w.output_tokens = n
+
+    def take_count(self) -> int:
+        if self.pending_count is None:
+            return 1
+        count = int(self.pending_count.value)
+        self.pending_count = None
+        return count
+
+    def add_gpu(self, req: GpuRequest) -> None:
+        self.w.gpus.append(req)
+        self.last_gpu = req
+
+    # a run of words / numbers / sizes: longest known phrase first
+    def phrase(self, i: int) -> int:
+        toks = self.toks
+        j = i
+        while j < len(toks) and toks[j].kind in ("word", "num", "size", "moe"):
+            j += 1
+        run = toks[i:j]
+        k = 0
+        while k < len(run):
+            k = self.match(run, k)
+        return j
+
+    def match(self, run: list[Tok], k: int) -> int:
+        table = self.vocab.table
+        for n in range(min(len(run) - k, self.vocab.max_tokens), 0, -1):
+            key = norm("".join(t.text for t in run[k:k + n]))
+            hit = table.get(key) or table.get(key.rstrip(".")) if key else None
+            if hit is not None:
+                self.apply(hit, run[k:k + n])
+                return k + n
+        tok = run[k]
+        if tok.kind == "size":
+            self.bare_size(tok)
+            return k + 1
+        if tok.kind == "num":
+            raise self.fail(tok, f"the number {tok.text} has no unit",
+                            f"{tok.text} users", expected=["users", "context", "seq", "batch", "rank", "tokens"])
+        raise self.unknown(run, k)
+
+    def unknown(self, run: list[Tok], k: int) -> QueryError:
+        tok = run[k]
+        # the nearest phrase over the next few tokens, for typos inside multi-word names
+        best: tuple[float, str, int] | None = None
+        import difflib
+
+        keys = list(self.vocab.table)
+        for n in range(1, min(len(run) - k, self.vocab.max_tokens) + 1):
+            phrase = norm("".join(t.text for t in run[k:k + n]))
+            for hit in difflib.get_close_matches(phrase, keys, n=1, cutoff=0.75):
+                score = difflib.SequenceMatcher(None, phrase, hit).ratio() + 0.01 * n
+                if best is None or score > best[0]:
+                    best = (score, hit, n)
+        if best is not None:
+            _, hit, n = best
+            last = run[k + n - 1]
+            span = last.end - tok.col
+            bad = next((t for t in run[k:k + n] if norm(t.text) not in norm(self.vocab.display[hit])), tok)
+            if n > 1 and bad is not tok:
+                span = max(1, len(bad.text))
+                tok = bad
+            return QueryError(self.q, tok.col, f"unknown word '{tok.text}'",
+                              self.vocab.display[hit], [], span if tok is run[k] else len(tok.text))
+        if any(p.match(tok.text) for p, _ in _UNIT_MAP):
+            return self.fail(tok, f"'{tok.text}' needs a number", f"16 {tok.text}",
+                             expected=[f"16 {tok.text}", f"{tok.text} 16"])
+        words = [d for d in self.vocab.display.values() if " " not in d]
+        return self.fail(tok, f"unknown word '{tok.text}'", nearest(tok.text, words),
+                         expected=["a task, model, size, precision or GPU"])
+
+    def apply(self, hit: tuple[str, str], toks: list[Tok]) -> None:
+        kind, value = hit
+        w = self.w
+        first = toks[0]
+        if kind == "task":
+            self.tasks.append(value)
+        elif kind == "question":
+            w.question = value
+        elif kind == "knob":
+            self.knob(value)
+        elif kind == "precision":
+            w.precision = value
+        elif kind == "gpu":
+            self.add_gpu(GpuRequest(value, self.take_count()))
+        elif kind == "model":
+            if w.model_id is not None and w.model_id != value:
+                raise self.fail(first, "one model per query", expected=["compare GPUs with 'vs'"])
+            w.model_id = value
+            self.family = None
+        elif kind == "family":
+            nxt = self.next_size(toks[-1])
+            self.family = (value, first)
+            del nxt
+        elif kind == "filler":
+            pass
+
+    def next_size(self, tok: Tok) -> Tok | None:
+        idx = self.toks.index(tok)
+        nxt = self.toks[idx + 1] if idx + 1 < len(self.toks) else None
+        return nxt if nxt is not None and nxt.kind == "size" else None
+
+    def bare_size(self, tok: Tok) -> None:
+        self.check_range(tok, tok.value, 1e6, 1e14)
+        if self.family is not None:
+            fam, ftok = self.family
+            model = self._family_model(fam, tok.value)
+            if model is None:
+                raise self.fail(ftok, f"no {fam} model near {tok.text} in models.yaml",
+                                self._family_example(fam), width=tok.end - ftok.col)
+            self.w.model_id = model
+            self.w.notes.append(f"'{self.q[ftok.col - 1:tok.end - 1]}' read as {model}")
+            self.family = None
+            return
+        if self.w.params is not None and self.w.params != tok.value:
+            raise self.fail(tok, "one model size per query")
+        self.w.params = tok.value
+
+    def _family_model(self, family: str, params: float) -> str | None:
+        best = None
+        for mid, m in self.kn.models.items():
+            if m["family"] != family:
+                continue
+            ratio = abs(math.log(m["params_total"] / params))
+            if ratio < 0.25 and (best is None or ratio <= best[0] + 1e-9):
+                best = (ratio, mid)
+        return best[1] if best else None
+
+    def _family_example(self, family: str) -> str | None:
+        for mid, m in self.kn.models.items():
+            if m["family"] == family:
+                return mid
+        return None
+
+    def knob(self, knob: str) -> None:
+        w = self.w
+        if knob == "checkpointing":
+            w.checkpointing = True
+        elif knob == "no_checkpointing":
+            w.checkpointing = False
+        elif knob == "flash":
+            w.flash_attention = True
+        elif knob == "eager":
+            w.flash_attention = False
+        elif knob in ("adam8bit", "sgd", "adamw"):
+            w.optimizer = knob
+        elif knob == "offload":
+            w.offload = True
+        elif knob == "fp8_kv":
+            w.kv_precision = "fp8"
+        elif knob == "int8_kv":
+            w.kv_precision = "int8"
+
+    def finish(self) -> None:
+        w = self.w
+        q = self.kn.query
+        tasks = list(dict.fromkeys(self.tasks))
+        resolved = [q["task_resolution"].get(t, t) if t in q["task_resolution"] else t for t in tasks]
+        # a specific training kind wins over the generic "train"/"fine-tune"
+        for specific in ("qlora", "lora", "pretrain", "full_ft"):
+            if specific in tasks:
+                resolved = [specific] + [t for t in resolved if t not in q["training_tasks"]]
+                break
+        if "full_ft" in tasks:
+            resolved = ["full_ft"] + [t for t in resolved if t not in q["training_tasks"]]
+        kinds = set(resolved)
+        if kinds & set(q["training_tasks"]) and kinds & set(q["inference_tasks"]):
+            tok = self.toks[0]
+            raise self.fail(tok, "a query is either training or inference, not both",
+                            expected=["train …", "serve …"])
+        if resolved:
+            w.task = resolved[0]
+            w.task_explicit = True
+        if w.precision == "nf4" and w.task in ("lora", "full_ft") and "full_ft" not in tasks:
+            w.task = "qlora"
+        if w.model_id is None and w.params is None and w.question != "largest_model":
+            tok = self.toks[0] if self.toks else Tok("word", "", 1)
+            raise QueryError(self.q, len(self.q.rstrip()) + 1, "which model? add a size or a name",
+                             "13B", ["a size like 13B", "a name like llama-3.1-8b"])

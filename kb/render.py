@@ -1,0 +1,215 @@
+"""Answer → text for a terminal, or Markdown for a wiki.
+
+In: an Answer dict (Answer.to_dict()). Out: a string. The verdict comes first, then memory,
+throughput, bottleneck, the GPU table, the sources' flowcharts, disagreements, assumptions,
+warnings and the trace.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+BREAKDOWN_LABELS = {
+    "weights_gb": "weights", "kv_cache_gb": "KV cache", "activations_gb": "activations",
+    "gradients_gb": "gradients", "optimizer_gb": "optimizer", "adapters_gb": "adapters",
+    "overhead_gb": "runtime overhead",
+}
+
+
+def num(value: Any, digits: int = 3) -> str:
+    """A figure for people: 3 significant digits, thousands separated; n/a for None."""
+    if value is None:
+        return "n/a"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (list, tuple)):
+        return "–".join(num(v, digits) for v in value)
+    v = float(value)
+    if v == 0:
+        return "0"
+    if abs(v) >= 1e15 or abs(v) < 1e-3:
+        return f"{v:.{digits}g}"
+    if abs(v) >= 10 ** digits:
+        return f"{v:,.0f}"
+    text = f"{v:.{digits}g}"
+    return f"{float(text):,}".rstrip("0").rstrip(".") if "e" not in text else text
+
+
+def duration(seconds: Any) -> str:
+    if seconds is None:
+        return "n/a"
+    s = float(seconds)
+    for unit, size in (("days", 86400), ("h", 3600), ("min", 60)):
+        if s >= size * 2:
+            return f"{num(s / size)} {unit}"
+    return f"{num(s)} s"
+
+
+def _gpu_table(a: dict[str, Any], limit: int | None) -> tuple[list[str], list[list[str]], int]:
+    training = a["throughput"]["train_tokens_per_s"] is not None
+    head = ["#", "GPU", "n", "VRAM GB", "needs GB/GPU", "fits", "headroom GB", "min GPUs"]
+    head += ["train tok/s", "time"] if training else ["decode tok/s", "aggregate", "prefill tok/s"]
+    rows = []
+    gpus = a["gpus"] if limit is None else a["gpus"][:limit]
+    for g in gpus:
+        row = [str(g["rank"]), g["name"], str(g["count"]), num(g["vram_gb"]), num(g["per_gpu_gb"]),
+               "yes" if g["fits"] else "NO", num(g["headroom_gb"]), num(g["gpus_needed"])]
+        if training:
+            row += [num(g["train_tokens_per_s"]), duration(g["train_time_s"])]
+        else:
+            row += [num(g["decode_tokens_per_s"]), num(g["decode_tokens_per_s_aggregate"]),
+                    num(g["prefill_tokens_per_s"])]
+        rows.append(row)
+    return head, rows, len(a["gpus"]) - len(gpus)
+
+
+def _columns(head: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    line = lambda r: "  ".join(c.ljust(w) if i == 1 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))  # noqa: E731
+    return [line(head), line(["-" * w for w in widths]), *[line(r) for r in rows]]
+
+
+def _values(values: dict[str, Any]) -> str:
+    return ", ".join(f"{k} = {num(v, 4)}" for k, v in values.items())
+
+
+def text(a: dict[str, Any], limit: int | None = 12, trace: bool = True) -> str:
+    out: list[str] = []
+    add = out.append
+    add(a["query"])
+    add("=" * min(78, max(len(a["query"]), 10)))
+    add(f"VERDICT  {a['verdict']}")
+    add("")
+    mem = a["memory"]
+    add(f"MEMORY   {num(mem['total_gb'])} GB in all (GB = 10^9 bytes)")
+    total = mem["total_gb"] or 0
+    for key, label in BREAKDOWN_LABELS.items():
+        value = mem["breakdown"][key]
+        if value:
+            bar = "#" * max(1, round(30 * value / total)) if total else ""
+            add(f"  {label:<17}{num(value):>9} GB  {bar}")
+    if mem.get("kv_cache_gb_per_user"):
+        add(f"  (KV cache per user: {num(mem['kv_cache_gb_per_user'])} GB)")
+    t = a["throughput"]
+    b = a["bottleneck"]
+    add("")
+    add(f"SPEED    on {mem['gpu_count']}× {b['gpu']}")
+    if t["train_tokens_per_s"] is not None:
+        add(f"  training  {num(t['train_tokens_per_s'])} tokens/s; {num(a['workload']['train_tokens'])} tokens in {duration(t['train_time_s'])}")
+    else:
+        add(f"  decode    {num(t['decode_tokens_per_s'])} tokens/s per user, "
+            f"{num(t['decode_tokens_per_s_aggregate'])} tokens/s in all")
+        add(f"  prefill   {num(t['prefill_tokens_per_s'])} tokens/s; time to first token {num(t['ttft_s'])} s")
+    phases = [f"{p} {b[p]}" for p in ("decode", "prefill", "training") if b.get(p)]
+    ai = ", ".join(f"{k} {num(v)}" for k, v in (b.get("arithmetic_intensity") or {}).items())
+    add(f"  bound     {'; '.join(phases)} (arithmetic intensity {ai} FLOP/B vs ridge point {num(b['ridge_point'])})")
+    add("")
+    head, rows, more = _gpu_table(a, limit)
+    add("GPUS     " + ("as asked" if any(g["requested"] for g in a["gpus"]) else "ranked by fit, then speed, then power"))
+    out.extend("  " + line for line in _columns(head, rows))
+    if more:
+        add(f"  … {more} more (kbq --all, or --json)")
+    if a["advice"]:
+        add("")
+        add("THE SOURCES' FLOWCHARTS SAY")
+        for adv in a["advice"]:
+            add(f"  {adv['title']} [{adv['source']}]: {adv['conclusion']}")
+    if a["disagreements"]:
+        add("")
+        add("SOURCES DISAGREE")
+        for d in a["disagreements"]:
+            on = f" on {d['gpu']}" if d.get("gpu") else ""
+            add(f"  {d['source']}{on}: \"{d['claim']}\"")
+            add(f"    claims {num(d["claimed"])} {_u(d["unit"])}; kbq computes {num(d["computed"])} {_u(d["unit"])} ({d['formula']})")
+            add(f"    why: {d['note']}")
+    if a["claims_checked"]:
+        add("")
+        add("SOURCES AGREE")
+        for d in a["claims_checked"]:
+            on = f" on {d['gpu']}" if d.get("gpu") else ""
+            add(f"  {d['source']}{on}: claims {num(d['claimed'])} {d['unit']}, kbq {num(d['computed'])} {d['unit']}")
+    add("")
+    add("ASSUMPTIONS")
+    out.extend(f"  - {x}" for x in a["assumptions"] or ["none"])
+    if a["warnings"]:
+        add("")
+        add("WARNINGS")
+        out.extend(f"  ! {w}" for w in a["warnings"])
+    if trace:
+        add("")
+        add("TRACE    " + " → ".join(a["path"]))
+        for s in a["trace"]:
+            add(f"  [{s['node']}] {s['rule']}")
+            add(f"      {s['formula']}")
+            if s["values"]:
+                add(f"      with {_values(s['values'])}")
+            res = num(s["result"], 4) if not isinstance(s["result"], bool) else str(s["result"]).lower()
+            add(f"      = {res} {s['unit']}    source: {s['source']}" + (f"    ({s['note']})" if s.get("note") else ""))
+    return "\n".join(out) + "\n"
+
+
+def markdown(a: dict[str, Any], limit: int | None = 12) -> str:
+    out: list[str] = []
+    add = out.append
+    add(f"### `{a['query']}`")
+    add("")
+    add(f"**{a['verdict']}**")
+    add("")
+    mem = a["memory"]
+    add(f"**Memory:** {num(mem['total_gb'])} GB in all (GB = 10⁹ bytes)")
+    add("")
+    add("| part | GB |")
+    add("|---|---:|")
+    for key, label in BREAKDOWN_LABELS.items():
+        if mem["breakdown"][key]:
+            add(f"| {label} | {num(mem['breakdown'][key])} |")
+    t, b = a["throughput"], a["bottleneck"]
+    add("")
+    if t["train_tokens_per_s"] is not None:
+        add(f"**Speed** on {mem['gpu_count']}× {b['gpu']}: {num(t['train_tokens_per_s'])} training tokens/s, "
+            f"{duration(t['train_time_s'])} for {num(a['workload']['train_tokens'])} tokens.")
+    else:
+        add(f"**Speed** on {mem['gpu_count']}× {b['gpu']}: decode {num(t['decode_tokens_per_s'])} tokens/s per user "
+            f"({num(t['decode_tokens_per_s_aggregate'])} in all), prefill {num(t['prefill_tokens_per_s'])} tokens/s, "
+            f"time to first token {num(t['ttft_s'])} s.")
+    phases = ", ".join(f"{p}: {b[p]}" for p in ("decode", "prefill", "training") if b.get(p))
+    add(f"**Bottleneck:** {phases}; ridge point {num(b['ridge_point'])} FLOP/B.")
+    add("")
+    head, rows, more = _gpu_table(a, limit)
+    add("| " + " | ".join(head) + " |")
+    add("|" + "---|" * len(head))
+    for r in rows:
+        add("| " + " | ".join(c.replace("|", "\\|") for c in r) + " |")
+    if more:
+        add(f"\n… and {more} more GPUs.")
+    if a["disagreements"]:
+        add("")
+        add("**Where the sources disagree**")
+        add("")
+        for d in a["disagreements"]:
+            on = f" ({d['gpu']})" if d.get("gpu") else ""
+            add(f"- *{d['source']}*{on}: “{d['claim']}” — claims {num(d['claimed'])} {d['unit']}, "
+                f"kbq computes {num(d['computed'])} {d['unit']}. {d['note']}")
+    add("")
+    add("**Assumptions:** " + "; ".join(a["assumptions"] or ["none"]))
+    if a["warnings"]:
+        add("")
+        add("**Warnings:** " + "; ".join(a["warnings"]))
+    add("")
+    add("<details><summary>Trace</summary>")
+    add("")
+    add("| node | rule | formula | values | result | source |")
+    add("|---|---|---|---|---|---|")
+    for s in a["trace"]:
+        cells = [s["node"], s["rule"], f"`{s['formula']}`", _values(s["values"]),
+                 f"{num(s['result'], 4)} {s['unit']}", s["source"]]
+        add("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")
+    add("")
+    add("</details>")
+    return "\n".join(out) + "\n"
+
+
+def _u(unit: str) -> str:
+    return "" if unit in ("1", "") else unit

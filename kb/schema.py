@@ -1,0 +1,312 @@
+"""The shape of every rule file, as pydantic models (unknown keys are errors).
+
+In: plain data from YAML (kb.loader). Out: validated models, and the JSON Schema of each file
+(`kbq schema NAME`, committed under rules/schema/). Cross-file checks (names that resolve,
+units that agree, flows that are sound) are in kb.knowledge, not here.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+
+Slug = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_.\-]*$", max_length=80)]
+NodeId = Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_]*$", max_length=60)]
+Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+NonNeg = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+def _plain_text(value: Any) -> Any:
+    """`unit: 1` and `expr: 0` are fine to type; read them as text."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    return value
+
+
+Text = Annotated[str, BeforeValidator(_plain_text)]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# ---------------------------------------------------------------- sources.yaml
+
+class Source(Strict):
+    id: Slug
+    title: str
+    publisher: str | None = None
+    date: str | None = None
+    url: str | None = None
+    kind: Literal["seed", "datasheet", "whitepaper", "spec-page", "paper", "measurement",
+                  "model-card", "documentation", "review", "blog", "kbq"]
+    notes: str | None = None
+
+
+class Claim(Strict):
+    id: Slug
+    source: Slug
+    text: str
+    computed: str
+    unit: Text
+    value: float | tuple[float, float]
+    tolerance: NonNeg = 0.1
+    applies_when: str
+    example_query: str
+    note: str
+
+
+class SourcesFile(Strict):
+    sources: list[Source]
+    claims: list[Claim] = []
+
+
+# ---------------------------------------------------------------- precisions.yaml
+
+TensorPrecision = Literal["fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4", "fp4"]
+
+
+class Precision(Strict):
+    id: Slug
+    name: str
+    kind: Literal["float", "int", "quant"]
+    bits_per_weight: Positive
+    compute: TensorPrecision
+    fallback: list[TensorPrecision] = []
+    aliases: list[str] = []
+    source: Slug
+    notes: str | None = None
+
+
+class PrecisionsFile(Strict):
+    precisions: list[Precision]
+
+
+# ---------------------------------------------------------------- gpus.yaml
+
+class TensorTflops(Strict):
+    tf32: NonNeg | None
+    fp16: NonNeg | None
+    bf16: NonNeg | None
+    fp8: NonNeg | None
+    int8: NonNeg | None
+    int4: NonNeg | None
+    fp4: NonNeg | None
+
+
+class Interconnect(Strict):
+    kind: Literal["nvlink", "xgmi", "infinity-fabric", "pcie", "ethernet", "unified"]
+    generation: str | None = None
+    gb_s: NonNeg | None = None
+
+
+class Gpu(Strict):
+    id: Slug
+    name: str
+    vendor: Literal["nvidia", "amd", "intel", "apple"]
+    segment: Literal["datacenter", "workstation", "consumer", "apple"]
+    architecture: str
+    release_year: int = Field(ge=2010, le=2035)
+    aliases: list[str] = []
+    vram_gb: Positive
+    memory_type: str
+    bandwidth_gb_s: Positive
+    fp32_tflops: NonNeg | None
+    tensor_tflops: TensorTflops
+    tdp_w: Positive | None
+    interconnect: Interconnect
+    pcie_generation: int | None = None
+    ecc: bool
+    form_factor: str
+    source: Slug
+    field_sources: dict[str, Slug] = {}
+    notes: str | None = None
+
+
+class GpusFile(Strict):
+    gpus: list[Gpu]
+
+
+# ---------------------------------------------------------------- models.yaml
+
+class Mla(Strict):
+    kv_lora_rank: int = Field(gt=0)
+    qk_rope_head_dim: int = Field(ge=0)
+    qk_nope_head_dim: int | None = None
+    v_head_dim: int | None = None
+    q_lora_rank: int | None = None
+
+
+class Moe(Strict):
+    experts: int = Field(gt=0)
+    experts_per_token: int = Field(gt=0)
+    shared_experts: int = Field(default=0, ge=0)
+    moe_layers: int | None = None
+
+
+class Model(Strict):
+    id: Slug
+    name: str
+    family: str
+    aliases: list[str] = []
+    params_total: Positive
+    params_active: Positive
+    layers: int = Field(gt=0)
+    hidden_size: int = Field(gt=0)
+    intermediate_size: int = Field(gt=0)
+    attention_heads: int = Field(gt=0)
+    kv_heads: int = Field(gt=0)
+    head_dim: int = Field(gt=0)
+    vocab_size: int = Field(gt=0)
+    max_context: int = Field(gt=0)
+    attention: Literal["mha", "gqa", "mqa", "mla"]
+    tie_embeddings: bool = False
+    sliding_window: int | None = Field(default=None, gt=0)
+    sliding_window_layers: int | None = Field(default=None, ge=0)
+    mla: Mla | None = None
+    moe: Moe | None = None
+    source: Slug
+    notes: str | None = None
+
+
+class BareSize(Strict):
+    references: list[Slug] = Field(min_length=1)
+
+
+class ModelsFile(Strict):
+    models: list[Model]
+    bare_size: BareSize
+
+
+# ---------------------------------------------------------------- formulas.yaml
+
+class Input(Strict):
+    unit: Text
+    meaning: str
+
+
+class Constant(Strict):
+    value: float = Field(allow_inf_nan=False)
+    unit: Text
+    meaning: str
+    source: Slug
+
+
+class Case(Strict):
+    when: str | None = None
+    expr: Text
+    note: str | None = None
+
+
+class Formula(Strict):
+    unit: Text
+    meaning: str
+    expr: Text | None = None
+    cases: list[Case] | None = None
+    note: str | None = None
+    sources: list[Slug] = Field(min_length=1)
+
+    @field_validator("cases")
+    @classmethod
+    def _cases_end_in_otherwise(cls, cases: list[Case] | None) -> list[Case] | None:
+        if cases is not None:
+            if not cases:
+                raise ValueError("cases needs at least one case")
+            if cases[-1].when is not None:
+                raise ValueError("the last case needs no 'when' (it is the otherwise case)")
+        return cases
+
+
+class FormulasFile(Strict):
+    inputs: dict[str, Input]
+    constants: dict[str, Constant]
+    formulas: dict[str, Formula]
+
+
+# ---------------------------------------------------------------- flows/*.yaml
+
+class Edge(Strict):
+    to: NodeId
+    when: str | None = None
+    label: str | None = None
+
+
+class Node(Strict):
+    id: NodeId
+    kind: Literal["start", "question", "compute", "verdict"]
+    text: str
+    compute: list[str] = []
+    edges: list[Edge] = []
+    style: Literal["compute", "bandwidth", "good", "warn"] | None = None
+
+
+class RankKey(Strict):
+    by: str
+    order: Literal["asc", "desc"]
+
+
+class Flow(Strict):
+    id: Slug
+    title: str
+    role: Literal["sizing", "advice"]
+    order: int
+    source: Slug
+    entry: NodeId
+    ranking: list[RankKey] = []
+    nodes: list[Node] = Field(min_length=1)
+
+
+# ---------------------------------------------------------------- query.yaml
+
+class Defaults(Strict):
+    users: int = Field(gt=0)
+    batch: int = Field(gt=0)
+    context_tokens: int = Field(gt=0)
+    prompt_tokens: int = Field(gt=0)
+    output_tokens: int = Field(gt=0)
+    seq_len: int = Field(gt=0)
+    lora_rank: int = Field(gt=0)
+    inference_precision: Slug
+    training_precision: Slug
+    qlora_precision: Slug
+    kv_precision: Slug
+    gpu_count: int = Field(gt=0)
+    max_gpus: int = Field(gt=0)
+    train_tokens: Positive
+    checkpointing: bool
+    flash_attention: bool
+    optimizer: Literal["adamw", "adam8bit", "sgd"]
+    source: Slug
+
+
+class QueryFile(Strict):
+    tasks: dict[str, list[str]]
+    task_resolution: dict[str, str] = {}
+    training_tasks: list[str]
+    inference_tasks: list[str]
+    questions: dict[Literal["which_gpu", "max_users", "max_context", "largest_model",
+                            "how_many_gpus"], list[str]]
+    fillers: list[str]
+    knobs: dict[Literal["checkpointing", "no_checkpointing", "flash", "eager", "adam8bit", "sgd",
+                        "adamw", "offload", "fp8_kv", "int8_kv"], list[str]]
+    defaults: Defaults
+
+
+FILES: dict[str, type[BaseModel]] = {
+    "sources": SourcesFile,
+    "precisions": PrecisionsFile,
+    "gpus": GpusFile,
+    "models": ModelsFile,
+    "formulas": FormulasFile,
+    "flow": Flow,
+    "query": QueryFile,
+}
+
+
+def json_schema(name: str) -> dict[str, Any]:
+    """The JSON Schema of one rule file kind (a key of FILES)."""
+    schema = FILES[name].model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = f"kbq rules: {name}"
+    return schema
