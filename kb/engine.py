@@ -471,6 +471,7 @@ def check_claims(kn: Knowledge, base: Evaluated, evs: list[tuple[Evaluated, dict
         for ev in scopes:
             if not condition(claim.applies_when, ev.scope):
                 continue
+            evaluate(kn, ev, [n for n in claim.computed.names if n in kn.formulas])
             try:
                 computed = claim.computed(ev.scope) if all(
                     ev.scope.get(n) is not None for n in claim.computed.names) else None

@@ -154,8 +154,10 @@ def parse(text: str) -> Expr:
         raise ExprSyntaxError(f"unexpected character {text[exc.pos_in_stream]!r}",
                               exc.column) from None
     except UnexpectedInput as exc:
-        col = getattr(exc, "column", 1) or 1
         token = getattr(exc, "token", None)
+        if token is not None and getattr(token, "type", "") == "$END":
+            raise ExprSyntaxError("the expression ends too early", len(text.rstrip()) + 1) from None
+        col = getattr(exc, "column", 1) or 1
         what = f"'{token}'" if token is not None and str(token) else "end of expression"
         raise ExprSyntaxError(f"unexpected {what}", col if col > 0 else len(text) + 1) from None
     except RecursionError:

@@ -345,6 +345,9 @@ class _Resolver:
 
     def unknown(self, run: list[Tok], k: int) -> QueryError:
         tok = run[k]
+        if any(p.match(tok.text) for p, _ in _UNIT_MAP):
+            return self.fail(tok, f"'{tok.text}' needs a number", f"16 {tok.text}",
+                             expected=[f"16 {tok.text}", f"{tok.text} 16"])
         # the nearest phrase over the next few tokens, for typos inside multi-word names
         best: tuple[float, str, int] | None = None
         import difflib
@@ -366,9 +369,6 @@ class _Resolver:
                 tok = bad
             return QueryError(self.q, tok.col, f"unknown word '{tok.text}'",
                               self.vocab.display[hit], [], span if tok is run[k] else len(tok.text))
-        if any(p.match(tok.text) for p, _ in _UNIT_MAP):
-            return self.fail(tok, f"'{tok.text}' needs a number", f"16 {tok.text}",
-                             expected=[f"16 {tok.text}", f"{tok.text} 16"])
         words = [d for d in self.vocab.display.values() if " " not in d]
         return self.fail(tok, f"unknown word '{tok.text}'", nearest(tok.text, words),
                          expected=["a task, model, size, precision or GPU"])

@@ -122,7 +122,7 @@ def text(a: dict[str, Any], limit: int | None = 12, trace: bool = True) -> str:
         for d in a["disagreements"]:
             on = f" on {d['gpu']}" if d.get("gpu") else ""
             add(f"  {d['source']}{on}: \"{d['claim']}\"")
-            add(f"    claims {num(d["claimed"])} {_u(d["unit"])}; kbq computes {num(d["computed"])} {_u(d["unit"])} ({d['formula']})")
+            add(f"    claims {num(d['claimed'])} {_u(d['unit'])}; kbq computes {num(d['computed'])} {_u(d['unit'])} ({d['formula']})")
             add(f"    why: {d['note']}")
     if a["claims_checked"]:
         add("")

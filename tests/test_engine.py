@@ -1,0 +1,134 @@
+"""The engine: flows walked on representative workloads, the answer contract, the seeds' claims."""
+
+import math
+
+import pytest
+
+from kb import ask, get_knowledge
+
+KN = get_knowledge()
+KEYS = {"query", "workload", "assumptions", "memory", "throughput", "bottleneck", "gpus",
+        "verdict", "path", "trace", "disagreements", "warnings"}
+
+
+def ends(answer, flow):
+    return [p for p in answer["path"] if p.startswith(flow + "/")][-1]
+
+
+# Each row: a workload and the leaf the article's flowchart gives for it (by reading the chart).
+@pytest.mark.parametrize("query, flow, leaf", [
+    ("full fine-tune 7B", "compute_or_bandwidth", "D"),
+    ("qlora 13B", "compute_or_bandwidth", "E"),
+    ("infer 7B fp16 on rtx 4090", "compute_or_bandwidth", "G"),           # batch 1: decode AI ≈ 1
+    ("prefill 8k tokens 7B fp16 on h100", "compute_or_bandwidth", "I"),
+    ("full fine-tune 3B", "which_gpu", "FT_SMALL"),
+    ("full fine-tune 7B", "which_gpu", "FT_LARGE"),
+    ("qlora 7B", "which_gpu", "QL_SMALL"),
+    ("qlora 13B", "which_gpu", "QL_LARGE"),
+    ("infer 7B int4", "which_gpu", "INF_SMALL"),                          # ~4 GB + KV
+    ("infer 13B fp16", "which_gpu", "INF_LARGE"),                         # ~26 GB weights
+    ("infer 70B fp16", "which_gpu", "INF_MULTI"),
+    ("infer 13B fp16 1 users", "hardware_tree", "inference_small"),
+    ("serve 70B int4 64 users", "hardware_tree", "inference_scale"),
+    ("qlora 70B", "hardware_tree", "lora_both"),
+    ("full fine-tune 70B", "hardware_tree", "full_ft_70b"),
+    ("full fine-tune 13B", "hardware_tree", "full_ft_workstation"),
+    ("pretrain 7B", "hardware_tree", "scratch"),
+    ("serve 70B int4 on h100", "sizing", "fits_verdict"),
+    ("serve 70B fp16 on h100", "sizing", "no_fit_verdict"),
+    ("serve 70B int4", "sizing", "ranked_verdict"),
+    ("full fine-tune 405B", "sizing", "none_fit_verdict"),
+])
+def test_flows_reach_the_expected_leaf(query, flow, leaf):
+    assert ends(ask(query).to_dict(), flow) == f"{flow}/{leaf}"
+
+
+def test_every_node_of_every_flow_is_walked_by_some_query():
+    queries = ["full fine-tune 7B", "qlora 13B", "qlora 7B", "infer 7B fp16 on rtx 4090",
+               "prefill 8k tokens 7B fp16 on h100", "serve 70B int4 256 users 1k context on h100",
+               "full fine-tune 3B", "infer 7B int4", "infer 13B fp16", "infer 70B fp16",
+               "infer 13B fp16 1 users", "serve 70B int4 64 users", "qlora 70B",
+               "full fine-tune 70B", "full fine-tune 13B", "pretrain 7B", "serve 70B int4 on h100",
+               "serve 70B fp16 on h100", "serve 70B int4", "full fine-tune 405B",
+               "serve llama-3.1-8b int4 2048 users 256 context prompt 32 output 224 fp8 kv cache on h100"]
+    seen = set()
+    for q in queries:
+        seen.update(ask(q).to_dict()["path"])
+    every = {f"{f.id}/{n}" for f in KN.flows for n in f.nodes}
+    assert every - seen == set()
+
+
+def test_answer_contract_for_serve_70b_int4_16_users():
+    a = ask("serve 70B int4 16 users").to_dict()
+    assert KEYS <= set(a)
+    b = a["memory"]["breakdown"]
+    assert 35 <= b["weights_gb"] <= 40                      # the issue's range
+    assert b["kv_cache_gb"] > 0
+    assert a["memory"]["total_gb"] == pytest.approx(sum(b.values()), rel=1e-4)
+    rows = {g["id"]: g for g in a["gpus"]}
+    assert rows["rtx-4000-ada"]["fits"] is False
+    for gid in ("h100-sxm5", "a100-sxm4-80gb"):             # 80 GB-class GPUs are judged
+        assert rows[gid]["fits"] is True
+    for s in a["trace"]:
+        assert s["formula"] and s["source"], s
+
+
+def test_full_fine_tune_7b_disagrees_with_77gb():
+    a = ask("full fine-tune 7B").to_dict()
+    ids = {d["id"]: d for d in a["disagreements"]}
+    assert "7b-full-ft-77gb" in ids
+    d = ids["7b-full-ft-77gb"]
+    assert d["claimed"] == 77 and d["computed"] > 112 and d["note"]
+    assert d["source"] == "000_1ca19009ae21ed7e"
+
+
+def test_decode_ratio_follows_bandwidth_not_tflops():
+    # 000: RTX 6000 Ada / RTX 4000 Ada = 960/360 = 2.67× bandwidth vs 3.41× FP32 TFLOPS
+    a = ask("infer 7B fp16 on rtx 4000 ada vs rtx 6000 ada").to_dict()
+    assert a["bottleneck"]["decode"] == "memory-bandwidth"
+    rows = {g["id"]: g for g in a["gpus"]}
+    ratio = rows["rtx-6000-ada"]["decode_tokens_per_s"] / rows["rtx-4000-ada"]["decode_tokens_per_s"]
+    assert abs(ratio - 960 / 360) < abs(ratio - 3.41)
+    assert ratio == pytest.approx(960 / 360, rel=0.1)
+
+
+def test_every_claim_applies_to_its_example_query():
+    for claim in KN.claims:
+        a = ask(claim.example_query).to_dict()
+        ids = {d["id"] for d in a["disagreements"] + a["claims_checked"]}
+        assert claim.id in ids, (claim.id, claim.example_query)
+
+
+def test_assumptions_list_the_defaults():
+    a = ask("serve 70B int4").to_dict()
+    text = " ".join(a["assumptions"])
+    assert "concurrent users: 1" in text and "context per user" in text and "Llama" in text
+
+
+def test_numbers_are_finite_and_deterministic():
+    one = ask("serve llama-3.1-70b awq 32 users 8k context on 2x L40S").to_dict()
+    two = ask("serve llama-3.1-70b awq 32 users 8k context on 2x L40S").to_dict()
+    assert one == two
+
+    def walk(v):
+        if isinstance(v, float):
+            assert math.isfinite(v)
+        elif isinstance(v, dict):
+            for x in v.values():
+                walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+    walk(one)
+
+
+def test_precision_fallback_is_warned():
+    a = ask("serve 70B fp8 on a100-80gb").to_dict()
+    assert any("FP8" in w and "FP16" in w for w in a["warnings"])
+
+
+def test_capacity_only_gpu_answers_fit_and_leaves_speed_null():
+    a = ask("train 13B qlora on 20GB?").to_dict()
+    assert a["gpus"][0]["vram_gb"] == 20
+    assert a["throughput"]["train_tokens_per_s"] is None
+    assert a["verdict"].startswith(("Fits", "Does not fit"))

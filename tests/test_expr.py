@@ -1,0 +1,130 @@
+"""The expression language of rule files: parsing, evaluation, errors with columns, units."""
+
+import math
+
+import pytest
+
+from kb import expr as ex
+from kb.errors import EvalError
+
+
+@pytest.mark.parametrize("text, scope, expected", [
+    ("1 + 2 * 3", {}, 7),                       # precedence: * before +
+    ("(1 + 2) * 3", {}, 9),
+    ("2 ^ 3 ^ 2", {}, 512),                      # right-associative power
+    ("-2 ^ 2", {}, 4),                           # unary minus binds tighter than ^ here
+    ("10 / 4", {}, 2.5),
+    ("gpu.vram_gb * 2", {"gpu.vram_gb": 24}, 48),
+    ("min(3, 1, 2) + max(4, 5)", {}, 6),
+    ("ceil(2.1) + floor(2.9) + abs(-1)", {}, 6),
+    ("round(2.345, 2)", {}, 2.35),
+    ("sqrt(16) + log2(8)", {}, 7),
+    ("clamp(15, 0, 10)", {}, 10),
+    ("if(x > 1, 10, 20)", {"x": 2}, 10),
+    ("if(x > 1, 10, 20)", {"x": 0}, 20),
+    ("a < b and not c or d", {"a": 1, "b": 2, "c": True, "d": False}, False),
+    ("kind == \"mla\"", {"kind": "mla"}, True),
+    ("1e9 / 2.5e8", {}, 4),
+    (".5 * 4", {}, 2),
+])
+def test_evaluates(text, scope, expected):
+    assert ex.parse(text)(scope) == pytest.approx(expected)
+
+
+def test_if_is_lazy():
+    # the branch not taken is never evaluated, so a division by zero there is harmless
+    assert ex.parse("if(x == 0, 0, 1 / x)")({"x": 0}) == 0
+
+
+@pytest.mark.parametrize("text, column, words", [
+    ("2 +", 4, "ends too early"),
+    ("3 $ 4", 3, "unexpected character"),
+    ("a b", 3, "unexpected"),
+    ("foo(1)", 1, "unknown function 'foo'"),
+    ("min()", 1, "min() takes"),
+    ("(((1)", 6, "ends too early"),
+    ("", 1, "empty"),
+])
+def test_syntax_errors_have_columns(text, column, words):
+    with pytest.raises(ex.ExprSyntaxError) as info:
+        ex.parse(text)
+    assert info.value.column == column
+    assert words in info.value.message
+
+
+def test_unknown_function_suggests():
+    with pytest.raises(ex.ExprSyntaxError) as info:
+        ex.parse("cel(2)")
+    assert info.value.suggestion == "ceil"
+
+
+@pytest.mark.parametrize("text", [
+    "__import__('os')", "open('x')", "eval('1')", "().__class__", "getattr(x, 'y')",
+])
+def test_nothing_outside_the_function_table(text):
+    with pytest.raises(ex.ExprSyntaxError):
+        ex.parse(text)
+
+
+def test_dunder_names_are_plain_lookups():
+    e = ex.parse("x.__class__")
+    with pytest.raises(EvalError):
+        e({})
+
+
+def test_runtime_errors_are_eval_errors():
+    with pytest.raises(EvalError, match="division by zero"):
+        ex.parse("1 / x")({"x": 0})
+    with pytest.raises(EvalError, match="sqrt"):
+        ex.parse("sqrt(x)")({"x": -1})
+    with pytest.raises(EvalError, match="not a number"):
+        ex.parse("x + 1")({"x": "text"})
+
+
+def test_deep_nesting_is_an_error_not_a_crash():
+    with pytest.raises(ex.ExprSyntaxError, match="nested"):
+        ex.parse("(" * 500 + "1" + ")" * 500)
+
+
+def test_huge_literal_is_rejected():
+    with pytest.raises(ex.ExprSyntaxError, match="too large"):
+        ex.parse("1e400")
+
+
+def test_ast_round_trip_is_json_data():
+    import json
+
+    e = ex.parse("max(a, 2) * b.c")
+    again = ex.from_ast(e.text, json.loads(json.dumps(e.ast)))
+    assert again({"a": 3, "b.c": 2}) == 6
+    assert again.names == ("a", "b.c")
+
+
+@pytest.mark.parametrize("text, units, expected", [
+    ("a_gb / bw_gb_s", {"a_gb": "GB", "bw_gb_s": "GB/s"}, "s"),
+    ("params * bpp / bpg", {"params": "param", "bpp": "B/param", "bpg": "B/GB"}, "GB"),
+    ("x_gb + 1", {"x_gb": "GB"}, "GB"),            # a bare literal fits any unit in a sum
+    ("t > 0", {"t": "s"}, "bool"),
+    ("tok / t", {"tok": "tokens", "t": "s"}, "tokens/s"),
+])
+def test_units_infer(text, units, expected):
+    parsed = {k: ex.parse_unit(v) for k, v in units.items()}
+    assert ex.infer_unit(ex.parse(text).ast, parsed) == ex.parse_unit(expected)
+
+
+@pytest.mark.parametrize("text, units", [
+    ("a_gb + bw", {"a_gb": "GB", "bw": "GB/s"}),
+    ("a_gb < t", {"a_gb": "GB", "t": "s"}),
+    ("min(a_gb, t)", {"a_gb": "GB", "t": "s"}),
+    ("if(a_gb, 1, 2)", {"a_gb": "GB"}),
+])
+def test_units_disagree(text, units):
+    parsed = {k: ex.parse_unit(v) for k, v in units.items()}
+    with pytest.raises(ex.UnitError):
+        ex.infer_unit(ex.parse(text).ast, parsed)
+
+
+def test_parse_unit_counts_drop_out():
+    assert ex.parse_unit("tokens/s") == ex.parse_unit("1/s")
+    assert ex.format_unit(ex.parse_unit("GB/s")) == "GB/s"
+    assert math.isclose(ex.parse("2 ^ 0.5")({}), math.sqrt(2))

@@ -1,0 +1,145 @@
+"""Formulas against values computed by hand. Each case names where its inputs come from and the
+tolerance; the expected value is arithmetic on those inputs, not the program's output."""
+
+import pytest
+
+from kb import ask
+
+REL = 1e-3  # the hand computations below are exact arithmetic; 0.1% covers rounding of the JSON
+
+
+def step(answer, name):
+    for s in answer["trace"]:
+        if s["rule"].startswith(name + " "):
+            return s
+    raise AssertionError(f"{name} not in the trace")
+
+
+def value(query, name):
+    return step(ask(query).to_dict(), name)["result"]
+
+
+def test_weights_fp16_70b_is_140gb():
+    # 004: "70,000,000,000 × 2 bytes = 140 GB"
+    assert value("infer 70B fp16", "weights_gb") == pytest.approx(140, rel=REL)
+
+
+def test_weights_int4_group128():
+    # int4 with an FP16 scale and zero per 128 weights = 4 + 32/128 = 4.25 bits (GPTQ paper's
+    # group-wise format): 70e9 × 4.25 / 8 = 37.1875e9 B
+    assert value("serve 70B int4", "weights_gb") == pytest.approx(37.1875, rel=REL)
+
+
+def test_kv_cache_llama3_70b_gqa():
+    # Llama-3-70B config.json: 80 layers, 8 KV heads, head_dim 128; FP16 = 2 bytes.
+    # per token: 2 (K and V) × 80 × 8 × 128 × 2 B = 327,680 B; 4096 tokens → 1.342177 GB
+    a = ask("serve llama-3-70b fp16 4k context").to_dict()
+    assert step(a, "kv_cache_gb_per_user")["result"] == pytest.approx(327680 * 4096 / 1e9, rel=REL)
+
+
+def test_kv_cache_scales_with_users():
+    # the issue: KV cache for 16 users is 16 × the figure for one
+    one = ask("serve 70B int4 1 users").to_dict()["memory"]["breakdown"]["kv_cache_gb"]
+    many = ask("serve 70B int4 16 users").to_dict()["memory"]["breakdown"]["kv_cache_gb"]
+    assert many == pytest.approx(16 * one, rel=REL) and one > 0
+
+
+def test_kv_cache_mistral_sliding_window_caps_at_4096():
+    # Mistral-7B-v0.1 config.json: 32 layers, 8 KV heads, head_dim 128, sliding_window 4096 on
+    # every layer. At 32k context each layer keeps 4096 tokens: 2 × 32 × 8 × 128 × 2 B × 4096
+    a = ask("serve mistral-7b-v0.1 fp16 32k context").to_dict()
+    assert a["memory"]["kv_cache_gb_per_user"] == pytest.approx(2 * 32 * 8 * 128 * 2 * 4096 / 1e9, rel=REL)
+
+
+def test_kv_cache_gemma2_alternating_local_global():
+    # Gemma-2-9B config.json: 42 layers, half (21) sliding window 4096, 8 KV heads, head_dim 256.
+    # At 8192 tokens: 21 global layers × 8192 + 21 local layers × 4096 token-layers,
+    # each 2 × 8 × 256 × 2 B = 8192 B.
+    a = ask("serve gemma-2-9b fp16 8k context").to_dict()
+    expected = 8192 * (21 * 8192 + 21 * 4096) / 1e9
+    assert a["memory"]["kv_cache_gb_per_user"] == pytest.approx(expected, rel=REL)
+
+
+def test_kv_cache_deepseek_v3_mla():
+    # DeepSeek-V3 config.json: 61 layers; MLA caches kv_lora_rank 512 + qk_rope_head_dim 64
+    # values per token per layer. FP16: 576 × 2 B × 61 = 70,272 B per token; 4096 tokens:
+    a = ask("serve deepseek-v3 fp8 4k context").to_dict()
+    assert a["memory"]["kv_cache_gb_per_user"] == pytest.approx(70272 * 4096 / 1e9, rel=REL)
+
+
+def test_moe_memory_from_total_speed_from_active():
+    # Mixtral-8x7B: 46.7B total, 12.9B active (model card). Weights hold all experts; a decode
+    # step reads only the active ones.
+    a = ask("infer mixtral-8x7b fp16 on h100").to_dict()
+    assert step(a, "weights_gb")["result"] == pytest.approx(46.7e9 * 2 / 1e9, rel=REL)
+    assert step(a, "weights_read_gb")["result"] == pytest.approx(12.9e9 * 2 / 1e9, rel=REL)
+
+
+def test_full_fine_tune_16_bytes_per_param():
+    # 000's table: 2 + 4 + 2 + 4 + 4 = 16 bytes/param → 7B: 112 GB before activations
+    a = ask("full fine-tune 7B").to_dict()
+    b = a["memory"]["breakdown"]
+    assert b["weights_gb"] + b["gradients_gb"] + b["optimizer_gb"] == pytest.approx(112, rel=REL)
+    assert b["activations_gb"] > 0
+    assert a["memory"]["total_gb"] > 112
+
+
+def test_eight_bit_adam_states():
+    # 8-bit Adam (Dettmers 2021): 2 bytes of state per param + 4-byte master + 2 + 2 = 10 B/param
+    b = ask("full fine-tune 7B 8-bit adam").to_dict()["memory"]["breakdown"]
+    assert b["weights_gb"] + b["gradients_gb"] + b["optimizer_gb"] == pytest.approx(70, rel=REL)
+
+
+def test_lora_trainable_parameters_llama2_7b():
+    # PEFT prints "trainable params: 19,988,480" for Llama-2-7B, r=8, all linear layers
+    # (q,k,v,o,gate,up,down): 8 × 32 × (4·4096 + 4·4096 + 3·(4096 + 11008)) = 19,988,480
+    a = ask("lora llama-2-7b rank 8").to_dict()
+    assert step(a, "lora_params")["result"] == pytest.approx(19_988_480, rel=1e-5)  # JSON keeps 6 digits
+
+
+def test_qlora_base_is_nf4():
+    # QLoRA paper: NF4 with double quantization = 4.127 bits/param; 7B → 3.611 GB
+    a = ask("qlora 7B").to_dict()
+    assert a["memory"]["breakdown"]["weights_gb"] == pytest.approx(7e9 * 4.127 / 8 / 1e9, rel=REL)
+
+
+def test_decode_bound_matches_article_formula():
+    # 000: 7B FP16 (14 GB) on RTX 4000 Ada (360 GB/s) → ~26 tok/s upper bound: 360 / 14 = 25.71
+    from kb import get_knowledge
+    from kb.engine import Evaluated, evaluate, gpu_scope, base_scope, resolve
+    from kb.query import parse
+
+    kn = get_knowledge()
+    r = resolve(parse("infer 7B fp16", kn), kn)
+    ev = Evaluated(gpu_scope(base_scope(r, kn), kn.gpus["rtx-4000-ada"], 1, r.precision))
+    evaluate(kn, ev, ["decode_tokens_per_s_bound"])
+    assert ev.scope["decode_tokens_per_s_bound"] == pytest.approx(360 / 14, rel=REL)
+
+
+def test_ridge_point_h100():
+    # H100 SXM datasheet: 989.4 dense FP16 TFLOPS, 3.35 TB/s → 989.4e12 / 3.35e12 = 295.3 FLOP/B
+    a = ask("infer 7B fp16 on h100").to_dict()
+    assert a["bottleneck"]["ridge_point"] == pytest.approx(989.4 / 3.35, rel=REL)
+
+
+def test_training_flops_6nd():
+    # Kaplan et al.: training costs 6·N FLOPs per token; with full recomputation 8·N
+    on = ask("full fine-tune 7B with checkpointing on h100").to_dict()
+    off = ask("full fine-tune 7B no checkpointing on h100").to_dict()
+    assert step(on, "train_flops_per_token")["result"] == pytest.approx(8 * 7e9, rel=REL)
+    assert step(off, "train_flops_per_token")["result"] == pytest.approx(6 * 7e9, rel=REL)
+
+
+def test_training_time_is_tokens_over_rate():
+    a = ask("full fine-tune 7B on 8x h100 for 20B tokens").to_dict()
+    t = a["throughput"]
+    assert t["train_time_s"] == pytest.approx(20e9 / t["train_tokens_per_s"], rel=REL)
+
+
+def test_tensor_parallel_splits_memory():
+    one = ask("serve 70B fp16 on h100").to_dict()
+    two = ask("serve 70B fp16 on 2x h100").to_dict()
+    per_gpu_1 = one["gpus"][0]["per_gpu_gb"]
+    per_gpu_2 = two["gpus"][0]["per_gpu_gb"]
+    overhead = one["memory"]["breakdown"]["overhead_gb"]   # one GPU's runtime overhead
+    assert per_gpu_2 == pytest.approx((per_gpu_1 - overhead) / 2 + overhead, rel=REL)

@@ -1,0 +1,104 @@
+"""The query language: what people type → Workload; what it cannot read → a caret and a way out."""
+
+import pytest
+
+from kb import get_knowledge
+from kb.errors import QueryError
+from kb.query import parse
+
+KN = get_knowledge()
+
+
+def gpus(w):
+    return [(g.gpu_id, g.count, g.capacity_gb) for g in w.gpus]
+
+
+# Every example of design.md, plus the issue's forms.
+@pytest.mark.parametrize("query, expect", [
+    ("train 13B qlora on 20GB?", dict(task="qlora", params=13e9, gpus=[(None, 1, 20.0)])),
+    ("serve 70B int4 16 users", dict(task="serve", params=70e9, precision="int4", users=16)),
+    ("serve llama-3.1-70b awq 32 users 8k context on 2x L40S",
+     dict(task="serve", model_id="llama-3.1-70b", precision="awq", users=32, context_tokens=8192,
+          gpus=[("l40s", 2, None)])),
+    ("fine-tune mistral 7b lora bf16 seq 4096 batch 8 on rtx 4090",
+     dict(task="lora", precision="bf16", seq_len=4096, batch=8, gpus=[("rtx-4090", 1, None)])),
+    ("full fine-tune 7B on 8x H100 for 20B tokens",
+     dict(task="full_ft", params=7e9, train_tokens=20e9, gpus=[("h100-sxm5", 8, None)])),
+    ("infer 7B fp16 on rtx 4000 ada vs rtx 6000 ada",
+     dict(task="infer", precision="fp16", gpus=[("rtx-4000-ada", 1, None), ("rtx-6000-ada", 1, None)])),
+    ("which gpu for 13B lora", dict(task="lora", question="which_gpu", params=13e9)),
+    ("max users for 70B int4 on h200 at 32k context",
+     dict(question="max_users", precision="int4", context_tokens=32768, gpus=[("h200-sxm", 1, None)])),
+    ("largest model for 24GB int4", dict(question="largest_model", precision="int4", gpus=[(None, 1, 24.0)])),
+    ("mixtral 8x7b q4_k_m on 2x 3090",
+     dict(model_id="mixtral-8x7b", precision="q4_k_m", gpus=[("rtx-3090", 2, None)])),
+    ("4 x a100-80gb serve 70B", dict(gpus=[("a100-sxm4-80gb", 4, None)])),
+    ("SERVE 70B INT4 16 USERS?", dict(task="serve", users=16, precision="int4")),
+    ("16 users serve int4 70B", dict(task="serve", users=16, precision="int4")),
+    ("users 16 serve 70B", dict(users=16)),
+    ("serve 70B fp8 kv cache", dict(kv_precision="fp8")),
+    ("full fine-tune 7B with checkpointing 8-bit adam", dict(checkpointing=True, optimizer="adam8bit")),
+    ("lora llama-2-13b rank 8", dict(task="lora", lora_rank=8, model_id="llama-2-13b")),
+    ("prefill 2048 tokens llama-2-7b fp16", dict(task="prefill", prompt_tokens=2048)),
+    ("llama 3 70b", dict(model_id="llama-3-70b")),
+    ("max context for 8B fp16 on rtx 4090", dict(question="max_context", params=8e9)),
+    ("how many h100 for 405B fp8", dict(question="how_many_gpus", params=405e9, gpus=[("h100-sxm5", 1, None)])),
+])
+def test_reads(query, expect):
+    w = parse(query, KN)
+    for key, value in expect.items():
+        got = gpus(w) if key == "gpus" else getattr(w, key)
+        assert got == value, (key, got)
+
+
+@pytest.mark.parametrize("query, column, suggestion", [
+    ("train 13B qlroa on 20GB", 11, "qlora"),          # the issue's own example
+    ("serve 70B int4 on h10", 19, "h100"),
+    ("infer 7b on rtx 4000 adaa", 22, None),
+    ("serve 70B 16", 11, "16 users"),
+    ("serve 70B users", 11, "16 users"),
+    ("serve 70B $ 4", 11, None),
+    ("serve llama-3.1-70b int4 on 2x", 29, None),
+])
+def test_errors_point_at_the_token(query, column, suggestion):
+    with pytest.raises(QueryError) as info:
+        parse(query, KN)
+    err = info.value
+    assert err.column == column, err.render()
+    if suggestion is not None:
+        assert err.suggestion == suggestion
+    text = err.render()
+    assert query in text and "^" in text
+    caret_line = text.splitlines()[2]
+    assert caret_line.index("^") - 2 == column - 1
+
+
+def test_typo_inside_a_gpu_name_suggests_the_name():
+    with pytest.raises(QueryError) as info:
+        parse("infer 7b on rtx 4000 adaa", KN)
+    assert info.value.suggestion is not None and "4000" in info.value.suggestion
+
+
+@pytest.mark.parametrize("query, words", [
+    ("", "empty"),
+    ("   ", "empty"),
+    ("serve int4 16 users", "which model"),
+    ("x" * 600, "longer than"),
+    ("serve 70B\x00", "control"),
+    ("serve 70B batch", "needs a number"),
+    ("train serve 70B", "either training or inference"),
+    ("serve 70B 0 users", "out of range"),
+    ("serve 70B on 0x h100", "between 1"),
+])
+def test_errors_say_what_is_wrong(query, words):
+    with pytest.raises(QueryError) as info:
+        parse(query, KN)
+    assert words in info.value.message
+
+
+def test_error_dict_has_message_column_suggestion():
+    with pytest.raises(QueryError) as info:
+        parse("train 13B qlroa", KN)
+    d = info.value.to_dict()
+    assert {"message", "column", "suggestion"} <= set(d)
+    assert d["column"] == 11 and d["suggestion"] == "qlora"
