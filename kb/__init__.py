@@ -31,10 +31,25 @@ def get_knowledge(rules_dir: str | Path | None = None) -> "Knowledge":
     return _cache[key]
 
 
-def ask(query: str, rules_dir: str | Path | None = None) -> "Answer":
-    """Answer one query. Raises kb.errors.QueryError for a query it cannot read."""
+def ask(query: str, rules_dir: str | Path | None = None,
+        model_config: str | Path | None = None) -> "Answer":
+    """Answer one query. Raises kb.errors.QueryError for a query it cannot read.
+    `model_config`: a Hugging Face config.json for a model that is not in models.yaml."""
     from kb.engine import answer
     from kb.query import parse
 
     kn = get_knowledge(rules_dir)
-    return answer(parse(query, kn), kn, query)
+    if model_config is None:
+        return answer(parse(query, kn), kn, query)
+    from kb.hfconfig import read
+
+    model = read(model_config, kn)
+    kn.models[model["id"]] = model
+    try:
+        w = parse(query, kn, model_given=True)
+        w.model_id = model["id"]
+        w.notes.append(f"model: {model['name']}, read from {model_config}; parameters computed "
+                       "from its architecture (arch_params_total)")
+        return answer(w, kn, query)
+    finally:
+        kn.models.pop(model["id"], None)

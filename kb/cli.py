@@ -30,6 +30,8 @@ Options:
   --no-trace     leave the trace out of the text answer
   --rules DIR    use the rule files in DIR instead of the shipped ones
   --batch FILE   answer one query per line of FILE ('-' for stdin) as JSON Lines
+  --model-config PATH
+                 a Hugging Face config.json for a model not in the rules
   --version      print the version
   -h, --help     show this message
 
@@ -51,7 +53,7 @@ def _fail(message: str, code: int = 2) -> int:
 
 def _ask_fast(argv: list[str]) -> int:
     """kbq [--json|--markdown] [--all] [--no-trace] [--rules DIR] QUERY…"""
-    fmt, limit, trace, rules, batch = "text", 12, True, None, None
+    fmt, limit, trace, rules, batch, config = "text", 12, True, None, None, None
     words: list[str] = []
     i = 0
     while i < len(argv):
@@ -75,13 +77,15 @@ def _ask_fast(argv: list[str]) -> int:
             limit = None
         elif arg == "--no-trace":
             trace = False
-        elif arg in ("--rules", "--batch"):
+        elif arg in ("--rules", "--batch", "--model-config"):
             if i + 1 >= len(argv):
                 return _fail(f"{arg} needs a value")
             if arg == "--rules":
                 rules = argv[i + 1]
-            else:
+            elif arg == "--batch":
                 batch = argv[i + 1]
+            else:
+                config = argv[i + 1]
             i += 1
         elif arg.startswith("--rules="):
             rules = arg.split("=", 1)[1]
@@ -100,7 +104,7 @@ def _ask_fast(argv: list[str]) -> int:
     from kb.errors import KbError
 
     try:
-        result = ask(query, rules).to_dict()
+        result = ask(query, rules, config).to_dict()
     except KbError as err:
         return _fail(str(err), err.exit_code)
     if fmt == "json":

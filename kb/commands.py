@@ -201,3 +201,49 @@ def _table(head: list[str], rows: list[list[str]]) -> None:
 
 
 __all__ = ["cli", "json"]
+
+
+# ---------------------------------------------------------------- export
+
+@cli.group("export", invoke_without_command=True,
+           help="Write wiki pages (Markdown + Mermaid) from the rules: kbq export --out DIR. "
+                "'kbq export flow ID' prints one flow as a Mermaid chart.")
+@click.option("--format", "fmt", type=click.Choice(["markdown"]), default="markdown",
+              show_default=True, help="Page format.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              metavar="DIR", help="Directory to write the pages to (created if missing).")
+@rules_option
+@click.pass_context
+def export(ctx: click.Context, fmt: str, out: Path | None, rules: str | None) -> None:
+    ctx.obj = rules
+    if ctx.invoked_subcommand is not None:
+        if out is not None:
+            raise click.UsageError("--out writes pages; 'export flow ID' prints to stdout")
+        return
+    if out is None:
+        raise click.UsageError("missing --out DIR (or use 'kbq export flow ID')")
+    from kb.export import markdown_pages
+
+    pages = markdown_pages(_knowledge(rules))
+    for rel, text in pages.items():
+        target = out / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8", newline="\n")
+    click.echo(f"wrote {len(pages)} {fmt} pages to {out}")
+
+
+@export.command("flow", help="Print flow ID as a Mermaid flowchart.")
+@click.argument("flow_id", metavar="ID")
+@rules_option
+@click.pass_context
+def export_flow(ctx: click.Context, flow_id: str, rules: str | None) -> None:
+    from kb.errors import nearest
+    from kb.export import mermaid
+
+    kn = _knowledge(rules or ctx.obj)
+    ids = [f.id for f in kn.flows]
+    if flow_id not in ids:
+        hint = nearest(flow_id, ids)
+        raise click.UsageError(f"no flow '{flow_id}'" + (f" (did you mean '{hint}'?)" if hint else "")
+                               + "; flows: " + ", ".join(ids))
+    click.echo(mermaid(kn.flow(flow_id)), nl=False)

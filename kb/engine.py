@@ -212,6 +212,10 @@ def base_scope(r: Resolved, kn: Knowledge) -> Scope:
         "model.sliding_window_layers": (m.get("sliding_window_layers") if m.get("sliding_window_layers") is not None else m["layers"]) if sliding else 0,
         "model.kv_lora_rank": mla.get("kv_lora_rank", 0),
         "model.qk_rope_head_dim": mla.get("qk_rope_head_dim", 0),
+        "model.experts": (m.get("moe") or {}).get("experts", 1),
+        "model.experts_per_token": (m.get("moe") or {}).get("experts_per_token", 1),
+        "model.shared_experts": (m.get("moe") or {}).get("shared_experts", 0),
+        "model.tie_embeddings": bool(m.get("tie_embeddings")),
         "gpu_candidates": None, "fitting_gpus": None,
     })
     return scope
@@ -356,6 +360,57 @@ def render_template(text: str, scope: Scope) -> str:
 # ---------------------------------------------------------------- answer
 
 def answer(w: Workload, kn: Knowledge, query: str = "") -> Answer:
+    """The answer to a workload; a capacity question is solved first, then answered at its value."""
+    if w.question in kn.query["solve"]:
+        return _answer_question(w, kn, query)
+    return _answer(w, kn, query)
+
+
+def _answer_question(w: Workload, kn: Knowledge, query: str) -> Answer:
+    from kb import solve
+
+    question = w.question or ""
+    if w.gpus:
+        targets = [(_capacity_gpu(g) if g.gpu_id is None else kn.gpus[g.gpu_id], g.count) for g in w.gpus]
+    else:
+        targets = [(g, 1) for g in kn.gpus.values()]
+    rows = [solve.solve_row(kn, w, question, gpu, count) for gpu, count in targets]
+    found = [r for r in rows if r["found"]]
+    if w.gpus or not found:
+        primary = rows[0]
+    elif question == "how_many_gpus":
+        primary = min(found, key=lambda r: (r["value"], -kn.gpus[r["gpu_id"]]["bandwidth_gb_s"]))
+    else:
+        primary = max(found, key=lambda r: r["value"])
+    spec = kn.query["solve"][question]
+    w2 = solve._with(w, spec["vary"], primary["value"]) if primary["found"] else solve._with(w, "users", w.users or 1)
+    w2.gpus = [g for g in w2.gpus] or []
+    if not w.gpus:
+        from kb.workload import GpuRequest
+
+        w2.gpus = [GpuRequest(primary["gpu_id"], int(primary.get("count") or 1))]
+        if primary["found"] and spec["vary"] == "gpu_count":
+            w2.gpus[0].count = int(primary["value"])
+    elif primary["found"] and spec["vary"] == "gpu_count":
+        for g in w2.gpus:
+            g.count = int(primary["value"])
+    result = _answer(w2, kn, query)
+    result.verdict = solve.verdict(kn, question, primary)
+    result.question = {"kind": question, "vary": spec["vary"], "unit": spec["unit"],
+                       "value": primary["value"], "gpu": primary["gpu"], "answer": primary,
+                       "per_gpu": [{"gpu": r["gpu"], "gpu_id": r["gpu_id"], "value": r["value"]} for r in rows]}
+    model_max = result.workload.get("context_tokens")
+    if question == "max_context" and primary["found"]:
+        mm = (kn.models.get(result.workload["model"]) or {}).get("max_context")
+        if mm and primary["value"] > mm:
+            result.warnings.append(f"memory allows {primary['value']:.0f} tokens, but the model's "
+                                   f"maximum context is {mm}")
+    del model_max
+    result.path.insert(0, f"question/{question}")
+    return result
+
+
+def _answer(w: Workload, kn: Knowledge, query: str = "") -> Answer:
     r = resolve(w, kn)
     base = Evaluated(base_scope(r, kn))
     workload_formulas = [n for n, f in kn.formulas.items() if not f.per_gpu]

@@ -198,7 +198,7 @@ def _expected(names: set[str]) -> list[str]:
 
 # ---------------------------------------------------------------- resolving
 
-def parse(query: str, kn: Knowledge) -> Workload:
+def parse(query: str, kn: Knowledge, model_given: bool = False) -> Workload:
     """Read a query into a Workload. Raises QueryError."""
     if not isinstance(query, str):
         raise QueryError(str(query), 1, "the query must be text")
@@ -211,11 +211,12 @@ def parse(query: str, kn: Knowledge) -> Workload:
         raise QueryError(query, 1, "the query is empty",
                          expected=["a task (serve, infer, train, lora, qlora)", "a model or size"])
     toks = _lex(query)
-    return _Resolver(query, toks, kn).run()
+    return _Resolver(query, toks, kn, model_given).run()
 
 
 class _Resolver:
-    def __init__(self, query: str, toks: list[Tok], kn: Knowledge) -> None:
+    def __init__(self, query: str, toks: list[Tok], kn: Knowledge, model_given: bool = False) -> None:
+        self.model_given = model_given
         self.q = query
         self.toks = toks
         self.kn = kn
@@ -477,7 +478,7 @@ class _Resolver:
             w.task_explicit = True
         if w.precision == "nf4" and w.task in ("lora", "full_ft") and "full_ft" not in tasks:
             w.task = "qlora"
-        if w.model_id is None and w.params is None and w.question != "largest_model":
+        if w.model_id is None and w.params is None and w.question != "largest_model" and not self.model_given:
             tok = self.toks[0] if self.toks else Tok("word", "", 1)
             raise QueryError(self.q, len(self.q.rstrip()) + 1, "which model? add a size or a name",
                              "13B", ["a size like 13B", "a name like llama-3.1-8b"])

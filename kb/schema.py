@@ -280,6 +280,14 @@ class Defaults(Strict):
     source: Slug
 
 
+class Solve(Strict):
+    vary: Literal["users", "context_tokens", "params", "gpu_count"]
+    unit: str
+    lower: Positive
+    upper: Positive
+    verdict: str
+
+
 class QueryFile(Strict):
     tasks: dict[str, list[str]]
     task_resolution: dict[str, str] = {}
@@ -287,6 +295,7 @@ class QueryFile(Strict):
     inference_tasks: list[str]
     questions: dict[Literal["which_gpu", "max_users", "max_context", "largest_model",
                             "how_many_gpus"], list[str]]
+    solve: dict[Literal["max_users", "max_context", "largest_model", "how_many_gpus"], Solve]
     fillers: list[str]
     knobs: dict[Literal["checkpointing", "no_checkpointing", "flash", "eager", "adam8bit", "sgd",
                         "adamw", "offload", "fp8_kv", "int8_kv"], list[str]]

@@ -1,0 +1,117 @@
+"""A model not in models.yaml: a Hugging Face config.json → a model entry.
+
+In: the path of a config.json. Out: a model dict shaped like a models.yaml entry (validated by
+kb.schema.Model), with parameter counts from the arch_params_* formulas of rules/formulas.yaml.
+Reads the file only; no network.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from kb.errors import KbError
+
+
+class ConfigError(KbError):
+    """A config.json that cannot be read as a model."""
+
+
+def _first(cfg: dict[str, Any], *keys: str, default: Any = None) -> Any:
+    for k in keys:
+        if cfg.get(k) is not None:
+            return cfg[k]
+    return default
+
+
+def read(path: str | Path, kn: Any) -> dict[str, Any]:
+    p = Path(path)
+    try:
+        raw = json.loads(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{p}: cannot read: {exc.strerror}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{p}: not a JSON config: {exc}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{p}: a config.json holds one JSON object")
+    cfg = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else raw
+    try:
+        model = _model(cfg, p)
+    except (TypeError, ValueError, KeyError) as exc:
+        raise ConfigError(f"{p}: {exc}") from None
+    from pydantic import ValidationError
+
+    from kb.schema import Model
+
+    try:
+        Model.model_validate({k: v for k, v in model.items()})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise ConfigError(f"{p}: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+    return _with_params(model, kn)
+
+
+def _model(cfg: dict[str, Any], p: Path) -> dict[str, Any]:
+    hidden = int(_first(cfg, "hidden_size", "n_embd", "d_model"))
+    heads = int(_first(cfg, "num_attention_heads", "n_head", "num_heads"))
+    kv = int(_first(cfg, "num_key_value_heads", "num_kv_heads", default=heads))
+    if cfg.get("multi_query"):
+        kv = 1
+    layers = int(_first(cfg, "num_hidden_layers", "n_layer", "num_layers"))
+    head_dim = int(_first(cfg, "head_dim", default=hidden // heads))
+    inter = int(_first(cfg, "moe_intermediate_size", "intermediate_size", "ffn_hidden_size", "n_inner",
+                       default=4 * hidden))
+    experts = _first(cfg, "num_local_experts", "n_routed_experts", "num_experts")
+    mla = None
+    if cfg.get("kv_lora_rank"):
+        mla = {"kv_lora_rank": int(cfg["kv_lora_rank"]),
+               "qk_rope_head_dim": int(cfg.get("qk_rope_head_dim", 0))}
+    window = cfg.get("sliding_window") if cfg.get("use_sliding_window", True) else None
+    window_layers = None
+    if window:
+        types = cfg.get("layer_types")
+        window_layers = sum(1 for t in types if "sliding" in str(t)) if isinstance(types, list) else layers
+    name = str(cfg.get("_name_or_path") or p.parent.name or "config")
+    model: dict[str, Any] = {
+        "id": "config-" + "".join(c if c.isalnum() or c in ".-_" else "-" for c in name.lower()).strip("-")[:60] or "config",
+        "name": f"{name} (config.json)", "family": str(cfg.get("model_type", "custom")).lower(),
+        "params_total": 1.0, "params_active": 1.0, "layers": layers, "hidden_size": hidden,
+        "intermediate_size": inter, "attention_heads": heads, "kv_heads": kv, "head_dim": head_dim,
+        "vocab_size": int(_first(cfg, "vocab_size", "padded_vocab_size")),
+        "max_context": int(_first(cfg, "max_position_embeddings", "n_positions", "seq_length", default=4096)),
+        "attention": "mla" if mla else ("mqa" if kv == 1 else "mha" if kv == heads else "gqa"),
+        "tie_embeddings": bool(cfg.get("tie_word_embeddings", False)),
+        "source": "kbq-defaults",
+    }
+    if window:
+        model["sliding_window"] = int(window)
+        model["sliding_window_layers"] = int(window_layers or layers)
+    if mla:
+        model["mla"] = mla
+    if experts:
+        model["moe"] = {"experts": int(experts),
+                        "experts_per_token": int(_first(cfg, "num_experts_per_tok", "moe_topk", default=2)),
+                        "shared_experts": int(cfg.get("n_shared_experts") or 0)}
+    return model
+
+
+def _with_params(model: dict[str, Any], kn: Any) -> dict[str, Any]:
+    """Parameter counts from the arch_params_* formulas."""
+    from kb.engine import Evaluated, base_scope, evaluate, resolve
+    from kb.workload import Workload
+
+    saved = kn.models.get(model["id"])
+    kn.models[model["id"]] = model
+    try:
+        r = resolve(Workload(model_id=model["id"]), kn)
+        ev = Evaluated(base_scope(r, kn))
+        evaluate(kn, ev, ["arch_params_total", "arch_params_active"])
+    finally:
+        if saved is None:
+            kn.models.pop(model["id"], None)
+        else:
+            kn.models[model["id"]] = saved
+    model["params_total"] = float(ev.scope["arch_params_total"])
+    model["params_active"] = float(ev.scope["arch_params_active"])
+    return model

@@ -1,0 +1,170 @@
+"""The JSON API under /api.
+
+In: a query (GET ?q=… or POST {"q": "…"}). Out: the Answer dict, the same as `kbq --json`;
+the GPU and model catalogues; the health of the rules; an OpenAPI 3.1 description.
+Every error is `{"error": {"message", "column", "suggestion"}}` with its HTTP status.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from flask import Blueprint, Response, current_app, jsonify, request
+from flask.json.provider import DefaultJSONProvider
+
+from kb.errors import KbError, QueryError
+from server.live import LiveKnowledge, NoKnowledge
+
+bp = Blueprint("api", __name__, url_prefix="/api")
+
+
+class SafeJSON(DefaultJSONProvider):
+    """JSON with <, > and & written as \\u escapes, so a response is inert even if a browser
+    were ever talked into reading it as HTML. Decoded, the values are unchanged."""
+
+    sort_keys = False
+
+    def dumps(self, obj: Any, **kwargs: Any) -> str:
+        text = super().dumps(obj, **kwargs)
+        return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+
+
+def live() -> LiveKnowledge:
+    return current_app.extensions["kbq"]  # type: ignore[no-any-return]
+
+
+def error(message: str, status: int, column: int | None = None, suggestion: str | None = None,
+          **extra: Any) -> tuple[Response, int]:
+    return jsonify({"error": {"message": message, "column": column, "suggestion": suggestion,
+                              **extra}}), status
+
+
+def _answer(query: Any) -> tuple[Response, int] | Response:
+    if not isinstance(query, str):
+        return error("give the query as a string in 'q', e.g. ?q=serve+70B+int4+16+users", 400)
+    try:
+        return jsonify(live().answer(query))
+    except QueryError as err:
+        d = err.to_dict()
+        return error(err.message, 400, err.column, err.suggestion, query=d["query"],
+                     expected=d["expected"], text=d["text"])
+    except NoKnowledge as err:
+        return error("the rule files do not validate; see /api/health", 503, rules=err.errors)
+    except KbError as err:
+        return error(str(err), 400)
+
+
+@bp.get("/answer")
+def answer_get() -> Any:
+    if "q" not in request.args:
+        return error("missing query parameter 'q', e.g. /api/answer?q=serve+70B+int4+16+users", 400)
+    return _answer(request.args["q"])
+
+
+@bp.post("/answer")
+def answer_post() -> Any:
+    if not request.is_json:
+        return error("send the query as JSON: Content-Type: application/json, body {\"q\": \"…\"}", 400)
+    body = request.get_json(silent=True)
+    if body is None:
+        return error("the body is not valid JSON", 400)
+    if not isinstance(body, dict) or "q" not in body:
+        return error("the JSON body needs a 'q' field, e.g. {\"q\": \"serve 70B int4 16 users\"}", 400)
+    return _answer(body["q"])
+
+
+@bp.get("/gpus")
+def gpus() -> Any:
+    return jsonify(list(live().get().gpus.values()))
+
+
+@bp.get("/models")
+def models() -> Any:
+    return jsonify(list(live().get().models.values()))
+
+
+@bp.get("/health")
+def health() -> Any:
+    status = live().status()
+    warnings = [e["message"] for e in status["errors"]]
+    ok = status["loaded_at"] is not None
+    body = {"status": "ok" if ok else "error", "rules": status, "warnings": warnings}
+    return jsonify(body), 200 if ok else 503
+
+
+@bp.get("/openapi.json")
+def openapi() -> Any:
+    return jsonify(openapi_document())
+
+
+# ---------------------------------------------------------------- OpenAPI
+
+def _error_response(text: str) -> dict[str, Any]:
+    return {"description": text,
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+
+
+def _list_of(text: str) -> dict[str, Any]:
+    return {"200": {"description": text, "content": {"application/json": {"schema": {
+        "type": "array", "items": {"type": "object"}}}}}}
+
+
+@cache
+def openapi_document() -> dict[str, Any]:
+    from pydantic import TypeAdapter
+
+    from kb import __version__
+    from kb.answer import Answer
+
+    answer_schema = TypeAdapter(Answer).json_schema(ref_template="#/components/schemas/{model}")
+    schemas = answer_schema.pop("$defs", {})
+    schemas["Answer"] = answer_schema
+    schemas["Error"] = {
+        "type": "object", "required": ["error"],
+        "properties": {"error": {
+            "type": "object", "required": ["message", "column", "suggestion"],
+            "properties": {
+                "message": {"type": "string", "description": "what went wrong"},
+                "column": {"type": ["integer", "null"], "description": "1-based column of the bad token"},
+                "suggestion": {"type": ["string", "null"], "description": "the nearest valid word"},
+                "text": {"type": "string", "description": "the message with the query and a caret"},
+            }}}}
+    q = {"name": "q", "in": "query", "required": True, "description": "the question, e.g. serve 70B int4 16 users",
+         "schema": {"type": "string", "maxLength": 500}}
+    answered = {"200": {"description": "the Answer (the same as `kbq --json`)",
+                        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Answer"}}}},
+                "400": _error_response("a query the parser cannot read, or a malformed request"),
+                "503": _error_response("the rule files have never validated")}
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "kbq", "version": __version__,
+                 "description": "Rules-based GPU sizing answers for LLM training and inference, "
+                                "with the trace of every number. GB = 10^9 bytes."},
+        "paths": {
+            "/api/answer": {
+                "get": {"summary": "Answer a query", "operationId": "answerGet", "parameters": [q],
+                        "responses": answered},
+                "post": {"summary": "Answer a query sent as JSON", "operationId": "answerPost",
+                         "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                             "type": "object", "required": ["q"],
+                             "properties": {"q": {"type": "string", "maxLength": 500}}}}}},
+                         "responses": {**answered,
+                                       "413": _error_response("the body is larger than 64 KiB")}},
+            },
+            "/api/gpus": {"get": {"summary": "The GPU catalogue", "operationId": "gpus",
+                                  "responses": _list_of("every GPU in rules/gpus.yaml")}},
+            "/api/models": {"get": {"summary": "The model architectures", "operationId": "models",
+                                    "responses": _list_of("every model in rules/models.yaml")}},
+            "/api/health": {"get": {"summary": "Whether the rules loaded", "operationId": "health",
+                                    "responses": {
+                                        "200": {"description": "serving; `warnings` lists errors of newer rule files that did not validate",
+                                                "content": {"application/json": {"schema": {"type": "object"}}}},
+                                        "503": {"description": "the rule files have never validated",
+                                                "content": {"application/json": {"schema": {"type": "object"}}}}}}},
+            "/api/openapi.json": {"get": {"summary": "This description", "operationId": "openapi",
+                                          "responses": {"200": {"description": "OpenAPI 3.1",
+                                                                "content": {"application/json": {"schema": {"type": "object"}}}}}}},
+        },
+        "components": {"schemas": schemas},
+    }

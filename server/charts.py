@@ -1,0 +1,349 @@
+"""Charts drawn on the server: Answer (or Flow) → an SVG string.
+
+In: an Answer dict (`Answer.to_dict()`) or a kb.knowledge.Flow. Out: inline SVG markup with a
+<title> and <desc> for screen readers; every piece of text is XML-escaped here, so the markup
+can be placed in a page as is. Presentation lives in SVG attributes (no style attributes), so
+the page's Content-Security-Policy needs no 'unsafe-inline'.
+
+- memory_bar: the memory each GPU needs, stacked by part, against each GPU's usable memory.
+- roofline: log-log roofline of the primary GPU with the workload's operating points.
+- flow_chart: a decision flowchart, layered top to bottom, the walked nodes and edges marked.
+
+Every figure drawn comes from the Answer or the rules; this module only places it.
+"""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from html import escape
+from typing import Any
+
+from kb.render import BREAKDOWN_LABELS, num
+
+FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif"
+INK, MUTED, GRID = "#1f2937", "#6b7280", "#e5e7eb"
+OK, BAD, WALKED = "#15803d", "#b91c1c", "#1d4ed8"
+PART_COLOURS = {                   # Okabe-Ito: tells the parts apart for colour-blind readers
+    "weights_gb": "#0072B2", "kv_cache_gb": "#E69F00", "activations_gb": "#009E73",
+    "gradients_gb": "#CC79A7", "optimizer_gb": "#D55E00", "adapters_gb": "#56B4E9",
+    "overhead_gb": "#8c8c8c",
+}
+PHASE_COLOURS = {"decode": "#0072B2", "prefill": "#D55E00", "training": "#009E73"}
+CHAR_W = 6.6                        # average glyph width at font-size 12, for layout
+
+
+def esc(value: Any) -> str:
+    return escape(str(value), quote=True)
+
+
+def _svg(width: float, height: float, ident: str, title: str, desc: str, body: list[str]) -> str:
+    return "\n".join([
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {width:.0f} {height:.0f}" '
+        f'width="{width:.0f}" height="{height:.0f}" role="img" '
+        f'aria-labelledby="{esc(ident)}-title {esc(ident)}-desc" font-family="{esc(FONT)}" font-size="12">',
+        f'<title id="{esc(ident)}-title">{esc(title)}</title>',
+        f'<desc id="{esc(ident)}-desc">{esc(desc)}</desc>',
+        *body, "</svg>"])
+
+
+def _text(x: float, y: float, text: str, anchor: str = "start", fill: str = INK, size: int | None = None,
+          weight: str | None = None, extra: str = "") -> str:
+    attrs = f'x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" fill="{fill}"'
+    if size:
+        attrs += f' font-size="{size}"'
+    if weight:
+        attrs += f' font-weight="{weight}"'
+    return f"<text {attrs}{extra}>{esc(text)}</text>"
+
+
+def _clip(text: str, chars: int) -> str:
+    return text if len(text) <= chars else text[:chars - 1].rstrip() + "…"
+
+
+def _nice_step(span: float, ticks: int = 5) -> float:
+    raw = span / ticks
+    power = 10 ** math.floor(math.log10(raw))
+    return next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw)
+
+
+# ---------------------------------------------------------------- memory bar
+
+def per_gpu_parts(breakdown: dict[str, Any], row: dict[str, Any]) -> dict[str, float]:
+    """The parts of one GPU's share: the job split evenly over the row's GPUs, and each GPU's own
+    runtime overhead (per_gpu_gb less the split parts), so the parts add up to per_gpu_gb."""
+    count = row.get("count") or 1
+    parts = {k: float(breakdown.get(k) or 0) / count for k in BREAKDOWN_LABELS if k != "overhead_gb"}
+    per_gpu = row.get("per_gpu_gb")
+    split = sum(parts.values())
+    overhead = float(breakdown.get("overhead_gb") or 0) / count if per_gpu is None else per_gpu - split
+    parts["overhead_gb"] = max(0.0, overhead)
+    return parts
+
+
+def memory_bar(answer: dict[str, Any], limit: int = 8, ident: str = "memory") -> str:
+    rows = answer["gpus"][:limit]
+    breakdown = answer["memory"]["breakdown"]
+    width, label_w, value_w, row_h = 760, 250, 150, 30
+    bar_w = width - label_w - value_w
+    legend = [(k, BREAKDOWN_LABELS[k], v) for k, v in breakdown.items()
+              if k in BREAKDOWN_LABELS and v]
+    body: list[str] = []
+    x, y = 0.0, 14.0
+    for key, label, value in legend:
+        item = f"{label} {num(value)} GB"
+        item_w = 16 + len(item) * CHAR_W + 18
+        if x + item_w > width:
+            x, y = 0.0, y + 20
+        body.append(f'<rect x="{x:.1f}" y="{y - 10:.1f}" width="11" height="11" fill="{PART_COLOURS[key]}"/>')
+        body.append(_text(x + 16, y, item))
+        x += item_w
+    top = y + 18
+    caps = [r.get("usable_vram_gb") or r.get("vram_gb") or 0 for r in rows]
+    needs = [r.get("per_gpu_gb") or 0 for r in rows]
+    scale_max = max([*caps, *needs, 1e-9]) * 1.04
+    sx = bar_w / scale_max
+    for i, (row, cap, need) in enumerate(zip(rows, caps, needs)):
+        ry = top + i * row_h
+        name = (f"{row['count']}× " if row.get("count", 1) > 1 else "") + row["name"]
+        fits = bool(row.get("fits"))
+        verdict = "fits" if fits else "does not fit"
+        body.append(f'<g><title>{esc(name)}: needs {esc(num(need))} GB per GPU of '
+                    f'{esc(num(cap))} GB usable; {verdict}</title>')
+        body.append(_text(label_w - 10, ry + 16, _clip(name, 36), anchor="end"))
+        body.append(f'<rect x="{label_w}" y="{ry + 4}" width="{cap * sx:.1f}" height="18" '
+                    f'fill="#f3f4f6" stroke="#9ca3af" stroke-width="1"/>')
+        sx0 = float(label_w)
+        for key, value in per_gpu_parts(breakdown, row).items():
+            if value <= 0:
+                continue
+            body.append(f'<rect x="{sx0:.1f}" y="{ry + 7}" width="{value * sx:.1f}" height="12" '
+                        f'fill="{PART_COLOURS[key]}"/>')
+            sx0 += value * sx
+        cx = label_w + cap * sx
+        body.append(f'<line x1="{cx:.1f}" y1="{ry + 1}" x2="{cx:.1f}" y2="{ry + 25}" '
+                    f'stroke="{INK}" stroke-width="2"/>')
+        body.append(_text(label_w + bar_w + 10, ry + 16, f"{num(need)} / {num(cap)} GB",
+                          fill=OK if fits else BAD, weight="600"))
+        body.append("</g>")
+    axis_y = top + len(rows) * row_h + 4
+    body.append(f'<line x1="{label_w}" y1="{axis_y}" x2="{label_w + bar_w}" y2="{axis_y}" stroke="{MUTED}"/>')
+    step = _nice_step(scale_max)
+    tick = 0.0
+    while tick <= scale_max:
+        tx = label_w + tick * sx
+        body.append(f'<line x1="{tx:.1f}" y1="{axis_y}" x2="{tx:.1f}" y2="{axis_y + 4}" stroke="{MUTED}"/>')
+        body.append(_text(tx, axis_y + 16, num(tick), anchor="middle", fill=MUTED, size=11))
+        tick += step
+    body.append(_text(label_w + bar_w + 10, axis_y + 16, "GB per GPU", fill=MUTED, size=11))
+    height = axis_y + 24
+    fitting = sum(1 for r in rows if r.get("fits"))
+    title = f"Memory per GPU against each GPU's usable memory (top {len(rows)} GPUs)"
+    desc = (f"The job needs {num(answer['memory']['total_gb'])} GB in all; "
+            + "; ".join(f"{BREAKDOWN_LABELS[k]} {num(v)} GB" for k, _, v in legend)
+            + f". {fitting} of the {len(rows)} GPUs shown hold their share. Each bar is one GPU's share, "
+            "the dark line that GPU's usable memory.")
+    return _svg(width, height, ident, title, desc, body)
+
+
+# ---------------------------------------------------------------- roofline
+
+def roofline_gpu(answer: dict[str, Any]) -> dict[str, Any] | None:
+    """The GPU row the bottleneck was judged on, if it has bandwidth and compute figures."""
+    name = answer["bottleneck"].get("gpu")
+    row = next((g for g in answer["gpus"] if g["name"] == name), None)
+    if row is None or not row.get("bandwidth_gb_s") or not row.get("compute_tflops"):
+        return None
+    return row
+
+
+def roofline(answer: dict[str, Any], ident: str = "roofline") -> str | None:
+    """Log-log roofline of the primary GPU, or None when it has no bandwidth/compute figures."""
+    row = roofline_gpu(answer)
+    if row is None:
+        return None
+    b = answer["bottleneck"]
+    bw, peak = float(row["bandwidth_gb_s"]), float(row["compute_tflops"])
+    ridge = float(b.get("ridge_point") or peak * 1000 / bw)
+    points = [(p, float(v)) for p, v in (b.get("arithmetic_intensity") or {}).items() if v and v > 0]
+
+    def roof(x: float) -> float:     # TFLOP/s: GB/s × FLOP/B = GFLOP/s
+        return min(peak, bw * x / 1000)
+
+    xs = [ridge, *[v for _, v in points]]
+    xlo = 10 ** math.floor(math.log10(min(xs) / 3))
+    xhi = 10 ** math.ceil(math.log10(max(xs) * 3))
+    ylo = 10 ** math.floor(math.log10(roof(xlo)))
+    yhi = 10 ** math.ceil(math.log10(peak * 1.5))
+    width, height, ml, mr, mt, mb = 760, 420, 72, 24, 28, 56
+    pw, ph = width - ml - mr, height - mt - mb
+
+    def X(v: float) -> float:
+        return ml + (math.log10(v) - math.log10(xlo)) / (math.log10(xhi) - math.log10(xlo)) * pw
+
+    def Y(v: float) -> float:
+        return mt + ph - (math.log10(v) - math.log10(ylo)) / (math.log10(yhi) - math.log10(ylo)) * ph
+
+    body = [f'<rect x="{ml}" y="{mt}" width="{pw}" height="{ph}" fill="#ffffff" stroke="{GRID}"/>',
+            f'<rect x="{ml}" y="{mt}" width="{X(ridge) - ml:.1f}" height="{ph}" fill="#eff6ff"/>']
+    for k in range(round(math.log10(xlo)), round(math.log10(xhi)) + 1):
+        gx = X(10 ** k)
+        body.append(f'<line x1="{gx:.1f}" y1="{mt}" x2="{gx:.1f}" y2="{mt + ph}" stroke="{GRID}"/>')
+        body.append(_text(gx, mt + ph + 16, num(10 ** k), anchor="middle", fill=MUTED, size=11))
+    for k in range(round(math.log10(ylo)), round(math.log10(yhi)) + 1):
+        gy = Y(10 ** k)
+        body.append(f'<line x1="{ml}" y1="{gy:.1f}" x2="{ml + pw}" y2="{gy:.1f}" stroke="{GRID}"/>')
+        body.append(_text(ml - 6, gy + 4, num(10 ** k), anchor="end", fill=MUTED, size=11))
+    body.append(_text(ml + pw / 2, height - 12, "arithmetic intensity (FLOP per byte, log scale)",
+                      anchor="middle", fill=MUTED))
+    body.append(_text(16, mt + ph / 2, "attainable TFLOP/s (log scale)", anchor="middle", fill=MUTED,
+                      extra=f' transform="rotate(-90 16 {mt + ph / 2:.1f})"'))
+    body.append(_text(ml + 8, mt + 16, "memory-bandwidth bound", fill=WALKED, size=11))
+    body.append(_text(ml + pw - 8, mt + 16, "compute bound", anchor="end", fill=BAD, size=11))
+    body.append(f'<polyline points="{X(xlo):.1f},{Y(roof(xlo)):.1f} {X(ridge):.1f},{Y(peak):.1f} '
+                f'{X(xhi):.1f},{Y(peak):.1f}" fill="none" stroke="{INK}" stroke-width="2.5"/>')
+    angle = math.degrees(math.atan2(Y(roof(ridge)) - Y(roof(xlo)), X(ridge) - X(xlo)))
+    lx = 10 ** ((math.log10(xlo) + math.log10(ridge)) / 2)
+    body.append(_text(X(lx), Y(roof(lx)) - 8, f"bandwidth {num(bw)} GB/s", anchor="middle",
+                      extra=f' transform="rotate({angle:.1f} {X(lx):.1f} {Y(roof(lx)) - 8:.1f})"'))
+    precision = f" ({row['compute_precision']})" if row.get("compute_precision") else ""
+    body.append(_text(ml + pw - 8, Y(peak) - 8, f"compute {num(peak)} TFLOP/s{precision}", anchor="end"))
+    body.append(f'<line x1="{X(ridge):.1f}" y1="{Y(peak):.1f}" x2="{X(ridge):.1f}" y2="{mt + ph}" '
+                f'stroke="{MUTED}" stroke-dasharray="4 4"/>')
+    body.append(f'<circle cx="{X(ridge):.1f}" cy="{Y(peak):.1f}" r="4" fill="{INK}"/>')
+    body.append(_text(X(ridge) + 6, mt + ph - 8, f"ridge point {num(ridge)} FLOP/B", fill=MUTED, size=11))
+    for i, (phase, x) in enumerate(points):
+        px, py = X(x), Y(roof(x))
+        bound = b.get(phase) or "?"
+        label = f"{phase} {num(x)} FLOP/B: {bound}"
+        right = px + 10 + len(label) * CHAR_W < ml + pw
+        body.append(f'<g><title>{esc(label)}</title>'
+                    f'<circle cx="{px:.1f}" cy="{py:.1f}" r="7" fill="{PHASE_COLOURS.get(phase, INK)}" '
+                    f'stroke="#ffffff" stroke-width="2"/>'
+                    + _text(px + (10 if right else -10), py + 18 + 14 * i, label,
+                            anchor="start" if right else "end", fill=PHASE_COLOURS.get(phase, INK),
+                            weight="600")
+                    + "</g>")
+    title = f"Roofline of {row['name']}"
+    desc = (f"Bandwidth {num(bw)} GB/s and compute {num(peak)} TFLOP/s meet at the ridge point, "
+            f"{num(ridge)} FLOP per byte. "
+            + " ".join(f"{p}: {num(x)} FLOP/B, {b.get(p) or 'not judged'}." for p, x in points))
+    return _svg(width, height, ident, title, desc, body)
+
+
+# ---------------------------------------------------------------- flowcharts
+
+NODE_W, NODE_GAP, LAYER_GAP, LINE_H, MARGIN = 200, 36, 64, 15, 12
+
+
+def _layers(flow: Any) -> list[list[str]]:
+    """Nodes in layers (longest path from the entry), ordered to keep edges short."""
+    order = list(flow.nodes)
+    rank = {flow.entry: 0}
+    for node_id in _topological(flow):
+        for e in flow.nodes[node_id].edges:
+            rank[e.to] = max(rank.get(e.to, 0), rank.get(node_id, 0) + 1)
+    layers: list[list[str]] = [[] for _ in range(max(rank.values()) + 1)]
+    for node_id in order:
+        if node_id in rank:
+            layers[rank[node_id]].append(node_id)
+    position = {flow.entry: 0.0}
+    for depth in range(1, len(layers)):
+        def key(node_id: str) -> tuple[float, int]:
+            spots = [position[p] + (j + 1) / (len(flow.nodes[p].edges) + 1)
+                     for p in layers[depth - 1] for j, e in enumerate(flow.nodes[p].edges)
+                     if e.to == node_id]
+            return (sum(spots) / len(spots) if spots else 0.0, order.index(node_id))
+        layers[depth].sort(key=key)
+        position.update({n: float(i) for i, n in enumerate(layers[depth])})
+    return layers
+
+
+def _topological(flow: Any) -> list[str]:
+    seen: set[str] = set()
+    out: list[str] = []
+
+    def visit(node_id: str) -> None:
+        if node_id in seen:
+            return
+        seen.add(node_id)
+        for e in flow.nodes[node_id].edges:
+            visit(e.to)
+        out.append(node_id)
+
+    visit(flow.entry)
+    return out[::-1]
+
+
+def walked(path: list[str], flow_id: str) -> tuple[list[str], set[tuple[str, str]]]:
+    """The nodes of `flow_id` in an Answer's path, in order, and the edges between them."""
+    nodes = [p.split("/", 1)[1] for p in path if p.startswith(flow_id + "/")]
+    return nodes, set(zip(nodes, nodes[1:]))
+
+
+def flow_chart(flow: Any, path: list[str] | None = None, ident: str | None = None) -> str:
+    ident = ident or f"flow-{flow.id}"
+    nodes_walked, edges_walked = walked(path or [], flow.id)
+    on = set(nodes_walked)
+    layers = _layers(flow)
+    lines = {n: textwrap.wrap(flow.nodes[n].text, 28) or [n] for layer in layers for n in layer}
+    width = max(len(layer) for layer in layers) * (NODE_W + NODE_GAP) - NODE_GAP + 2 * MARGIN
+    box: dict[str, tuple[float, float, float]] = {}      # id → centre x, top y, height
+    y = float(MARGIN)
+    for layer in layers:
+        row_w = len(layer) * (NODE_W + NODE_GAP) - NODE_GAP
+        x0 = (width - row_w) / 2
+        tallest = 0.0
+        for i, n in enumerate(layer):
+            h = len(lines[n]) * LINE_H + 14
+            box[n] = (x0 + i * (NODE_W + NODE_GAP) + NODE_W / 2, y, h)
+            tallest = max(tallest, h)
+        y += tallest + LAYER_GAP
+    height = y - LAYER_GAP + MARGIN
+    body = ["<defs>"]
+    for kind, colour in (("on", WALKED), ("off", "#9ca3af")):
+        body.append(f'<marker id="{esc(ident)}-arrow-{kind}" viewBox="0 0 10 10" refX="9" refY="5" '
+                    f'markerWidth="7" markerHeight="7" orient="auto">'
+                    f'<path d="M0,0 L10,5 L0,10 z" fill="{colour}"/></marker>')
+    body.append("</defs>")
+    labels: list[str] = []
+    for n in (n for layer in layers for n in layer):
+        cx, top, h = box[n]
+        for e in flow.nodes[n].edges:
+            tx, ttop, _ = box[e.to]
+            lit = (n, e.to) in edges_walked
+            y1, y2 = top + h, ttop
+            ym = (y1 + y2) / 2
+            body.append(f'<path d="M{cx:.1f},{y1:.1f} C{cx:.1f},{ym:.1f} {tx:.1f},{ym:.1f} {tx:.1f},{y2 - 1:.1f}" '
+                        f'fill="none" stroke="{WALKED if lit else "#9ca3af"}" '
+                        f'stroke-width="{2.5 if lit else 1.2}" marker-end="url(#{esc(ident)}-arrow-{"on" if lit else "off"})"/>')
+            if e.label:
+                lx, ly = cx + (tx - cx) * 0.84375, y1 + (y2 - y1) * 0.70
+                parts = textwrap.wrap(e.label, 22)
+                lw = max(len(p) for p in parts) * 6.0 + 8
+                labels.append(f'<rect x="{lx - lw / 2:.1f}" y="{ly - 12:.1f}" width="{lw:.1f}" '
+                              f'height="{len(parts) * 13 + 4}" rx="3" fill="#ffffff" fill-opacity="0.92"/>')
+                for k, part in enumerate(parts):
+                    labels.append(_text(lx, ly + k * 13, part, anchor="middle", size=11,
+                                        fill=WALKED if lit else MUTED, weight="600" if lit else None))
+    for n in (n for layer in layers for n in layer):
+        node = flow.nodes[n]
+        cx, top, h = box[n]
+        lit = n in on
+        rx = {"start": 16, "verdict": 10}.get(node.kind, 3)
+        fill = ("#dbeafe" if lit else "#ffffff") if node.kind != "verdict" else ("#dcfce7" if lit else "#f9fafb")
+        body.append(f'<g><title>{esc(n)} ({esc(node.kind)}): {esc(node.text)}</title>'
+                    f'<rect x="{cx - NODE_W / 2:.1f}" y="{top:.1f}" width="{NODE_W}" height="{h:.1f}" rx="{rx}" '
+                    f'fill="{fill}" stroke="{WALKED if lit else "#9ca3af"}" stroke-width="{2.5 if lit else 1}"'
+                    + (' stroke-dasharray="5 3"' if node.kind == "compute" else "") + "/>")
+        for k, line in enumerate(lines[n]):
+            body.append(_text(cx, top + 19 + k * LINE_H, line, anchor="middle",
+                              fill=INK if lit else "#4b5563", weight="600" if lit else None))
+        body.append("</g>")
+    body.extend(labels)
+    title = f"Flowchart: {flow.title}"
+    if nodes_walked:
+        desc = "Walked: " + " → ".join(flow.nodes[n].text for n in nodes_walked if n in flow.nodes)
+    else:
+        desc = f"{len(flow.nodes)} nodes; entry: {flow.nodes[flow.entry].text}"
+    return _svg(width, height, ident, title, desc, body)

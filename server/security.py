@@ -1,0 +1,53 @@
+"""Security headers on every response.
+
+In: the app config KBQ_EMBED_ORIGINS (origins allowed to frame /embed). Out: an after_request
+hook that sets Content-Security-Policy (no inline script or style, nothing from another host),
+X-Content-Type-Options, Referrer-Policy and framing rules: no page may be framed except /embed,
+which its own origin and the configured origins may frame.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from flask import Flask, Response, request
+
+EMBED_PATH = "/embed"
+ORIGIN = re.compile(r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?$")
+POLICY = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+          "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
+          "frame-ancestors {ancestors}")
+
+
+def check_origins(origins: Iterable[str]) -> list[str]:
+    """The configured embed origins, each `scheme://host[:port]`; anything else is an error."""
+    if isinstance(origins, str):
+        raise ValueError("KBQ_EMBED_ORIGINS must be a list of origins, not a string")
+    out = []
+    for origin in origins:
+        if not isinstance(origin, str) or not ORIGIN.match(origin):
+            raise ValueError(f"KBQ_EMBED_ORIGINS: {origin!r} is not an origin like https://wiki.example.com")
+        out.append(origin)
+    return out
+
+
+def frame_ancestors(path: str, origins: list[str]) -> str:
+    if path == EMBED_PATH:
+        return " ".join(["'self'", *origins])
+    return "'none'"
+
+
+def init_app(app: Flask) -> None:
+    origins = check_origins(app.config.get("KBQ_EMBED_ORIGINS") or [])
+
+    @app.after_request
+    def headers(response: Response) -> Response:
+        h = response.headers
+        h["Content-Security-Policy"] = POLICY.format(ancestors=frame_ancestors(request.path, origins))
+        h["X-Content-Type-Options"] = "nosniff"
+        h["Referrer-Policy"] = "no-referrer"
+        h["Cross-Origin-Opener-Policy"] = "same-origin"
+        if request.path != EMBED_PATH:
+            h["X-Frame-Options"] = "DENY"
+        return response

@@ -1,0 +1,110 @@
+"""Capacity and reverse sizing answers agree with the forward answer; models from config.json."""
+
+from pathlib import Path
+
+import pytest
+
+from kb import ask, get_knowledge
+
+KN = get_knowledge()
+DATA = Path(__file__).parent / "data"
+
+
+def fits(query):
+    return ask(query).to_dict()["gpus"][0]["fits"]
+
+
+def test_max_users_fits_and_one_more_does_not():
+    a = ask("max users for 70B int4 on h200 at 32k context").to_dict()
+    n = int(a["question"]["value"])
+    assert n >= 1
+    assert fits(f"serve 70B int4 {n} users 32k context on h200")
+    assert not fits(f"serve 70B int4 {n + 1} users 32k context on h200")
+    # the answer's own figures are those of the workload at n users
+    assert a["workload"]["users"] == n and a["gpus"][0]["fits"]
+
+
+def test_max_users_by_hand():
+    # 70B int4 = 37.19 GB weights; Llama-3.1-70B KV at 32,768 tokens = 327,680 B × 32,768 = 10.74 GB
+    # per user; H200 141 GB. (141 − 37.19 − 1 GB overhead − activations) / 10.74 ≈ 9.5 → 9
+    a = ask("max users for 70B int4 on h200 at 32k context").to_dict()
+    assert a["question"]["value"] == 9
+
+
+def test_max_context_agrees_with_forward():
+    a = ask("max context for llama-3.1-8b fp16 on rtx 4090").to_dict()
+    n = int(a["question"]["value"])
+    assert fits(f"infer llama-3.1-8b fp16 {n} context on rtx 4090")
+    assert not fits(f"infer llama-3.1-8b fp16 {n + 1} context on rtx 4090")
+
+
+def test_largest_model_for_24gb_int4():
+    a = ask("largest model for 24GB int4").to_dict()
+    value = a["question"]["value"]
+    # int4 at 4.25 bits: 24 GB less ~1 GB overhead and the KV cache holds ~40B parameters
+    assert 30e9 < value < 45e9
+    assert fits(f"infer {value / 1e9:.3g}B int4 on 24GB")
+
+
+def test_how_many_gpus():
+    a = ask("how many h100 for 405B fp8").to_dict()
+    n = a["question"]["value"]
+    # 405B at 1 byte = 405 GB; 80 GB cards with 1 GB overhead each → at least 6
+    assert n >= 6
+    assert fits(f"serve 405B fp8 on {int(n)}x h100")
+    assert not fits(f"serve 405B fp8 on {int(n) - 1}x h100")
+
+
+def test_which_gpu_ranks_fitting_first():
+    a = ask("which gpu for 13B lora").to_dict()
+    flags = [g["fits"] for g in a["gpus"]]
+    assert flags == sorted(flags, reverse=True)          # every fitting GPU before any that does not
+    fitting = [g for g in a["gpus"] if g["fits"]]
+    speeds = [g["train_tokens_per_s"] for g in fitting]
+    assert speeds == sorted(speeds, reverse=True)
+
+
+def test_moe_speed_from_active_parameters():
+    dense = ask("infer 47B q4_k_m on 2x rtx 3090").to_dict()
+    moe = ask("mixtral 8x7b q4_k_m on 2x 3090").to_dict()
+    # same total weights (46.7B vs 47B), but a Mixtral decode step reads 12.9B parameters
+    assert moe["memory"]["breakdown"]["weights_gb"] == pytest.approx(
+        dense["memory"]["breakdown"]["weights_gb"], rel=0.02)
+    assert moe["throughput"]["decode_tokens_per_s"] > 2.5 * dense["throughput"]["decode_tokens_per_s"]
+
+
+def test_fp8_kv_cache_halves_the_kv_cache():
+    a = ask("serve 70B int4 16 users").to_dict()["memory"]["breakdown"]["kv_cache_gb"]
+    b = ask("serve 70B int4 16 users fp8 kv cache").to_dict()["memory"]["breakdown"]["kv_cache_gb"]
+    assert b == pytest.approx(a / 2, rel=1e-3)
+
+
+def test_model_config_json():
+    # Llama-3.1-8B's published config: the parameter count from the architecture is 8.03B
+    a = ask("serve int4 16 users on rtx 4090", model_config=DATA / "llama-3.1-8b-config.json").to_dict()
+    assert a["workload"]["params"] == pytest.approx(8.03e9, rel=0.005)
+    assert any("config.json" in x for x in a["assumptions"])
+    same = ask("serve llama-3.1-8b int4 16 users on rtx 4090").to_dict()
+    assert a["memory"]["breakdown"]["kv_cache_gb"] == pytest.approx(same["memory"]["breakdown"]["kv_cache_gb"])
+
+
+def test_model_config_errors_are_clear(tmp_path):
+    from kb.errors import KbError
+
+    bad = tmp_path / "config.json"
+    bad.write_text("{not json")
+    with pytest.raises(KbError, match="not a JSON config"):
+        ask("serve int4", model_config=bad)
+
+
+@pytest.mark.parametrize("model_id", ["llama-2-7b", "llama-3.1-8b", "llama-3.1-70b", "mistral-7b-v0.1",
+                                      "mixtral-8x7b", "gemma-2-9b", "qwen2.5-7b"])
+def test_architecture_formula_reproduces_published_counts(model_id):
+    # published parameter counts (model cards) vs arch_params_total on the config values
+    from kb.engine import Evaluated, base_scope, evaluate, resolve
+    from kb.workload import Workload
+
+    r = resolve(Workload(model_id=model_id), KN)
+    ev = Evaluated(base_scope(r, KN))
+    evaluate(KN, ev, ["arch_params_total"])
+    assert ev.scope["arch_params_total"] == pytest.approx(KN.models[model_id]["params_total"], rel=0.01)
