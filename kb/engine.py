@@ -95,6 +95,7 @@ def condition(expr: Any, scope: Scope) -> bool:
 @dataclass
 class Resolved:
     workload: Workload
+    runtime: dict[str, Any]
     model: dict[str, Any]
     precision: dict[str, Any]
     kv_precision: dict[str, Any]
@@ -119,6 +120,7 @@ def resolve(w: Workload, kn: Knowledge) -> Resolved:
 
     if not w.task_explicit:
         assumptions.append(f"task: {w.task} (no task word in the query)")
+    runtime = _resolve_runtime(w, kn, is_training, assumptions)
     if w.precision is None:
         key = "qlora_precision" if w.task == "qlora" else (
             "training_precision" if is_training else "inference_precision")
@@ -128,9 +130,12 @@ def resolve(w: Workload, kn: Knowledge) -> Resolved:
         default("batch", d["batch"], f"micro-batch: {d['batch']}")
         default("seq_len", min(d["seq_len"], model["max_context"]),
                 f"sequence length: {min(d['seq_len'], model['max_context'])} tokens")
-        default("optimizer", d["optimizer"], f"optimizer: {d['optimizer']}")
-        default("checkpointing", d["checkpointing"],
-                f"activation checkpointing: {'on' if d['checkpointing'] else 'off'}")
+        opt = runtime.get("optimizer") or d["optimizer"]
+        ckpt = runtime.get("checkpointing")
+        ckpt = d["checkpointing"] if ckpt is None else ckpt
+        default("optimizer", opt, f"optimizer: {opt} ({runtime['name']} default)")
+        default("checkpointing", ckpt,
+                f"activation checkpointing: {'on' if ckpt else 'off'} ({runtime['name']} default)")
         if w.task in ("lora", "qlora"):
             default("lora_rank", d["lora_rank"], f"LoRA rank: {d['lora_rank']}, on every linear layer")
         default("train_tokens", d["train_tokens"], f"training tokens: {d['train_tokens']:.3g}")
@@ -160,7 +165,29 @@ def resolve(w: Workload, kn: Knowledge) -> Resolved:
                         f"({model['max_context']})")
     precision = kn.precisions[w.precision]
     kv = kn.precisions.get(w.kv_precision or d["kv_precision"], kn.precisions[d["kv_precision"]])
-    return Resolved(w, model, precision, kv, assumptions, warnings, is_training)
+    return Resolved(w, runtime, model, precision, kv, assumptions, warnings, is_training)
+
+
+def _resolve_runtime(w: Workload, kn: Knowledge, is_training: bool, assumptions: list[str]) -> dict[str, Any]:
+    rd = kn.runtime_defaults
+    if w.runtime is not None:
+        rt = kn.runtimes[w.runtime]
+        wrong = "inference" if is_training else "training"
+        if rt["kind"] == wrong:
+            raise QueryError(rt["name"], 1, f"{rt['name']} is a {wrong} runtime; this is "
+                             f"{'a training' if is_training else 'an inference'} question")
+        return rt
+    if is_training:
+        key = "training"
+    elif w.precision and w.precision.startswith(("q2_", "q3_", "q4_", "q5_", "q6_", "q8_")):
+        key = "gguf"
+    else:
+        key = "inference"
+    rt = kn.runtimes[rd[key]]
+    w.runtime = rt["id"]
+    assumptions.append(f"runtime: {rt['name']} (the {'GGUF' if key == 'gguf' else key} default; "
+                       "name one with 'with vllm', 'using llama.cpp', 'with torchtune'…)")
+    return rt
 
 
 def _resolve_model(w: Workload, kn: Knowledge, assumptions: list[str]) -> dict[str, Any]:
@@ -217,6 +244,18 @@ def base_scope(r: Resolved, kn: Knowledge) -> Scope:
         "model.shared_experts": (m.get("moe") or {}).get("shared_experts", 0),
         "model.tie_embeddings": bool(m.get("tie_embeddings")),
         "gpu_candidates": None, "fitting_gpus": None,
+        "precision.kind": r.precision["kind"],
+    })
+    rt = r.runtime
+    scope.update({
+        "runtime.decode_bandwidth_efficiency": rt.get("decode_bandwidth_efficiency"),
+        "runtime.quant_kernel_efficiency": rt.get("quant_kernel_efficiency"),
+        "runtime.decode_step_overhead_s": rt.get("decode_step_overhead_s"),
+        "runtime.prefill_compute_efficiency": rt.get("prefill_compute_efficiency"),
+        "runtime.memory_utilization": rt.get("memory_utilization", 1.0),
+        "runtime.overhead_gb": rt.get("overhead_gb"),
+        "runtime.training_mfu": rt.get("training_mfu"),
+        "runtime.tensor_parallel": rt.get("multi_gpu") == "tensor_parallel",
     })
     return scope
 

@@ -60,7 +60,8 @@ def table(head: list[str], rows: Iterable[list[str]], align: str = "") -> list[s
 
 
 def number(value: Any) -> str:
-    """A figure for a page: 4 significant digits, 1,234 grouping, 7e9 for large numbers."""
+    """A figure for a page: 4 significant digits (whole numbers below a million in full),
+    7e9 for large numbers."""
     if value is None:
         return "n/a"
     if isinstance(value, bool):
@@ -70,8 +71,8 @@ def number(value: Any) -> str:
     v = float(value)
     if v == 0:
         return "0"
-    if 1e3 <= abs(v) < 1e6:
-        return f"{v:,.0f}"
+    if 1e3 <= abs(v) < 1e6:  # no digit grouping: a comma would read as an argument separator
+        return f"{v:.1f}".rstrip("0").rstrip(".")
     return _plain_exponent(f"{v:.4g}")
 
 
@@ -79,7 +80,11 @@ def literal(value: float) -> str:
     """A number written in a rule, in full: 2, 0.75, 1e9, 3e10."""
     if float(value).is_integer() and abs(value) < 1e6:
         return str(int(value))
-    return _plain_exponent(f"{value:.12g}")
+    for digits in range(1, 18):  # the shortest text that reads back as the same number
+        text = f"{value:.{digits}g}"
+        if float(text) == value:
+            break
+    return _plain_exponent(text)
 
 
 def _plain_exponent(text: str) -> str:
@@ -347,7 +352,7 @@ def precisions_page(kn: Knowledge) -> str:
              md(p.get("notes") or "")] for p in kn.precisions.values()]
     body = ["Bytes per parameter = bits per weight ÷ 8, scales and zero points included. "
             "When a GPU lacks the tensor math natively, the fallbacks are tried in order.", "",
-            *table(head, rows, "llllrr")]
+            *table(head, rows, "lllrr")]
     return _page("Precisions", body)
 
 
@@ -377,20 +382,19 @@ def formula_section(kn: Knowledge, f: Formula, readers: list[str], runs: list[Ru
            f"{md(f.meaning)}. Unit: {md(f.unit)}. Rule: {code(f.where)}.", ""]
     for i, case in enumerate(f.cases):
         eq = code(f"{f.name} = {math(case.expr.ast)}")
-        note = f" ({md(case.note)})" if case.note else ""
+        note = f": {md(case.note)}" if case.note else ""
         if len(f.cases) == 1:
-            out.append(f"- {eq}{note}")
+            out.append(f"{eq}{note}")
         else:
             when = f"when {code(math(case.when.ast))}" if case.when else "otherwise"
-            out.append(f"- case {i + 1}, {when}: {eq}{note}")
+            out.append(f"{i + 1}. {when}: {eq}{note}")
     out.append("")
     if f.note:
         out += [f"Note: {md(f.note)}", ""]
-    out.append("Reads: " + ", ".join(name_link(n, kn) for n in f.names))
-    if readers:
-        out.append("Read by: " + ", ".join(readers))
-    out.append("Sources: " + ", ".join(f"{src_link(s)} ({md(kn.sources[s]['title'])})"
-                                       for s in f.sources))
+    out.append("- reads " + ", ".join(name_link(n, kn) for n in f.names))
+    out.append("- read by " + (", ".join(readers) if readers else "nothing in these rules"))
+    out.append("- sources: " + ", ".join(f"{src_link(s)} ({md(kn.sources[s]['title'])})"
+                                         for s in f.sources))
     out.append("")
     return out + worked_lines(kn, f, runs)
 
@@ -515,10 +519,12 @@ def flow_page(kn: Knowledge, flow: Flow) -> str:
         body.append("")
         if node.compute:
             body.append("- computes " + ", ".join(name_link(n, kn, "../") for n in node.compute))
+        branches = any(e.when is not None for e in node.edges)
         for edge in node.edges:
-            cond = f"when {code(math(edge.when.ast))}" if edge.when else "otherwise"
+            cond = f" when {code(math(edge.when.ast))}" if edge.when else (
+                " otherwise" if branches else "")
             label = f" ({md(edge.label)})" if edge.label else ""
-            body.append(f"- → [{md(edge.to)}](#node-{edge.to}) {cond}{label}")
+            body.append(f"- → [{md(edge.to)}](#node-{edge.to}){cond}{label}")
         if node.compute or node.edges:
             body.append("")
     return _page(flow.title, body)

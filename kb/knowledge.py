@@ -140,6 +140,9 @@ class Knowledge:
     gpu_alias: dict[str, str] = field(default_factory=dict)
     model_alias: dict[str, str] = field(default_factory=dict)
     precision_alias: dict[str, str] = field(default_factory=dict)
+    runtimes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    runtime_alias: dict[str, str] = field(default_factory=dict)
+    runtime_defaults: dict[str, str] = field(default_factory=dict)
 
     @property
     def defaults(self) -> dict[str, Any]:
@@ -168,7 +171,7 @@ def build(root: Path) -> Knowledge:
     errs = _Collector()
     docs: dict[str, Doc] = {}
     parsed: dict[str, Any] = {}
-    for name in ("sources", "precisions", "gpus", "models", "formulas", "query"):
+    for name in ("sources", "precisions", "gpus", "models", "formulas", "query", "runtimes"):
         path = root / f"{name}.yaml"
         if not path.is_file():
             errs.add(RuleError(f"{root.name}/{name}.yaml", 1, 1, "file is missing"))
@@ -234,6 +237,23 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
         if ref not in models:
             errs.add(docs["models"].error(("bare_size", "references", i),
                                           f"unknown model '{ref}'", nearest(ref, models)))
+    runtimes, runtime_alias = _catalogue(docs["runtimes"], "runtimes", [r.model_dump() for r in parsed["runtimes"].runtimes], errs)
+    rdoc = docs["runtimes"]
+    for i, rt in enumerate(parsed["runtimes"].runtimes):
+        need_source(rdoc, ("runtimes", i, "source"), rt.source)
+        if rt.kind in ("inference", "both"):
+            for key in ("decode_bandwidth_efficiency", "quant_kernel_efficiency",
+                        "decode_step_overhead_s", "prefill_compute_efficiency"):
+                if getattr(rt, key) is None:
+                    errs.add(rdoc.error(("runtimes", i, "id"), f"inference runtime '{rt.id}' needs {key}"))
+        if rt.kind in ("training", "both") and rt.training_mfu is None:
+            errs.add(rdoc.error(("runtimes", i, "id"), f"training runtime '{rt.id}' needs training_mfu"))
+    rdefaults = parsed["runtimes"].defaults.model_dump()
+    need_source(rdoc, ("defaults", "source"), rdefaults["source"])
+    for key in ("inference", "gguf", "training"):
+        if rdefaults[key] not in runtimes:
+            errs.add(rdoc.error(("defaults", key), f"unknown runtime '{rdefaults[key]}'",
+                                nearest(rdefaults[key], runtimes)))
     precisions, precision_alias = _catalogue(docs["precisions"], "precisions", [p.model_dump() for p in parsed["precisions"].precisions], errs)
     for i, p in enumerate(parsed["precisions"].precisions):
         need_source(docs["precisions"], ("precisions", i, "source"), p.source)
@@ -298,7 +318,8 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
     return Knowledge(root=root, gpus=gpus, models=models, precisions=precisions, sources=sources,
                      inputs=inputs, constants=constants, formulas=formulas, closure=closure,
                      flows=flows, claims=claims, query=query, bare_size_refs=refs,
-                     gpu_alias=gpu_alias, model_alias=model_alias, precision_alias=precision_alias)
+                     gpu_alias=gpu_alias, model_alias=model_alias, precision_alias=precision_alias,
+                     runtimes=runtimes, runtime_alias=runtime_alias, runtime_defaults=rdefaults)
 
 
 def _unique(doc: Doc | None, locs: list[tuple[Any, ...]], values: list[str], what: str,

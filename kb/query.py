@@ -83,12 +83,14 @@ def vocabulary(kn: Knowledge) -> Vocab:
     for knob, words in q["knobs"].items():
         for w in words:
             add(w, "knob", knob)
-    for kind, items in (("precision", kn.precisions), ("gpu", kn.gpus), ("model", kn.models)):
+    for kind, items in (("precision", kn.precisions), ("gpu", kn.gpus), ("model", kn.models),
+                        ("runtime", kn.runtimes)):
         for item_id, item in items.items():
             add(item_id, kind, item_id)
             for a in item.get("aliases", []):
                 add(a, kind, item_id)
-        alias = {"precision": kn.precision_alias, "gpu": kn.gpu_alias, "model": kn.model_alias}[kind]
+        alias = {"precision": kn.precision_alias, "gpu": kn.gpu_alias, "model": kn.model_alias,
+                 "runtime": kn.runtime_alias}[kind]
         for key, item_id in alias.items():
             table.setdefault(key, (kind, item_id))
     for w in q["fillers"]:
@@ -397,6 +399,8 @@ class _Resolver:
             nxt = self.next_size(toks[-1])
             self.family = (value, first)
             del nxt
+        elif kind == "runtime":
+            w.runtime = value
         elif kind == "filler":
             pass
 

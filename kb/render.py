@@ -48,7 +48,7 @@ def duration(seconds: Any) -> str:
 
 
 def _gpu_table(a: dict[str, Any], limit: int | None) -> tuple[list[str], list[list[str]], int]:
-    training = a["throughput"]["train_tokens_per_s"] is not None
+    training = "training" in a["bottleneck"]
     head = ["#", "GPU", "n", "VRAM GB", "needs GB/GPU", "fits", "headroom GB", "min GPUs"]
     head += ["train tok/s", "time"] if training else ["decode tok/s", "aggregate", "prefill tok/s"]
     rows = []
@@ -96,7 +96,9 @@ def text(a: dict[str, Any], limit: int | None = 12, trace: bool = True) -> str:
     b = a["bottleneck"]
     add("")
     add(f"SPEED    on {mem['gpu_count']}× {b['gpu']}")
-    if t["train_tokens_per_s"] is not None:
+    if b.get("ridge_point") is None:
+        add("  needs a GPU model (bandwidth and TFLOPS); a memory size alone answers only the fit")
+    elif "training" in b:
         add(f"  training  {num(t['train_tokens_per_s'])} tokens/s; {num(a['workload']['train_tokens'])} tokens in {duration(t['train_time_s'])}")
     else:
         add(f"  decode    {num(t['decode_tokens_per_s'])} tokens/s per user, "
@@ -104,7 +106,8 @@ def text(a: dict[str, Any], limit: int | None = 12, trace: bool = True) -> str:
         add(f"  prefill   {num(t['prefill_tokens_per_s'])} tokens/s; time to first token {num(t['ttft_s'])} s")
     phases = [f"{p} {b[p]}" for p in ("decode", "prefill", "training") if b.get(p)]
     ai = ", ".join(f"{k} {num(v)}" for k, v in (b.get("arithmetic_intensity") or {}).items())
-    add(f"  bound     {'; '.join(phases)} (arithmetic intensity {ai} FLOP/B vs ridge point {num(b['ridge_point'])})")
+    if b.get("ridge_point") is not None:
+        add(f"  bound     {'; '.join(phases)} (arithmetic intensity {ai} FLOP/B vs ridge point {num(b['ridge_point'])})")
     add("")
     head, rows, more = _gpu_table(a, limit)
     add("GPUS     " + ("as asked" if any(g["requested"] for g in a["gpus"]) else "ranked by fit, then speed, then power"))
@@ -167,7 +170,9 @@ def markdown(a: dict[str, Any], limit: int | None = 12) -> str:
             add(f"| {label} | {num(mem['breakdown'][key])} |")
     t, b = a["throughput"], a["bottleneck"]
     add("")
-    if t["train_tokens_per_s"] is not None:
+    if b.get("ridge_point") is None:
+        add("**Speed** needs a GPU model; a memory size alone answers only the fit.")
+    elif "training" in b:
         add(f"**Speed** on {mem['gpu_count']}× {b['gpu']}: {num(t['train_tokens_per_s'])} training tokens/s, "
             f"{duration(t['train_time_s'])} for {num(a['workload']['train_tokens'])} tokens.")
     else:

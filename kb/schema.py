@@ -83,6 +83,42 @@ class PrecisionsFile(Strict):
     precisions: list[Precision]
 
 
+# ---------------------------------------------------------------- runtimes.yaml
+
+Fraction = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
+
+
+class Runtime(Strict):
+    id: Slug
+    name: str
+    kind: Literal["inference", "training", "both"]
+    aliases: list[str] = []
+    multi_gpu: Literal["tensor_parallel", "layer_split"]
+    decode_bandwidth_efficiency: Fraction | None = None
+    quant_kernel_efficiency: Fraction | None = None
+    decode_step_overhead_s: NonNeg | None = None
+    prefill_compute_efficiency: Fraction | None = None
+    memory_utilization: Fraction = 1.0
+    overhead_gb: NonNeg
+    training_mfu: Fraction | None = None
+    checkpointing: bool | None = None
+    optimizer: Literal["adamw", "adam8bit", "sgd"] | None = None
+    source: Slug
+    notes: str | None = None
+
+
+class RuntimeDefaults(Strict):
+    inference: Slug
+    gguf: Slug
+    training: Slug
+    source: Slug
+
+
+class RuntimesFile(Strict):
+    runtimes: list[Runtime]
+    defaults: RuntimeDefaults
+
+
 # ---------------------------------------------------------------- gpus.yaml
 
 class TensorTflops(Strict):
@@ -310,6 +346,7 @@ FILES: dict[str, type[BaseModel]] = {
     "formulas": FormulasFile,
     "flow": Flow,
     "query": QueryFile,
+    "runtimes": RuntimesFile,
 }
 
 

@@ -68,7 +68,8 @@ def largest_fitting(kn: Knowledge, w: Workload, vary: str, lower: float, upper: 
         while hi / lo > 1.001:
             mid = math.sqrt(lo * hi)
             lo, hi = (mid, hi) if probe(kn, w, vary, mid, gpu, count).fits else (lo, mid)
-        return float(f"{lo:.3g}") if probe(kn, w, vary, float(f"{lo:.3g}"), gpu, count).fits else lo, False
+        scale = 10 ** (math.floor(math.log10(lo)) - 2)          # keep 3 significant digits,
+        return math.floor(lo / scale) * scale, False             # rounded down so it still fits
     lo_i, hi_i = int(lo), int(hi)
     while hi_i - lo_i > 1:
         mid = (lo_i + hi_i) // 2

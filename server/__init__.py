@@ -24,14 +24,13 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         KBQ_EMBED_ORIGINS=[],
         KBQ_RELOAD_SECONDS=1.0,
         MAX_CONTENT_LENGTH=64 * 1024,
-        JSON_SORT_KEYS=False,
     )
     if test_config:
         app.config.from_mapping(test_config)
     app.debug = False
 
     from server import api, browse, pages, security
-    from server.live import LiveKnowledge
+    from server.live import LiveKnowledge, NoKnowledge
 
     app.extensions["kbq"] = LiveKnowledge(app.config["KBQ_RULES"], app.config["KBQ_RELOAD_SECONDS"])
     app.json = api.SafeJSON(app)
@@ -48,6 +47,14 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
             return api.error(err.description or err.name, err.code or 500)
         return render_template("pages/error.html", title=f"{err.code} {err.name}",
                                message=err.description), err.code
+
+    @app.errorhandler(NoKnowledge)
+    def no_knowledge(err: NoKnowledge) -> Any:
+        if request.path.startswith("/api/"):
+            return api.error("the rule files do not validate; see /api/health", 503, rules=err.errors)
+        return render_template("pages/error.html", title="503 The rules do not validate",
+                               message="The rule files have errors, and no earlier version loaded.",
+                               rule_errors=err.errors), 503
 
     @app.errorhandler(Exception)
     def internal_error(err: Exception) -> Any:

@@ -1,0 +1,79 @@
+"""The knowledge as pages: GPUs, models, formulas, flowcharts and sources.
+
+In: the Knowledge the server answers from. Out: HTML tables and lists with stable anchors
+(`/gpus#<id>`, `/models#<id>`, `/rules#<formula>`, `/flows/<id>#n-<node>`, `/sources#<id>`), so an
+answer's trace can link to the rule and source behind each number.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, abort, current_app, render_template
+from markupsafe import Markup
+
+from kb.knowledge import Knowledge
+from server import charts
+from server.live import LiveKnowledge
+
+bp = Blueprint("browse", __name__)
+
+TENSOR_PRECISIONS = ("tf32", "fp16", "bf16", "fp8", "int8", "fp4")
+
+
+def live() -> LiveKnowledge:
+    return current_app.extensions["kbq"]  # type: ignore[no-any-return]
+
+
+def knowledge() -> Knowledge:
+    return live().get()
+
+
+@bp.get("/gpus")
+def gpus() -> Any:
+    return render_template("browse/gpus.html", gpus=list(knowledge().gpus.values()),
+                           precisions=TENSOR_PRECISIONS)
+
+
+@bp.get("/models")
+def models() -> Any:
+    return render_template("browse/models.html", models=list(knowledge().models.values()))
+
+
+@bp.get("/rules")
+def rules() -> Any:
+    kn = knowledge()
+    status = live().status()
+    return render_template("browse/rules.html", formulas=list(kn.formulas.values()),
+                           constants=kn.constants, inputs=kn.inputs,
+                           precisions=list(kn.precisions.values()), status=status)
+
+
+@bp.get("/flows")
+def flows() -> Any:
+    return render_template("browse/flows.html", flows=knowledge().flows)
+
+
+@bp.get("/flows/<flow_id>")
+def flow(flow_id: str) -> Any:
+    kn = knowledge()
+    found = next((f for f in kn.flows if f.id == flow_id), None)
+    if found is None:
+        abort(404, description=f"There is no flowchart with that id. The flowcharts: "
+                               f"{', '.join(f.id for f in kn.flows)}.")
+    return render_template("browse/flow.html", flow=found,
+                           svg=Markup(charts.flow_chart(found, ident=f"flow-{found.id}")))
+
+
+@bp.get("/sources")
+def sources() -> Any:
+    kn = knowledge()
+    claims: dict[str, list[Any]] = {}
+    for claim in kn.claims:
+        claims.setdefault(claim.source, []).append(claim)
+    cited: dict[str, list[str]] = {}
+    for f in kn.formulas.values():
+        for sid in f.sources:
+            cited.setdefault(sid, []).append(f.name)
+    return render_template("browse/sources.html", sources=list(kn.sources.values()),
+                           claims=claims, cited=cited)

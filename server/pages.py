@@ -1,0 +1,152 @@
+"""The page: ask a question, see the numbers, follow the trace.
+
+In: `/?q=…` (a query from the form) or `/embed?q=…`. Out: HTML rendered on the server from
+the Answer dict: verdict, memory bar, roofline, GPU table, the walked flowcharts, sources that
+agree or disagree, assumptions and the trace. A query the parser rejects gives status 400 with
+the caret message and a link to the query with the nearest valid word.
+
+Templates get one context object, `view` (see `answer_view`), next to the raw `answer` dict.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from flask import Blueprint, current_app, render_template, request
+from markupsafe import Markup
+
+from kb.errors import KbError, QueryError
+from kb.knowledge import Knowledge
+from kb.render import BREAKDOWN_LABELS
+from server import charts
+from server.live import LiveKnowledge
+
+bp = Blueprint("pages", __name__)
+
+EXAMPLES = (
+    "serve 70B int4 16 users",
+    "train 13B qlora on 20GB?",
+    "serve llama-3.1-70b awq 32 users 8k context on 2x L40S",
+    "fine-tune mistral 7b lora bf16 seq 4096 batch 8 on rtx 4090",
+    "full fine-tune 7B on 8x H100 for 20B tokens",
+    "infer 7B fp16 on rtx 4000 ada vs rtx 6000 ada",
+    "which gpu for 13B lora",
+    "mixtral 8x7b q4_k_m on 2x 3090",
+)
+TABLE_ROWS = 12          # GPUs in the main table; the rest fold away
+EMBED_RULES = ("weights_gb", "kv_cache_gb", "activations_gb", "gradients_gb", "optimizer_gb",
+               "adapters_gb", "overhead_gb", "total_gb", "per_gpu_gb", "fits",
+               "decode_tokens_per_s", "prefill_tokens_per_s", "train_tokens_per_s")
+
+
+def live() -> LiveKnowledge:
+    return current_app.extensions["kbq"]  # type: ignore[no-any-return]
+
+
+def page_link(query: str) -> str:
+    return "/?" + urlencode({"q": query})
+
+
+def query_error_view(err: QueryError, query: str) -> dict[str, Any]:
+    """The caret message, and the query with the bad word replaced by the suggestion."""
+    lines = err.render().splitlines()
+    fixed = None
+    start, end = err.column - 1, err.column - 1 + max(1, err.width)
+    if err.suggestion and 0 <= start < end <= len(query):
+        fixed = query[:start] + err.suggestion + query[end:]
+    return {"caret": "\n".join(lines[:3]), "message": err.message, "column": err.column,
+            "suggestion": err.suggestion, "expected": err.expected,
+            "fixed": fixed, "fixed_link": page_link(fixed) if fixed else None}
+
+
+def _rule_parts(rule: str, kn: Knowledge) -> dict[str, Any]:
+    """'weights_gb (rules/formulas.yaml:98)' → name, where, and whether it is a formula."""
+    name, _, where = rule.partition(" (")
+    return {"name": name, "where": where.rstrip(")"), "formula": name in kn.formulas}
+
+
+def _node_link(node: str, kn: Knowledge) -> str | None:
+    flow_id, _, node_id = node.partition("/")
+    if node_id and any(f.id == flow_id and node_id in f.nodes for f in kn.flows):
+        return f"/flows/{flow_id}#n-{node_id}"
+    return None
+
+
+def trace_view(answer: dict[str, Any], kn: Knowledge) -> list[dict[str, Any]]:
+    return [{**step, "rule_parts": _rule_parts(step["rule"], kn),
+             "node_link": _node_link(step["node"], kn),
+             "sources": [s.strip() for s in (step["source"] or "").split(",") if s.strip()]}
+            for step in answer["trace"]]
+
+
+def flows_view(answer: dict[str, Any], kn: Knowledge) -> list[dict[str, Any]]:
+    out = []
+    for flow in kn.flows:
+        nodes, _ = charts.walked(answer["path"], flow.id)
+        if not nodes:
+            continue
+        steps = []
+        for here, there in zip(nodes, [*nodes[1:], None]):
+            node = flow.nodes[here]
+            edge = next((e for e in node.edges if e.to == there), None)
+            steps.append({"id": here, "kind": node.kind, "text": node.text,
+                          "taken": (edge.label or "then") if edge else None})
+        out.append({"flow": flow, "steps": steps,
+                    "advice": next((a for a in answer["advice"] if a["flow"] == flow.id), None),
+                    "svg": Markup(charts.flow_chart(flow, answer["path"], ident=f"walk-{flow.id}"))})
+    return out
+
+
+def answer_view(answer: dict[str, Any], kn: Knowledge, embed: bool = False) -> dict[str, Any]:
+    gpus = answer["gpus"]
+    primary = gpus[0] if gpus else None
+    shares = charts.per_gpu_parts(answer["memory"]["breakdown"], primary) if primary else {}
+    breakdown = [{"key": k, "label": label, "gb": answer["memory"]["breakdown"].get(k),
+                  "per_gpu_gb": shares.get(k)} for k, label in BREAKDOWN_LABELS.items()]
+    roof = charts.roofline(answer, ident="roofline")
+    trace = trace_view(answer, kn)
+    if embed:
+        trace = [s for s in trace if s["rule_parts"]["name"] in EMBED_RULES]
+    return {
+        "fits": bool(primary and primary["fits"]),
+        "training": answer["throughput"]["train_tokens_per_s"] is not None,
+        "breakdown": breakdown,
+        "memory_svg": Markup(charts.memory_bar(answer)),
+        "memory_rows": gpus[:8],
+        "roofline_svg": Markup(roof) if roof else None,
+        "roofline_gpu": charts.roofline_gpu(answer),
+        "gpus_main": gpus[:TABLE_ROWS], "gpus_more": gpus[TABLE_ROWS:],
+        "flows": [] if embed else flows_view(answer, kn),
+        "trace": trace,
+        "link": page_link(answer["query"]),
+    }
+
+
+def _render(template: str, query: str | None, **extra: Any) -> Any:
+    """Answer `query` into `template`; 400 with the caret message when it cannot be read."""
+    ctx: dict[str, Any] = {"q": query or "", "examples": [(e, page_link(e)) for e in EXAMPLES]}
+    if query is None or not query.strip():
+        return render_template(template, **ctx, **extra)
+    try:
+        answer = live().answer(query)
+    except QueryError as err:
+        return render_template(template, **ctx, **extra, error=query_error_view(err, query)), 400
+    except KbError as err:
+        return render_template(template, **ctx, **extra, error={"caret": str(err)}), 400
+    view = answer_view(answer, live().get(), embed=template.endswith("embed.html"))
+    return render_template(template, **ctx, **extra, answer=answer, view=view)
+
+
+@bp.get("/")
+def index() -> Any:
+    return _render("pages/index.html", request.args.get("q"))
+
+
+@bp.get("/embed")
+def embed() -> Any:
+    query = request.args.get("q")
+    if query is None or not query.strip():
+        return render_template("pages/embed.html", q="", examples=[],
+                               error={"caret": "missing ?q=…, e.g. /embed?q=serve+70B+int4+16+users"}), 400
+    return _render("pages/embed.html", query)
