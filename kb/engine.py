@@ -250,6 +250,7 @@ def base_scope(r: Resolved, kn: Knowledge) -> Scope:
     scope.update({
         "runtime.decode_bandwidth_efficiency": rt.get("decode_bandwidth_efficiency"),
         "runtime.quant_kernel_efficiency": rt.get("quant_kernel_efficiency"),
+        "runtime.hbm_decode_efficiency": rt.get("hbm_decode_efficiency", 1.0),
         "runtime.decode_step_overhead_s": rt.get("decode_step_overhead_s"),
         "runtime.prefill_compute_efficiency": rt.get("prefill_compute_efficiency"),
         "runtime.memory_utilization": rt.get("memory_utilization", 1.0),
@@ -283,6 +284,7 @@ def gpu_scope(base: Scope, gpu: dict[str, Any], count: int, precision: dict[str,
     scope.update({
         "gpu.id": gpu["id"], "gpu.name": gpu["name"], "gpu.vendor": gpu["vendor"],
         "gpu.vram_gb": gpu["vram_gb"], "gpu.bandwidth_gb_s": gpu["bandwidth_gb_s"],
+        "gpu.hbm": str(gpu.get("memory_type", "")).upper().startswith("HBM"),
         "gpu.compute_tflops": tflops, "gpu.tdp_w": gpu.get("tdp_w"),
         "gpu.interconnect_gb_s": (gpu.get("interconnect") or {}).get("gb_s") or 0,
         "gpu_count": count, "_compute_precision": key,

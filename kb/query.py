@@ -43,6 +43,8 @@ class Tok:
     col: int           # 1-based
     value: Any = None
     unit: str | None = None
+    number_first: bool = False
+    unit_text: str = ""
 
     @property
     def end(self) -> int:
@@ -178,10 +180,33 @@ def _lex(query: str) -> list[Tok]:
             toks.append(Tok("tokens", text, col, value))
         elif kind in ("number_then_unit", "unit_then_number"):
             num, unit = (parts[0], parts[1]) if kind == "number_then_unit" else (parts[1], parts[0])
-            toks.append(Tok("unit_num", text, col, str(num), _unit_name(str(unit))))
+            toks.append(Tok("unit_num", text, col, str(num), _unit_name(str(unit)),
+                            kind == "number_then_unit", str(unit)))
         elif kind == "vs":
             toks.append(Tok("vs", text, col))
-    return toks
+    return _resplit(toks)
+
+
+def _resplit(toks: list[Tok]) -> list[Tok]:
+    """'rtx 4090 context 128' lexes as 'rtx' '4090 context' '128'; when a number follows a
+    number-then-unit pair, the unit belongs to that number: 'rtx' '4090' 'context 128'."""
+    out: list[Tok] = []
+    for i, tok in enumerate(toks):
+        nxt = toks[i + 1] if i + 1 < len(toks) else None
+        if (tok.kind == "unit_num" and tok.number_first and nxt is not None and nxt.kind == "num"
+                and out and out[-1].kind == "word"):
+            num_text = str(tok.value)
+            out.append(Tok("num", num_text, tok.col, num_text))
+            unit_col = tok.col + tok.text.lower().rindex(tok.unit_text.lower())
+            nxt_span = nxt.col + len(nxt.text) - unit_col
+            out.append(Tok("unit_num", f"{tok.unit_text} {nxt.text}", unit_col, nxt.value, tok.unit))
+            out[-1].text = " " * 0 + out[-1].text
+            del nxt_span
+            toks[i + 1] = Tok("skip", "", nxt.col)
+            continue
+        if tok.kind != "skip":
+            out.append(tok)
+    return out
 
 
 def _unit_name(text: str) -> str:

@@ -96,6 +96,7 @@ class Runtime(Strict):
     multi_gpu: Literal["tensor_parallel", "layer_split"]
     decode_bandwidth_efficiency: Fraction | None = None
     quant_kernel_efficiency: Fraction | None = None
+    hbm_decode_efficiency: Fraction = 1.0
     decode_step_overhead_s: NonNeg | None = None
     prefill_compute_efficiency: Fraction | None = None
     memory_utilization: Fraction = 1.0

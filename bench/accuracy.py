@@ -1,0 +1,220 @@
+"""How close kbq's figures come to published measurements, next to the simple rules.
+
+    python bench/accuracy.py            # table per kind: median / p90 / worst absolute % error
+    python bench/accuracy.py --points   # every point with its prediction
+    python bench/accuracy.py --json     # the same as data (used by the tests and the README)
+
+The measurements are tests/data/calibration.yaml. The hold-out half (see `held_out`: a
+split stratified by kind, runtime and memory technology) is never used by bench/calibrate.py and
+is reported separately.
+Simple rules, as other calculators use them: decode = weights ÷ bandwidth at 100%, 80% and a flat
+55%; prefill = peak TFLOPS ÷ 2·N; inference memory = 1.2 × weights; training memory = 16 bytes
+per parameter.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import yaml  # noqa: E402
+
+GIB = 1.073741824  # GB per GiB
+DATA = ROOT / "tests" / "data" / "calibration.yaml"
+KINDS = ("decode_tokens_per_s", "aggregate_tokens_per_s", "prefill_tokens_per_s",
+         "inference_memory", "training_memory", "train_tokens_per_s")
+
+
+def _stratum(m: dict[str, Any]) -> tuple[str, str, str]:
+    setup = m.get("setup") or {}
+    gpu = str(setup.get("gpu") or "").lower()
+    memory = "hbm" if re.search(r"a100|h100|h200|b200|mi\d|gaudi", gpu) else "other"
+    return (m["kind"], str(setup.get("runtime") or ""), memory)
+
+
+_HOLDOUT: set[str] | None = None
+
+
+def held_out(point_id: str) -> bool:
+    """Half the points, never used for fitting: within each stratum (kind, runtime, HBM or not),
+    points are ordered by a hash of their id and every second one is held out."""
+    global _HOLDOUT
+    if _HOLDOUT is None:
+        strata: dict[tuple[str, str, str], list[str]] = {}
+        for m in measurements():
+            strata.setdefault(_stratum(m), []).append(m["id"])
+        _HOLDOUT = set()
+        for ids in strata.values():
+            ids.sort(key=lambda i: hashlib.sha256(i.encode()).hexdigest())
+            _HOLDOUT.update(ids[1::2])
+    return point_id in _HOLDOUT
+
+
+def measurements() -> list[dict[str, Any]]:
+    return yaml.safe_load(DATA.read_text(encoding="utf-8"))["measurements"]
+
+
+def measured_value(m: dict[str, Any]) -> float:
+    return float(m["value"]) * (GIB if m["unit"] == "GiB" else 1.0)
+
+
+def _runtime_word(text: str) -> str:
+    """The words of a source's runtime name that the rules know ('NVIDIA NIM' → 'nim')."""
+    from kb import get_knowledge
+    from kb.knowledge import norm
+
+    aliases = get_knowledge().runtime_alias
+    plain = text.split("(")[0].strip()
+    words = plain.split()
+    for cand in [text, plain, *[" ".join(words[i:]) for i in range(len(words))], *words]:
+        if norm(cand) in aliases:
+            return cand
+    return words[0] if words else text
+
+
+def query_of(m: dict[str, Any]) -> str:
+    """The measurement's query, plus the prompt and output lengths its setup states."""
+    q = m["query"]
+    setup = m.get("setup") or {}
+    words = q.lower().split()
+    runtime = str(setup.get("runtime") or "").lower()
+    if runtime and " with " not in f" {q} " and " using " not in f" {q} ":
+        q += f" with {_runtime_word(runtime)}"
+        words = q.lower().split()
+    prompt, output, context = setup.get("prompt_tokens"), setup.get("output_tokens"), setup.get("context")
+    if m["kind"] in ("decode_tokens_per_s", "aggregate_tokens_per_s"):
+        if prompt and "prompt" not in words and "tokens" not in words:
+            q += f" prompt {int(prompt)}"
+        if output and "output" not in words:
+            q += f" output {int(output)}"
+        if not context and "context" not in words and (prompt or output):
+            q += f" context {int((prompt or 0) + (output or 0))}"
+    return q
+
+
+def predict(m: dict[str, Any], kn: Any) -> tuple[float | None, dict[str, float], str | None]:
+    """kbq's figure and the simple rules' figures for one measurement."""
+    from kb.engine import answer
+    from kb.errors import KbError
+    from kb.query import parse
+
+    q = query_of(m)
+    try:
+        a = answer(parse(q, kn), kn, q).to_dict()
+    except KbError as err:
+        return None, {}, str(err).splitlines()[0]
+    g = a["gpus"][0]
+    kind = m["kind"]
+    value = {
+        "decode_tokens_per_s": g["decode_tokens_per_s"],
+        "aggregate_tokens_per_s": g["decode_tokens_per_s_aggregate"],
+        "prefill_tokens_per_s": g["prefill_tokens_per_s"],
+        "inference_memory": g["per_gpu_gb"],
+        "training_memory": g["per_gpu_gb"],
+        "train_tokens_per_s": g["train_tokens_per_s"],
+    }[kind]
+    return value, simple_rules(kind, a, kn), None
+
+
+def simple_rules(kind: str, a: dict[str, Any], kn: Any) -> dict[str, float]:
+    w = a["workload"]
+    g = a["gpus"][0]
+    gpu = kn.gpus.get(g["id"], {})
+    prec = kn.precisions[w["precision"]]
+    weights_gb = w["params"] * prec["bits_per_weight"] / 8 / 1e9
+    count = g["count"]
+    bw = (gpu.get("bandwidth_gb_s") or 0) * count
+    if kind in ("decode_tokens_per_s", "aggregate_tokens_per_s"):
+        users = w["users"] * w["batch"] if kind == "aggregate_tokens_per_s" else 1
+        return {f"weights/bandwidth@{int(e * 100)}%": bw * e / weights_gb * users for e in (1.0, 0.8, 0.55)}
+    if kind == "prefill_tokens_per_s":
+        tflops = (gpu.get("tensor_tflops") or {}).get("fp16") or 0
+        return {"peak TFLOPS / 2N": tflops * 1e12 * count / (2 * w["active_params"])}
+    if kind == "inference_memory":
+        return {"1.2 x weights": 1.2 * weights_gb / count}
+    if kind == "training_memory":
+        return {"16 B/param": 16 * w["params"] / 1e9 / count}
+    return {}
+
+
+def ape(pred: float, true: float) -> float:
+    return abs(pred - true) / true * 100
+
+
+def summary(errors: list[float]) -> dict[str, float]:
+    s = sorted(errors)
+    p90 = s[min(len(s) - 1, int(round(0.9 * (len(s) - 1))))]
+    return {"n": len(s), "median": statistics.median(s), "p90": p90, "worst": s[-1]}
+
+
+def evaluate(kn: Any, subset: str = "all") -> dict[str, Any]:
+    points, skipped = [], []
+    for m in measurements():
+        if subset == "fit" and held_out(m["id"]) or subset == "holdout" and not held_out(m["id"]):
+            continue
+        pred, rules, err = predict(m, kn)
+        if pred is None:
+            skipped.append({"id": m["id"], "query": m["query"], "reason": err or "no figure"})
+            continue
+        true = measured_value(m)
+        points.append({"id": m["id"], "kind": m["kind"], "query": query_of(m), "measured": true,
+                       "kbq": pred, "kbq_ape": ape(pred, true), "held_out": held_out(m["id"]),
+                       "rules": {k: {"value": v, "ape": ape(v, true)} for k, v in rules.items()},
+                       "source": m["source"]["url"]})
+    table: dict[str, Any] = {}
+    for kind in KINDS:
+        pts = [p for p in points if p["kind"] == kind]
+        if not pts:
+            continue
+        row = {"kbq": summary([p["kbq_ape"] for p in pts])}
+        for rule in pts[0]["rules"]:
+            row[rule] = summary([p["rules"][rule]["ape"] for p in pts if rule in p["rules"]])
+        table[kind] = row
+    return {"table": table, "points": points, "skipped": skipped}
+
+
+def print_table(result: dict[str, Any], title: str) -> None:
+    print(f"\n{title}")
+    print(f"{'kind':24} {'model':24} {'n':>3} {'median %':>9} {'p90 %':>8} {'worst %':>8}")
+    for kind, row in result["table"].items():
+        for name, s in row.items():
+            print(f"{kind:24} {name:24} {s['n']:>3} {s['median']:>9.1f} {s['p90']:>8.1f} {s['worst']:>8.1f}")
+            kind = ""
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--points", action="store_true")
+    args = ap.parse_args()
+    from kb import get_knowledge
+
+    kn = get_knowledge()
+    results = {s: evaluate(kn, s) for s in ("all", "fit", "holdout")}
+    if args.json:
+        print(json.dumps(results, indent=1))
+        return 0
+    print_table(results["all"], "All measurements (absolute percentage error)")
+    print_table(results["holdout"], "Hold-out half (never used for fitting)")
+    if results["all"]["skipped"]:
+        print("\nSkipped (the query does not parse or gives no figure):")
+        for s in results["all"]["skipped"]:
+            print(f"  {s['id']}: {s['reason']}")
+    if args.points:
+        print("\nPoints:")
+        for p in results["all"]["points"]:
+            print(f"  {p['kind'][:16]:16} {p['measured']:>9.1f} kbq {p['kbq']:>9.1f} ({p['kbq_ape']:5.1f}%)  {p['query']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
