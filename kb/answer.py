@@ -66,6 +66,7 @@ class Answer:
     advice: list[dict[str, Any]] = field(default_factory=list)
     claims_checked: list[dict[str, Any]] = field(default_factory=list)
     question: dict[str, Any] | None = None
+    error_bands: dict[str, Any] = field(default_factory=dict)
     units: str = "GB = 10^9 bytes (decimal); GPU memory as marketed; TFLOPS dense (no sparsity)"
 
     def to_dict(self) -> dict[str, Any]:

@@ -143,8 +143,9 @@ def resolve(w: Workload, kn: Knowledge) -> Resolved:
     else:
         default("users", d["users"], f"concurrent users: {d['users']}")
         default("batch", 1, "")
-        ctx = min(d["context_tokens"], model["max_context"])
-        default("context_tokens", ctx, f"context per user: {ctx} tokens (prompt + output)")
+        ctx = min(runtime.get("default_context_tokens") or d["context_tokens"], model["max_context"])
+        default("context_tokens", ctx, f"context per user: {ctx} tokens (prompt + output)"
+                + (f" ({runtime['name']} default)" if runtime.get("default_context_tokens") else ""))
         prompt = min(d["prompt_tokens"], w.context_tokens or ctx)
         default("prompt_tokens", prompt, f"prompt: {prompt} tokens")
         default("output_tokens", d["output_tokens"], f"output: {d['output_tokens']} tokens")
@@ -227,6 +228,7 @@ def base_scope(r: Resolved, kn: Knowledge) -> Scope:
         "is_qlora": w.task == "qlora", "is_pretrain": w.task == "pretrain",
         "is_prefill_only": w.task == "prefill",
         "checkpointing": bool(w.checkpointing), "flash_attention": bool(w.flash_attention),
+        "offload": bool(w.offload),
         "optimizer": w.optimizer, "precision": w.precision, "task": w.task,
         "gpu_named": bool(w.gpus),
         "weight_bytes_per_param": r.precision["bits_per_weight"] / 8,
@@ -257,6 +259,9 @@ def base_scope(r: Resolved, kn: Knowledge) -> Scope:
         "runtime.overhead_gb": rt.get("overhead_gb"),
         "runtime.training_mfu": rt.get("training_mfu"),
         "runtime.tensor_parallel": rt.get("multi_gpu") == "tensor_parallel",
+        "runtime.logits_memory_fraction": rt.get("logits_memory_fraction", 1.0),
+        "runtime.master_weights": rt.get("master_weights", True),
+        "precision.quantizes_embeddings": r.precision.get("quantizes_embeddings", True),
     })
     return scope
 
@@ -502,6 +507,7 @@ def _answer(w: Workload, kn: Knowledge, query: str = "") -> Answer:
         f"{name} could not be computed: {msg}" for name, msg in primary.errors.items()]
     disagreements, agreements = check_claims(kn, base, evs, order)
     s = primary.scope
+    bands = error_bands(kn, r)
     return Answer(
         query=query, workload=_workload_dict(r), assumptions=r.assumptions,
         memory=_memory(s, r),
@@ -509,7 +515,35 @@ def _answer(w: Workload, kn: Knowledge, query: str = "") -> Answer:
         bottleneck=_bottleneck(s, r),
         gpus=rows, verdict=verdict, path=path, trace=tracer.steps,
         disagreements=disagreements, warnings=warnings, advice=advice,
-        claims_checked=agreements)
+        claims_checked=agreements, error_bands=bands)
+
+
+# figure of the answer → kind of measurement in rules/error_bands.yaml
+BAND_KINDS = {
+    "inference": {"decode_tokens_per_s": "decode_tokens_per_s",
+                  "decode_tokens_per_s_aggregate": "aggregate_tokens_per_s",
+                  "prefill_tokens_per_s": "prefill_tokens_per_s", "total_gb": "inference_memory"},
+    "training": {"train_tokens_per_s": "train_tokens_per_s", "total_gb": "training_memory"},
+}
+
+
+def error_bands(kn: Knowledge, r: Resolved) -> dict[str, Any]:
+    """How far this kind of figure has been from published measurements (per runtime when the
+    runtime has 3+ points, else over all runtimes), and which measurements say so."""
+    kinds = kn.error_bands.get("kinds", {})
+    out: dict[str, Any] = {}
+    for figure, kind in BAND_KINDS["training" if r.is_training else "inference"].items():
+        band = kinds.get(kind)
+        if not band:
+            continue
+        rt = band.get("by_runtime", {}).get(r.runtime["id"])
+        basis = rt or band
+        out[figure] = {"median_pct": basis["median_pct"], "p90_pct": basis["p90_pct"],
+                       "n": basis["n"], "basis": f"{r.runtime['id']} measurements" if rt else "all runtimes",
+                       "measurements": [p["id"] for p in band.get("measurements", [])
+                                        if not rt or p["runtime"] == r.runtime["id"]][:8],
+                       "source": kn.error_bands.get("source")}
+    return out
 
 
 def _workload_dict(r: Resolved) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """Wiki export: Knowledge → Markdown pages with Mermaid flowcharts.
 
 In: a validated Knowledge (kb.knowledge). Out: `markdown_pages(kn)` → {relative path: text}
-(index.md, gpus.md, models.md, precisions.md, formulas.md, sources.md, flows/<id>.md), and
+(index.md, gpus.md, models.md, precisions.md, runtimes.md, formulas.md, sources.md,
+flows/<id>.md), and
 `mermaid(flow)` → one flowchart. The CLI writes the pages (`kbq export`); nothing here does I/O.
 
 Deterministic: the same rules give the same bytes (items in file order, sets sorted, no
@@ -94,13 +95,18 @@ def _plain_exponent(text: str) -> str:
     return f"{mantissa}e{int(exp)}"
 
 
+def with_unit(text: str, unit: str) -> str:
+    """'14 GB'; a plain number (unit 1) stands alone."""
+    return text if unit.strip() in ("", "1", "-") else f"{text} {unit}"
+
+
 def src_link(sid: str, prefix: str = "") -> str:
     return f"[{md(sid)}]({prefix}sources.md#src-{sid})"
 
 
 def name_link(name: str, kn: Knowledge, prefix: str = "") -> str:
-    anchor = "f-" if name in kn.formulas else "n-"
-    return f"[{md(name)}]({prefix}formulas.md#{anchor}{name})"
+    kind = "f-" if name in kn.formulas else "n-"
+    return f"[{md(name)}]({prefix}formulas.md#{kind}{name})"
 
 
 def anchor(aid: str) -> str:
@@ -257,6 +263,7 @@ def markdown_pages(kn: Knowledge) -> dict[str, str]:
         "gpus.md": gpus_page(kn),
         "models.md": models_page(kn),
         "precisions.md": precisions_page(kn),
+        "runtimes.md": runtimes_page(kn),
         "formulas.md": formulas_page(kn, list(runs.values())),
         "sources.md": sources_page(kn, runs),
     }
@@ -277,8 +284,9 @@ def index_page(kn: Knowledge) -> str:
         f"- [GPUs](gpus.md): {len(kn.gpus)} GPUs",
         f"- [Models](models.md): {len(kn.models)} model architectures",
         f"- [Precisions](precisions.md): {len(kn.precisions)} number formats",
-        f"- [Formulas](formulas.md): {len(kn.formulas)} formulas, {len(kn.inputs)} inputs, "
-        f"{len(kn.constants)} constants",
+        f"- [Runtimes](runtimes.md): {len(kn.runtimes)} serving and training runtimes",
+        (f"- [Formulas](formulas.md): {len(kn.formulas)} formulas, {len(kn.inputs)} inputs, "
+        f"{len(kn.constants)} constants"),
         f"- [Sources and claims](sources.md): {len(kn.sources)} sources, {len(kn.claims)} claims",
         "- Flows:",
         *(f"  - [{md(f.title)}](flows/{f.id}.md) ({code(f.id)}, {f.role})" for f in kn.flows),
@@ -306,8 +314,8 @@ def gpus_page(kn: Knowledge) -> str:
                      *(_dash(g["tensor_tflops"][p]) for p in precisions), _dash(g["tdp_w"]),
                      md(inter), "yes" if g["ecc"] else "no", md(g["form_factor"]),
                      src_link(g["source"])])
-    body = ["Tensor TFLOPS are dense (vendors' sparse figures halved); – means the precision "
-            "has no native tensor support.", "",
+    body = [("Tensor TFLOPS are dense (vendors' sparse figures halved); – means the precision "
+            "has no native tensor support."), "",
             *table(head, rows, "lllllrrlrrrrrrrrrr"), "", "## Aliases, per-figure sources and notes", ""]
     for g in kn.gpus.values():
         parts = [f"aliases: {', '.join(code(a) for a in g['aliases'])}" if g["aliases"] else ""]
@@ -332,8 +340,8 @@ def models_page(kn: Knowledge) -> str:
                                            "vocab_size", "max_context")),
                      md(", ".join([m["attention"], *extra])), src_link(m["source"])])
     refs = ", ".join(code(r) for r in kn.bare_size_refs)
-    body = ["A bare size with no model name (\"13B\") stands for the reference architecture "
-            f"nearest in size, one of {refs}; the answer says which it used.", "",
+    body = [("A bare size with no model name (\"13B\") stands for the reference architecture "
+            f"nearest in size, one of {refs}; the answer says which it used."), "",
             *table(head, rows, "lllrrrrrrrrrrl"), "", "## Aliases and notes", ""]
     for m in kn.models.values():
         parts = [f"aliases: {', '.join(code(a) for a in m['aliases'])}" if m["aliases"] else "",
@@ -350,18 +358,41 @@ def precisions_page(kn: Knowledge) -> str:
              number(p["bits_per_weight"] / 8), p["compute"], ", ".join(p["fallback"]) or "–",
              ", ".join(code(a) for a in p["aliases"]) or "–", src_link(p["source"]),
              md(p.get("notes") or "")] for p in kn.precisions.values()]
-    body = ["Bytes per parameter = bits per weight ÷ 8, scales and zero points included. "
-            "When a GPU lacks the tensor math natively, the fallbacks are tried in order.", "",
+    body = [("Bytes per parameter = bits per weight ÷ 8, scales and zero points included. "
+            "When a GPU lacks the tensor math natively, the fallbacks are tried in order."), "",
             *table(head, rows, "lllrr")]
     return _page("Precisions", body)
+
+
+_RUNTIME_COLUMNS = ("name", "id", "kind", "multi_gpu", "aliases", "source", "notes")
+
+
+def runtimes_page(kn: Knowledge) -> str:
+    head = ["runtime", "id", "kind", "multi-GPU", "settings", "source"]
+    rows = []
+    for r in kn.runtimes.values():
+        settings = ", ".join(f"{md(k)} = {md(v) if isinstance(v, str) else number(v)}"
+                             for k, v in r.items() if k not in _RUNTIME_COLUMNS and v is not None)
+        rows.append([md(r["name"]), code(r["id"]), md(r["kind"]), md(r["multi_gpu"]), settings,
+                     src_link(r["source"])])
+    defaults = ", ".join(f"{md(k)}: {code(v)}" for k, v in kn.runtime_defaults.items()
+                         if k != "source")
+    body = [f"Serving and training software; a query may name one. Defaults: {defaults}.", "",
+            *table(head, rows), "", "## Aliases and notes", ""]
+    for r in kn.runtimes.values():
+        parts = [f"aliases: {', '.join(code(a) for a in r['aliases'])}" if r["aliases"] else "",
+                 md(r["notes"]) if r.get("notes") else ""]
+        if any(parts):
+            body.append(f"- **{md(r['name'])}** ({code(r['id'])}): " + "; ".join(p for p in parts if p))
+    return _page("Runtimes", body)
 
 
 # ---------------------------------------------------------------- formulas.md
 
 def formulas_page(kn: Knowledge, runs: list[Run]) -> str:
-    body = ["Every quantity kbq computes. A formula with cases uses the first case whose "
+    body = [("Every quantity kbq computes. A formula with cases uses the first case whose "
             "condition holds. GB = 10⁹ bytes; counts (param, token, user) are plain numbers "
-            "in the unit check.", "", "## Inputs", "",
+            "in the unit check."), "", "## Inputs", "",
             *table(["name", "unit", "meaning"],
                    ([f"{anchor('n-' + n)}{code(n)}", md(i["unit"]), md(i["meaning"])]
                     for n, i in sorted(kn.inputs.items()))),
@@ -413,7 +444,7 @@ def worked_lines(kn: Knowledge, f: Formula, runs: list[Run]) -> list[str]:
         lines.append(f"{pad}   when {math(case.when.ast, lambda n: number(ex.values.get(n)))}")
     lines += [f"{f.name} = {math(case.expr.ast)}",
               f"{pad} = {math(case.expr.ast, lambda n: number(ex.values.get(n)))}",
-              f"{pad} = {number(ex.result)} {f.unit}", "```", ""]
+              f"{pad} = {with_unit(number(ex.result), f.unit)}", "```", ""]
     return lines
 
 
@@ -504,10 +535,10 @@ def _edge_label(node: Node, edge: Any) -> str:
 
 def flow_page(kn: Knowledge, flow: Flow) -> str:
     src = kn.sources[flow.source]
-    body = [f"Flow {code(flow.id)} ({flow.role}, order {flow.order}), from "
+    body = [(f"Flow {code(flow.id)} ({flow.role}, order {flow.order}), from "
             f"{src_link(flow.source, '../')} ({md(src['title'])}). Rule file: {code(flow.where)}. "
             f"Starts at {code(flow.entry)}; edges are tried in order, the first whose condition "
-            "holds is followed, and an edge without a condition is the otherwise branch.", ""]
+            "holds is followed, and an edge without a condition is the otherwise branch."), ""]
     if flow.ranking:
         body += ["GPUs are ranked by " + ", then ".join(
             f"{name_link(by, kn, '../')} ({'highest' if order == 'desc' else 'lowest'} first)"
@@ -537,9 +568,9 @@ def sources_page(kn: Knowledge, runs: dict[str, Run]) -> str:
     claims: dict[str, list[Any]] = {}
     for c in kn.claims:
         claims.setdefault(c.source, []).append(c)
-    body = ["Every source the rules cite. A claim is a figure a source states that the engine "
+    body = [("Every source the rules cite. A claim is a figure a source states that the engine "
             "checks: it is computed with the claim's expression on the answer to its example "
-            "query.", ""]
+            "query."), ""]
     for sid, s in kn.sources.items():
         body += [anchor("src-" + sid), f"## {md(s['title'])}", ""]
         facts = [f"id {code(sid)}", s["kind"]]
@@ -557,12 +588,12 @@ def sources_page(kn: Knowledge, runs: dict[str, Run]) -> str:
 
 def claim_lines(c: Any, run: Run | None) -> list[str]:
     if isinstance(c.value, (tuple, list)):
-        claimed = f"{number(c.value[0])}–{number(c.value[1])} {md(c.unit)}"
+        claimed = with_unit(f"{number(c.value[0])}–{number(c.value[1])}", md(c.unit))
     else:
-        claimed = f"{number(c.value)} {md(c.unit)} (±{number(c.tolerance * 100)} %)"
+        claimed = with_unit(number(c.value), md(c.unit)) + f" (±{number(c.tolerance * 100)} %)"
     out = [f"{anchor('claim-' + c.id)}**Claim {code(c.id)}**: “{md(c.text)}”", "",
-           f"- claims {claimed}; computed as {code(math(c.computed.ast))} "
-           f"when {code(math(c.applies_when.ast))} ({code(c.where)})",
+           (f"- claims {claimed}; computed as {code(math(c.computed.ast))} "
+           f"when {code(math(c.applies_when.ast))} ({code(c.where)})"),
            f"- checked on {code('kbq ' + chr(34) + c.example_query + chr(34))}: "
            + _claim_result(c, run), f"- why: {md(c.note)}", ""]
     return out
@@ -580,7 +611,7 @@ def _claim_result(c: Any, run: Run | None) -> str:
     diff = e.get("difference_pct")
     pct = f", {'+' if diff > 0 else ''}{number(round(diff, 1))} %" if diff is not None else ""
     verdict = "agrees" if e["agrees"] else "differs"
-    return f"kbq computes {number(e['computed'])} {md(c.unit)}{on}: {verdict}{pct}"
+    return f"kbq computes {with_unit(number(e['computed']), md(c.unit))}{on}: {verdict}{pct}"
 
 
 def _citations(kn: Knowledge) -> dict[str, list[str]]:
@@ -597,6 +628,10 @@ def _citations(kn: Knowledge) -> dict[str, list[str]]:
         cite(m["source"], f"model {code(m['id'])}")
     for p in kn.precisions.values():
         cite(p["source"], f"precision {code(p['id'])}")
+    for r in kn.runtimes.values():
+        cite(r["source"], f"runtime {code(r['id'])}")
+    if kn.runtime_defaults.get("source"):
+        cite(kn.runtime_defaults["source"], "the runtime defaults")
     for n, c in kn.constants.items():
         cite(c["source"], f"constant [{md(n)}](formulas.md#n-{n})")
     for f in kn.formulas.values():

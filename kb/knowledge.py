@@ -143,6 +143,7 @@ class Knowledge:
     runtimes: dict[str, dict[str, Any]] = field(default_factory=dict)
     runtime_alias: dict[str, str] = field(default_factory=dict)
     runtime_defaults: dict[str, str] = field(default_factory=dict)
+    error_bands: dict[str, Any] = field(default_factory=dict)
 
     @property
     def defaults(self) -> dict[str, Any]:
@@ -177,6 +178,8 @@ def build(root: Path) -> Knowledge:
             errs.add(RuleError(f"{root.name}/{name}.yaml", 1, 1, "file is missing"))
             continue
         _load_one(path, root, FILES[name], name, docs, parsed, errs)
+    if (root / "error_bands.yaml").is_file():
+        _load_one(root / "error_bands.yaml", root, FILES["error_bands"], "error_bands", docs, parsed, errs)
     flow_paths = sorted((root / "flows").glob("*.yaml")) if (root / "flows").is_dir() else []
     if not flow_paths:
         errs.add(RuleError(f"{root.name}/flows", 1, 1, "no flow files"))
@@ -248,6 +251,8 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
                     errs.add(rdoc.error(("runtimes", i, "id"), f"inference runtime '{rt.id}' needs {key}"))
         if rt.kind in ("training", "both") and rt.training_mfu is None:
             errs.add(rdoc.error(("runtimes", i, "id"), f"training runtime '{rt.id}' needs training_mfu"))
+    if "error_bands" in parsed:
+        need_source(docs["error_bands"], ("source",), parsed["error_bands"].source)
     rdefaults = parsed["runtimes"].defaults.model_dump()
     need_source(rdoc, ("defaults", "source"), rdefaults["source"])
     for key in ("inference", "gguf", "training"):
@@ -319,7 +324,8 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
                      inputs=inputs, constants=constants, formulas=formulas, closure=closure,
                      flows=flows, claims=claims, query=query, bare_size_refs=refs,
                      gpu_alias=gpu_alias, model_alias=model_alias, precision_alias=precision_alias,
-                     runtimes=runtimes, runtime_alias=runtime_alias, runtime_defaults=rdefaults)
+                     runtimes=runtimes, runtime_alias=runtime_alias, runtime_defaults=rdefaults,
+                     error_bands=parsed["error_bands"].model_dump() if "error_bands" in parsed else {})
 
 
 def _unique(doc: Doc | None, locs: list[tuple[Any, ...]], values: list[str], what: str,

@@ -83,7 +83,7 @@ def text(a: dict[str, Any], limit: int | None = 12, trace: bool = True) -> str:
     add(f"VERDICT  {a['verdict']}")
     add("")
     mem = a["memory"]
-    add(f"MEMORY   {num(mem['total_gb'])} GB in all (GB = 10^9 bytes)")
+    add(f"MEMORY   {num(mem['total_gb'])} GB in all (GB = 10^9 bytes){_band(a, 'total_gb')}")
     total = mem["total_gb"] or 0
     for key, label in BREAKDOWN_LABELS.items():
         value = mem["breakdown"][key]
@@ -99,11 +99,13 @@ def text(a: dict[str, Any], limit: int | None = 12, trace: bool = True) -> str:
     if b.get("ridge_point") is None:
         add("  needs a GPU model (bandwidth and TFLOPS); a memory size alone answers only the fit")
     elif "training" in b:
-        add(f"  training  {num(t['train_tokens_per_s'])} tokens/s; {num(a['workload']['train_tokens'])} tokens in {duration(t['train_time_s'])}")
+        add(f"  training  {num(t['train_tokens_per_s'])} tokens/s{_band(a, 'train_tokens_per_s')}; "
+            f"{num(a['workload']['train_tokens'])} tokens in {duration(t['train_time_s'])}")
     else:
-        add(f"  decode    {num(t['decode_tokens_per_s'])} tokens/s per user, "
-            f"{num(t['decode_tokens_per_s_aggregate'])} tokens/s in all")
-        add(f"  prefill   {num(t['prefill_tokens_per_s'])} tokens/s; time to first token {num(t['ttft_s'])} s")
+        add(f"  decode    {num(t['decode_tokens_per_s'])} tokens/s per user{_band(a, 'decode_tokens_per_s')}, "
+            f"{num(t['decode_tokens_per_s_aggregate'])} tokens/s in all{_band(a, 'decode_tokens_per_s_aggregate')}")
+        add(f"  prefill   {num(t['prefill_tokens_per_s'])} tokens/s{_band(a, 'prefill_tokens_per_s')}; "
+            f"time to first token {num(t['ttft_s'])} s")
     phases = [f"{p} {b[p]}" for p in ("decode", "prefill", "training") if b.get(p)]
     ai = ", ".join(f"{k} {num(v)}" for k, v in (b.get("arithmetic_intensity") or {}).items())
     if b.get("ridge_point") is not None:
@@ -218,3 +220,13 @@ def markdown(a: dict[str, Any], limit: int | None = 12) -> str:
 
 def _u(unit: str) -> str:
     return "" if unit in ("1", "") else unit
+
+
+def _band(a: dict[str, Any], figure: str) -> str:
+    """' (±6.4% median, 19 llama.cpp measurements)' from the answer's error bands."""
+    band = (a.get("error_bands") or {}).get(figure)
+    if not band:
+        return ""
+    who = band["basis"].replace(" measurements", "")
+    return (f" (±{num(band['median_pct'])}% median, p90 {num(band['p90_pct'])}% over {band['n']} "
+            f"{'published' if who == 'all runtimes' else who} measurements)")

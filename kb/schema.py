@@ -73,6 +73,7 @@ class Precision(Strict):
     kind: Literal["float", "int", "quant"]
     bits_per_weight: Positive
     compute: TensorPrecision
+    quantizes_embeddings: bool = True
     fallback: list[TensorPrecision] = []
     aliases: list[str] = []
     source: Slug
@@ -102,6 +103,9 @@ class Runtime(Strict):
     memory_utilization: Fraction = 1.0
     overhead_gb: NonNeg
     training_mfu: Fraction | None = None
+    logits_memory_fraction: Fraction = 1.0
+    master_weights: bool = True
+    default_context_tokens: int | None = Field(default=None, gt=0)
     checkpointing: bool | None = None
     optimizer: Literal["adamw", "adam8bit", "sgd"] | None = None
     source: Slug
@@ -339,6 +343,33 @@ class QueryFile(Strict):
     defaults: Defaults
 
 
+class BandRuntime(Strict):
+    n: int
+    median_pct: NonNeg
+    p90_pct: NonNeg
+
+
+class BandPoint(Strict):
+    id: str
+    runtime: str = ""
+    url: str
+
+
+class Band(Strict):
+    n: int
+    median_pct: NonNeg
+    p90_pct: NonNeg
+    worst_pct: NonNeg
+    by_runtime: dict[str, BandRuntime] = {}
+    measurements: list[BandPoint] = []
+
+
+class ErrorBandsFile(Strict):
+    source: Slug
+    kinds: dict[Literal["decode_tokens_per_s", "aggregate_tokens_per_s", "prefill_tokens_per_s",
+                        "inference_memory", "training_memory", "train_tokens_per_s"], Band]
+
+
 FILES: dict[str, type[BaseModel]] = {
     "sources": SourcesFile,
     "precisions": PrecisionsFile,
@@ -348,6 +379,7 @@ FILES: dict[str, type[BaseModel]] = {
     "flow": Flow,
     "query": QueryFile,
     "runtimes": RuntimesFile,
+    "error_bands": ErrorBandsFile,
 }
 
 
