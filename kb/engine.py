@@ -17,7 +17,7 @@ from typing import Any
 
 from kb.answer import Answer, GpuRow, Step
 from kb.errors import EvalError, QueryError
-from kb.knowledge import TEMPLATE_FIELD, Flow, Formula, Knowledge
+from kb.model import TEMPLATE_FIELD, Flow, Formula, Knowledge
 from kb.workload import GpuRequest, Workload
 
 Scope = dict[str, Any]

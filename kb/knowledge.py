@@ -11,150 +11,19 @@ node reachable and every question's branches covered.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kb import expr as ex
 from kb.errors import RuleError, RuleErrors, nearest
 from kb.loader import Doc, load, validate
+from kb.model import (GPU_INPUT_PREFIX, PER_GPU_INPUTS, TEMPLATE_FIELD, Case, Claim, Edge, Flow,
+                      Formula, Knowledge, Node, norm)
 from kb.schema import FILES
 
-GPU_INPUT_PREFIX = "gpu."
-PER_GPU_INPUTS = frozenset({"gpu_count"})
-TEMPLATE_FIELD = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.]*)(?::([^{}]*))?\}")
-
-
-def norm(text: str) -> str:
-    """Alias key: lowercase, separators dropped ('RTX 4000 Ada' == 'rtx-4000-ada')."""
-    return re.sub(r"[\s_\-]+", "", text.lower())
-
-
-@dataclass(frozen=True)
-class Case:
-    when: ex.Expr | None
-    expr: ex.Expr
-    note: str | None
-
-
-@dataclass(frozen=True)
-class Formula:
-    name: str
-    unit: str
-    meaning: str
-    cases: tuple[Case, ...]
-    sources: tuple[str, ...]
-    where: str                      # rules/formulas.yaml:LINE
-    names: tuple[str, ...]          # every name any case reads
-    deps: tuple[str, ...]           # formulas among them
-    per_gpu: bool                   # reads gpu.* or gpu_count, directly or through deps
-    note: str | None = None
-
-    @property
-    def text(self) -> str:
-        if len(self.cases) == 1 and self.cases[0].when is None:
-            return self.cases[0].expr.text
-        return " | ".join(f"{c.expr.text} if {c.when.text}" if c.when else c.expr.text
-                          for c in self.cases)
-
-
-@dataclass(frozen=True)
-class Edge:
-    to: str
-    when: ex.Expr | None
-    label: str | None
-
-
-@dataclass(frozen=True)
-class Node:
-    id: str
-    kind: str
-    text: str
-    compute: tuple[str, ...]
-    edges: tuple[Edge, ...]
-    style: str | None
-    where: str
-
-
-@dataclass
-class Flow:
-    id: str
-    title: str
-    role: str
-    order: int
-    source: str
-    entry: str
-    nodes: dict[str, Node]
-    ranking: list[tuple[str, str]]
-    where: str
-    graph: Any = None               # networkx.DiGraph, built on demand
-
-    def digraph(self) -> Any:
-        if self.graph is None:
-            import networkx as nx
-
-            g = nx.DiGraph(id=self.id, title=self.title)
-            for node in self.nodes.values():
-                g.add_node(node.id, kind=node.kind, text=node.text)
-            for node in self.nodes.values():
-                for edge in node.edges:
-                    g.add_edge(node.id, edge.to, label=edge.label,
-                               when=edge.when.text if edge.when else None)
-            self.graph = g
-        return self.graph
-
-
-@dataclass(frozen=True)
-class Claim:
-    id: str
-    source: str
-    text: str
-    computed: ex.Expr
-    unit: str
-    value: float | tuple[float, float]
-    tolerance: float
-    applies_when: ex.Expr
-    example_query: str
-    note: str
-    per_gpu: bool
-    where: str
-
-
-@dataclass
-class Knowledge:
-    root: Path
-    gpus: dict[str, dict[str, Any]]
-    models: dict[str, dict[str, Any]]
-    precisions: dict[str, dict[str, Any]]
-    sources: dict[str, dict[str, Any]]
-    inputs: dict[str, dict[str, Any]]
-    constants: dict[str, dict[str, Any]]
-    formulas: dict[str, Formula]
-    closure: dict[str, tuple[str, ...]]       # formula → formulas to compute first, in order
-    flows: list[Flow]
-    claims: list[Claim]
-    query: dict[str, Any]
-    bare_size_refs: list[str]
-    gpu_alias: dict[str, str] = field(default_factory=dict)
-    model_alias: dict[str, str] = field(default_factory=dict)
-    precision_alias: dict[str, str] = field(default_factory=dict)
-    runtimes: dict[str, dict[str, Any]] = field(default_factory=dict)
-    runtime_alias: dict[str, str] = field(default_factory=dict)
-    runtime_defaults: dict[str, str] = field(default_factory=dict)
-    error_bands: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def defaults(self) -> dict[str, Any]:
-        return self.query["defaults"]
-
-    def flow(self, flow_id: str) -> Flow:
-        for f in self.flows:
-            if f.id == flow_id:
-                return f
-        raise KeyError(flow_id)
-
+__all__ = ["build", "Knowledge", "Formula", "Flow", "Node", "Edge", "Claim", "Case", "norm",
+           "TEMPLATE_FIELD", "GPU_INPUT_PREFIX", "PER_GPU_INPUTS", "iter_names"]
 
 # ---------------------------------------------------------------- building
 

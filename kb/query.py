@@ -15,25 +15,54 @@ from dataclasses import dataclass
 from typing import Any
 
 from kb.errors import QueryError, nearest
-from kb.knowledge import Knowledge, norm
+from kb.model import Knowledge, norm
 from kb.workload import GpuRequest, Workload
 
 MAX_QUERY_CHARS = 500
 MAX_PHRASE_TOKENS = 6
 
-_parser = None
+_parser: Any = None
+_lark: Any = None      # the module whose Token, Tree and Unexpected* classes the parser uses
 
 
 def _get_parser() -> Any:
-    global _parser
+    """The LALR parser of grammar/query.lark: the generated standalone module when it was built
+    from this very grammar (no lark import), else lark itself."""
+    global _parser, _lark
     if _parser is None:
-        from lark import Lark
+        import hashlib
 
         from kb.paths import grammar_dir
 
-        _parser = Lark.open(str(grammar_dir() / "query.lark"), parser="lalr",
-                            propagate_positions=True, maybe_placeholders=False)
+        path = grammar_dir() / "query.lark"
+        try:
+            from kb import _query_parser as standalone
+
+            current = standalone.GRAMMAR_SHA256 == hashlib.sha256(path.read_bytes()).hexdigest()
+        except (ImportError, AttributeError, OSError):
+            current = False
+        if current:
+            _parser, _lark = standalone.Lark_StandAlone(), standalone
+        else:
+            import lark
+            import lark.exceptions
+
+            _parser = lark.Lark.open(str(path), parser="lalr", propagate_positions=True,
+                                     maybe_placeholders=False)
+            _lark = _LarkNames(lark)
     return _parser
+
+
+class _LarkNames:
+    """lark's classes under the names the standalone module uses."""
+
+    def __init__(self, lark: Any) -> None:
+        from lark import exceptions
+
+        self.Token, self.Tree = lark.Token, lark.Tree
+        self.UnexpectedCharacters = exceptions.UnexpectedCharacters
+        self.UnexpectedToken = exceptions.UnexpectedToken
+        self.UnexpectedEOF = exceptions.UnexpectedEOF
 
 
 @dataclass
@@ -134,11 +163,12 @@ def _number(text: str, binary_k: bool) -> float:
 
 
 def _lex(query: str) -> list[Tok]:
-    from lark import Token, Tree
-    from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedToken
-
+    parser = _get_parser()
+    Token, Tree = _lark.Token, _lark.Tree
+    UnexpectedCharacters, UnexpectedToken, UnexpectedEOF = (
+        _lark.UnexpectedCharacters, _lark.UnexpectedToken, _lark.UnexpectedEOF)
     try:
-        tree = _get_parser().parse(query)
+        tree = parser.parse(query)
     except UnexpectedCharacters as exc:
         ch = query[exc.pos_in_stream]
         raise QueryError(query, exc.column, f"the character {ch!r} has no meaning here",

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from kb.knowledge import Knowledge
+from kb.model import Knowledge
 from kb.workload import Workload
 
 

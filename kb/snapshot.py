@@ -1,0 +1,155 @@
+"""A compiled snapshot of the validated knowledge, so a plain query starts fast.
+
+In: a rules directory. Out: Knowledge — from `<cache>/knowledge-<key>.json` when a snapshot for
+exactly these rule files exists, else built and validated from the YAML (kb.knowledge.build)
+and then saved. The key is a SHA-256 of every rule file's path and bytes, the grammars and the
+package version, so an edited rule file is never served stale. The snapshot is JSON (no pickle:
+loading it cannot run code); expressions are stored as their parsed ASTs and compiled again on
+load. A snapshot that fails to read or does not match is rebuilt, never trusted.
+
+Cache directory: $KBQ_CACHE_DIR, else $XDG_CACHE_HOME/kbq, else ~/.cache/kbq. KBQ_NO_CACHE=1
+turns it off. Nothing is written when the directory cannot be created.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from kb import expr as ex
+from kb.model import Case, Claim, Edge, Flow, Formula, Knowledge, Node
+
+FORMAT = 3
+
+
+def cache_dir() -> Path | None:
+    if os.environ.get("KBQ_NO_CACHE"):
+        return None
+    base = os.environ.get("KBQ_CACHE_DIR")
+    if base:
+        return Path(base)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "kbq"
+
+
+def content_key(root: Path) -> str:
+    from kb import __version__
+    from kb.paths import grammar_dir
+
+    h = hashlib.sha256(f"kbq {__version__} snapshot {FORMAT}\n".encode())
+    files = sorted(p for p in root.rglob("*.yaml") if p.is_file())
+    files += sorted(grammar_dir().glob("*.lark"))
+    for p in files:
+        h.update(str(p.relative_to(p.parent.parent) if p.suffix == ".lark" else p.relative_to(root)).encode())
+        h.update(b"\0")
+        h.update(p.read_bytes())
+        h.update(b"\0")
+    h.update(str(root.resolve()).encode())
+    return h.hexdigest()
+
+
+def load_or_build(root: Path) -> Knowledge:
+    directory = cache_dir()
+    key = content_key(root)
+    path = directory / f"knowledge-{key[:32]}.json" if directory else None
+    if path is not None and path.is_file():
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if data.get("key") == key and data.get("format") == FORMAT:
+                return from_data(data["knowledge"], root)
+        except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
+            pass  # unreadable or not ours: rebuild below
+    from kb.knowledge import build
+
+    kn = build(root)
+    if path is not None:
+        _save(path, {"format": FORMAT, "key": key, "knowledge": to_data(kn)})
+    return kn
+
+
+def _save(path: Path, data: dict[str, Any]) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd, tmp = tempfile.mkstemp(prefix=".knowledge-", dir=path.parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f, separators=(",", ":"))
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+        for old in path.parent.glob("knowledge-*.json"):
+            if old != path:
+                old.unlink(missing_ok=True)
+    except OSError:
+        pass  # a read-only home is fine: the next run builds again
+
+
+# ---------------------------------------------------------------- Knowledge ⇄ JSON
+
+def _expr(e: ex.Expr | None) -> Any:
+    return None if e is None else [e.text, e.ast, e.name_columns]
+
+
+def _unexpr(d: Any) -> ex.Expr | None:
+    return None if d is None else ex.from_ast(d[0], d[1], d[2])
+
+
+def to_data(kn: Knowledge) -> dict[str, Any]:
+    return {
+        "gpus": kn.gpus, "models": kn.models, "precisions": kn.precisions, "sources": kn.sources,
+        "inputs": kn.inputs, "constants": kn.constants, "query": kn.query,
+        "bare_size_refs": kn.bare_size_refs, "gpu_alias": kn.gpu_alias,
+        "model_alias": kn.model_alias, "precision_alias": kn.precision_alias,
+        "runtimes": kn.runtimes, "runtime_alias": kn.runtime_alias,
+        "runtime_defaults": kn.runtime_defaults, "error_bands": kn.error_bands,
+        "closure": {k: list(v) for k, v in kn.closure.items()},
+        "formulas": [{
+            "name": f.name, "unit": f.unit, "meaning": f.meaning, "sources": list(f.sources),
+            "where": f.where, "names": list(f.names), "deps": list(f.deps), "per_gpu": f.per_gpu,
+            "note": f.note, "cases": [[_expr(c.when), _expr(c.expr), c.note] for c in f.cases],
+        } for f in kn.formulas.values()],
+        "flows": [{
+            "id": fl.id, "title": fl.title, "role": fl.role, "order": fl.order, "source": fl.source,
+            "entry": fl.entry, "ranking": fl.ranking, "where": fl.where,
+            "nodes": [{"id": n.id, "kind": n.kind, "text": n.text, "compute": list(n.compute),
+                       "style": n.style, "where": n.where,
+                       "edges": [[e.to, _expr(e.when), e.label] for e in n.edges]}
+                      for n in fl.nodes.values()],
+        } for fl in kn.flows],
+        "claims": [{
+            "id": c.id, "source": c.source, "text": c.text, "computed": _expr(c.computed),
+            "unit": c.unit, "value": c.value, "tolerance": c.tolerance,
+            "applies_when": _expr(c.applies_when), "example_query": c.example_query,
+            "note": c.note, "per_gpu": c.per_gpu, "where": c.where,
+        } for c in kn.claims],
+    }
+
+
+def from_data(d: dict[str, Any], root: Path) -> Knowledge:
+    formulas = {}
+    for f in d["formulas"]:
+        cases = tuple(Case(_unexpr(w), _unexpr(e), note) for w, e, note in f["cases"])  # type: ignore[arg-type]
+        formulas[f["name"]] = Formula(f["name"], f["unit"], f["meaning"], cases, tuple(f["sources"]),
+                                      f["where"], tuple(f["names"]), tuple(f["deps"]), f["per_gpu"],
+                                      f["note"])
+    flows = []
+    for fl in d["flows"]:
+        nodes = {n["id"]: Node(n["id"], n["kind"], n["text"], tuple(n["compute"]),
+                               tuple(Edge(to, _unexpr(w), label) for to, w, label in n["edges"]),
+                               n["style"], n["where"]) for n in fl["nodes"]}
+        flows.append(Flow(fl["id"], fl["title"], fl["role"], fl["order"], fl["source"], fl["entry"],
+                          nodes, [tuple(r) for r in fl["ranking"]], fl["where"]))  # type: ignore[misc]
+    claims = [Claim(c["id"], c["source"], c["text"], _unexpr(c["computed"]), c["unit"],  # type: ignore[arg-type]
+                    tuple(c["value"]) if isinstance(c["value"], list) else c["value"],
+                    c["tolerance"], _unexpr(c["applies_when"]), c["example_query"], c["note"],  # type: ignore[arg-type]
+                    c["per_gpu"], c["where"]) for c in d["claims"]]
+    return Knowledge(
+        root=root, gpus=d["gpus"], models=d["models"], precisions=d["precisions"],
+        sources=d["sources"], inputs=d["inputs"], constants=d["constants"], formulas=formulas,
+        closure={k: tuple(v) for k, v in d["closure"].items()}, flows=flows, claims=claims,
+        query=d["query"], bare_size_refs=d["bare_size_refs"], gpu_alias=d["gpu_alias"],
+        model_alias=d["model_alias"], precision_alias=d["precision_alias"],
+        runtimes=d["runtimes"], runtime_alias=d["runtime_alias"],
+        runtime_defaults=d["runtime_defaults"], error_bands=d["error_bands"])

@@ -1,0 +1,61 @@
+"""The compiled snapshot gives the same answers as the YAML, and is rebuilt when anything changes."""
+
+import json
+import shutil
+
+import pytest
+
+from kb import snapshot
+from kb.engine import answer
+from kb.knowledge import build
+from kb.parsergen import grammar_sha
+from kb.paths import rules_dir
+from kb.query import parse
+
+QUERIES = ["serve 70B int4 16 users", "full fine-tune 7B", "infer 7B fp16 on rtx 4000 ada vs rtx 6000 ada",
+           "max users for 70B int4 on h200 at 32k context", "qlora llama-3.1-8b seq 2048 batch 2 with torchtune on rtx 4090"]
+
+
+def test_snapshot_round_trip_answers_the_same():
+    built = build(rules_dir())
+    again = snapshot.from_data(json.loads(json.dumps(snapshot.to_data(built))), built.root)
+    for q in QUERIES:
+        assert answer(parse(q, again), again, q).to_dict() == answer(parse(q, built), built, q).to_dict()
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("KBQ_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("KBQ_NO_CACHE", raising=False)
+    rules = tmp_path / "rules"
+    shutil.copytree(rules_dir(), rules)
+    return tmp_path / "cache", rules
+
+
+def test_edit_invalidates_and_corrupt_snapshot_is_rebuilt(cache):
+    directory, rules = cache
+    kn = snapshot.load_or_build(rules)
+    files = list(directory.glob("knowledge-*.json"))
+    assert len(files) == 1
+    # an edited rule file gets a new key: the old snapshot is not served
+    text = (rules / "gpus.yaml").read_text()
+    (rules / "gpus.yaml").write_text(text.replace("bandwidth_gb_s: 3350", "bandwidth_gb_s: 3351", 1))
+    kn2 = snapshot.load_or_build(rules)
+    assert kn2.gpus["h100-sxm5"]["bandwidth_gb_s"] == 3351 != kn.gpus["h100-sxm5"]["bandwidth_gb_s"]
+    files = list(directory.glob("knowledge-*.json"))
+    assert len(files) == 1
+    # a corrupt snapshot is rebuilt, not trusted
+    files[0].write_text("{not json")
+    assert snapshot.load_or_build(rules).gpus["h100-sxm5"]["bandwidth_gb_s"] == 3351
+    # a snapshot whose key does not match its file is rebuilt too
+    data = json.loads(files[0].read_text())
+    data["key"] = "0" * 64
+    data["knowledge"]["gpus"]["h100-sxm5"]["bandwidth_gb_s"] = 1
+    files[0].write_text(json.dumps(data))
+    assert snapshot.load_or_build(rules).gpus["h100-sxm5"]["bandwidth_gb_s"] == 3351
+
+
+def test_generated_query_parser_matches_the_grammar():
+    from kb import _query_parser
+
+    assert _query_parser.GRAMMAR_SHA256 == grammar_sha(), "run: python -m kb.parsergen"
