@@ -8,7 +8,7 @@ disagreements, warnings (plus advice, claims_checked, units, question).
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -22,6 +22,9 @@ class Step:
     unit: str
     source: str
     note: str | None = None
+    rule_id: str = ""                                   # the formula or edge, without its place
+    location: str = ""                                  # file:line of the rule
+    sources: list[str] = field(default_factory=list)    # the source ids, one by one
 
 
 @dataclass
@@ -70,17 +73,22 @@ class Answer:
     units: str = "GB = 10^9 bytes (decimal); GPU memory as marketed; TFLOPS dense (no sparsity)"
 
     def to_dict(self) -> dict[str, Any]:
-        return _clean(asdict(self))
+        """The JSON contract. Built by hand (dataclasses.asdict deep-copies every value)."""
+        d = dict(self.__dict__)
+        d["gpus"] = [dict(g.__dict__) for g in self.gpus]
+        d["trace"] = [dict(s.__dict__) for s in self.trace]
+        return _clean(d)
 
 
 def _clean(value: Any) -> Any:
     """JSON-safe: round floats to 6 significant digits; NaN/inf never leave the engine."""
-    if isinstance(value, float):
-        if not math.isfinite(value):
+    t = type(value)
+    if t is float:
+        if value != value or value in (math.inf, -math.inf):
             return None
         return float(f"{value:.6g}")
-    if isinstance(value, dict):
+    if t is dict:
         return {k: _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
+    if t is list or t is tuple:
         return [_clean(v) for v in value]
     return value

@@ -357,15 +357,19 @@ class Tracer:
             note = "not computed: no value for " + ", ".join(missing) if missing else note
         return Step(node=node, rule=f"{f.name} ({f.where})", formula=text,
                     values={n: s.get(n) for n in dict.fromkeys(names)}, result=s.get(f.name),
-                    unit=f.unit, source=", ".join(f.sources), note=note)
+                    unit=f.unit, source=", ".join(f.sources), note=note, rule_id=f.name,
+                    location=f.where, sources=list(f.sources))
 
     def edge(self, node: str, flow: Flow, when: Any, to: str, label: str | None) -> None:
         if when is None:
             return
         s = self.ev.scope
-        self.steps.append(Step(node=node, rule=f"edge {node} → {flow.id}/{to} ({flow.nodes[node.split('/')[-1]].where})",
+        where = flow.nodes[node.split("/")[-1]].where
+        self.steps.append(Step(node=node, rule=f"edge {node} → {flow.id}/{to} ({where})",
                                formula=when.text, values={n: s.get(n) for n in when.names},
-                               result=True, unit="bool", source=flow.source, note=label))
+                               result=True, unit="bool", source=flow.source, note=label,
+                               rule_id=f"edge {node} → {flow.id}/{to}", location=where,
+                               sources=[flow.source]))
 
 
 def walk(flow: Flow, kn: Knowledge, ev: Evaluated, tracer: Tracer) -> tuple[list[str], str]:
@@ -409,7 +413,13 @@ def answer(w: Workload, kn: Knowledge, query: str = "") -> Answer:
     """The answer to a workload; a capacity question is solved first, then answered at its value."""
     if w.question in kn.query["solve"]:
         return _answer_question(w, kn, query)
-    return _answer(w, kn, query)
+    result = _answer(w, kn, query)
+    if w.question == "which_gpu":
+        result.question = {"kind": "which_gpu", "vary": None, "unit": None,
+                           "value": result.gpus[0].name if result.gpus else None,
+                           "gpu": result.gpus[0].name if result.gpus else None,
+                           "ranking": [g.id for g in result.gpus if g.fits]}
+    return result
 
 
 def _answer_question(w: Workload, kn: Knowledge, query: str) -> Answer:
@@ -573,7 +583,7 @@ def _bottleneck(s: Scope, r: Resolved) -> dict[str, Any]:
         phases = {"decode": s.get("decode_bound"), "prefill": s.get("prefill_bound")}
         intensity = {"decode": s.get("decode_intensity"), "prefill": s.get("prefill_intensity")}
     return {**phases, "arithmetic_intensity": intensity, "ridge_point": s.get("ridge_point"),
-            "gpu": s.get("gpu.name")}
+            "gpu": s.get("gpu.name"), "gpu_id": s.get("gpu.id")}
 
 
 def _gpu_warnings(evs: list[tuple[Evaluated, dict[str, Any], int, bool]], r: Resolved) -> list[str]:

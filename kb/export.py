@@ -214,10 +214,10 @@ class Worked:
 def worked_example(kn: Knowledge, f: Formula, runs: list[Run]) -> Worked | None:
     """The formula on the first example query whose trace computes it; failing that, the
     formula evaluated on the figures a trace shows."""
-    for run in runs:
-        step = traced_step(run, f.name)
-        if step is not None:
-            return Worked(run.query, _case_of(f, step), dict(step.values), step.result, True)
+    steps = [(run, step) for run in runs if (step := traced_step(run, f.name)) is not None]
+    if steps:  # a figure that is not 0 or false shows the formula at work: the first such
+        run, step = min(steps, key=lambda rs: rs[1].result in (0, False))
+        return Worked(run.query, _case_of(f, step), dict(step.values), step.result, True)
     for run in runs:
         found = _evaluate_on(f, run, trace_scope(kn, run))
         if found is not None:

@@ -136,6 +136,7 @@ class Knowledge:
     runtime_alias: dict[str, str] = field(default_factory=dict)
     runtime_defaults: dict[str, str] = field(default_factory=dict)
     error_bands: dict[str, Any] = field(default_factory=dict)
+    cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)  # derived tables
 
     @property
     def defaults(self) -> dict[str, Any]:

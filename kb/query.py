@@ -88,13 +88,11 @@ class Vocab:
     max_tokens: int
 
 
-_vocab_cache: dict[int, Vocab] = {}
-
-
 def vocabulary(kn: Knowledge) -> Vocab:
-    cached = _vocab_cache.get(id(kn))
+    """The phrase table of one Knowledge, built once and kept on it."""
+    cached = kn.cache.get("vocabulary")
     if cached is not None:
-        return cached
+        return cached  # type: ignore[no-any-return]
     table: dict[str, tuple[str, str]] = {}
     display: dict[str, str] = {}
 
@@ -135,7 +133,7 @@ def vocabulary(kn: Knowledge) -> Vocab:
         add(family, "family", family)
     longest = max((len(p.split()) for p in display.values()), default=1)
     vocab = Vocab(table, display, min(MAX_PHRASE_TOKENS, longest + 2))
-    _vocab_cache[id(kn)] = vocab
+    kn.cache["vocabulary"] = vocab
     return vocab
 
 

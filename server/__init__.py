@@ -16,6 +16,17 @@ from werkzeug.exceptions import HTTPException
 from kb.render import duration, num
 
 
+def unit(text: Any) -> str:
+    """A unit for people: dimensionless ('1') and truth values ('bool') print as nothing."""
+    return "" if text in (None, "", "1", "bool") else str(text)
+
+
+def quantity(value: Any, unit_text: Any = "", digits: int = 3) -> str:
+    """'35 GB', or just '1.2' for a dimensionless figure."""
+    u = unit(unit_text)
+    return f"{num(value, digits)} {u}" if u else num(value, digits)
+
+
 def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     app = Flask(__name__)
     app.config.from_mapping(
@@ -34,7 +45,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
 
     app.extensions["kbq"] = LiveKnowledge(app.config["KBQ_RULES"], app.config["KBQ_RELOAD_SECONDS"])
     app.json = api.SafeJSON(app)
-    app.jinja_env.filters.update(num=num, duration=duration)
+    app.jinja_env.filters.update(num=num, duration=duration, unit=unit, quantity=quantity)
     app.jinja_env.trim_blocks = app.jinja_env.lstrip_blocks = True
     security.init_app(app)
     app.register_blueprint(pages.bp)
@@ -43,10 +54,13 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
 
     @app.errorhandler(HTTPException)
     def http_error(err: HTTPException) -> Any:
+        message = err.description or err.name
+        if err.code == 413:
+            message = f"the request body is larger than {app.config['MAX_CONTENT_LENGTH'] // 1024} KiB"
         if request.path.startswith("/api/") or request.path == "/api":
-            return api.error(err.description or err.name, err.code or 500)
+            return api.error(message, err.code or 500)
         return render_template("pages/error.html", title=f"{err.code} {err.name}",
-                               message=err.description), err.code
+                               message=message), err.code
 
     @app.errorhandler(NoKnowledge)
     def no_knowledge(err: NoKnowledge) -> Any:

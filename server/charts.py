@@ -15,8 +15,10 @@ Every figure drawn comes from the Answer or the rules; this module only places i
 from __future__ import annotations
 
 import math
+import re
 import textwrap
 from html import escape
+from itertools import pairwise
 from typing import Any
 
 from kb.render import BREAKDOWN_LABELS, num
@@ -38,10 +40,11 @@ def esc(value: Any) -> str:
 
 
 def _svg(width: float, height: float, ident: str, title: str, desc: str, body: list[str]) -> str:
+    head = (f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {width:.0f} {height:.0f}" '
+            f'width="{width:.0f}" height="{height:.0f}" role="img" '
+            f'aria-labelledby="{esc(ident)}-title {esc(ident)}-desc" font-family="{esc(FONT)}" font-size="12">')
     return "\n".join([
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {width:.0f} {height:.0f}" '
-        f'width="{width:.0f}" height="{height:.0f}" role="img" '
-        f'aria-labelledby="{esc(ident)}-title {esc(ident)}-desc" font-family="{esc(FONT)}" font-size="12">',
+        head,
         f'<title id="{esc(ident)}-title">{esc(title)}</title>',
         f'<desc id="{esc(ident)}-desc">{esc(desc)}</desc>',
         *body, "</svg>"])
@@ -84,7 +87,7 @@ def per_gpu_parts(breakdown: dict[str, Any], row: dict[str, Any]) -> dict[str, f
 def memory_bar(answer: dict[str, Any], limit: int = 8, ident: str = "memory") -> str:
     rows = answer["gpus"][:limit]
     breakdown = answer["memory"]["breakdown"]
-    width, label_w, value_w, row_h = 760, 250, 150, 30
+    width, label_w, value_w, row_h = 780, 270, 150, 30
     bar_w = width - label_w - value_w
     legend = [(k, BREAKDOWN_LABELS[k], v) for k, v in breakdown.items()
               if k in BREAKDOWN_LABELS and v]
@@ -110,7 +113,7 @@ def memory_bar(answer: dict[str, Any], limit: int = 8, ident: str = "memory") ->
         verdict = "fits" if fits else "does not fit"
         body.append(f'<g><title>{esc(name)}: needs {esc(num(need))} GB per GPU of '
                     f'{esc(num(cap))} GB usable; {verdict}</title>')
-        body.append(_text(label_w - 10, ry + 16, _clip(name, 36), anchor="end"))
+        body.append(_text(label_w - 10, ry + 16, _clip(name, 35), anchor="end"))
         body.append(f'<rect x="{label_w}" y="{ry + 4}" width="{cap * sx:.1f}" height="18" '
                     f'fill="#f3f4f6" stroke="#9ca3af" stroke-width="1"/>')
         sx0 = float(label_w)
@@ -207,7 +210,7 @@ def roofline(answer: dict[str, Any], ident: str = "roofline") -> str | None:
     body.append(_text(X(lx), Y(roof(lx)) - 8, f"bandwidth {num(bw)} GB/s", anchor="middle",
                       extra=f' transform="rotate({angle:.1f} {X(lx):.1f} {Y(roof(lx)) - 8:.1f})"'))
     precision = f" ({row['compute_precision']})" if row.get("compute_precision") else ""
-    body.append(_text(ml + pw - 8, Y(peak) - 8, f"compute {num(peak)} TFLOP/s{precision}", anchor="end"))
+    body.append(_text(X(ridge) + 8, Y(peak) - 8, f"compute {num(peak)} TFLOP/s{precision}"))
     body.append(f'<line x1="{X(ridge):.1f}" y1="{Y(peak):.1f}" x2="{X(ridge):.1f}" y2="{mt + ph}" '
                 f'stroke="{MUTED}" stroke-dasharray="4 4"/>')
     body.append(f'<circle cx="{X(ridge):.1f}" cy="{Y(peak):.1f}" r="4" fill="{INK}"/>')
@@ -233,30 +236,8 @@ def roofline(answer: dict[str, Any], ident: str = "roofline") -> str | None:
 
 # ---------------------------------------------------------------- flowcharts
 
-NODE_W, NODE_GAP, LAYER_GAP, LINE_H, MARGIN = 200, 36, 64, 15, 12
-
-
-def _layers(flow: Any) -> list[list[str]]:
-    """Nodes in layers (longest path from the entry), ordered to keep edges short."""
-    order = list(flow.nodes)
-    rank = {flow.entry: 0}
-    for node_id in _topological(flow):
-        for e in flow.nodes[node_id].edges:
-            rank[e.to] = max(rank.get(e.to, 0), rank.get(node_id, 0) + 1)
-    layers: list[list[str]] = [[] for _ in range(max(rank.values()) + 1)]
-    for node_id in order:
-        if node_id in rank:
-            layers[rank[node_id]].append(node_id)
-    position = {flow.entry: 0.0}
-    for depth in range(1, len(layers)):
-        def key(node_id: str) -> tuple[float, int]:
-            spots = [position[p] + (j + 1) / (len(flow.nodes[p].edges) + 1)
-                     for p in layers[depth - 1] for j, e in enumerate(flow.nodes[p].edges)
-                     if e.to == node_id]
-            return (sum(spots) / len(spots) if spots else 0.0, order.index(node_id))
-        layers[depth].sort(key=key)
-        position.update({n: float(i) for i, n in enumerate(layers[depth])})
-    return layers
+NODE_W, NODE_GAP, LAYER_GAP, LINE_H, MARGIN = 200, 36, 76, 15, 12
+TEMPLATE_SPEC = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.]*):[^{}]*\}")
 
 
 def _topological(flow: Any) -> list[str]:
@@ -275,75 +256,153 @@ def _topological(flow: Any) -> list[str]:
     return out[::-1]
 
 
+def _layers(flow: Any) -> list[list[str]]:
+    """Nodes in layers: a node sits one layer below the lowest of its parents."""
+    rank = {flow.entry: 0}
+    for node_id in _topological(flow):
+        for e in flow.nodes[node_id].edges:
+            rank[e.to] = max(rank.get(e.to, 0), rank[node_id] + 1)
+    layers: list[list[str]] = [[] for _ in range(max(rank.values()) + 1)]
+    for node_id in flow.nodes:
+        if node_id in rank:
+            layers[rank[node_id]].append(node_id)
+    return layers
+
+
+def _place(flow: Any, layers: list[list[str]]) -> dict[str, float]:
+    """Centre x of each node: children fan out under their parent in edge order, siblings stay
+    together, and a layer is pushed apart where nodes would overlap, then re-centred."""
+    step = NODE_W + NODE_GAP
+    x = {flow.entry: 0.0}
+    for depth in range(1, len(layers)):
+        wanted: dict[str, list[float]] = {}
+        rank: dict[str, tuple[int, int]] = {}
+        for i, parent in enumerate(layers[depth - 1]):
+            edges = flow.nodes[parent].edges
+            for j, e in enumerate(edges):
+                if e.to in layers[depth]:
+                    wanted.setdefault(e.to, []).append(x[parent] + (j - (len(edges) - 1) / 2) * step)
+                    rank.setdefault(e.to, (i, j))
+        for parent in (p for layer in layers[:depth - 1] for p in layer):   # edges that skip layers
+            for e in flow.nodes[parent].edges:
+                if e.to in layers[depth] and e.to not in wanted:
+                    wanted[e.to], rank[e.to] = [x[parent]], (-1, 0)
+        order = sorted(layers[depth], key=lambda n: rank.get(n, (len(layers[depth - 1]), 0)))
+        desired = [sum(wanted.get(n, [0.0])) / len(wanted.get(n, [0.0])) for n in order]
+        placed: list[float] = []
+        for d in desired:
+            placed.append(d if not placed else max(d, placed[-1] + step))
+        shift = sum(p - d for p, d in zip(placed, desired)) / len(placed)
+        x.update({n: p - shift for n, p in zip(order, placed)})
+        layers[depth] = order
+    return x
+
+
 def walked(path: list[str], flow_id: str) -> tuple[list[str], set[tuple[str, str]]]:
     """The nodes of `flow_id` in an Answer's path, in order, and the edges between them."""
     nodes = [p.split("/", 1)[1] for p in path if p.startswith(flow_id + "/")]
-    return nodes, set(zip(nodes, nodes[1:]))
+    return nodes, set(pairwise(nodes))
 
 
-def flow_chart(flow: Any, path: list[str] | None = None, ident: str | None = None) -> str:
+def node_text(text: str) -> str:
+    """A node's text for display: verdict templates lose their format specs ({x:.1f} → {x})."""
+    return TEMPLATE_SPEC.sub(r"{\1}", text)
+
+
+def _bezier(p0: float, p1: float, p2: float, p3: float, t: float) -> float:
+    u = 1 - t
+    return u * u * u * p0 + 3 * u * u * t * p1 + 3 * u * t * t * p2 + t * t * t * p3
+
+
+Box = tuple[float, float, float]     # centre x, top y, height
+
+
+def _edge(src: Box, dst: Box, lit: bool, ident: str) -> str:
+    (cx, top, h), (tx, ttop, _) = src, dst
+    y1, y2 = top + h, ttop - 1
+    ym = (y1 + y2) / 2
+    return (f'<path d="M{cx:.1f},{y1:.1f} C{cx:.1f},{ym:.1f} {tx:.1f},{ym:.1f} {tx:.1f},{y2:.1f}" '
+            f'fill="none" stroke="{WALKED if lit else "#9ca3af"}" stroke-width="{2.5 if lit else 1.2}" '
+            f'marker-end="url(#{esc(ident)}-arrow-{"on" if lit else "off"})"/>')
+
+
+def _edge_label(src: Box, dst: Box, label: str, lit: bool) -> list[str]:
+    """The label on a white patch, a little past the middle of the edge."""
+    (cx, top, h), (tx, ttop, _) = src, dst
+    y1, y2 = top + h, ttop - 1
+    ym, t = (y1 + y2) / 2, 0.55 if cx == tx else 0.7
+    lx, ly = _bezier(cx, cx, tx, tx, t), _bezier(y1, ym, ym, y2, t)
+    parts = textwrap.wrap(label, 22)
+    lw, lh = max(len(p) for p in parts) * 6.0 + 8, len(parts) * 13 + 4
+    out = [(f'<rect x="{lx - lw / 2:.1f}" y="{ly - lh / 2:.1f}" width="{lw:.1f}" height="{lh}" rx="3" '
+            f'fill="#ffffff" fill-opacity="0.92"/>')]
+    for k, part in enumerate(parts):
+        out.append(_text(lx, ly - lh / 2 + 12 + k * 13, part, anchor="middle", size=11,
+                         fill=WALKED if lit else MUTED, weight="600" if lit else None))
+    return out
+
+
+def _node(node: Any, box: Box, lines: list[str], text: str, lit: bool) -> list[str]:
+    cx, top, h = box
+    rx = {"start": 16, "verdict": 10}.get(node.kind, 3)
+    if node.kind == "verdict":
+        fill = "#dcfce7" if lit else "#f9fafb"
+    else:
+        fill = "#dbeafe" if lit else "#ffffff"
+    out = [f'<g><title>{esc(node.id)} ({esc(node.kind)}): {esc(text)}</title>'
+           f'<rect x="{cx - NODE_W / 2:.1f}" y="{top:.1f}" width="{NODE_W}" height="{h:.1f}" rx="{rx}" '
+           f'fill="{fill}" stroke="{WALKED if lit else "#9ca3af"}" stroke-width="{2.5 if lit else 1}"'
+           + (' stroke-dasharray="5 3"' if node.kind == "compute" else "") + "/>"]
+    for k, line in enumerate(lines):
+        out.append(_text(cx, top + 19 + k * LINE_H, line, anchor="middle", fill=INK if lit else "#4b5563"))
+    out.append("</g>")
+    return out
+
+
+def flow_chart(flow: Any, path: list[str] | None = None, ident: str | None = None,
+               filled: dict[str, str] | None = None) -> str:
+    """The flowchart; `path` marks the walked nodes and edges, `filled` replaces node texts
+    (a walked verdict with its figures filled in)."""
     ident = ident or f"flow-{flow.id}"
     nodes_walked, edges_walked = walked(path or [], flow.id)
     on = set(nodes_walked)
     layers = _layers(flow)
-    lines = {n: textwrap.wrap(flow.nodes[n].text, 28) or [n] for layer in layers for n in layer}
-    width = max(len(layer) for layer in layers) * (NODE_W + NODE_GAP) - NODE_GAP + 2 * MARGIN
+    xs = _place(flow, layers)
+    texts = {n: (filled or {}).get(n) or node_text(flow.nodes[n].text) for n in xs}
+    lines = {n: textwrap.wrap(texts[n], 27) or [n] for n in xs}
+    left = min(xs.values()) - NODE_W / 2 - MARGIN
+    width = max(xs.values()) + NODE_W / 2 + MARGIN - left
     box: dict[str, tuple[float, float, float]] = {}      # id → centre x, top y, height
     y = float(MARGIN)
     for layer in layers:
-        row_w = len(layer) * (NODE_W + NODE_GAP) - NODE_GAP
-        x0 = (width - row_w) / 2
         tallest = 0.0
-        for i, n in enumerate(layer):
+        for n in layer:
             h = len(lines[n]) * LINE_H + 14
-            box[n] = (x0 + i * (NODE_W + NODE_GAP) + NODE_W / 2, y, h)
+            box[n] = (xs[n] - left, y, h)
             tallest = max(tallest, h)
         y += tallest + LAYER_GAP
     height = y - LAYER_GAP + MARGIN
     body = ["<defs>"]
     for kind, colour in (("on", WALKED), ("off", "#9ca3af")):
         body.append(f'<marker id="{esc(ident)}-arrow-{kind}" viewBox="0 0 10 10" refX="9" refY="5" '
-                    f'markerWidth="7" markerHeight="7" orient="auto">'
+                    f'markerUnits="userSpaceOnUse" markerWidth="9" markerHeight="9" orient="auto">'
                     f'<path d="M0,0 L10,5 L0,10 z" fill="{colour}"/></marker>')
     body.append("</defs>")
+    ordered = [n for layer in layers for n in layer]
+    edges = sorted(((n, e) for n in ordered for e in flow.nodes[n].edges),
+                   key=lambda ne: (ne[0], ne[1].to) in edges_walked)      # walked edges on top
     labels: list[str] = []
-    for n in (n for layer in layers for n in layer):
-        cx, top, h = box[n]
-        for e in flow.nodes[n].edges:
-            tx, ttop, _ = box[e.to]
-            lit = (n, e.to) in edges_walked
-            y1, y2 = top + h, ttop
-            ym = (y1 + y2) / 2
-            body.append(f'<path d="M{cx:.1f},{y1:.1f} C{cx:.1f},{ym:.1f} {tx:.1f},{ym:.1f} {tx:.1f},{y2 - 1:.1f}" '
-                        f'fill="none" stroke="{WALKED if lit else "#9ca3af"}" '
-                        f'stroke-width="{2.5 if lit else 1.2}" marker-end="url(#{esc(ident)}-arrow-{"on" if lit else "off"})"/>')
-            if e.label:
-                lx, ly = cx + (tx - cx) * 0.84375, y1 + (y2 - y1) * 0.70
-                parts = textwrap.wrap(e.label, 22)
-                lw = max(len(p) for p in parts) * 6.0 + 8
-                labels.append(f'<rect x="{lx - lw / 2:.1f}" y="{ly - 12:.1f}" width="{lw:.1f}" '
-                              f'height="{len(parts) * 13 + 4}" rx="3" fill="#ffffff" fill-opacity="0.92"/>')
-                for k, part in enumerate(parts):
-                    labels.append(_text(lx, ly + k * 13, part, anchor="middle", size=11,
-                                        fill=WALKED if lit else MUTED, weight="600" if lit else None))
-    for n in (n for layer in layers for n in layer):
-        node = flow.nodes[n]
-        cx, top, h = box[n]
-        lit = n in on
-        rx = {"start": 16, "verdict": 10}.get(node.kind, 3)
-        fill = ("#dbeafe" if lit else "#ffffff") if node.kind != "verdict" else ("#dcfce7" if lit else "#f9fafb")
-        body.append(f'<g><title>{esc(n)} ({esc(node.kind)}): {esc(node.text)}</title>'
-                    f'<rect x="{cx - NODE_W / 2:.1f}" y="{top:.1f}" width="{NODE_W}" height="{h:.1f}" rx="{rx}" '
-                    f'fill="{fill}" stroke="{WALKED if lit else "#9ca3af"}" stroke-width="{2.5 if lit else 1}"'
-                    + (' stroke-dasharray="5 3"' if node.kind == "compute" else "") + "/>")
-        for k, line in enumerate(lines[n]):
-            body.append(_text(cx, top + 19 + k * LINE_H, line, anchor="middle",
-                              fill=INK if lit else "#4b5563", weight="600" if lit else None))
-        body.append("</g>")
+    for n, e in edges:
+        lit = (n, e.to) in edges_walked
+        body.append(_edge(box[n], box[e.to], lit, ident))
+        if e.label:
+            labels.extend(_edge_label(box[n], box[e.to], e.label, lit))
+    for n in ordered:
+        body.extend(_node(flow.nodes[n], box[n], lines[n], texts[n], n in on))
     body.extend(labels)
     title = f"Flowchart: {flow.title}"
     if nodes_walked:
-        desc = "Walked: " + " → ".join(flow.nodes[n].text for n in nodes_walked if n in flow.nodes)
+        desc = "Walked: " + " → ".join(texts[n] for n in nodes_walked if n in texts)
     else:
-        desc = f"{len(flow.nodes)} nodes; entry: {flow.nodes[flow.entry].text}"
+        desc = f"{len(flow.nodes)} nodes; entry: {texts[flow.entry]}"
     return _svg(width, height, ident, title, desc, body)

@@ -7,13 +7,15 @@ loaded and the errors of the newest files if they do not validate.
 With a rules directory, each request may stat the rule files, at most once per
 `interval` seconds; when a file was added, removed or changed, the knowledge is rebuilt. New files
 that do not validate leave the last good knowledge in place and their errors in `.errors`.
+Rules that have never validated raise NoKnowledge (the server answers 503), retried at most once
+per interval.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +55,7 @@ def error_dicts(err: Exception) -> list[dict[str, Any]]:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 class LiveKnowledge:
@@ -69,25 +71,25 @@ class LiveKnowledge:
 
     def get(self) -> Knowledge:
         """The knowledge to answer from; raises NoKnowledge if the rules never validated."""
-        if self.root is None:
-            if self.knowledge is None:
-                from kb import get_knowledge
-
-                self.knowledge = get_knowledge()
-                self.loaded_at = _now()
-            return self.knowledge
-        if time.monotonic() - self._checked >= self.interval or self.knowledge is None:
+        watched = self.knowledge is None or self.root is not None
+        if watched and time.monotonic() - self._checked >= self.interval:
             with self._lock:
-                if time.monotonic() - self._checked >= self.interval or self.knowledge is None:
+                if time.monotonic() - self._checked >= self.interval:
                     self._refresh()
         if self.knowledge is None:
             raise NoKnowledge(self.errors)
         return self.knowledge
 
     def _refresh(self) -> None:
-        if self.root is None:
-            return
         self._checked = time.monotonic()
+        if self.root is None:                 # the shipped rules: load once, retry on failure
+            from kb import get_knowledge
+
+            try:
+                self.knowledge, self.loaded_at, self.errors = get_knowledge(), _now(), []
+            except Exception as err:  # noqa: BLE001 - reported on /api/health and /rules
+                self.errors = error_dicts(err)
+            return
         seen = fingerprint(self.root)
         if seen == self._seen:
             return
@@ -97,24 +99,16 @@ class LiveKnowledge:
         except Exception as err:  # noqa: BLE001 - any failure keeps the last good knowledge
             self.errors = error_dicts(err)
             return
-        self._forget_vocabulary(self.knowledge)
         self.knowledge, self.loaded_at, self.errors = fresh, _now(), []
 
-    @staticmethod
-    def _forget_vocabulary(old: Knowledge | None) -> None:
-        # kb.query caches each Knowledge's vocabulary under id(knowledge); drop the old entry
-        # before the old object can be freed, so a new Knowledge never inherits it.
-        if old is not None:
-            from kb import query
-
-            getattr(query, "_vocab_cache", {}).pop(id(old), None)
-
-    def answer(self, query: str) -> dict[str, Any]:
-        """The Answer dict for a query (the `kbq --json` contract); raises KbError."""
+    def answer(self, query: str, kn: Knowledge | None = None) -> dict[str, Any]:
+        """The Answer dict for a query (the `kbq --json` contract), from `kn` or the current
+        knowledge; raises QueryError for a query it cannot read."""
         from kb.engine import answer
         from kb.query import parse
 
-        kn = self.get()
+        if kn is None:
+            kn = self.get()
         return answer(parse(query, kn), kn, query).to_dict()
 
     def status(self) -> dict[str, Any]:

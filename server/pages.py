@@ -81,20 +81,26 @@ def trace_view(answer: dict[str, Any], kn: Knowledge) -> list[dict[str, Any]]:
 
 
 def flows_view(answer: dict[str, Any], kn: Knowledge) -> list[dict[str, Any]]:
+    """Each flow the answer walked: its chart, the steps taken and where it ended. The walked
+    verdict shows the answer's own words (the sizing verdict with its figures filled in)."""
     out = []
     for flow in kn.flows:
         nodes, _ = charts.walked(answer["path"], flow.id)
         if not nodes:
             continue
+        advice = next((a for a in answer["advice"] if a["flow"] == flow.id), None)
+        ended = answer["verdict"] if flow.role == "sizing" else (advice or {}).get("conclusion")
+        filled = {nodes[-1]: ended} if ended and flow.nodes[nodes[-1]].kind == "verdict" else {}
         steps = []
         for here, there in zip(nodes, [*nodes[1:], None]):
             node = flow.nodes[here]
             edge = next((e for e in node.edges if e.to == there), None)
-            steps.append({"id": here, "kind": node.kind, "text": node.text,
+            steps.append({"id": here, "kind": node.kind,
+                          "text": filled.get(here) or charts.node_text(node.text),
                           "taken": (edge.label or "then") if edge else None})
-        out.append({"flow": flow, "steps": steps,
-                    "advice": next((a for a in answer["advice"] if a["flow"] == flow.id), None),
-                    "svg": Markup(charts.flow_chart(flow, answer["path"], ident=f"walk-{flow.id}"))})
+        out.append({"flow": flow, "steps": steps, "advice": advice,
+                    "svg": Markup(charts.flow_chart(flow, answer["path"], ident=f"walk-{flow.id}",
+                                                    filled=filled))})
     return out
 
 
@@ -103,7 +109,8 @@ def answer_view(answer: dict[str, Any], kn: Knowledge, embed: bool = False) -> d
     primary = gpus[0] if gpus else None
     shares = charts.per_gpu_parts(answer["memory"]["breakdown"], primary) if primary else {}
     breakdown = [{"key": k, "label": label, "gb": answer["memory"]["breakdown"].get(k),
-                  "per_gpu_gb": shares.get(k)} for k, label in BREAKDOWN_LABELS.items()]
+                  "per_gpu_gb": shares.get(k)} for k, label in BREAKDOWN_LABELS.items()
+                 if answer["memory"]["breakdown"].get(k)]
     roof = charts.roofline(answer, ident="roofline")
     trace = trace_view(answer, kn)
     if embed:
@@ -128,13 +135,14 @@ def _render(template: str, query: str | None, **extra: Any) -> Any:
     ctx: dict[str, Any] = {"q": query or "", "examples": [(e, page_link(e)) for e in EXAMPLES]}
     if query is None or not query.strip():
         return render_template(template, **ctx, **extra)
+    kn = live().get()                     # one knowledge for the answer and its page
     try:
-        answer = live().answer(query)
+        answer = live().answer(query, kn)
     except QueryError as err:
         return render_template(template, **ctx, **extra, error=query_error_view(err, query)), 400
     except KbError as err:
         return render_template(template, **ctx, **extra, error={"caret": str(err)}), 400
-    view = answer_view(answer, live().get(), embed=template.endswith("embed.html"))
+    view = answer_view(answer, kn, embed=template.endswith("embed.html"))
     return render_template(template, **ctx, **extra, answer=answer, view=view)
 
 

@@ -23,7 +23,7 @@ POLICY = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'sel
 def check_origins(origins: Iterable[str]) -> list[str]:
     """The configured embed origins, each `scheme://host[:port]`; anything else is an error."""
     if isinstance(origins, str):
-        raise ValueError("KBQ_EMBED_ORIGINS must be a list of origins, not a string")
+        raise TypeError("KBQ_EMBED_ORIGINS must be a list of origins, not a string")
     out = []
     for origin in origins:
         if not isinstance(origin, str) or not ORIGIN.match(origin):
