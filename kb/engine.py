@@ -53,25 +53,19 @@ def evaluate(kn: Knowledge, ev: Evaluated, names: Iterable[str]) -> None:
 
 
 def _eval_formula(f: Formula, ev: Evaluated) -> Any:
+    """The first case whose condition holds. A figure the workload lacks (None, e.g. the
+    bandwidth of a bare '20GB') makes the result None; any other failure is recorded."""
     scope = ev.scope
     for i, case in enumerate(f.cases):
-        if case.when is not None:
-            if any(scope.get(n) is None for n in case.when.names):
-                return None
-            try:
-                if not case.when(scope):
-                    continue
-            except EvalError as exc:
-                ev.errors[f.name] = str(exc)
-                return None
-        if any(scope.get(n) is None for n in case.expr.names):
-            return None
         try:
+            if case.when is not None and not case.when(scope):
+                continue
             value = case.expr(scope)
         except EvalError as exc:
-            ev.errors[f.name] = str(exc)
+            if not any(scope.get(n) is None for n in f.names):
+                ev.errors[f.name] = str(exc)
             return None
-        if isinstance(value, float) and not math.isfinite(value):
+        if value.__class__ is float and (value != value or value in (math.inf, -math.inf)):
             ev.errors[f.name] = "the result is not a finite number"
             return None
         ev.cases[f.name] = i
@@ -80,10 +74,9 @@ def _eval_formula(f: Formula, ev: Evaluated) -> Any:
 
 
 def condition(expr: Any, scope: Scope) -> bool:
+    """An edge or claim condition; one that reads a figure the workload lacks does not hold."""
     if expr is None:
         return True
-    if any(scope.get(n) is None for n in expr.names):
-        return False
     try:
         return bool(expr(scope))
     except EvalError:

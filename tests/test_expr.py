@@ -77,7 +77,7 @@ def test_runtime_errors_are_eval_errors():
         ex.parse("1 / x")({"x": 0})
     with pytest.raises(EvalError, match="sqrt"):
         ex.parse("sqrt(x)")({"x": -1})
-    with pytest.raises(EvalError, match="not a number"):
+    with pytest.raises(EvalError, match="mixes text and numbers"):
         ex.parse("x + 1")({"x": "text"})
 
 
