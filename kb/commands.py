@@ -160,8 +160,14 @@ def _rule_roots(paths: tuple[Path, ...]) -> list[Path]:
     return roots
 
 
-@cli.command(help="Print the JSON Schema of a rule file: sources, precisions, gpus, models, formulas, flow, query.")
-@click.argument("name", type=click.Choice(["sources", "precisions", "gpus", "models", "formulas", "flow", "query", "answer"]))
+def _schema_names() -> list[str]:
+    from kb.schema import FILES
+
+    return [*FILES, "answer"]
+
+
+@cli.command(help="Print the JSON Schema of a rule file kind (gpus, models, formulas, flow, …) or of the answer.")
+@click.argument("name", type=click.Choice(_schema_names()))
 def schema(name: str) -> None:
     if name == "answer":
         from pydantic import TypeAdapter

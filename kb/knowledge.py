@@ -165,7 +165,7 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
     flows = []
     for key in sorted(k for k in docs if k.startswith("flow:")):
         if key in parsed:
-            flows.append(_compile_flow(docs[key], parsed[key], units, formulas, need_source, errs))
+            flows.append(_compile_flow(docs[key], parsed[key], units, set(ffile.formulas), need_source, errs))
     _unique(None, [], [f.id for f in flows], "flow id", errs, docs=[docs[k] for k in sorted(docs) if k.startswith("flow:")])
     flows.sort(key=lambda f: (f.order, f.id))
     if not any(f.role == "sizing" for f in flows):
@@ -352,8 +352,10 @@ def _mark_per_gpu(formulas: dict[str, Formula], closure: dict[str, tuple[str, ..
     return out
 
 
-def _compile_flow(doc: Doc, flow: Any, units: dict[str, ex.Unit], formulas: dict[str, Formula],
+def _compile_flow(doc: Doc, flow: Any, units: dict[str, ex.Unit], formulas: set[str],
                   need_source: Any, errs: _Collector) -> Flow:
+    """`formulas`: every declared formula name (one that failed to compile is reported once,
+    in formulas.yaml, not again at each node that computes it)."""
     need_source(doc, ("source",), flow.source)
     nodes: dict[str, Node] = {}
     for i, n in enumerate(flow.nodes):

@@ -25,7 +25,16 @@ MAX_DEPTH = 40
 
 
 class _Loader(yaml.SafeLoader):
-    """SafeLoader that also reads 1e9 and 70.6e9 as numbers (YAML 1.1 wants 1.0e+9)."""
+    """SafeLoader that also reads 1e9 and 70.6e9 as numbers (YAML 1.1 wants 1.0e+9), and
+    refuses aliases: `*name` lets a few hundred bytes stand for an exponential amount of data."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.events.AliasEvent):
+            event = self.get_event()
+            raise yaml.composer.ComposerError(
+                None, None, f"YAML aliases (*{event.anchor}) are not used in rule files; "
+                "write the value out", event.start_mark)
+        return super().compose_node(parent, index)
 
 
 _Loader.add_implicit_resolver(

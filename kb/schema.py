@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, field_validator
 
 Slug = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_.\-]*$", max_length=80)]
 NodeId = Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_]*$", max_length=60)]
@@ -24,7 +24,7 @@ def _plain_text(value: Any) -> Any:
     return value
 
 
-Text = Annotated[str, BeforeValidator(_plain_text)]
+Text = Annotated[str, BeforeValidator(_plain_text), WithJsonSchema({"type": ["string", "number"]})]
 
 
 class Strict(BaseModel):

@@ -1,0 +1,275 @@
+"""kbq's speed and memory figures, each next to its baseline and target, in one run.
+
+    python bench/run.py            # the full run (about 3 minutes)
+    python bench/run.py --quick    # shorter loops, for a smoke check
+
+1. CLI cold start: a fresh venv with the package installed as a user gets it (pip byte-compiles),
+   median wall time of `kbq QUERY`, `kbq --json QUERY` and a query error, against
+   `python -I -c pass` of the same venv, measured in the same run.
+2. Engine in process: answers per second on one core over typical queries (parse, walk, every
+   candidate GPU, to_dict), and memory growth over many answers.
+3. `kbq --batch`: answers per second, JSON Lines out.
+4. Server: `kbq serve` on 127.0.0.1 driven by a bounded client (keep-alive connections on threads):
+   answers/s, p50/p99 latency, errors, server memory at start and end.
+5. Catalogue scaling: answer time with 10x the GPUs and models (generated, not shipped).
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import tracemalloc
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+QUERIES = [
+    "serve 70B int4 16 users", "train 13B qlora on 20GB?", "full fine-tune 7B",
+    "serve llama-3.1-70b awq 32 users 8k context on 2x L40S",
+    "fine-tune mistral 7b lora bf16 seq 4096 batch 8 on rtx 4090",
+    "infer 7B fp16 on rtx 4000 ada vs rtx 6000 ada", "which gpu for 13B lora",
+    "mixtral 8x7b q4_k_m on 2x 3090", "infer llama-3-8b q4_k_m on rtx 4090 with llama.cpp",
+    "qlora llama-3.1-8b seq 2048 batch 2 with torchtune on rtx 4090",
+]
+ROWS: list[tuple[str, str, str, str, str]] = []
+
+
+def row(name: str, value: str, baseline: str, target: str, met: bool | None) -> None:
+    ROWS.append((name, value, baseline, target, "-" if met is None else ("yes" if met else "NO")))
+    print(f"  {name}: {value}   (baseline {baseline}; target {target})", flush=True)
+
+
+def env() -> dict[str, str]:
+    e = dict(os.environ)
+    e.pop("PYTHONDONTWRITEBYTECODE", None)
+    return e
+
+
+def median_time(cmd: list[str], n: int) -> float:
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env(), check=False)
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def cold_start(n: int) -> None:
+    print("1. CLI cold start", flush=True)
+    venv = Path(tempfile.mkdtemp(prefix="kbq-bench-")) / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    py, kbq = venv / "bin" / "python", venv / "bin" / "kbq"
+    subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", str(ROOT)], check=True, env=env(),
+                   stdout=subprocess.DEVNULL)
+    subprocess.run([str(kbq), QUERIES[0]], stdout=subprocess.DEVNULL, env=env(), check=True)  # snapshot
+    floor = median_time([str(py), "-I", "-c", "pass"], n)
+    for label, args in (("kbq QUERY", [QUERIES[0]]), ("kbq --json QUERY", ["--json", QUERIES[0]]),
+                        ("kbq (query error)", ["train 13B qlroa on 20GB"])):
+        t = median_time([str(kbq), *args], n)
+        row(f"cold start, {label}", f"{t * 1000:.0f} ms = {t / floor:.1f}x", f"python -I -c pass {floor * 1000:.0f} ms",
+            "<= 5x", t / floor <= 5)
+    shutil.rmtree(venv.parent, ignore_errors=True)
+
+
+def engine(seconds: float, million: int) -> None:
+    print("2. engine in process", flush=True)
+    from kb import get_knowledge
+    from kb.engine import answer
+    from kb.query import parse
+
+    kn = get_knowledge()
+    for q in QUERIES:
+        answer(parse(q, kn), kn, q).to_dict()
+    n, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        for q in QUERIES:
+            answer(parse(q, kn), kn, q).to_dict()
+            n += 1
+    rate = n / (time.perf_counter() - t0)
+    row("engine, answers/s (one core, no cache)", f"{rate:,.0f}", "-", ">= 10,000", rate >= 10000)
+    tracemalloc.start()
+    for i in range(200):
+        q = QUERIES[i % len(QUERIES)]
+        answer(parse(q, kn), kn, q).to_dict()
+    base, _ = tracemalloc.get_traced_memory()
+    for i in range(million):
+        q = QUERIES[i % len(QUERIES)]
+        answer(parse(q, kn), kn, q).to_dict()
+    after, _ = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    row(f"engine, memory growth over {million:,} answers", f"{(after - base) / 1e6:+.2f} MB",
+        f"{base / 1e6:.1f} MB after warm-up", "flat (< 1 MB)", after - base < 1e6)
+
+
+def batch(lines: int) -> None:
+    print("3. kbq --batch", flush=True)
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+        for i in range(lines):
+            f.write(QUERIES[i % len(QUERIES)] + "\n")
+        name = f.name
+    t = time.perf_counter()
+    out = subprocess.run([shutil.which("kbq") or "kbq", "--batch", name], capture_output=True, text=True, env=env())
+    dt = time.perf_counter() - t
+    os.unlink(name)
+    got = len(out.stdout.splitlines())
+    row("kbq --batch, answers/s", f"{got / dt:,.0f} ({got} lines in {dt:.1f} s)", "-", ">= 5,000", got / dt >= 5000)
+
+
+def free_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return int(port)
+
+
+def rss_kb(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def server(seconds: float, connections: int) -> None:
+    print("4. server", flush=True)
+    port = free_port()
+    proc = subprocess.Popen([shutil.which("kbq") or "kbq", "serve", "--port", str(port), "--workers", "16"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env())
+    try:
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        paths = ["/api/answer?q=" + q.replace(" ", "+").replace("?", "%3F") for q in QUERIES]
+        for p in paths:  # warm up
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            c.request("GET", p)
+            c.getresponse().read()
+            c.close()
+        start_rss = rss_kb(proc.pid)
+        latencies: list[float] = []
+        errors = [0]
+        lock = threading.Lock()
+        stop = time.time() + seconds
+
+        def client(k: int) -> None:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            i = k
+            while time.time() < stop:
+                t = time.perf_counter()
+                try:
+                    conn.request("GET", paths[i % len(paths)])
+                    resp = conn.getresponse()
+                    resp.read()
+                    ok = resp.status == 200
+                except (OSError, http.client.HTTPException):
+                    ok = False
+                    conn.close()
+                    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+                with lock:
+                    latencies.append(time.perf_counter() - t)
+                    errors[0] += 0 if ok else 1
+                i += 1
+            conn.close()
+
+        threads = [threading.Thread(target=client, args=(k,)) for k in range(connections)]
+        t0 = time.time()
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        dt = time.time() - t0
+        end_rss = rss_kb(proc.pid)
+        lat = sorted(latencies)
+        p50 = lat[len(lat) // 2] * 1000
+        p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000
+        rate = len(lat) / dt
+        row(f"server, answers/s at {connections} connections", f"{rate:,.0f} ({len(lat)} in {dt:.0f} s)",
+            "-", ">= 1,000", rate >= 1000)
+        row("server, latency p50 / p99", f"{p50:.0f} / {p99:.0f} ms", "-", "p99 <= 50 ms", p99 <= 50)
+        row("server, errors", str(errors[0]), "-", "0", errors[0] == 0)
+        row("server, memory start -> end", f"{start_rss / 1024:.0f} -> {end_rss / 1024:.0f} MB", "-",
+            "flat", end_rss - start_rss < 20 * 1024)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def scaling(repeats: int) -> None:
+    print("5. catalogue scaling", flush=True)
+    import yaml
+
+    from kb.engine import answer
+    from kb.knowledge import build
+    from kb.paths import rules_dir
+    from kb.query import parse
+
+    def timed(kn: object) -> float:
+        best = []
+        for _ in range(repeats):
+            t = time.perf_counter()
+            for q in QUERIES:
+                answer(parse(q, kn), kn, q)  # type: ignore[arg-type]
+            best.append(time.perf_counter() - t)
+        return min(best) / len(QUERIES)
+
+    base = build(rules_dir())
+    with tempfile.TemporaryDirectory() as tmp:
+        big = Path(tmp) / "rules"
+        shutil.copytree(rules_dir(), big)
+        for name, key in (("gpus.yaml", "gpus"), ("models.yaml", "models")):
+            data = yaml.safe_load((big / name).read_text())
+            extra = []
+            for k in range(1, 10):
+                for item in data[key]:
+                    clone = dict(item)
+                    clone["id"] = f"{item['id']}-x{k}"
+                    clone["aliases"] = []
+                    clone["name"] = f"{item['name']} x{k}"
+                    extra.append(clone)
+            data[key] += extra
+            (big / name).write_text(yaml.safe_dump(data, sort_keys=False))
+        kn10 = build(big)
+        t1, t10 = timed(base), timed(kn10)
+        ratio = t10 / t1
+        row(f"scaling, {len(base.gpus)} → {len(kn10.gpus)} GPUs, {len(base.models)} → {len(kn10.models)} models",
+            f"{t1 * 1000:.1f} → {t10 * 1000:.1f} ms per answer ({ratio:.1f}x)", "10x catalogue",
+            "<= linear (<= 10x)", ratio <= 10.5)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args()
+    q = args.quick
+    print(f"kbq benchmark — {time.strftime('%Y-%m-%d')} — {os.cpu_count()} cores, Python {sys.version.split()[0]}")
+    cold_start(5 if q else 21)
+    engine(3 if q else 10, 2000 if q else 20000)
+    batch(500 if q else 3000)
+    server(10 if q else 60, 32)
+    scaling(1 if q else 3)
+    print("\n| figure | value | baseline | target | met |\n|---|---|---|---|---|")
+    for r in ROWS:
+        print("| " + " | ".join(r) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
