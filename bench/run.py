@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import argparse
+import copy
 import http.client
 import json
 import os
@@ -239,7 +240,7 @@ def scaling(repeats: int) -> None:
             extra = []
             for k in range(1, 10):
                 for item in data[key]:
-                    clone = dict(item)
+                    clone = copy.deepcopy(item)
                     clone["id"] = f"{item['id']}-x{k}"
                     clone["aliases"] = []
                     clone["name"] = f"{item['name']} x{k}"

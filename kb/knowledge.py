@@ -55,8 +55,47 @@ def build(root: Path) -> Knowledge:
     for path in flow_paths:
         _load_one(path, root, FILES["flow"], f"flow:{path.stem}", docs, parsed, errs)
     if errs.errors:
+        _check_the_rest(root, docs, parsed, errs)
         raise RuleErrors(errs.errors)
     return _assemble(root, docs, parsed, errs)
+
+
+_STAND_INS = ("sources", "precisions", "gpus", "models", "formulas", "query", "runtimes")
+
+
+def _check_the_rest(root: Path, docs: dict[str, Doc], parsed: dict[str, Any], errs: _Collector) -> None:
+    """Some files failed their schema: still run the cross-file checks on the ones that passed,
+    so one run reports every error. A file that failed stands in as empty, and the checks that
+    would only echo its failure (sources, names from formulas.yaml) are left out."""
+    from kb import schema as sc
+
+    missing = [n for n in _STAND_INS if n not in parsed or n not in docs]
+    if any(n not in docs for n in _STAND_INS):
+        return  # a file is missing or unreadable: nothing sound to cross-check
+    empty = {
+        "sources": sc.SourcesFile.model_construct(sources=[], claims=[]),
+        "precisions": sc.PrecisionsFile.model_construct(precisions=[]),
+        "gpus": sc.GpusFile.model_construct(gpus=[]),
+        "models": sc.ModelsFile.model_construct(models=[], bare_size=sc.BareSize.model_construct(references=[])),
+        "formulas": sc.FormulasFile.model_construct(inputs={}, constants={}, formulas={}),
+        "runtimes": sc.RuntimesFile.model_construct(runtimes=[], defaults=None),
+    }
+    if "query" in missing or "runtimes" in missing:
+        return  # defaults and runtime defaults are read everywhere below
+    trial = dict(parsed)
+    for name in missing:
+        trial[name] = empty[name]
+    before = len(errs.errors)
+    probe = _Collector()
+    try:
+        _assemble(root, docs, trial, probe, skip_sources="sources" in missing,
+                  skip_names="formulas" in missing, skip_precisions="precisions" in missing)
+    except RuleErrors:
+        pass
+    except Exception:  # a stand-in the checks cannot use: report what the schema found
+        return
+    seen = {e.render() for e in errs.errors[:before]}
+    errs.errors.extend(e for e in probe.errors if e.render() not in seen)
 
 
 def _load_one(path: Path, root: Path, model: Any, key: str, docs: dict[str, Doc],
@@ -78,7 +117,8 @@ def _load_one(path: Path, root: Path, model: Any, key: str, docs: dict[str, Doc]
 
 
 def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
-              errs: _Collector) -> Knowledge:
+              errs: _Collector, skip_sources: bool = False, skip_names: bool = False,
+              skip_precisions: bool = False) -> Knowledge:
     src_doc = docs["sources"]
     sources = {s.id: s.model_dump() for s in parsed["sources"].sources}
     _unique(src_doc, [("sources", i, "id") for i in range(len(sources))],
@@ -86,7 +126,7 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
     known_sources = set(sources)
 
     def need_source(doc: Doc, loc: tuple[Any, ...], sid: str) -> None:
-        if sid not in known_sources:
+        if not skip_sources and sid not in known_sources:
             errs.add(doc.error(loc, f"unknown source '{sid}'", nearest(sid, known_sources)))
 
     gpus, gpu_alias = _catalogue(docs["gpus"], "gpus", [g.model_dump() for g in parsed["gpus"].gpus], errs)
@@ -158,13 +198,13 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
     need_source(qdoc, ("defaults", "source"), parsed["query"].defaults.source)
     for key in ("inference_precision", "training_precision", "qlora_precision", "kv_precision"):
         pid = query["defaults"][key]
-        if pid not in precisions:
+        if not skip_precisions and pid not in precisions:
             errs.add(qdoc.error(("defaults", key), f"unknown precision '{pid}'", nearest(pid, precisions)))
 
     names_known = set(units)
     flows = []
     for key in sorted(k for k in docs if k.startswith("flow:")):
-        if key in parsed:
+        if key in parsed and not skip_names:
             flows.append(_compile_flow(docs[key], parsed[key], units, set(ffile.formulas), need_source, errs))
     _unique(None, [], [f.id for f in flows], "flow id", errs, docs=[docs[k] for k in sorted(docs) if k.startswith("flow:")])
     flows.sort(key=lambda f: (f.order, f.id))
@@ -172,7 +212,7 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
         errs.add(RuleError(f"{root.name}/flows", 1, 1, "no flow has role: sizing"))
 
     claims = []
-    for i, c in enumerate(parsed["sources"].claims):
+    for i, c in enumerate([] if skip_names else parsed["sources"].claims):
         need_source(src_doc, ("claims", i, "source"), c.source)
         computed = _expr(src_doc, ("claims", i, "computed"), c.computed, units, errs)
         when = _expr(src_doc, ("claims", i, "applies_when"), c.applies_when, units, errs, want=ex.BOOL)

@@ -320,8 +320,6 @@ def test_every_cross_file_error_in_one_run(tmp_path: Path) -> None:
     assert len(expected) == 5
 
 
-@pytest.mark.xfail(strict=True, reason="kb.knowledge.build stops after the schema stage: a "
-                   "schema error in one file hides the name, unit and flow errors of the others")
 def test_schema_errors_do_not_hide_cross_file_errors(tmp_path: Path) -> None:
     root, expected = _combined(tmp_path, ["invalid-literal-suggestion", "edge-to-unknown-node",
                                           "claim-unknown-name"])
