@@ -152,6 +152,9 @@ def resolve(w: Workload, kn: Knowledge) -> Resolved:
     for attr in ("users", "batch", "context_tokens", "prompt_tokens", "output_tokens"):
         if getattr(w, attr) is None:
             setattr(w, attr, d.get(attr, 1))
+    if w.paged:
+        warnings.append("paged optimizer: its states are counted on the GPU; under memory pressure "
+                        "bitsandbytes pages them to CPU memory, so the peak can be lower (and steps slower)")
     assumptions[:] = [a for a in assumptions if a]
     ctx = w.context_tokens if not is_training else w.seq_len
     if ctx and ctx > model["max_context"]:
@@ -222,6 +225,8 @@ def base_scope(r: Resolved, kn: Knowledge) -> Scope:
         "is_prefill_only": w.task == "prefill",
         "checkpointing": bool(w.checkpointing), "flash_attention": bool(w.flash_attention),
         "offload": bool(w.offload),
+        "optimizer_in_backward": bool(w.optimizer_in_backward),
+        "lora_attention_only": bool(w.lora_attention_only),
         "optimizer": w.optimizer, "precision": w.precision, "task": w.task,
         "gpu_named": bool(w.gpus),
         "weight_bytes_per_param": r.precision["bits_per_weight"] / 8,

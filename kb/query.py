@@ -506,8 +506,10 @@ class _Resolver:
             w.flash_attention = False
         elif knob in ("adam8bit", "sgd", "adamw"):
             w.optimizer = knob
-        elif knob == "offload":
-            w.offload = True
+            if "paged" in self.q.lower():
+                w.paged = True
+        elif knob in ("offload", "optimizer_in_backward", "paged", "lora_attention_only"):
+            setattr(w, knob, True)
         elif knob == "fp8_kv":
             w.kv_precision = "fp8"
         elif knob == "int8_kv":

@@ -339,7 +339,8 @@ class QueryFile(Strict):
     solve: dict[Literal["max_users", "max_context", "largest_model", "how_many_gpus"], Solve]
     fillers: list[str]
     knobs: dict[Literal["checkpointing", "no_checkpointing", "flash", "eager", "adam8bit", "sgd",
-                        "adamw", "offload", "fp8_kv", "int8_kv"], list[str]]
+                        "adamw", "offload", "fp8_kv", "int8_kv", "optimizer_in_backward", "paged",
+                        "lora_attention_only"], list[str]]
     defaults: Defaults
 
 

@@ -39,6 +39,9 @@ class Workload:
     flash_attention: bool | None = None
     optimizer: str | None = None
     offload: bool | None = None
+    optimizer_in_backward: bool | None = None
+    paged: bool | None = None
+    lora_attention_only: bool | None = None
     runtime: str | None = None
     task_explicit: bool = False
     notes: list[str] = field(default_factory=list)   # how the query's words were read
