@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import copy
 import http.client
-import json
 import os
 import shutil
 import socket

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 SUBCOMMANDS = ("gpus", "models", "rules", "validate", "schema", "export", "serve", "ask")
@@ -53,7 +52,11 @@ def _fail(message: str, code: int = 2) -> int:
 
 def _ask_fast(argv: list[str]) -> int:
     """kbq [--json|--markdown] [--all] [--no-trace] [--rules DIR] QUERY…"""
-    fmt, limit, trace, rules, batch, config = "text", 12, True, None, None, None
+    fmt, trace = "text", True
+    limit: int | None = 12
+    rules: str | None = None
+    batch: str | None = None
+    config: str | None = None
     words: list[str] = []
     i = 0
     while i < len(argv):

@@ -160,7 +160,7 @@ def resolve(w: Workload, kn: Knowledge) -> Resolved:
     if ctx and ctx > model["max_context"]:
         warnings.append(f"{ctx} tokens is longer than {model['name']}'s maximum context "
                         f"({model['max_context']})")
-    precision = kn.precisions[w.precision]
+    precision = kn.precisions[w.precision or d["inference_precision"]]
     kv = kn.precisions.get(w.kv_precision or d["kv_precision"], kn.precisions[d["kv_precision"]])
     return Resolved(w, runtime, model, precision, kv, assumptions, warnings, is_training)
 

@@ -157,7 +157,7 @@ def parse(text: str) -> Expr:
     except UnexpectedEOF:
         raise ExprSyntaxError("the expression ends too early", len(text) + 1) from None
     except UnexpectedCharacters as exc:
-        raise ExprSyntaxError(f"unexpected character {text[exc.pos_in_stream]!r}",
+        raise ExprSyntaxError(f"unexpected character {text[exc.pos_in_stream or 0]!r}",
                               exc.column) from None
     except UnexpectedInput as exc:
         token = getattr(exc, "token", None)

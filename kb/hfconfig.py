@@ -35,7 +35,8 @@ def read(path: str | Path, kn: Any) -> dict[str, Any]:
         raise ConfigError(f"{p}: not a JSON config: {exc}") from None
     if not isinstance(raw, dict):
         raise ConfigError(f"{p}: a config.json holds one JSON object")
-    cfg = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else raw
+    text_config = raw.get("text_config")
+    cfg: dict[str, Any] = text_config if isinstance(text_config, dict) else raw
     try:
         model = _model(cfg, p)
     except (TypeError, ValueError, KeyError) as exc:

@@ -185,7 +185,7 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
         errs.add(fdoc.error(("formulas", name, "<key>") if name in ffile.formulas else ("constants", name, "<key>"),
                             f"'{name}' is defined twice (inputs, constants and formulas share one namespace)"))
     units: dict[str, ex.Unit] = {}
-    for section, table in (("inputs", inputs), ("constants", constants), ("formulas", ffile.formulas)):
+    for table in (inputs, constants, ffile.formulas):
         for name, item in table.items():
             unit_text = item["unit"] if isinstance(item, dict) else item.unit
             units[name] = ex.parse_unit(str(unit_text))
@@ -328,7 +328,7 @@ def _compile_formulas(doc: Doc, ffile: Any, units: dict[str, ex.Unit],
         if (f.expr is None) == (f.cases is None):
             errs.add(doc.error(base, f"formula '{name}' needs either expr or cases (one of them)"))
             continue
-        raw_cases = [(None, f.expr, None, base + ("expr",), None)] if f.expr is not None else [
+        raw_cases: list[tuple[Any, ...]] = [(None, f.expr, None, base + ("expr",), None)] if f.expr is not None else [
             (c.when, c.expr, c.note, base + ("cases", i, "expr"), base + ("cases", i, "when"))
             for i, c in enumerate(f.cases or [])]
         cases: list[Case] = []

@@ -185,7 +185,7 @@ def _lex(query: str) -> list[Tok]:
     for item in tree.children:
         if not isinstance(item, Tree):
             continue
-        parts: list[Token] = [c for c in item.children if isinstance(c, Token)]
+        parts: list[Any] = [c for c in item.children if isinstance(c, Token)]
         first = parts[0]
         col = first.column or 1
         text = query[first.start_pos:parts[-1].end_pos]
