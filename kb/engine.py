@@ -28,9 +28,9 @@ BREAKDOWN = ("weights_gb", "kv_cache_gb", "activations_gb", "gradients_gb", "opt
 INFERENCE_SPEED = ("decode_tokens_per_s", "decode_tokens_per_s_aggregate",
                    "prefill_tokens_per_s", "ttft_s")
 TRAINING_SPEED = ("train_tokens_per_s", "train_time_s")
-ROW_FORMULAS = ("usable_vram_gb", "per_gpu_gb", "fits", "headroom_gb", "gpus_needed",
-                "decode_tokens_per_s", "decode_tokens_per_s_aggregate", "prefill_tokens_per_s",
-                "ttft_s", "train_tokens_per_s", "train_time_s", "rank_speed_tokens_per_s")
+ROW_MEMORY = ("usable_vram_gb", "per_gpu_gb", "fits", "headroom_gb", "gpus_needed",
+              "rank_speed_tokens_per_s")
+ROW_FORMULAS = {False: ROW_MEMORY + INFERENCE_SPEED, True: ROW_MEMORY + TRAINING_SPEED}
 
 
 @dataclass
@@ -481,7 +481,7 @@ def _answer(w: Workload, kn: Knowledge, query: str = "") -> Answer:
     evs: list[tuple[Evaluated, dict[str, Any], int, bool]] = []
     for gpu, count, requested in candidates:
         ev = Evaluated(gpu_scope(base.scope, gpu, count, r.precision), dict(base.cases), dict(base.errors))
-        evaluate(kn, ev, ROW_FORMULAS)
+        evaluate(kn, ev, ROW_FORMULAS[r.is_training])
         evs.append((ev, gpu, count, requested))
     order = list(range(len(evs))) if w.gpus else sorted(
         range(len(evs)), key=lambda i: _rank_key(sizing.ranking, evs[i][0]))
