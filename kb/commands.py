@@ -192,6 +192,11 @@ def serve(host: str, port: int, workers: int, rules: str | None) -> None:
     app = create_app({"KBQ_RULES": rules} if rules else None)
     import waitress
 
+    try:
+        app.extensions["kbq"].get()   # load before the first request, not during it
+    except Exception:  # noqa: BLE001 - the pages show the rule errors; serving goes on
+        pass
+
     click.echo(f"kbq serving on http://{host}:{port}/  (Ctrl-C to stop)")
     waitress.serve(app, host=host, port=port, threads=workers, ident="kbq")
 

@@ -57,10 +57,16 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         message = err.description or err.name
         if err.code == 413:
             message = f"the request body is larger than {app.config['MAX_CONTENT_LENGTH'] // 1024} KiB"
+        # keep the exception's own headers (a 405's Allow, RFC 9110)
+        headers = {k: v for k, v in err.get_headers() if k.lower() != "content-type"}
         if request.path.startswith("/api/") or request.path == "/api":
-            return api.error(message, err.code or 500)
-        return render_template("pages/error.html", title=f"{err.code} {err.name}",
-                               message=message), err.code
+            response = api.error(message, err.code or 500)
+        else:
+            response = app.make_response((render_template(
+                "pages/error.html", title=f"{err.code} {err.name}", message=message), err.code))
+        response = app.make_response(response)
+        response.headers.update(headers)
+        return response
 
     @app.errorhandler(NoKnowledge)
     def no_knowledge(err: NoKnowledge) -> Any:

@@ -70,11 +70,15 @@ class LiveKnowledge:
         self._lock = threading.Lock()
 
     def get(self) -> Knowledge:
-        """The knowledge to answer from; raises NoKnowledge if the rules never validated."""
-        watched = self.knowledge is None or self.root is not None
-        if watched and time.monotonic() - self._checked >= self.interval:
+        """The knowledge to answer from; raises NoKnowledge if the rules never validated.
+        A request that arrives while the first load is under way waits for it."""
+        kn = self.knowledge
+        if kn is not None and self.root is None:
+            return kn
+        if kn is None or time.monotonic() - self._checked >= self.interval:
             with self._lock:
-                if time.monotonic() - self._checked >= self.interval:
+                due = time.monotonic() - self._checked >= self.interval
+                if due or (self.knowledge is None and not self.errors):
                     self._refresh()
         if self.knowledge is None:
             raise NoKnowledge(self.errors)
