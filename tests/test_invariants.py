@@ -1,0 +1,366 @@
+"""Invariants of the answers, as property tests over workloads built from the vocabulary.
+
+- more users, context, batch or sequence never lowers memory (memory.total_gb);
+- more bits per weight never lowers memory, for the same model, runtime and GPU — among formats
+  that treat the embeddings alike. Formats that keep the token embedding and output head in
+  16-bit (precisions.yaml `quantizes_embeddings: false`: nf4, gptq, awq, fp4, fp8, int8) can
+  need more than a format with more bits that quantizes them (on llama-3.2-1b awq at 4.16 bits
+  needs more than int4 at 4.25, fp8 more than q8_0); that is the only inversion allowed;
+- more bandwidth never lowers decode speed, between GPUs with the same kind of memory (HBM or
+  not: runtimes.yaml `hbm_decode_efficiency`), the same runtime and count, and no less compute
+  (decode is the slower of the bandwidth and compute ceilings) or interconnect;
+- a job that fits on a GPU fits on every GPU with more memory (same runtime and count) — except
+  Apple's unified memory, of which macOS lets the GPU wire 75% (formulas.yaml usable_vram_gb):
+  across that line it is the usable memory that orders them;
+- gpus_needed is the fewest GPUs of that kind that hold the job;
+- the memory breakdown sums to the total;
+- every figure is finite and ≥ 0, except signed ones: a GPU's headroom_gb (negative when the
+  job does not fit) and the trace step that computes it, and a claim's difference_pct;
+- the same query gives the same answer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kb import ask, get_knowledge
+from kb.errors import QueryError
+from test_fuzz import Drawn, vocab_query   # the fuzzing's query generator (tests/test_fuzz.py)
+
+KN = get_knowledge()
+
+MODELS = sorted(KN.models)
+GPUS = sorted(KN.gpus)
+PRECISIONS = sorted(KN.precisions)
+INFERENCE_RUNTIMES = sorted(k for k, rt in KN.runtimes.items() if rt["kind"] in ("inference", "both"))
+TRAINING_RUNTIMES = sorted(k for k, rt in KN.runtimes.items() if rt["kind"] in ("training", "both"))
+TRAINING_TASKS = ("lora", "qlora", "full fine-tune", "pretrain")
+
+PROPERTY = settings(max_examples=200, deadline=None)
+
+
+def bits(precision: str) -> float:
+    return float(KN.precisions[precision]["bits_per_weight"])
+
+
+def quantizes_embeddings(precision: str) -> bool:
+    return bool(KN.precisions[precision].get("quantizes_embeddings", True))
+
+
+def is_hbm(gpu_id: str) -> bool:
+    return str(KN.gpus[gpu_id].get("memory_type", "")).upper().startswith("HBM")
+
+
+def is_apple(gpu_id: str) -> bool:
+    return KN.gpus[gpu_id]["vendor"] == "apple"
+
+
+# ---------------------------------------------------------------- workloads → queries
+
+@st.composite
+def inference_workloads(draw: Any) -> dict[str, Any]:
+    return {
+        "task": draw(st.sampled_from(["serve", "infer"])),
+        "model": draw(st.sampled_from(MODELS)),
+        "precision": draw(st.sampled_from(PRECISIONS)),
+        "users": draw(st.integers(1, 512)),
+        "context": draw(st.integers(1, 131_072)),
+        "batch": draw(st.integers(1, 8)),
+        "seq": draw(st.integers(1, 8192)),
+        "gpu": draw(st.sampled_from(GPUS)),
+        "count": draw(st.integers(1, 8)),
+        "runtime": draw(st.sampled_from(INFERENCE_RUNTIMES)),
+    }
+
+
+@st.composite
+def training_workloads(draw: Any) -> dict[str, Any]:
+    task = draw(st.sampled_from(TRAINING_TASKS))
+    return {
+        "task": task,
+        "model": draw(st.sampled_from(MODELS)),
+        "precision": draw(st.sampled_from(["bf16", "fp16", "fp32"])) if task != "qlora" else "nf4",
+        "users": draw(st.integers(1, 64)),
+        "context": draw(st.integers(1, 32_768)),
+        "batch": draw(st.integers(1, 16)),
+        "seq": draw(st.integers(1, 16_384)),
+        "gpu": draw(st.sampled_from(GPUS)),
+        "count": draw(st.integers(1, 8)),
+        "runtime": draw(st.sampled_from(TRAINING_RUNTIMES)),
+    }
+
+
+def workloads() -> st.SearchStrategy[dict[str, Any]]:
+    return st.one_of(inference_workloads(), training_workloads())
+
+
+def query(w: dict[str, Any], gpus: bool = True) -> str:
+    parts = [w["task"], w["model"]]
+    if w.get("precision"):
+        parts.append(w["precision"])
+    parts += [f"{w['users']} users", f"{w['context']} context", f"batch {w['batch']}",
+              f"seq {w['seq']}"]
+    if gpus:
+        parts.append(f"on {w['count']}x {w['gpu']}")
+    parts.append(f"with {w['runtime']}")
+    return " ".join(parts)
+
+
+def total_gb(q: str) -> float:
+    value = ask(q).memory["total_gb"]
+    assert isinstance(value, float) and math.isfinite(value), (q, value)
+    return value
+
+
+# ---------------------------------------------------------------- memory grows with the job
+
+LIMITS = {"users": 1_000_000, "context": 100_000_000, "batch": 1_000_000, "seq": 100_000_000}
+
+
+@PROPERTY
+@given(workloads(), st.sampled_from(sorted(LIMITS)), st.integers(1, 10_000))
+def test_more_users_context_batch_or_sequence_never_lowers_memory(
+        w: dict[str, Any], knob: str, more: int) -> None:
+    bigger = dict(w, **{knob: min(w[knob] + more, LIMITS[knob])})
+    assert total_gb(query(bigger)) >= total_gb(query(w))
+
+
+@pytest.mark.parametrize("model", ["llama-3.2-1b", "llama-3.1-8b", "llama-3.1-70b", "mixtral-8x7b",
+                                   "gemma-2-2b", "qwen2.5-7b"])
+def test_the_gguf_to_float_ladder_strictly_grows(model: str) -> None:
+    ladder = ["q4_k_m", "q8_0", "fp16", "fp32"]
+    totals = [total_gb(f"serve {model} {p} 8 users on h100 with llama.cpp") for p in ladder]
+    assert totals == sorted(totals) and len(set(totals)) == len(totals), dict(zip(ladder, totals))
+
+
+def _memory_by_precision(base: str) -> dict[str, float]:
+    return {p: total_gb(base.format(precision=p)) for p in PRECISIONS}
+
+
+def _check_precision_order(totals: dict[str, float]) -> None:
+    for lo, hi in itertools.permutations(totals, 2):
+        if bits(lo) > bits(hi) or totals[lo] <= totals[hi] * (1 + 1e-12):
+            continue
+        # the one allowed inversion: lo keeps 16-bit embeddings, hi quantizes them
+        assert not quantizes_embeddings(lo) and quantizes_embeddings(hi), (
+            f"{lo} ({bits(lo)} bits) needs {totals[lo]:.4f} GB, more than "
+            f"{hi} ({bits(hi)} bits) with {totals[hi]:.4f} GB")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(MODELS), st.sampled_from(INFERENCE_RUNTIMES), st.integers(1, 256),
+       st.integers(1, 65_536), st.sampled_from(GPUS), st.integers(1, 8))
+def test_more_bits_never_lower_inference_memory(model: str, runtime: str, users: int,
+                                                context: int, gpu: str, count: int) -> None:
+    _check_precision_order(_memory_by_precision(
+        f"serve {model} {{precision}} {users} users {context} context on {count}x {gpu} with {runtime}"))
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from(MODELS), st.sampled_from(TRAINING_RUNTIMES), st.integers(1, 16),
+       st.integers(1, 8192), st.sampled_from(GPUS))
+def test_more_bits_never_lower_lora_memory(model: str, runtime: str, batch: int, seq: int,
+                                           gpu: str) -> None:
+    _check_precision_order(_memory_by_precision(
+        f"lora {model} {{precision}} batch {batch} seq {seq} on {gpu} with {runtime}"))
+
+
+def test_the_embedding_exception_is_real_and_documented() -> None:
+    """The inversion the precision invariant allows does happen (so the allowance is needed)."""
+    totals = _memory_by_precision("serve llama-3.2-1b {precision} on h100 with vllm")
+    assert bits("awq") < bits("int4") and totals["awq"] > totals["int4"]
+    assert bits("fp8") < bits("q8_0") and totals["fp8"] > totals["q8_0"]
+    _check_precision_order(totals)
+
+
+# ---------------------------------------------------------------- GPUs compared in one answer
+
+def _pairs(rows: list[Any]) -> list[tuple[Any, Any]]:
+    return list(itertools.permutations(rows, 2))
+
+
+@PROPERTY
+@given(inference_workloads())
+def test_more_bandwidth_never_lowers_decode_speed(w: dict[str, Any]) -> None:
+    """Every catalogue GPU at count 1, one runtime: a GPU with no less bandwidth and compute
+    and the same kind of memory decodes no slower."""
+    a = ask(query(w, gpus=False))
+    rows = a.gpus
+    assert len(rows) == len(KN.gpus)
+    for row in rows:   # a speed is missing only where the catalogue has no TFLOPS for the GPU
+        assert (row.decode_tokens_per_s is None) == (row.compute_tflops is None), row.id
+    rows = [r for r in rows if r.decode_tokens_per_s is not None]
+    compared = 0
+    for x, y in _pairs(rows):
+        if (is_hbm(x.id) == is_hbm(y.id) and x.bandwidth_gb_s >= y.bandwidth_gb_s
+                and x.compute_tflops >= y.compute_tflops):
+            compared += 1
+            assert x.decode_tokens_per_s >= y.decode_tokens_per_s * (1 - 1e-12), (
+                f"{x.id} ({x.bandwidth_gb_s} GB/s, {x.compute_tflops} TFLOPS) decodes at "
+                f"{x.decode_tokens_per_s:.2f} tok/s, slower than {y.id} ({y.bandwidth_gb_s} "
+                f"GB/s, {y.compute_tflops} TFLOPS) at {y.decode_tokens_per_s:.2f}")
+    assert compared >= 100
+
+
+@PROPERTY
+@given(inference_workloads(), st.lists(st.sampled_from(GPUS), min_size=2, max_size=5, unique=True))
+def test_more_bandwidth_never_lowers_decode_speed_on_several_gpus(
+        w: dict[str, Any], gpus: list[str]) -> None:
+    """The same with a count > 1, where the all-reduce also depends on the interconnect."""
+    on = " vs ".join(f"{w['count']}x {g}" for g in gpus)
+    a = ask(query(w, gpus=False).replace(f" with {w['runtime']}", f" on {on} with {w['runtime']}"))
+    rows = [r for r in a.gpus if r.decode_tokens_per_s is not None]
+    assert all(r.count == w["count"] for r in a.gpus)
+    for x, y in _pairs(rows):
+        link = lambda r: (KN.gpus[r.id].get("interconnect") or {}).get("gb_s") or 0  # noqa: E731
+        if (is_hbm(x.id) == is_hbm(y.id) and x.bandwidth_gb_s >= y.bandwidth_gb_s
+                and x.compute_tflops >= y.compute_tflops and link(x) >= link(y)):
+            assert x.decode_tokens_per_s >= y.decode_tokens_per_s * (1 - 1e-12), (x.id, y.id)
+
+
+def _check_fits(rows: list[Any]) -> None:
+    # the job's size does not depend on which GPU is judged
+    assert len({round(r.per_gpu_gb, 9) for r in rows if r.count == rows[0].count}) == 1
+    for x, y in _pairs(rows):
+        if not y.fits or x.vram_gb < y.vram_gb:
+            continue
+        if is_apple(x.id) != is_apple(y.id) and x.usable_vram_gb < y.usable_vram_gb:
+            continue   # unified memory: macOS wires only part of it for the GPU
+        assert x.fits, (f"fits on {y.id} ({y.vram_gb} GB, {y.usable_vram_gb} usable) but not on "
+                        f"{x.id} ({x.vram_gb} GB, {x.usable_vram_gb} usable)")
+
+
+@PROPERTY
+@given(workloads())
+def test_what_fits_on_a_gpu_fits_on_every_gpu_with_more_memory(w: dict[str, Any]) -> None:
+    a = ask(query(w, gpus=False))
+    assert len(a.gpus) == len(KN.gpus)
+    _check_fits(a.gpus)
+
+
+@PROPERTY
+@given(workloads(), st.lists(st.sampled_from(GPUS), min_size=2, max_size=5, unique=True))
+def test_what_fits_on_n_gpus_fits_on_n_gpus_with_more_memory(
+        w: dict[str, Any], gpus: list[str]) -> None:
+    on = " vs ".join(f"{w['count']}x {g}" for g in gpus)
+    a = ask(query(w, gpus=False).replace(f" with {w['runtime']}", f" on {on} with {w['runtime']}"))
+    _check_fits(a.gpus)
+
+
+def test_apple_unified_memory_is_the_one_exception() -> None:
+    """The allowance above is needed: some Apple GPU with more memory than a discrete one
+    holds less, because only 75% of unified memory goes to the GPU."""
+    a = ask("serve llama-3.1-70b fp16 8 users with llama.cpp")   # ~153 GB
+    inversions = [(x.id, y.id) for x, y in _pairs(a.gpus)
+                  if y.fits and not x.fits and x.vram_gb >= y.vram_gb]
+    assert inversions and all(is_apple(x) and not is_apple(y) for x, y in inversions)
+
+
+@PROPERTY
+@given(workloads())
+def test_gpus_needed_is_the_fewest_gpus_that_hold_the_job(w: dict[str, Any]) -> None:
+    one = ask(query(dict(w, count=1))).gpus[0]
+    n = one.gpus_needed
+    assert n is not None and n >= 1
+    if n > 4096:
+        return
+    assert ask(query(dict(w, count=n))).gpus[0].fits, (query(w), n)
+    if n > 1:
+        assert not ask(query(dict(w, count=n - 1))).gpus[0].fits, (query(w), n)
+
+
+@pytest.mark.xfail(strict=True, reason="rules/formulas.yaml gpus_needed = max(1, ceil((total_gb - "
+                   "overhead_gb) / (usable_vram_gb - runtime.overhead_gb))): on a GPU whose usable "
+                   "memory is below the runtime's overhead the divisor is negative and the result "
+                   "is 1, so the verdict reads 'Does not fit … 1 of them would hold it'")
+@pytest.mark.parametrize("capacity", ["1GB", "0.5GB"])
+def test_gpus_needed_on_a_gpu_smaller_than_the_runtime_overhead(capacity: str) -> None:
+    a = ask(f"serve 7B on {capacity} with vllm")
+    row = a.gpus[0]
+    assert not row.fits
+    if row.gpus_needed is not None:
+        assert ask(f"serve 7B on {row.gpus_needed}x {capacity} with vllm").gpus[0].fits, a.verdict
+
+
+# ---------------------------------------------------------------- the answer itself
+
+@PROPERTY
+@given(workloads(), st.booleans())
+def test_the_breakdown_sums_to_the_total(w: dict[str, Any], named: bool) -> None:
+    memory = ask(query(w, gpus=named)).memory
+    parts = memory["breakdown"].values()
+    assert all(isinstance(v, float) for v in parts), memory
+    assert sum(parts) == pytest.approx(memory["total_gb"], rel=1e-9, abs=1e-12)
+
+
+SIGNED_FIELDS = {"headroom_gb", "difference_pct"}
+
+
+def _walk(value: Any, path: str, out: list[tuple[str, Any]]) -> None:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        value = dict(value.__dict__)
+    if isinstance(value, dict):
+        signed_step = str(value.get("rule", "")).startswith("headroom_gb ")
+        for k, v in value.items():
+            if signed_step and k == "result":
+                k = "headroom_gb"
+            _walk(v, f"{path}.{k}", out)
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            _walk(v, f"{path}[{i}]", out)
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        out.append((path, value))
+
+
+def _check_figures(answer: Any) -> None:
+    for tree in (answer, answer.to_dict()):     # the engine's values, and the JSON contract
+        figures: list[tuple[str, Any]] = []
+        _walk(tree, "", figures)
+        assert figures
+        for path, v in figures:
+            assert math.isfinite(v), (path, v)
+            if path.rsplit(".", 1)[-1] not in SIGNED_FIELDS:
+                assert v >= 0, (path, v)
+
+
+@PROPERTY
+@given(workloads(), st.booleans())
+def test_every_figure_is_finite_and_not_negative(w: dict[str, Any], named: bool) -> None:
+    _check_figures(ask(query(w, gpus=named)))
+
+
+@pytest.mark.parametrize("q", [
+    "which gpu for 13B lora", "max users for 70B int4 on h200 at 32k context",
+    "largest model for 24GB int4", "max context for 8B fp16 on rtx 4090",
+    "how many h100 for 405B fp8", "how many a10g for llama-3.1-70b", "max users for 70B on 1GB",
+    "serve 0.001b q4_k_m", "train 100000B", "serve llama-3.1-8b 1000000 users 100000000 context",
+    "prefill llama-3.1-8b 100000000 tokens on a10g",
+])
+def test_figures_of_questions_and_extremes(q: str) -> None:
+    _check_figures(ask(q))
+
+
+@PROPERTY
+@given(st.data())
+def test_answers_are_deterministic(data: Any) -> None:
+    r = Drawn(data)
+    q, other = vocab_query(r), vocab_query(r)
+    try:
+        first = ask(q).to_dict()
+    except QueryError as err:
+        with pytest.raises(QueryError) as again:
+            ask(q)
+        assert again.value.to_dict() == err.to_dict()
+        return
+    try:
+        ask(other)              # something else in between: no state carries over
+    except QueryError:
+        pass
+    assert ask(q).to_dict() == first
