@@ -17,7 +17,7 @@ from typing import Any
 
 from kb.answer import Answer, GpuRow, Step
 from kb.errors import EvalError, QueryError
-from kb.model import TEMPLATE_FIELD, Flow, Formula, Knowledge
+from kb.model import TEMPLATE_FIELD, TEMPLATE_SPEC, Flow, Formula, Knowledge
 from kb.workload import GpuRequest, Workload
 
 Scope = dict[str, Any]
@@ -398,6 +398,8 @@ def render_template(text: str, scope: Scope) -> str:
         if isinstance(value, bool) or isinstance(value, str):
             return str(value)
         spec = m.group(2) or ".3g"
+        if not TEMPLATE_SPEC.match(spec):
+            spec = ".3g"
         try:
             return format(value, spec)
         except (ValueError, TypeError):

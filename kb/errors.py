@@ -46,8 +46,10 @@ class QueryError(KbError):
         return " " * (self.column - 1) + "^" * max(1, self.width)
 
     def render(self) -> str:
+        shown = "".join("?" if ord(c) < 32 or 0x7F <= ord(c) <= 0x9F or 0x202A <= ord(c) <= 0x202E
+                        or 0x2066 <= ord(c) <= 0x2069 else c for c in self.query)
         lines = [f"cannot read the query at column {self.column}: {self.message}",
-                 f"  {self.query}", f"  {self.caret()}"]
+                 f"  {shown}", f"  {self.caret()}"]
         if self.suggestion:
             lines.append(f"did you mean '{self.suggestion}'?")
         if self.expected:

@@ -71,6 +71,8 @@ class Expr:
             if missing:
                 raise EvalError("no value for " + ", ".join(missing)) from None
             raise EvalError(f"'{self.text}' mixes text and numbers") from None
+        except (OverflowError, ValueError) as exc:   # ceil(inf), round(x, nan), 1e308 * 10 …
+            raise EvalError(f"'{self.text}': {exc}") from None
 
 
 _parser = None
@@ -213,7 +215,7 @@ def _divide(a: float, b: float) -> float:
 
 def _power(a: float, b: float) -> float:
     try:
-        result = a ** b
+        result = float(a) ** float(b)       # floats: an int power could run without bound
     except (OverflowError, ZeroDivisionError) as exc:
         raise EvalError(f"{a} ^ {b}: {exc}") from None
     if isinstance(result, complex):
@@ -288,7 +290,12 @@ def _compile_call(name: str, args: list[Fn]) -> Fn:
         return lambda s: min(max(_num(x(s), "clamp() value"), lo(s)), hi(s))
     if name == "round":
         if len(args) == 2:
-            return lambda s: round(_num(args[0](s), "round()"), int(args[1](s)))
+            def round2(s: Scope) -> float:
+                digits = _num(args[1](s), "round() digits")
+                if not (digits == digits and -20 <= digits <= 20):
+                    raise EvalError("round() keeps between -20 and 20 digits")
+                return round(_num(args[0](s), "round()"), int(digits))
+            return round2
         return lambda s: float(round(_num(args[0](s), "round()")))
     if name == "sqrt":
         def sqrt(s: Scope) -> float:

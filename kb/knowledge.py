@@ -18,8 +18,8 @@ from typing import Any
 from kb import expr as ex
 from kb.errors import RuleError, RuleErrors, nearest
 from kb.loader import Doc, load, validate
-from kb.model import (GPU_INPUT_PREFIX, PER_GPU_INPUTS, TEMPLATE_FIELD, Case, Claim, Edge, Flow,
-                      Formula, Knowledge, Node, norm)
+from kb.model import (GPU_INPUT_PREFIX, PER_GPU_INPUTS, TEMPLATE_FIELD, TEMPLATE_SPEC, Case, Claim,
+                      Edge, Flow, Formula, Knowledge, Node, norm)
 from kb.schema import FILES
 
 __all__ = ["build", "Knowledge", "Formula", "Flow", "Node", "Edge", "Claim", "Case", "norm",
@@ -208,7 +208,7 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
             flows.append(_compile_flow(docs[key], parsed[key], units, set(ffile.formulas), need_source, errs))
     _unique(None, [], [f.id for f in flows], "flow id", errs, docs=[docs[k] for k in sorted(docs) if k.startswith("flow:")])
     flows.sort(key=lambda f: (f.order, f.id))
-    if not any(f.role == "sizing" for f in flows):
+    if not skip_names and not any(f.role == "sizing" for f in flows):
         errs.add(RuleError(f"{root.name}/flows", 1, 1, "no flow has role: sizing"))
 
     claims = []
@@ -417,6 +417,10 @@ def _compile_flow(doc: Doc, flow: Any, units: dict[str, ex.Unit], formulas: set[
                 if m.group(1) not in units:
                     errs.add(doc.error(("nodes", i, "text"), f"unknown name '{m.group(1)}' in the verdict text",
                                        nearest(m.group(1), units)))
+                elif m.group(2) is not None and not TEMPLATE_SPEC.match(m.group(2)):
+                    errs.add(doc.error(("nodes", i, "text"),
+                                       f"format '{m.group(2)}' of {{{m.group(1)}}} is not allowed; "
+                                       "use a width of up to 2 digits and up to 6 decimals, e.g. :.1f"))
         elif not n.edges:
             errs.add(doc.error(("nodes", i, "id"), f"node '{n.id}' has no edges; only a verdict can end a flow"))
         elif n.edges[-1].when is not None:

@@ -28,13 +28,22 @@ class _Loader(yaml.SafeLoader):
     """SafeLoader that also reads 1e9 and 70.6e9 as numbers (YAML 1.1 wants 1.0e+9), and
     refuses aliases: `*name` lets a few hundred bytes stand for an exponential amount of data."""
 
+    _depth = 0
+
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.events.AliasEvent):
             event = self.get_event()
             raise yaml.composer.ComposerError(
                 None, None, f"YAML aliases (*{event.anchor}) are not used in rule files; "
                 "write the value out", event.start_mark)
-        return super().compose_node(parent, index)
+        if self._depth > MAX_DEPTH:         # before PyYAML's own recursion can overflow
+            mark = self.peek_event().start_mark
+            raise _TooDeep(mark.line + 1, mark.column + 1)
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
 
 _Loader.add_implicit_resolver(
@@ -42,6 +51,12 @@ _Loader.add_implicit_resolver(
     re.compile(r"^[-+]?(?:\d[\d_]*(?:\.\d*)?|\.\d+)[eE][-+]?\d+$"),
     list("-+0123456789."),
 )
+
+
+class _TooDeep(Exception):
+    def __init__(self, line: int, column: int) -> None:
+        super().__init__(line, column)
+        self.line, self.column = line, column
 
 
 @dataclass
@@ -92,6 +107,8 @@ def load(path: Path, root: Path | None = None) -> Doc:
         node = loader.get_single_node()
         positions: dict[Path_, Pos] = {}
         data = _build(loader, node, (), positions, display, 0) if node is not None else None
+    except _TooDeep as exc:
+        raise RuleError(display, exc.line, exc.column, f"nested deeper than {MAX_DEPTH} levels") from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
@@ -99,6 +116,8 @@ def load(path: Path, root: Path | None = None) -> Doc:
         raise RuleError(display, line, col, f"YAML: {problem}") from None
     except yaml.YAMLError as exc:
         raise RuleError(display, 1, 1, f"YAML: {exc}") from None
+    except RecursionError:
+        raise RuleError(display, 1, 1, f"nested deeper than {MAX_DEPTH} levels") from None
     finally:
         loader.dispose()
     return Doc(path, data, positions, display)

@@ -16,6 +16,8 @@ from kb import expr as ex
 
 GPU_INPUT_PREFIX = "gpu."
 PER_GPU_INPUTS = frozenset({"gpu_count"})
+# a format spec a verdict may use: width up to 2 digits, up to 6 decimals ({total_gb:.1f}, {x:,.0f})
+TEMPLATE_SPEC = re.compile(r"^[<>^]?\d{0,2},?(\.[0-6])?[fgde%]?$")
 TEMPLATE_FIELD = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.]*)(?::([^{}]*))?\}")
 
 

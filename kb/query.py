@@ -253,15 +253,29 @@ def _expected(names: set[str]) -> list[str]:
 
 # ---------------------------------------------------------------- resolving
 
+_SPACES = {ord(c): " " for c in "\t\n\r\v\f"}
+
+
+def _unprintable(ch: str) -> bool:
+    """Control characters (C0, DEL, C1) and the bidirectional overrides that can disguise text."""
+    o = ord(ch)
+    return o < 32 or 0x7F <= o <= 0x9F or 0x202A <= o <= 0x202E or 0x2066 <= o <= 0x2069
+
+
+def _printable(text: str) -> str:
+    return "".join("?" if _unprintable(ch) else ch for ch in text)
+
+
 def parse(query: str, kn: Knowledge, model_given: bool = False) -> Workload:
     """Read a query into a Workload. Raises QueryError."""
     if not isinstance(query, str):
         raise QueryError(str(query), 1, "the query must be text")
+    query = query.translate(_SPACES)     # a query is one line (same length: columns hold)
     if len(query) > MAX_QUERY_CHARS:
-        raise QueryError(query[:80] + "…", 1, f"the query is longer than {MAX_QUERY_CHARS} characters")
-    bad = next((i for i, ch in enumerate(query) if ord(ch) < 32 and ch not in "\t\n\r"), None)
+        raise QueryError(_printable(query[:80]) + "…", 1, f"the query is longer than {MAX_QUERY_CHARS} characters")
+    bad = next((i for i, ch in enumerate(query) if _unprintable(ch)), None)
     if bad is not None:
-        raise QueryError(query.replace("\x00", " "), bad + 1, "control characters are not allowed")
+        raise QueryError(_printable(query), bad + 1, "control characters are not allowed")
     if not query.strip():
         raise QueryError(query, 1, "the query is empty",
                          expected=["a task (serve, infer, train, lora, qlora)", "a model or size"])
@@ -281,6 +295,9 @@ class _Resolver:
         self.pending_count: Tok | None = None
         self.last_gpu: GpuRequest | None = None
         self.family: tuple[str, Tok] | None = None
+        self.runtime_tok: Tok | None = None
+        self.model_tok: Tok | None = None
+        self.size_tok: Tok | None = None
 
     def fail(self, tok: Tok, message: str, suggestion: str | None = None,
              expected: list[str] | None = None, width: int | None = None) -> QueryError:
@@ -292,7 +309,7 @@ class _Resolver:
         toks = self.toks
         while i < len(toks):
             tok = toks[i]
-            if tok.kind in ("word", "num", "size", "moe"):
+            if tok.kind in ("word", "num", "size", "moe", "mem"):
                 i = self.phrase(i)
                 continue
             self.structured(tok)
@@ -374,7 +391,7 @@ class _Resolver:
     def phrase(self, i: int) -> int:
         toks = self.toks
         j = i
-        while j < len(toks) and toks[j].kind in ("word", "num", "size", "moe"):
+        while j < len(toks) and toks[j].kind in ("word", "num", "size", "moe", "mem"):
             j += 1
         run = toks[i:j]
         k = 0
@@ -391,6 +408,9 @@ class _Resolver:
                 self.apply(hit, run[k:k + n])
                 return k + n
         tok = run[k]
+        if tok.kind == "mem":            # not part of a GPU name ("a100 40gb"): a bare capacity
+            self.structured(tok)
+            return k + 1
         if tok.kind == "size":
             self.bare_size(tok)
             return k + 1
@@ -447,6 +467,7 @@ class _Resolver:
             if w.model_id is not None and w.model_id != value:
                 raise self.fail(first, "one model per query", expected=["compare GPUs with 'vs'"])
             w.model_id = value
+            self.model_tok = first
             self.family = None
         elif kind == "family":
             nxt = self.next_size(toks[-1])
@@ -454,8 +475,26 @@ class _Resolver:
             del nxt
         elif kind == "runtime":
             w.runtime = value
+            self.runtime_tok = first
         elif kind == "filler":
             pass
+
+    def check_runtime_and_size(self) -> None:
+        w, q = self.w, self.kn.query
+        training = w.task in q["training_tasks"]
+        if w.runtime is not None and self.runtime_tok is not None:
+            rt = self.kn.runtimes[w.runtime]
+            wrong = "inference" if training else "training"
+            if rt["kind"] == wrong:
+                others = sorted(r["id"] for r in self.kn.runtimes.values() if r["kind"] != wrong)
+                raise self.fail(self.runtime_tok, f"{rt['name']} is for {wrong}, and this is "
+                                f"{'a training' if training else 'an inference'} question",
+                                others[0] if others else None, expected=others[:6])
+        if w.model_id is not None and w.params is not None and self.size_tok is not None:
+            m = self.kn.models[w.model_id]
+            if abs(math.log(w.params / m["params_total"])) > 0.3:
+                raise self.fail(self.size_tok, f"{m['name']} has {m['params_total'] / 1e9:.3g}B "
+                                f"parameters, not {self.size_tok.text}", f"{m['params_total'] / 1e9:.3g}B")
 
     def next_size(self, tok: Tok) -> Tok | None:
         idx = self.toks.index(tok)
@@ -477,6 +516,7 @@ class _Resolver:
         if self.w.params is not None and self.w.params != tok.value:
             raise self.fail(tok, "one model size per query")
         self.w.params = tok.value
+        self.size_tok = tok
 
     def _family_model(self, family: str, params: float) -> str | None:
         best = None
@@ -537,6 +577,7 @@ class _Resolver:
             w.task_explicit = True
         if w.precision == "nf4" and w.task in ("lora", "full_ft") and "full_ft" not in tasks:
             w.task = "qlora"
+        self.check_runtime_and_size()
         if w.model_id is None and w.params is None and w.question != "largest_model" and not self.model_given:
             tok = self.toks[0] if self.toks else Tok("word", "", 1)
             raise QueryError(self.q, len(self.q.rstrip()) + 1, "which model? add a size or a name",
