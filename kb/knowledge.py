@@ -413,10 +413,13 @@ def _compile_flow(doc: Doc, flow: Any, units: dict[str, ex.Unit], formulas: set[
         if n.kind == "verdict":
             if n.edges:
                 errs.add(doc.error(("nodes", i, "edges"), f"verdict node '{n.id}' cannot have edges"))
+            text_loc = ("nodes", i, "text")
+            quote = _col_offset(doc, text_loc) - (doc.pos(text_loc)[1] - 1)
             for m in TEMPLATE_FIELD.finditer(n.text):
                 if m.group(1) not in units:
-                    errs.add(doc.error(("nodes", i, "text"), f"unknown name '{m.group(1)}' in the verdict text",
-                                       nearest(m.group(1), units)))
+                    errs.add(doc.error(text_loc, f"unknown name '{m.group(1)}' in the verdict text",
+                                       nearest(m.group(1), units),
+                                       column_offset=quote + m.start(1) if "\n" not in n.text else 0))
                 elif m.group(2) is not None and not TEMPLATE_SPEC.match(m.group(2)):
                     errs.add(doc.error(("nodes", i, "text"),
                                        f"format '{m.group(2)}' of {{{m.group(1)}}} is not allowed; "
@@ -456,7 +459,10 @@ def _check_graph(doc: Doc, raw: Any, flow: Flow, errs: _Collector) -> None:
     index = {n.id: i for i, n in enumerate(raw.nodes)}
     try:
         cycle = nx.find_cycle(g, source=flow.entry)
-        errs.add(doc.error(("nodes", index[cycle[0][0]], "id"),
+        closing_from, closing_to = cycle[-1][0], cycle[-1][1]      # the edge that closes it
+        node = raw.nodes[index[closing_from]]
+        j = next(k for k, e in enumerate(node.edges) if e.to == closing_to)
+        errs.add(doc.error(("nodes", index[closing_from], "edges", j, "to"),
                            "the flow has a cycle: " + " → ".join([c[0] for c in cycle] + [cycle[-1][1]])))
     except nx.NetworkXNoCycle:
         pass

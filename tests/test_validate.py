@@ -141,11 +141,7 @@ CASES = [
          "      - {to: D, when: is_lora or is_qlora, label: LoRA/QLoRA}\n",
          ((Find("  - id: E\n", "E"), "node 'E' cannot be reached from the entry 'A'"),)),
     Case("flow-cycle", WHICH, QL_EDGE, CYCLE_EDGE + QL_EDGE,
-         ((Find("  - id: TASK\n", "TASK"), CYCLE_MSG),)),
-    Case("flow-cycle-at-closing-edge", WHICH, QL_EDGE, CYCLE_EDGE + QL_EDGE,
-         (("TASK", CYCLE_MSG),),
-         known_issue="the cycle is reported at the node where it starts (TASK's id, 10 lines "
-                     "up), not at the edge FT → TASK that closes it"),
+         (("TASK", CYCLE_MSG),)),                 # at the edge FT → TASK that closes the cycle
     Case("last-edge-has-condition", WHICH, "      - {to: INF_MULTI, label: Needs >48 GB}\n",
          "      - {to: INF_MULTI, when: total_gb > 48, label: Needs >48 GB}\n",
          (("{to: INF_MULTI", ("the last edge of 'INF_SIZE' has a condition, so some workloads "
@@ -163,15 +159,9 @@ CASES = [
     Case("unknown-formula-in-compute", WHICH, "    compute: [total_gb]\n",
          "    compute: [totl_gb]\n",
          (("totl_gb", "unknown formula 'totl_gb' (did you mean 'total_gb'?)"),)),
-    Case("unknown-template-name", "flows/sizing.yaml", "usable), {headroom_gb:.1f} GB to spare.",
-         "usable), {headroom:.1f} GB to spare.",
-         ((Find("  - id: fits_verdict\n    kind: verdict\n    text: \"", '"'),
-           "unknown name 'headroom' in the verdict text (did you mean 'headroom_gb'?)"),)),
-    Case("unknown-template-name-column", "flows/sizing.yaml",
+    Case("unknown-template-name", "flows/sizing.yaml",
          "usable), {headroom_gb:.1f} GB to spare.", "usable), {headroom:.1f} GB to spare.",
-         (("headroom", "unknown name 'headroom' in the verdict text (did you mean 'headroom_gb'?)"),),
-         known_issue="the column is the start of the text value, not the {name} inside it "
-                     "(expression errors do point at the name)"),
+         (("headroom", "unknown name 'headroom' in the verdict text (did you mean 'headroom_gb'?)"),)),
     Case("claim-unknown-name", "sources.yaml", ADAMW_CLAIM,
          ADAMW_CLAIM.replace("/ params\n", "/ param\n"),
          (("param\n", "unknown name 'param' (did you mean 'params'?)"),)),
