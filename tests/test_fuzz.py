@@ -444,21 +444,6 @@ def time_limit(seconds: float) -> Iterator[None]:
 
 QUERY_SECONDS = 10.0
 
-# QueryErrors raised by the engine that show another text than the query (its caret then
-# points into that text); pinned by strict xfails below.
-KNOWN_QUERY_ERRORS = (
-    ("runtime of the wrong kind", re.compile(r"is an? (training|inference) runtime; this is")),
-    ("size that contradicts the model", re.compile(r"has [\d.]+B parameters, not")),
-)
-
-
-def known_query_error(err: QueryError) -> str | None:
-    for what, pattern in KNOWN_QUERY_ERRORS:
-        if pattern.search(err.message):
-            return f"error for a {what} shows another text than the query"
-    return None
-
-
 def check_query(q: str) -> str:
     """The query property. Returns 'answer' or 'QueryError'; raises AssertionError when the
     error breaks its contract, and lets any other exception through."""
@@ -479,35 +464,16 @@ def check_query(q: str) -> str:
             one_line = shown.translate({ord(c): " " for c in "\t\n\r\v\f"})
             printable = "".join("?" if ord(c) < 32 or 0x7F <= ord(c) <= 0x9F or 0x202A <= ord(c) <= 0x202E
                                 or 0x2066 <= ord(c) <= 0x2069 else c for c in one_line)
-            if err.query not in (one_line, printable) and err.query.replace("\x00", " ") != one_line:
-                known = known_query_error(err)
-                assert known is not None, f"the error shows {err.query!r}, not the query {q!r}"
-                return "known: " + known
+            assert err.query in (one_line, printable), f"the error shows {err.query!r}, not the query {q!r}"
             return "QueryError"
     d = result.to_dict()
     json.dumps(d, allow_nan=False)
     return "answer"
 
 
-# Crashes of the expression evaluator found by this fuzzing; each one is pinned by a strict
-# xfail below (test_eval_*), so when kb/expr.py is fixed those tests fail and this table goes.
-KNOWN_EVAL_CRASHES: tuple[tuple[type[BaseException], str], ...] = (
-    (OverflowError, "cannot convert float infinity to integer"),   # ceil/floor/round of inf
-    (ValueError, "cannot convert float NaN to integer"),           # ceil/floor/round of nan
-    (ValueError, "invalid literal for int()"),                     # round(x, 'text')
-)
-
-
-def known_eval_crash(exc: BaseException) -> str | None:
-    for kind, text in KNOWN_EVAL_CRASHES:
-        if type(exc) is kind and text in str(exc):
-            return f"{kind.__name__}: {text}"
-    return None
-
-
 def check_expr(text: str, values: Callable[[], float]) -> str:
-    """The expression property. Returns 'ExprSyntaxError', 'value', 'EvalError' or
-    'known crash: …'; raises AssertionError or the unexpected exception otherwise."""
+    """The expression property. Returns 'ExprSyntaxError', 'value' or 'EvalError'; raises
+    AssertionError or the unexpected exception otherwise."""
     with time_limit(QUERY_SECONDS):
         try:
             e = ex.parse(text)
@@ -523,11 +489,6 @@ def check_expr(text: str, values: Callable[[], float]) -> str:
             value = e(scope)
         except EvalError:
             return "EvalError"
-        except (OverflowError, ValueError) as exc:
-            known = known_eval_crash(exc)
-            if known is None:
-                raise
-            return "known crash: " + known
     assert isinstance(value, (int, float, bool, str)), type(value)
     return "value"
 
