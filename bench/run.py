@@ -134,6 +134,20 @@ def free_port() -> int:
     return int(port)
 
 
+def start_server(port: int) -> subprocess.Popen[bytes]:
+    """`kbq serve` on 127.0.0.1:port, returned once it accepts connections (or after 30 s)."""
+    proc = subprocess.Popen([shutil.which("kbq") or "kbq", "serve", "--port", str(port), "--workers", "16"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env())
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            break
+        except OSError:
+            time.sleep(0.2)
+    return proc
+
+
 def rss_kb(pid: int) -> int:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -147,16 +161,8 @@ def rss_kb(pid: int) -> int:
 def server(seconds: float, connections: int) -> None:
     print("4. server", flush=True)
     port = free_port()
-    proc = subprocess.Popen([shutil.which("kbq") or "kbq", "serve", "--port", str(port), "--workers", "16"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env())
+    proc = start_server(port)
     try:
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                time.sleep(0.2)
         paths = ["/api/answer?q=" + q.replace(" ", "+").replace("?", "%3F") for q in QUERIES]
         for p in paths:  # warm up
             c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)

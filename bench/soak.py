@@ -14,9 +14,6 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
-import shutil
-import socket
-import subprocess
 import sys
 import threading
 import time
@@ -24,7 +21,7 @@ import urllib.parse
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import QUERIES, env, free_port, rss_kb  # noqa: E402
+from run import QUERIES, free_port, rss_kb, start_server  # noqa: E402
 
 BAD = ["train 13B qlroa on 20GB", "serve 70B 16", "<script>alert(1)</script>", "serve 70B on h10",
        "x" * 600, "serve 70B int4 \u202e\u0000 users", "", "max users for", "'; DROP TABLE gpus; --"]
@@ -36,18 +33,10 @@ def main() -> int:
     ap.add_argument("--connections", type=int, default=64)
     args = ap.parse_args()
     port = free_port()
-    proc = subprocess.Popen([shutil.which("kbq") or "kbq", "serve", "--port", str(port), "--workers", "16"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env())
+    proc = start_server(port)
     mix = [(q, 200) for q in QUERIES] + [(q, 400) for q in BAD]
     paths = [("/api/answer?" + urllib.parse.urlencode({"q": q}), want) for q, want in mix]
     try:
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                time.sleep(0.2)
         lock = threading.Lock()
         lat: list[float] = []
         counts = {"ok": 0, "expected_400": 0, "errors": 0}

@@ -150,6 +150,11 @@ _UNIT_MAP = [
 ]
 
 
+# which Workload field a number with that unit sets
+_UNIT_FIELDS = {"users": "users", "context": "context_tokens", "seq": "seq_len", "batch": "batch",
+                "rank": "lora_rank", "prompt": "prompt_tokens", "output": "output_tokens"}
+
+
 def _number(text: str, binary_k: bool) -> float:
     text = text.strip().lower()
     mult = 1.0
@@ -360,21 +365,9 @@ class _Resolver:
         limits = {"users": (1, 1e6), "context": (1, 1e8), "seq": (1, 1e8), "batch": (1, 1e6),
                   "rank": (1, 65536), "prompt": (1, 1e8), "output": (1, 1e8)}
         self.check_range(tok, value, *limits.get(unit, (1, 1e9)))
-        n = int(round(value))
-        if unit == "users":
-            w.users = n
-        elif unit == "context":
-            w.context_tokens = n
-        elif unit == "seq":
-            w.seq_len = n
-        elif unit == "batch":
-            w.batch = n
-        elif unit == "rank":
-            w.lora_rank = n
-        elif unit == "prompt":
-            w.prompt_tokens = n
-        elif unit == "output":
-            w.output_tokens = n
+        field = _UNIT_FIELDS.get(unit)
+        if field is not None:
+            setattr(w, field, int(round(value)))
 
     def take_count(self) -> int:
         if self.pending_count is None:
