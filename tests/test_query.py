@@ -102,3 +102,22 @@ def test_error_dict_has_message_column_suggestion():
     d = info.value.to_dict()
     assert {"message", "column", "suggestion"} <= set(d)
     assert d["column"] == 11 and d["suggestion"] == "qlora"
+
+
+# The forms the accuracy issue names: each must parse and land in the Answer's keys.
+@pytest.mark.parametrize("query, runtime, key", [
+    ("infer llama-3-8b q4_k_m on rtx 4090 with llama.cpp", "llama.cpp", "decode_tokens_per_s"),
+    ("serve llama-2-70b fp16 on 4x a100-80gb with lmdeploy batch 1", "lmdeploy", "decode_tokens_per_s"),
+    ("prefill 2048 tokens llama-2-7b fp16 on a100-40gb with tensorrt-llm", "tensorrt-llm", "prefill_tokens_per_s"),
+    ("qlora llama-3.1-8b seq 2048 batch 2 with torchtune on rtx 4090", "torchtune", "train_tokens_per_s"),
+    ("full fine-tune llama-2-7b seq 1024 batch 1 with checkpointing on a100-80gb", "hf-peft", "train_tokens_per_s"),
+    ("lora llama-2-13b rank 8 with litgpt on a100-40gb", "litgpt", "train_tokens_per_s"),
+    ("infer llama-3-70b q4_k_m on 2x rtx 3090 with llama.cpp context 8192", "llama.cpp", "decode_tokens_per_s"),
+])
+def test_accuracy_issue_forms(query, runtime, key):
+    from kb import ask
+
+    a = ask(query).to_dict()
+    assert a["workload"]["runtime"] == runtime
+    assert a["throughput"][key] > 0
+    assert a["gpus"][0]["per_gpu_gb"] > 0 and a["memory"]["total_gb"] > 0
