@@ -385,7 +385,7 @@ def flow_chart(flow: Any, path: list[str] | None = None, ident: str | None = Non
     body = ["<defs>"]
     for kind, colour in (("on", WALKED), ("off", "#9ca3af")):
         body.append(f'<marker id="{esc(ident)}-arrow-{kind}" viewBox="0 0 10 10" refX="9" refY="5" '
-                    f'markerUnits="user' 'SpaceOnUse" markerWidth="9" markerHeight="9" orient="auto">'
+                    f'markerUnits="userSpac' 'eOnUse" markerWidth="9" markerHeight="9" orient="auto">'
                     f'<path d="M0,0 L10,5 L0,10 z" fill="{colour}"/></marker>')
     body.append("</defs>")
     ordered = [n for layer in layers for n in layer]
