@@ -88,12 +88,12 @@ def models(as_json: bool, family: str | None, min_params: float | None, rules: s
     kn = _knowledge(rules)
     items = [m for m in kn.models.values()
              if (family is None or m["family"] == family.lower())
-             and (min_params is None or m["params_total"] >= min_params * 1e9)]
+             and (min_params is None or m["params_total"] >= min_params * kn.billion)]
     if as_json:
         click.echo(dump(items), nl=False)
         return
     head = ["id", "params B", "active B", "layers", "hidden", "heads", "kv", "head_dim", "attention", "context"]
-    rows = [[m["id"], f"{m['params_total'] / 1e9:g}", f"{m['params_active'] / 1e9:g}", str(m["layers"]),
+    rows = [[m["id"], f"{m['params_total'] / kn.billion:g}", f"{m['params_active'] / kn.billion:g}", str(m["layers"]),
              str(m["hidden_size"]), str(m["attention_heads"]), str(m["kv_heads"]), str(m["head_dim"]),
              m["attention"] + (f"+swa{m['sliding_window']}" if m.get("sliding_window") else "")
              + ("+moe" if m.get("moe") else ""), str(m["max_context"])] for m in items]

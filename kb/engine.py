@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kb.answer import Answer, GpuRow, Step
-from kb.errors import EvalError, QueryError
+from kb.errors import EvalError
 from kb.model import TEMPLATE_FIELD, TEMPLATE_SPEC, Flow, Formula, Knowledge
 from kb.workload import GpuRequest, Workload
 
@@ -167,13 +167,8 @@ def resolve(w: Workload, kn: Knowledge) -> Resolved:
 
 def _resolve_runtime(w: Workload, kn: Knowledge, is_training: bool, assumptions: list[str]) -> dict[str, Any]:
     rd = kn.runtime_defaults
-    if w.runtime is not None:
-        rt = kn.runtimes[w.runtime]
-        wrong = "inference" if is_training else "training"
-        if rt["kind"] == wrong:
-            raise QueryError(rt["name"], 1, f"{rt['name']} is a {wrong} runtime; this is "
-                             f"{'a training' if is_training else 'an inference'} question")
-        return rt
+    if w.runtime is not None:     # kb.query has checked that its kind suits the task
+        return kn.runtimes[w.runtime]
     if is_training:
         key = "training"
     elif w.precision and w.precision.startswith(("q2_", "q3_", "q4_", "q5_", "q6_", "q8_")):
@@ -189,21 +184,17 @@ def _resolve_runtime(w: Workload, kn: Knowledge, is_training: bool, assumptions:
 
 def _resolve_model(w: Workload, kn: Knowledge, assumptions: list[str]) -> dict[str, Any]:
     if w.model_id is not None:
-        model = dict(kn.models[w.model_id])
-        if w.params is not None and abs(math.log(w.params / model["params_total"])) > 0.3:
-            raise QueryError(w.model_id, 1, f"{model['name']} has {model['params_total'] / 1e9:.1f}B "
-                             f"parameters, not {w.params / 1e9:g}B")
-        return model
-    params = w.params if w.params is not None else 7e9
+        return dict(kn.models[w.model_id])
+    params = w.params if w.params is not None else kn.defaults["params"]
+    size = f"{params / kn.billion:g}B"
     ref_id = min(kn.bare_size_refs,
                  key=lambda r: abs(math.log(kn.models[r]["params_total"] / params)))
     ref = kn.models[ref_id]
     model = dict(ref)
-    model.update(params_total=params, params_active=params, name=f"{params / 1e9:g}B model",
-                 id=ref_id)
-    assumptions.append(f"model: a {params / 1e9:g}B dense model with {ref['name']}'s architecture "
+    model.update(params_total=params, params_active=params, name=f"{size} model", id=ref_id)
+    assumptions.append(f"model: a {size} dense model with {ref['name']}'s architecture "
                        f"({ref['layers']} layers, {ref['kv_heads']} KV heads × {ref['head_dim']}, "
-                       f"{ref['attention'].upper()}); weights use {params / 1e9:g}B parameters "
+                       f"{ref['attention'].upper()}); weights use {size} parameters "
                        "(models.yaml bare_size)")
     return model
 
@@ -455,13 +446,11 @@ def _answer_question(w: Workload, kn: Knowledge, query: str) -> Answer:
     result.question = {"kind": question, "vary": spec["vary"], "unit": spec["unit"],
                        "value": primary["value"], "gpu": primary["gpu"], "answer": primary,
                        "per_gpu": [{"gpu": r["gpu"], "gpu_id": r["gpu_id"], "value": r["value"]} for r in rows]}
-    model_max = result.workload.get("context_tokens")
     if question == "max_context" and primary["found"]:
         mm = (kn.models.get(result.workload["model"]) or {}).get("max_context")
         if mm and primary["value"] > mm:
             result.warnings.append(f"memory allows {primary['value']:.0f} tokens, but the model's "
                                    f"maximum context is {mm}")
-    del model_max
     result.path.insert(0, f"question/{question}")
     return result
 

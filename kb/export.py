@@ -334,7 +334,7 @@ def models_page(kn: Knowledge) -> str:
         extra += [f"MoE {m['moe']['experts_per_token']} of {m['moe']['experts']}"] if m.get("moe") else []
         extra += [f"MLA rank {m['mla']['kv_lora_rank']}"] if m.get("mla") else []
         rows.append([md(m["name"]), code(m["id"]), md(m["family"]),
-                     number(m["params_total"] / 1e9), number(m["params_active"] / 1e9),
+                     number(m["params_total"] / kn.billion), number(m["params_active"] / kn.billion),
                      *(str(m[k]) for k in ("layers", "hidden_size", "intermediate_size",
                                            "attention_heads", "kv_heads", "head_dim",
                                            "vocab_size", "max_context")),

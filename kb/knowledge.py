@@ -11,7 +11,6 @@ node reachable and every question's branches covered.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ from kb.model import (GPU_INPUT_PREFIX, PER_GPU_INPUTS, TEMPLATE_FIELD, TEMPLATE
 from kb.schema import FILES
 
 __all__ = ["build", "Knowledge", "Formula", "Flow", "Node", "Edge", "Claim", "Case", "norm",
-           "TEMPLATE_FIELD", "GPU_INPUT_PREFIX", "PER_GPU_INPUTS", "iter_names"]
+           "TEMPLATE_FIELD", "GPU_INPUT_PREFIX", "PER_GPU_INPUTS"]
 
 # ---------------------------------------------------------------- building
 
@@ -201,7 +200,6 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
         if not skip_precisions and pid not in precisions:
             errs.add(qdoc.error(("defaults", key), f"unknown precision '{pid}'", nearest(pid, precisions)))
 
-    names_known = set(units)
     flows = []
     for key in sorted(k for k in docs if k.startswith("flow:")):
         if key in parsed and not skip_names:
@@ -225,7 +223,6 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
         claims.append(Claim(c.id, c.source, c.text, computed, c.unit, c.value, c.tolerance, when,
                             c.example_query, c.note, per_gpu, f"{src_doc.display}:{line}"))
     _unique(src_doc, [("claims", i, "id") for i in range(len(claims))], [c.id for c in claims], "claim id", errs)
-    del names_known
 
     if errs.errors:
         raise RuleErrors(errs.errors)
@@ -471,9 +468,3 @@ def _check_graph(doc: Doc, raw: Any, flow: Flow, errs: _Collector) -> None:
         if node_id not in reachable:
             errs.add(doc.error(("nodes", index[node_id], "id"),
                                f"node '{node_id}' cannot be reached from the entry '{flow.entry}'"))
-
-
-def iter_names(knowledge: Knowledge) -> Iterable[str]:
-    yield from knowledge.inputs
-    yield from knowledge.constants
-    yield from knowledge.formulas

@@ -144,6 +144,11 @@ class Knowledge:
     def defaults(self) -> dict[str, Any]:
         return self.query["defaults"]
 
+    @property
+    def billion(self) -> float:
+        """What the B of '70B' stands for (query.yaml)."""
+        return float(self.query["billion"])
+
     def flow(self, flow_id: str) -> Flow:
         for f in self.flows:
             if f.id == flow_id:

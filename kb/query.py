@@ -200,7 +200,7 @@ def _lex(query: str) -> list[Tok]:
         elif kind == "number":
             toks.append(Tok("num", str(first), col, str(first)))
         elif kind == "size":
-            toks.append(Tok("size", str(first), col, float(str(first)[:-1]) * 1e9))
+            toks.append(Tok("size", str(first), col, float(str(first)[:-1]), "billion"))
         elif kind == "moe_size":
             toks.append(Tok("moe", str(first), col))
         elif kind == "count":
@@ -209,8 +209,10 @@ def _lex(query: str) -> list[Tok]:
             toks.append(Tok("mem", str(first), col, float(re.match(r"[\d.]+", str(first)).group())))  # type: ignore[union-attr]
         elif kind == "tokens":
             raw = str(first)
-            value = float(raw[:-1]) * 1e9 if raw.lower().endswith("b") else _number(raw, False)
-            toks.append(Tok("tokens", text, col, value))
+            if raw.lower().endswith("b"):
+                toks.append(Tok("tokens", text, col, float(raw[:-1]), "billion"))
+            else:
+                toks.append(Tok("tokens", text, col, _number(raw, False)))
         elif kind in ("number_then_unit", "unit_then_number"):
             num, unit = (parts[0], parts[1]) if kind == "number_then_unit" else (parts[1], parts[0])
             toks.append(Tok("unit_num", text, col, str(num), _unit_name(str(unit)),
@@ -231,10 +233,7 @@ def _resplit(toks: list[Tok]) -> list[Tok]:
             num_text = str(tok.value)
             out.append(Tok("num", num_text, tok.col, num_text))
             unit_col = tok.col + tok.text.lower().rindex(tok.unit_text.lower())
-            nxt_span = nxt.col + len(nxt.text) - unit_col
             out.append(Tok("unit_num", f"{tok.unit_text} {nxt.text}", unit_col, nxt.value, tok.unit))
-            out[-1].text = " " * 0 + out[-1].text
-            del nxt_span
             toks[i + 1] = Tok("skip", "", nxt.col)
             continue
         if tok.kind != "skip":
@@ -292,8 +291,13 @@ class _Resolver:
     def __init__(self, query: str, toks: list[Tok], kn: Knowledge, model_given: bool = False) -> None:
         self.model_given = model_given
         self.q = query
+        for tok in toks:                       # "70B": the B is query.yaml's billion
+            if tok.unit == "billion":
+                tok.value, tok.unit = tok.value * kn.billion, None
         self.toks = toks
         self.kn = kn
+        self.limits = kn.query["limits"]
+        self.tokens_tok: Tok | None = None
         self.vocab = vocabulary(kn)
         self.w = Workload()
         self.tasks: list[str] = []
@@ -331,25 +335,22 @@ class _Resolver:
 
     # one structured token (numbers with units, counts, memory, vs)
     def structured(self, tok: Tok) -> None:
-        w = self.w
         if tok.kind == "count":
-            if tok.value < 1 or tok.value > 4096:
-                raise self.fail(tok, "the GPU count must be between 1 and 4096")
+            lo, hi = self.limits["gpu_count"]
+            if not lo <= tok.value <= hi:
+                raise self.fail(tok, f"the GPU count must be between {lo:g} and {hi:g}")
             self.pending_count = tok
         elif tok.kind == "mem":
-            if not 0 < tok.value < 100000:
-                raise self.fail(tok, "the memory size must be between 0 and 100000 GB")
+            lo, hi = self.limits["memory_gb"]
+            if not lo <= tok.value <= hi:
+                raise self.fail(tok, f"the memory size must be between {lo:g} and {hi:g} GB")
             count = self.take_count()
             self.add_gpu(GpuRequest(None, count, tok.value))
         elif tok.kind == "vs":
             pass
-        elif tok.kind == "tokens":
-            value = tok.value
-            self.check_range(tok, value, 1, 1e15)
-            if value >= 1e6:
-                w.train_tokens = value
-            else:
-                w.prompt_tokens = int(value)
+        elif tok.kind == "tokens":       # a prompt or a training budget: the task decides (finish)
+            self.check_range(tok, tok.value, *self.limits["tokens"])
+            self.tokens_tok = tok
         elif tok.kind == "unit_num":
             self.unit_number(tok)
 
@@ -362,9 +363,7 @@ class _Resolver:
         unit = tok.unit or ""
         binary = unit in ("context", "seq", "prompt", "output")
         value = _number(str(tok.value), binary)
-        limits = {"users": (1, 1e6), "context": (1, 1e8), "seq": (1, 1e8), "batch": (1, 1e6),
-                  "rank": (1, 65536), "prompt": (1, 1e8), "output": (1, 1e8)}
-        self.check_range(tok, value, *limits.get(unit, (1, 1e9)))
+        self.check_range(tok, value, *self.limits[unit])
         field = _UNIT_FIELDS.get(unit)
         if field is not None:
             setattr(w, field, int(round(value)))
@@ -463,9 +462,7 @@ class _Resolver:
             self.model_tok = first
             self.family = None
         elif kind == "family":
-            nxt = self.next_size(toks[-1])
             self.family = (value, first)
-            del nxt
         elif kind == "runtime":
             w.runtime = value
             self.runtime_tok = first
@@ -486,16 +483,12 @@ class _Resolver:
         if w.model_id is not None and w.params is not None and self.size_tok is not None:
             m = self.kn.models[w.model_id]
             if abs(math.log(w.params / m["params_total"])) > 0.3:
-                raise self.fail(self.size_tok, f"{m['name']} has {m['params_total'] / 1e9:.3g}B "
-                                f"parameters, not {self.size_tok.text}", f"{m['params_total'] / 1e9:.3g}B")
-
-    def next_size(self, tok: Tok) -> Tok | None:
-        idx = self.toks.index(tok)
-        nxt = self.toks[idx + 1] if idx + 1 < len(self.toks) else None
-        return nxt if nxt is not None and nxt.kind == "size" else None
+                size = f"{m['params_total'] / self.kn.billion:.3g}B"
+                raise self.fail(self.size_tok, f"{m['name']} has {size} parameters, not "
+                                f"{self.size_tok.text}", size)
 
     def bare_size(self, tok: Tok) -> None:
-        self.check_range(tok, tok.value, 1e6, 1e14)
+        self.check_range(tok, tok.value, *self.limits["params"])
         if self.family is not None:
             fam, ftok = self.family
             model = self._family_model(fam, tok.value)
@@ -571,6 +564,12 @@ class _Resolver:
         if w.precision == "nf4" and w.task in ("lora", "full_ft") and "full_ft" not in tasks:
             w.task = "qlora"
         self.check_runtime_and_size()
+        if self.tokens_tok is not None:
+            if w.task in q["training_tasks"]:
+                w.train_tokens = self.tokens_tok.value
+            else:
+                self.check_range(self.tokens_tok, self.tokens_tok.value, *self.limits["prompt"])
+                w.prompt_tokens = int(self.tokens_tok.value)
         if w.model_id is None and w.params is None and w.question != "largest_model" and not self.model_given:
             tok = self.toks[0] if self.toks else Tok("word", "", 1)
             raise QueryError(self.q, len(self.q.rstrip()) + 1, "which model? add a size or a name",

@@ -301,6 +301,7 @@ class Flow(Strict):
 # ---------------------------------------------------------------- query.yaml
 
 class Defaults(Strict):
+    params: Positive
     users: int = Field(gt=0)
     batch: int = Field(gt=0)
     context_tokens: int = Field(gt=0)
@@ -337,6 +338,9 @@ class QueryFile(Strict):
     questions: dict[Literal["which_gpu", "max_users", "max_context", "largest_model",
                             "how_many_gpus"], list[str]]
     solve: dict[Literal["max_users", "max_context", "largest_model", "how_many_gpus"], Solve]
+    billion: Positive
+    limits: dict[Literal["users", "batch", "context", "seq", "prompt", "output", "rank", "tokens",
+                         "params", "gpu_count", "memory_gb"], tuple[NonNeg, Positive]]
     fillers: list[str]
     knobs: dict[Literal["checkpointing", "no_checkpointing", "flash", "eager", "adam8bit", "sgd",
                         "adamw", "offload", "fp8_kv", "int8_kv", "optimizer_in_backward", "paged",

@@ -133,8 +133,8 @@ def verdict(kn: Knowledge, question: str, row: dict[str, Any]) -> str:
                 f"{num(spec['lower'])} {spec['unit']}.")
     fields = {
         "value": num(row["value"], 6) if question != "largest_model" else num(row["value"]),
-        "value_b": num(row["value"] / 1e9), "gpu": row["gpu"], "count": row.get("count", 1),
-        "value_next": num(row.get("next"), 6), "value_next_b": num((row.get("next") or 0) / 1e9),
+        "value_b": num(row["value"] / kn.billion), "gpu": row["gpu"], "count": row.get("count", 1),
+        "value_next": num(row.get("next"), 6), "value_next_b": num((row.get("next") or 0) / kn.billion),
         "next_gb": num(row.get("per_gpu_gb_at_next")), "usable_gb": num(row.get("usable_gb")),
         "per_gpu_gb": num(row.get("per_gpu_gb")), "value_prev": row.get("previous"),
         "prev_gb": num(row.get("per_gpu_gb_at_previous")),
