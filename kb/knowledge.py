@@ -276,10 +276,10 @@ def _col_offset(doc: Doc, loc: tuple[Any, ...]) -> int:
     """Column offset from the YAML value's start to the expression text (quotes)."""
     line, col = doc.pos(loc)
     try:
-        text = doc.path.read_text(encoding="utf-8").splitlines()[line - 1]
-        return col - 1 + (1 if text[col - 1:col] in "\"'" else 0)
-    except (OSError, IndexError):
+        text = doc.lines[line - 1]
+    except IndexError:
         return col - 1
+    return col - 1 + (1 if text[col - 1:col] in "\"'" else 0)
 
 
 def _expr(doc: Doc, loc: tuple[Any, ...], text: str, units: dict[str, ex.Unit],

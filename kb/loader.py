@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import typing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +65,7 @@ class Doc:
     data: Any
     positions: dict[Path_, Pos]
     display: str
+    lines: list[str] = field(default_factory=list)   # the text, for positions inside values
 
     def pos(self, loc: Path_) -> Pos:
         """Position of the deepest known prefix of `loc`."""
@@ -120,7 +121,7 @@ def load(path: Path, root: Path | None = None) -> Doc:
         raise RuleError(display, 1, 1, f"nested deeper than {MAX_DEPTH} levels") from None
     finally:
         loader.dispose()
-    return Doc(path, data, positions, display)
+    return Doc(path, data, positions, display, text.splitlines())
 
 
 def _build(loader: yaml.SafeLoader, node: yaml.Node, loc: Path_,
