@@ -7,7 +7,6 @@ disagreements, warnings (plus advice, claims_checked, units, question).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,22 +72,10 @@ class Answer:
     units: str = "GB = 10^9 bytes (decimal); GPU memory as marketed; TFLOPS dense (no sparsity)"
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON contract. Built by hand (dataclasses.asdict deep-copies every value)."""
+        """The JSON contract. Built by hand (dataclasses.asdict deep-copies every value).
+        Every float in an Answer is finite: the engine turns a non-finite result into None
+        with a warning, and rule files cannot hold one (kb.schema)."""
         d = dict(self.__dict__)
         d["gpus"] = [dict(g.__dict__) for g in self.gpus]
         d["trace"] = [dict(s.__dict__) for s in self.trace]
-        return _clean(d)
-
-
-def _clean(value: Any) -> Any:
-    """JSON-safe: round floats to 6 significant digits; NaN/inf never leave the engine."""
-    t = type(value)
-    if t is float:
-        if value != value or value in (math.inf, -math.inf):
-            return None
-        return float(f"{value:.6g}")
-    if t is dict:
-        return {k: _clean(v) for k, v in value.items()}
-    if t is list or t is tuple:
-        return [_clean(v) for v in value]
-    return value
+        return d

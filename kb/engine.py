@@ -17,6 +17,7 @@ from typing import Any
 
 from kb.answer import Answer, GpuRow, Step
 from kb.errors import EvalError
+from kb.expr import MISSING, RAISED, Col, Failed, at, guarded
 from kb.model import TEMPLATE_FIELD, TEMPLATE_SPEC, Flow, Formula, Knowledge
 from kb.workload import GpuRequest, Workload
 
@@ -35,10 +36,17 @@ ROW_FORMULAS = {False: ROW_MEMORY + INFERENCE_SPEED, True: ROW_MEMORY + TRAINING
 
 @dataclass
 class Evaluated:
-    """A scope and, for each formula computed in it, the index of the case used."""
+    """A scope and, for each formula computed in it, the index of the case used and any error.
+    In a scope over several candidate GPUs a value, case or error may be a Col (kb.expr): one
+    entry per candidate; `view(i)` is candidate i's own scope."""
     scope: Scope
-    cases: dict[str, int] = field(default_factory=dict)
-    errors: dict[str, str] = field(default_factory=dict)
+    cases: dict[str, Any] = field(default_factory=dict)
+    errors: dict[str, Any] = field(default_factory=dict)
+
+    def view(self, i: int) -> Evaluated:
+        return Evaluated({k: v[i] if v.__class__ is Col else v for k, v in self.scope.items()},
+                         {k: at(v, i) for k, v in self.cases.items()},
+                         {k: e for k, v in self.errors.items() if (e := at(v, i)) is not None})
 
 
 def evaluate(kn: Knowledge, ev: Evaluated, names: Iterable[str]) -> None:
@@ -57,20 +65,86 @@ def _eval_formula(f: Formula, ev: Evaluated) -> Any:
     bandwidth of a bare '20GB') makes the result None; any other failure is recorded."""
     scope = ev.scope
     for i, case in enumerate(f.cases):
-        try:
-            if case.when is not None and not case.when(scope):
+        if case.when is not None:
+            try:
+                holds = case.when.fn(scope)
+            except RAISED as exc:
+                return _failed(f, ev, case.when.message(exc, scope), scope)
+            if holds.__class__ is Col:
+                return _eval_cases_each(f, ev, i, holds)
+            if not holds:
                 continue
-            value = case.expr(scope)
-        except EvalError as exc:
-            if not any(scope.get(n) is None for n in f.names):
-                ev.errors[f.name] = str(exc)
-            return None
+        try:
+            value = case.expr.fn(scope)
+        except RAISED as exc:
+            return _failed(f, ev, case.expr.message(exc, scope), scope)
+        ev.cases[f.name] = i
+        if value.__class__ is Col:
+            return _checked(f, ev, value, case.expr)
         if value.__class__ is float and (value != value or value in (math.inf, -math.inf)):
             ev.errors[f.name] = "the result is not a finite number"
             return None
-        ev.cases[f.name] = i
         return value
     return None
+
+
+def _failed(f: Formula, ev: Evaluated, message: str, scope: Scope) -> None:
+    if not any(scope.get(n) is None for n in f.names):
+        ev.errors[f.name] = message
+    return None
+
+
+def _checked(f: Formula, ev: Evaluated, col: Col, expr: Any) -> Col:
+    """A result over the candidates: failed or non-finite elements become None, with an error."""
+    try:
+        if math.isfinite(math.fsum(col)):       # all numbers, all finite: the common case
+            return col
+    except (TypeError, OverflowError, ValueError):
+        pass
+    out, errors = Col(), Col()
+    for i, v in enumerate(col):
+        msg = None
+        if v.__class__ is Failed:
+            if v is not MISSING and not any(at(ev.scope.get(n), i) is None for n in f.names):
+                msg = expr.message(v.error, {n: at(ev.scope.get(n), i) for n in expr.names})
+            v = None
+        elif v.__class__ is float and (v != v or v in (math.inf, -math.inf)):
+            v, msg = None, "the result is not a finite number"
+        out.append(v)
+        errors.append(msg)
+    if any(m is not None for m in errors):
+        ev.errors[f.name] = errors
+    return out
+
+
+def _eval_cases_each(f: Formula, ev: Evaluated, start: int, first: Col) -> Any:
+    """Cases whose conditions differ between candidates: each candidate takes its first case
+    that holds, as it would on its own."""
+    scope = ev.scope
+    n = len(first)
+    chosen: list[Any] = [None] * n          # case index, or a Failed condition
+    holds: Any = first
+    for i in range(start, len(f.cases)):
+        case = f.cases[i]
+        if i > start:
+            holds = True if case.when is None else guarded(case.when.fn, scope)
+        for k in range(n):
+            if chosen[k] is None:
+                h = holds[k] if holds.__class__ is Col else holds
+                if h.__class__ is Failed:
+                    chosen[k] = h
+                elif h:
+                    chosen[k] = i
+    values = {i: guarded(f.cases[i].expr.fn, scope) for i in set(chosen) if i.__class__ is int}
+    col = Col()
+    for k, c in enumerate(chosen):
+        if c is None or c.__class__ is Failed:
+            col.append(c)
+            continue
+        v = values[c]
+        col.append(v[k] if v.__class__ is Col else v)
+    ev.cases[f.name] = Col(c if c.__class__ is int else len(f.cases) - 1 for c in chosen)
+    return _checked(f, ev, col, f.cases[next((c for c in chosen if c.__class__ is int), -1)].expr)
 
 
 def condition(expr: Any, scope: Scope) -> bool:
@@ -272,48 +346,89 @@ def _compute_precision(gpu: dict[str, Any], precision: dict[str, Any]) -> tuple[
     return None, None
 
 
-def gpu_scope(base: Scope, gpu: dict[str, Any], count: int, precision: dict[str, Any]) -> Scope:
+def gpu_values(gpu: dict[str, Any], count: int, precision: dict[str, Any]) -> Scope:
+    """The names a formula reads about one GPU (and how many of it)."""
     key, tflops = _compute_precision(gpu, precision)
-    scope = dict(base)
-    scope.update({
+    return {
         "gpu.id": gpu["id"], "gpu.name": gpu["name"], "gpu.vendor": gpu["vendor"],
         "gpu.vram_gb": gpu["vram_gb"], "gpu.bandwidth_gb_s": gpu["bandwidth_gb_s"],
         "gpu.hbm": str(gpu.get("memory_type", "")).upper().startswith("HBM"),
         "gpu.compute_tflops": tflops, "gpu.tdp_w": gpu.get("tdp_w"),
         "gpu.interconnect_gb_s": (gpu.get("interconnect") or {}).get("gb_s") or 0,
         "gpu_count": count, "_compute_precision": key,
-    })
+    }
+
+
+def gpu_scope(base: Scope, gpu: dict[str, Any], count: int, precision: dict[str, Any]) -> Scope:
+    """The scope of one GPU."""
+    scope = dict(base)
+    scope.update(gpu_values(gpu, count, precision))
     return scope
 
 
-def _row(ev: Evaluated, gpu: dict[str, Any], count: int, requested: bool) -> GpuRow:
+def gpu_columns(candidates: list[tuple[dict[str, Any], int]], precision: dict[str, Any]) -> Scope:
+    """The GPU names over several candidates: a Col per name, or one value where every
+    candidate has the same (then formulas reading only such names are computed once)."""
+    rows = [gpu_values(gpu, count, precision) for gpu, count in candidates]
+    out: Scope = {}
+    for name in rows[0]:
+        col = Col(r[name] for r in rows)
+        first = col[0]
+        same = all(v == first and v.__class__ is first.__class__ for v in col)
+        out[name] = first if same else col
+    return out
+
+
+def _catalogue_columns(kn: Knowledge, precision: dict[str, Any]) -> Scope:
+    """gpu_columns of the whole catalogue, once per compute precision (derived from rules)."""
+    key = "gpu_columns:" + ",".join([precision["compute"], *precision["fallback"]])
+    cols = kn.cache.get(key)
+    if cols is None:
+        cols = kn.cache[key] = gpu_columns([(g, 1) for g in kn.gpus.values()], precision)
+    return cols
+
+
+ROW_FIELDS = ("usable_vram_gb", "per_gpu_gb", "fits", "headroom_gb", "gpus_needed",
+              "gpu.compute_tflops", "_compute_precision", "decode_tokens_per_s",
+              "decode_tokens_per_s_aggregate", "prefill_tokens_per_s", "ttft_s",
+              "train_tokens_per_s", "train_time_s")
+
+
+def _rows(ev: Evaluated, candidates: list[tuple[dict[str, Any], int, bool]], order: list[int]) -> list[GpuRow]:
     s = ev.scope
-    needed = s.get("gpus_needed")
-    return GpuRow(
-        id=gpu["id"], name=gpu["name"], count=count, vram_gb=gpu["vram_gb"],
-        usable_vram_gb=s.get("usable_vram_gb"), per_gpu_gb=s.get("per_gpu_gb"),
-        fits=bool(s.get("fits")), headroom_gb=s.get("headroom_gb"),
-        gpus_needed=int(needed) if needed is not None else None,
-        bandwidth_gb_s=gpu.get("bandwidth_gb_s"), compute_tflops=s.get("gpu.compute_tflops"),
-        compute_precision=s.get("_compute_precision"),
-        decode_tokens_per_s=s.get("decode_tokens_per_s"),
-        decode_tokens_per_s_aggregate=s.get("decode_tokens_per_s_aggregate"),
-        prefill_tokens_per_s=s.get("prefill_tokens_per_s"), ttft_s=s.get("ttft_s"),
-        train_tokens_per_s=s.get("train_tokens_per_s"), train_time_s=s.get("train_time_s"),
-        tdp_w=gpu.get("tdp_w"), requested=requested)
+    cols = [s.get(k) for k in ROW_FIELDS]
+    rows = []
+    for rank, i in enumerate(order, 1):
+        gpu, count, requested = candidates[i]
+        (usable, per_gpu, fits, headroom, needed, tflops, cprec, decode, aggregate, prefill,
+         ttft, train, train_time) = [c[i] if c.__class__ is Col else c for c in cols]
+        rows.append(GpuRow(
+            id=gpu["id"], name=gpu["name"], count=count, vram_gb=gpu["vram_gb"],
+            usable_vram_gb=usable, per_gpu_gb=per_gpu, fits=bool(fits), headroom_gb=headroom,
+            gpus_needed=int(needed) if needed is not None else None,
+            bandwidth_gb_s=gpu.get("bandwidth_gb_s"), compute_tflops=tflops,
+            compute_precision=cprec, decode_tokens_per_s=decode,
+            decode_tokens_per_s_aggregate=aggregate, prefill_tokens_per_s=prefill, ttft_s=ttft,
+            train_tokens_per_s=train, train_time_s=train_time, tdp_w=gpu.get("tdp_w"),
+            rank=rank, requested=requested))
+    return rows
 
 
-def _rank_key(ranking: list[tuple[str, str]], ev: Evaluated) -> tuple[Any, ...]:
-    key: list[Any] = []
-    for name, order in ranking:
-        v = ev.scope.get(name)
-        if isinstance(v, bool):
-            v = int(v)
-        if v is None:
-            key.append((1, 0))
-            continue
-        key.append((0, -v if order == "desc" else v))
-    return tuple(key)
+def _ranking(ranking: list[tuple[str, str]], ev: Evaluated, n: int) -> list[int]:
+    """Candidate indices, best first; a figure without a value ranks last."""
+    cols = [(ev.scope.get(name), order == "desc") for name, order in ranking]
+
+    def key(i: int) -> tuple[Any, ...]:
+        out: list[Any] = []
+        for col, desc in cols:
+            v = col[i] if col.__class__ is Col else col
+            if v is None:
+                out.append((1, 0))
+            else:
+                v = int(v) if isinstance(v, bool) else v
+                out.append((0, -v if desc else v))
+        return tuple(out)
+    return sorted(range(n), key=key)
 
 
 # ---------------------------------------------------------------- the walk
@@ -335,17 +450,14 @@ class Tracer:
     def _step(self, node: str, f: Formula) -> Step:
         s = self.ev.scope
         idx = self.ev.cases.get(f.name)
-        case = f.cases[idx] if idx is not None else f.cases[-1]
-        names = list(case.expr.names) + (list(case.when.names) if case.when else [])
-        text = case.expr.text + (f"   [when {case.when.text}]" if case.when else "")
-        note = case.note or f.note
+        names, text, note = _case_text(self.kn, f, idx if idx is not None else len(f.cases) - 1)
         if f.name in self.ev.errors:
             note = f"not computed: {self.ev.errors[f.name]}"
         elif s.get(f.name) is None:
             missing = [n for n in names if s.get(n) is None]
             note = "not computed: no value for " + ", ".join(missing) if missing else note
         return Step(node=node, rule=f"{f.name} ({f.where})", formula=text,
-                    values={n: s.get(n) for n in dict.fromkeys(names)}, result=s.get(f.name),
+                    values={n: s.get(n) for n in names}, result=s.get(f.name),
                     unit=f.unit, source=", ".join(f.sources), note=note, rule_id=f.name,
                     location=f.where, sources=list(f.sources))
 
@@ -359,6 +471,18 @@ class Tracer:
                                result=True, unit="bool", source=flow.source, note=label,
                                rule_id=f"edge {node} → {flow.id}/{to}", location=where,
                                sources=[flow.source]))
+
+
+def _case_text(kn: Knowledge, f: Formula, idx: int) -> tuple[tuple[str, ...], str, str | None]:
+    """What a trace step shows of a formula's case: the names it reads, its text, its note."""
+    key = f"case_text:{f.name}:{idx}"
+    found = kn.cache.get(key)
+    if found is None:
+        case = f.cases[idx]
+        names = tuple(dict.fromkeys(case.expr.names + (case.when.names if case.when else ())))
+        text = case.expr.text + (f"   [when {case.when.text}]" if case.when else "")
+        found = kn.cache[key] = (names, text, case.note or f.note)
+    return found  # type: ignore[no-any-return]
 
 
 def walk(flow: Flow, kn: Knowledge, ev: Evaluated, tracer: Tracer) -> tuple[list[str], str]:
@@ -458,34 +582,26 @@ def _answer_question(w: Workload, kn: Knowledge, query: str) -> Answer:
 def _answer(w: Workload, kn: Knowledge, query: str = "") -> Answer:
     r = resolve(w, kn)
     base = Evaluated(base_scope(r, kn))
-    workload_formulas = [n for n, f in kn.formulas.items() if not f.per_gpu]
-    evaluate(kn, base, workload_formulas)
+    evaluate(kn, base, [n for n, f in kn.formulas.items() if not f.per_gpu])
     sizing = next(f for f in kn.flows if f.role == "sizing")
 
-    candidates: list[tuple[dict[str, Any], int, bool]] = []
+    # every candidate GPU at once: per-GPU names hold one value per candidate (kb.expr.Col)
     if w.gpus:
-        for req in w.gpus:
-            gpu = _capacity_gpu(req) if req.gpu_id is None else kn.gpus[req.gpu_id]
-            candidates.append((gpu, req.count, True))
+        candidates = [(_capacity_gpu(req) if req.gpu_id is None else kn.gpus[req.gpu_id], req.count, True)
+                      for req in w.gpus]
+        gpus = gpu_columns([(g, c) for g, c, _ in candidates], r.precision)
     else:
         candidates = [(g, 1, False) for g in kn.gpus.values()]
-    evs: list[tuple[Evaluated, dict[str, Any], int, bool]] = []
-    for gpu, count, requested in candidates:
-        ev = Evaluated(gpu_scope(base.scope, gpu, count, r.precision), dict(base.cases), dict(base.errors))
-        evaluate(kn, ev, ROW_FORMULAS[r.is_training])
-        evs.append((ev, gpu, count, requested))
-    order = list(range(len(evs))) if w.gpus else sorted(
-        range(len(evs)), key=lambda i: _rank_key(sizing.ranking, evs[i][0]))
-    rows = []
-    for rank, i in enumerate(order, 1):
-        ev, gpu, count, requested = evs[i]
-        row = _row(ev, gpu, count, requested)
-        row.rank = rank
-        rows.append(row)
-    primary = evs[order[0]][0]
-    fitting = sum(1 for ev, *_ in evs if ev.scope.get("fits"))
-    primary.scope["gpu_candidates"] = len(evs)
-    primary.scope["fitting_gpus"] = fitting
+        gpus = _catalogue_columns(kn, r.precision)
+    every = Evaluated({**base.scope, **gpus}, dict(base.cases), dict(base.errors))
+    evaluate(kn, every, ROW_FORMULAS[r.is_training])
+    n = len(candidates)
+    order = list(range(n)) if w.gpus else _ranking(sizing.ranking, every, n)
+    rows = _rows(every, candidates, order)
+    fits = every.scope.get("fits")
+    primary = every.view(order[0])
+    primary.scope["gpu_candidates"] = n
+    primary.scope["fitting_gpus"] = sum(map(bool, fits)) if fits.__class__ is Col else n * bool(fits)
 
     tracer = Tracer(kn, primary)
     path: list[str] = []
@@ -502,9 +618,9 @@ def _answer(w: Workload, kn: Knowledge, query: str = "") -> Answer:
     speed = TRAINING_SPEED if r.is_training else INFERENCE_SPEED
     for name in BREAKDOWN + ("total_gb",) + speed:
         tracer.formula("answer", name)
-    warnings = list(r.warnings) + _gpu_warnings(evs, r) + [
+    warnings = list(r.warnings) + _gpu_warnings(every, candidates, r) + [
         f"{name} could not be computed: {msg}" for name, msg in primary.errors.items()]
-    disagreements, agreements = check_claims(kn, base, evs, order)
+    disagreements, agreements = check_claims(kn, every, primary, order)
     s = primary.scope
     bands = error_bands(kn, r)
     return Answer(
@@ -575,40 +691,49 @@ def _bottleneck(s: Scope, r: Resolved) -> dict[str, Any]:
             "gpu": s.get("gpu.name"), "gpu_id": s.get("gpu.id")}
 
 
-def _gpu_warnings(evs: list[tuple[Evaluated, dict[str, Any], int, bool]], r: Resolved) -> list[str]:
+def _gpu_warnings(every: Evaluated, candidates: list[tuple[dict[str, Any], int, bool]],
+                  r: Resolved) -> list[str]:
     out: list[str] = []
     compute = r.precision["compute"]
-    for ev, gpu, _count, requested in evs:
-        if not requested and len(evs) > 1:
+    s = every.scope
+    for i, (gpu, _count, requested) in enumerate(candidates):
+        if not requested and len(candidates) > 1:
             continue
-        used = ev.scope.get("_compute_precision")
+        used = at(s.get("_compute_precision"), i)
         if used and used != compute:
             out.append(f"{gpu['name']} has no native {compute.upper()} tensor math; "
                        f"computed at its {used.upper()} rate")
-        if requested and not ev.scope.get("fits") and ev.scope.get("per_gpu_gb") is not None:
-            out.append(f"does not fit on {ev.scope['gpu_count']}× {gpu['name']}: needs "
-                       f"{ev.scope['per_gpu_gb']:.1f} GB per GPU")
+        per_gpu = at(s.get("per_gpu_gb"), i)
+        if requested and not at(s.get("fits"), i) and per_gpu is not None:
+            out.append(f"does not fit on {at(s['gpu_count'], i)}× {gpu['name']}: needs "
+                       f"{per_gpu:.1f} GB per GPU")
     return out
 
 
-def check_claims(kn: Knowledge, base: Evaluated, evs: list[tuple[Evaluated, dict[str, Any], int, bool]],
+def check_claims(kn: Knowledge, every: Evaluated, primary: Evaluated,
                  order: list[int]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Each source's claim against the engine: a per-GPU claim for every candidate (in rank
+    order), any other for the answer's GPU."""
     differ: list[dict[str, Any]] = []
     agree: list[dict[str, Any]] = []
     for claim in kn.claims:
-        scopes = [evs[i][0] for i in order] if claim.per_gpu else [evs[order[0]][0]]
-        for ev in scopes:
-            if not condition(claim.applies_when, ev.scope):
+        ev = every if claim.per_gpu else primary
+        evaluate(kn, ev, [n for n in claim.computed.names if n in kn.formulas])
+        s = ev.scope
+        applies = True if claim.applies_when is None else guarded(claim.applies_when.fn, s)
+        computed = guarded(claim.computed.fn, s)
+        gpu = s.get("gpu.name")
+        for i in order if claim.per_gpu else [0]:
+            ok = at(applies, i)
+            if ok.__class__ is Failed or not ok:
                 continue
-            evaluate(kn, ev, [n for n in claim.computed.names if n in kn.formulas])
-            try:
-                computed = claim.computed(ev.scope) if all(
-                    ev.scope.get(n) is not None for n in claim.computed.names) else None
-            except EvalError:
-                computed = None
-            if computed is None:
+            value = at(computed, i)
+            if value is None or value.__class__ is Failed or (
+                    value.__class__ is float and not math.isfinite(value)):
                 continue
-            entry = _claim_entry(kn, claim, computed, ev.scope.get("gpu.name") if claim.per_gpu else None)
+            if any(at(s.get(n), i) is None for n in claim.computed.names):
+                continue
+            entry = _claim_entry(kn, claim, value, at(gpu, i) if claim.per_gpu else None)
             (agree if entry["agrees"] else differ).append(entry)
     return differ, agree
 

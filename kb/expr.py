@@ -11,8 +11,10 @@ Parsing uses grammar/expr.lark (lark, LALR). Evaluation is our own interpreter: 
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any
 
 from kb.errors import EvalError
@@ -21,11 +23,6 @@ Scope = Mapping[str, Any]
 Fn = Callable[[Scope], Any]
 
 # Operator precedence is in the grammar; here only the operator semantics.
-_ARITH: dict[str, Callable[[float, float], float]] = {
-    "+": lambda a, b: a + b,
-    "-": lambda a, b: a - b,
-    "*": lambda a, b: a * b,
-}
 _COMPARE: dict[str, Callable[[Any, Any], bool]] = {
     "<": lambda a, b: a < b,
     "<=": lambda a, b: a <= b,
@@ -42,6 +39,8 @@ FUNCTIONS: dict[str, tuple[int, int]] = {
 }
 
 MAX_DEPTH = 60
+# what evaluating a formula may raise; each becomes an EvalError (or a Failed element)
+RAISED = (EvalError, TypeError, ValueError, OverflowError, ZeroDivisionError)
 MAX_MAGNITUDE = 1e300
 
 
@@ -66,13 +65,19 @@ class Expr:
     def __call__(self, scope: Scope) -> Any:
         try:
             return self.fn(scope)
-        except TypeError:
+        except RAISED as exc:
+            raise EvalError(self.message(exc, scope)) from None
+
+    def message(self, exc: Exception, scope: Scope) -> str:
+        """What went wrong, for a person: the names without a value, or the failing step."""
+        if isinstance(exc, EvalError):
+            return str(exc)
+        if isinstance(exc, TypeError):
             missing = [n for n in self.names if scope.get(n) is None]
             if missing:
-                raise EvalError("no value for " + ", ".join(missing)) from None
-            raise EvalError(f"'{self.text}' mixes text and numbers") from None
-        except (OverflowError, ValueError) as exc:   # ceil(inf), round(x, nan), 1e308 * 10 …
-            raise EvalError(f"'{self.text}': {exc}") from None
+                return "no value for " + ", ".join(missing)
+            return f"'{self.text}' mixes text and numbers"
+        return f"'{self.text}': {exc}"     # ceil(inf), round(x, nan), 1e308 * 10 …
 
 
 _parser = None
@@ -223,8 +228,149 @@ def _power(a: float, b: float) -> float:
     return result
 
 
+# ---------------------------------------------------------------- columns
+#
+# A scope value is either one value, the same for every candidate GPU, or a Col: one value per
+# candidate. Every operator applies to a Col element by element with the same scalar semantics,
+# so evaluating a formula once over the catalogue gives what evaluating it once per GPU gives.
+# An element whose computation raised holds a Failed; it propagates through later operators
+# and is reported when the formula's result is stored (kb.engine).
+
+class Col(list):  # type: ignore[type-arg]
+    """One value per candidate GPU, in candidate order."""
+    __slots__ = ()
+
+
+class Failed:
+    """An element whose computation raised. Any use of it in arithmetic, comparison or truth
+    raises TypeError, so a fast elementwise pass falls back to the careful one."""
+    __slots__ = ("error",)
+
+    def __init__(self, error: Exception | None) -> None:
+        self.error = error          # None: an operand had no value (a figure the GPU lacks)
+
+    def __bool__(self) -> bool:
+        raise TypeError("failed element")
+
+    def __eq__(self, other: object) -> bool:
+        raise TypeError("failed element")
+
+    __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __eq__  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+
+
+MISSING = Failed(None)
+
+
+def _failure(operands: tuple[Any, ...], exc: Exception) -> Failed:
+    """What an element that raised holds: the failure it inherited, else a new one."""
+    for a in operands:
+        if a.__class__ is Failed:
+            return a
+    return MISSING if any(a is None for a in operands) else Failed(exc)
+
+
+def elementwise(op: Callable[..., Any], *args: Any) -> Col:
+    """op over the elements of the Col arguments, the others repeated."""
+    its = [a if a.__class__ is Col else repeat(a) for a in args]
+    try:
+        return Col(map(op, *its))
+    except RAISED:
+        pass
+    out = Col()                         # some element failed: again, one element at a time
+    its = [a if a.__class__ is Col else repeat(a) for a in args]
+    for t in zip(*its):
+        try:
+            out.append(op(*t))
+        except RAISED as exc:
+            out.append(_failure(t, exc))
+    return out
+
+
+def at(value: Any, i: int) -> Any:
+    """Candidate i's value."""
+    return value[i] if value.__class__ is Col else value
+
+
+def guarded(fn: Fn, s: Scope) -> Any:
+    """A branch that only some elements take: a failure becomes a Failed, not an exception."""
+    try:
+        return fn(s)
+    except RAISED as exc:
+        return Failed(exc)
+
+
+def _pick(cond: Any, yes: Any, no: Any) -> Any:          # never touches the branch not taken
+    if cond.__class__ is Failed:
+        return cond
+    return yes if cond else no
+
+
+def _and(a: Any, b: Any) -> Any:
+    if a.__class__ is Failed:
+        return a
+    if not a:
+        return False
+    return b if b.__class__ is Failed else bool(b)
+
+
+def _or(a: Any, b: Any) -> Any:
+    if a.__class__ is Failed:
+        return a
+    if a:
+        return True
+    return b if b.__class__ is Failed else bool(b)
+
+
+def _lift2(op: Callable[[Any, Any], Any], left: Fn, right: Fn) -> Fn:
+    def apply(s: Scope) -> Any:
+        a, b = left(s), right(s)
+        if a.__class__ is Col or b.__class__ is Col:
+            return elementwise(op, a, b)
+        return op(a, b)
+    return apply
+
+
+def _lift1(op: Callable[[Any], Any], inner: Fn) -> Fn:
+    def apply(s: Scope) -> Any:
+        a = inner(s)
+        return elementwise(op, a) if a.__class__ is Col else op(a)
+    return apply
+
+
+def _liftn(op: Callable[..., Any], args: list[Fn]) -> Fn:
+    def apply(s: Scope) -> Any:
+        vals = [a(s) for a in args]
+        for v in vals:
+            if v.__class__ is Col:
+                return elementwise(op, *vals)
+        return op(*vals)
+    return apply
+
+
+def _short_circuit(both: Callable[[Any, Any], Any], left: Fn, right: Fn, stop_on: bool) -> Fn:
+    """and / or: the right side is read only where the left does not decide."""
+    def apply(s: Scope) -> Any:
+        a = left(s)
+        if a.__class__ is not Col:
+            if bool(a) is stop_on:
+                return stop_on
+            b = right(s)
+            return elementwise(bool, b) if b.__class__ is Col else bool(b)
+        return elementwise(both, a, guarded(right, s))
+    return apply
+
+
+def _neg(a: Any) -> Any:
+    return -_num(a, "operand")
+
+
+def _pow(a: Any, b: Any) -> Any:
+    return _power(_num(a, "base"), _num(b, "exponent"))
+
+
 def compile_ast(ast: Any) -> Fn:
-    """AST → closure over a scope mapping. Constants are folded once."""
+    """AST → closure over a scope mapping (values or Cols)."""
     tag = ast[0]
     if tag in ("num", "str"):
         value = ast[1]
@@ -241,80 +387,77 @@ def compile_ast(ast: Any) -> Fn:
     if tag == "bin":
         # Operand types are settled at load by the unit check (kb.knowledge); a None (a figure
         # the workload lacks) or text raises TypeError here, which Expr.__call__ reports.
-        op, left, right = ast[1], compile_ast(ast[2]), compile_ast(ast[3])
-        if op == "+":
-            return lambda s: left(s) + right(s)
-        if op == "-":
-            return lambda s: left(s) - right(s)
-        if op == "*":
-            return lambda s: left(s) * right(s)
-        if op == "/":
-            return lambda s: _divide(left(s), right(s))
-        return lambda s: _power(_num(left(s), "base"), _num(right(s), "exponent"))
+        op = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": _divide}.get(ast[1], _pow)
+        return _lift2(op, compile_ast(ast[2]), compile_ast(ast[3]))
     if tag == "cmp":
-        cmp, left, right = _COMPARE[ast[1]], compile_ast(ast[2]), compile_ast(ast[3])
-        return lambda s: cmp(left(s), right(s))
-    if tag == "and":
-        left, right = compile_ast(ast[1]), compile_ast(ast[2])
-        return lambda s: bool(left(s)) and bool(right(s))
-    if tag == "or":
-        left, right = compile_ast(ast[1]), compile_ast(ast[2])
-        return lambda s: bool(left(s)) or bool(right(s))
+        return _lift2(_COMPARE[ast[1]], compile_ast(ast[2]), compile_ast(ast[3]))
+    if tag in ("and", "or"):
+        both = _and if tag == "and" else _or
+        return _short_circuit(both, compile_ast(ast[1]), compile_ast(ast[2]), tag == "or")
     if tag == "not":
-        inner = compile_ast(ast[1])
-        return lambda s: not inner(s)
+        return _lift1(operator.not_, compile_ast(ast[1]))
     if tag == "neg":
-        inner = compile_ast(ast[1])
-        return lambda s: -_num(inner(s), "operand")
+        return _lift1(_neg, compile_ast(ast[1]))
     if tag == "call":
         return _compile_call(ast[1], [compile_ast(a) for a in ast[2]])
     raise ValueError(f"unknown AST node {tag!r}")
 
 
+def _round2(x: Any, digits: Any) -> float:
+    digits = _num(digits, "round() digits")
+    if not (digits == digits and -20 <= digits <= 20):
+        raise EvalError("round() keeps between -20 and 20 digits")
+    return round(_num(x, "round()"), int(digits))
+
+
+def _sqrt(x: Any) -> float:
+    x = _num(x, "sqrt()")
+    if x < 0:
+        raise EvalError("sqrt() of a negative number")
+    return math.sqrt(x)
+
+
+def _log2(x: Any) -> float:
+    x = _num(x, "log2()")
+    if x <= 0:
+        raise EvalError("log2() of a non-positive number")
+    return math.log2(x)
+
+
+def _clamp(x: Any, lo: Any, hi: Any) -> Any:
+    return min(max(_num(x, "clamp() value"), lo), hi)
+
+
+def _unary(f: Callable[[Any], Any], name: str) -> Callable[[Any], float]:
+    what = f"{name}()"
+    return lambda x: float(f(_num(x, what)))
+
+
 def _compile_call(name: str, args: list[Fn]) -> Fn:
     if name == "if":
         cond, yes, no = args
-        return lambda s: yes(s) if cond(s) else no(s)
-    if name == "min":
-        if len(args) == 2:
-            a0, a1 = args
-            return lambda s: min(a0(s), a1(s))
-        return lambda s: min(a(s) for a in args)
-    if name == "max":
-        if len(args) == 2:
-            a0, a1 = args
-            return lambda s: max(a0(s), a1(s))
-        return lambda s: max(a(s) for a in args)
+
+        def if_(s: Scope) -> Any:
+            c = cond(s)
+            if c.__class__ is not Col:
+                return yes(s) if c else no(s)
+            return elementwise(_pick, c, guarded(yes, s), guarded(no, s))
+        return if_
+    if name in ("min", "max"):
+        f = min if name == "min" else max
+        return _liftn(lambda *v: f(v) if len(v) > 1 else v[0], args)
     if name == "clamp":
-        x, lo, hi = args
-        return lambda s: min(max(_num(x(s), "clamp() value"), lo(s)), hi(s))
+        return _liftn(_clamp, args)
     if name == "round":
         if len(args) == 2:
-            def round2(s: Scope) -> float:
-                digits = _num(args[1](s), "round() digits")
-                if not (digits == digits and -20 <= digits <= 20):
-                    raise EvalError("round() keeps between -20 and 20 digits")
-                return round(_num(args[0](s), "round()"), int(digits))
-            return round2
-        return lambda s: float(round(_num(args[0](s), "round()")))
+            return _liftn(_round2, args)
+        return _lift1(lambda x: float(round(_num(x, "round()"))), args[0])
     if name == "sqrt":
-        def sqrt(s: Scope) -> float:
-            x = _num(args[0](s), "sqrt()")
-            if x < 0:
-                raise EvalError("sqrt() of a negative number")
-            return math.sqrt(x)
-        return sqrt
+        return _lift1(_sqrt, args[0])
     if name == "log2":
-        def log2(s: Scope) -> float:
-            x = _num(args[0](s), "log2()")
-            if x <= 0:
-                raise EvalError("log2() of a non-positive number")
-            return math.log2(x)
-        return log2
-    unary: dict[str, Callable[[float], float]] = {"ceil": math.ceil, "floor": math.floor,
-                                                  "abs": abs}
-    f = unary[name]
-    return lambda s: float(f(_num(args[0](s), f"{name}()")))
+        return _lift1(_log2, args[0])
+    unary: dict[str, Callable[[Any], Any]] = {"ceil": math.ceil, "floor": math.floor, "abs": abs}
+    return _lift1(_unary(unary[name], name), args[0])
 
 
 # ---------------------------------------------------------------- units

@@ -7,7 +7,7 @@ rules/query.yaml defaults, and each default used is listed in the answer's assum
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -47,4 +47,7 @@ class Workload:
     notes: list[str] = field(default_factory=list)   # how the query's words were read
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = dict(self.__dict__)         # every field is a plain value, but for these two lists
+        d["gpus"] = [dict(g.__dict__) for g in self.gpus]
+        d["notes"] = list(self.notes)
+        return d

@@ -1,0 +1,159 @@
+"""Evaluating over every candidate GPU at once (kb.expr.Col) gives what evaluating each GPU on its
+own gives: the same value, the same failure, the same case, the same error.
+
+The reference is the one-value-per-scope evaluation (Expr.__call__ on a plain scope); nothing
+here is copied from the code's output.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kb import get_knowledge
+from kb import expr as ex
+from kb.engine import ROW_FORMULAS, Evaluated, answer, base_scope, evaluate, gpu_scope, resolve
+from kb.errors import EvalError
+from kb.query import parse
+
+KN = get_knowledge()
+N = 4   # candidates per column in the expression properties
+
+
+def _texts() -> list[str]:
+    out = []
+    for f in KN.formulas.values():
+        for case in f.cases:
+            out.append(case.expr.text)
+            if case.when is not None:
+                out.append(case.when.text)
+    for claim in KN.claims:
+        out.append(claim.computed.text)
+    return sorted(set(out))
+
+
+TEXTS = _texts() + [
+    "a / b", "a ^ b", "sqrt(a)", "log2(b)", "ceil(a / b)", "round(a, b)", "clamp(a, b, 1)",
+    "if(a > b, a / b, b / a)", "if(t, 1 / a, 1 / b)", "t and a / b > 1", "t or a / b > 1",
+    "not t", "-a", "min(a, b, 3)", "max(a)", "a == b", "s == 'x'", "if(s == 'x', a, s)",
+    "abs(a - b) + floor(b)", "a / b > 1 and t", "a / b > 1 or t", "if(a / b > 1, a, b)",
+    "not (a / b > 1)", "if(t, s, 'y') == 'x'",
+]
+AWKWARD = st.one_of(st.sampled_from([0.0, -1.0, 1.0, 2.5, 1e308, -1e308, 5e-324, None, True, False,
+                                     "x", "y", 3, 0]),
+                    st.floats(allow_nan=False, allow_infinity=False))
+
+
+def _names(expr: ex.Expr) -> list[str]:
+    return sorted(set(expr.names) | {"a", "b", "t", "s"})
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.sampled_from(TEXTS), st.data())
+def test_a_column_evaluates_like_each_element_alone(text: str, data: Any) -> None:
+    expr = ex.parse(text)
+    scope: dict[str, Any] = {}
+    for name in _names(expr):
+        if data.draw(st.booleans(), label=f"{name} varies"):
+            scope[name] = ex.Col(data.draw(st.lists(AWKWARD, min_size=N, max_size=N), label=name))
+        else:
+            scope[name] = data.draw(AWKWARD, label=name)
+    alone: list[Any] = []
+    for i in range(N):
+        one = {k: ex.at(v, i) for k, v in scope.items()}
+        try:
+            alone.append(("ok", expr(one)))
+        except EvalError:
+            alone.append(("failed", None))
+    try:
+        together = expr.fn(scope)
+    except ex.RAISED:
+        assert all(kind == "failed" for kind, _ in alone), (text, scope, alone)
+        return
+    for i, (kind, value) in enumerate(alone):
+        got = ex.at(together, i)
+        if kind == "failed":
+            assert got.__class__ is ex.Failed, (text, i, scope, got)
+        else:
+            assert got.__class__ is not ex.Failed, (text, i, scope, got)
+            assert got == value or (got != got and value != value), (text, i, scope, got, value)
+            assert type(got) is type(value), (text, i, got, value)
+
+
+def test_a_failure_in_a_branch_not_taken_does_not_matter() -> None:
+    expr = ex.parse("if(b > 0, a / b, 0)")
+    got = expr.fn({"a": 1.0, "b": ex.Col([2.0, 0.0, -1.0])})
+    assert list(got) == [0.5, 0, 0]
+
+
+def test_a_failure_propagates_and_a_missing_figure_is_not_an_error() -> None:
+    got = ex.parse("(a / b) * 2 + 1").fn({"a": ex.Col([1.0, None, 1.0]), "b": ex.Col([1.0, 1.0, 0.0])})
+    assert got[0] == 3.0
+    assert got[1] is ex.MISSING                       # a figure the GPU lacks
+    assert got[2].__class__ is ex.Failed and got[2] is not ex.MISSING
+    assert "division by zero" in str(got[2].error)
+
+
+# ---------------------------------------------------------------- the engine
+
+ROW_FIELDS = ("usable_vram_gb", "per_gpu_gb", "fits", "headroom_gb", "gpus_needed",
+              "decode_tokens_per_s", "decode_tokens_per_s_aggregate", "prefill_tokens_per_s",
+              "ttft_s", "train_tokens_per_s", "train_time_s")
+
+
+def _alone(q: str, gpu_id: str, count: int) -> Evaluated:
+    """One GPU on its own scope, as kb.solve probes it."""
+    w = parse(q, KN)
+    r = resolve(w, KN)
+    ev = Evaluated(gpu_scope(base_scope(r, KN), KN.gpus[gpu_id], count, r.precision))
+    evaluate(KN, ev, [n for n, f in KN.formulas.items() if not f.per_gpu])
+    evaluate(KN, ev, ROW_FORMULAS[r.is_training])
+    return ev
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b or (math.isnan(a) and math.isnan(b))
+    return a == b
+
+
+def _check_rows(q: str) -> None:
+    a = answer(parse(q, KN), KN, q)
+    assert a.gpus
+    for row in a.gpus:
+        s = _alone(q, row.id, row.count).scope
+        for name in ROW_FIELDS:
+            want = s.get(name)
+            if name == "fits":
+                want = bool(want)
+            elif name == "gpus_needed" and want is not None:
+                want = int(want)
+            assert _same(getattr(row, name), want), (q, row.id, name, getattr(row, name), want)
+
+
+@pytest.mark.parametrize("q", [
+    "serve 70B int4 16 users", "train 13B qlora", "full fine-tune 7B", "which gpu for 13B lora",
+    "serve llama-3.1-70b fp8 64 users 32k context with vllm", "pretrain 1B batch 32",
+    "infer deepseek-v3 fp8", "serve mixtral-8x7b awq 8 users with sglang",
+])
+def test_every_catalogue_row_equals_that_gpu_alone(q: str) -> None:
+    _check_rows(q)
+
+
+def test_requested_gpus_of_different_counts_equal_each_alone() -> None:
+    q = "serve llama-3.1-70b awq 32 users on 2x l40s vs 4x rtx 4090 vs 1x h100"
+    _check_rows(q)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from(sorted(KN.models)), st.sampled_from(sorted(KN.precisions)),
+       st.integers(1, 256), st.sampled_from(["serve", "lora", "full fine-tune"]))
+def test_random_workloads_over_the_catalogue_equal_each_gpu_alone(model: str, precision: str,
+                                                                 users: int, task: str) -> None:
+    if task != "serve" and KN.precisions[precision]["kind"] != "float":
+        precision = "bf16"
+    _check_rows(f"{task} {model} {precision} {users} users")
