@@ -96,24 +96,36 @@ def _failed(f: Formula, ev: Evaluated, message: str, scope: Scope) -> None:
 
 def _checked(f: Formula, ev: Evaluated, col: Col, expr: Any) -> Col:
     """A result over the candidates: failed or non-finite elements become None, with an error."""
+    holes = col.holes
+    if holes:
+        col = Col(col, holes)
+        errors: dict[int, str] = {}
+        for i in holes:
+            v = col[i]
+            if v.__class__ is Failed:
+                col[i] = None
+                if v is not MISSING and not any(at(ev.scope.get(n), i) is None for n in f.names):
+                    errors[i] = expr.message(v.error, {n: at(ev.scope.get(n), i) for n in expr.names})
+        if errors:
+            ev.errors[f.name] = Col(errors.get(i) for i in range(len(col)))
     try:
-        if math.isfinite(math.fsum(col)):       # all numbers, all finite: the common case
-            return col
+        if math.isfinite(math.fsum(_filled(col, holes) if holes else col)):
+            return col                              # all numbers, all finite: the common case
     except (TypeError, OverflowError, ValueError):
         pass
-    out, errors = Col(), Col()
-    for i, v in enumerate(col):
-        msg = None
-        if v.__class__ is Failed:
-            if v is not MISSING and not any(at(ev.scope.get(n), i) is None for n in f.names):
-                msg = expr.message(v.error, {n: at(ev.scope.get(n), i) for n in expr.names})
-            v = None
-        elif v.__class__ is float and (v != v or v in (math.inf, -math.inf)):
-            v, msg = None, "the result is not a finite number"
-        out.append(v)
-        errors.append(msg)
-    if any(m is not None for m in errors):
-        ev.errors[f.name] = errors
+    if all(v.__class__ is not float or math.isfinite(v) for v in col):
+        return col                                  # text or truth values
+    out = [None if v.__class__ is float and not math.isfinite(v) else v for v in col]
+    found = ev.errors.get(f.name) or Col([None] * len(col))
+    ev.errors[f.name] = Col(e if o is not None or v is None else "the result is not a finite number"
+                            for e, o, v in zip(found, out, col))
+    return Col(out)
+
+
+def _filled(col: Col, holes: frozenset[int]) -> list[Any]:
+    out = list(col)
+    for i in holes:
+        out[i] = 0.0
     return out
 
 
@@ -136,13 +148,8 @@ def _eval_cases_each(f: Formula, ev: Evaluated, start: int, first: Col) -> Any:
                 elif h:
                     chosen[k] = i
     values = {i: guarded(f.cases[i].expr.fn, scope) for i in set(chosen) if i.__class__ is int}
-    col = Col()
-    for k, c in enumerate(chosen):
-        if c is None or c.__class__ is Failed:
-            col.append(c)
-            continue
-        v = values[c]
-        col.append(v[k] if v.__class__ is Col else v)
+    col = Col([c if c is None or c.__class__ is Failed else at(values[c], k)
+               for k, c in enumerate(chosen)])
     ev.cases[f.name] = Col(c if c.__class__ is int else len(f.cases) - 1 for c in chosen)
     return _checked(f, ev, col, f.cases[next((c for c in chosen if c.__class__ is int), -1)].expr)
 

@@ -23,13 +23,9 @@ Scope = Mapping[str, Any]
 Fn = Callable[[Scope], Any]
 
 # Operator precedence is in the grammar; here only the operator semantics.
-_COMPARE: dict[str, Callable[[Any, Any], bool]] = {
-    "<": lambda a, b: a < b,
-    "<=": lambda a, b: a <= b,
-    ">": lambda a, b: a > b,
-    ">=": lambda a, b: a >= b,
-    "==": lambda a, b: a == b,
-    "!=": lambda a, b: a != b,
+_COMPARE: dict[str, Callable[[Any, Any], Any]] = {
+    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+    "==": operator.eq, "!=": operator.ne,
 }
 
 # name → (min args, max args). Semantics in _call.
@@ -72,6 +68,8 @@ class Expr:
         """What went wrong, for a person: the names without a value, or the failing step."""
         if isinstance(exc, EvalError):
             return str(exc)
+        if isinstance(exc, ZeroDivisionError):
+            return "division by zero"
         if isinstance(exc, TypeError):
             missing = [n for n in self.names if scope.get(n) is None]
             if missing:
@@ -211,13 +209,6 @@ def _num(value: Any, what: str) -> float:
     return value
 
 
-def _divide(a: float, b: float) -> float:
-    try:
-        return a / b
-    except ZeroDivisionError:
-        raise EvalError("division by zero") from None
-
-
 def _power(a: float, b: float) -> float:
     try:
         result = float(a) ** float(b)       # floats: an int power could run without bound
@@ -237,8 +228,17 @@ def _power(a: float, b: float) -> float:
 # and is reported when the formula's result is stored (kb.engine).
 
 class Col(list):  # type: ignore[type-arg]
-    """One value per candidate GPU, in candidate order."""
-    __slots__ = ()
+    """One value per candidate GPU, in candidate order. `holes`: the positions holding None (a
+    figure that candidate lacks) or a Failed; found by a scan unless the maker knows them."""
+    __slots__ = ("holes",)
+
+    def __init__(self, values: Any = (), holes: frozenset[int] | None = None) -> None:
+        list.__init__(self, values)
+        self.holes = frozenset(i for i, v in enumerate(self) if v is None or v.__class__ is Failed) \
+            if holes is None else holes
+
+
+NO_HOLES: frozenset[int] = frozenset()
 
 
 class Failed:
@@ -262,29 +262,58 @@ class Failed:
 MISSING = Failed(None)
 
 
-def _failure(operands: tuple[Any, ...], exc: Exception) -> Failed:
-    """What an element that raised holds: the failure it inherited, else a new one."""
-    for a in operands:
-        if a.__class__ is Failed:
-            return a
-    return MISSING if any(a is None for a in operands) else Failed(exc)
-
-
-def elementwise(op: Callable[..., Any], *args: Any) -> Col:
-    """op over the elements of the Col arguments, the others repeated."""
-    its = [a if a.__class__ is Col else repeat(a) for a in args]
+def elementwise(op: Callable[..., Any], *args: Any, none_fails: bool = True) -> Col:
+    """op over the elements of the Col arguments, the others repeated. `none_fails`: op raises
+    whenever an operand is None or a Failed (arithmetic, ordering, functions of numbers), so at
+    the holes of its operands the result is known without calling it: the inherited failure."""
+    holes = NO_HOLES
+    for a in args:
+        if a.__class__ is Col:
+            if a.holes:
+                holes = holes | a.holes
+        elif a is None or a.__class__ is Failed:    # a hole at every position
+            return _one_by_one(op, args)
     try:
-        return Col(map(op, *its))
+        if not holes:
+            return Col(map(op, *[a if a.__class__ is Col else repeat(a) for a in args]), NO_HOLES)
+        if none_fails:
+            out = Col(map(op, *[_patched(a, holes) if a.__class__ is Col else repeat(a) for a in args]), holes)
+            for i in holes:
+                out[i] = _failure(tuple(at(a, i) for a in args), None)
+            return out
+        out = Col(map(op, *[a if a.__class__ is Col else repeat(a) for a in args]), NO_HOLES)
     except RAISED:
-        pass
-    out = Col()                         # some element failed: again, one element at a time
-    its = [a if a.__class__ is Col else repeat(a) for a in args]
-    for t in zip(*its):
+        return _one_by_one(op, args)
+    out.holes = frozenset(i for i in holes if (v := out[i]) is None or v.__class__ is Failed)
+    return out
+
+
+def _patched(col: Col, holes: frozenset[int]) -> list[Any]:
+    """col with its holes filled by one of its own values (the op's result there is replaced)."""
+    fill = next((v for i, v in enumerate(col) if i not in holes), 0.0)
+    out = list(col)
+    for i in holes:
+        out[i] = fill
+    return out
+
+
+def _one_by_one(op: Callable[..., Any], args: tuple[Any, ...]) -> Col:
+    """Some element raised: every element again, each failure kept in its place."""
+    out = []
+    for t in zip(*[a if a.__class__ is Col else repeat(a) for a in args]):
         try:
             out.append(op(*t))
         except RAISED as exc:
             out.append(_failure(t, exc))
-    return out
+    return Col(out)
+
+
+def _failure(operands: tuple[Any, ...], exc: Exception | None) -> Failed:
+    """What an element that raised holds: the failure it inherited, else a new one."""
+    for a in operands:
+        if a.__class__ is Failed:
+            return a
+    return MISSING if exc is None or any(a is None for a in operands) else Failed(exc)
 
 
 def at(value: Any, i: int) -> Any:
@@ -322,19 +351,19 @@ def _or(a: Any, b: Any) -> Any:
     return b if b.__class__ is Failed else bool(b)
 
 
-def _lift2(op: Callable[[Any, Any], Any], left: Fn, right: Fn) -> Fn:
+def _lift2(op: Callable[[Any, Any], Any], left: Fn, right: Fn, none_fails: bool = True) -> Fn:
     def apply(s: Scope) -> Any:
         a, b = left(s), right(s)
         if a.__class__ is Col or b.__class__ is Col:
-            return elementwise(op, a, b)
+            return elementwise(op, a, b, none_fails=none_fails)
         return op(a, b)
     return apply
 
 
-def _lift1(op: Callable[[Any], Any], inner: Fn) -> Fn:
+def _lift1(op: Callable[[Any], Any], inner: Fn, none_fails: bool = True) -> Fn:
     def apply(s: Scope) -> Any:
         a = inner(s)
-        return elementwise(op, a) if a.__class__ is Col else op(a)
+        return elementwise(op, a, none_fails=none_fails) if a.__class__ is Col else op(a)
     return apply
 
 
@@ -356,8 +385,8 @@ def _short_circuit(both: Callable[[Any, Any], Any], left: Fn, right: Fn, stop_on
             if bool(a) is stop_on:
                 return stop_on
             b = right(s)
-            return elementwise(bool, b) if b.__class__ is Col else bool(b)
-        return elementwise(both, a, guarded(right, s))
+            return elementwise(bool, b, none_fails=False) if b.__class__ is Col else bool(b)
+        return elementwise(both, a, guarded(right, s), none_fails=False)
     return apply
 
 
@@ -387,15 +416,19 @@ def compile_ast(ast: Any) -> Fn:
     if tag == "bin":
         # Operand types are settled at load by the unit check (kb.knowledge); a None (a figure
         # the workload lacks) or text raises TypeError here, which Expr.__call__ reports.
-        op = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": _divide}.get(ast[1], _pow)
+        # x / 0 raises ZeroDivisionError, which Expr.message reports as "division by zero"
+        op = {"+": operator.add, "-": operator.sub, "*": operator.mul,
+              "/": operator.truediv}.get(ast[1], _pow)
         return _lift2(op, compile_ast(ast[2]), compile_ast(ast[3]))
     if tag == "cmp":
-        return _lift2(_COMPARE[ast[1]], compile_ast(ast[2]), compile_ast(ast[3]))
+        # None == x is a plain False, as in one GPU's scope; only ordering raises on None
+        return _lift2(_COMPARE[ast[1]], compile_ast(ast[2]), compile_ast(ast[3]),
+                      none_fails=ast[1] not in ("==", "!="))
     if tag in ("and", "or"):
         both = _and if tag == "and" else _or
         return _short_circuit(both, compile_ast(ast[1]), compile_ast(ast[2]), tag == "or")
     if tag == "not":
-        return _lift1(operator.not_, compile_ast(ast[1]))
+        return _lift1(operator.not_, compile_ast(ast[1]), none_fails=False)
     if tag == "neg":
         return _lift1(_neg, compile_ast(ast[1]))
     if tag == "call":
@@ -441,11 +474,12 @@ def _compile_call(name: str, args: list[Fn]) -> Fn:
             c = cond(s)
             if c.__class__ is not Col:
                 return yes(s) if c else no(s)
-            return elementwise(_pick, c, guarded(yes, s), guarded(no, s))
+            return elementwise(_pick, c, guarded(yes, s), guarded(no, s), none_fails=False)
         return if_
     if name in ("min", "max"):
-        f = min if name == "min" else max
-        return _liftn(lambda *v: f(v) if len(v) > 1 else v[0], args)
+        if len(args) == 1:
+            return args[0]
+        return _liftn(min if name == "min" else max, args)
     if name == "clamp":
         return _liftn(_clamp, args)
     if name == "round":
