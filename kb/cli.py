@@ -29,6 +29,7 @@ Options:
   --no-trace     leave the trace out of the text answer
   --rules DIR    use the rule files in DIR instead of the shipped ones
   --batch FILE   answer one query per line of FILE ('-' for stdin) as JSON Lines
+  --jobs N       worker processes for --batch (default: one per core)
   --model-config PATH
                  a Hugging Face config.json for a model not in the rules
   --version      print the version
@@ -57,6 +58,7 @@ def _ask_fast(argv: list[str]) -> int:
     rules: str | None = None
     batch: str | None = None
     config: str | None = None
+    jobs: int | None = None
     words: list[str] = []
     i = 0
     while i < len(argv):
@@ -80,6 +82,11 @@ def _ask_fast(argv: list[str]) -> int:
             limit = None
         elif arg == "--no-trace":
             trace = False
+        elif arg == "--jobs":
+            if i + 1 >= len(argv) or not argv[i + 1].isdigit() or int(argv[i + 1]) < 1:
+                return _fail("--jobs needs a number of processes, e.g. --jobs 2")
+            jobs = int(argv[i + 1])
+            i += 1
         elif arg in ("--rules", "--batch", "--model-config"):
             if i + 1 >= len(argv):
                 return _fail(f"{arg} needs a value")
@@ -98,7 +105,7 @@ def _ask_fast(argv: list[str]) -> int:
             words.append(arg)
         i += 1
     if batch is not None:
-        return _batch(batch, rules)
+        return _batch(batch, rules, jobs)
     query = " ".join(words).strip()
     if not query:
         sys.stdout.write(QUERY_HELP)
@@ -111,7 +118,9 @@ def _ask_fast(argv: list[str]) -> int:
     except KbError as err:
         return _fail(str(err), err.exit_code)
     if fmt == "json":
-        sys.stdout.write(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
+        import orjson
+
+        sys.stdout.buffer.write(orjson.dumps(result, option=orjson.OPT_INDENT_2) + b"\n")
     else:
         from kb import render
 
@@ -120,23 +129,66 @@ def _ask_fast(argv: list[str]) -> int:
     return 0
 
 
-def _batch(path: str, rules: str | None) -> int:
-    """One query per line → one JSON object per line; errors are lines too."""
+_RULES: str | None = None      # the --rules of a batch, read by its worker processes
+
+
+def _answer_line(line: str) -> bytes:
+    """One batch line → one JSON line (an answer or an error); b'' for a blank or # line."""
+    import orjson
+
     from kb import ask
     from kb.errors import KbError
 
-    stream = sys.stdin if path == "-" else open(path, encoding="utf-8")
-    write = sys.stdout.write
+    query = line.strip()
+    if not query or query.startswith("#"):
+        return b""
     try:
-        for line in stream:
-            query = line.strip()
-            if not query or query.startswith("#"):
-                continue
-            try:
-                write(json.dumps(ask(query, rules).to_dict(), ensure_ascii=False) + "\n")
-            except KbError as err:
-                write(json.dumps({"query": query, "error": err.to_dict()}, ensure_ascii=False) + "\n")
+        return orjson.dumps(ask(query, _RULES).to_dict()) + b"\n"
+    except KbError as err:
+        return orjson.dumps({"query": query, "error": err.to_dict()}) + b"\n"
+
+
+def _cores() -> int:
+    import os
+
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:          # not Linux
+        return os.cpu_count() or 1
+
+
+def _batch(path: str, rules: str | None, jobs: int | None = None) -> int:
+    """One query per line → one JSON object per line, in the same order; errors are lines too.
+    Large batches are shared among worker processes (one per core unless --jobs says)."""
+    import multiprocessing
+    from itertools import islice
+
+    from kb import get_knowledge
+    from kb.errors import KbError
+
+    global _RULES
+    _RULES = rules
+    try:
+        get_knowledge(rules)            # load once, before any worker starts (they inherit it)
+    except KbError as err:
+        return _fail(str(err), err.exit_code)
+    stream = sys.stdin if path == "-" else open(path, encoding="utf-8")
+    out = sys.stdout.buffer
+    jobs = jobs or _cores()
+    pool = None
+    if jobs > 1 and "fork" in multiprocessing.get_all_start_methods():
+        pool = multiprocessing.get_context("fork").Pool(jobs)
+    try:
+        while chunk := list(islice(stream, 4096)):
+            answers = pool.imap(_answer_line, chunk, chunksize=64) if pool and len(chunk) > 256 \
+                else map(_answer_line, chunk)
+            for line in answers:
+                out.write(line)
+        out.flush()
     finally:
+        if pool is not None:
+            pool.close()
+            pool.join()
         if stream is not sys.stdin:
             stream.close()
     return 0

@@ -89,6 +89,30 @@ def test_batch_json_lines(tmp_path):
     assert "verdict" in lines[0] and lines[1]["error"]["column"] == 11 and "verdict" in lines[2]
 
 
+def test_batch_in_worker_processes_keeps_the_order_of_the_lines(tmp_path):
+    # 600 lines: more than one chunk for the workers; every 7th a typo, every 11th a comment
+    queries = ["serve 70B int4 16 users", "train 13B qlora on 20GB?", "which gpu for 13B lora",
+               "infer 7B fp16 on rtx 4090"]
+    lines, expected = [], []
+    for i in range(600):
+        if i % 11 == 0:
+            lines.append("# comment")
+            continue
+        q = "train 13B qlroa" if i % 7 == 0 else f"{queries[i % 4]} {i % 50 + 1} users"
+        lines.append(q)
+        expected.append(q)
+    f = tmp_path / "q.txt"
+    f.write_text("\n".join(lines) + "\n")
+    parallel = run("--batch", str(f), "--jobs", "2")
+    single = run("--batch", str(f), "--jobs", "1")
+    assert parallel.returncode == 0 == single.returncode, parallel.stderr
+    got = [json.loads(x) for x in parallel.stdout.splitlines()]
+    assert [g["query"] for g in got] == expected
+    assert sum("error" in g for g in got) == sum(q.endswith("qlroa") for q in expected)
+    assert parallel.stdout == single.stdout          # the same bytes, whichever process answered
+    assert run("--batch", str(f), "--jobs", "0").returncode == 2
+
+
 def test_help_and_version():
     assert run("--help").returncode == 0
     r = run("--version")
