@@ -457,16 +457,14 @@ class Tracer:
     def _step(self, node: str, f: Formula) -> Step:
         s = self.ev.scope
         idx = self.ev.cases.get(f.name)
-        names, text, note = _case_text(self.kn, f, idx if idx is not None else len(f.cases) - 1)
+        names, text, note, rule, source = _case_text(self.kn, f, idx if idx is not None else len(f.cases) - 1)
         if f.name in self.ev.errors:
             note = f"not computed: {self.ev.errors[f.name]}"
         elif s.get(f.name) is None:
             missing = [n for n in names if s.get(n) is None]
             note = "not computed: no value for " + ", ".join(missing) if missing else note
-        return Step(node=node, rule=f"{f.name} ({f.where})", formula=text,
-                    values={n: s.get(n) for n in names}, result=s.get(f.name),
-                    unit=f.unit, source=", ".join(f.sources), note=note, rule_id=f.name,
-                    location=f.where, sources=list(f.sources))
+        return Step(node, rule, text, {n: s.get(n) for n in names}, s.get(f.name), f.unit, source,
+                    note, f.name, f.where, list(f.sources))
 
     def edge(self, node: str, flow: Flow, when: Any, to: str, label: str | None) -> None:
         if when is None:
@@ -480,15 +478,17 @@ class Tracer:
                                sources=[flow.source]))
 
 
-def _case_text(kn: Knowledge, f: Formula, idx: int) -> tuple[tuple[str, ...], str, str | None]:
-    """What a trace step shows of a formula's case: the names it reads, its text, its note."""
+def _case_text(kn: Knowledge, f: Formula, idx: int) -> tuple[tuple[str, ...], str, str | None, str, str]:
+    """What a trace step shows of a formula's case that does not depend on the workload: the
+    names it reads, its text, its note, the rule and its sources (derived once per knowledge)."""
     key = f"case_text:{f.name}:{idx}"
     found = kn.cache.get(key)
     if found is None:
         case = f.cases[idx]
         names = tuple(dict.fromkeys(case.expr.names + (case.when.names if case.when else ())))
         text = case.expr.text + (f"   [when {case.when.text}]" if case.when else "")
-        found = kn.cache[key] = (names, text, case.note or f.note)
+        found = kn.cache[key] = (names, text, case.note or f.note, f"{f.name} ({f.where})",
+                                 ", ".join(f.sources))
     return found  # type: ignore[no-any-return]
 
 
@@ -730,10 +730,13 @@ def check_claims(kn: Knowledge, every: Evaluated, primary: Evaluated,
         applies = True if claim.applies_when is None else guarded(claim.applies_when.fn, s)
         computed = guarded(claim.computed.fn, s)
         gpu = s.get("gpu.name")
-        for i in order if claim.per_gpu else [0]:
-            ok = at(applies, i)
-            if ok.__class__ is Failed or not ok:
-                continue
+        if applies.__class__ is Col:
+            where = [i for i in order if (ok := applies[i]).__class__ is not Failed and ok]
+        elif applies.__class__ is Failed or not applies:
+            continue
+        else:
+            where = order if claim.per_gpu else [0]
+        for i in where:
             value = at(computed, i)
             if value is None or value.__class__ is Failed or (
                     value.__class__ is float and not math.isfinite(value)):
