@@ -26,7 +26,8 @@ def grammar_sha() -> str:
 
 
 def main() -> int:
-    code = subprocess.run([sys.executable, "-m", "lark.tools.standalone", "--propagate_positions",
+    # no --propagate_positions: kb.query builds no tree, and every token carries its own column
+    code = subprocess.run([sys.executable, "-m", "lark.tools.standalone",
                            str(grammar_dir() / "query.lark")], capture_output=True, text=True,
                           check=True).stdout
     # lark's template keeps its optional parser cache, which would read pickles; kbq never

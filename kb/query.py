@@ -22,13 +22,14 @@ MAX_QUERY_CHARS = 500
 MAX_PHRASE_TOKENS = 6
 
 _parser: Any = None
-_lark: Any = None      # the module whose Token, Tree and Unexpected* classes the parser uses
+_errors: Any = None    # the module whose Unexpected* exceptions the parser raises
 
 
 def _get_parser() -> Any:
-    """The LALR parser of grammar/query.lark: the generated standalone module when it was built
-    from this very grammar (no lark import), else lark itself."""
-    global _parser, _lark
+    """The LALR parser of grammar/query.lark, making Tok items as it reduces (_Items): the
+    generated standalone module when it was built from this very grammar (no lark import),
+    else lark itself."""
+    global _parser, _errors
     if _parser is None:
         import hashlib
 
@@ -42,27 +43,15 @@ def _get_parser() -> Any:
         except (ImportError, AttributeError, OSError):
             current = False
         if current:
-            _parser, _lark = standalone.Lark_StandAlone(), standalone
+            _parser, _errors = standalone.Lark_StandAlone(transformer=_Items()), standalone
         else:
             import lark
-            import lark.exceptions
+            from lark import exceptions
 
-            _parser = lark.Lark.open(str(path), parser="lalr", propagate_positions=True,
-                                     maybe_placeholders=False)
-            _lark = _LarkNames(lark)
+            _parser = lark.Lark.open(str(path), parser="lalr", maybe_placeholders=False,
+                                     transformer=_Items())
+            _errors = exceptions
     return _parser
-
-
-class _LarkNames:
-    """lark's classes under the names the standalone module uses."""
-
-    def __init__(self, lark: Any) -> None:
-        from lark import exceptions
-
-        self.Token, self.Tree = lark.Token, lark.Tree
-        self.UnexpectedCharacters = exceptions.UnexpectedCharacters
-        self.UnexpectedToken = exceptions.UnexpectedToken
-        self.UnexpectedEOF = exceptions.UnexpectedEOF
 
 
 @dataclass
@@ -86,6 +75,7 @@ class Vocab:
     table: dict[str, tuple[str, str]]
     display: dict[str, str]
     max_tokens: int
+    prefixes: frozenset[str]        # every leading part of a key (the keys too)
 
 
 def vocabulary(kn: Knowledge) -> Vocab:
@@ -132,7 +122,8 @@ def vocabulary(kn: Knowledge) -> Vocab:
     for family in sorted({m["family"] for m in kn.models.values()}):
         add(family, "family", family)
     longest = max((len(p.split()) for p in display.values()), default=1)
-    vocab = Vocab(table, display, min(MAX_PHRASE_TOKENS, longest + 2))
+    prefixes = frozenset(key[:i] for key in table for i in range(1, len(key) + 1))
+    vocab = Vocab(table, display, min(MAX_PHRASE_TOKENS, longest + 2), prefixes)
     kn.cache["vocabulary"] = vocab
     return vocab
 
@@ -165,18 +156,85 @@ def _number(text: str, binary_k: bool) -> float:
     return float(text) * mult
 
 
+_DIGITS = re.compile(r"\d+")
+_DECIMAL = re.compile(r"[\d.]+")
+
+
+class _Items:
+    """What the parser makes of each rule of grammar/query.lark as it reduces it (lark's
+    transformer hook: no parse tree is built). One-token items become a Tok at once, with the
+    token's own column; the two-token items (tokens, number_then_unit, unit_then_number) span
+    the text between their tokens, which only the query holds, so they come back as
+    (kind, first, second) and _lex makes the Tok."""
+
+    def start(self, items: list[Any]) -> list[Any]:
+        return items
+
+    def word(self, children: list[Any]) -> Tok:
+        t = children[0]
+        return Tok("word", str(t), t.column or 1)
+
+    unit_word = word
+
+    def number(self, children: list[Any]) -> Tok:
+        t = children[0]
+        return Tok("num", str(t), t.column or 1, str(t))
+
+    def size(self, children: list[Any]) -> Tok:
+        t = children[0]
+        return Tok("size", str(t), t.column or 1, float(str(t)[:-1]), "billion")
+
+    def moe_size(self, children: list[Any]) -> Tok:
+        t = children[0]
+        return Tok("moe", str(t), t.column or 1)
+
+    def count(self, children: list[Any]) -> Tok:
+        t = children[0]
+        return Tok("count", str(t), t.column or 1, int(_DIGITS.match(t).group()))  # type: ignore[union-attr]
+
+    def memory(self, children: list[Any]) -> Tok:
+        t = children[0]
+        return Tok("mem", str(t), t.column or 1, float(_DECIMAL.match(t).group()))  # type: ignore[union-attr]
+
+    def vs(self, children: list[Any]) -> Tok:
+        t = children[0]
+        return Tok("vs", str(t), t.column or 1)
+
+    def tokens(self, children: list[Any]) -> tuple[str, Any, Any]:
+        return ("tokens", children[0], children[1])
+
+    def number_then_unit(self, children: list[Any]) -> tuple[str, Any, Any]:
+        return ("number_then_unit", children[0], children[1])
+
+    def unit_then_number(self, children: list[Any]) -> tuple[str, Any, Any]:
+        return ("unit_then_number", children[0], children[1])
+
+
+def _pair(query: str, item: tuple[str, Any, Any]) -> Tok:
+    """The Tok of a two-token item: its text runs from the first token to the second."""
+    kind, first, second = item
+    text = query[first.start_pos:second.end_pos]
+    col = first.column or 1
+    if kind == "tokens":
+        raw = str(first)
+        if raw.lower().endswith("b"):
+            return Tok("tokens", text, col, float(raw[:-1]), "billion")
+        return Tok("tokens", text, col, _number(raw, False))
+    number_first = kind == "number_then_unit"
+    num, unit = (first, second) if number_first else (second, first)
+    return Tok("unit_num", text, col, str(num), _unit_name(str(unit)), number_first, str(unit))
+
+
 def _lex(query: str) -> list[Tok]:
+    """The query's items as Toks; a QueryError where lark cannot read a character or token."""
     parser = _get_parser()
-    Token, Tree = _lark.Token, _lark.Tree
-    UnexpectedCharacters, UnexpectedToken, UnexpectedEOF = (
-        _lark.UnexpectedCharacters, _lark.UnexpectedToken, _lark.UnexpectedEOF)
     try:
-        tree = parser.parse(query)
-    except UnexpectedCharacters as exc:
+        items = parser.parse(query)
+    except _errors.UnexpectedCharacters as exc:
         ch = query[exc.pos_in_stream]
         raise QueryError(query, exc.column, f"the character {ch!r} has no meaning here",
                          expected=["words", "numbers", "?"]) from None
-    except UnexpectedToken as exc:
+    except _errors.UnexpectedToken as exc:
         tok = exc.token
         if tok.type == "$END":
             col = len(query.rstrip()) + 1
@@ -184,42 +242,9 @@ def _lex(query: str) -> list[Tok]:
                              expected=["a number, e.g. 'batch 8', 'seq 4096'"]) from None
         raise QueryError(query, tok.column or 1, f"'{tok}' cannot follow here",
                          expected=_expected(exc.expected), width=len(str(tok))) from None
-    except UnexpectedEOF:
+    except _errors.UnexpectedEOF:
         raise QueryError(query, len(query) + 1, "the query ends too early") from None
-    toks: list[Tok] = []
-    for item in tree.children:
-        if not isinstance(item, Tree):
-            continue
-        parts: list[Any] = [c for c in item.children if isinstance(c, Token)]
-        first = parts[0]
-        col = first.column or 1
-        text = query[first.start_pos:parts[-1].end_pos]
-        kind = item.data
-        if kind in ("word", "unit_word"):
-            toks.append(Tok("word", str(first), col))
-        elif kind == "number":
-            toks.append(Tok("num", str(first), col, str(first)))
-        elif kind == "size":
-            toks.append(Tok("size", str(first), col, float(str(first)[:-1]), "billion"))
-        elif kind == "moe_size":
-            toks.append(Tok("moe", str(first), col))
-        elif kind == "count":
-            toks.append(Tok("count", str(first), col, int(re.match(r"\d+", str(first)).group())))  # type: ignore[union-attr]
-        elif kind == "memory":
-            toks.append(Tok("mem", str(first), col, float(re.match(r"[\d.]+", str(first)).group())))  # type: ignore[union-attr]
-        elif kind == "tokens":
-            raw = str(first)
-            if raw.lower().endswith("b"):
-                toks.append(Tok("tokens", text, col, float(raw[:-1]), "billion"))
-            else:
-                toks.append(Tok("tokens", text, col, _number(raw, False)))
-        elif kind in ("number_then_unit", "unit_then_number"):
-            num, unit = (parts[0], parts[1]) if kind == "number_then_unit" else (parts[1], parts[0])
-            toks.append(Tok("unit_num", text, col, str(num), _unit_name(str(unit)),
-                            kind == "number_then_unit", str(unit)))
-        elif kind == "vs":
-            toks.append(Tok("vs", text, col))
-    return _resplit(toks)
+    return _resplit([item if item.__class__ is Tok else _pair(query, item) for item in items])
 
 
 def _resplit(toks: list[Tok]) -> list[Tok]:
@@ -270,6 +295,9 @@ def _printable(text: str) -> str:
     return "".join("?" if _unprintable(ch) else ch for ch in text)
 
 
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")   # _unprintable
+
+
 def parse(query: str, kn: Knowledge, model_given: bool = False) -> Workload:
     """Read a query into a Workload. Raises QueryError."""
     if not isinstance(query, str):
@@ -277,9 +305,9 @@ def parse(query: str, kn: Knowledge, model_given: bool = False) -> Workload:
     query = query.translate(_SPACES)     # a query is one line (same length: columns hold)
     if len(query) > MAX_QUERY_CHARS:
         raise QueryError(_printable(query[:80]) + "…", 1, f"the query is longer than {MAX_QUERY_CHARS} characters")
-    bad = next((i for i, ch in enumerate(query) if _unprintable(ch)), None)
+    bad = _UNPRINTABLE.search(query)
     if bad is not None:
-        raise QueryError(_printable(query), bad + 1, "control characters are not allowed")
+        raise QueryError(_printable(query), bad.start() + 1, "control characters are not allowed")
     if not query.strip():
         raise QueryError(query, 1, "the query is empty",
                          expected=["a task (serve, infer, train, lora, qlora)", "a model or size"])
@@ -386,19 +414,30 @@ class _Resolver:
         while j < len(toks) and toks[j].kind in ("word", "num", "size", "moe", "mem"):
             j += 1
         run = toks[i:j]
+        keys = [norm(t.text) for t in run]     # norm of a phrase == the joined norms of its tokens
         k = 0
         while k < len(run):
-            k = self.match(run, k)
+            k = self.match(run, k, keys)
         return j
 
-    def match(self, run: list[Tok], k: int) -> int:
-        table = self.vocab.table
-        for n in range(min(len(run) - k, self.vocab.max_tokens), 0, -1):
-            key = norm("".join(t.text for t in run[k:k + n]))
+    def match(self, run: list[Tok], k: int, keys: list[str]) -> int:
+        # The longest phrase from run[k] that is a key. Every token's key holds a letter or a
+        # digit, so a phrase whose key starts no vocabulary key cannot grow into one.
+        vocab = self.vocab
+        table, prefixes = vocab.table, vocab.prefixes
+        found: tuple[str, str] | None = None
+        end = k
+        key = ""
+        for j in range(k, min(len(run), k + vocab.max_tokens)):
+            key += keys[j]
             hit = table.get(key) or table.get(key.rstrip(".")) if key else None
             if hit is not None:
-                self.apply(hit, run[k:k + n])
-                return k + n
+                found, end = hit, j + 1
+            if key not in prefixes:
+                break
+        if found is not None:
+            self.apply(found, run[k:end])
+            return end
         tok = run[k]
         if tok.kind == "mem":            # not part of a GPU name ("a100 40gb"): a bare capacity
             self.structured(tok)

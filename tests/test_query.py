@@ -121,3 +121,60 @@ def test_accuracy_issue_forms(query, runtime, key):
     assert a["workload"]["runtime"] == runtime
     assert a["throughput"][key] > 0
     assert a["gpus"][0]["per_gpu_gb"] > 0 and a["memory"]["total_gb"] > 0
+
+
+# Items that span two tokens take their text (and so the caret's width) from the query itself,
+# whatever the spaces between the tokens.
+@pytest.mark.parametrize("query, column, width", [
+    ("serve 70B 0   users", 11, 9),
+    ("serve 70B seq   0", 11, 7),
+    ("train 7B on 8x h100 for 0   tokens", 25, 10),
+    ("serve 70B on rtx 4090 context  0", 23, 9),       # the unit moves to the number after it
+])
+def test_two_token_items_span_their_text(query, column, width):
+    with pytest.raises(QueryError) as info:
+        parse(query, KN)
+    assert (info.value.column, info.value.width) == (column, width), info.value.render()
+
+
+def test_a_unit_between_two_numbers_goes_with_the_second():
+    w = parse("serve 70B on rtx 4090 context 128", KN)
+    assert gpus(w) == [("rtx-4090", 1, None)] and w.context_tokens == 128
+
+
+SAME_BOTH_WAYS = [
+    "serve llama-3.1-70b awq 32 users 8k context on 2x L40S",
+    "full fine-tune 7B on 8x H100 for 20B tokens", "prefill 2048 tokens llama-2-7b fp16",
+    "infer 7B fp16 on rtx 4000 ada vs rtx 6000 ada", "serve 70B on rtx 4090 context 128",
+    "mixtral 8x7b q4_k_m on 2x 3090, 8-bit adam?", "users 16 serve 70B", "serve 70B tokens",
+    "train 13B qlroa on 20GB", "serve 70B $ 4", "serve 70B 0   users", "serve llama-3.1-70b int4 on 2x",
+    "?", "serve 70B batch", "llama 70b", "4 x a100-80gb serve 70B compared  to h100",
+]
+
+
+def _outcome(query):
+    try:
+        return parse(query, KN)
+    except QueryError as err:
+        return (err.column, err.width, err.message, err.suggestion, err.expected)
+
+
+def test_lark_reads_queries_as_the_generated_parser_does(monkeypatch):
+    """kb/_query_parser.py stands in for lark only while it matches the grammar; lark itself,
+    used otherwise, must read every query the same way."""
+    from kb import _query_parser
+    from kb import query
+
+    generated = [_outcome(q) for q in SAME_BOTH_WAYS]
+    monkeypatch.setattr(_query_parser, "GRAMMAR_SHA256", "stale")
+    monkeypatch.setattr(query, "_parser", None)
+    monkeypatch.setattr(query, "_errors", None)
+    assert type(query._get_parser()).__module__.startswith("lark")
+    assert [_outcome(q) for q in SAME_BOTH_WAYS] == generated
+
+
+def test_control_character_check_matches_its_definition():
+    from kb.query import _UNPRINTABLE, _unprintable
+
+    found = {i for i in range(0x110000) if _UNPRINTABLE.match(chr(i))}
+    assert found == {i for i in range(0x110000) if _unprintable(chr(i))}
