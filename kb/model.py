@@ -19,11 +19,12 @@ PER_GPU_INPUTS = frozenset({"gpu_count"})
 # a format spec a verdict may use: width up to 2 digits, up to 6 decimals ({total_gb:.1f}, {x:,.0f})
 TEMPLATE_SPEC = re.compile(r"^[<>^]?\d{0,2},?(\.[0-6])?[fgde%]?$")
 TEMPLATE_FIELD = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.]*)(?::([^{}]*))?\}")
+_SEPARATORS = re.compile(r"[\s_\-]+")
 
 
 def norm(text: str) -> str:
     """Alias key: lowercase, separators dropped ('RTX 4000 Ada' == 'rtx-4000-ada')."""
-    return re.sub(r"[\s_\-]+", "", text.lower())
+    return _SEPARATORS.sub("", text.lower())
 
 
 @dataclass(frozen=True)
