@@ -267,12 +267,20 @@ def elementwise(op: Callable[..., Any], *args: Any, none_fails: bool = True) -> 
     whenever an operand is None or a Failed (arithmetic, ordering, functions of numbers), so at
     the holes of its operands the result is known without calling it: the inherited failure."""
     holes = NO_HOLES
+    n = 0
+    everywhere = False                  # a single operand that is missing or failed
     for a in args:
         if a.__class__ is Col:
+            n = len(a)
             if a.holes:
                 holes = holes | a.holes
-        elif a is None or a.__class__ is Failed:    # a hole at every position
-            return _one_by_one(op, args)
+        elif a is None or a.__class__ is Failed:
+            everywhere = True
+    if everywhere or len(holes) == n:
+        if none_fails:
+            return Col([_failure(tuple(at(a, i) for a in args), None) for i in range(n)],
+                       frozenset(range(n)))
+        return _one_by_one(op, args)
     try:
         if not holes:
             return Col(map(op, *[a if a.__class__ is Col else repeat(a) for a in args]), NO_HOLES)
