@@ -652,18 +652,26 @@ BAND_KINDS = {
 def error_bands(kn: Knowledge, r: Resolved) -> dict[str, Any]:
     """How far this kind of figure has been from published measurements (per runtime when the
     runtime has 3+ points, else over all runtimes), and which measurements say so."""
+    key = f"error_bands:{r.runtime['id']}:{r.is_training}"
+    if key not in kn.cache:
+        kn.cache[key] = _error_bands(kn, r.runtime["id"], r.is_training)
+    return {figure: {**band, "measurements": list(band["measurements"])}
+            for figure, band in kn.cache[key].items()}
+
+
+def _error_bands(kn: Knowledge, runtime: str, is_training: bool) -> dict[str, Any]:
     kinds = kn.error_bands.get("kinds", {})
     out: dict[str, Any] = {}
-    for figure, kind in BAND_KINDS["training" if r.is_training else "inference"].items():
+    for figure, kind in BAND_KINDS["training" if is_training else "inference"].items():
         band = kinds.get(kind)
         if not band:
             continue
-        rt = band.get("by_runtime", {}).get(r.runtime["id"])
+        rt = band.get("by_runtime", {}).get(runtime)
         basis = rt or band
         out[figure] = {"median_pct": basis["median_pct"], "p90_pct": basis["p90_pct"],
-                       "n": basis["n"], "basis": f"{r.runtime['id']} measurements" if rt else "all runtimes",
+                       "n": basis["n"], "basis": f"{runtime} measurements" if rt else "all runtimes",
                        "measurements": [p["id"] for p in band.get("measurements", [])
-                                        if not rt or p["runtime"] == r.runtime["id"]][:8],
+                                        if not rt or p["runtime"] == runtime][:8],
                        "source": kn.error_bands.get("source")}
     return out
 

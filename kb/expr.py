@@ -277,10 +277,7 @@ def elementwise(op: Callable[..., Any], *args: Any, none_fails: bool = True) -> 
         elif a is None or a.__class__ is Failed:
             everywhere = True
     if everywhere or len(holes) == n:
-        if none_fails:
-            return Col([_failure(tuple(at(a, i) for a in args), None) for i in range(n)],
-                       frozenset(range(n)))
-        return _one_by_one(op, args)
+        return _all_failed(args, n) if none_fails else _one_by_one(op, args)
     try:
         if not holes:
             return Col(map(op, *[a if a.__class__ is Col else repeat(a) for a in args]), NO_HOLES)
@@ -294,6 +291,21 @@ def elementwise(op: Callable[..., Any], *args: Any, none_fails: bool = True) -> 
         return _one_by_one(op, args)
     out.holes = frozenset(i for i in holes if (v := out[i]) is None or v.__class__ is Failed)
     return out
+
+
+def _all_failed(args: tuple[Any, ...], n: int) -> Col:
+    """Every position of a none_fails operator holds a hole: each inherits, as _failure does,
+    the first Failed among its operands, else MISSING."""
+    out: list[Any] = [None] * n
+    for a in args:
+        if a.__class__ is Col:
+            for i in a.holes:
+                if out[i] is None and a[i].__class__ is Failed:
+                    out[i] = a[i]
+        elif a.__class__ is Failed:
+            out = [a if x is None else x for x in out]
+            break
+    return Col([MISSING if x is None else x for x in out], frozenset(range(n)))
 
 
 def _patched(col: Col, holes: frozenset[int]) -> list[Any]:
