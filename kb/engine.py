@@ -97,29 +97,27 @@ def _failed(f: Formula, ev: Evaluated, message: str, scope: Scope) -> None:
 def _checked(f: Formula, ev: Evaluated, col: Col, expr: Any) -> Col:
     """A result over the candidates: failed or non-finite elements become None, with an error."""
     holes = col.holes
-    if holes:
-        col = Col(col, holes)
-        errors: dict[int, str] = {}
-        for i in holes:
-            v = col[i]
-            if v.__class__ is Failed:
-                col[i] = None
-                if v is not MISSING and not any(at(ev.scope.get(n), i) is None for n in f.names):
-                    errors[i] = expr.message(v.error, {n: at(ev.scope.get(n), i) for n in expr.names})
-        if errors:
-            ev.errors[f.name] = Col(errors.get(i) for i in range(len(col)))
     try:
-        if math.isfinite(math.fsum(_filled(col, holes) if holes else col)):
-            return col                              # all numbers, all finite: the common case
-    except (TypeError, OverflowError, ValueError):
-        pass
-    if all(v.__class__ is not float or math.isfinite(v) for v in col):
-        return col                                  # text or truth values
-    out = [None if v.__class__ is float and not math.isfinite(v) else v for v in col]
-    found = ev.errors.get(f.name) or Col([None] * len(col))
-    ev.errors[f.name] = Col(e if o is not None or v is None else "the result is not a finite number"
-                            for e, o, v in zip(found, out, col))
-    return Col(out)
+        clean = math.isfinite(math.fsum(_filled(col, holes) if holes else col))
+    except (TypeError, OverflowError, ValueError):      # text, truth values, failures, inf
+        clean = False
+    if clean and not holes:
+        return col                                      # all numbers, all finite: the common case
+    positions = holes if clean else range(len(col))
+    out = list(col)
+    errors: dict[int, str] = {}
+    for i in positions:
+        v = out[i]
+        if v.__class__ is Failed:
+            out[i] = None
+            if v is not MISSING and not any(at(ev.scope.get(n), i) is None for n in f.names):
+                errors[i] = expr.message(v.error, {n: at(ev.scope.get(n), i) for n in expr.names})
+        elif v.__class__ is float and (v != v or v in (math.inf, -math.inf)):
+            out[i] = None
+            errors[i] = "the result is not a finite number"
+    if errors:
+        ev.errors[f.name] = Col(errors.get(i) for i in range(len(out)))
+    return Col.of(out, holes if clean else None)
 
 
 def _filled(col: Col, holes: frozenset[int]) -> list[Any]:
@@ -148,7 +146,7 @@ def _eval_cases_each(f: Formula, ev: Evaluated, start: int, first: Col) -> Any:
                 elif h:
                     chosen[k] = i
     values = {i: guarded(f.cases[i].expr.fn, scope) for i in set(chosen) if i.__class__ is int}
-    col = Col([c if c is None or c.__class__ is Failed else at(values[c], k)
+    col = Col.of([c if c is None or c.__class__ is Failed else at(values[c], k)
                for k, c in enumerate(chosen)])
     ev.cases[f.name] = Col(c if c.__class__ is int else len(f.cases) - 1 for c in chosen)
     return _checked(f, ev, col, f.cases[next((c for c in chosen if c.__class__ is int), -1)].expr)
@@ -379,7 +377,7 @@ def gpu_columns(candidates: list[tuple[dict[str, Any], int]], precision: dict[st
     rows = [gpu_values(gpu, count, precision) for gpu, count in candidates]
     out: Scope = {}
     for name in rows[0]:
-        col = Col(r[name] for r in rows)
+        col = Col.of(r[name] for r in rows)
         first = col[0]
         same = all(v == first and v.__class__ is first.__class__ for v in col)
         out[name] = first if same else col

@@ -227,18 +227,24 @@ def _power(a: float, b: float) -> float:
 # An element whose computation raised holds a Failed; it propagates through later operators
 # and is reported when the formula's result is stored (kb.engine).
 
-class Col(list):  # type: ignore[type-arg]
-    """One value per candidate GPU, in candidate order. `holes`: the positions holding None (a
-    figure that candidate lacks) or a Failed; found by a scan unless the maker knows them."""
-    __slots__ = ("holes",)
-
-    def __init__(self, values: Any = (), holes: frozenset[int] | None = None) -> None:
-        list.__init__(self, values)
-        self.holes = frozenset(i for i, v in enumerate(self) if v is None or v.__class__ is Failed) \
-            if holes is None else holes
-
-
 NO_HOLES: frozenset[int] = frozenset()
+
+
+class Col(list):  # type: ignore[type-arg]
+    """One value per candidate GPU, in candidate order. `holes`: positions known to hold None (a
+    figure that candidate lacks) or a Failed. Knowing fewer than there are is safe (a fast pass
+    then raises and the careful one runs); claiming one that is not is never done."""
+    holes: frozenset[int] = NO_HOLES
+
+    @classmethod
+    def of(cls, values: Any, holes: frozenset[int] | None = None) -> Col:
+        """A Col whose holes are `holes`, or found by a scan."""
+        col = cls(values)
+        if holes is None:
+            holes = frozenset(i for i, v in enumerate(col) if v is None or v.__class__ is Failed)
+        if holes:
+            col.holes = holes
+        return col
 
 
 class Failed:
@@ -280,16 +286,18 @@ def elementwise(op: Callable[..., Any], *args: Any, none_fails: bool = True) -> 
         return _all_failed(args, n) if none_fails else _one_by_one(op, args)
     try:
         if not holes:
-            return Col(map(op, *[a if a.__class__ is Col else repeat(a) for a in args]), NO_HOLES)
+            return Col(map(op, *[a if a.__class__ is Col else repeat(a) for a in args]))
         if none_fails:
-            out = Col(map(op, *[_patched(a, holes) if a.__class__ is Col else repeat(a) for a in args]), holes)
+            out = Col.of(map(op, *[_patched(a, holes) if a.__class__ is Col else repeat(a) for a in args]), holes)
             for i in holes:
                 out[i] = _failure(tuple(at(a, i) for a in args), None)
             return out
-        out = Col(map(op, *[a if a.__class__ is Col else repeat(a) for a in args]), NO_HOLES)
+        out = Col(map(op, *[a if a.__class__ is Col else repeat(a) for a in args]))
     except RAISED:
         return _one_by_one(op, args)
-    out.holes = frozenset(i for i in holes if (v := out[i]) is None or v.__class__ is Failed)
+    found = frozenset(i for i in holes if (v := out[i]) is None or v.__class__ is Failed)
+    if found:
+        out.holes = found
     return out
 
 
@@ -305,7 +313,7 @@ def _all_failed(args: tuple[Any, ...], n: int) -> Col:
         elif a.__class__ is Failed:
             out = [a if x is None else x for x in out]
             break
-    return Col([MISSING if x is None else x for x in out], frozenset(range(n)))
+    return Col.of([MISSING if x is None else x for x in out], frozenset(range(n)))
 
 
 def _patched(col: Col, holes: frozenset[int]) -> list[Any]:
@@ -325,7 +333,7 @@ def _one_by_one(op: Callable[..., Any], args: tuple[Any, ...]) -> Col:
             out.append(op(*t))
         except RAISED as exc:
             out.append(_failure(t, exc))
-    return Col(out)
+    return Col.of(out)
 
 
 def _failure(operands: tuple[Any, ...], exc: Exception | None) -> Failed:
@@ -371,11 +379,32 @@ def _or(a: Any, b: Any) -> Any:
     return b if b.__class__ is Failed else bool(b)
 
 
+def _fast(op: Callable[..., Any], a: Any, b: Any) -> Col | None:
+    """op over two operands in one C-level pass, when no position can fail on a hole."""
+    if a.__class__ is Col:
+        if a.holes:
+            return None
+        if b.__class__ is Col:
+            if b.holes:
+                return None
+            return Col(map(op, a, b))
+        if b is None or b.__class__ is Failed:
+            return None
+        return Col(map(op, a, repeat(b)))
+    if b.holes or a is None or a.__class__ is Failed:
+        return None
+    return Col(map(op, repeat(a), b))
+
+
 def _lift2(op: Callable[[Any, Any], Any], left: Fn, right: Fn, none_fails: bool = True) -> Fn:
     def apply(s: Scope) -> Any:
         a, b = left(s), right(s)
         if a.__class__ is Col or b.__class__ is Col:
-            return elementwise(op, a, b, none_fails=none_fails)
+            try:
+                out = _fast(op, a, b)
+            except RAISED:
+                out = None
+            return elementwise(op, a, b, none_fails=none_fails) if out is None else out
         return op(a, b)
     return apply
 
@@ -383,7 +412,14 @@ def _lift2(op: Callable[[Any, Any], Any], left: Fn, right: Fn, none_fails: bool 
 def _lift1(op: Callable[[Any], Any], inner: Fn, none_fails: bool = True) -> Fn:
     def apply(s: Scope) -> Any:
         a = inner(s)
-        return elementwise(op, a, none_fails=none_fails) if a.__class__ is Col else op(a)
+        if a.__class__ is not Col:
+            return op(a)
+        if not a.holes:
+            try:
+                return Col(map(op, a))
+            except RAISED:
+                pass
+        return elementwise(op, a, none_fails=none_fails)
     return apply
 
 

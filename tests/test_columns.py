@@ -59,7 +59,9 @@ def test_a_column_evaluates_like_each_element_alone(text: str, data: Any) -> Non
     scope: dict[str, Any] = {}
     for name in _names(expr):
         if data.draw(st.booleans(), label=f"{name} varies"):
-            scope[name] = ex.Col(data.draw(st.lists(AWKWARD, min_size=N, max_size=N), label=name))
+            values = data.draw(st.lists(AWKWARD, min_size=N, max_size=N), label=name)
+            # with its holes known (the engine's columns), or not (then found the slow way)
+            scope[name] = ex.Col.of(values) if data.draw(st.booleans(), label="holes") else ex.Col(values)
         else:
             scope[name] = data.draw(AWKWARD, label=name)
     alone: list[Any] = []
@@ -91,7 +93,7 @@ def test_a_failure_in_a_branch_not_taken_does_not_matter() -> None:
 
 
 def test_a_failure_propagates_and_a_missing_figure_is_not_an_error() -> None:
-    got = ex.parse("(a / b) * 2 + 1").fn({"a": ex.Col([1.0, None, 1.0]), "b": ex.Col([1.0, 1.0, 0.0])})
+    got = ex.parse("(a / b) * 2 + 1").fn({"a": ex.Col.of([1.0, None, 1.0]), "b": ex.Col([1.0, 1.0, 0.0])})
     assert got[0] == 3.0
     assert got[1] is ex.MISSING                       # a figure the GPU lacks
     assert got[2].__class__ is ex.Failed and got[2] is not ex.MISSING
