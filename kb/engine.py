@@ -731,17 +731,21 @@ def check_claims(kn: Knowledge, every: Evaluated, primary: Evaluated,
     agree: list[dict[str, Any]] = []
     for claim in kn.claims:
         ev = every if claim.per_gpu else primary
-        evaluate(kn, ev, [n for n in claim.computed.names if n in kn.formulas])
         s = ev.scope
-        applies = True if claim.applies_when is None else guarded(claim.applies_when.fn, s)
-        computed = guarded(claim.computed.fn, s)
-        gpu = s.get("gpu.name")
+        if claim.applies_when is None:
+            applies: Any = True
+        else:
+            evaluate(kn, ev, [n for n in claim.applies_when.names if n in kn.formulas])
+            applies = guarded(claim.applies_when.fn, s)
         if applies.__class__ is Col:
             where = [i for i in order if (ok := applies[i]).__class__ is not Failed and ok]
         elif applies.__class__ is Failed or not applies:
             continue
         else:
             where = order if claim.per_gpu else [0]
+        evaluate(kn, ev, [n for n in claim.computed.names if n in kn.formulas])
+        computed = guarded(claim.computed.fn, s)
+        gpu = s.get("gpu.name")
         for i in where:
             value = at(computed, i)
             if value is None or value.__class__ is Failed or (
