@@ -181,24 +181,26 @@ def schema(name: str) -> None:
     click.echo(dump(json_schema(name)), nl=False)
 
 
-@cli.command(help="Run the web page and JSON API with a production WSGI server.")
+@cli.command(help="Run the web page and JSON API: several processes, each with threads.")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8080, show_default=True, type=int)
-@click.option("--workers", default=4, show_default=True, type=int, help="Worker threads.")
+@click.option("--processes", type=click.IntRange(min=1), default=None,
+              help="Worker processes.  [default: one per CPU core]")
+@click.option("--threads", "--workers", "threads", default=2, show_default=True,
+              type=click.IntRange(min=1),
+              help="Threads in each process (--workers is its former name).")
 @rules_option
-def serve(host: str, port: int, workers: int, rules: str | None) -> None:
-    from server import create_app
+def serve(host: str, port: int, processes: int | None, threads: int, rules: str | None) -> None:
+    from server import serving
 
-    app = create_app({"KBQ_RULES": rules} if rules else None)
-    import waitress
+    def ready(url: str, how: str) -> None:
+        click.echo(f"kbq serving on {url}  ({how}; Ctrl-C to stop)")
 
     try:
-        app.extensions["kbq"].get()   # load before the first request, not during it
-    except Exception:  # noqa: BLE001 - the pages show the rule errors; serving goes on
-        pass
-
-    click.echo(f"kbq serving on http://{host}:{port}/  (Ctrl-C to stop)")
-    waitress.serve(app, host=host, port=port, threads=workers, ident="kbq")
+        serving.check_port(host, port)
+    except OSError as err:
+        raise click.ClickException(f"cannot listen on {host}:{port}: {err.strerror or err}") from None
+    serving.serve(host, port, processes or serving.cpu_cores(), threads, rules, ready)
 
 
 def _f(value: Any) -> str:

@@ -3,7 +3,7 @@
 In: config (KBQ_RULES: a rules directory watched for edits, or None for the shipped rules;
 KBQ_EMBED_ORIGINS: origins that may frame /embed). Out: a WSGI app with the page (`pages`),
 the knowledge pages (`browse`), the JSON API (`api`) and security headers on every response.
-`kbq serve` runs it under waitress.
+`kbq serve` runs it in several processes (server/serving.py).
 """
 
 from __future__ import annotations

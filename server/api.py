@@ -7,10 +7,13 @@ Every error is `{"error": {"message", "column", "suggestion"}}` with its HTTP st
 
 from __future__ import annotations
 
+import math
+import os
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
-from flask import Blueprint, Response, current_app, jsonify, request
+import orjson
+from flask import Blueprint, Flask, Response, current_app, jsonify, request
 from flask.json.provider import DefaultJSONProvider
 
 from kb.errors import KbError, QueryError
@@ -21,13 +24,51 @@ bp = Blueprint("api", __name__, url_prefix="/api")
 
 class SafeJSON(DefaultJSONProvider):
     """JSON with <, > and & written as \\u escapes, so a response is inert even if a browser
-    were ever talked into reading it as HTML. Decoded, the values are unchanged."""
+    were ever talked into reading it as HTML. Decoded, the values are unchanged.
+
+    Response bodies (jsonify) are written by orjson: an Answer is ~50 kB of nested dicts, which
+    the standard library takes ~0.5 ms to write and orjson ~0.08 ms. Keys keep their order;
+    text is UTF-8 rather than \\u escapes; NaN and infinity are written as null (never as the
+    bare NaN that is not JSON); dates are written as Flask writes them. What orjson refuses
+    (an int beyond 64 bits, a lone surrogate, a key that is not a string) goes to the standard
+    library with the same guarantees."""
 
     sort_keys = False
 
     def dumps(self, obj: Any, **kwargs: Any) -> str:
-        text = super().dumps(obj, **kwargs)
-        return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+        return _inert(super().dumps(obj, **kwargs))
+
+    def response(self, *args: Any, **kwargs: Any) -> Response:
+        if args and kwargs:
+            raise TypeError("jsonify() takes positional or keyword arguments, not both")
+        obj = args[0] if len(args) == 1 else (args or kwargs or None)
+        app = cast(Flask, self._app)
+        if self.compact is False or (self.compact is None and app.debug):
+            return cast(Response, super().response(obj))      # indented, for people
+        return app.response_class(self.dump_bytes(obj) + b"\n", mimetype=self.mimetype)
+
+    def dump_bytes(self, obj: Any) -> bytes:
+        """Compact JSON as UTF-8, with <, > and & escaped and NaN/infinity as null."""
+        try:
+            body = orjson.dumps(obj, default=self.default, option=orjson.OPT_PASSTHROUGH_DATETIME)
+        except TypeError:         # orjson.JSONEncodeError is a TypeError
+            return self.dumps(_finite(obj), separators=(",", ":")).encode()
+        return body.replace(b"&", b"\\u0026").replace(b"<", b"\\u003c").replace(b">", b"\\u003e")
+
+
+def _inert(text: str) -> str:
+    return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+
+
+def _finite(value: Any) -> Any:
+    """NaN and infinity as None, anywhere in lists, tuples and dict values."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
 
 
 def live() -> LiveKnowledge:
@@ -89,7 +130,9 @@ def health() -> Any:
     status = live().status()
     warnings = [e["message"] for e in status["errors"]]
     ok = status["loaded_at"] is not None
-    body = {"status": "ok" if ok else "error", "rules": status, "warnings": warnings}
+    # each `kbq serve` process holds and reloads its own rules: say which one answered
+    body = {"status": "ok" if ok else "error", "rules": status, "warnings": warnings,
+            "process": os.getpid()}
     return jsonify(body), 200 if ok else 503
 
 
@@ -158,7 +201,7 @@ def openapi_document() -> dict[str, Any]:
                                     "responses": _list_of("every model in rules/models.yaml")}},
             "/api/health": {"get": {"summary": "Whether the rules loaded", "operationId": "health",
                                     "responses": {
-                                        "200": {"description": "serving; `warnings` lists errors of newer rule files that did not validate",
+                                        "200": {"description": "serving; `warnings` lists errors of newer rule files that did not validate; `process` is the id of the process that answered",
                                                 "content": {"application/json": {"schema": {"type": "object"}}}},
                                         "503": {"description": "the rule files have never validated",
                                                 "content": {"application/json": {"schema": {"type": "object"}}}}}}},

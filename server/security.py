@@ -40,14 +40,15 @@ def frame_ancestors(path: str, origins: list[str]) -> str:
 
 def init_app(app: Flask) -> None:
     origins = check_origins(app.config.get("KBQ_EMBED_ORIGINS") or [])
+    # the same for every response but /embed: written once, not per request
+    common = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
+              "Cross-Origin-Opener-Policy": "same-origin"}
+    page = {"Content-Security-Policy": POLICY.format(ancestors=frame_ancestors("/", origins)),
+            **common, "X-Frame-Options": "DENY"}
+    embed = {"Content-Security-Policy": POLICY.format(ancestors=frame_ancestors(EMBED_PATH, origins)),
+             **common}
 
     @app.after_request
     def headers(response: Response) -> Response:
-        h = response.headers
-        h["Content-Security-Policy"] = POLICY.format(ancestors=frame_ancestors(request.path, origins))
-        h["X-Content-Type-Options"] = "nosniff"
-        h["Referrer-Policy"] = "no-referrer"
-        h["Cross-Origin-Opener-Policy"] = "same-origin"
-        if request.path != EMBED_PATH:
-            h["X-Frame-Options"] = "DENY"
+        response.headers.update(embed if request.path == EMBED_PATH else page)
         return response

@@ -11,7 +11,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -35,32 +35,68 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _serve_command(port: int) -> list[str]:
+def _serve_command(port: int, *args: str) -> list[str]:
     kbq = shutil.which("kbq")
     base = [kbq] if kbq else [sys.executable, "-m", "kb.cli"]
-    return [*base, "serve", "--host", "127.0.0.1", "--port", str(port)]
+    return [*base, "serve", "--host", "127.0.0.1", "--port", str(port), *args]
+
+
+class Served:
+    """A `kbq serve` child process: its base URL, its process, and what it printed."""
+
+    def __init__(self, args: tuple[str, ...], tmp: Path, **popen: object) -> None:
+        self.port = _free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.log_path = tmp / "serve.log"
+        self._log = open(self.log_path, "w+b")   # closed in stop()
+        self.proc = subprocess.Popen(_serve_command(self.port, *args), stdout=self._log,
+                                     stderr=subprocess.STDOUT, cwd=tmp,
+                                     env={**os.environ, "PYTHONUNBUFFERED": "1"}, **popen)
+        try:
+            _wait_until_up(self.base, self.proc, self.log_path)
+        except BaseException:
+            self.stop()
+            raise
+
+    def output(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+        self._log.close()
 
 
 @pytest.fixture(scope="session")
 def live_server() -> Iterator[str]:
     """The installed `kbq serve` on a free port; yields its base URL, stops it afterwards."""
-    port = _free_port()
-    base = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryDirectory() as tmp:
-        log_path = Path(tmp) / "serve.log"
-        with open(log_path, "w+b") as log:
-            proc = subprocess.Popen(_serve_command(port), stdout=log, stderr=subprocess.STDOUT,
-                                    cwd=tmp, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-            try:
-                _wait_until_up(base, proc, log_path)
-                yield base
-            finally:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(timeout=10)
+        served = Served((), Path(tmp))
+        try:
+            yield served.base
+        finally:
+            served.stop()
+
+
+@pytest.fixture
+def serve(tmp_path: Path) -> Iterator[Callable[..., Served]]:
+    """Start `kbq serve ARGS…` on a free port (each call its own); all are stopped afterwards."""
+    started: list[Served] = []
+
+    def start(*args: str, **popen: object) -> Served:
+        folder = tmp_path / f"serve{len(started)}"
+        folder.mkdir()
+        started.append(Served(args, folder, **popen))
+        return started[-1]
+
+    yield start
+    for served in started:
+        served.stop()
 
 
 def _wait_until_up(base: str, proc: subprocess.Popen, log_path: Path, timeout: float = 30) -> None:

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import json
+import math
+import os
 import re
 import shutil
 import subprocess
 import urllib.error
 import urllib.parse
 import urllib.request
+import uuid
 from html import unescape
 from itertools import pairwise
 
@@ -456,6 +461,52 @@ def test_api_query_error_has_column_and_suggestion(client):
     assert "^^^" in err["text"]
 
 
+JSON_VALUES = [
+    {"text": "<script>&</script>", "é": "→ ≤ 漢"},
+    {"nan": float("nan"), "inf": [float("inf"), -float("inf")], "tuple": (1.5, 2)},
+    {"beyond_64_bits": 2**70, "nan": float("nan")},        # orjson refuses: the fallback writes it
+    {"surrogate": "\ud800<"},                               # orjson refuses
+    {1: "an int key", "b": None},                          # orjson refuses
+    {"date": datetime.date(2024, 5, 1), "uuid": uuid.UUID(int=5), "decimal": decimal.Decimal("1.25")},
+    [1, True, None, 0.1, 1e300, -0.0, "x" * 10],
+]
+
+
+def _finite(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
+@pytest.mark.parametrize("value", JSON_VALUES, ids=range(len(JSON_VALUES)))
+def test_api_json_bodies_decode_to_what_the_standard_library_writes(app, value):
+    # the bodies are written by orjson (or the standard library where orjson refuses): the same
+    # values as json.dumps with Flask's defaults, NaN and infinity as null, and inert as HTML
+    with app.app_context():
+        body = app.json.response(value).get_data()
+        reference = json.loads(json.dumps(value, default=app.json.default))
+    assert body.endswith(b"\n")
+    assert json.loads(body) == _finite(reference)
+    assert not re.search(rb"[<>&]|NaN|Infinity", body)
+
+
+def test_api_answer_body_is_the_answer_dict(client):
+    body = client.get(f"/api/answer?q={q(QUERY)}").get_data()
+    assert json.loads(body) == ask(QUERY).to_dict()
+    assert not re.search(rb"[<>&]|NaN|Infinity", body)
+
+
+def test_api_error_with_a_lone_surrogate_is_valid_json(client):
+    r = client.post("/api/answer", data='{"q": "serve 70B \\ud800<x"}', content_type="application/json")
+    assert r.status_code == 400
+    assert b"<" not in r.get_data()
+    assert json.loads(r.get_data())["error"]["query"] == "serve 70B \ud800<x"
+
+
 def test_api_body_just_under_the_limit_is_read(client):
     body = json.dumps({"q": QUERY, "pad": "x" * (60 * 1024)})
     assert client.post("/api/answer", data=body, content_type="application/json").status_code == 200
@@ -472,6 +523,7 @@ def test_api_health(client):
     assert body["status"] == "ok"
     assert body["rules"]["errors"] == [] and body["warnings"] == []
     assert re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d", body["rules"]["loaded_at"])
+    assert body["process"] == os.getpid()     # which `kbq serve` process answered
 
 
 def test_openapi_describes_every_api_route(app, client):
