@@ -408,14 +408,9 @@ def _rows(ev: Evaluated, candidates: list[tuple[dict[str, Any], int, bool]], ord
         (usable, per_gpu, fits, headroom, needed, tflops, cprec, decode, aggregate, prefill,
          ttft, train, train_time) = [c[i] if c.__class__ is Col else c for c in cols]
         rows.append(GpuRow(
-            id=gpu["id"], name=gpu["name"], count=count, vram_gb=gpu["vram_gb"],
-            usable_vram_gb=usable, per_gpu_gb=per_gpu, fits=bool(fits), headroom_gb=headroom,
-            gpus_needed=int(needed) if needed is not None else None,
-            bandwidth_gb_s=gpu.get("bandwidth_gb_s"), compute_tflops=tflops,
-            compute_precision=cprec, decode_tokens_per_s=decode,
-            decode_tokens_per_s_aggregate=aggregate, prefill_tokens_per_s=prefill, ttft_s=ttft,
-            train_tokens_per_s=train, train_time_s=train_time, tdp_w=gpu.get("tdp_w"),
-            rank=rank, requested=requested))
+            gpu["id"], gpu["name"], count, gpu["vram_gb"], usable, per_gpu, bool(fits), headroom,
+            int(needed) if needed is not None else None, gpu.get("bandwidth_gb_s"), tflops, cprec,
+            decode, aggregate, prefill, ttft, train, train_time, gpu.get("tdp_w"), rank, requested))
     return rows
 
 
@@ -732,10 +727,12 @@ def check_claims(kn: Knowledge, every: Evaluated, primary: Evaluated,
     for claim in kn.claims:
         ev = every if claim.per_gpu else primary
         s = ev.scope
+        needs_when, needs_value = _claim_formulas(kn, claim)
         if claim.applies_when is None:
             applies: Any = True
         else:
-            evaluate(kn, ev, [n for n in claim.applies_when.names if n in kn.formulas])
+            if needs_when:
+                evaluate(kn, ev, needs_when)
             applies = guarded(claim.applies_when.fn, s)
         if applies.__class__ is Col:
             where = [i for i in order if (ok := applies[i]).__class__ is not Failed and ok]
@@ -743,7 +740,8 @@ def check_claims(kn: Knowledge, every: Evaluated, primary: Evaluated,
             continue
         else:
             where = order if claim.per_gpu else [0]
-        evaluate(kn, ev, [n for n in claim.computed.names if n in kn.formulas])
+        if needs_value:
+            evaluate(kn, ev, needs_value)
         computed = guarded(claim.computed.fn, s)
         gpu = s.get("gpu.name")
         for i in where:
@@ -756,6 +754,17 @@ def check_claims(kn: Knowledge, every: Evaluated, primary: Evaluated,
             entry = _claim_entry(kn, claim, value, at(gpu, i) if claim.per_gpu else None)
             (agree if entry["agrees"] else differ).append(entry)
     return differ, agree
+
+
+def _claim_formulas(kn: Knowledge, claim: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The formulas a claim's condition and its figure read (derived once per knowledge)."""
+    key = f"claim_formulas:{claim.id}"
+    found = kn.cache.get(key)
+    if found is None:
+        when = claim.applies_when.names if claim.applies_when is not None else ()
+        found = kn.cache[key] = (tuple(n for n in when if n in kn.formulas),
+                                 tuple(n for n in claim.computed.names if n in kn.formulas))
+    return found  # type: ignore[no-any-return]
 
 
 def _claim_entry(kn: Knowledge, claim: Any, computed: float, gpu: str | None) -> dict[str, Any]:
