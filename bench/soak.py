@@ -21,7 +21,7 @@ import urllib.parse
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import QUERIES, free_port, rss_kb, start_server  # noqa: E402
+from run import QUERIES, free_port, start_server, tree_rss_kb  # noqa: E402
 
 BAD = ["train 13B qlroa on 20GB", "serve 70B 16", "<script>alert(1)</script>", "serve 70B on h10",
        "x" * 600, "serve 70B int4 \u202e\u0000 users", "", "max users for", "'; DROP TABLE gpus; --"]
@@ -41,7 +41,7 @@ def main() -> int:
         lat: list[float] = []
         counts = {"ok": 0, "expected_400": 0, "errors": 0}
         kinds: dict[str, int] = {}
-        samples: list[tuple[float, int]] = [(0.0, rss_kb(proc.pid))]
+        samples: list[tuple[float, int]] = [(0.0, tree_rss_kb(proc.pid))]
         stop = time.time() + args.seconds
         t0 = time.time()
 
@@ -75,7 +75,7 @@ def main() -> int:
             th.start()
         while any(th.is_alive() for th in threads):
             time.sleep(min(10, max(0.1, stop - time.time())))
-            samples.append((time.time() - t0, rss_kb(proc.pid)))
+            samples.append((time.time() - t0, tree_rss_kb(proc.pid)))
         for th in threads:
             th.join()
         dt = time.time() - t0
