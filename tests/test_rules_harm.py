@@ -428,3 +428,25 @@ def test_the_untouched_copy_loads_and_answers(rules: Path) -> None:
     """The fixture itself is sound: every failure above comes from its edit."""
     d = ask_with(rules, "serve 70B int4 16 users on h100")
     assert d["memory"]["total_gb"] and math.isfinite(d["memory"]["total_gb"])
+
+
+def test_a_formula_that_fails_on_some_gpus_only_fails_on_those(rules: Path) -> None:
+    # headroom_gb is unchanged except on 24 GB cards, where it divides by zero
+    edit(rules, "formulas.yaml", "expr: usable_vram_gb - per_gpu_gb\n",
+         "expr: (usable_vram_gb - per_gpu_gb) * (gpu.vram_gb - 24) / (gpu.vram_gb - 24)\n")
+    every = ask_with(rules, "serve llama-3.1-8b")
+    rows = {g["id"]: g for g in every["gpus"]}
+    for gpu_id in ("rtx-4090", "rtx-3090", "l4"):
+        assert rows[gpu_id]["headroom_gb"] is None, gpu_id
+    assert rows["h100-sxm5"]["headroom_gb"] == pytest.approx(
+        rows["h100-sxm5"]["usable_vram_gb"] - rows["h100-sxm5"]["per_gpu_gb"])
+    assert every["gpus"][0]["vram_gb"] != 24
+    assert not any(w.startswith("headroom_gb") for w in every["warnings"]), every["warnings"]
+
+    first = ask_with(rules, "serve llama-3.1-8b on rtx 4090 vs h100")
+    assert [g["headroom_gb"] is None for g in first["gpus"]] == [True, False]
+    assert any(w.startswith("headroom_gb could not be computed") and "division by zero" in w
+               for w in first["warnings"]), first["warnings"]
+    second = ask_with(rules, "serve llama-3.1-8b on h100 vs rtx 4090")
+    assert [g["headroom_gb"] is None for g in second["gpus"]] == [False, True]
+    assert not any(w.startswith("headroom_gb") for w in second["warnings"]), second["warnings"]
