@@ -401,12 +401,13 @@ ROW_FIELDS = ("usable_vram_gb", "per_gpu_gb", "fits", "headroom_gb", "gpus_neede
 
 def _rows(ev: Evaluated, candidates: list[tuple[dict[str, Any], int, bool]], order: list[int]) -> list[GpuRow]:
     s = ev.scope
-    cols = [s.get(k) for k in ROW_FIELDS]
+    n = len(candidates)
+    values = list(zip(*[v if (v := s.get(k)).__class__ is Col else [v] * n for k in ROW_FIELDS]))
     rows = []
     for rank, i in enumerate(order, 1):
         gpu, count, requested = candidates[i]
         (usable, per_gpu, fits, headroom, needed, tflops, cprec, decode, aggregate, prefill,
-         ttft, train, train_time) = [c[i] if c.__class__ is Col else c for c in cols]
+         ttft, train, train_time) = values[i]
         rows.append(GpuRow(
             gpu["id"], gpu["name"], count, gpu["vram_gb"], usable, per_gpu, bool(fits), headroom,
             int(needed) if needed is not None else None, gpu.get("bandwidth_gb_s"), tflops, cprec,
