@@ -177,7 +177,9 @@ def _batch(path: str, rules: str | None, jobs: int | None = None) -> int:
     jobs = jobs or _cores()
     pool = None
     if jobs > 1 and "fork" in multiprocessing.get_all_start_methods():
-        pool = multiprocessing.get_context("fork").Pool(jobs)
+        # Ctrl-C reaches the whole process group: the workers leave it to this process
+        pool = multiprocessing.get_context("fork").Pool(jobs, initializer=_ignore_sigint)
+    finished = False
     try:
         while chunk := list(islice(stream, 4096)):
             answers = pool.imap(_answer_line, chunk, chunksize=64) if pool and len(chunk) > 256 \
@@ -185,13 +187,23 @@ def _batch(path: str, rules: str | None, jobs: int | None = None) -> int:
             for line in answers:
                 out.write(line)
         out.flush()
+        finished = True
     finally:
         if pool is not None:
-            pool.close()
+            if finished:
+                pool.close()
+            else:                   # interrupted, or the output closed: stop the workers now
+                pool.terminate()
             pool.join()
         if stream is not sys.stdin:
             stream.close()
     return 0
+
+
+def _ignore_sigint() -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -113,6 +113,25 @@ def test_batch_in_worker_processes_keeps_the_order_of_the_lines(tmp_path):
     assert run("--batch", str(f), "--jobs", "0").returncode == 2
 
 
+def test_ctrl_c_stops_a_parallel_batch_cleanly(tmp_path):
+    import os
+    import signal
+
+    f = tmp_path / "q.txt"
+    f.write_text("serve 70B int4 16 users\nwhich gpu for 13B lora\n" * 20_000)
+    proc = subprocess.Popen([KBQ, "--batch", str(f), "--jobs", "2"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        assert proc.stdout.readline().startswith(b'{"query"')     # the workers are answering
+        os.killpg(proc.pid, signal.SIGINT)                        # what Ctrl-C in a terminal does
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130
+    assert b"Traceback" not in err
+
+
 def test_help_and_version():
     assert run("--help").returncode == 0
     r = run("--version")
