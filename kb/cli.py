@@ -7,6 +7,7 @@ the subcommands (gpus, models, rules, validate, schema, export, serve) are a cli
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 from collections.abc import Sequence
@@ -172,7 +173,12 @@ def _batch(path: str, rules: str | None, jobs: int | None = None) -> int:
         get_knowledge(rules)            # load once, before any worker starts (they inherit it)
     except KbError as err:
         return _fail(str(err), err.exit_code)
-    stream = sys.stdin if path == "-" else open(path, encoding="utf-8")
+    # a line that is not UTF-8 becomes a query error of its own, not the end of the batch
+    try:
+        stream = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace") \
+            if path == "-" else open(path, encoding="utf-8", errors="replace")
+    except OSError as exc:
+        return _fail(f"cannot read {path}: {exc.strerror or exc}")
     out = sys.stdout.buffer
     jobs = jobs or _cores()
     pool = None
@@ -195,8 +201,10 @@ def _batch(path: str, rules: str | None, jobs: int | None = None) -> int:
             else:                   # interrupted, or the output closed: stop the workers now
                 pool.terminate()
             pool.join()
-        if stream is not sys.stdin:
+        if path != "-":
             stream.close()
+        else:
+            stream.detach()         # leave sys.stdin's buffer open
     return 0
 
 

@@ -132,6 +132,19 @@ def test_ctrl_c_stops_a_parallel_batch_cleanly(tmp_path):
     assert b"Traceback" not in err
 
 
+def test_batch_reads_past_a_line_that_is_not_utf8_and_names_a_missing_file(tmp_path):
+    f = tmp_path / "q.txt"
+    f.write_bytes(b"serve 70B\xff int4\nwhich gpu for 13B lora\n")
+    r = run("--batch", str(f))
+    assert r.returncode == 0, r.stderr
+    first, second = [json.loads(x) for x in r.stdout.splitlines()]
+    assert first["error"]["column"] == 10 and "verdict" in second
+    r = subprocess.run([KBQ, "--batch", "-"], input=f.read_bytes(), capture_output=True, timeout=120)
+    assert r.returncode == 0 and len(r.stdout.splitlines()) == 2
+    r = run("--batch", str(tmp_path / "missing.txt"))
+    assert r.returncode == 2 and r.stderr.startswith("Error: cannot read") and "Traceback" not in r.stderr
+
+
 def test_help_and_version():
     assert run("--help").returncode == 0
     r = run("--version")
