@@ -52,12 +52,21 @@ class Evaluated:
 def evaluate(kn: Knowledge, ev: Evaluated, names: Iterable[str]) -> None:
     """Compute formulas (and what they depend on) into ev.scope, in dependency order."""
     scope = ev.scope
+    order = _order(kn)
     for name in names:
         if name in scope:
             continue
-        for dep in kn.closure[name] + (name,):
+        for dep in order[name]:
             if dep not in scope:
                 scope[dep] = _eval_formula(kn.formulas[dep], ev)
+
+
+def _order(kn: Knowledge) -> dict[str, tuple[str, ...]]:
+    """Each formula after the formulas it needs, in the order to compute them."""
+    found = kn.cache.get("order")
+    if found is None:
+        found = kn.cache["order"] = {n: deps + (n,) for n, deps in kn.closure.items()}
+    return found  # type: ignore[no-any-return]
 
 
 def _eval_formula(f: Formula, ev: Evaluated) -> Any:
@@ -278,12 +287,19 @@ def _resolve_model(w: Workload, kn: Knowledge, assumptions: list[str]) -> dict[s
     return model
 
 
+def _constants(kn: Knowledge) -> Scope:
+    found = kn.cache.get("constants")
+    if found is None:
+        found = kn.cache["constants"] = {name: c["value"] for name, c in kn.constants.items()}
+    return found  # type: ignore[no-any-return]
+
+
 def base_scope(r: Resolved, kn: Knowledge) -> Scope:
     w, m = r.workload, r.model
     training = set(kn.query["training_tasks"])
     sliding = m.get("sliding_window") or 0
     mla = m.get("mla") or {}
-    scope: Scope = {name: c["value"] for name, c in kn.constants.items()}
+    scope: Scope = dict(_constants(kn))
     scope.update({
         "params": float(m["params_total"]), "active_params": float(m["params_active"]),
         "users": w.users, "batch": w.batch, "context_tokens": w.context_tokens,
@@ -442,11 +458,11 @@ class Tracer:
         self.done: set[str] = set()
 
     def formula(self, node: str, name: str) -> None:
-        for dep in self.kn.closure[name] + (name,):
-            if dep in self.done:
-                continue
-            self.done.add(dep)
-            self.steps.append(self._step(node, self.kn.formulas[dep]))
+        done = self.done
+        for dep in _order(self.kn)[name]:
+            if dep not in done:
+                done.add(dep)
+                self.steps.append(self._step(node, self.kn.formulas[dep]))
 
     def _step(self, node: str, f: Formula) -> Step:
         s = self.ev.scope
@@ -475,14 +491,14 @@ class Tracer:
 def _case_text(kn: Knowledge, f: Formula, idx: int) -> tuple[tuple[str, ...], str, str | None, str, str]:
     """What a trace step shows of a formula's case that does not depend on the workload: the
     names it reads, its text, its note, the rule and its sources (derived once per knowledge)."""
-    key = f"case_text:{f.name}:{idx}"
-    found = kn.cache.get(key)
+    table = kn.cache.setdefault("case_text", {})
+    found = table.get((f.name, idx))
     if found is None:
         case = f.cases[idx]
         names = tuple(dict.fromkeys(case.expr.names + (case.when.names if case.when else ())))
         text = case.expr.text + (f"   [when {case.when.text}]" if case.when else "")
-        found = kn.cache[key] = (names, text, case.note or f.note, f"{f.name} ({f.where})",
-                                 ", ".join(f.sources))
+        found = table[f.name, idx] = (names, text, case.note or f.note, f"{f.name} ({f.where})",
+                                      ", ".join(f.sources))
     return found  # type: ignore[no-any-return]
 
 
@@ -759,12 +775,12 @@ def check_claims(kn: Knowledge, every: Evaluated, primary: Evaluated,
 
 def _claim_formulas(kn: Knowledge, claim: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The formulas a claim's condition and its figure read (derived once per knowledge)."""
-    key = f"claim_formulas:{claim.id}"
-    found = kn.cache.get(key)
+    table = kn.cache.setdefault("claim_formulas", {})
+    found = table.get(claim.id)
     if found is None:
         when = claim.applies_when.names if claim.applies_when is not None else ()
-        found = kn.cache[key] = (tuple(n for n in when if n in kn.formulas),
-                                 tuple(n for n in claim.computed.names if n in kn.formulas))
+        found = table[claim.id] = (tuple(n for n in when if n in kn.formulas),
+                                   tuple(n for n in claim.computed.names if n in kn.formulas))
     return found  # type: ignore[no-any-return]
 
 
