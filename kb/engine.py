@@ -2,9 +2,10 @@
 
 In: a Workload (kb.query) and the Knowledge (kb.knowledge). Out: an Answer (kb.answer).
 Steps: resolve the model, precision and defaults (each default becomes an assumption); fill a
-scope with the workload's inputs and the constants; evaluate every candidate GPU; rank them by
-the sizing flow's ranking; walk each flow from its entry, following the first edge whose
-condition holds and tracing every formula a node computes; check the sources' claims.
+scope with the workload's inputs and the constants; evaluate every candidate GPU at once (a
+per-GPU name holds a kb.expr.Col, one value per candidate); rank them by the sizing flow's
+ranking; on the first GPU's own view, walk each flow from its entry, following the first edge
+whose condition holds and tracing every formula a node computes; check the sources' claims.
 Pure: no I/O, no printing.
 """
 
