@@ -2,6 +2,7 @@
 
     python bench/run.py            # the full run (about 3 minutes)
     python bench/run.py --quick    # shorter loops, for a smoke check
+    python bench/run.py --million  # only: the engine's resident memory over 1,000,000 answers
 
 1. CLI cold start: a fresh venv with the package installed as a user gets it (pip byte-compiles),
    median wall time of `kbq QUERY`, `kbq --json QUERY` and a query error, against
@@ -284,12 +285,44 @@ def scaling(repeats: int) -> None:
             "<= linear (<= 10x)", ratio <= 10.5)
 
 
+def million(n: int) -> None:
+    """Resident memory of one process over n answers (no tracemalloc: it would double the time)."""
+    print(f"6. engine memory over {n:,} answers", flush=True)
+    from kb import get_knowledge
+    from kb.engine import answer
+    from kb.query import parse
+
+    kn = get_knowledge()
+    for q in QUERIES * 20:
+        answer(parse(q, kn), kn, q).to_dict()
+    start = rss_kb(os.getpid())
+    samples = []
+    t0 = time.perf_counter()
+    for i in range(n):
+        q = QUERIES[i % len(QUERIES)]
+        answer(parse(q, kn), kn, q).to_dict()
+        if (i + 1) % (n // 10) == 0:
+            samples.append(rss_kb(os.getpid()))
+    dt = time.perf_counter() - t0
+    row(f"engine, resident memory over {n:,} answers", f"{start / 1024:.1f} -> {samples[-1] / 1024:.1f} MB "
+        f"(every tenth: {', '.join(f'{x / 1024:.1f}' for x in samples)}; {dt:.0f} s)", "after 200 answers",
+        "flat", samples[-1] - start < 1024)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--million", action="store_true",
+                    help="only the engine's resident memory over 1,000,000 answers (about 10 minutes)")
     args = ap.parse_args()
     q = args.quick
     print(f"kbq benchmark — {time.strftime('%Y-%m-%d')} — {os.cpu_count()} cores, Python {sys.version.split()[0]}")
+    if args.million:
+        million(1_000_000)
+        print("\n| figure | value | baseline | target | met |\n|---|---|---|---|---|")
+        for r in ROWS:
+            print("| " + " | ".join(r) + " |")
+        return 0
     cold_start(5 if q else 21)
     engine(3 if q else 10, 2000 if q else 20000)
     batch(1000 if q else 10000)
