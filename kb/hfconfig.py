@@ -39,8 +39,8 @@ def read(path: str | Path, kn: Any) -> dict[str, Any]:
     cfg: dict[str, Any] = text_config if isinstance(text_config, dict) else raw
     try:
         model = _model(cfg, p)
-    except (TypeError, ValueError, KeyError) as exc:
-        raise ConfigError(f"{p}: {exc}") from None
+    except (TypeError, ValueError, KeyError, OverflowError, ZeroDivisionError) as exc:
+        raise ConfigError(f"{p}: {exc}") from None   # int(1e999), hidden_size // 0 heads …
     from pydantic import ValidationError
 
     from kb.schema import Model

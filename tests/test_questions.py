@@ -1,5 +1,6 @@
 """Capacity and reverse sizing answers agree with the forward answer; models from config.json."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -99,6 +100,13 @@ def test_model_config_errors_are_clear(tmp_path):
     bad.write_text("{not json")
     with pytest.raises(KbError, match="not a JSON config"):
         ask("serve int4", model_config=bad)
+    good = json.loads((DATA / "llama-3.1-8b-config.json").read_text())
+    for key, value in (("hidden_size", "1e999"), ("num_attention_heads", "0"),
+                       ("num_hidden_layers", "NaN"), ("vocab_size", "-Infinity")):
+        text = json.dumps(dict(good, **{key: 0})).replace(f'"{key}": 0', f'"{key}": {value}')
+        bad.write_text(text)
+        with pytest.raises(KbError, match="config.json"):
+            ask("serve int4", model_config=bad)
 
 
 @pytest.mark.parametrize("model_id", ["llama-2-7b", "llama-3.1-8b", "llama-3.1-70b", "mistral-7b-v0.1",
