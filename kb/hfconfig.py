@@ -113,6 +113,13 @@ def _with_params(model: dict[str, Any], kn: Any) -> dict[str, Any]:
             kn.models.pop(model["id"], None)
         else:
             kn.models[model["id"]] = saved
-    model["params_total"] = float(ev.scope["arch_params_total"])
-    model["params_active"] = float(ev.scope["arch_params_active"])
+    total, active = ev.scope.get("arch_params_total"), ev.scope.get("arch_params_active")
+    most = kn.query["limits"]["params"][1]
+    if total is None or active is None or not 0 < active <= total <= most:
+        why = ev.errors.get("arch_params_total") or ev.errors.get("arch_params_active") or (
+            "its sizes give no finite count" if total is None or active is None
+            else f"{total:.3g} parameters, outside 1 to {most:.0e} (query.yaml limits)")
+        raise ConfigError(f"{model['name']}: no parameter count ({why})")
+    model["params_total"] = float(total)
+    model["params_active"] = float(active)
     return model

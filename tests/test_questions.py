@@ -101,7 +101,7 @@ def test_model_config_errors_are_clear(tmp_path):
     with pytest.raises(KbError, match="not a JSON config"):
         ask("serve int4", model_config=bad)
     good = json.loads((DATA / "llama-3.1-8b-config.json").read_text())
-    for key, value in (("hidden_size", "1e999"), ("num_attention_heads", "0"),
+    for key, value in (("hidden_size", "1e999"), ("hidden_size", "1e300"), ("num_attention_heads", "0"),
                        ("num_hidden_layers", "NaN"), ("vocab_size", "-Infinity")):
         text = json.dumps(dict(good, **{key: 0})).replace(f'"{key}": 0', f'"{key}": {value}')
         bad.write_text(text)
