@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from kb.answer import Answer
     from kb.knowledge import Knowledge
 
-__all__ = ["ask", "get_knowledge", "__version__"]
+__all__ = ["ask", "cpu_cores", "get_knowledge", "__version__"]
 __version__ = "0.1.0"
 
 _cache: dict[str, "Knowledge"] = {}
@@ -53,3 +53,13 @@ def ask(query: str, rules_dir: str | Path | None = None,
         return answer(w, kn, query)
     finally:
         kn.models.pop(model["id"], None)
+
+
+def cpu_cores() -> int:
+    """The cores this process may run on (the container's share, not the host's count): how
+    many worker processes `kbq serve` and `kbq --batch` start by default."""
+    import os
+
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1

@@ -149,22 +149,13 @@ def _answer_line(line: str) -> bytes:
         return orjson.dumps({"query": query, "error": err.to_dict()}) + b"\n"
 
 
-def _cores() -> int:
-    import os
-
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:          # not Linux
-        return os.cpu_count() or 1
-
-
 def _batch(path: str, rules: str | None, jobs: int | None = None) -> int:
     """One query per line → one JSON object per line, in the same order; errors are lines too.
     Large batches are shared among worker processes (one per core unless --jobs says)."""
     import multiprocessing
     from itertools import islice
 
-    from kb import get_knowledge
+    from kb import cpu_cores, get_knowledge
     from kb.errors import KbError
 
     global _RULES
@@ -180,7 +171,7 @@ def _batch(path: str, rules: str | None, jobs: int | None = None) -> int:
     except OSError as exc:
         return _fail(f"cannot read {path}: {exc.strerror or exc}")
     out = sys.stdout.buffer
-    jobs = jobs or _cores()
+    jobs = jobs or cpu_cores()
     pool = None
     if jobs > 1 and "fork" in multiprocessing.get_all_start_methods():
         # Ctrl-C reaches the whole process group: the workers leave it to this process

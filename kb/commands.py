@@ -191,6 +191,7 @@ def schema(name: str) -> None:
               help="Threads in each process (--workers is its former name).")
 @rules_option
 def serve(host: str, port: int, processes: int | None, threads: int, rules: str | None) -> None:
+    from kb import cpu_cores
     from server import serving
 
     def ready(url: str, how: str) -> None:
@@ -200,7 +201,7 @@ def serve(host: str, port: int, processes: int | None, threads: int, rules: str 
         serving.check_port(host, port)
     except OSError as err:
         raise click.ClickException(f"cannot listen on {host}:{port}: {err.strerror or err}") from None
-    serving.serve(host, port, processes or serving.cpu_cores(), threads, rules, ready)
+    serving.serve(host, port, processes or cpu_cores(), threads, rules, ready)
 
 
 def _f(value: Any) -> str:

@@ -18,7 +18,7 @@ from typing import Any
 
 from kb.answer import Answer, GpuRow, Step
 from kb.errors import EvalError
-from kb.expr import MISSING, RAISED, Col, Failed, at, guarded
+from kb.expr import MISSING, RAISED, Col, Failed, at, filled, guarded
 from kb.model import TEMPLATE_FIELD, TEMPLATE_SPEC, Flow, Formula, Knowledge
 from kb.workload import GpuRequest, Workload
 
@@ -108,7 +108,7 @@ def _checked(f: Formula, ev: Evaluated, col: Col, expr: Any) -> Col:
     """A result over the candidates: failed or non-finite elements become None, with an error."""
     holes = col.holes
     try:
-        clean = math.isfinite(math.fsum(_filled(col, holes) if holes else col))
+        clean = math.isfinite(math.fsum(filled(col, holes) if holes else col))
     except (TypeError, OverflowError, ValueError):      # text, truth values, failures, inf
         clean = False
     if clean and not holes:
@@ -128,13 +128,6 @@ def _checked(f: Formula, ev: Evaluated, col: Col, expr: Any) -> Col:
     if errors:
         ev.errors[f.name] = Col(errors.get(i) for i in range(len(out)))
     return Col.of(out, holes if clean else None)
-
-
-def _filled(col: Col, holes: frozenset[int]) -> list[Any]:
-    out = list(col)
-    for i in holes:
-        out[i] = 0.0
-    return out
 
 
 def _eval_cases_each(f: Formula, ev: Evaluated, start: int, first: Col) -> Any:

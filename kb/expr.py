@@ -288,7 +288,7 @@ def elementwise(op: Callable[..., Any], *args: Any, none_fails: bool = True) -> 
         if not holes:
             return Col(map(op, *[a if a.__class__ is Col else repeat(a) for a in args]))
         if none_fails:
-            out = Col.of(map(op, *[_patched(a, holes) if a.__class__ is Col else repeat(a) for a in args]), holes)
+            out = Col.of(map(op, *[filled(a, holes) if a.__class__ is Col else repeat(a) for a in args]), holes)
             for i in holes:
                 out[i] = _failure(tuple(at(a, i) for a in args), None)
             return out
@@ -316,8 +316,9 @@ def _all_failed(args: tuple[Any, ...], n: int) -> Col:
     return Col.of([MISSING if x is None else x for x in out], frozenset(range(n)))
 
 
-def _patched(col: Col, holes: frozenset[int]) -> list[Any]:
-    """col with its holes filled by one of its own values (the op's result there is replaced)."""
+def filled(col: Col, holes: frozenset[int]) -> list[Any]:
+    """col with its holes filled by one of its own values (whatever is computed there is
+    replaced or ignored)."""
     fill = next((v for i, v in enumerate(col) if i not in holes), 0.0)
     out = list(col)
     for i in holes:

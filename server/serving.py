@@ -25,13 +25,6 @@ from flask import Flask
 Ready = Callable[[str, str], None]   # (url, how it serves: processes and threads)
 
 
-def cpu_cores() -> int:
-    """The cores this process may run on (the container's share, not the host's count)."""
-    if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return os.cpu_count() or 1
-
-
 def load_app(rules: str | None) -> Flask:
     """The app with its knowledge loaded, so that no request waits for a build."""
     from server import create_app
