@@ -485,7 +485,9 @@ class Tracer:
 def _case_text(kn: Knowledge, f: Formula, idx: int) -> tuple[tuple[str, ...], str, str | None, str, str]:
     """What a trace step shows of a formula's case that does not depend on the workload: the
     names it reads, its text, its note, the rule and its sources (derived once per knowledge)."""
-    table = kn.cache.setdefault("case_text", {})
+    table = kn.cache.get("case_text")
+    if table is None:
+        table = kn.cache["case_text"] = {}
     found = table.get((f.name, idx))
     if found is None:
         case = f.cases[idx]
@@ -769,7 +771,9 @@ def check_claims(kn: Knowledge, every: Evaluated, primary: Evaluated,
 
 def _claim_formulas(kn: Knowledge, claim: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The formulas a claim's condition and its figure read (derived once per knowledge)."""
-    table = kn.cache.setdefault("claim_formulas", {})
+    table = kn.cache.get("claim_formulas")
+    if table is None:
+        table = kn.cache["claim_formulas"] = {}
     found = table.get(claim.id)
     if found is None:
         when = claim.applies_when.names if claim.applies_when is not None else ()
