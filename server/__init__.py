@@ -60,11 +60,11 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         # keep the exception's own headers (a 405's Allow, RFC 9110)
         headers = {k: v for k, v in err.get_headers() if k.lower() != "content-type"}
         if request.path.startswith("/api/") or request.path == "/api":
-            response = api.error(message, err.code or 500)
+            body: Any = api.error(message, err.code or 500)
         else:
-            response = app.make_response((render_template(
-                "pages/error.html", title=f"{err.code} {err.name}", message=message), err.code))
-        response = app.make_response(response)
+            body = (render_template("pages/error.html", title=f"{err.code} {err.name}", message=message),
+                    err.code)
+        response = app.make_response(body)
         response.headers.update(headers)
         return response
 
