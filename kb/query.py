@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -161,44 +162,14 @@ _DECIMAL = re.compile(r"[\d.]+")
 
 
 class _Items:
-    """What the parser makes of each rule of grammar/query.lark as it reduces it (lark's
-    transformer hook: no parse tree is built). One-token items become a Tok at once, with the
-    token's own column; the two-token items (tokens, number_then_unit, unit_then_number) span
-    the text between their tokens, which only the query holds, so they come back as
-    (kind, first, second) and _lex makes the Tok."""
+    """What the parser makes of the rules of grammar/query.lark as it reduces them (lark's
+    transformer hook: no parse tree is built). `start` gets the one-token items as lark tokens
+    (_single makes each a Tok with the token's own column); the two-token items (tokens,
+    number_then_unit, unit_then_number) span the text between their tokens, which only the
+    query holds, so they come back as (kind, first, second) and _pair makes the Tok."""
 
     def start(self, items: list[Any]) -> list[Any]:
         return items
-
-    def word(self, children: list[Any]) -> Tok:
-        t = children[0]
-        return Tok("word", str(t), t.column or 1)
-
-    unit_word = word
-
-    def number(self, children: list[Any]) -> Tok:
-        t = children[0]
-        return Tok("num", str(t), t.column or 1, str(t))
-
-    def size(self, children: list[Any]) -> Tok:
-        t = children[0]
-        return Tok("size", str(t), t.column or 1, float(str(t)[:-1]), "billion")
-
-    def moe_size(self, children: list[Any]) -> Tok:
-        t = children[0]
-        return Tok("moe", str(t), t.column or 1)
-
-    def count(self, children: list[Any]) -> Tok:
-        t = children[0]
-        return Tok("count", str(t), t.column or 1, int(_DIGITS.match(t).group()))  # type: ignore[union-attr]
-
-    def memory(self, children: list[Any]) -> Tok:
-        t = children[0]
-        return Tok("mem", str(t), t.column or 1, float(_DECIMAL.match(t).group()))  # type: ignore[union-attr]
-
-    def vs(self, children: list[Any]) -> Tok:
-        t = children[0]
-        return Tok("vs", str(t), t.column or 1)
 
     def tokens(self, children: list[Any]) -> tuple[str, Any, Any]:
         return ("tokens", children[0], children[1])
@@ -208,6 +179,24 @@ class _Items:
 
     def unit_then_number(self, children: list[Any]) -> tuple[str, Any, Any]:
         return ("unit_then_number", children[0], children[1])
+
+
+# terminal → the Tok of a one-token item
+_SINGLE: dict[str, Callable[[str, int], Tok]] = {
+    "WORD": lambda t, col: Tok("word", t, col),
+    "DIGIT_WORD": lambda t, col: Tok("word", t, col),
+    "UNIT": lambda t, col: Tok("word", t, col),           # a unit word in a question phrase
+    "NUMBER": lambda t, col: Tok("num", t, col, t),
+    "SIZE": lambda t, col: Tok("size", t, col, float(t[:-1]), "billion"),
+    "MOE_SIZE": lambda t, col: Tok("moe", t, col),
+    "COUNT": lambda t, col: Tok("count", t, col, int(_DIGITS.match(t).group())),  # type: ignore[union-attr]
+    "MEMORY": lambda t, col: Tok("mem", t, col, float(_DECIMAL.match(t).group())),  # type: ignore[union-attr]
+    "VS": lambda t, col: Tok("vs", t, col),
+}
+
+
+def _single(token: Any) -> Tok:
+    return _SINGLE[token.type](str(token), token.column or 1)
 
 
 def _pair(query: str, item: tuple[str, Any, Any]) -> Tok:
@@ -244,7 +233,7 @@ def _lex(query: str) -> list[Tok]:
                          expected=_expected(exc.expected), width=len(str(tok))) from None
     except _errors.UnexpectedEOF:
         raise QueryError(query, len(query) + 1, "the query ends too early") from None
-    return _resplit([item if item.__class__ is Tok else _pair(query, item) for item in items])
+    return _resplit([_pair(query, item) if item.__class__ is tuple else _single(item) for item in items])
 
 
 def _resplit(toks: list[Tok]) -> list[Tok]:
