@@ -594,8 +594,6 @@ def _answer_question(w: Workload, kn: Knowledge, query: str) -> Answer:
 
 def _answer(w: Workload, kn: Knowledge, query: str = "") -> Answer:
     r = resolve(w, kn)
-    base = Evaluated(base_scope(r, kn))
-    evaluate(kn, base, [n for n, f in kn.formulas.items() if not f.per_gpu])
     sizing = next(f for f in kn.flows if f.role == "sizing")
 
     # every candidate GPU at once: per-GPU names hold one value per candidate (kb.expr.Col)
@@ -606,7 +604,8 @@ def _answer(w: Workload, kn: Knowledge, query: str = "") -> Answer:
     else:
         candidates = [(g, 1, False) for g in kn.gpus.values()]
         gpus = _catalogue_columns(kn, r.precision)
-    every = Evaluated({**base.scope, **gpus}, dict(base.cases), dict(base.errors))
+    # a formula is computed when the rows, a flow or a claim first needs it
+    every = Evaluated({**base_scope(r, kn), **gpus})
     evaluate(kn, every, ROW_FORMULAS[r.is_training])
     n = len(candidates)
     order = list(range(n)) if w.gpus else _ranking(sizing.ranking, every, n)
