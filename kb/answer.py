@@ -79,3 +79,10 @@ class Answer:
         d["gpus"] = [dict(g.__dict__) for g in self.gpus]
         d["trace"] = [dict(s.__dict__) for s in self.trace]
         return d
+
+    def to_json(self) -> bytes:
+        """to_dict() as compact JSON, the same bytes: orjson writes the dataclasses (their
+        fields, in order) without the copies to_dict makes."""
+        import orjson
+
+        return orjson.dumps(self)

@@ -144,7 +144,7 @@ def _answer_line(line: str) -> bytes:
     if not query or query.startswith("#"):
         return b""
     try:
-        return orjson.dumps(ask(query, _RULES).to_dict()) + b"\n"
+        return ask(query, _RULES).to_json() + b"\n"
     except KbError as err:
         return orjson.dumps({"query": query, "error": err.to_dict()}) + b"\n"
 

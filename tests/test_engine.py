@@ -132,3 +132,20 @@ def test_capacity_only_gpu_answers_fit_and_leaves_speed_null():
     assert a["gpus"][0]["vram_gb"] == 20
     assert a["throughput"]["train_tokens_per_s"] is None
     assert a["verdict"].startswith(("Fits", "Does not fit"))
+
+
+@pytest.mark.parametrize("query", ["serve 70B int4 16 users", "train 13B qlora on 20GB?",
+                                   "max users for 70B int4 on 2x L40S", "infer 7B on rtx 4000 ada vs rtx 6000 ada"])
+def test_to_json_is_to_dict_as_json(query):
+    """--batch writes Answer.to_json(): the contract's dict, key for key and in order, as the
+    standard library reads it back (an independent reader of the same bytes)."""
+    import json
+
+    import orjson
+
+    a = ask(query)
+    d = a.to_dict()
+    assert a.to_json() == orjson.dumps(d)
+    back = json.loads(a.to_json())
+    assert back == json.loads(json.dumps(d)) and list(back) == list(d)
+    assert set(back["trace"][0]) == set(d["trace"][0]) and set(back["gpus"][0]) == set(d["gpus"][0])
