@@ -39,14 +39,17 @@ ROW_FORMULAS = {False: ROW_MEMORY + INFERENCE_SPEED, True: ROW_MEMORY + TRAINING
 class Evaluated:
     """A scope and, for each formula computed in it, the index of the case used and any error.
     In a scope over several candidate GPUs a value, case or error may be a Col (kb.expr): one
-    entry per candidate; `view(i)` is candidate i's own scope."""
+    entry per candidate (its name is then in `columns`); `view(i)` is candidate i's own scope."""
     scope: Scope
     cases: dict[str, Any] = field(default_factory=dict)
     errors: dict[str, Any] = field(default_factory=dict)
+    columns: list[str] = field(default_factory=list)   # the names whose value is a Col
 
     def view(self, i: int) -> Evaluated:
-        return Evaluated({k: v[i] if v.__class__ is Col else v for k, v in self.scope.items()},
-                         {k: at(v, i) for k, v in self.cases.items()},
+        scope = dict(self.scope)
+        for k in self.columns:
+            scope[k] = scope[k][i]
+        return Evaluated(scope, {k: v[i] if v.__class__ is Col else v for k, v in self.cases.items()},
                          {k: e for k, v in self.errors.items() if (e := at(v, i)) is not None})
 
 
@@ -59,7 +62,9 @@ def evaluate(kn: Knowledge, ev: Evaluated, names: Iterable[str]) -> None:
             continue
         for dep in order[name]:
             if dep not in scope:
-                scope[dep] = _eval_formula(kn.formulas[dep], ev)
+                value = scope[dep] = _eval_formula(kn.formulas[dep], ev)
+                if value.__class__ is Col:
+                    ev.columns.append(dep)
 
 
 def _order(kn: Knowledge) -> dict[str, tuple[str, ...]]:
@@ -605,7 +610,7 @@ def _answer(w: Workload, kn: Knowledge, query: str = "") -> Answer:
         candidates = [(g, 1, False) for g in kn.gpus.values()]
         gpus = _catalogue_columns(kn, r.precision)
     # a formula is computed when the rows, a flow or a claim first needs it
-    every = Evaluated({**base_scope(r, kn), **gpus})
+    every = Evaluated({**base_scope(r, kn), **gpus}, columns=[k for k, v in gpus.items() if v.__class__ is Col])
     evaluate(kn, every, ROW_FORMULAS[r.is_training])
     n = len(candidates)
     order = list(range(n)) if w.gpus else _ranking(sizing.ranking, every, n)

@@ -135,6 +135,12 @@ def _check_rows(q: str) -> None:
             elif name == "gpus_needed" and want is not None:
                 want = int(want)
             assert _same(getattr(row, name), want), (q, row.id, name, getattr(row, name), want)
+    # the trace is the first row's GPU on its own view: its own values, never a column
+    first = _alone(q, a.gpus[0].id, a.gpus[0].count).scope
+    for step in a.trace:
+        assert not isinstance(step.result, list) and not any(isinstance(v, list) for v in step.values.values())
+        if step.rule_id in first:
+            assert _same(step.result, first[step.rule_id]), (q, step.rule_id, step.result)
 
 
 @pytest.mark.parametrize("q", [
