@@ -343,11 +343,7 @@ def models_page(kn: Knowledge) -> str:
     body = [("A bare size with no model name (\"13B\") stands for the reference architecture "
             f"nearest in size, one of {refs}; the answer says which it used."), "",
             *table(head, rows, "lllrrrrrrrrrrl"), "", "## Aliases and notes", ""]
-    for m in kn.models.values():
-        parts = [f"aliases: {', '.join(code(a) for a in m['aliases'])}" if m["aliases"] else "",
-                 md(m["notes"]) if m.get("notes") else ""]
-        if any(parts):
-            body.append(f"- **{md(m['name'])}** ({code(m['id'])}): " + "; ".join(p for p in parts if p))
+    body += _aliases_and_notes(kn.models.values())
     return _page("Models", body)
 
 
@@ -379,12 +375,19 @@ def runtimes_page(kn: Knowledge) -> str:
                          if k != "source")
     body = [f"Serving and training software; a query may name one. Defaults: {defaults}.", "",
             *table(head, rows), "", "## Aliases and notes", ""]
-    for r in kn.runtimes.values():
-        parts = [f"aliases: {', '.join(code(a) for a in r['aliases'])}" if r["aliases"] else "",
-                 md(r["notes"]) if r.get("notes") else ""]
-        if any(parts):
-            body.append(f"- **{md(r['name'])}** ({code(r['id'])}): " + "; ".join(p for p in parts if p))
+    body += _aliases_and_notes(kn.runtimes.values())
     return _page("Runtimes", body)
+
+
+def _aliases_and_notes(entries: Iterable[dict[str, Any]]) -> list[str]:
+    """A list item for each entry (a model, a runtime) that has aliases or notes."""
+    out = []
+    for e in entries:
+        parts = [f"aliases: {', '.join(code(a) for a in e['aliases'])}" if e["aliases"] else "",
+                 md(e["notes"]) if e.get("notes") else ""]
+        if any(parts):
+            out.append(f"- **{md(e['name'])}** ({code(e['id'])}): " + "; ".join(p for p in parts if p))
+    return out
 
 
 # ---------------------------------------------------------------- formulas.md
