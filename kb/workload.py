@@ -43,6 +43,28 @@ class Workload:
     paged: bool | None = None
     lora_attention_only: bool | None = None
     runtime: str | None = None
+    # Parallel layout and sharding asked for ("tp 2", "pp 2", "with fsdp", "zero3", "deepspeed",
+    # "dp attention"); None: the engine chooses and says so.
+    tp: int | None = None
+    pp: int | None = None
+    sharding: str | None = None               # ddp zero1 zero2 zero3 fsdp deepspeed
+    dp_attention: bool | None = None
+    # Targets the question sets ("at 20 tok/s", "ttft under 1 s", "for 5M tokens a day",
+    # "finish in 24 hours").
+    speed_floor_tok_s: float | None = None
+    ttft_max_s: float | None = None
+    tokens_per_day: float | None = None
+    deadline_hours: float | None = None
+    # Money ("at $2/h", "budget $5000", "under $8000", "at 24/7", "rent", "cheapest", "what if").
+    usd_per_gpu_hour: float | None = None
+    budget_usd: float | None = None
+    hours_per_day: float | None = None
+    rent: bool | None = None
+    sort: str | None = None                   # value cost speed memory power
+    want_options: bool | None = None
+    # The figure the question asks for first ("how much vram" → memory, "how fast" → speed,
+    # "how long to train" → time, "can i run" → fit, "what does it cost" → cost).
+    focus: str | None = None
     task_explicit: bool = False
     notes: list[str] = field(default_factory=list)   # how the query's words were read
 
