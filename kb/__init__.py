@@ -11,12 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kb.version import __version__
+
 if TYPE_CHECKING:
     from kb.answer import Answer
     from kb.knowledge import Knowledge
 
 __all__ = ["ask", "cpu_cores", "get_knowledge", "__version__"]
-__version__ = "0.1.0"
 
 
 def get_knowledge(rules_dir: str | Path | None = None) -> "Knowledge":

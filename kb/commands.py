@@ -7,12 +7,16 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 
-from kb.cli import dump
+
+def dump(value: Any) -> str:
+    """A listing as JSON: indented, non-ASCII kept, one trailing newline."""
+    return json.dumps(value, indent=2, ensure_ascii=False) + "\n"
 
 
 def _knowledge(rules: str | None) -> Any:
@@ -42,14 +46,17 @@ def cli() -> None:
 @click.option("--all", "show_all", is_flag=True, help="List every GPU judged.")
 @click.option("--no-trace", is_flag=True, help="Leave the trace out.")
 @rules_option
-def ask(query: tuple[str, ...], as_json: bool, markdown: bool, show_all: bool, no_trace: bool,
-        rules: str | None) -> None:
-    from kb.cli import _ask_fast
-
+@click.pass_obj
+def ask(answer: Callable[[list[str]], int] | None, query: tuple[str, ...], as_json: bool,
+        markdown: bool, show_all: bool, no_trace: bool, rules: str | None) -> None:
+    # `answer` is the plain `kbq "QUERY"` path, handed over by kb.cli.main (the entry point),
+    # so this module does not import the one that imports it.
+    if answer is None:
+        raise click.UsageError("kbq ask runs through the kbq command (kb.cli.main)")
     args = [*(["--json"] if as_json else []), *(["--markdown"] if markdown else []),
             *(["--all"] if show_all else []), *(["--no-trace"] if no_trace else []),
             *(["--rules", rules] if rules else []), "--", *query]
-    code = _ask_fast(args)
+    code = answer(args)
     if code:
         sys.exit(code)
 

@@ -37,7 +37,7 @@ def cache_dir() -> Path | None:
 
 
 def content_key(root: Path) -> str:
-    from kb import __version__
+    from kb.version import __version__
     from kb.paths import grammar_dir
 
     h = hashlib.sha256(f"kbq {__version__} snapshot {FORMAT}\n".encode())
