@@ -124,3 +124,58 @@ def test_hybrid_layers_add_up():
         state = (m.get("recurrent") or {}).get("layers", 0)
         assert attention <= m["layers"] and (m.get("sliding_window_layers") or 0) <= attention, m["id"]
         assert attention + state >= m["layers"], m["id"]     # every layer mixes tokens somehow
+
+
+# ---------------------------------------------------------------- kbq models
+
+def _models(*args: str) -> Any:
+    from click.testing import CliRunner
+
+    from kb.commands import cli
+
+    r = CliRunner().invoke(cli, ["models", *args])
+    return r
+
+
+def test_models_search_matches_ids_names_and_aliases():
+    import json
+
+    got = [m["id"] for m in json.loads(_models("--search", "Llama-4-Scout-17B-16E-Instruct", "--json").output)]
+    assert got == ["llama-4-scout"]
+    got = [m["id"] for m in json.loads(_models("--search", "qwen3 next", "--json").output)]
+    assert got == ["qwen3-next-80b-a3b-instruct", "qwen3-next-80b-a3b-thinking"]
+
+
+def test_models_moe_and_min_context_filter():
+    import json
+
+    items = json.loads(_models("--moe", "--min-context", "256k", "--json").output)
+    assert items and all(m["moe"] and m["max_context"] >= 262144 for m in items)
+    assert "kimi-k2-0905" in [m["id"] for m in items] and "kimi-k2" not in [m["id"] for m in items]
+    dense = {m["id"] for m in json.loads(_models("--json").output) if not m["moe"]}
+    assert "llama-3.1-8b" in dense and not dense & {m["id"] for m in items}
+
+
+def test_models_order_is_stable_and_json_carries_every_field():
+    import json
+
+    items = json.loads(_models("--json").output)
+    assert [(m["family"], m["params_total"], m["id"]) for m in items] == sorted(
+        (m["family"], m["params_total"], m["id"]) for m in items)
+    fields = set(items[0])
+    assert {"native_precision", "recurrent", "attention_layers", "local_attention", "moe", "mla"} <= fields
+    assert all(set(m) == fields for m in items)
+
+
+def test_models_families_groups_every_model_once():
+    import json
+
+    groups = json.loads(_models("--families", "--json").output)
+    ids = [i for members in groups.values() for i in members]
+    assert sorted(ids) == sorted(KN.models) and list(groups) == sorted(groups)
+    assert "command-a" in groups["cohere"]
+
+
+def test_models_bad_min_context_is_a_usage_error():
+    r = _models("--min-context", "lots")
+    assert r.exit_code == 2 and "not a token count" in r.output
