@@ -363,6 +363,8 @@ def _layer_kinds(m: dict[str, Any]) -> Scope:
     return {
         "model.attention_layers": m["layers"] if attention is None else attention,
         "model.moe_layers": (moe.get("moe_layers") or m["layers"]) if moe else 0,
+        "model.dense_intermediate_size": moe.get("dense_intermediate_size") or m["intermediate_size"],
+        "model.shared_intermediate_size": moe.get("shared_expert_intermediate_size") or m["intermediate_size"],
         "model.state_layers": rec.get("layers", 0),
         "model.state_heads": rec.get("heads", 0), "model.state_head_dim": rec.get("head_dim", 0),
         "model.state_dim": rec.get("state_dim", 0), "model.state_groups": rec.get("groups", 0),

@@ -179,3 +179,16 @@ def test_models_families_groups_every_model_once():
 def test_models_bad_min_context_is_a_usage_error():
     r = _models("--min-context", "lots")
     assert r.exit_code == 2 and "not a token count" in r.output
+
+
+@pytest.mark.parametrize("model_id", sorted(i for i, m in KN.models.items()
+                                            if not m.get("mla") and m.get("mlp", "gated") == "gated"))
+def test_arch_formulas_agree_with_the_hand_count(model_id):
+    # rules/formulas.yaml arch_params_* (what --model-config uses) against the count above
+    from kb.engine import Evaluated, base_scope, evaluate, resolve
+    from kb.workload import Workload
+
+    m = KN.models[model_id]
+    ev = Evaluated(base_scope(resolve(Workload(model_id=model_id), KN), KN))
+    evaluate(KN, ev, ["arch_params_total"])
+    assert ev.scope["arch_params_total"] == pytest.approx(recomputed(m) - (m.get("encoder_params") or 0), rel=1e-6)

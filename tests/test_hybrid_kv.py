@@ -84,3 +84,77 @@ def test_deepseek_defaults_to_fp8():
 def test_training_ignores_the_native_format():
     a = ask("full fine-tune gpt-oss-20b").to_dict()
     assert not any("published checkpoint format" in s for s in a["assumptions"])
+
+
+# ---------------------------------------------------------------- --model-config
+
+def _config(tmp_path, **cfg):
+    import json
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    return path
+
+
+QWEN3_NEXT_CONFIG = dict(  # Qwen/Qwen3-Next-80B-A3B-Instruct config.json (architecture fields)
+    architectures=["Qwen3NextForCausalLM"], model_type="qwen3_next", hidden_size=2048, num_hidden_layers=48,
+    num_attention_heads=16, num_key_value_heads=2, head_dim=256, intermediate_size=5120,
+    moe_intermediate_size=512, shared_expert_intermediate_size=512, num_experts=512, num_experts_per_tok=10,
+    decoder_sparse_step=1, mlp_only_layers=[], full_attention_interval=4, linear_conv_kernel_dim=4,
+    linear_key_head_dim=128, linear_num_key_heads=16, linear_num_value_heads=32, linear_value_head_dim=128,
+    vocab_size=151936, max_position_embeddings=262144, tie_word_embeddings=False)
+
+
+def test_model_config_reads_a_gated_deltanet_hybrid(tmp_path):
+    a = ask("serve fp16 32k context", model_config=_config(tmp_path, **QWEN3_NEXT_CONFIG)).to_dict()
+    assert a["memory"]["kv_cache_gb_per_user"] == pytest.approx(
+        (QNEXT_KV_B_PER_TOKEN * 32768 + QNEXT_STATE_B) / 1e9, rel=REL)
+
+
+def test_model_config_parameter_count_of_a_hybrid_moe(tmp_path):
+    from kb import get_knowledge
+    from kb.hfconfig import read
+
+    m = read(_config(tmp_path, **QWEN3_NEXT_CONFIG), get_knowledge())
+    # the card: 80B total; within 3% (hand count from these figures: 79.6B)
+    assert m["params_total"] == pytest.approx(80e9, rel=0.03)
+    assert m["attention_layers"] == 12 and m["recurrent"]["layers"] == 36
+
+
+def test_model_config_reads_quantization_config(tmp_path):
+    from kb import get_knowledge
+    from kb.hfconfig import read
+
+    kn = get_knowledge()
+    oss = dict(model_type="gpt_oss", hidden_size=2880, num_hidden_layers=24, num_attention_heads=64,
+               num_key_value_heads=8, head_dim=64, intermediate_size=2880, num_local_experts=32,
+               num_experts_per_tok=4, vocab_size=201088, sliding_window=128,
+               layer_types=["sliding_attention", "full_attention"] * 12,
+               quantization_config={"quant_method": "mxfp4", "modules_to_not_convert": ["model.layers.*.self_attn"]})
+    m = read(_config(tmp_path, **oss), kn)
+    assert m["native_precision"] == "mxfp4-experts" and m["sliding_window_layers"] == 12
+    fp8 = dict(oss, quantization_config={"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128]})
+    assert read(_config(tmp_path, **fp8), kn)["native_precision"] == "fp8"
+    gptq = dict(oss, num_local_experts=None, quantization_config={"quant_method": "gptq", "bits": 4, "group_size": 128})
+    assert read(_config(tmp_path, **gptq), kn)["native_precision"] == "gptq"
+    plain = {k: v for k, v in oss.items() if k != "quantization_config"}
+    assert "native_precision" not in read(_config(tmp_path, **plain), kn)
+
+
+def test_model_config_gemma3_pattern_and_llama4_chunks(tmp_path):
+    from kb import get_knowledge
+    from kb.hfconfig import read
+
+    kn = get_knowledge()
+    gemma = dict(model_type="gemma3_text", hidden_size=1152, num_hidden_layers=26, num_attention_heads=4,
+                 num_key_value_heads=1, head_dim=256, intermediate_size=6912, vocab_size=262144,
+                 sliding_window=512, sliding_window_pattern=6, tie_word_embeddings=True)
+    assert read(_config(tmp_path, **gemma), kn)["sliding_window_layers"] == 26 - 26 // 6      # 22
+    llama4 = dict(model_type="llama4_text", hidden_size=5120, num_hidden_layers=48, num_attention_heads=40,
+                  num_key_value_heads=8, head_dim=128, intermediate_size=8192, intermediate_size_mlp=16384,
+                  num_local_experts=16, num_experts_per_tok=1, interleave_moe_layer_step=1,
+                  attention_chunk_size=8192, vocab_size=202048)
+    m = read(_config(tmp_path, **llama4), kn)
+    assert (m["sliding_window"], m["sliding_window_layers"], m["local_attention"]) == (8192, 36, "chunked")
+    # Scout's card: 17B active with the shared expert counted (hand count from these figures: 17.2B)
+    assert m["moe"]["shared_experts"] == 1 and m["params_active"] == pytest.approx(17e9, rel=0.03)
