@@ -86,24 +86,42 @@ def gpus(as_json: bool, min_vram: float | None, vendor: str | None, segment: str
     click.echo(f"{len(items)} GPUs; tensor TFLOPS are dense (no sparsity); '-' = not native")
 
 
-@cli.command(help="List the model architectures.")
-@click.option("--json", "as_json", is_flag=True)
+@cli.command(help="List the model architectures (by family, then size). --families groups their ids.")
+@click.option("--json", "as_json", is_flag=True, help="Every field of each model, as models.yaml has it.")
 @click.option("--family", default=None)
 @click.option("--min-params", type=float, default=None, metavar="BILLIONS")
+@click.option("--search", default=None, metavar="TEXT", help="Part of an id, name, family or alias.")
+@click.option("--moe", is_flag=True, help="Mixture-of-experts models only.")
+@click.option("--min-context", default=None, metavar="TOKENS", help="At least this context (32768, 128k, 1M).")
+@click.option("--families", "by_family", is_flag=True, help="One line per family with its model ids.")
 @rules_option
-def models(as_json: bool, family: str | None, min_params: float | None, rules: str | None) -> None:
+def models(as_json: bool, family: str | None, min_params: float | None, search: str | None, moe: bool,
+           min_context: str | None, by_family: bool, rules: str | None) -> None:
+    from kb import catalogue
+    from kb.errors import KbError
+
     kn = _knowledge(rules)
-    items = [m for m in kn.models.values()
-             if (family is None or m["family"] == family.lower())
-             and (min_params is None or m["params_total"] >= min_params * kn.billion)]
+    try:
+        tokens = None if min_context is None else catalogue.context_tokens(min_context)
+    except KbError as exc:
+        raise click.UsageError(str(exc)) from None
+    items = catalogue.select(kn, family, min_params, search, moe, tokens)
+    if by_family:
+        groups = catalogue.families(items)
+        if as_json:
+            click.echo(dump(groups), nl=False)
+            return
+        for name, ids in groups.items():
+            click.echo(f"{name} ({len(ids)}): {', '.join(ids)}")
+        click.echo(f"{len(groups)} families, {len(items)} models")
+        return
     if as_json:
         click.echo(dump(items), nl=False)
         return
-    head = ["id", "params B", "active B", "layers", "hidden", "heads", "kv", "head_dim", "attention", "context"]
+    head = ["id", "params B", "active B", "layers", "hidden", "heads", "kv", "head_dim", "attention", "context", "native"]
     rows = [[m["id"], f"{m['params_total'] / kn.billion:g}", f"{m['params_active'] / kn.billion:g}", str(m["layers"]),
              str(m["hidden_size"]), str(m["attention_heads"]), str(m["kv_heads"]), str(m["head_dim"]),
-             m["attention"] + (f"+swa{m['sliding_window']}" if m.get("sliding_window") else "")
-             + ("+moe" if m.get("moe") else ""), str(m["max_context"])] for m in items]
+             catalogue.layout(m), str(m["max_context"]), m.get("native_precision") or "-"] for m in items]
     _table(head, rows)
     click.echo(f"{len(items)} models")
 
