@@ -169,7 +169,8 @@ class Resolver(Finisher, Unknown):
             lo, hi = self.limits["memory_gb"]
             if not lo <= tok.value <= hi:
                 raise self.fail(tok, f"the memory size must be between {lo:g} and {hi:g} GB")
-            self.add_gpu(GpuRequest(None, 1, tok.value))
+            counted = self.pending_count is not None
+            self.add_gpu(GpuRequest(None, self.take_count(), tok.value), counted)
             return i + 1
         if tok.kind == "size":
             self.bare_size(tok)

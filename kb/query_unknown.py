@@ -85,7 +85,7 @@ class Unknown:
         its format, or the bare size of an unknown model."""
         if not any(c in tok.text for c in "-/_.") or len(tok.text) < 3:
             return False
-        reading = read_name(tok.text, self.query_rules)
+        reading = read_name(tok.text, self.query_rules, self.vocab.precision_keys)
         hit = self.vocab.table.get(reading.key)
         if hit is None and reading.size_b is not None:
             hit = self._shorter(tok.text)
@@ -108,10 +108,10 @@ class Unknown:
 
     def _shorter(self, text: str) -> tuple[str, str] | None:
         """'Qwen3-30B-A3B-Instruct-2507': the name without trailing parts after its size."""
-        reading = read_name(text, self.query_rules)
+        reading = read_name(text, self.query_rules, self.vocab.precision_keys)
         parts = [p for p in re.split(r"[-_]", text.rpartition("/")[2]) if p]
         for n in range(len(parts) - 1, 0, -1):
-            key = read_name("-".join(parts[:n]), self.query_rules).key
+            key = read_name("-".join(parts[:n]), self.query_rules, self.vocab.precision_keys).key
             hit = self.vocab.table.get(key)
             if hit is not None and hit[0] == "model":
                 return hit

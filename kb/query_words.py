@@ -27,6 +27,7 @@ class Vocab:
     units: dict[str, str]           # unit phrase key → unit name, whatever else the key means
     gpu_words: frozenset[str]       # words of GPU names (query.yaml gpu_words)
     gpu_keys: frozenset[str]        # every key that names a GPU
+    precision_keys: dict[str, str]  # every key that names a precision → its id
     words: dict[str, tuple[str, str]]   # single-token keys, for near misses (built on first use)
 
 
@@ -85,8 +86,9 @@ def vocabulary(kn: Knowledge) -> Vocab:
     prefixes = frozenset(key[:i] for key in [*table, *units] for i in range(1, len(key) + 1))
     gpu_words = frozenset(norm(w) for w in q.get("gpu_words", []))
     gpu_keys = frozenset(k for k, (kind, _) in table.items() if kind == "gpu")
+    precision_keys = {k: v for k, (kind, v) in table.items() if kind == "precision"}
     vocab = Vocab(table, display, min(MAX_PHRASE_TOKENS, longest + 2), prefixes, units, gpu_words,
-                  gpu_keys, {})
+                  gpu_keys, precision_keys, {})
     kn.cache["vocabulary"] = vocab
     return vocab
 
@@ -185,7 +187,7 @@ class NameReading:
     size_b: float | None
 
 
-def read_name(text: str, q: dict[str, Any]) -> NameReading:
+def read_name(text: str, q: dict[str, Any], precisions: dict[str, str] | None = None) -> NameReading:
     """'Qwen/Qwen2.5-72B-Instruct-AWQ' → key 'qwen2.572b', formats ['awq'], dropped
     ['Qwen/', 'Instruct']; the organisation and variant words go, format words are kept apart."""
     dropped: list[str] = []
@@ -199,6 +201,8 @@ def read_name(text: str, q: dict[str, Any]) -> NameReading:
     parts = name.split("-")
     suffixes = {s.lower() for s in q.get("model_suffixes", [])}
     formats_map = {norm(k): v for k, v in q.get("format_suffixes", {}).items()}
+    for key, pid in (precisions or {}).items():         # '-Q4_K_M', '-IQ4_XS'
+        formats_map.setdefault(key, pid)
     formats: list[str] = []
     kept: list[str] = []
     i = 0
