@@ -567,15 +567,17 @@ def render_template(text: str, scope: Scope) -> str:
 
 def answer(w: Workload, kn: Knowledge, query: str = "") -> Answer:
     """The answer to a workload; a capacity question is solved first, then answered at its value."""
+    from kb.focus import lead_with_focus
+
     if w.question in kn.query["solve"]:
-        return _answer_question(w, kn, query)
+        return lead_with_focus(_answer_question(w, kn, query), kn.query.get("focus_lead", {}))
     result = _answer(w, kn, query)
     if w.question == "which_gpu":
         result.question = {"kind": "which_gpu", "vary": None, "unit": None,
                            "value": result.gpus[0].name if result.gpus else None,
                            "gpu": result.gpus[0].name if result.gpus else None,
                            "ranking": [g.id for g in result.gpus if g.fits]}
-    return result
+    return lead_with_focus(result, kn.query.get("focus_lead", {}))
 
 
 def _answer_question(w: Workload, kn: Knowledge, query: str) -> Answer:

@@ -39,6 +39,8 @@ def _with(w: Workload, vary: str, value: float) -> Workload:
     elif vary == "gpu_count":
         for g in w2.gpus:
             g.count = int(value)
+    elif vary == "batch":
+        w2.batch = int(value)
     return w2
 
 
