@@ -657,6 +657,10 @@ def _answer_question(w: Workload, kn: Knowledge, query: str) -> Answer:
             g.count = int(primary["value"])
     result = _answer(w2, kn, query)
     result.verdict = solve.verdict(kn, question, primary)
+    if spec.get("holds") == "serves_at_floor":
+        floor = w.speed_floor_tok_s or kn.constants["decode_speed_floor_tok_s"]["value"]
+        result.assumptions.append(f"speed floor: every user decodes at {floor:g} tokens/s or more"
+                                  + ("" if w.speed_floor_tok_s else " (formulas.yaml decode_speed_floor_tok_s)"))
     result.question = {"kind": question, "vary": spec["vary"], "unit": spec["unit"],
                        "value": primary["value"], "gpu": primary["gpu"], "answer": primary,
                        "per_gpu": [{"gpu": r["gpu"], "gpu_id": r["gpu_id"], "value": r["value"]} for r in rows]}
