@@ -375,6 +375,7 @@ def base_scope(r: Resolved, kn: Knowledge) -> Scope:
         "model.experts": (m.get("moe") or {}).get("experts", 1),
         "model.experts_per_token": (m.get("moe") or {}).get("experts_per_token", 1),
         "model.shared_experts": (m.get("moe") or {}).get("shared_experts", 0),
+        "model.moe_layers": (m.get("moe") or {}).get("moe_layers", m["layers"]) if m.get("moe") else 0,
         "model.tie_embeddings": bool(m.get("tie_embeddings")),
         "gpu_candidates": None, "fitting_gpus": None,
         "precision.kind": r.precision["kind"],
