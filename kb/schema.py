@@ -96,6 +96,7 @@ class Runtime(Strict):
     kind: Literal["inference", "training", "both"]
     aliases: list[str] = []
     multi_gpu: Literal["tensor_parallel", "layer_split"]
+    platforms: list[Literal["nvidia", "amd", "intel", "apple"]] = Field(min_length=1)
     decode_bandwidth_efficiency: Fraction | None = None
     quant_kernel_efficiency: Fraction | None = None
     hbm_decode_efficiency: Fraction = 1.0
@@ -351,6 +352,9 @@ class Solve(Strict):
     lower: Positive
     upper: Positive
     verdict: str
+    holds: str = "fits"                  # the bool formula the value must keep (formulas.yaml)
+    verdict_floor: str | None = None     # when the speed floor, not memory, stops the search
+    verdict_layout: str | None = None    # when fewer GPUs fit but form no valid layout
 
 
 LimitName = Literal["users", "batch", "context", "seq", "prompt", "output", "rank", "tokens",
