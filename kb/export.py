@@ -310,16 +310,17 @@ def precisions_page(kn: Knowledge) -> str:
     return _page("Precisions", body)
 
 
-_RUNTIME_COLUMNS = ("name", "id", "kind", "multi_gpu", "aliases", "source", "notes")
+_RUNTIME_COLUMNS = ("name", "id", "kind", "multi_gpu", "platforms", "aliases", "source", "notes")
 
 
 def runtimes_page(kn: Knowledge) -> str:
-    head = ["runtime", "id", "kind", "multi-GPU", "settings", "source"]
+    head = ["runtime", "id", "kind", "multi-GPU", "runs on", "settings", "source"]
     rows = []
     for r in kn.runtimes.values():
         settings = ", ".join(f"{md(k)} = {md(v) if isinstance(v, str) else number(v)}"
                              for k, v in r.items() if k not in _RUNTIME_COLUMNS and v is not None)
-        rows.append([md(r["name"]), code(r["id"]), md(r["kind"]), md(r["multi_gpu"]), settings,
+        rows.append([md(r["name"]), code(r["id"]), md(r["kind"]), md(r["multi_gpu"]),
+                     md(", ".join(r["platforms"])), settings,
                      src_link(r["source"])])
     defaults = ", ".join(f"{md(k)}: {code(v)}" for k, v in kn.runtime_defaults.items()
                          if k != "source")

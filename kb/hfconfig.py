@@ -38,7 +38,9 @@ def read(path: str | Path, kn: Any) -> dict[str, Any]:
     text_config = raw.get("text_config")
     cfg: dict[str, Any] = text_config if isinstance(text_config, dict) else raw
     try:
-        model = _model(cfg, p)
+        from kb.hflayers import extend
+
+        model = extend(_model(cfg, p), cfg, raw)
     except (TypeError, ValueError, KeyError, OverflowError, ZeroDivisionError) as exc:
         raise ConfigError(f"{p}: {exc}") from None   # int(1e999), hidden_size // 0 heads …
     from pydantic import ValidationError
