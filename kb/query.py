@@ -494,6 +494,9 @@ class _Resolver:
         elif kind == "runtime":
             w.runtime = value
             self.runtime_tok = first
+            typed = "".join(t.text for t in toks).lower().replace("-", "")
+            if typed in self.kn.sharding.get("strategies", {}):     # "zero3": DeepSpeed at that stage
+                w.sharding = typed
         elif kind == "filler":
             pass
 
@@ -589,6 +592,9 @@ class _Resolver:
         if resolved:
             w.task = resolved[0]
             w.task_explicit = True
+        objectives = [t for t in tasks if t in self.kn.objectives]
+        if objectives:              # "dpo … lora": the objective, trained the way the query says
+            w.objective = objectives[0]
         if w.precision == "nf4" and w.task in ("lora", "full_ft") and "full_ft" not in tasks:
             w.task = "qlora"
         self.check_runtime_and_size()

@@ -12,7 +12,7 @@ from typing import Any
 BREAKDOWN_LABELS = {
     "weights_gb": "weights", "kv_cache_gb": "KV cache", "activations_gb": "activations",
     "gradients_gb": "gradients", "optimizer_gb": "optimizer", "adapters_gb": "adapters",
-    "overhead_gb": "runtime overhead",
+    "overhead_gb": "runtime overhead", "other_models_gb": "other models",
 }
 
 

@@ -67,6 +67,10 @@ class Workload:
     focus: str | None = None
     task_explicit: bool = False
     notes: list[str] = field(default_factory=list)   # how the query's words were read
+    # Training objective beyond supervised fine-tuning (dpo orpo kto grpo ppo cpt; runtimes.yaml
+    # objectives), and Unsloth-style offload of the checkpointed layer inputs to CPU memory.
+    objective: str | None = None
+    checkpoint_offload: bool | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = dict(self.__dict__)         # every field is a plain value, but for these two lists
