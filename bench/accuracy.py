@@ -149,6 +149,14 @@ def simple_rules(kind: str, a: dict[str, Any], kn: Any) -> dict[str, float]:
     return {}
 
 
+def group(m: dict[str, Any]) -> str:
+    """The row a point is printed in: its kind, with multi-GPU training memory on its own row."""
+    count = (m.get("setup") or {}).get("gpu_count") or 1
+    if m["kind"] == "training_memory" and count > 1:
+        return "training_memory multi-GPU"
+    return str(m["kind"])
+
+
 def ape(pred: float, true: float) -> float:
     return abs(pred - true) / true * 100
 
@@ -169,28 +177,36 @@ def evaluate(kn: Any, subset: str = "all") -> dict[str, Any]:
             skipped.append({"id": m["id"], "query": m["query"], "reason": err or "no figure"})
             continue
         true = measured_value(m)
-        points.append({"id": m["id"], "kind": m["kind"], "query": query_of(m), "measured": true,
+        points.append({"id": m["id"], "kind": m["kind"], "group": group(m), "query": query_of(m),
+                       "measured": true,
                        "kbq": pred, "kbq_ape": ape(pred, true), "held_out": held_out(m["id"]),
                        "rules": {k: {"value": v, "ape": ape(v, true)} for k, v in rules.items()},
                        "source": m["source"]["url"]})
     table: dict[str, Any] = {}
     for kind in KINDS:
-        pts = [p for p in points if p["kind"] == kind]
-        if not pts:
-            continue
-        row = {"kbq": summary([p["kbq_ape"] for p in pts])}
-        for rule in pts[0]["rules"]:
-            row[rule] = summary([p["rules"][rule]["ape"] for p in pts if rule in p["rules"]])
-        table[kind] = row
+        for name, pts in _rows(kind, points):
+            row = {"kbq": summary([p["kbq_ape"] for p in pts])}
+            for rule in pts[0]["rules"]:
+                row[rule] = summary([p["rules"][rule]["ape"] for p in pts if rule in p["rules"]])
+            table[name] = row
     return {"table": table, "points": points, "skipped": skipped}
+
+
+def _rows(kind: str, points: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """The kind's row over all its points, then a row per sub-group (multi-GPU training)."""
+    pts = [p for p in points if p["kind"] == kind]
+    if not pts:
+        return []
+    subs = sorted({p["group"] for p in pts} - {kind})
+    return [(kind, pts)] + [(g, [p for p in pts if p["group"] == g]) for g in subs]
 
 
 def print_table(result: dict[str, Any], title: str) -> None:
     print(f"\n{title}")
-    print(f"{'kind':24} {'model':24} {'n':>3} {'median %':>9} {'p90 %':>8} {'worst %':>8}")
+    print(f"{'kind':26} {'model':24} {'n':>3} {'median %':>9} {'p90 %':>8} {'worst %':>8}")
     for kind, row in result["table"].items():
         for name, s in row.items():
-            print(f"{kind:24} {name:24} {s['n']:>3} {s['median']:>9.1f} {s['p90']:>8.1f} {s['worst']:>8.1f}")
+            print(f"{kind:26} {name:24} {s['n']:>3} {s['median']:>9.1f} {s['p90']:>8.1f} {s['worst']:>8.1f}")
             kind = ""
 
 
