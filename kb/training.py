@@ -25,7 +25,7 @@ PER_GPU_BREAKDOWN = {"weights_gb": "rank_weights_gb", "gradients_gb": "rank_grad
 
 def gpu_count(w: Workload) -> int:
     """GPUs the job runs on: the largest count the query names (1 when it names none)."""
-    return max((g.count for g in w.gpus), default=1)
+    return max((g.count for g in w.gpus), default=w.gpu_count or 1)
 
 
 def resolve_objective(w: Workload, kn: Knowledge, assumptions: list[str]) -> None:

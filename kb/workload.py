@@ -67,6 +67,9 @@ class Workload:
     focus: str | None = None
     task_explicit: bool = False
     notes: list[str] = field(default_factory=list)   # how the query's words were read
+    # A GPU count without a GPU name ("on 4 gpus", "two gpus"); a named GPU without its own
+    # count takes it.
+    gpu_count: int | None = None
     # Training objective beyond supervised fine-tuning (dpo orpo kto grpo ppo cpt; runtimes.yaml
     # objectives), and Unsloth-style offload of the checkpointed layer inputs to CPU memory.
     objective: str | None = None
