@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kb import training as tr
 from kb.answer import Answer, GpuRow, Step
 from kb.errors import EvalError
 from kb.expr import MISSING, RAISED, Col, Failed, at, filled, guarded
@@ -29,7 +30,11 @@ Scope = dict[str, Any]
 
 # Answer keys → formula names (what the answer shows); the names live in rules/formulas.yaml.
 BREAKDOWN = ("weights_gb", "kv_cache_gb", "activations_gb", "gradients_gb", "optimizer_gb",
-             "adapters_gb", "overhead_gb")
+             "adapters_gb", "overhead_gb", "other_models_gb")
+# a training answer shows the memory as the ranks hold it, added up over the GPUs
+TRAINING_BREAKDOWN = {"weights_gb": "job_weights_gb", "activations_gb": "job_activations_gb",
+                      "gradients_gb": "job_gradients_gb", "optimizer_gb": "job_optimizer_gb",
+                      "adapters_gb": "job_adapters_gb"}
 INFERENCE_SPEED = ("decode_tokens_per_s", "decode_tokens_per_s_aggregate",
                    "prefill_tokens_per_s", "ttft_s")
 TRAINING_SPEED = ("train_tokens_per_s", "train_time_s")
@@ -204,12 +209,16 @@ def resolve(w: Workload, kn: Knowledge) -> Resolved:
 
     if not w.task_explicit:
         assumptions.append(f"task: {w.task} (no task word in the query)")
+    if is_training:
+        tr.resolve_objective(w, kn, assumptions)
     runtime = _resolve_runtime(w, kn, is_training, assumptions)
     runtime = _runtime_for_devices(w, kn, runtime, is_training, assumptions)
     native = model.get("native_precision")
     if w.precision is None and native and not is_training:
         default("precision", native, f"precision: {native}, {model['name']}'s published checkpoint format "
                 f"({kn.precisions[native]['name']}; name another, e.g. 'fp16' or 'int4', to change it)")
+    if is_training:
+        tr.apply_recipes(w, kn, runtime, model, assumptions)
     if w.precision is None:
         key = "qlora_precision" if w.task == "qlora" else (
             "training_precision" if is_training else "inference_precision")
@@ -249,9 +258,8 @@ def resolve(w: Workload, kn: Knowledge) -> Resolved:
     for attr in ("users", "batch", "context_tokens", "prompt_tokens", "output_tokens"):
         if getattr(w, attr) is None:
             setattr(w, attr, d.get(attr, 1))
-    if w.paged:
-        warnings.append("paged optimizer: its states are counted on the GPU; under memory pressure "
-                        "bitsandbytes pages them to CPU memory, so the peak can be lower (and steps slower)")
+    if is_training:
+        tr.resolve_sharding(w, kn, runtime, assumptions)
     assumptions[:] = [a for a in assumptions if a]
     ctx = w.context_tokens if not is_training else w.seq_len
     if ctx and ctx > model["max_context"]:
@@ -359,7 +367,9 @@ def base_scope(r: Resolved, kn: Knowledge) -> Scope:
         "is_qlora": w.task == "qlora", "is_pretrain": w.task == "pretrain",
         "is_prefill_only": w.task == "prefill",
         "checkpointing": bool(w.checkpointing), "flash_attention": bool(w.flash_attention),
-        "offload": bool(w.offload),
+        "offload": bool(w.offload), "paged": bool(w.paged),
+        "checkpoint_offload": bool(w.checkpoint_offload),
+        **tr.scope_values(w, kn),
         "optimizer_in_backward": bool(w.optimizer_in_backward),
         "lora_attention_only": bool(w.lora_attention_only),
         "optimizer": w.optimizer, "precision": w.precision, "task": w.task,
@@ -682,6 +692,8 @@ def _answer_question(w: Workload, kn: Knowledge, query: str) -> Answer:
             g.count = int(primary["value"])
     result = _answer(w2, kn, query)
     result.verdict = solve.verdict(kn, question, primary)
+    if question == "how_many_gpus" and not primary["found"]:
+        result.verdict += tr.no_count_note(kn, result.memory)
     if spec.get("holds") == "serves_at_floor":
         floor = w.speed_floor_tok_s or kn.constants["decode_speed_floor_tok_s"]["value"]
         result.assumptions.append(f"speed floor: every user decodes at {floor:g} tokens/s or more"
@@ -766,7 +778,9 @@ def _answer(w: Workload, kn: Knowledge, query: str = "") -> Answer:
             advice.append({"flow": flow.id, "title": flow.title, "source": flow.source,
                            "conclusion": text, "node": flow_path[-1]})
     speed = TRAINING_SPEED if r.is_training else INFERENCE_SPEED
-    for name in BREAKDOWN + ("total_gb",) + speed:
+    shown = tr.shown(r.is_training, BREAKDOWN, TRAINING_BREAKDOWN)
+    evaluate(kn, primary, shown)
+    for name in shown + ("total_gb",) + speed:
         tracer.formula("answer", name)
     warnings = list(r.warnings) + _gpu_warnings(every, candidates, r) + [
         f"{name} could not be computed: {msg}" for name, msg in primary.errors.items()]
@@ -838,11 +852,13 @@ def _workload_dict(r: Resolved) -> dict[str, Any]:
 
 
 def _memory(s: Scope, r: Resolved) -> dict[str, Any]:
+    keys = {k: TRAINING_BREAKDOWN.get(k, k) if r.is_training else k for k in BREAKDOWN}
     return {"total_gb": s.get("total_gb"),
-            "breakdown": {k: s.get(k) for k in BREAKDOWN},
+            "breakdown": {k: s.get(name) for k, name in keys.items()},
             "per_gpu_gb": s.get("per_gpu_gb"),
             "kv_cache_gb_per_user": s.get("kv_cache_gb_per_user") if not r.is_training else None,
-            "gpu": s.get("gpu.name"), "gpu_count": s.get("gpu_count")}
+            "gpu": s.get("gpu.name"), "gpu_count": s.get("gpu_count"),
+            **tr.memory_extras(s, r.workload, r.is_training)}
 
 
 def _bottleneck(s: Scope, r: Resolved) -> dict[str, Any]:

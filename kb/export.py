@@ -318,7 +318,8 @@ def runtimes_page(kn: Knowledge) -> str:
     rows = []
     for r in kn.runtimes.values():
         settings = ", ".join(f"{md(k)} = {md(v) if isinstance(v, str) else number(v)}"
-                             for k, v in r.items() if k not in _RUNTIME_COLUMNS and v is not None)
+                             for k, v in r.items()
+                             if k not in _RUNTIME_COLUMNS and v is not None and not isinstance(v, list))
         rows.append([md(r["name"]), code(r["id"]), md(r["kind"]), md(r["multi_gpu"]),
                      md(", ".join(r["platforms"])), settings,
                      src_link(r["source"])])
@@ -327,6 +328,10 @@ def runtimes_page(kn: Knowledge) -> str:
     body = [f"Serving and training software; a query may name one. Defaults: {defaults}.", "",
             *table(head, rows), "", "## Aliases and notes", ""]
     body += _aliases_and_notes(kn.runtimes.values())
+    recipes = [f"- **{md(r['name'])}**: {md(x['text'])} ({src_link(x['source'])})"
+               for r in kn.runtimes.values() for x in r.get("recipes") or []]
+    if recipes:
+        body += ["", "## Recipes (defaults a query can override)", "", *recipes]
     return _page("Runtimes", body)
 
 

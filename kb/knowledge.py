@@ -159,6 +159,9 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
                     errs.add(rdoc.error(("runtimes", i, "id"), f"inference runtime '{rt.id}' needs {key}"))
         if rt.kind in ("training", "both") and rt.training_mfu is None:
             errs.add(rdoc.error(("runtimes", i, "id"), f"training runtime '{rt.id}' needs training_mfu"))
+        for j, recipe in enumerate(rt.recipes):
+            need_source(rdoc, ("runtimes", i, "recipes", j, "source"), recipe.source)
+    sharding, objectives = _training_tables(parsed["runtimes"], rdoc, need_source, errs)
     if "error_bands" in parsed:
         need_source(docs["error_bands"], ("source",), parsed["error_bands"].source)
     rdefaults = parsed["runtimes"].defaults.model_dump()
@@ -233,7 +236,29 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
                      flows=flows, claims=claims, query=query, bare_size_refs=refs,
                      gpu_alias=gpu_alias, model_alias=model_alias, precision_alias=precision_alias,
                      runtimes=runtimes, runtime_alias=runtime_alias, runtime_defaults=rdefaults,
+                     sharding=sharding, objectives=objectives,
                      error_bands=parsed["error_bands"].model_dump() if "error_bands" in parsed else {})
+
+
+def _training_tables(rfile: Any, rdoc: Doc, need_source: Any,
+                     errs: _Collector) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """runtimes.yaml's sharding strategies and training objectives, their sources and names checked."""
+    sharding = rfile.sharding.model_dump() if rfile.sharding is not None else {}
+    strategies = sharding.get("strategies", {})
+    for name, st in strategies.items():
+        need_source(rdoc, ("sharding", "strategies", name, "source"), st["source"])
+    for key in ("default", "offload_default"):
+        if sharding and sharding[key] not in strategies:
+            errs.add(rdoc.error(("sharding", key), f"unknown sharding '{sharding[key]}'",
+                                nearest(sharding[key], strategies)))
+    for i, rt in enumerate(rfile.runtimes):
+        if rt.sharding is not None and rt.sharding not in strategies:
+            errs.add(rdoc.error(("runtimes", i, "sharding"), f"unknown sharding '{rt.sharding}'",
+                                nearest(rt.sharding, strategies)))
+    objectives = {k: o.model_dump() for k, o in rfile.objectives.items()}
+    for name, o in objectives.items():
+        need_source(rdoc, ("objectives", name, "source"), o["source"])
+    return sharding, objectives
 
 
 def _unique(doc: Doc | None, locs: list[tuple[Any, ...]], values: list[str], what: str,

@@ -12,7 +12,7 @@ from typing import Any
 BREAKDOWN_LABELS = {
     "weights_gb": "weights", "kv_cache_gb": "KV cache", "activations_gb": "activations",
     "gradients_gb": "gradients", "optimizer_gb": "optimizer", "adapters_gb": "adapters",
-    "overhead_gb": "runtime overhead",
+    "overhead_gb": "runtime overhead", "other_models_gb": "other models",
 }
 
 
@@ -92,6 +92,10 @@ def text(a: dict[str, Any], limit: int | None = 12, trace: bool = True) -> str:
             add(f"  {label:<17}{num(value):>9} GB  {bar}")
     if mem.get("kv_cache_gb_per_user"):
         add(f"  (KV cache per user: {num(mem['kv_cache_gb_per_user'])} GB)")
+    if mem.get("per_gpu_breakdown") and (mem.get("gpu_count") or 1) > 1:
+        add(f"  (each of {mem['gpu_count']} GPUs holds {num(mem['per_gpu_gb'])} GB under {mem['sharding']})")
+    if mem.get("host_ram_gb"):
+        add(f"  (CPU memory for what is offloaded: {num(mem['host_ram_gb'])} GB)")
     t = a["throughput"]
     b = a["bottleneck"]
     add("")
@@ -170,6 +174,9 @@ def markdown(a: dict[str, Any], limit: int | None = 12) -> str:
     for key, label in BREAKDOWN_LABELS.items():
         if mem["breakdown"][key]:
             add(f"| {label} | {num(mem['breakdown'][key])} |")
+    if mem.get("host_ram_gb"):
+        add("")
+        add(f"CPU memory for what is offloaded: {num(mem['host_ram_gb'])} GB.")
     t, b = a["throughput"], a["bottleneck"]
     add("")
     if b.get("ridge_point") is None:

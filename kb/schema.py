@@ -90,6 +90,54 @@ class PrecisionsFile(Strict):
 Fraction = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
 
 
+class RecipeWhen(Strict):
+    tasks: list[Slug] = []
+    min_gpus: int = Field(default=1, gt=0)
+    max_gpus: int | None = Field(default=None, gt=0)
+    min_params: NonNeg = 0
+
+
+class RecipeSet(Strict):
+    optimizer: Literal["adamw", "adam8bit", "sgd"] | None = None
+    checkpointing: bool | None = None
+    paged: bool | None = None
+    optimizer_in_backward: bool | None = None
+    offload: bool | None = None
+    checkpoint_offload: bool | None = None
+
+
+class Recipe(Strict):
+    """What a runtime's documented recipe does for a kind of job (a default, said in the answer)."""
+    when: RecipeWhen
+    set: RecipeSet
+    text: str
+    source: Slug
+
+
+class Sharding(Strict):
+    stage: int = Field(ge=0, le=3)
+    name: str
+    source: Slug
+
+
+class ShardingFile(Strict):
+    default: Slug
+    offload_default: Slug
+    no_count_note: str
+    strategies: dict[str, Sharding]
+
+
+class Objective(Strict):
+    method: Literal["full_ft", "lora", "qlora"]
+    sequences: int = Field(default=1, gt=0)
+    reference: bool = False
+    critic: bool = False
+    rollout: bool = False
+    generations: int = Field(default=1, gt=0)
+    text: str
+    source: Slug
+
+
 class Runtime(Strict):
     id: Slug
     name: str
@@ -110,6 +158,8 @@ class Runtime(Strict):
     default_context_tokens: int | None = Field(default=None, gt=0)
     checkpointing: bool | None = None
     optimizer: Literal["adamw", "adam8bit", "sgd"] | None = None
+    sharding: Slug | None = None
+    recipes: list[Recipe] = []
     source: Slug
     notes: str | None = None
 
@@ -123,6 +173,8 @@ class RuntimeDefaults(Strict):
 
 class RuntimesFile(Strict):
     runtimes: list[Runtime]
+    sharding: ShardingFile | None = None
+    objectives: dict[str, Objective] = {}
     defaults: RuntimeDefaults
 
 

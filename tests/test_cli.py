@@ -32,7 +32,9 @@ def test_json_answer_keys(tmp_path):
     assert {"query", "workload", "assumptions", "memory", "throughput", "bottleneck", "gpus",
             "verdict", "path", "trace", "disagreements", "warnings"} <= set(a)
     assert set(a["memory"]["breakdown"]) == {"weights_gb", "kv_cache_gb", "activations_gb",
-                                             "gradients_gb", "optimizer_gb", "adapters_gb", "overhead_gb"}
+                                             "gradients_gb", "optimizer_gb", "adapters_gb", "overhead_gb",
+                                             "other_models_gb"}
+    assert {"host_ram_gb", "sharding", "zero_stage", "per_gpu_breakdown"} <= set(a["memory"])
     assert set(a["throughput"]) == {"decode_tokens_per_s", "decode_tokens_per_s_aggregate",
                                     "prefill_tokens_per_s", "ttft_s", "train_tokens_per_s", "train_time_s"}
     step = a["trace"][0]

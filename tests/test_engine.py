@@ -50,7 +50,8 @@ def test_every_node_of_every_flow_is_walked_by_some_query():
                "infer 13B fp16 1 users", "serve 70B int4 64 users", "qlora 70B",
                "full fine-tune 70B", "full fine-tune 13B", "pretrain 7B", "serve 70B int4 on h100",
                "serve 70B fp16 on h100", "serve 70B int4", "full fine-tune 405B", "serve 7B on 1GB",
-               "serve llama-3.1-8b int4 2048 users 256 context prompt 32 output 224 fp8 kv cache on h100"]
+               "serve llama-3.1-8b int4 2048 users 256 context prompt 32 output 224 fp8 kv cache on h100",
+               "full fine-tune 70B on 16x h100"]
     seen = set()
     for q in queries:
         seen.update(ask(q).to_dict()["path"])

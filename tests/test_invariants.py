@@ -168,8 +168,9 @@ def test_more_bits_never_lower_inference_memory(model: str, runtime: str, users:
        st.integers(1, 8192), st.sampled_from(GPUS))
 def test_more_bits_never_lower_lora_memory(model: str, runtime: str, batch: int, seq: int,
                                            gpu: str) -> None:
+    # checkpointing named: nf4 makes the job QLoRA, whose PEFT recipe would otherwise turn it on
     _check_precision_order(_memory_by_precision(
-        f"lora {model} {{precision}} batch {batch} seq {seq} on {gpu} with {runtime}"))
+        f"lora {model} {{precision}} batch {batch} seq {seq} checkpointing on {gpu} with {runtime}"))
 
 
 def test_the_embedding_exception_is_real_and_documented() -> None:
@@ -271,15 +272,27 @@ def test_apple_unified_memory_is_the_one_exception() -> None:
     assert inversions and all(is_apple(x) and not is_apple(y) for x, y in inversions)
 
 
+def _recipes(a: Any) -> list[str]:
+    return [x for x in a.assumptions if x.startswith("recipe:")]
+
+
 @PROPERTY
 @given(workloads())
 def test_gpus_needed_is_the_fewest_gpus_that_hold_the_job(w: dict[str, Any]) -> None:
-    one = ask(query(dict(w, count=1))).gpus[0]
+    first = ask(query(dict(w, count=1)))
+    one = first.gpus[0]
     n = one.gpus_needed
-    assert n is not None and n >= 1
+    assert n is not None
+    if n == 0:      # training whose every-rank part (data parallel copies, activations) is too big
+        assert w["task"] in TRAINING_TASKS and not one.fits
+        assert not ask(query(dict(w, count=64))).gpus[0].fits, query(w)
+        return
     if n > 4096:
         return
-    assert ask(query(dict(w, count=n))).gpus[0].fits, (query(w), n)
+    at_n = ask(query(dict(w, count=n)))
+    if _recipes(at_n) != _recipes(first):     # e.g. torchtune's single-device recipe vs its
+        return                                # distributed one: another job, judged on its own
+    assert at_n.gpus[0].fits, (query(w), n)
     if n > 1:
         assert not ask(query(dict(w, count=n - 1))).gpus[0].fits, (query(w), n)
 
