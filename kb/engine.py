@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kb import advice as rightsize
 from kb.answer import Answer, GpuRow, Step
 from kb.errors import EvalError
 from kb.expr import MISSING, RAISED, Col, Failed, at, filled, guarded
@@ -258,7 +259,7 @@ def _resolve_runtime(w: Workload, kn: Knowledge, is_training: bool, assumptions:
         return kn.runtimes[w.runtime]
     if is_training:
         key = "training"
-    elif w.precision and w.precision.startswith(("q2_", "q3_", "q4_", "q5_", "q6_", "q8_")):
+    elif w.precision and w.precision.startswith(("q2_", "q3_", "q4_", "q5_", "q6_", "q8_", "iq2_")):
         key = "gguf"
     else:
         key = "inference"
@@ -346,7 +347,21 @@ def base_scope(r: Resolved, kn: Knowledge) -> Scope:
         "runtime.master_weights": rt.get("master_weights", True),
         "precision.quantizes_embeddings": r.precision.get("quantizes_embeddings", True),
     })
+    scope.update(target_inputs(w))
     return scope
+
+
+def target_inputs(w: Workload) -> Scope:
+    """The prices, utilisation and targets a query set (rules/formulas.yaml asked_*)."""
+    return {
+        "hourly_price_asked": w.usd_per_gpu_hour is not None, "asked_usd_per_gpu_hour": w.usd_per_gpu_hour,
+        "hours_per_day_asked": w.hours_per_day is not None, "asked_hours_per_day": w.hours_per_day,
+        "budget_asked": w.budget_usd is not None, "asked_budget_usd": w.budget_usd,
+        "speed_floor_asked": w.speed_floor_tok_s is not None, "asked_speed_floor_tok_s": w.speed_floor_tok_s,
+        "deadline_asked": w.deadline_hours is not None, "asked_deadline_h": w.deadline_hours,
+        "ttft_asked": w.ttft_max_s is not None, "asked_ttft_max_s": w.ttft_max_s,
+        "rent_asked": bool(w.rent), "sort_order": None,
+    }
 
 
 # ---------------------------------------------------------------- GPUs
@@ -375,6 +390,8 @@ def gpu_values(gpu: dict[str, Any], count: int, precision: dict[str, Any]) -> Sc
         "gpu.hbm": str(gpu.get("memory_type", "")).upper().startswith("HBM"),
         "gpu.compute_tflops": tflops, "gpu.tdp_w": gpu.get("tdp_w"),
         "gpu.interconnect_gb_s": (gpu.get("interconnect") or {}).get("gb_s") or 0,
+        "gpu.module": str(gpu.get("form_factor", "")).upper().startswith(("SXM", "OAM")),
+        "gpu.price_usd": gpu.get("price_usd"), "gpu.cloud_usd_per_hour": gpu.get("cloud_usd_per_hour"),
         "gpu_count": count, "_compute_precision": key,
     }
 
@@ -610,15 +627,24 @@ def _answer(w: Workload, kn: Knowledge, query: str = "") -> Answer:
         candidates = [(g, 1, False) for g in kn.gpus.values()]
         gpus = _catalogue_columns(kn, r.precision)
     # a formula is computed when the rows, a flow or a claim first needs it
-    every = Evaluated({**base_scope(r, kn), **gpus}, columns=[k for k, v in gpus.items() if v.__class__ is Col])
+    base = base_scope(r, kn)
+    every = Evaluated({**base, **gpus}, columns=[k for k, v in gpus.items() if v.__class__ is Col])
     evaluate(kn, every, ROW_FORMULAS[r.is_training])
+    if not w.gpus and kn.advice:    # judge each GPU at the fewest cards that hold the job
+        candidates = rightsize.configurations(kn, every.scope.get("gpus_needed"), [g for g, _, _ in candidates])
+        gpus = gpu_columns([(g, c) for g, c, _ in candidates], r.precision)
+        every = Evaluated({**base, **gpus}, columns=[k for k, v in gpus.items() if v.__class__ is Col])
+        evaluate(kn, every, ROW_FORMULAS[r.is_training])
+    evaluate(kn, every, rightsize.cost_formulas(r.is_training))
     n = len(candidates)
-    order = list(range(n)) if w.gpus else _ranking(sizing.ranking, every, n)
+    order = list(range(n)) if w.gpus else _ranking(rightsize.sort_keys(kn, w, sizing.ranking), every, n)
     rows = _rows(every, candidates, order)
+    rightsize.fill_rows(every.scope, rows, order, r.is_training)
     fits = every.scope.get("fits")
     primary = every.view(order[0])
     primary.scope["gpu_candidates"] = n
     primary.scope["fitting_gpus"] = sum(map(bool, fits)) if fits.__class__ is Col else n * bool(fits)
+    primary.scope["sort_order"] = rightsize.sort_text(kn, w) or "fit, speed and power"
 
     tracer = Tracer(kn, primary)
     path: list[str] = []
@@ -640,6 +666,10 @@ def _answer(w: Workload, kn: Knowledge, query: str = "") -> Answer:
     disagreements, agreements = check_claims(kn, every, primary, order)
     s = primary.scope
     bands = error_bands(kn, r)
+    rec = rightsize.recommendation(kn, w, rows, r.is_training) if not w.gpus else None
+    r.assumptions.extend(rightsize.price_assumptions(kn, w, rows[0]))
+    if rec is not None:
+        verdict = f"{verdict} {rightsize.verdict_text(rec)}"
     return Answer(
         query=query, workload=_workload_dict(r), assumptions=r.assumptions,
         memory=_memory(s, r),
@@ -647,7 +677,8 @@ def _answer(w: Workload, kn: Knowledge, query: str = "") -> Answer:
         bottleneck=_bottleneck(s, r),
         gpus=rows, verdict=verdict, path=path, trace=tracer.steps,
         disagreements=disagreements, warnings=warnings, advice=advice,
-        claims_checked=agreements, error_bands=bands)
+        claims_checked=agreements, error_bands=bands, recommendation=rec,
+        prices=rightsize.prices_used(kn, w, [row.id for row in rows]))
 
 
 # figure of the answer → kind of measurement in rules/error_bands.yaml
