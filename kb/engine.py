@@ -360,6 +360,7 @@ def target_inputs(w: Workload) -> Scope:
         "speed_floor_asked": w.speed_floor_tok_s is not None, "asked_speed_floor_tok_s": w.speed_floor_tok_s,
         "deadline_asked": w.deadline_hours is not None, "asked_deadline_h": w.deadline_hours,
         "ttft_asked": w.ttft_max_s is not None, "asked_ttft_max_s": w.ttft_max_s,
+        "tokens_per_day_asked": w.tokens_per_day is not None, "asked_tokens_per_day": w.tokens_per_day,
         "rent_asked": bool(w.rent), "sort_order": None,
     }
 

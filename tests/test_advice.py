@@ -235,3 +235,30 @@ def test_page_shows_recommendation_costs_and_options():
     assert 'href="/?q=can+I+run+llama+3+70B+int4+on+2x+rtx-4090"' in page
     page = client.get("/", query_string={"q": "which gpu for 13b lora"}).data.decode()
     assert "Recommendation" in page and "Ranked by value" in page and "<script" not in page
+
+
+# ---------------------------------------------------------------- targets in the question
+
+def test_max_users_under_memory_and_speed_floor():
+    def solve(floor=None):
+        w = parse("max users for 70B int4 on h200", KN)
+        w.speed_floor_tok_s = floor
+        return answer(w, KN, "q")
+    free, bound = solve(), solve(60.0)
+    assert "Binding constraint: memory" in free.verdict
+    n = bound.question["value"]
+    assert n < free.question["value"]
+    assert bound.gpus[0].decode_tokens_per_s >= 60                 # n users still get 60 tok/s each
+    more = parse(f"serve 70B int4 {int(n) + 1} users on h200", KN)
+    assert answer(more, KN, "q").gpus[0].decode_tokens_per_s < 60   # one more user does not
+    assert "the speed floor (60 tok/s per user)" in bound.verdict
+
+
+def test_tokens_per_day_is_a_target():
+    w = parse("serve 70b int4 16 users on h100", KN)
+    w.tokens_per_day = 1e12                                          # more than any one card makes
+    g = answer(w, KN, "q").gpus[0]
+    assert g.meets_target is False
+    w = parse("serve 70b int4 16 users on h100", KN)
+    w.tokens_per_day = 1e6
+    assert answer(w, KN, "q").gpus[0].meets_target is True
