@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kb import training as tr
+from kb import advice as rightsize
 from kb.answer import Answer, GpuRow, Step
 from kb.errors import EvalError
 from kb.expr import MISSING, RAISED, Col, Failed, at, filled, guarded
@@ -286,7 +287,7 @@ def _resolve_runtime(w: Workload, kn: Knowledge, is_training: bool, assumptions:
         return kn.runtimes[w.runtime]
     if is_training:
         key = "training"
-    elif w.precision and w.precision.startswith(("q2_", "q3_", "q4_", "q5_", "q6_", "q8_")):
+    elif w.precision and w.precision.startswith(("q2_", "q3_", "q4_", "q5_", "q6_", "q8_", "iq2_")):
         key = "gguf"
     else:
         key = "inference"
@@ -410,6 +411,7 @@ def base_scope(r: Resolved, kn: Knowledge) -> Scope:
         "runtime.master_weights": rt.get("master_weights", True),
         "precision.quantizes_embeddings": r.precision.get("quantizes_embeddings", True),
     })
+    scope.update(target_inputs(w))
     return scope
 
 
@@ -427,6 +429,19 @@ def _layer_kinds(m: dict[str, Any]) -> Scope:
         "model.state_heads": rec.get("heads", 0), "model.state_head_dim": rec.get("head_dim", 0),
         "model.state_dim": rec.get("state_dim", 0), "model.state_groups": rec.get("groups", 0),
         "model.state_conv_kernel": rec.get("conv_kernel", 1),
+    }
+
+
+def target_inputs(w: Workload) -> Scope:
+    """The prices, utilisation and targets a query set (rules/formulas.yaml asked_*)."""
+    return {
+        "hourly_price_asked": w.usd_per_gpu_hour is not None, "asked_usd_per_gpu_hour": w.usd_per_gpu_hour,
+        "hours_per_day_asked": w.hours_per_day is not None, "asked_hours_per_day": w.hours_per_day,
+        "budget_asked": w.budget_usd is not None, "asked_budget_usd": w.budget_usd,
+        "deadline_asked": w.deadline_hours is not None, "asked_deadline_h": w.deadline_hours,
+        "ttft_asked": w.ttft_max_s is not None, "asked_ttft_max_s": w.ttft_max_s,
+        "tokens_per_day_asked": w.tokens_per_day is not None, "asked_tokens_per_day": w.tokens_per_day,
+        "rent_asked": bool(w.rent), "sort_order": None,
     }
 
 
@@ -456,6 +471,8 @@ def gpu_values(gpu: dict[str, Any], count: int, precision: dict[str, Any]) -> Sc
         "gpu.hbm": str(gpu.get("memory_type", "")).upper().startswith("HBM"),
         "gpu.compute_tflops": tflops, "gpu.tdp_w": gpu.get("tdp_w"),
         "gpu.interconnect_gb_s": (gpu.get("interconnect") or {}).get("gb_s") or 0,
+        "gpu.module": str(gpu.get("form_factor", "")).upper().startswith(("SXM", "OAM")),
+        "gpu.price_usd": gpu.get("price_usd"), "gpu.cloud_usd_per_hour": gpu.get("cloud_usd_per_hour"),
         "gpu_count": count, "_compute_precision": key,
     }
 
@@ -750,11 +767,19 @@ def _answer(w: Workload, kn: Knowledge, query: str = "") -> Answer:
     # a formula is computed when the rows, a flow or a claim first needs it
     layouts = [layout_of(r, kn, c) for _, c, _ in candidates]
     gpus = {**gpus, **layout_columns(layouts)}
-    every = Evaluated({**base_scope(r, kn), **gpus}, columns=[k for k, v in gpus.items() if v.__class__ is Col])
+    base = base_scope(r, kn)
+    every = Evaluated({**base, **gpus}, columns=[k for k, v in gpus.items() if v.__class__ is Col])
     evaluate(kn, every, ROW_FORMULAS[r.is_training])
+    if not w.gpus and kn.advice:    # judge each GPU at the fewest cards that hold the job
+        candidates = rightsize.configurations(kn, every.scope.get("gpus_needed"), [g for g, _, _ in candidates])
+        gpus = gpu_columns([(g, c) for g, c, _ in candidates], r.precision)
+        every = Evaluated({**base, **gpus}, columns=[k for k, v in gpus.items() if v.__class__ is Col])
+        evaluate(kn, every, ROW_FORMULAS[r.is_training])
+    evaluate(kn, every, rightsize.cost_formulas(r.is_training))
     n = len(candidates)
-    order = list(range(n)) if w.gpus else _ranking(sizing.ranking, every, n)
+    order = list(range(n)) if w.gpus else _ranking(rightsize.sort_keys(kn, w, sizing.ranking), every, n)
     rows = _rows(every, candidates, order)
+    rightsize.fill_rows(every.scope, rows, order, r.is_training)
     fits = every.scope.get("fits")
     primary = every.view(order[0])
     if layouts[order[0]].note:
@@ -764,6 +789,7 @@ def _answer(w: Workload, kn: Knowledge, query: str = "") -> Answer:
         _exact_gpus_needed(kn, w, rows, candidates, order, primary)
     primary.scope["gpu_candidates"] = n
     primary.scope["fitting_gpus"] = sum(map(bool, fits)) if fits.__class__ is Col else n * bool(fits)
+    primary.scope["sort_order"] = rightsize.sort_text(kn, w) or "fit, speed and power"
 
     tracer = Tracer(kn, primary)
     path: list[str] = []
@@ -793,6 +819,10 @@ def _answer(w: Workload, kn: Knowledge, query: str = "") -> Answer:
                                bands.get("total_gb")) if w.gpus else None
     if tight:
         verdict = f"{verdict} {tight}"
+    rec = rightsize.recommendation(kn, w, rows, r.is_training) if not w.gpus else None
+    r.assumptions.extend(rightsize.price_assumptions(kn, w, rows[0]))
+    if rec is not None:
+        verdict = f"{verdict} {rightsize.verdict_text(rec)}"
     return Answer(
         query=query, workload=_workload_dict(r), assumptions=r.assumptions,
         memory=_memory(s, r),
@@ -800,7 +830,8 @@ def _answer(w: Workload, kn: Knowledge, query: str = "") -> Answer:
         bottleneck=_bottleneck(s, r),
         gpus=rows, verdict=verdict, path=path, trace=tracer.steps,
         disagreements=disagreements, warnings=warnings, advice=advice,
-        claims_checked=agreements, error_bands=bands)
+        claims_checked=agreements, error_bands=bands, recommendation=rec,
+        prices=rightsize.prices_used(kn, w, [row.id for row in rows]))
 
 
 # figure of the answer → kind of measurement in rules/error_bands.yaml

@@ -19,6 +19,7 @@ from typing import Any
 
 from kb.answer import Answer, Step
 from kb.errors import EvalError, KbError
+from kb.export_prices import cost_cell, prices_page
 from kb.knowledge import Flow, Formula, Knowledge, Node
 from kb.nodes import literal, plain_exponent
 from kb.nodes import Node as ExprNode
@@ -217,6 +218,8 @@ def markdown_pages(kn: Knowledge) -> dict[str, str]:
         "formulas.md": formulas_page(kn, list(runs.values())),
         "sources.md": sources_page(kn, runs),
     }
+    if kn.prices:
+        pages["prices.md"] = prices_page(kn, md, code, src_link, table, _page)
     for flow in kn.flows:
         pages[f"flows/{flow.id}.md"] = flow_page(kn, flow)
     return dict(sorted(pages.items()))
@@ -238,6 +241,7 @@ def index_page(kn: Knowledge) -> str:
         (f"- [Formulas](formulas.md): {len(kn.formulas)} formulas, {len(kn.inputs)} inputs, "
         f"{len(kn.constants)} constants"),
         f"- [Sources and claims](sources.md): {len(kn.sources)} sources, {len(kn.claims)} claims",
+        *([f"- [Prices](prices.md): what {len(kn.prices)} GPUs cost to buy and rent"] if kn.prices else []),
         "- Flows:",
         *(f"  - [{md(f.title)}](flows/{f.id}.md) ({code(f.id)}, {f.role})" for f in kn.flows),
     ]
@@ -252,7 +256,7 @@ def gpus_page(kn: Knowledge) -> str:
     precisions = ("tf32", "fp16", "bf16", "fp8", "int8", "int4", "fp4")
     head = ["GPU", "id", "vendor", "segment", "architecture", "year", "VRAM GB", "memory",
             "GB/s", "FP32", *(p.upper() for p in precisions), "TDP W", "interconnect", "ECC",
-            "form factor", "source"]
+            "form factor", *(["what it costs"] if kn.prices else []), "source"]
     rows = []
     for g in kn.gpus.values():
         link = g["interconnect"]
@@ -263,7 +267,7 @@ def gpus_page(kn: Knowledge) -> str:
                      md(g["memory_type"]), number(g["bandwidth_gb_s"]), _dash(g["fp32_tflops"]),
                      *(_dash(g["tensor_tflops"][p]) for p in precisions), _dash(g["tdp_w"]),
                      md(inter), "yes" if g["ecc"] else "no", md(g["form_factor"]),
-                     src_link(g["source"])])
+                     *([cost_cell(kn, g)] if kn.prices else []), src_link(g["source"])])
     body = [("Tensor TFLOPS are dense (vendors' sparse figures halved); – means the precision "
             "has no native tensor support."), "",
             *table(head, rows, "lllllrrlrrrrrrrrrr"), "", "## Aliases, per-figure sources and notes", ""]

@@ -486,6 +486,62 @@ class ErrorBandsFile(Strict):
                         "inference_memory", "training_memory", "train_tokens_per_s"], Band]
 
 
+# ---------------------------------------------------------------- prices.yaml
+
+Month = Annotated[str, Field(pattern=r"^\d{4}(-(0[1-9]|1[0-2])(-(0[1-9]|[12]\d|3[01]))?)?$")]
+
+
+class CloudPrice(Strict):
+    usd_per_hour: Positive
+    provider: str
+    date: Month
+    source: Slug
+
+
+class Price(Strict):
+    gpu: Slug
+    purchase_usd: Positive | None
+    purchase_kind: Literal["list", "street", "used", "estimate"]
+    purchase_date: Month
+    purchase_source: Slug
+    note: str | None = None
+    cloud: list[CloudPrice] = []
+
+
+class SortKey(Strict):
+    by: str
+    order: Literal["asc", "desc"]
+
+
+class OptionRule(Strict):
+    id: Slug
+    change: str
+    kind: Literal["words", "context", "users", "gpus", "next_card"]
+    words: str = ""                 # appended to the query (kind words)
+    precision: Slug | None = None   # the weight precision it sets: offered only when it has fewer bits
+    tasks: list[Literal["inference", "training", "full_ft", "lora"]]
+    quality_rank: Annotated[int, Field(ge=0, le=9)]   # 0: no quality cost; higher costs more
+    quality: str
+    source: Slug
+
+
+class Advice(Strict):
+    options: list[OptionRule] = []
+    default_sort: Literal["value", "cost", "speed", "memory", "power"]
+    sorts: dict[Literal["value", "cost", "speed", "memory", "power"], list[SortKey]]
+    rent_cost_key: str
+    rent_ignores: list[str] = []
+    max_gpus_per_config: Annotated[int, Field(ge=1, le=64)]
+    next_card_tries: Annotated[int, Field(ge=1, le=8)] = 3
+    source: Slug
+
+
+class PricesFile(Strict):
+    as_of: Month
+    advice: Advice | None = None
+    prices: list[Price]
+
+
 FILES: dict[str, type[BaseModel]] = {
     "sources": SourcesFile,
     "precisions": PrecisionsFile,
@@ -496,6 +552,7 @@ FILES: dict[str, type[BaseModel]] = {
     "query": QueryFile,
     "runtimes": RuntimesFile,
     "error_bands": ErrorBandsFile,
+    "prices": PricesFile,
 }
 
 
