@@ -772,7 +772,8 @@ def _answer(w: Workload, kn: Knowledge, query: str = "") -> Answer:
     evaluate(kn, every, ROW_FORMULAS[r.is_training])
     if not w.gpus and kn.advice:    # judge each GPU at the fewest cards that hold the job
         candidates = rightsize.configurations(kn, every.scope.get("gpus_needed"), [g for g, _, _ in candidates])
-        gpus = gpu_columns([(g, c) for g, c, _ in candidates], r.precision)
+        layouts = [layout_of(r, kn, c) for _, c, _ in candidates]
+        gpus = {**gpu_columns([(g, c) for g, c, _ in candidates], r.precision), **layout_columns(layouts)}
         every = Evaluated({**base, **gpus}, columns=[k for k, v in gpus.items() if v.__class__ is Col])
         evaluate(kn, every, ROW_FORMULAS[r.is_training])
     evaluate(kn, every, rightsize.cost_formulas(r.is_training))
