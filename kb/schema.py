@@ -151,8 +151,11 @@ class Gpu(Strict):
     release_year: int = Field(ge=2010, le=2035)
     aliases: list[str] = []
     vram_gb: Positive
+    memory_bytes: int = Field(gt=0)
     memory_type: str
     bandwidth_gb_s: Positive
+    bus_width_bits: int | None = Field(default=None, gt=0)
+    memory_data_rate_gbps: Positive | None = None
     fp32_tflops: NonNeg | None
     tensor_tflops: TensorTflops
     tdp_w: Positive | None

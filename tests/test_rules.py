@@ -65,3 +65,25 @@ def test_the_seeds_are_sources():
 
 def test_bare_size_references_exist():
     assert all(r in KN.models for r in KN.bare_size_refs)
+
+
+@pytest.mark.parametrize("gpu_id, fp32_accumulate", [
+    # NVIDIA Ada GPU architecture whitepaper, appendix (RTX 4090): "Peak FP16 Tensor TFLOPS with
+    # FP32 Accumulate 165.2/330.4" against 330.3/660.6 with FP16 accumulate; exact to 0.1 TFLOPS
+    ("rtx-4090", 165.2),
+    # NVIDIA Ampere GA102 whitepaper, appendix (RTX 3090): FP32 accumulate 71/142 vs 142/284
+    ("rtx-3090", 71.0),
+])
+def test_geforce_fp16_is_the_fp32_accumulate_rate(gpu_id, fp32_accumulate):
+    """PyTorch/cuBLAS accumulate FP16 and BF16 GEMMs in FP32; GeForce runs that at half rate."""
+    t = KN.gpus[gpu_id]["tensor_tflops"]
+    assert t["fp16"] == pytest.approx(fp32_accumulate, abs=0.1)
+    assert t["bf16"] == t["fp16"]
+
+
+def test_fp16_and_bf16_prefill_alike_on_geforce():
+    from kb import ask
+
+    fp16 = ask("infer llama-3.1-8b fp16 on rtx 4090").to_dict()["throughput"]["prefill_tokens_per_s"]
+    bf16 = ask("infer llama-3.1-8b bf16 on rtx 4090").to_dict()["throughput"]["prefill_tokens_per_s"]
+    assert fp16 == pytest.approx(bf16, rel=1e-9)

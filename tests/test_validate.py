@@ -58,7 +58,7 @@ class Case:
 V100 = ("  - id: v100-sxm2-32gb\n    name: NVIDIA Tesla V100 SXM2 32GB\n    vendor: nvidia\n"
         "    segment: datacenter\n    architecture: Volta\n    release_year: 2018\n"
         "    aliases: [v100, v100 32gb, v100 sxm2, v100-32gb, tesla v100]\n    vram_gb: 32\n"
-        "    memory_type: HBM2\n    bandwidth_gb_s: 900\n")
+        "    memory_bytes: 34_359_738_368\n    memory_type: HBM2\n    bandwidth_gb_s: 900\n")
 V100_ID = Find("  - id: v100-sxm2-32gb\n", "id:")
 T4 = "  - id: t4\n    name: NVIDIA T4 16GB\n"
 T4_ALIASES = "    aliases: [t4, tesla t4, nvidia t4, t4 16gb]\n"
