@@ -60,7 +60,7 @@ def ask(query: tuple[str, ...], as_json: bool, markdown: bool, show_all: bool, n
               help="At least this much memory, read as GiB like a capacity in a query.")
 @click.option("--min-bandwidth", type=float, default=None, metavar="GB_S",
               help="At least this memory bandwidth in GB/s.")
-@click.option("--vendor", type=click.Choice(["nvidia", "amd", "intel", "apple"]), default=None)
+@click.option("--vendor", type=click.Choice(["nvidia", "amd", "intel", "apple", "google", "aws"]), default=None)
 @click.option("--segment", type=click.Choice(["datacenter", "workstation", "consumer", "apple"]), default=None)
 @rules_option
 def gpus(as_json: bool, min_vram: float | None, min_bandwidth: float | None, vendor: str | None,

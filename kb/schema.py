@@ -137,7 +137,7 @@ class TensorTflops(Strict):
 
 
 class Interconnect(Strict):
-    kind: Literal["nvlink", "xgmi", "infinity-fabric", "pcie", "ethernet", "unified"]
+    kind: Literal["nvlink", "xgmi", "infinity-fabric", "pcie", "ethernet", "unified", "ici", "neuronlink"]
     generation: str | None = None
     gb_s: NonNeg | None = None
 
@@ -145,7 +145,7 @@ class Interconnect(Strict):
 class Gpu(Strict):
     id: Slug
     name: str
-    vendor: Literal["nvidia", "amd", "intel", "apple"]
+    vendor: Literal["nvidia", "amd", "intel", "apple", "google", "aws"]
     segment: Literal["datacenter", "workstation", "consumer", "apple"]
     architecture: str
     release_year: int = Field(ge=2010, le=2035)
