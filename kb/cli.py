@@ -39,7 +39,7 @@ Options:
   -h, --help     show this message
 
 Commands:
-  gpus       list the GPU catalogue (--json, --min-vram, --vendor, --segment, --runtime)
+  gpus       list the GPU catalogue (--json, --min-vram, --min-bandwidth, --vendor, --segment, --runtime)
   models     list the model architectures (--json, --family, --min-params)
   rules      list the formulas with their meaning and sources
   validate   check rule files; every error as file:line:col

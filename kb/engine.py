@@ -23,6 +23,7 @@ from kb.answer import Answer, GpuRow, Step
 from kb.errors import EvalError
 from kb.expr import MISSING, RAISED, Col, Failed, at, filled, guarded
 from kb import margins
+from kb.knowledge import capacity_fields
 from kb.layout import Layout, choose, scope_values
 from kb.model import TEMPLATE_FIELD, TEMPLATE_SPEC, Flow, Formula, Knowledge
 from kb.workload import GpuRequest, Workload
@@ -198,7 +199,7 @@ def resolve(w: Workload, kn: Knowledge) -> Resolved:
     """Fill every field the query left out; say what was assumed."""
     d = kn.defaults
     q = kn.query
-    assumptions: list[str] = list(w.notes)
+    assumptions: list[str] = list(w.notes) + _capacity_assumptions(w, kn)
     warnings: list[str] = []
     is_training = w.task in q["training_tasks"]
     model = _resolve_model(w, kn, assumptions)
@@ -298,12 +299,13 @@ def _resolve_runtime(w: Workload, kn: Knowledge, is_training: bool, assumptions:
     return rt
 
 
-VENDORS = {"nvidia": "NVIDIA", "amd": "AMD", "intel": "Intel", "apple": "Apple"}
+VENDORS = {"nvidia": "NVIDIA", "amd": "AMD", "intel": "Intel", "apple": "Apple", "google": "Google",
+           "aws": "AWS"}
 
 
 def runs_on(runtime: dict[str, Any], gpu: dict[str, Any]) -> bool:
     """The runtime runs on this GPU's platform (a bare capacity runs anywhere)."""
-    return gpu.get("vendor") not in ("nvidia", "amd", "intel", "apple") or gpu["vendor"] in runtime["platforms"]
+    return gpu.get("vendor") == "any" or gpu["vendor"] in runtime["platforms"]
 
 
 def _runtime_for_devices(w: Workload, kn: Knowledge, rt: dict[str, Any], is_training: bool,
@@ -447,11 +449,27 @@ def target_inputs(w: Workload) -> Scope:
 
 # ---------------------------------------------------------------- GPUs
 
-def _capacity_gpu(req: GpuRequest) -> dict[str, Any]:
-    cap = req.capacity_gb
+def _capacity_gpu(req: GpuRequest, kn: Knowledge) -> dict[str, Any]:
+    """A card of a bare capacity ("on 20GB"): memory is sold in GiB, so 20 means 20 GiB."""
+    cap = req.capacity_gb or 0.0
+    memory_bytes = cap * kn.constants["bytes_per_gib"]["value"]
     return {"id": f"{cap:g}gb", "name": f"{cap:g} GB GPU", "vendor": "any", "vram_gb": cap,
+            "memory_bytes": memory_bytes,
+            **capacity_fields(memory_bytes, kn.constants["bytes_per_gb"]["value"],
+                              kn.constants["bytes_per_gib"]["value"]),
             "bandwidth_gb_s": None, "fp32_tflops": None, "tensor_tflops": {}, "tdp_w": None,
             "interconnect": {"gb_s": None}}
+
+
+def _capacity_assumptions(w: Workload, kn: Knowledge) -> list[str]:
+    """What a bare capacity in the query was read as."""
+    out = []
+    for req in w.gpus:
+        if req.gpu_id is None:
+            gb = _capacity_gpu(req, kn)["memory_gb"]
+            out.append(f"GPU: a {req.capacity_gb:g} GB card read as {req.capacity_gb:g} GiB "
+                       f"({gb:.1f} GB), the unit GPU memory is sold in")
+    return out
 
 
 def _compute_precision(gpu: dict[str, Any], precision: dict[str, Any]) -> tuple[str | None, float | None]:
@@ -467,7 +485,7 @@ def gpu_values(gpu: dict[str, Any], count: int, precision: dict[str, Any]) -> Sc
     key, tflops = _compute_precision(gpu, precision)
     return {
         "gpu.id": gpu["id"], "gpu.name": gpu["name"], "gpu.vendor": gpu["vendor"],
-        "gpu.vram_gb": gpu["vram_gb"], "gpu.bandwidth_gb_s": gpu["bandwidth_gb_s"],
+        "gpu.vram_gb": gpu["memory_gb"], "gpu.bandwidth_gb_s": gpu["bandwidth_gb_s"],
         "gpu.hbm": str(gpu.get("memory_type", "")).upper().startswith("HBM"),
         "gpu.compute_tflops": tflops, "gpu.tdp_w": gpu.get("tdp_w"),
         "gpu.interconnect_gb_s": (gpu.get("interconnect") or {}).get("gb_s") or 0,
@@ -543,7 +561,7 @@ def _rows(ev: Evaluated, candidates: list[tuple[dict[str, Any], int, bool]], ord
         (usable, per_gpu, fits, headroom, needed, tflops, cprec, decode, aggregate, prefill,
          ttft, train, train_time) = values[i]
         rows.append(GpuRow(
-            gpu["id"], gpu["name"], count, gpu["vram_gb"], usable, per_gpu, bool(fits), headroom,
+            gpu["id"], gpu["name"], count, gpu["memory_gb"], usable, per_gpu, bool(fits), headroom,
             int(needed) if needed is not None else None, gpu.get("bandwidth_gb_s"), tflops, cprec,
             decode, aggregate, prefill, ttft, train, train_time, gpu.get("tdp_w"), rank, requested))
     return rows
@@ -681,7 +699,7 @@ def _answer_question(w: Workload, kn: Knowledge, query: str) -> Answer:
 
     question = w.question or ""
     if w.gpus:
-        targets = [(_capacity_gpu(g) if g.gpu_id is None else kn.gpus[g.gpu_id], g.count) for g in w.gpus]
+        targets = [(_capacity_gpu(g, kn) if g.gpu_id is None else kn.gpus[g.gpu_id], g.count) for g in w.gpus]
     elif question == "how_many_gpus":
         rt = resolve(copy.deepcopy(w), kn).runtime
         targets = [(g, 1) for g in kn.gpus.values() if runs_on(rt, g)]
@@ -758,7 +776,7 @@ def _answer(w: Workload, kn: Knowledge, query: str = "") -> Answer:
 
     # every candidate GPU at once: per-GPU names hold one value per candidate (kb.expr.Col)
     if w.gpus:
-        candidates = [(_capacity_gpu(req) if req.gpu_id is None else kn.gpus[req.gpu_id], req.count, True)
+        candidates = [(_capacity_gpu(req, kn) if req.gpu_id is None else kn.gpus[req.gpu_id], req.count, True)
                       for req in w.gpus]
         gpus = gpu_columns([(g, c) for g, c, _ in candidates], r.precision)
     else:

@@ -268,8 +268,10 @@ def gpus_page(kn: Knowledge) -> str:
                      *(_dash(g["tensor_tflops"][p]) for p in precisions), _dash(g["tdp_w"]),
                      md(inter), "yes" if g["ecc"] else "no", md(g["form_factor"]),
                      *([cost_cell(kn, g)] if kn.prices else []), src_link(g["source"])])
-    body = [("Tensor TFLOPS are dense (vendors' sparse figures halved); – means the precision "
-            "has no native tensor support."), "",
+    body = [(f"{len(kn.gpus)} accelerators. Tensor TFLOPS are dense (vendors' sparse figures halved), "
+             "FP16/BF16 with FP32 accumulate (as PyTorch/cuBLAS run them); – means the precision "
+             "has no native tensor support. VRAM GB is the vendor's label; every comparison uses "
+             "the capacity in bytes (memory_bytes), in decimal GB."), "",
             *table(head, rows, "lllllrrlrrrrrrrrrr"), "", "## Aliases, per-figure sources and notes", ""]
     for g in kn.gpus.values():
         parts = [f"aliases: {', '.join(code(a) for a in g['aliases'])}" if g["aliases"] else ""]

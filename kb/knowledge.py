@@ -196,6 +196,7 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
         for name, item in table.items():
             unit_text = item["unit"] if isinstance(item, dict) else item.unit
             units[name] = ex.parse_unit(str(unit_text))
+    _capacities(gpus, constants)
     formulas = _compile_formulas(fdoc, ffile, units, errs)
     closure = _closures(fdoc, formulas, errs)
     formulas = _mark_per_gpu(formulas, closure)
@@ -271,6 +272,21 @@ def _training_tables(rfile: Any, rdoc: Doc, need_source: Any,
     for name, o in objectives.items():
         need_source(rdoc, ("objectives", name, "source"), o["source"])
     return sharding, objectives
+
+
+def _capacities(gpus: dict[str, dict[str, Any]], constants: dict[str, dict[str, Any]]) -> None:
+    """Each GPU's capacity from its bytes: `memory_gb` (decimal, what every comparison uses)
+    and `memory_gib` (binary, how the memory is sold)."""
+    per_gb = constants.get("bytes_per_gb", {}).get("value")
+    per_gib = constants.get("bytes_per_gib", {}).get("value")
+    for g in gpus.values():
+        g.update(capacity_fields(g["memory_bytes"], per_gb, per_gib))
+
+
+def capacity_fields(memory_bytes: float, per_gb: float | None, per_gib: float | None) -> dict[str, float | None]:
+    """`memory_gb` and `memory_gib` of a capacity in bytes (None where a unit is not defined)."""
+    return {"memory_gb": memory_bytes / per_gb if per_gb else None,
+            "memory_gib": memory_bytes / per_gib if per_gib else None}
 
 
 def _unique(doc: Doc | None, locs: list[tuple[Any, ...]], values: list[str], what: str,

@@ -144,7 +144,7 @@ class Runtime(Strict):
     kind: Literal["inference", "training", "both"]
     aliases: list[str] = []
     multi_gpu: Literal["tensor_parallel", "layer_split"]
-    platforms: list[Literal["nvidia", "amd", "intel", "apple"]] = Field(min_length=1)
+    platforms: list[Literal["nvidia", "amd", "intel", "apple", "google", "aws"]] = Field(min_length=1)
     decode_bandwidth_efficiency: Fraction | None = None
     quant_kernel_efficiency: Fraction | None = None
     hbm_decode_efficiency: Fraction = 1.0
@@ -191,7 +191,7 @@ class TensorTflops(Strict):
 
 
 class Interconnect(Strict):
-    kind: Literal["nvlink", "xgmi", "infinity-fabric", "pcie", "ethernet", "unified"]
+    kind: Literal["nvlink", "xgmi", "infinity-fabric", "pcie", "ethernet", "unified", "ici", "neuronlink"]
     generation: str | None = None
     gb_s: NonNeg | None = None
 
@@ -199,14 +199,17 @@ class Interconnect(Strict):
 class Gpu(Strict):
     id: Slug
     name: str
-    vendor: Literal["nvidia", "amd", "intel", "apple"]
+    vendor: Literal["nvidia", "amd", "intel", "apple", "google", "aws"]
     segment: Literal["datacenter", "workstation", "consumer", "apple"]
     architecture: str
     release_year: int = Field(ge=2010, le=2035)
     aliases: list[str] = []
     vram_gb: Positive
+    memory_bytes: int = Field(gt=0)
     memory_type: str
     bandwidth_gb_s: Positive
+    bus_width_bits: int | None = Field(default=None, gt=0)
+    memory_data_rate_gbps: Positive | None = None
     fp32_tflops: NonNeg | None
     tensor_tflops: TensorTflops
     tdp_w: Positive | None

@@ -83,6 +83,27 @@ def test_gpus_and_models_listings():
     assert len(json.loads(r.stdout)) >= 50
 
 
+def test_gpus_min_bandwidth_filters_in_catalogue_order_with_every_field():
+    import yaml
+
+    from kb.paths import rules_dir
+
+    r = run("gpus", "--json", "--min-bandwidth", "3000")
+    assert r.returncode == 0
+    items = json.loads(r.stdout)
+    shipped = yaml.safe_load((rules_dir() / "gpus.yaml").read_text(encoding="utf-8"))["gpus"]
+    # gpus.yaml by hand: every card of at least 3,000 GB/s, in the file's order (H100 SXM5 3,350 GB/s is in,
+    # A100 SXM4 80GB 2,039 GB/s is out)
+    assert [g["id"] for g in items] == [g["id"] for g in shipped if g["bandwidth_gb_s"] >= 3000]
+    assert "h100-sxm5" in [g["id"] for g in items] and "a100-sxm4-80gb" not in [g["id"] for g in items]
+    assert all(set(g) <= set(items[0]) and {"memory_bytes", "memory_gb", "memory_gib"} <= set(items[0])
+               for g in shipped)
+    # a GiB capacity like a query's: an RTX 4090 holds 24 GiB (25.8 GB), so --min-vram 25 leaves it out
+    ids = [g["id"] for g in json.loads(run("gpus", "--json", "--min-vram", "24").stdout)]
+    assert "rtx-4090" in ids and "rtx-4090" not in [g["id"] for g in json.loads(run("gpus", "--json", "--min-vram", "25").stdout)]
+    assert run("gpus", "--min-bandwidth", "lots").returncode == 2
+
+
 def test_validate_shipped_rules():
     r = run("validate")
     assert r.returncode == 0, r.stderr

@@ -132,7 +132,10 @@ def test_precision_fallback_is_warned():
 
 def test_capacity_only_gpu_answers_fit_and_leaves_speed_null():
     a = ask("train 13B qlora on 20GB?").to_dict()
-    assert a["gpus"][0]["vram_gb"] == 20
+    # a bare capacity is a card of that size in GiB (memory is sold in GiB stacks):
+    # 20 × 2^30 = 21,474,836,480 bytes = 21.47 GB (IEC 80000-13), exact
+    assert a["gpus"][0]["vram_gb"] == pytest.approx(21.474836480, abs=1e-9)
+    assert any("20 GiB" in x for x in a["assumptions"])
     assert a["throughput"]["train_tokens_per_s"] is None
     assert a["verdict"].startswith(("Fits", "Does not fit"))
 

@@ -376,6 +376,7 @@ NEW_GPU = """\
     release_year: 2025
     aliases: [acme x1, x1 64gb]
     vram_gb: 64
+    memory_bytes: 68_719_476_736
     memory_type: HBM3
     bandwidth_gb_s: 2000
     fp32_tflops: 50

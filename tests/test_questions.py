@@ -27,13 +27,14 @@ def test_max_users_fits_and_one_more_does_not():
 
 def test_max_users_by_hand():
     # 70B int4 = 37.19 GB weights; Llama-3.1-70B KV at 32,768 tokens = 327,680 B × 32,768 = 10.74 GB
-    # per user; H200 141 GB, of which vLLM (the default serving runtime) takes 90% = 126.9 GB.
-    # (126.9 − 37.19 − 1 GB overhead − ~0.6 GB activations) / 10.74 ≈ 8.2 → 8
+    # per user; H200 "141GB" is 141 GiB = 141 × 2^30 B = 151.40 GB (nvidia-smi shows 143,771 MiB,
+    # 150.8 GB), of which vLLM (the default serving runtime) takes 90% = 136.26 GB.
+    # (136.26 − 37.19 − 1 GB overhead − ~0.6 GB activations) / 10.74 ≈ 9.07 → 9
     a = ask("max users for 70B int4 on h200 at 32k context").to_dict()
-    assert a["question"]["value"] == 8
-    # llama.cpp takes no such share: (141 − 37.19 − 0.8 − 0.6) / 10.74 ≈ 9.5 → 9
+    assert a["question"]["value"] == 9
+    # llama.cpp takes no such share: (151.40 − 37.19 − 0.8 − 0.6) / 10.74 ≈ 10.5 → 10
     b = ask("max users for 70B int4 on h200 at 32k context with llama.cpp").to_dict()
-    assert b["question"]["value"] == 9
+    assert b["question"]["value"] == 10
 
 
 def test_max_context_agrees_with_forward():

@@ -58,10 +58,10 @@ class Case:
 V100 = ("  - id: v100-sxm2-32gb\n    name: NVIDIA Tesla V100 SXM2 32GB\n    vendor: nvidia\n"
         "    segment: datacenter\n    architecture: Volta\n    release_year: 2018\n"
         "    aliases: [v100, v100 32gb, v100 sxm2, v100-32gb, tesla v100]\n    vram_gb: 32\n"
-        "    memory_type: HBM2\n    bandwidth_gb_s: 900\n")
+        "    memory_bytes: 34_359_738_368\n    memory_type: HBM2\n    bandwidth_gb_s: 900\n")
 V100_ID = Find("  - id: v100-sxm2-32gb\n", "id:")
 T4 = "  - id: t4\n    name: NVIDIA T4 16GB\n"
-T4_ALIASES = "    aliases: [t4, tesla t4, nvidia t4, t4 16gb]\n"
+T4_ALIASES = "    aliases: [t4, tesla t4, nvidia t4, t4 16gb, colab t4, google colab t4, kaggle t4]\n"
 # a formula no flow node computes directly (a broken one that is computed: see "cascade")
 STEP_MEM = "    expr: decode_bytes_per_step_gb / effective_bandwidth_gb_s\n"
 HEADROOM = "    expr: usable_vram_gb - per_gpu_gb\n"
@@ -88,7 +88,7 @@ CASES = [
                    "as a number")),)),
     Case("invalid-literal-suggestion", "gpus.yaml", V100,
          V100.replace("vendor: nvidia", "vendor: nvidai"),
-         (("nvidai", ("gpus.0.vendor: 'nvidai' is not one of nvidia, amd, intel, apple "
+         (("nvidai", ("gpus.0.vendor: 'nvidai' is not one of nvidia, amd, intel, apple, google, aws "
                      "(did you mean 'nvidia'?)")),)),
     Case("yaml-syntax", "precisions.yaml", FP16_ALIASES, "    aliases: [float16, half, f16]]\n",
          (("]\n", "YAML: expected <block end>, but found ']'"),)),
@@ -107,10 +107,10 @@ CASES = [
     Case("duplicate-id", "gpus.yaml", T4, T4.replace("id: t4", "id: v100-sxm2-32gb"),
          (("v100-sxm2-32gb", "duplicate id 'v100-sxm2-32gb'"),)),
     Case("duplicate-alias", "gpus.yaml", T4_ALIASES,
-         T4_ALIASES.replace("t4 16gb]", "t4 16gb, tesla v100]"),
+         T4_ALIASES.replace("kaggle t4]", "kaggle t4, tesla v100]"),
          (("tesla v100", "alias 'tesla v100' already names 'v100-sxm2-32gb'"),)),
-    Case("unknown-source-suggestion", "gpus.yaml", "    source: nvidia-v100-datasheet\n",
-         "    source: nvidia-v100-datashet\n",
+    Case("unknown-source-suggestion", "gpus.yaml", "    form_factor: SXM2\n    source: nvidia-v100-datasheet\n",
+         "    form_factor: SXM2\n    source: nvidia-v100-datashet\n",
          (("nvidia-v100-datashet", ("unknown source 'nvidia-v100-datashet' "
                                    "(did you mean 'nvidia-v100-datasheet'?)")),)),
     Case("expression-syntax-column", "formulas.yaml", STEP_MEM,
