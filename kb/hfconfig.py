@@ -104,17 +104,10 @@ def _with_params(model: dict[str, Any], kn: Any) -> dict[str, Any]:
     from kb.engine import Evaluated, base_scope, evaluate, resolve
     from kb.workload import Workload
 
-    saved = kn.models.get(model["id"])
-    kn.models[model["id"]] = model
-    try:
-        r = resolve(Workload(model_id=model["id"]), kn)
-        ev = Evaluated(base_scope(r, kn))
-        evaluate(kn, ev, ["arch_params_total", "arch_params_active"])
-    finally:
-        if saved is None:
-            kn.models.pop(model["id"], None)
-        else:
-            kn.models[model["id"]] = saved
+    view = kn.with_model(model)
+    r = resolve(Workload(model_id=model["id"]), view)
+    ev = Evaluated(base_scope(r, view))
+    evaluate(view, ev, ["arch_params_total", "arch_params_active"])
     total, active = ev.scope.get("arch_params_total"), ev.scope.get("arch_params_active")
     most = kn.query["limits"]["params"][1]
     if total is None or active is None or not 0 < active <= total <= most:

@@ -96,6 +96,7 @@ class Runtime(Strict):
     kind: Literal["inference", "training", "both"]
     aliases: list[str] = []
     multi_gpu: Literal["tensor_parallel", "layer_split"]
+    platforms: list[Literal["nvidia", "amd", "intel", "apple"]] = Field(min_length=1)
     decode_bandwidth_efficiency: Fraction | None = None
     quant_kernel_efficiency: Fraction | None = None
     hbm_decode_efficiency: Fraction = 1.0
@@ -346,11 +347,38 @@ class Defaults(Strict):
 
 
 class Solve(Strict):
-    vary: Literal["users", "context_tokens", "params", "gpu_count"]
+    vary: Literal["users", "context_tokens", "params", "gpu_count", "batch"]
     unit: str
     lower: Positive
     upper: Positive
     verdict: str
+    holds: str = "fits"                  # the bool formula the value must keep (formulas.yaml)
+    verdict_floor: str | None = None     # when the speed floor, not memory, stops the search
+    verdict_layout: str | None = None    # when fewer GPUs fit but form no valid layout
+
+
+LimitName = Literal["users", "batch", "context", "seq", "prompt", "output", "rank", "tokens",
+                    "params", "gpu_count", "memory_gb", "parallel", "speed", "duration",
+                    "hours_per_day", "usd"]
+
+
+class Unit(Strict):
+    """A unit word and what the number beside it sets (query.yaml `units`)."""
+    field: Literal["users", "context_tokens", "seq_len", "batch", "lora_rank", "prompt_tokens",
+                   "output_tokens", "tokens", "tp", "pp", "speed_floor_tok_s", "tokens_per_day",
+                   "hours_per_day", "duration", "gpu_count"]
+    limit: LimitName
+    words: list[str] = Field(min_length=1)
+    scale: Positive = 1.0
+    binary_k: bool = False
+    focus: Literal["memory", "speed", "time", "fit", "cost"] | None = None
+
+
+class Phrase(Strict):
+    """Words that set Workload fields (query.yaml `phrases`)."""
+    set: dict[Literal["focus", "question", "sort", "rent", "want_options", "sharding", "runtime",
+                      "dp_attention", "hours_per_day", "gpu_count", "vs"], str | bool | int | float]
+    words: list[str] = Field(min_length=1)
 
 
 class QueryFile(Strict):
@@ -359,12 +387,20 @@ class QueryFile(Strict):
     training_tasks: list[str]
     inference_tasks: list[str]
     questions: dict[Literal["which_gpu", "max_users", "max_context", "largest_model",
-                            "how_many_gpus"], list[str]]
-    solve: dict[Literal["max_users", "max_context", "largest_model", "how_many_gpus"], Solve]
+                            "how_many_gpus", "max_batch"], list[str]]
+    solve: dict[Literal["max_users", "max_context", "largest_model", "how_many_gpus", "max_batch"], Solve]
     billion: Positive
-    limits: dict[Literal["users", "batch", "context", "seq", "prompt", "output", "rank", "tokens",
-                         "params", "gpu_count", "memory_gb"], tuple[NonNeg, Positive]]
+    limits: dict[LimitName, tuple[NonNeg, Positive]]
     fillers: list[str]
+    units: dict[str, Unit] = {}
+    ttft_words: list[str] = []
+    per_hour_words: list[str] = []
+    phrases: list[Phrase] = []
+    model_suffixes: list[str] = []
+    model_prefixes: list[str] = []
+    format_suffixes: dict[str, str] = {}
+    gpu_words: list[str] = []
+    focus_lead: dict[str, str] = {}
     knobs: dict[Literal["checkpointing", "no_checkpointing", "flash", "eager", "adam8bit", "sgd",
                         "adamw", "offload", "fp8_kv", "int8_kv", "optimizer_in_backward", "paged",
                         "lora_attention_only"], list[str]]

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from kb.cli import dump
+from kb.commands import dump
 from kb.paths import rules_dir
 from kb.schema import FILES, json_schema
 
