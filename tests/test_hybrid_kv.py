@@ -60,9 +60,13 @@ def test_gemma_3_1b_five_local_to_one_global():
 
 def test_gpt_oss_defaults_to_its_mxfp4_checkpoint():
     # gpt-oss-20b config.json: 24 layers × 32 experts × (gate, up, down) 3 × 2880 × 2880 =
-    # 19,110,297,600 expert weights in MXFP4 (4 bits + one E8M0 scale per 32 = 4.25 bits);
-    # the other 21e9 − 19,110,297,600 = 1,889,702,400 in BF16.
-    expected = (19_110_297_600 * 4.25 / 8 + 1_889_702_400 * 2) / 1e9     # 13.93 GB
+    # 19,110,297,600 expert weights of a 20,907,927,360 count from the config (attention
+    # 24 × 26,542,080, routers 24 × 2880 × 32, norms 24 × 2 × 2880 + 2880, embeddings
+    # 2 × 201088 × 2880). That share of the card's 21e9 is MXFP4 (4 bits + one E8M0 scale per
+    # 32 = 4.25 bits); the rest BF16.
+    total = 24 * 26_542_080 + 19_110_297_600 + 24 * 2880 * 32 + 24 * 2 * 2880 + 2880 + 2 * 201088 * 2880
+    share = 19_110_297_600 / total
+    expected = 21e9 * (share * 4.25 / 8 + (1 - share) * 2) / 1e9     # 13.81 GB
     a = ask("run gpt-oss 20b on my 16gb gpu").to_dict()
     assert a["memory"]["breakdown"]["weights_gb"] == pytest.approx(expected, rel=REL)
     # OpenAI's model card: the 20b model "can run within 16GB of memory"

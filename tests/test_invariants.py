@@ -64,6 +64,13 @@ def quantizes_embeddings(precision: str) -> bool:
     return bool(KN.precisions[precision].get("quantizes_embeddings", True))
 
 
+def sixteen_bit_share(precision: str) -> int:
+    """How much a format leaves in 16 bits: 0 nothing, 1 the embeddings and head, 2 everything
+    but the routed experts (a MoE checkpoint's experts-only format)."""
+    p = KN.precisions[precision]
+    return 2 if p.get("experts_only") else 0 if p.get("quantizes_embeddings", True) else 1
+
+
 def is_hbm(gpu_id: str) -> bool:
     return str(KN.gpus[gpu_id].get("memory_type", "")).upper().startswith("HBM")
 
@@ -158,8 +165,9 @@ def _check_precision_order(totals: dict[str, float]) -> None:
     for lo, hi in itertools.permutations(totals, 2):
         if bits(lo) > bits(hi) or totals[lo] <= totals[hi] * (1 + 1e-12):
             continue
-        # the one allowed inversion: lo keeps 16-bit embeddings, hi quantizes them
-        assert not quantizes_embeddings(lo) and quantizes_embeddings(hi), (
+        # the one allowed inversion: lo keeps more of the model in 16 bits than hi (its
+        # embeddings, or all but the routed experts)
+        assert sixteen_bit_share(lo) > sixteen_bit_share(hi), (
             f"{lo} ({bits(lo)} bits) needs {totals[lo]:.4f} GB, more than "
             f"{hi} ({bits(hi)} bits) with {totals[hi]:.4f} GB")
 
