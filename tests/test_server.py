@@ -770,3 +770,28 @@ def test_live_static_and_health(live_server):
     assert status == 200 and headers["Content-Type"].startswith("text/css")
     status, _, body = fetch(f"{live_server}/api/health")
     assert status == 200 and json.loads(body)["status"] == "ok"
+
+
+@pytest.mark.parametrize("body", ["[" * 5000 + "]" * 5000, '{"q": ' + "[" * 5000 + "]" * 5000 + "}"],
+                         ids=["array", "inside-q"])
+def test_json_nested_5000_deep_is_a_400_with_a_position(client, body):
+    r = client.post("/api/answer", data=body, content_type="application/json")
+    # the standard library's decoder raised RecursionError here: HTTP 500
+    assert r.status_code == 400
+    assert r.get_json()["error"]["message"]
+
+
+def test_json_refused_by_both_decoders_says_where(client):
+    r = client.post("/api/answer", data='{"q": "serve 7B",\n  "x": }', content_type="application/json")
+    assert r.status_code == 400
+    err = r.get_json()["error"]
+    assert err["message"].startswith("the body is not valid JSON: ") and "line 2" in err["message"]
+    assert err["column"] == 8
+
+
+@pytest.mark.parametrize("path", ["/static//x", "/flows//sizing", "/static//kbq.css"])
+def test_a_forged_host_does_not_redirect_off_site(client, path):
+    r = client.get(path, headers={"Host": "evil.example"})
+    location = r.headers.get("Location")
+    assert location is None or (location.startswith("/") and not location.startswith("//"))
+    assert "evil.example" not in (location or "")
