@@ -20,6 +20,7 @@ from typing import Any
 from kb.answer import Answer, Step
 from kb.errors import EvalError, KbError
 from kb.knowledge import Flow, Formula, Knowledge, Node
+from kb.model import readable_template
 
 # Queries whose traces give the formulas' worked examples; the claims' own example queries
 # are tried after these. A query the rules cannot answer is skipped.
@@ -492,6 +493,11 @@ def mermaid_text(text: str) -> str:
     return " ".join(text.split()).translate(_MERMAID_ESCAPES)
 
 
+def shown_text(node: Node) -> str:
+    """A node's text where no answer fills it: a verdict's {placeholders} read as ‹names›."""
+    return readable_template(node.text) if node.kind == "verdict" else node.text
+
+
 def mermaid_ids(flow: Flow) -> dict[str, str]:
     """Node id → Mermaid id (the same, unless it is a Mermaid keyword)."""
     ids: dict[str, str] = {}
@@ -511,7 +517,7 @@ def mermaid(flow: Flow) -> str:
     lines = ["flowchart TD"]
     for node in flow.nodes.values():
         left, right = _SHAPES[node.kind]
-        lines.append(f"    {ids[node.id]}{left}{mermaid_text(node.text)}{right}")
+        lines.append(f"    {ids[node.id]}{left}{mermaid_text(shown_text(node))}{right}")
     for node in flow.nodes.values():
         for edge in node.edges:
             label = _edge_label(node, edge)
@@ -549,7 +555,7 @@ def flow_page(kn: Knowledge, flow: Flow) -> str:
     body += ["```mermaid", mermaid(flow).rstrip("\n"), "```", "", "## Nodes", ""]
     for node in flow.nodes.values():
         body.append(f"{anchor('node-' + node.id)}**{md(node.id)}** ({node.kind}"
-                    + (f", {node.style}" if node.style else "") + f"): {md(node.text)}")
+                    + (f", {node.style}" if node.style else "") + f"): {md(shown_text(node))}")
         body.append("")
         if node.compute:
             body.append("- computes " + ", ".join(name_link(n, kn, "../") for n in node.compute))

@@ -13,6 +13,7 @@ from typing import Any
 from flask import Flask, render_template, request
 from werkzeug.exceptions import HTTPException
 
+from kb.model import readable_template
 from kb.render import duration, num
 
 
@@ -45,7 +46,8 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
 
     app.extensions["kbq"] = LiveKnowledge(app.config["KBQ_RULES"], app.config["KBQ_RELOAD_SECONDS"])
     app.json = api.SafeJSON(app)
-    app.jinja_env.filters.update(num=num, duration=duration, unit=unit, quantity=quantity)
+    app.jinja_env.filters.update(num=num, duration=duration, unit=unit, quantity=quantity,
+                                 readable=readable_template)
     app.jinja_env.trim_blocks = app.jinja_env.lstrip_blocks = True
     security.init_app(app)
     app.register_blueprint(pages.bp)

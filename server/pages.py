@@ -96,7 +96,7 @@ def flows_view(answer: dict[str, Any], kn: Knowledge) -> list[dict[str, Any]]:
             node = flow.nodes[here]
             edge = next((e for e in node.edges if e.to == there), None)
             steps.append({"id": here, "kind": node.kind,
-                          "text": filled.get(here) or charts.node_text(node.text),
+                          "text": filled.get(here) or charts.node_text(node),
                           "taken": (edge.label or "then") if edge else None})
         out.append({"flow": flow, "steps": steps, "advice": advice,
                     "svg": Markup(charts.flow_chart(flow, answer["path"], ident=f"walk-{flow.id}",
