@@ -795,3 +795,20 @@ def test_a_forged_host_does_not_redirect_off_site(client, path):
     location = r.headers.get("Location")
     assert location is None or (location.startswith("/") and not location.startswith("//"))
     assert "evil.example" not in (location or "")
+
+
+@pytest.mark.parametrize("query", ["serve 70B int4 16 users", "serve llama-3.1-8b fp16 8 users on rtx 4090",
+                                   "train 13B qlora on 24GB"])
+def test_embed_links_open_a_new_tab(client, query):
+    page = client.get(f"/embed?q={q(query)}").get_data(as_text=True)
+    links = re.findall(r"<a\b[^>]*>", page)
+    assert len(links) > 3
+    for link in links:
+        assert 'target="_blank"' in link and 'rel="noopener"' in link, link
+
+
+def test_embed_suggestion_stays_in_the_frame(client):
+    page = client.get(f"/embed?q={q('train 13B qlroa on 20GB')}").get_data(as_text=True)
+    links = re.findall(r"<a\b[^>]*>", page)
+    assert any('target="_self"' in link and "/embed?q=" in link for link in links)
+    assert all('target="' in link for link in links)
