@@ -50,6 +50,12 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
                                  readable=readable_template)
     app.jinja_env.trim_blocks = app.jinja_env.lstrip_blocks = True
     security.init_app(app)
+
+    @app.context_processor
+    def rule_banner() -> dict[str, Any]:
+        live = app.extensions["kbq"]
+        return {"rule_banner": live.degraded(), "rules_loaded_at": live.loaded_at}
+
     app.register_blueprint(pages.bp)
     app.register_blueprint(browse.bp)
     app.register_blueprint(api.bp)

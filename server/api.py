@@ -147,7 +147,8 @@ def health() -> Any:
     warnings = [e["message"] for e in status["errors"]]
     ok = status["loaded_at"] is not None
     # each `kbq serve` process holds and reloads its own rules: say which one answered
-    body = {"status": "ok" if ok else "error", "rules": status, "warnings": warnings,
+    state = ("degraded" if status["errors"] else "ok") if ok else "error"
+    body = {"status": state, "rules": status, "warnings": warnings,
             "process": os.getpid()}
     return jsonify(body), 200 if ok else 503
 
