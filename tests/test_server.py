@@ -824,7 +824,7 @@ def test_embed_links_open_a_new_tab(client, query):
 
 
 def test_embed_suggestion_stays_in_the_frame(client):
-    page = client.get(f"/embed?q={q('train 13B qlroa on 20GB')}").get_data(as_text=True)
+    page = client.get(f"/embed?q={q('serve 7B fp16 on h10')}").get_data(as_text=True)
     links = re.findall(r"<a\b[^>]*>", page)
     assert any('target="_self"' in link and "/embed?q=" in link for link in links)
     assert all('target="' in link for link in links)
