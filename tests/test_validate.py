@@ -453,9 +453,8 @@ def _literals(tp: Any) -> list[str]:
     return [w for arg in typing.get_args(tp) for w in _literals(arg)]
 
 
-UNKNOWN_NAME = ("formulas.yaml", "    expr: (total_gb - overhead_gb) / gpu_count + runtime.overhead_gb",
-                "    expr: (total_gbb - overhead_gb) / gpu_count + runtime.overhead_gb",
-                "unknown name 'total_gbb' (did you mean 'total_gb'?)")
+UNKNOWN_NAME = ("formulas.yaml", "model_state_gb + kv_cache_gb", "model_state_gbb + kv_cache_gb",
+                "unknown name 'model_state_gbb' (did you mean 'model_state_gb'?)")
 UNKNOWN_GPU_KEY = ("gpus.yaml", "\n    vram_gb:", "\n    vram_gbb:", "unknown key 'vram_gbb'")
 
 
