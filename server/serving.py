@@ -102,8 +102,12 @@ def serve(host: str, port: int, processes: int, threads: int, rules: str | None,
 
 def _run(app: Flask, sock: socket.socket, threads: int) -> None:
     """One waitress server on `sock` until SIGTERM or SIGINT."""
+    import logging
+
     from server.waitress_json import create
 
+    # waitress warns on every request that waits for a thread; under load that is every one
+    logging.getLogger("waitress.queue").setLevel(logging.ERROR)
     server = create(app, sock, threads=threads, connection_limit=CONNECTIONS,
                     channel_timeout=IDLE_SECONDS, header_timeout=HEADER_SECONDS,
                     max_request_header_size=MAX_HEADER_BYTES)
