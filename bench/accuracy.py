@@ -159,7 +159,8 @@ _TAGS: dict[str, list[str]] = {}
 # sequence in flight, and every decode figure together (the figure the decode band is judged on)
 GROUPS = {"moe decode": lambda p: "moe" in p["tags"],
           "batched serving": lambda p: "batched" in p["tags"],
-          "all decode": lambda p: p["kind"] in ("decode_tokens_per_s", "aggregate_tokens_per_s")}
+          "all decode": lambda p: p["kind"] in ("decode_tokens_per_s", "aggregate_tokens_per_s"),
+          "multi-GPU training memory": lambda p: p["group"] == "training_memory multi-GPU"}
 
 
 def _tags(kind: str, a: dict[str, Any]) -> list[str]:
@@ -192,6 +193,14 @@ def simple_rules(kind: str, a: dict[str, Any], kn: Any) -> dict[str, float]:
     return {}
 
 
+def point_group(m: dict[str, Any]) -> str:
+    """The row a point is printed in: its kind, with multi-GPU training memory on its own row."""
+    count = (m.get("setup") or {}).get("gpu_count") or 1
+    if m["kind"] == "training_memory" and count > 1:
+        return "training_memory multi-GPU"
+    return str(m["kind"])
+
+
 def ape(pred: float, true: float) -> float:
     return abs(pred - true) / true * 100
 
@@ -212,7 +221,8 @@ def evaluate(kn: Any, subset: str = "all") -> dict[str, Any]:
             skipped.append({"id": m["id"], "query": m["query"], "reason": err or "no figure"})
             continue
         true = measured_value(m)
-        points.append({"id": m["id"], "kind": m["kind"], "query": query_of(m), "measured": true,
+        points.append({"id": m["id"], "kind": m["kind"], "group": point_group(m), "query": query_of(m),
+                       "measured": true,
                        "kbq": pred, "kbq_ape": ape(pred, true), "held_out": held_out(m["id"]),
                        "rules": {k: {"value": v, "ape": ape(v, true)} for k, v in rules.items()},
                        "source": m["source"]["url"], "tags": _TAGS.get(m["id"], [])})
@@ -237,10 +247,10 @@ def evaluate(kn: Any, subset: str = "all") -> dict[str, Any]:
 
 def print_table(result: dict[str, Any], title: str) -> None:
     print(f"\n{title}")
-    print(f"{'kind':24} {'model':24} {'n':>3} {'median %':>9} {'p90 %':>8} {'worst %':>8}")
+    print(f"{'kind':26} {'model':24} {'n':>3} {'median %':>9} {'p90 %':>8} {'worst %':>8}")
     for kind, row in result["table"].items():
         for name, s in row.items():
-            print(f"{kind:24} {name:24} {s['n']:>3} {s['median']:>9.1f} {s['p90']:>8.1f} {s['worst']:>8.1f}")
+            print(f"{kind:26} {name:24} {s['n']:>3} {s['median']:>9.1f} {s['p90']:>8.1f} {s['worst']:>8.1f}")
             kind = ""
 
 

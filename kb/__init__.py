@@ -28,25 +28,59 @@ def get_knowledge(rules_dir: str | Path | None = None) -> "Knowledge":
 
 
 def ask(query: str, rules_dir: str | Path | None = None,
-        model_config: str | Path | None = None) -> "Answer":
+        model_config: str | Path | None = None, *, prices: str | Path | None = None,
+        sort: str | None = None, options: bool = False) -> "Answer":
     """Answer one query. Raises kb.errors.QueryError for a query it cannot read.
     `model_config`: a Hugging Face config.json for a model that is not in models.yaml. The
-    model is added to a view of the knowledge for this answer only (Knowledge.with_model)."""
+    model is added to a view of the knowledge for this answer only (Knowledge.with_model).
+    `prices`: a price file (rules/prices.yaml schema) used instead of the shipped prices;
+    `sort`: value, cost, speed, memory or power; `options`: list what to change so it fits."""
     from kb.engine import answer
     from kb.query import parse
 
     kn = get_knowledge(rules_dir)
+    if prices is not None:
+        kn = _priced(kn, prices, rules_dir)
     if model_config is None:
-        return answer(parse(query, kn), kn, query)
+        w = parse(query, kn)
+        w.sort = sort or w.sort
+        w.want_options = options or w.want_options
+        return _with_options(answer(w, kn, query), w, kn, query)
     from kb.hfconfig import read
 
     model = read(model_config, kn)
     view = kn.with_model(model)
     w = parse(query, view, model_given=True)
+    w.sort = sort or w.sort
+    w.want_options = options or w.want_options
     w.model_id = model["id"]
     w.notes.append(f"model: {model['name']}, read from {model_config}; parameters computed "
                    "from its architecture (arch_params_total)")
-    return answer(w, view, query)
+    return _with_options(answer(w, view, query), w, view, query)
+
+
+def _with_options(a: "Answer", w: object, kn: "Knowledge", query: str) -> "Answer":
+    """Options when asked for, or when the GPUs asked about do not hold the job (kb.options)."""
+    asked = [g for g in a.gpus if g.requested]
+    if getattr(w, "want_options", None) or (asked and not any(g.fits for g in asked)):
+        from kb.options import compute
+
+        a.options = compute(kn, query, a)
+        top = [o for o in a.options if o["fits"]][:3]
+        if top:
+            a.verdict += " What would fit: " + "; ".join(
+                f"{o['change_only']} on {o['count']}× {o['gpu']} ({o['per_gpu_gb']:.1f} GB per GPU)" for o in top) + "."
+    return a
+
+
+def _priced(kn: "Knowledge", prices: str | Path, rules_dir: str | Path | None) -> "Knowledge":
+    """The knowledge with another price file (kb.prices.with_prices), cached per file."""
+    from kb.prices import with_prices
+
+    key = f"{rules_dir or ''}\0prices:{prices}"
+    if key not in _cache:
+        _cache[key] = with_prices(kn, Path(prices))
+    return _cache[key]
 
 
 def cpu_cores() -> int:

@@ -49,6 +49,17 @@ class GpuRow:
     tdp_w: float | None
     rank: int = 0
     requested: bool = False
+    # what it costs (rules/prices.yaml, rules/formulas.yaml); None where there is no price
+    price_usd: float | None = None              # one card
+    cloud_usd_per_hour: float | None = None     # one GPU-hour
+    config_price_usd: float | None = None       # every card of the row
+    config_usd_per_hour: float | None = None    # every GPU of the row, per hour
+    usd_per_million_tokens: float | None = None  # serving
+    run_hours: float | None = None               # training
+    run_cost_usd: float | None = None            # training
+    breakeven_months: float | None = None
+    meets_target: bool | None = None             # speed floor (serving) or time floor (training)
+    within_budget: bool | None = None
 
 
 @dataclass
@@ -70,6 +81,9 @@ class Answer:
     question: dict[str, Any] | None = None
     error_bands: dict[str, Any] = field(default_factory=dict)
     units: str = "GB = 10^9 bytes (decimal); GPU memory as marketed; TFLOPS dense (no sparsity)"
+    recommendation: dict[str, Any] | None = None    # the pick and one runner-up per class
+    options: list[dict[str, Any]] | None = None     # what to change so it fits (when computed)
+    prices: dict[str, Any] = field(default_factory=dict)   # which prices were used, as of when
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON contract. Built by hand (dataclasses.asdict deep-copies every value).

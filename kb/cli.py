@@ -11,6 +11,7 @@ import io
 import sys
 from collections.abc import Sequence
 
+SORTS = ("value", "cost", "speed", "memory", "power")
 SUBCOMMANDS = ("gpus", "models", "rules", "validate", "schema", "export", "serve", "ask")
 QUERY_HELP = """Usage: kbq [OPTIONS] "QUERY"
        kbq COMMAND [ARGS]...
@@ -31,6 +32,9 @@ Options:
   --jobs N       worker processes for --batch (default: one per core)
   --model-config PATH
                  a Hugging Face config.json for a model not in the rules
+  --prices FILE  use the prices in FILE (the rules/prices.yaml schema) instead of the shipped ones
+  --sort NAME    order the GPU configurations: value (default), cost, speed, memory or power
+  --options      list what to change so it fits (other precisions, context, GPUs…)
   --version      print the version
   -h, --help     show this message
 
@@ -58,6 +62,9 @@ def _ask_fast(argv: list[str]) -> int:
     batch: str | None = None
     config: str | None = None
     jobs: int | None = None
+    prices: str | None = None
+    sort: str | None = None
+    options = False
     words: list[str] = []
     i = 0
     while i < len(argv):
@@ -81,18 +88,30 @@ def _ask_fast(argv: list[str]) -> int:
             limit = None
         elif arg == "--no-trace":
             trace = False
+        elif arg == "--options":
+            options = True
         elif arg == "--jobs":
             if i + 1 >= len(argv) or not argv[i + 1].isdigit() or int(argv[i + 1]) < 1:
                 return _fail("--jobs needs a number of processes, e.g. --jobs 2")
             jobs = int(argv[i + 1])
             i += 1
-        elif arg in ("--rules", "--batch", "--model-config"):
+        elif arg in ("--rules", "--batch", "--model-config", "--prices", "--sort"):
             if i + 1 >= len(argv):
                 return _fail(f"{arg} needs a value")
             if arg == "--rules":
                 rules = argv[i + 1]
             elif arg == "--batch":
                 batch = argv[i + 1]
+            elif arg == "--prices":
+                prices = argv[i + 1]
+            elif arg == "--sort":
+                sort = argv[i + 1]
+                if sort not in SORTS:
+                    from kb.errors import nearest
+
+                    hint = nearest(sort, SORTS)
+                    return _fail(f"--sort must be one of {', '.join(SORTS)}"
+                                 + (f" (did you mean '{hint}'?)" if hint else ""))
             else:
                 config = argv[i + 1]
             i += 1
@@ -113,7 +132,7 @@ def _ask_fast(argv: list[str]) -> int:
     from kb.errors import KbError
 
     try:
-        result = ask(query, rules, config).to_dict()
+        result = ask(query, rules, config, prices=prices, sort=sort, options=options).to_dict()
     except KbError as err:
         return _fail(str(err), err.exit_code)
     if fmt == "json":

@@ -7,14 +7,15 @@ the lifting helpers kb.nodes compiles expression nodes with.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from itertools import repeat
-from typing import Any
+from typing import Any, cast
 
 from kb.errors import EvalError
 
-Scope = Mapping[str, Any]
-Fn = Callable[[Scope], Any]
+Scope = Mapping[str, object]   # a value per name: one figure, or a Col of them
+Fn = Callable[[Scope], Any]         # Any: what a formula gives is read by the engine as a number
+Op = Callable[..., object]          # an operator's semantics: operator.add, min, a checked sqrt…
 
 # what evaluating a formula may raise; each becomes an EvalError (or a Failed element)
 RAISED = (EvalError, TypeError, ValueError, OverflowError, ZeroDivisionError)
@@ -35,7 +36,7 @@ class Col(list):  # type: ignore[type-arg]
     holes: frozenset[int] = NO_HOLES
 
     @classmethod
-    def of(cls, values: Any, holes: frozenset[int] | None = None) -> Col:
+    def of(cls, values: Iterable[object], holes: frozenset[int] | None = None) -> Col:
         """A Col whose holes are `holes`, or found by a scan."""
         col = cls(values)
         if holes is None:
@@ -66,7 +67,7 @@ class Failed:
 MISSING = Failed(None)
 
 
-def elementwise(op: Callable[..., Any], *args: Any, none_fails: bool = True) -> Col:
+def elementwise(op: Op, *args: object, none_fails: bool = True) -> Col:
     """op over the elements of the Col arguments, the others repeated. `none_fails`: op raises
     whenever an operand is None or a Failed (arithmetic, ordering, functions of numbers), so at
     the holes of its operands the result is known without calling it: the inherited failure."""
@@ -99,10 +100,10 @@ def elementwise(op: Callable[..., Any], *args: Any, none_fails: bool = True) -> 
     return out
 
 
-def _all_failed(args: tuple[Any, ...], n: int) -> Col:
+def _all_failed(args: tuple[object, ...], n: int) -> Col:
     """Every position of a none_fails operator holds a hole: each inherits, as _failure does,
     the first Failed among its operands, else MISSING."""
-    out: list[Any] = [None] * n
+    out: list[object] = [None] * n
     for a in args:
         if a.__class__ is Col:
             for i in a.holes:
@@ -124,7 +125,7 @@ def filled(col: Col, holes: frozenset[int]) -> list[Any]:
     return out
 
 
-def _one_by_one(op: Callable[..., Any], args: tuple[Any, ...]) -> Col:
+def _one_by_one(op: Op, args: tuple[object, ...]) -> Col:
     """Some element raised: every element again, each failure kept in its place."""
     out = []
     for t in zip(*[a if a.__class__ is Col else repeat(a) for a in args]):
@@ -135,7 +136,7 @@ def _one_by_one(op: Callable[..., Any], args: tuple[Any, ...]) -> Col:
     return Col.of(out)
 
 
-def _failure(operands: tuple[Any, ...], exc: Exception | None) -> Failed:
+def _failure(operands: tuple[object, ...], exc: Exception | None) -> Failed:
     """What an element that raised holds: the failure it inherited, else a new one."""
     for a in operands:
         if a.__class__ is Failed:
@@ -143,7 +144,7 @@ def _failure(operands: tuple[Any, ...], exc: Exception | None) -> Failed:
     return MISSING if exc is None or any(a is None for a in operands) else Failed(exc)
 
 
-def at(value: Any, i: int) -> Any:
+def at(value: object, i: int) -> Any:       # Any: the engine reads it as the figure it is
     """Candidate i's value."""
     return value[i] if value.__class__ is Col else value
 
@@ -156,13 +157,13 @@ def guarded(fn: Fn, s: Scope) -> Any:
         return Failed(exc)
 
 
-def pick(cond: Any, yes: Any, no: Any) -> Any:          # never touches the branch not taken
+def pick(cond: object, yes: object, no: object) -> object:          # never touches the branch not taken
     if cond.__class__ is Failed:
         return cond
     return yes if cond else no
 
 
-def and_(a: Any, b: Any) -> Any:
+def and_(a: object, b: object) -> object:
     if a.__class__ is Failed:
         return a
     if not a:
@@ -170,7 +171,7 @@ def and_(a: Any, b: Any) -> Any:
     return b if b.__class__ is Failed else bool(b)
 
 
-def or_(a: Any, b: Any) -> Any:
+def or_(a: object, b: object) -> object:
     if a.__class__ is Failed:
         return a
     if a:
@@ -178,7 +179,7 @@ def or_(a: Any, b: Any) -> Any:
     return b if b.__class__ is Failed else bool(b)
 
 
-def _fast(op: Callable[..., Any], a: Any, b: Any) -> Col | None:
+def _fast(op: Op, a: object, b: object) -> Col | None:
     """op over two operands in one C-level pass, when no position can fail on a hole."""
     if a.__class__ is Col:
         if a.holes:
@@ -190,13 +191,14 @@ def _fast(op: Callable[..., Any], a: Any, b: Any) -> Col | None:
         if b is None or b.__class__ is Failed:
             return None
         return Col(map(op, a, repeat(b)))
-    if b.holes or a is None or a.__class__ is Failed:
+    col = cast(Col, b)                  # one of the two is a Col
+    if col.holes or a is None or a.__class__ is Failed:
         return None
-    return Col(map(op, repeat(a), b))
+    return Col(map(op, repeat(a), col))
 
 
-def lift2(op: Callable[[Any, Any], Any], left: Fn, right: Fn, none_fails: bool = True) -> Fn:
-    def apply(s: Scope) -> Any:
+def lift2(op: Callable[[object, object], object], left: Fn, right: Fn, none_fails: bool = True) -> Fn:
+    def apply(s: Scope) -> object:
         a, b = left(s), right(s)
         if a.__class__ is Col or b.__class__ is Col:
             try:
@@ -208,8 +210,8 @@ def lift2(op: Callable[[Any, Any], Any], left: Fn, right: Fn, none_fails: bool =
     return apply
 
 
-def lift1(op: Callable[[Any], Any], inner: Fn, none_fails: bool = True) -> Fn:
-    def apply(s: Scope) -> Any:
+def lift1(op: Callable[[object], object], inner: Fn, none_fails: bool = True) -> Fn:
+    def apply(s: Scope) -> object:
         a = inner(s)
         if a.__class__ is not Col:
             return op(a)
@@ -222,8 +224,8 @@ def lift1(op: Callable[[Any], Any], inner: Fn, none_fails: bool = True) -> Fn:
     return apply
 
 
-def liftn(op: Callable[..., Any], args: list[Fn]) -> Fn:
-    def apply(s: Scope) -> Any:
+def liftn(op: Op, args: list[Fn]) -> Fn:
+    def apply(s: Scope) -> object:
         vals = [a(s) for a in args]
         for v in vals:
             if v.__class__ is Col:
@@ -232,9 +234,9 @@ def liftn(op: Callable[..., Any], args: list[Fn]) -> Fn:
     return apply
 
 
-def short_circuit(both: Callable[[Any, Any], Any], left: Fn, right: Fn, stop_on: bool) -> Fn:
+def short_circuit(both: Callable[[object, object], object], left: Fn, right: Fn, stop_on: bool) -> Fn:
     """and / or: the right side is read only where the left does not decide."""
-    def apply(s: Scope) -> Any:
+    def apply(s: Scope) -> object:
         a = left(s)
         if a.__class__ is not Col:
             if bool(a) is stop_on:

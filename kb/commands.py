@@ -67,23 +67,27 @@ def ask(answer: Callable[[list[str]], int] | None, query: tuple[str, ...], as_js
 @click.option("--vendor", type=click.Choice(["nvidia", "amd", "intel", "apple"]), default=None)
 @click.option("--segment", type=click.Choice(["datacenter", "workstation", "consumer", "apple"]), default=None)
 @click.option("--runtime", default=None, metavar="NAME", help="only the GPUs this runtime runs on (runtimes.yaml platforms)")
+@click.option("--max-price", type=float, default=None, metavar="USD",
+              help="only cards whose purchase price (rules/prices.yaml) is at most USD")
 @rules_option
 def gpus(as_json: bool, min_vram: float | None, vendor: str | None, segment: str | None,
-         runtime: str | None, rules: str | None) -> None:
+         runtime: str | None, max_price: float | None, rules: str | None) -> None:
     kn = _knowledge(rules)
     platforms = _runtime_platforms(kn, runtime)
     items = [g for g in kn.gpus.values()
              if (min_vram is None or g["vram_gb"] >= min_vram)
              and (vendor is None or g["vendor"] == vendor)
              and (segment is None or g["segment"] == segment)
-             and (platforms is None or g["vendor"] in platforms)]
+             and (platforms is None or g["vendor"] in platforms)
+             and (max_price is None or (g.get("price_usd") is not None and g["price_usd"] <= max_price))]
     if as_json:
         click.echo(dump(items), nl=False)
         return
-    head = ["id", "name", "VRAM GB", "GB/s", "FP16 TFLOPS", "FP8", "FP4", "TDP W", "link"]
+    head = ["id", "name", "VRAM GB", "GB/s", "FP16 TFLOPS", "FP8", "FP4", "TDP W", "link", "buy $", "rent $/h"]
     rows = [[g["id"], g["name"], f"{g['vram_gb']:g}", f"{g['bandwidth_gb_s']:g}",
              _f(g["tensor_tflops"]["fp16"]), _f(g["tensor_tflops"]["fp8"]), _f(g["tensor_tflops"]["fp4"]),
-             _f(g["tdp_w"]), f"{g['interconnect']['kind']} {g['interconnect'].get('generation') or ''}".strip()]
+             _f(g["tdp_w"]), f"{g['interconnect']['kind']} {g['interconnect'].get('generation') or ''}".strip(),
+             _f(g.get("price_usd")), _f(g.get("cloud_usd_per_hour"))]
             for g in items]
     _table(head, rows)
     click.echo(f"{len(items)} GPUs; tensor TFLOPS are dense (no sparsity); '-' = not native")

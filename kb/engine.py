@@ -17,6 +17,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kb import training as tr
+from kb import advice as rightsize
 from kb.answer import Answer, GpuRow, Step
 from kb.errors import EvalError
 from kb.expr import MISSING, RAISED, Col, Failed, at, filled, guarded
@@ -29,7 +31,11 @@ Scope = dict[str, Any]
 
 # Answer keys → formula names (what the answer shows); the names live in rules/formulas.yaml.
 BREAKDOWN = ("weights_gb", "kv_cache_gb", "activations_gb", "gradients_gb", "optimizer_gb",
-             "adapters_gb", "overhead_gb")
+             "adapters_gb", "overhead_gb", "other_models_gb")
+# a training answer shows the memory as the ranks hold it, added up over the GPUs
+TRAINING_BREAKDOWN = {"weights_gb": "job_weights_gb", "activations_gb": "job_activations_gb",
+                      "gradients_gb": "job_gradients_gb", "optimizer_gb": "job_optimizer_gb",
+                      "adapters_gb": "job_adapters_gb"}
 INFERENCE_SPEED = ("decode_tokens_per_s", "decode_tokens_per_s_aggregate",
                    "prefill_tokens_per_s", "ttft_s")
 TRAINING_SPEED = ("train_tokens_per_s", "train_time_s")
@@ -204,12 +210,16 @@ def resolve(w: Workload, kn: Knowledge) -> Resolved:
 
     if not w.task_explicit:
         assumptions.append(f"task: {w.task} (no task word in the query)")
+    if is_training:
+        tr.resolve_objective(w, kn, assumptions)
     runtime = _resolve_runtime(w, kn, is_training, assumptions)
     runtime = _runtime_for_devices(w, kn, runtime, is_training, assumptions)
     native = model.get("native_precision")
     if w.precision is None and native and not is_training:
         default("precision", native, f"precision: {native}, {model['name']}'s published checkpoint format "
                 f"({kn.precisions[native]['name']}; name another, e.g. 'fp16' or 'int4', to change it)")
+    if is_training:
+        tr.apply_recipes(w, kn, runtime, model, assumptions)
     if w.precision is None:
         key = "qlora_precision" if w.task == "qlora" else (
             "training_precision" if is_training else "inference_precision")
@@ -249,9 +259,8 @@ def resolve(w: Workload, kn: Knowledge) -> Resolved:
     for attr in ("users", "batch", "context_tokens", "prompt_tokens", "output_tokens"):
         if getattr(w, attr) is None:
             setattr(w, attr, d.get(attr, 1))
-    if w.paged:
-        warnings.append("paged optimizer: its states are counted on the GPU; under memory pressure "
-                        "bitsandbytes pages them to CPU memory, so the peak can be lower (and steps slower)")
+    if is_training:
+        tr.resolve_sharding(w, kn, runtime, assumptions)
     assumptions[:] = [a for a in assumptions if a]
     ctx = w.context_tokens if not is_training else w.seq_len
     if ctx and ctx > model["max_context"]:
@@ -278,7 +287,7 @@ def _resolve_runtime(w: Workload, kn: Knowledge, is_training: bool, assumptions:
         return kn.runtimes[w.runtime]
     if is_training:
         key = "training"
-    elif w.precision and w.precision.startswith(("q2_", "q3_", "q4_", "q5_", "q6_", "q8_")):
+    elif w.precision and w.precision.startswith(("q2_", "q3_", "q4_", "q5_", "q6_", "q8_", "iq2_")):
         key = "gguf"
     else:
         key = "inference"
@@ -359,7 +368,9 @@ def base_scope(r: Resolved, kn: Knowledge) -> Scope:
         "is_qlora": w.task == "qlora", "is_pretrain": w.task == "pretrain",
         "is_prefill_only": w.task == "prefill",
         "checkpointing": bool(w.checkpointing), "flash_attention": bool(w.flash_attention),
-        "offload": bool(w.offload),
+        "offload": bool(w.offload), "paged": bool(w.paged),
+        "checkpoint_offload": bool(w.checkpoint_offload),
+        **tr.scope_values(w, kn),
         "optimizer_in_backward": bool(w.optimizer_in_backward),
         "lora_attention_only": bool(w.lora_attention_only),
         "optimizer": w.optimizer, "precision": w.precision, "task": w.task,
@@ -400,6 +411,7 @@ def base_scope(r: Resolved, kn: Knowledge) -> Scope:
         "runtime.master_weights": rt.get("master_weights", True),
         "precision.quantizes_embeddings": r.precision.get("quantizes_embeddings", True),
     })
+    scope.update(target_inputs(w))
     return scope
 
 
@@ -417,6 +429,19 @@ def _layer_kinds(m: dict[str, Any]) -> Scope:
         "model.state_heads": rec.get("heads", 0), "model.state_head_dim": rec.get("head_dim", 0),
         "model.state_dim": rec.get("state_dim", 0), "model.state_groups": rec.get("groups", 0),
         "model.state_conv_kernel": rec.get("conv_kernel", 1),
+    }
+
+
+def target_inputs(w: Workload) -> Scope:
+    """The prices, utilisation and targets a query set (rules/formulas.yaml asked_*)."""
+    return {
+        "hourly_price_asked": w.usd_per_gpu_hour is not None, "asked_usd_per_gpu_hour": w.usd_per_gpu_hour,
+        "hours_per_day_asked": w.hours_per_day is not None, "asked_hours_per_day": w.hours_per_day,
+        "budget_asked": w.budget_usd is not None, "asked_budget_usd": w.budget_usd,
+        "deadline_asked": w.deadline_hours is not None, "asked_deadline_h": w.deadline_hours,
+        "ttft_asked": w.ttft_max_s is not None, "asked_ttft_max_s": w.ttft_max_s,
+        "tokens_per_day_asked": w.tokens_per_day is not None, "asked_tokens_per_day": w.tokens_per_day,
+        "rent_asked": bool(w.rent), "sort_order": None,
     }
 
 
@@ -446,6 +471,8 @@ def gpu_values(gpu: dict[str, Any], count: int, precision: dict[str, Any]) -> Sc
         "gpu.hbm": str(gpu.get("memory_type", "")).upper().startswith("HBM"),
         "gpu.compute_tflops": tflops, "gpu.tdp_w": gpu.get("tdp_w"),
         "gpu.interconnect_gb_s": (gpu.get("interconnect") or {}).get("gb_s") or 0,
+        "gpu.module": str(gpu.get("form_factor", "")).upper().startswith(("SXM", "OAM")),
+        "gpu.price_usd": gpu.get("price_usd"), "gpu.cloud_usd_per_hour": gpu.get("cloud_usd_per_hour"),
         "gpu_count": count, "_compute_precision": key,
     }
 
@@ -682,6 +709,8 @@ def _answer_question(w: Workload, kn: Knowledge, query: str) -> Answer:
             g.count = int(primary["value"])
     result = _answer(w2, kn, query)
     result.verdict = solve.verdict(kn, question, primary)
+    if question == "how_many_gpus" and not primary["found"]:
+        result.verdict += tr.no_count_note(kn, result.memory)
     if spec.get("holds") == "serves_at_floor":
         floor = w.speed_floor_tok_s or kn.constants["decode_speed_floor_tok_s"]["value"]
         result.assumptions.append(f"speed floor: every user decodes at {floor:g} tokens/s or more"
@@ -738,11 +767,20 @@ def _answer(w: Workload, kn: Knowledge, query: str = "") -> Answer:
     # a formula is computed when the rows, a flow or a claim first needs it
     layouts = [layout_of(r, kn, c) for _, c, _ in candidates]
     gpus = {**gpus, **layout_columns(layouts)}
-    every = Evaluated({**base_scope(r, kn), **gpus}, columns=[k for k, v in gpus.items() if v.__class__ is Col])
+    base = base_scope(r, kn)
+    every = Evaluated({**base, **gpus}, columns=[k for k, v in gpus.items() if v.__class__ is Col])
     evaluate(kn, every, ROW_FORMULAS[r.is_training])
+    if not w.gpus and kn.advice:    # judge each GPU at the fewest cards that hold the job
+        candidates = rightsize.configurations(kn, every.scope.get("gpus_needed"), [g for g, _, _ in candidates])
+        layouts = [layout_of(r, kn, c) for _, c, _ in candidates]
+        gpus = {**gpu_columns([(g, c) for g, c, _ in candidates], r.precision), **layout_columns(layouts)}
+        every = Evaluated({**base, **gpus}, columns=[k for k, v in gpus.items() if v.__class__ is Col])
+        evaluate(kn, every, ROW_FORMULAS[r.is_training])
+    evaluate(kn, every, rightsize.cost_formulas(r.is_training))
     n = len(candidates)
-    order = list(range(n)) if w.gpus else _ranking(sizing.ranking, every, n)
+    order = list(range(n)) if w.gpus else _ranking(rightsize.sort_keys(kn, w, sizing.ranking), every, n)
     rows = _rows(every, candidates, order)
+    rightsize.fill_rows(every.scope, rows, order, r.is_training)
     fits = every.scope.get("fits")
     primary = every.view(order[0])
     if layouts[order[0]].note:
@@ -752,6 +790,7 @@ def _answer(w: Workload, kn: Knowledge, query: str = "") -> Answer:
         _exact_gpus_needed(kn, w, rows, candidates, order, primary)
     primary.scope["gpu_candidates"] = n
     primary.scope["fitting_gpus"] = sum(map(bool, fits)) if fits.__class__ is Col else n * bool(fits)
+    primary.scope["sort_order"] = rightsize.sort_text(kn, w) or "fit, speed and power"
 
     tracer = Tracer(kn, primary)
     path: list[str] = []
@@ -766,7 +805,9 @@ def _answer(w: Workload, kn: Knowledge, query: str = "") -> Answer:
             advice.append({"flow": flow.id, "title": flow.title, "source": flow.source,
                            "conclusion": text, "node": flow_path[-1]})
     speed = TRAINING_SPEED if r.is_training else INFERENCE_SPEED
-    for name in BREAKDOWN + ("total_gb",) + speed:
+    shown = tr.shown(r.is_training, BREAKDOWN, TRAINING_BREAKDOWN)
+    evaluate(kn, primary, shown)
+    for name in shown + ("total_gb",) + speed:
         tracer.formula("answer", name)
     warnings = list(r.warnings) + _gpu_warnings(every, candidates, r) + [
         f"{name} could not be computed: {msg}" for name, msg in primary.errors.items()]
@@ -779,6 +820,10 @@ def _answer(w: Workload, kn: Knowledge, query: str = "") -> Answer:
                                bands.get("total_gb")) if w.gpus else None
     if tight:
         verdict = f"{verdict} {tight}"
+    rec = rightsize.recommendation(kn, w, rows, r.is_training) if not w.gpus else None
+    r.assumptions.extend(rightsize.price_assumptions(kn, w, rows[0]))
+    if rec is not None:
+        verdict = f"{verdict} {rightsize.verdict_text(rec)}"
     return Answer(
         query=query, workload=_workload_dict(r), assumptions=r.assumptions,
         memory=_memory(s, r),
@@ -786,7 +831,8 @@ def _answer(w: Workload, kn: Knowledge, query: str = "") -> Answer:
         bottleneck=_bottleneck(s, r),
         gpus=rows, verdict=verdict, path=path, trace=tracer.steps,
         disagreements=disagreements, warnings=warnings, advice=advice,
-        claims_checked=agreements, error_bands=bands)
+        claims_checked=agreements, error_bands=bands, recommendation=rec,
+        prices=rightsize.prices_used(kn, w, [row.id for row in rows]))
 
 
 # figure of the answer → kind of measurement in rules/error_bands.yaml
@@ -838,11 +884,13 @@ def _workload_dict(r: Resolved) -> dict[str, Any]:
 
 
 def _memory(s: Scope, r: Resolved) -> dict[str, Any]:
+    keys = {k: TRAINING_BREAKDOWN.get(k, k) if r.is_training else k for k in BREAKDOWN}
     return {"total_gb": s.get("total_gb"),
-            "breakdown": {k: s.get(k) for k in BREAKDOWN},
+            "breakdown": {k: s.get(name) for k, name in keys.items()},
             "per_gpu_gb": s.get("per_gpu_gb"),
             "kv_cache_gb_per_user": s.get("kv_cache_gb_per_user") if not r.is_training else None,
-            "gpu": s.get("gpu.name"), "gpu_count": s.get("gpu_count")}
+            "gpu": s.get("gpu.name"), "gpu_count": s.get("gpu_count"),
+            **tr.memory_extras(s, r.workload, r.is_training)}
 
 
 def _bottleneck(s: Scope, r: Resolved) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from typing import Any
 
 from kb.answer import Answer, Step
 from kb.errors import EvalError, KbError
+from kb.export_prices import cost_cell, prices_page
 from kb.knowledge import Flow, Formula, Knowledge, Node
 from kb.model import readable_template
 from kb.nodes import literal, plain_exponent
@@ -209,6 +210,8 @@ def markdown_pages(kn: Knowledge) -> dict[str, str]:
         "formulas.md": formulas_page(kn, list(runs.values())),
         "sources.md": sources_page(kn, runs),
     }
+    if kn.prices:
+        pages["prices.md"] = prices_page(kn, md, code, src_link, table, _page)
     for flow in kn.flows:
         pages[f"flows/{flow.id}.md"] = flow_page(kn, flow)
     return dict(sorted(pages.items()))
@@ -230,6 +233,7 @@ def index_page(kn: Knowledge) -> str:
         (f"- [Formulas](formulas.md): {len(kn.formulas)} formulas, {len(kn.inputs)} inputs, "
         f"{len(kn.constants)} constants"),
         f"- [Sources and claims](sources.md): {len(kn.sources)} sources, {len(kn.claims)} claims",
+        *([f"- [Prices](prices.md): what {len(kn.prices)} GPUs cost to buy and rent"] if kn.prices else []),
         "- Flows:",
         *(f"  - [{md(f.title)}](flows/{f.id}.md) ({code(f.id)}, {f.role})" for f in kn.flows),
     ]
@@ -244,7 +248,7 @@ def gpus_page(kn: Knowledge) -> str:
     precisions = ("tf32", "fp16", "bf16", "fp8", "int8", "int4", "fp4")
     head = ["GPU", "id", "vendor", "segment", "architecture", "year", "VRAM GB", "memory",
             "GB/s", "FP32", *(p.upper() for p in precisions), "TDP W", "interconnect", "ECC",
-            "form factor", "source"]
+            "form factor", *(["what it costs"] if kn.prices else []), "source"]
     rows = []
     for g in kn.gpus.values():
         link = g["interconnect"]
@@ -255,7 +259,7 @@ def gpus_page(kn: Knowledge) -> str:
                      md(g["memory_type"]), number(g["bandwidth_gb_s"]), _dash(g["fp32_tflops"]),
                      *(_dash(g["tensor_tflops"][p]) for p in precisions), _dash(g["tdp_w"]),
                      md(inter), "yes" if g["ecc"] else "no", md(g["form_factor"]),
-                     src_link(g["source"])])
+                     *([cost_cell(kn, g)] if kn.prices else []), src_link(g["source"])])
     body = [("Tensor TFLOPS are dense (vendors' sparse figures halved); – means the precision "
             "has no native tensor support."), "",
             *table(head, rows, "lllllrrlrrrrrrrrrr"), "", "## Aliases, per-figure sources and notes", ""]
@@ -310,7 +314,8 @@ def runtimes_page(kn: Knowledge) -> str:
     rows = []
     for r in kn.runtimes.values():
         settings = ", ".join(f"{md(k)} = {md(v) if isinstance(v, str) else number(v)}"
-                             for k, v in r.items() if k not in _RUNTIME_COLUMNS and v is not None)
+                             for k, v in r.items()
+                             if k not in _RUNTIME_COLUMNS and v is not None and not isinstance(v, list))
         rows.append([md(r["name"]), code(r["id"]), md(r["kind"]), md(r["multi_gpu"]),
                      md(", ".join(r["platforms"])), settings,
                      src_link(r["source"])])
@@ -319,6 +324,10 @@ def runtimes_page(kn: Knowledge) -> str:
     body = [f"Serving and training software; a query may name one. Defaults: {defaults}.", "",
             *table(head, rows), "", "## Aliases and notes", ""]
     body += _aliases_and_notes(kn.runtimes.values())
+    recipes = [f"- **{md(r['name'])}**: {md(x['text'])} ({src_link(x['source'])})"
+               for r in kn.runtimes.values() for x in r.get("recipes") or []]
+    if recipes:
+        body += ["", "## Recipes (defaults a query can override)", "", *recipes]
     return _page("Runtimes", body)
 
 

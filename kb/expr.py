@@ -52,7 +52,7 @@ class Expr:
     name_columns: dict[str, int] = field(compare=False, hash=False)
     fn: Fn = field(compare=False, hash=False, repr=False)
 
-    def __call__(self, scope: Scope) -> Any:
+    def __call__(self, scope: Scope) -> object:
         try:
             return self.fn(scope)
         except RAISED as exc:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import cast
 
 from kb import units as u
 from kb.columns import Col, Fn, Scope, elementwise, guarded, lift1, liftn, pick
@@ -18,7 +18,7 @@ from kb.errors import EvalError
 from kb.units import BOOL, Unit, UnitError
 
 
-def num(value: Any, what: str) -> float:
+def num(value: object, what: str) -> float:
     """value if it is a number (not a bool); else an EvalError naming `what`."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise EvalError(f"{what} is not a number ({value!r})")
@@ -39,7 +39,7 @@ class Function:
 def _if(args: list[Fn]) -> Fn:
     cond, yes, no = args
 
-    def if_(s: Scope) -> Any:
+    def if_(s: Scope) -> object:
         c = cond(s)
         if c.__class__ is not Col:
             return yes(s) if c else no(s)
@@ -53,7 +53,7 @@ def _if_unit(args: list[Unit]) -> Unit:
     return u.same(args[1], args[2], "the two branches of if()")
 
 
-def _extreme(pick_one: Callable[..., Any]) -> Callable[[list[Fn]], Fn]:
+def _extreme(pick_one: Callable[..., object]) -> Callable[[list[Fn]], Fn]:
     return lambda args: args[0] if len(args) == 1 else liftn(pick_one, args)
 
 
@@ -70,11 +70,12 @@ def _first(args: list[Unit]) -> Unit:
     return args[0]
 
 
-def _clamp(x: Any, lo: Any, hi: Any) -> Any:
-    return min(max(num(x, "clamp() value"), lo), hi)
+def _clamp(x: object, lo: object, hi: object) -> object:
+    # the bounds are compared as they are (the unit check made them numbers of x's unit)
+    return min(max(num(x, "clamp() value"), cast(float, lo)), cast(float, hi))
 
 
-def _round2(x: Any, digits: Any) -> float:
+def _round2(x: object, digits: object) -> float:
     digits = num(digits, "round() digits")
     if not (digits == digits and -20 <= digits <= 20):
         raise EvalError("round() keeps between -20 and 20 digits")
@@ -87,21 +88,21 @@ def _round(args: list[Fn]) -> Fn:
     return lift1(lambda x: float(round(num(x, "round()"))), args[0])
 
 
-def _sqrt(x: Any) -> float:
+def _sqrt(x: object) -> float:
     x = num(x, "sqrt()")
     if x < 0:
         raise EvalError("sqrt() of a negative number")
     return math.sqrt(x)
 
 
-def _log2(x: Any) -> float:
+def _log2(x: object) -> float:
     x = num(x, "log2()")
     if x <= 0:
         raise EvalError("log2() of a non-positive number")
     return math.log2(x)
 
 
-def _unary(f: Callable[[Any], Any], name: str) -> Callable[[list[Fn]], Fn]:
+def _unary(f: Callable[[float], float], name: str) -> Callable[[list[Fn]], Fn]:
     what = f"{name}()"
     return lambda args: lift1(lambda x: float(f(num(x, what))), args[0])
 

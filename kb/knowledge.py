@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kb import expr as ex
+from kb import prices as kb_prices
 from kb.errors import RuleError, RuleErrors, nearest
 from kb.loader import Doc, display_name, load, validate
 from kb.model import (GPU_INPUT_PREFIX, PER_GPU_INPUTS, TEMPLATE_FIELD, TEMPLATE_SPEC, Case, Claim,
@@ -48,6 +49,8 @@ def build(root: Path) -> Knowledge:
         _load_one(path, root, FILES[name], name, docs, parsed, errs)
     if (root / "error_bands.yaml").is_file():
         _load_one(root / "error_bands.yaml", root, FILES["error_bands"], "error_bands", docs, parsed, errs)
+    if (root / "prices.yaml").is_file():
+        _load_one(root / "prices.yaml", root, FILES["prices"], "prices", docs, parsed, errs)
     flow_paths = sorted((root / "flows").glob("*.yaml")) if (root / "flows").is_dir() else []
     if not flow_paths:
         errs.add(RuleError(f"{root.name}/flows", 1, 1, "no flow files"))
@@ -161,6 +164,9 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
                     errs.add(rdoc.error(("runtimes", i, "id"), f"inference runtime '{rt.id}' needs {key}"))
         if rt.kind in ("training", "both") and rt.training_mfu is None:
             errs.add(rdoc.error(("runtimes", i, "id"), f"training runtime '{rt.id}' needs training_mfu"))
+        for j, recipe in enumerate(rt.recipes):
+            need_source(rdoc, ("runtimes", i, "recipes", j, "source"), recipe.source)
+    sharding, objectives = _training_tables(parsed["runtimes"], rdoc, need_source, errs)
     if "error_bands" in parsed:
         need_source(docs["error_bands"], ("source",), parsed["error_bands"].source)
     rdefaults = parsed["runtimes"].defaults.model_dump()
@@ -228,6 +234,14 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
                             c.example_query, c.note, per_gpu, f"{src_doc.display}:{line}"))
     _unique(src_doc, [("claims", i, "id") for i in range(len(claims))], [c.id for c in claims], "claim id", errs)
 
+    prices: dict[str, Any] = {}
+    gpus_sound = not any(e.render().startswith(docs["gpus"].display + ":") for e in errs.errors)
+    if "prices" in parsed and gpus and gpus_sound and not skip_names:   # else it echoes their errors
+        kb_prices.check(docs["prices"], parsed["prices"], gpus, set(ffile.formulas) | set(inputs),
+                        need_source, errs.add)
+        prices = kb_prices.table(parsed["prices"])
+        gpus = kb_prices.merge(gpus, prices)
+
     if errs.errors:
         raise RuleErrors(errs.errors)
     return Knowledge(root=root, gpus=gpus, models=models, precisions=precisions, sources=sources,
@@ -235,7 +249,30 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
                      flows=flows, claims=claims, query=query, bare_size_refs=refs,
                      gpu_alias=gpu_alias, model_alias=model_alias, precision_alias=precision_alias,
                      runtimes=runtimes, runtime_alias=runtime_alias, runtime_defaults=rdefaults,
-                     error_bands=parsed["error_bands"].model_dump() if "error_bands" in parsed else {})
+                     sharding=sharding, objectives=objectives,
+                     error_bands=parsed["error_bands"].model_dump() if "error_bands" in parsed else {},
+                     prices=prices, advice=kb_prices.advice_table(parsed.get("prices")))
+
+
+def _training_tables(rfile: Any, rdoc: Doc, need_source: Any,
+                     errs: _Collector) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """runtimes.yaml's sharding strategies and training objectives, their sources and names checked."""
+    sharding = rfile.sharding.model_dump() if rfile.sharding is not None else {}
+    strategies = sharding.get("strategies", {})
+    for name, st in strategies.items():
+        need_source(rdoc, ("sharding", "strategies", name, "source"), st["source"])
+    for key in ("default", "offload_default"):
+        if sharding and sharding[key] not in strategies:
+            errs.add(rdoc.error(("sharding", key), f"unknown sharding '{sharding[key]}'",
+                                nearest(sharding[key], strategies)))
+    for i, rt in enumerate(rfile.runtimes):
+        if rt.sharding is not None and rt.sharding not in strategies:
+            errs.add(rdoc.error(("runtimes", i, "sharding"), f"unknown sharding '{rt.sharding}'",
+                                nearest(rt.sharding, strategies)))
+    objectives = {k: o.model_dump() for k, o in rfile.objectives.items()}
+    for name, o in objectives.items():
+        need_source(rdoc, ("objectives", name, "source"), o["source"])
+    return sharding, objectives
 
 
 def _unique(doc: Doc | None, locs: list[tuple[Any, ...]], values: list[str], what: str,

@@ -163,7 +163,11 @@ class Knowledge:
     runtimes: dict[str, dict[str, Any]] = field(default_factory=dict)
     runtime_alias: dict[str, str] = field(default_factory=dict)
     runtime_defaults: dict[str, str] = field(default_factory=dict)
+    sharding: dict[str, Any] = field(default_factory=dict)      # runtimes.yaml sharding
+    objectives: dict[str, dict[str, Any]] = field(default_factory=dict)
     error_bands: dict[str, Any] = field(default_factory=dict)
+    prices: dict[str, dict[str, Any]] = field(default_factory=dict)   # gpu id → prices.yaml entry
+    advice: dict[str, Any] = field(default_factory=dict)              # prices.yaml advice: sort orders
     cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)  # derived tables
 
     @property

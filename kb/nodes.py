@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from kb import units as u
-from kb.columns import RAISED, Fn, Scope, and_, lift1, lift2, or_, short_circuit
+from kb.columns import RAISED, Fn, Op, Scope, and_, lift1, lift2, or_, short_circuit
 from kb.errors import EvalError
 from kb.functions import FUNCTIONS, num
 from kb.units import BOOL, ONE, TEXT, Unit, UnitError, format_unit
@@ -29,7 +29,7 @@ ASCII: Symbols = {}
 MATH: Symbols = {"*": "×", "/": "÷", "<=": "≤", ">=": "≥", "!=": "≠", "==": "="}
 ATOM = 9                                 # binding strength of a name, number or call
 
-_COMPARE: dict[str, Callable[[Any, Any], Any]] = {
+_COMPARE: dict[str, Op] = {
     "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
     "==": operator.eq, "!=": operator.ne,
 }
@@ -93,7 +93,7 @@ class Node:
         """(text, binding strength): the fewest parentheses that keep the meaning."""
         raise NotImplementedError
 
-    def to_list(self) -> list[Any]:
+    def to_list(self) -> list[object]:
         """The JSON form: ["num", x] ["name", n] ["bin", op, a, b] … (see from_list)."""
         raise NotImplementedError
 
@@ -132,7 +132,7 @@ class Num(Node):
     def render(self, show: Show, symbols: Symbols) -> tuple[str, int]:
         return literal(self.value), ATOM
 
-    def to_list(self) -> list[Any]:
+    def to_list(self) -> list[object]:
         return ["num", self.value]
 
 
@@ -150,7 +150,7 @@ class Str(Node):
     def render(self, show: Show, symbols: Symbols) -> tuple[str, int]:
         return f'"{self.value}"', ATOM
 
-    def to_list(self) -> list[Any]:
+    def to_list(self) -> list[object]:
         return ["str", self.value]
 
 
@@ -167,7 +167,7 @@ class Name(Node):
     def _compile(self) -> Fn:
         key = self.name
 
-        def lookup(s: Scope) -> Any:
+        def lookup(s: Scope) -> object:
             try:
                 return s[key]
             except KeyError:
@@ -181,11 +181,11 @@ class Name(Node):
         text = show(self.name)
         return (f"({text})", ATOM) if text.startswith("-") else (text, ATOM)
 
-    def to_list(self) -> list[Any]:
+    def to_list(self) -> list[object]:
         return ["name", self.name]
 
 
-def _pow(a: Any, b: Any) -> float:
+def _pow(a: object, b: object) -> float:
     a, b = num(a, "base"), num(b, "exponent")
     try:
         result: float | complex = float(a) ** float(b)   # floats: an int power could run without bound
@@ -196,11 +196,11 @@ def _pow(a: Any, b: Any) -> float:
     return result
 
 
-def _neg(a: Any) -> float:
+def _neg(a: object) -> float:
     return -num(a, "operand")
 
 
-_ARITH: dict[str, Callable[[Any, Any], Any]] = {
+_ARITH: dict[str, Op] = {
     "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv, "^": _pow}
 _STRENGTH = {"+": 5, "-": 5, "*": 6, "/": 6, "^": 7}
 
@@ -243,7 +243,7 @@ class Bin(Node):
         sides = (p, ATOM, p) if self.op == "^" else (p, p, p + 1)
         return _infix(self.left, self.op, self.right, show, symbols, sides)
 
-    def to_list(self) -> list[Any]:
+    def to_list(self) -> list[object]:
         return ["bin", self.op, self.left.to_list(), self.right.to_list()]
 
 
@@ -271,7 +271,7 @@ class Cmp(Node):
     def render(self, show: Show, symbols: Symbols) -> tuple[str, int]:
         return _infix(self.left, self.op, self.right, show, symbols, (4, 5, 5))  # no chaining
 
-    def to_list(self) -> list[Any]:
+    def to_list(self) -> list[object]:
         return ["cmp", self.op, self.left.to_list(), self.right.to_list()]
 
 
@@ -305,7 +305,7 @@ class Logic(Node):
         p = self._STRENGTH[self.op]
         return _infix(self.left, self.op, self.right, show, symbols, (p, p, p + 1))
 
-    def to_list(self) -> list[Any]:
+    def to_list(self) -> list[object]:
         return [self.op, self.left.to_list(), self.right.to_list()]
 
 
@@ -325,7 +325,7 @@ class Not(Node):
     def render(self, show: Show, symbols: Symbols) -> tuple[str, int]:
         return f"not {_wrap(self.inner, show, symbols, 3)}", 3
 
-    def to_list(self) -> list[Any]:
+    def to_list(self) -> list[object]:
         return ["not", self.inner.to_list()]
 
 
@@ -345,7 +345,7 @@ class Neg(Node):
     def render(self, show: Show, symbols: Symbols) -> tuple[str, int]:
         return f"-{_wrap(self.inner, show, symbols, ATOM)}", 8
 
-    def to_list(self) -> list[Any]:
+    def to_list(self) -> list[object]:
         return ["neg", self.inner.to_list()]
 
 
@@ -367,7 +367,7 @@ class Call(Node):
     def render(self, show: Show, symbols: Symbols) -> tuple[str, int]:
         return f"{self.fn}({', '.join(a.render(show, symbols)[0] for a in self.args)})", ATOM
 
-    def to_list(self) -> list[Any]:
+    def to_list(self) -> list[object]:
         return ["call", self.fn, [a.to_list() for a in self.args]]
 
 

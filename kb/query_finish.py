@@ -68,7 +68,7 @@ class Finisher:
         tasks = list(dict.fromkeys(self.tasks))
         resolved = [q["task_resolution"].get(t, t) for t in tasks]
         # a specific training kind wins over the generic "train"/"fine-tune"
-        generic = set(q["task_resolution"]) | {"lora"}
+        generic = set(q["task_resolution"]) | {"lora"} | set(self.kn.objectives)
         specific = [t for t in tasks if t in q["training_tasks"] and t not in generic]
         if "full_ft" in tasks:
             specific = ["full_ft"]
@@ -82,6 +82,9 @@ class Finisher:
         if resolved:
             w.task = resolved[0]
             w.task_explicit = True
+        objectives = [t for t in tasks if t in self.kn.objectives]
+        if objectives:              # "dpo … lora": the objective, trained the way the query says
+            w.objective = objectives[0]
         if w.precision == "nf4" and w.task in ("lora", "full_ft") and "full_ft" not in tasks:
             w.task = "qlora"
 

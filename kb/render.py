@@ -13,7 +13,7 @@ from typing import Any
 BREAKDOWN_LABELS = {
     "weights_gb": "weights", "kv_cache_gb": "KV cache", "activations_gb": "activations",
     "gradients_gb": "gradients", "optimizer_gb": "optimizer", "adapters_gb": "adapters",
-    "overhead_gb": "runtime overhead",
+    "overhead_gb": "runtime overhead", "other_models_gb": "other models",
 }
 
 
@@ -62,8 +62,44 @@ def _gpu_table(a: dict[str, Any], limit: int | None) -> tuple[list[str], list[li
         else:
             row += [num(g["decode_tokens_per_s"]), num(g["decode_tokens_per_s_aggregate"]),
                     num(g["prefill_tokens_per_s"])]
+        row += cost_cells(g, training)
         rows.append(row)
+    head += COST_HEAD_TRAIN if training else COST_HEAD_SERVE
     return head, rows, len(a["gpus"]) - len(gpus)
+
+
+COST_HEAD_SERVE = ["buy $", "rent $/h", "$/M tok", "break-even mo"]
+COST_HEAD_TRAIN = ["buy $", "rent $/h", "run $", "break-even mo"]
+
+
+def cost_cells(g: dict[str, Any], training: bool) -> list[str]:
+    """What a row costs: to buy (every card), to rent per hour, per million output tokens or
+    per training run, and the months of renting that cost as much as buying."""
+    per = g.get("run_cost_usd") if training else g.get("usd_per_million_tokens")
+    return [_money(g.get("config_price_usd")), _money(g.get("config_usd_per_hour")), _money(per),
+            num(g.get("breakeven_months"))]
+
+
+def _money(v: Any) -> str:
+    return "n/a" if v is None else f"{v:,.0f}" if v >= 100 else f"{v:,.2f}"
+
+
+def ranked_by(a: dict[str, Any]) -> str:
+    rec = a.get("recommendation") or {}
+    return f"ranked by {rec['sort']}" if rec.get("sort") else "ranked by fit, then speed, then power"
+
+
+def options_lines(a: dict[str, Any]) -> list[str]:
+    """The computed alternatives, one line each (text and Markdown)."""
+    out = []
+    for o in a.get("options") or []:
+        speed = o.get("decode_tokens_per_s") or o.get("train_tokens_per_s")
+        cost = o.get("usd_per_million_tokens") if "usd_per_million_tokens" in o else o.get("run_cost_usd")
+        out.append(f"{o['change']}: {'fits' if o['fits'] else 'does not fit'} on {o['count']}× {o['gpu']} "
+                   f"({num(o['per_gpu_gb'])} GB per GPU), {num(speed)} tok/s, "
+                   f"{'$' + _money(cost) if cost is not None else 'cost n/a'} "
+                   f"{'per M tokens' if 'usd_per_million_tokens' in o else 'per run'} — kbq \"{o['query']}\"")
+    return out
 
 
 def _columns(head: list[str], rows: list[list[str]]) -> list[str]:
@@ -93,6 +129,10 @@ def text(a: dict[str, Any], limit: int | None = 12, trace: bool = True) -> str:
             add(f"  {label:<17}{num(value):>9} GB  {bar}")
     if mem.get("kv_cache_gb_per_user"):
         add(f"  (KV cache per user: {num(mem['kv_cache_gb_per_user'])} GB)")
+    if mem.get("per_gpu_breakdown") and (mem.get("gpu_count") or 1) > 1:
+        add(f"  (each of {mem['gpu_count']} GPUs holds {num(mem['per_gpu_gb'])} GB under {mem['sharding']})")
+    if mem.get("host_ram_gb"):
+        add(f"  (CPU memory for what is offloaded: {num(mem['host_ram_gb'])} GB)")
     t = a["throughput"]
     b = a["bottleneck"]
     add("")
@@ -113,10 +153,14 @@ def text(a: dict[str, Any], limit: int | None = 12, trace: bool = True) -> str:
         add(f"  bound     {'; '.join(phases)} (arithmetic intensity {ai} FLOP/B vs ridge point {num(b['ridge_point'])})")
     add("")
     head, rows, more = _gpu_table(a, limit)
-    add("GPUS     " + ("as asked" if any(g["requested"] for g in a["gpus"]) else "ranked by fit, then speed, then power"))
+    add("GPUS     " + ("as asked" if any(g["requested"] for g in a["gpus"]) else ranked_by(a)))
     out.extend("  " + line for line in _columns(head, rows))
     if more:
         add(f"  … {more} more (kbq --all, or --json)")
+    if a.get("options"):
+        add("")
+        add("OPTIONS  what to change so it fits (least change first)")
+        out.extend(f"  - {line}" for line in options_lines(a))
     if a["advice"]:
         add("")
         add("THE SOURCES' FLOWCHARTS SAY")
@@ -189,6 +233,9 @@ def markdown(a: dict[str, Any], limit: int | None = 12) -> str:
     for key, label in BREAKDOWN_LABELS.items():
         if mem["breakdown"][key]:
             add(f"| {label} | {num(mem['breakdown'][key])} |")
+    if mem.get("host_ram_gb"):
+        add("")
+        add(f"CPU memory for what is offloaded: {num(mem['host_ram_gb'])} GB.")
     t, b = a["throughput"], a["bottleneck"]
     add("")
     if b.get("ridge_point") is None:
@@ -210,6 +257,13 @@ def markdown(a: dict[str, Any], limit: int | None = 12) -> str:
         add("| " + " | ".join(md(c) for c in r) + " |")
     if more:
         add(f"\n… and {more} more GPUs.")
+    if not any(g["requested"] for g in a["gpus"]):
+        add(f"\nGPUs {ranked_by(a)}.")
+    if a.get("options"):
+        add("")
+        add("**What to change so it fits** (least change first)")
+        add("")
+        out.extend(f"- {line}" for line in options_lines(a))
     if a["disagreements"]:
         add("")
         add("**Where the sources disagree**")

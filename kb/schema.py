@@ -90,6 +90,54 @@ class PrecisionsFile(Strict):
 Fraction = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
 
 
+class RecipeWhen(Strict):
+    tasks: list[Slug] = []
+    min_gpus: int = Field(default=1, gt=0)
+    max_gpus: int | None = Field(default=None, gt=0)
+    min_params: NonNeg = 0
+
+
+class RecipeSet(Strict):
+    optimizer: Literal["adamw", "adam8bit", "sgd"] | None = None
+    checkpointing: bool | None = None
+    paged: bool | None = None
+    optimizer_in_backward: bool | None = None
+    offload: bool | None = None
+    checkpoint_offload: bool | None = None
+
+
+class Recipe(Strict):
+    """What a runtime's documented recipe does for a kind of job (a default, said in the answer)."""
+    when: RecipeWhen
+    set: RecipeSet
+    text: str
+    source: Slug
+
+
+class Sharding(Strict):
+    stage: int = Field(ge=0, le=3)
+    name: str
+    source: Slug
+
+
+class ShardingFile(Strict):
+    default: Slug
+    offload_default: Slug
+    no_count_note: str
+    strategies: dict[str, Sharding]
+
+
+class Objective(Strict):
+    method: Literal["full_ft", "lora", "qlora"]
+    sequences: int = Field(default=1, gt=0)
+    reference: bool = False
+    critic: bool = False
+    rollout: bool = False
+    generations: int = Field(default=1, gt=0)
+    text: str
+    source: Slug
+
+
 class Runtime(Strict):
     id: Slug
     name: str
@@ -110,6 +158,8 @@ class Runtime(Strict):
     default_context_tokens: int | None = Field(default=None, gt=0)
     checkpointing: bool | None = None
     optimizer: Literal["adamw", "adam8bit", "sgd"] | None = None
+    sharding: Slug | None = None
+    recipes: list[Recipe] = []
     source: Slug
     notes: str | None = None
 
@@ -123,6 +173,8 @@ class RuntimeDefaults(Strict):
 
 class RuntimesFile(Strict):
     runtimes: list[Runtime]
+    sharding: ShardingFile | None = None
+    objectives: dict[str, Objective] = {}
     defaults: RuntimeDefaults
 
 
@@ -434,6 +486,62 @@ class ErrorBandsFile(Strict):
                         "inference_memory", "training_memory", "train_tokens_per_s"], Band]
 
 
+# ---------------------------------------------------------------- prices.yaml
+
+Month = Annotated[str, Field(pattern=r"^\d{4}(-(0[1-9]|1[0-2])(-(0[1-9]|[12]\d|3[01]))?)?$")]
+
+
+class CloudPrice(Strict):
+    usd_per_hour: Positive
+    provider: str
+    date: Month
+    source: Slug
+
+
+class Price(Strict):
+    gpu: Slug
+    purchase_usd: Positive | None
+    purchase_kind: Literal["list", "street", "used", "estimate"]
+    purchase_date: Month
+    purchase_source: Slug
+    note: str | None = None
+    cloud: list[CloudPrice] = []
+
+
+class SortKey(Strict):
+    by: str
+    order: Literal["asc", "desc"]
+
+
+class OptionRule(Strict):
+    id: Slug
+    change: str
+    kind: Literal["words", "context", "users", "gpus", "next_card"]
+    words: str = ""                 # appended to the query (kind words)
+    precision: Slug | None = None   # the weight precision it sets: offered only when it has fewer bits
+    tasks: list[Literal["inference", "training", "full_ft", "lora"]]
+    quality_rank: Annotated[int, Field(ge=0, le=9)]   # 0: no quality cost; higher costs more
+    quality: str
+    source: Slug
+
+
+class Advice(Strict):
+    options: list[OptionRule] = []
+    default_sort: Literal["value", "cost", "speed", "memory", "power"]
+    sorts: dict[Literal["value", "cost", "speed", "memory", "power"], list[SortKey]]
+    rent_cost_key: str
+    rent_ignores: list[str] = []
+    max_gpus_per_config: Annotated[int, Field(ge=1, le=64)]
+    next_card_tries: Annotated[int, Field(ge=1, le=8)] = 3
+    source: Slug
+
+
+class PricesFile(Strict):
+    as_of: Month
+    advice: Advice | None = None
+    prices: list[Price]
+
+
 FILES: dict[str, type[BaseModel]] = {
     "sources": SourcesFile,
     "precisions": PrecisionsFile,
@@ -444,6 +552,7 @@ FILES: dict[str, type[BaseModel]] = {
     "query": QueryFile,
     "runtimes": RuntimesFile,
     "error_bands": ErrorBandsFile,
+    "prices": PricesFile,
 }
 
 

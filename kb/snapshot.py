@@ -23,7 +23,7 @@ from typing import Any
 from kb import expr as ex
 from kb.model import Case, Claim, Edge, Flow, Formula, Knowledge, Node
 
-FORMAT = 3
+FORMAT = 5
 
 
 def cache_dir() -> Path | None:
@@ -104,6 +104,8 @@ def to_data(kn: Knowledge) -> dict[str, Any]:
         "model_alias": kn.model_alias, "precision_alias": kn.precision_alias,
         "runtimes": kn.runtimes, "runtime_alias": kn.runtime_alias,
         "runtime_defaults": kn.runtime_defaults, "error_bands": kn.error_bands,
+        "sharding": kn.sharding, "objectives": kn.objectives,
+        "prices": kn.prices, "advice": kn.advice,
         "closure": {k: list(v) for k, v in kn.closure.items()},
         "formulas": [{
             "name": f.name, "unit": f.unit, "meaning": f.meaning, "sources": list(f.sources),
@@ -152,4 +154,6 @@ def from_data(d: dict[str, Any], root: Path) -> Knowledge:
         query=d["query"], bare_size_refs=d["bare_size_refs"], gpu_alias=d["gpu_alias"],
         model_alias=d["model_alias"], precision_alias=d["precision_alias"],
         runtimes=d["runtimes"], runtime_alias=d["runtime_alias"],
-        runtime_defaults=d["runtime_defaults"], error_bands=d["error_bands"])
+        runtime_defaults=d["runtime_defaults"], error_bands=d["error_bands"],
+        sharding=d["sharding"], objectives=d["objectives"],
+        prices=d["prices"], advice=d["advice"])

@@ -19,12 +19,18 @@ from kb.workload import Workload
 
 @dataclass
 class Probe:
-    fits: bool                      # the search's condition holds (memory, and the speed floor if asked)
+    fits: bool                      # the search's condition holds (memory, the speed floor, the targets asked)
     per_gpu_gb: float | None
     usable_gb: float | None
     fits_memory: bool = False
     speed: float | None = None      # per-user decode tokens/s
     floor: float | None = None
+    meets_target: bool | None = None  # speed floor, ttft bound, tokens a day (None: not asked)
+
+
+def targets_asked(w: Workload) -> bool:
+    """The query set a speed, time to first token or volume target: solve under it too."""
+    return any(v is not None for v in (w.speed_floor_tok_s, w.ttft_max_s, w.tokens_per_day))
 
 
 def _with(w: Workload, vary: str, value: float, kn: Knowledge | None = None) -> Workload:
@@ -62,13 +68,17 @@ def probe(kn: Knowledge, w: Workload, vary: str, value: float, gpu: dict[str, An
         count = int(value)
     r = resolve(w2, kn)
     ev = Evaluated(gpu_scope(base_scope(r, kn), gpu, count, r.precision, layout_of(r, kn, count)))
+    targets = targets_asked(w)
     names = ["fits", "per_gpu_gb", "usable_vram_gb"]
     if holds != "fits":
         names += [holds, "decode_tokens_per_s"]
+    if targets:
+        names.append("meets_target")
     evaluate(kn, ev, names)
     s = ev.scope
-    return Probe(bool(s.get(holds)), s.get("per_gpu_gb"), s.get("usable_vram_gb"), bool(s.get("fits")),
-                 s.get("decode_tokens_per_s"), s.get("speed_floor_tok_s"))
+    meets = bool(s.get("meets_target")) if targets else None
+    return Probe(bool(s.get(holds)) and meets is not False, s.get("per_gpu_gb"), s.get("usable_vram_gb"),
+                 bool(s.get("fits")), s.get("decode_tokens_per_s"), s.get("speed_floor_tok_s"), meets)
 
 
 def largest_fitting(kn: Knowledge, w: Workload, vary: str, lower: float, upper: float,
@@ -156,7 +166,8 @@ def solve_row(kn: Knowledge, w: Workload, question: str, gpu: dict[str, Any], co
         nxt = step_of(vary, value)
         at, after = probe(kn, w, vary, value, gpu, count, holds), probe(kn, w, vary, nxt, gpu, count, holds)
         row.update(fits_at_value=at.fits, per_gpu_gb=at.per_gpu_gb, usable_gb=at.usable_gb,
-                   next=nxt, fits_at_next=after.fits, per_gpu_gb_at_next=after.per_gpu_gb)
+                   next=nxt, fits_at_next=after.fits, per_gpu_gb_at_next=after.per_gpu_gb,
+                   binds=binding(after, w))
         if holds != "fits":
             row.update(speed_floor=at.floor, speed_at_value=at.speed, speed_at_next=after.speed,
                        floor_binding=after.fits_memory and not after.fits)
@@ -165,6 +176,23 @@ def solve_row(kn: Knowledge, w: Workload, question: str, gpu: dict[str, Any], co
         row.update(speed_floor=first.floor, speed_at_lower=first.speed,
                    floor_binding=first.fits_memory)
     return row
+
+
+def binding(after: Probe, w: Workload) -> str | None:
+    """Which constraint stops the next value: memory, the targets the query set, or both."""
+    if after.fits:
+        return None
+    parts = [] if after.fits_memory else ["memory"]
+    if after.meets_target is False:
+        parts.append(target_text(w))
+    return " and ".join(parts) or None
+
+
+def target_text(w: Workload) -> str:
+    asked = [f"the speed floor ({w.speed_floor_tok_s:g} tok/s per user)" if w.speed_floor_tok_s is not None else "",
+             f"time to first token under {w.ttft_max_s:g} s" if w.ttft_max_s is not None else "",
+             f"{w.tokens_per_day:,.0f} tokens a day" if w.tokens_per_day is not None else ""]
+    return ", ".join(a for a in asked if a) or "the target"
 
 
 def verdict(kn: Knowledge, question: str, row: dict[str, Any]) -> str:
@@ -197,4 +225,6 @@ def verdict(kn: Knowledge, question: str, row: dict[str, Any]) -> str:
         text = text.replace("{" + key + "}", str(val))
     if row.get("at_upper_bound"):
         text += f" (the search stops at {num(spec['upper'])} {spec['unit']})"
+    if row.get("binds"):
+        text += f" Binding constraint: {row['binds']}."
     return text

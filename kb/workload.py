@@ -70,6 +70,10 @@ class Workload:
     # A GPU count without a GPU name ("on 4 gpus", "two gpus"); a named GPU without its own
     # count takes it.
     gpu_count: int | None = None
+    # Training objective beyond supervised fine-tuning (dpo orpo kto grpo ppo cpt; runtimes.yaml
+    # objectives), and Unsloth-style offload of the checkpointed layer inputs to CPU memory.
+    objective: str | None = None
+    checkpoint_offload: bool | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = dict(self.__dict__)         # every field is a plain value, but for these two lists

@@ -143,8 +143,19 @@ def _render(template: str, query: str | None, **extra: Any) -> Any:
         return render_template(template, **ctx, **extra, error=query_error_view(err, query)), 400
     except KbError as err:
         return render_template(template, **ctx, **extra, error={"caret": str(err)}), 400
+    if not template.endswith("embed.html"):     # the page always lists what to change (kb.options)
+        answer["options"] = page_options(query, kn)
     view = answer_view(answer, kn, embed=template.endswith("embed.html"))
     return render_template(template, **ctx, **extra, answer=answer, view=view)
+
+
+def page_options(query: str, kn: Knowledge) -> list[dict[str, Any]]:
+    """What to change so it fits, for the page (the JSON API computes none unless asked)."""
+    from kb.engine import answer
+    from kb.options import compute
+    from kb.query import parse
+
+    return compute(kn, query, answer(parse(query, kn), kn, query))
 
 
 @bp.get("/")

@@ -32,7 +32,9 @@ def test_json_answer_keys(tmp_path):
     assert {"query", "workload", "assumptions", "memory", "throughput", "bottleneck", "gpus",
             "verdict", "path", "trace", "disagreements", "warnings"} <= set(a)
     assert set(a["memory"]["breakdown"]) == {"weights_gb", "kv_cache_gb", "activations_gb",
-                                             "gradients_gb", "optimizer_gb", "adapters_gb", "overhead_gb"}
+                                             "gradients_gb", "optimizer_gb", "adapters_gb", "overhead_gb",
+                                             "other_models_gb"}
+    assert {"host_ram_gb", "sharding", "zero_stage", "per_gpu_breakdown"} <= set(a["memory"])
     assert set(a["throughput"]) == {"decode_tokens_per_s", "decode_tokens_per_s_aggregate",
                                     "prefill_tokens_per_s", "ttft_s", "train_tokens_per_s", "train_time_s"}
     step = a["trace"][0]
@@ -47,14 +49,22 @@ def test_markdown_answer():
 
 
 def test_query_error_exits_2_with_caret():
-    r = run("train 13B qlroa on 20GB")
+    r = run("train 13B zqxwv on 20GB")
     assert r.returncode == 2
     assert r.stdout == ""
     err = r.stderr.splitlines()
     assert err[0].startswith("Error: cannot read the query at column 11")
-    assert err[2].index("^") == err[1].index("qlroa")
-    assert "did you mean 'qlora'?" in r.stderr
+    assert err[2].index("^") == err[1].index("zqxwv")
     assert "Traceback" not in r.stderr
+
+
+def test_near_miss_is_read_and_said():
+    # one edit from exactly one known word: answered, and the reading is stated
+    r = run("--json", "train 13B qlroa on 20GB")
+    assert r.returncode == 0
+    d = json.loads(r.stdout)
+    assert d["workload"]["task"] == "qlora"
+    assert any("read 'qlroa' as 'qlora'" in s for s in d["assumptions"] + d["warnings"])
 
 
 def test_unknown_option_exits_2():
@@ -81,12 +91,12 @@ def test_validate_shipped_rules():
 
 def test_batch_json_lines(tmp_path):
     f = tmp_path / "q.txt"
-    f.write_text("serve 70B int4 16 users\ntrain 13B qlroa\n\n# a comment\ninfer 7B\n")
+    f.write_text("serve 70B int4 16 users\nserve 70B on h10\n\n# a comment\ninfer 7B\n")
     r = run("--batch", str(f))
     assert r.returncode == 0
     lines = [json.loads(x) for x in r.stdout.splitlines()]
     assert len(lines) == 3
-    assert "verdict" in lines[0] and lines[1]["error"]["column"] == 11 and "verdict" in lines[2]
+    assert "verdict" in lines[0] and lines[1]["error"]["column"] == 14 and "verdict" in lines[2]
 
 
 def test_batch_in_worker_processes_keeps_the_order_of_the_lines(tmp_path):
@@ -98,7 +108,7 @@ def test_batch_in_worker_processes_keeps_the_order_of_the_lines(tmp_path):
         if i % 11 == 0:
             lines.append("# comment")
             continue
-        q = "train 13B qlroa" if i % 7 == 0 else f"{queries[i % 4]} {i % 50 + 1} users"
+        q = "serve 70B on h10" if i % 7 == 0 else f"{queries[i % 4]} {i % 50 + 1} users"
         lines.append(q)
         expected.append(q)
     f = tmp_path / "q.txt"
@@ -108,7 +118,7 @@ def test_batch_in_worker_processes_keeps_the_order_of_the_lines(tmp_path):
     assert parallel.returncode == 0 == single.returncode, parallel.stderr
     got = [json.loads(x) for x in parallel.stdout.splitlines()]
     assert [g["query"] for g in got] == expected
-    assert sum("error" in g for g in got) == sum(q.endswith("qlroa") for q in expected)
+    assert sum("error" in g for g in got) == sum(q.endswith("h10") for q in expected)
     assert parallel.stdout == single.stdout          # the same bytes, whichever process answered
     assert run("--batch", str(f), "--jobs", "0").returncode == 2
 

@@ -55,7 +55,7 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 def test_every_page_is_written(pages: dict[str, str], kn: Knowledge) -> None:
     expected = {"index.md", "gpus.md", "models.md", "precisions.md", "runtimes.md",
-                "formulas.md", "sources.md"}
+                "formulas.md", "sources.md", "prices.md"}
     expected |= {f"flows/{f.id}.md" for f in kn.flows}
     assert set(pages) == expected
     for text in pages.values():
@@ -415,6 +415,6 @@ def test_a_new_gpu_goes_from_yaml_to_answer_and_wiki(tmp_path: Path) -> None:
     rows = _table_rows(files["gpus.md"].decode("utf-8"), "GPU")
     assert ["Acme X1 64GB", "`acme-x1-64gb`", "amd", "datacenter", "Test", "2025", "64", "HBM3",
             "2000", "50", "200", "400", "400", "800", "800", "–", "–", "500",
-            "pcie 5, 128 GB/s", "yes", "PCIe dual-slot",
+            "pcie 5, 128 GB/s", "yes", "PCIe dual-slot", "–",        # no price in prices.yaml
             "[kbq-defaults](sources.md#src-kbq-defaults)"] in rows
     assert "GPU `acme-x1-64gb`" in files["sources.md"].decode("utf-8")

@@ -1,0 +1,105 @@
+"""Prices: rules/prices.yaml → what each GPU costs to buy and to rent, and how to sort by it.
+
+In: the validated prices file (kb.schema.PricesFile) and the GPU catalogue. Out: the catalogue
+with `price_usd` and `cloud_usd_per_hour` on every GPU that has them (the per-GPU names
+`gpu.price_usd`, `gpu.cloud_usd_per_hour` of rules/formulas.yaml), `Knowledge.prices` (each
+GPU's entry with its dates and sources, for the assumptions and the wiki page) and the sort
+orders. `with_prices(kn, path)` answers `kbq --prices FILE`: the same knowledge with another
+price list, checked the same way. Pure but for reading that one file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from kb.errors import RuleError, RuleErrors, nearest
+from kb.loader import Doc, load, validate
+from kb.model import Knowledge
+
+NeedSource = Callable[[Doc, tuple[Any, ...], str], None]
+
+
+def check(doc: Doc, pfile: Any, gpus: dict[str, Any], formulas: set[str],
+          need_source: NeedSource, add: Callable[[RuleError], None]) -> None:
+    """Every GPU id known and priced once, every source known, every sort key a formula or
+    an input (`formulas`: the names of both)."""
+    seen: dict[str, int] = {}
+    for i, p in enumerate(pfile.prices):
+        if p.gpu not in gpus:
+            add(doc.error(("prices", i, "gpu"), f"unknown gpu '{p.gpu}'", nearest(p.gpu, gpus)))
+        elif p.gpu in seen:
+            add(doc.error(("prices", i, "gpu"), f"gpu '{p.gpu}' is priced twice (first at entry {seen[p.gpu] + 1})"))
+        seen.setdefault(p.gpu, i)
+        need_source(doc, ("prices", i, "purchase_source"), p.purchase_source)
+        for j, c in enumerate(p.cloud):
+            need_source(doc, ("prices", i, "cloud", j, "source"), c.source)
+    if pfile.advice is None:
+        return
+    need_source(doc, ("advice", "source"), pfile.advice.source)
+    for j, o in enumerate(pfile.advice.options):
+        need_source(doc, ("advice", "options", j, "source"), o.source)
+    for sort, keys in pfile.advice.sorts.items():
+        for j, k in enumerate(keys):
+            if k.by not in formulas:
+                add(doc.error(("advice", "sorts", sort, j, "by"), f"unknown name '{k.by}'",
+                              nearest(k.by, formulas)))
+    for j, name in enumerate(pfile.advice.rent_ignores):
+        if name not in formulas:
+            add(doc.error(("advice", "rent_ignores", j), f"unknown name '{name}'", nearest(name, formulas)))
+    if pfile.advice.rent_cost_key not in formulas:
+        add(doc.error(("advice", "rent_cost_key"), f"unknown formula '{pfile.advice.rent_cost_key}'",
+                      nearest(pfile.advice.rent_cost_key, formulas)))
+
+
+def table(pfile: Any) -> dict[str, dict[str, Any]]:
+    """gpu id → its price entry, plus the cloud price the answer uses: the median of the
+    on-demand prices listed (one price page is not the market)."""
+    out: dict[str, dict[str, Any]] = {}
+    for p in pfile.prices:
+        entry = p.model_dump()
+        hourly = [c.usd_per_hour for c in p.cloud]
+        entry["cloud_usd_per_hour"] = statistics.median(hourly) if hourly else None
+        entry["as_of"] = pfile.as_of
+        out[p.gpu] = entry
+    return out
+
+
+def merge(gpus: dict[str, dict[str, Any]], prices: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The catalogue with each GPU's purchase and cloud price (None where it has none)."""
+    out = {}
+    for gid, g in gpus.items():
+        p = prices.get(gid) or {}
+        out[gid] = {**g, "price_usd": p.get("purchase_usd"), "cloud_usd_per_hour": p.get("cloud_usd_per_hour")}
+    return out
+
+
+def advice_table(pfile: Any) -> dict[str, Any]:
+    return pfile.advice.model_dump() if pfile is not None and pfile.advice is not None else {}
+
+
+def with_prices(kn: Knowledge, path: Path) -> Knowledge:
+    """The knowledge with the prices of another file (same schema). Raises RuleErrors.
+    The file may cite sources the rules do not know (a quote of one's own)."""
+    from kb.schema import FILES
+
+    doc = load(Path(path), None)
+    if doc.data is None:
+        raise RuleErrors([RuleError(doc.display, 1, 1, "file is empty")])
+    pfile, problems = validate(doc, FILES["prices"])
+    errors: list[RuleError] = list(problems)
+    if pfile is not None:
+        check(doc, pfile, kn.gpus, set(kn.formulas) | set(kn.inputs), lambda *_: None, errors.append)
+    if errors or pfile is None:
+        raise RuleErrors(errors)
+    prices = {**kn.prices, **table(pfile)}
+    for entry in prices.values():
+        entry.setdefault("file", None)
+    for gid in table(pfile):
+        prices[gid]["file"] = doc.display
+    advice = advice_table(pfile) or kn.advice
+    return dataclasses.replace(kn, gpus=merge(kn.gpus, prices), prices=prices, advice=advice,
+                               cache={})
