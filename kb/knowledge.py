@@ -17,7 +17,7 @@ from typing import Any
 from kb import expr as ex
 from kb import prices as kb_prices
 from kb.errors import RuleError, RuleErrors, nearest
-from kb.loader import Doc, load, validate
+from kb.loader import Doc, display_name, load, validate
 from kb.model import (GPU_INPUT_PREFIX, PER_GPU_INPUTS, TEMPLATE_FIELD, TEMPLATE_SPEC, Case, Claim,
                       Edge, Flow, Formula, Knowledge, Node, norm)
 from kb.schema import FILES
@@ -106,6 +106,8 @@ def _load_one(path: Path, root: Path, model: Any, key: str, docs: dict[str, Doc]
         doc = load(path, root)
     except RuleError as err:
         errs.add(err)
+        if key in _STAND_INS:     # stands in as empty, so the other files are still checked
+            docs[key] = Doc(path, None, {}, display_name(path, root))
         return
     docs[key] = doc
     if doc.data is None:

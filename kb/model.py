@@ -20,6 +20,27 @@ PER_GPU_INPUTS = frozenset({"gpu_count"})
 TEMPLATE_SPEC = re.compile(r"^[<>^]?\d{0,2},?(\.[0-6])?[fgde%]?$")
 TEMPLATE_FIELD = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.]*)(?::([^{}]*))?\}")
 _SEPARATORS = re.compile(r"[\s_\-]+")
+# how a figure's name reads in a template shown without an answer ({per_gpu_gb:.1f} → ‹per-GPU GB›)
+_NAME_WORDS = {"gpu": "GPU", "gpus": "GPUs", "gb": "GB", "vram": "VRAM", "kv": "KV", "tdp": "TDP",
+               "tflops": "TFLOPS", "w": "W", "s": "s", "mb": "MB", "tb": "TB"}
+
+
+def readable_name(name: str) -> str:
+    """'per_gpu_gb' → 'per-GPU GB', 'runtime.overhead_gb' → 'runtime overhead GB'."""
+    words = " ".join(_NAME_WORDS.get(w, w) for w in re.split(r"[._]+", name) if w)
+    return words.replace("per GPU", "per-GPU")
+
+
+def readable_template(text: str) -> str:
+    """A verdict template for people, where no answer fills it: each {name:spec} as ‹name›,
+    without a unit the text says next ('{headroom_gb:.1f} GB' → '‹headroom› GB')."""
+    def one(m: re.Match[str]) -> str:
+        name = readable_name(m.group(1))
+        unit = name.rsplit(" ", 1)[-1]
+        if " " in name and unit in _NAME_WORDS.values() and text.startswith(f" {unit}", m.end()):
+            name = name.rsplit(" ", 1)[0]
+        return f"‹{name}›"
+    return TEMPLATE_FIELD.sub(one, text)
 
 
 def norm(text: str) -> str:

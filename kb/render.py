@@ -7,6 +7,7 @@ warnings and the trace.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 BREAKDOWN_LABELS = {
@@ -199,12 +200,30 @@ def text(a: dict[str, Any], limit: int | None = 12, trace: bool = True) -> str:
     return "\n".join(out) + "\n"
 
 
+# Markdown punctuation to escape; an underscore inside a word (weights_gb) is left alone.
+# python-markdown (MkDocs) takes a backslash only before \ ` * _ { } [ ] ( ) # + - . ! and
+# shows it before anything else, so the rest are written as character references, which
+# GitHub, MkDocs and python-markdown all read the same (a reference never splits a table cell).
+_MD_SPECIAL = re.compile(r"([\\`*\[\]<>|~$&]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")
+_MD_REFERENCES = {"<": "&lt;", ">": "&gt;", "|": "&#124;", "~": "&#126;", "$": "&#36;", "&": "&amp;"}
+
+
+def _md_escape(m: re.Match[str]) -> str:
+    char = m.group(1)
+    return _MD_REFERENCES.get(char) or "\\" + char
+
+
+def md(text: Any) -> str:
+    """Plain text for a Markdown line or table cell: one line, punctuation escaped."""
+    return _MD_SPECIAL.sub(_md_escape, " ".join(str(text).split()))
+
+
 def markdown(a: dict[str, Any], limit: int | None = 12) -> str:
     out: list[str] = []
     add = out.append
     add(f"### `{a['query']}`")
     add("")
-    add(f"**{a['verdict']}**")
+    add(f"**{md(a['verdict'])}**")
     add("")
     mem = a["memory"]
     add(f"**Memory:** {num(mem['total_gb'])} GB in all (GB = 10⁹ bytes)")
@@ -222,10 +241,10 @@ def markdown(a: dict[str, Any], limit: int | None = 12) -> str:
     if b.get("ridge_point") is None:
         add("**Speed** needs a GPU model; a memory size alone answers only the fit.")
     elif "training" in b:
-        add(f"**Speed** on {mem['gpu_count']}× {b['gpu']}: {num(t['train_tokens_per_s'])} training tokens/s, "
+        add(f"**Speed** on {mem['gpu_count']}× {md(b['gpu'])}: {num(t['train_tokens_per_s'])} training tokens/s, "
             f"{duration(t['train_time_s'])} for {num(a['workload']['train_tokens'])} tokens.")
     else:
-        add(f"**Speed** on {mem['gpu_count']}× {b['gpu']}: decode {num(t['decode_tokens_per_s'])} tokens/s per user "
+        add(f"**Speed** on {mem['gpu_count']}× {md(b['gpu'])}: decode {num(t['decode_tokens_per_s'])} tokens/s per user "
             f"({num(t['decode_tokens_per_s_aggregate'])} in all), prefill {num(t['prefill_tokens_per_s'])} tokens/s, "
             f"time to first token {num(t['ttft_s'])} s.")
     phases = ", ".join(f"{p}: {b[p]}" for p in ("decode", "prefill", "training") if b.get(p))
@@ -235,7 +254,7 @@ def markdown(a: dict[str, Any], limit: int | None = 12) -> str:
     add("| " + " | ".join(head) + " |")
     add("|" + "---|" * len(head))
     for r in rows:
-        add("| " + " | ".join(c.replace("|", "\\|") for c in r) + " |")
+        add("| " + " | ".join(md(c) for c in r) + " |")
     if more:
         add(f"\n… and {more} more GPUs.")
     if not any(g["requested"] for g in a["gpus"]):
@@ -251,22 +270,23 @@ def markdown(a: dict[str, Any], limit: int | None = 12) -> str:
         add("")
         for d in a["disagreements"]:
             on = f" ({d['gpu']})" if d.get("gpu") else ""
-            add(f"- *{d['source']}*{on}: “{d['claim']}” — claims {num(d['claimed'])} {d['unit']}, "
-                f"kbq computes {num(d['computed'])} {d['unit']}. {d['note']}")
+            on = f" ({md(d['gpu'])})" if d.get("gpu") else ""
+            add(f"- *{md(d['source'])}*{on}: “{md(d['claim'])}” — claims {num(d['claimed'])} {d['unit']}, "
+                f"kbq computes {num(d['computed'])} {d['unit']}. {md(d['note'])}")
     add("")
-    add("**Assumptions:** " + "; ".join(a["assumptions"] or ["none"]))
+    add("**Assumptions:** " + "; ".join(md(x) for x in a["assumptions"] or ["none"]))
     if a["warnings"]:
         add("")
-        add("**Warnings:** " + "; ".join(a["warnings"]))
+        add("**Warnings:** " + "; ".join(md(x) for x in a["warnings"]))
     add("")
     add("<details><summary>Trace</summary>")
     add("")
     add("| node | rule | formula | values | result | source |")
     add("|---|---|---|---|---|---|")
     for s in a["trace"]:
-        cells = [s["node"], s["rule"], f"`{s['formula']}`", _values(s["values"]),
-                 f"{num(s['result'], 4)} {s['unit']}", s["source"]]
-        add("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")
+        cells = [md(s["node"]), md(s["rule"]), "`" + str(s["formula"]).replace("|", "\\|") + "`",
+                 md(_values(s["values"])), md(f"{num(s['result'], 4)} {s['unit']}"), md(s["source"])]
+        add("| " + " | ".join(cells) + " |")
     add("")
     add("</details>")
     return "\n".join(out) + "\n"

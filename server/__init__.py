@@ -13,6 +13,7 @@ from typing import Any
 from flask import Flask, render_template, request
 from werkzeug.exceptions import HTTPException
 
+from kb.model import readable_template
 from kb.render import duration, num
 
 
@@ -45,9 +46,16 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
 
     app.extensions["kbq"] = LiveKnowledge(app.config["KBQ_RULES"], app.config["KBQ_RELOAD_SECONDS"])
     app.json = api.SafeJSON(app)
-    app.jinja_env.filters.update(num=num, duration=duration, unit=unit, quantity=quantity)
+    app.jinja_env.filters.update(num=num, duration=duration, unit=unit, quantity=quantity,
+                                 readable=readable_template)
     app.jinja_env.trim_blocks = app.jinja_env.lstrip_blocks = True
     security.init_app(app)
+
+    @app.context_processor
+    def rule_banner() -> dict[str, Any]:
+        live = app.extensions["kbq"]
+        return {"rule_banner": live.degraded(), "rules_loaded_at": live.loaded_at}
+
     app.register_blueprint(pages.bp)
     app.register_blueprint(browse.bp)
     app.register_blueprint(api.bp)

@@ -7,6 +7,7 @@ Every error is `{"error": {"message", "column", "suggestion"}}` with its HTTP st
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from functools import cache
@@ -107,12 +108,27 @@ def answer_get() -> Any:
 def answer_post() -> Any:
     if not request.is_json:
         return error("send the query as JSON: Content-Type: application/json, body {\"q\": \"…\"}", 400)
-    body = request.get_json(silent=True)
-    if body is None:
-        return error("the body is not valid JSON", 400)
+    body, problem = _json_body(request.get_data(cache=False))
+    if problem is not None:
+        return error(f"the body is not valid JSON: {problem.msg} at line {problem.lineno} "
+                     f"column {problem.colno}", 400, column=problem.colno)
     if not isinstance(body, dict) or "q" not in body:
         return error("the JSON body needs a 'q' field, e.g. {\"q\": \"serve 70B int4 16 users\"}", 400)
     return _answer(body["q"])
+
+
+def _json_body(data: bytes) -> tuple[Any, orjson.JSONDecodeError | None]:
+    """The decoded body, or the error with its position. orjson refuses nesting deeper than
+    1,024 (the standard library would recurse until RecursionError) and lone surrogates, which
+    the standard library reads; so a body orjson refuses is given to the standard library,
+    and refused with orjson's position only if that fails too."""
+    try:
+        return orjson.loads(data), None
+    except orjson.JSONDecodeError as err:
+        try:
+            return json.loads(data), None
+        except (ValueError, RecursionError):
+            return None, err
 
 
 @bp.get("/gpus")
@@ -131,7 +147,8 @@ def health() -> Any:
     warnings = [e["message"] for e in status["errors"]]
     ok = status["loaded_at"] is not None
     # each `kbq serve` process holds and reloads its own rules: say which one answered
-    body = {"status": "ok" if ok else "error", "rules": status, "warnings": warnings,
+    state = ("degraded" if status["errors"] else "ok") if ok else "error"
+    body = {"status": state, "rules": status, "warnings": warnings,
             "process": os.getpid()}
     return jsonify(body), 200 if ok else 503
 

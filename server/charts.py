@@ -15,12 +15,12 @@ Every figure drawn comes from the Answer or the rules; this module only places i
 from __future__ import annotations
 
 import math
-import re
 import textwrap
 from html import escape
 from itertools import pairwise
 from typing import Any
 
+from kb.model import readable_template
 from kb.render import BREAKDOWN_LABELS, num
 
 FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif"
@@ -237,7 +237,6 @@ def roofline(answer: dict[str, Any], ident: str = "roofline") -> str | None:
 # ---------------------------------------------------------------- flowcharts
 
 NODE_W, NODE_GAP, LAYER_GAP, LINE_H, MARGIN = 200, 36, 76, 15, 12
-TEMPLATE_SPEC = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.]*):[^{}]*\}")
 
 
 def _topological(flow: Any) -> list[str]:
@@ -304,9 +303,9 @@ def walked(path: list[str], flow_id: str) -> tuple[list[str], set[tuple[str, str
     return nodes, set(pairwise(nodes))
 
 
-def node_text(text: str) -> str:
-    """A node's text for display: verdict templates lose their format specs ({x:.1f} → {x})."""
-    return TEMPLATE_SPEC.sub(r"{\1}", text)
+def node_text(node: Any) -> str:
+    """A node's text where no answer fills it: a verdict's {per_gpu_gb:.1f} GB → ‹per-GPU› GB."""
+    return readable_template(node.text) if node.kind == "verdict" else str(node.text)
 
 
 def _bezier(p0: float, p1: float, p2: float, p3: float, t: float) -> float:
@@ -368,7 +367,7 @@ def flow_chart(flow: Any, path: list[str] | None = None, ident: str | None = Non
     on = set(nodes_walked)
     layers = _layers(flow)
     xs = _place(flow, layers)
-    texts = {n: (filled or {}).get(n) or node_text(flow.nodes[n].text) for n in xs}
+    texts = {n: (filled or {}).get(n) or node_text(flow.nodes[n]) for n in xs}
     lines = {n: textwrap.wrap(texts[n], 27) or [n] for n in xs}
     left = min(xs.values()) - NODE_W / 2 - MARGIN
     width = max(xs.values()) + NODE_W / 2 + MARGIN - left

@@ -4,15 +4,19 @@ In: a rules directory (config KBQ_RULES) or nothing (the shipped rules, loaded o
 Out: `LiveKnowledge.get()` → the last Knowledge that validated; `.status()` → when it was
 loaded and the errors of the newest files if they do not validate.
 
-With a rules directory, each request may stat the rule files, at most once per
-`interval` seconds; when a file was added, removed or changed, the knowledge is rebuilt. New files
-that do not validate leave the last good knowledge in place and their errors in `.errors`.
-Rules that have never validated raise NoKnowledge (the server answers 503), retried at most once
-per interval.
+With a rules directory, each request may stat the rule files (those the knowledge reads: the
+top-level YAML files and flows/*.yaml, never the rest of the tree), at most once per `interval`
+seconds; when one was added, removed or changed, the knowledge is rebuilt in a background
+thread while requests go on being answered from the last good knowledge, which the new one
+replaces in one assignment. New files that do not validate leave the last good knowledge in
+place and their errors in `.errors` (logged once per change). Rules that have never validated
+raise NoKnowledge (the server answers 503); the first build is waited for, and retried at most
+once per interval.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from datetime import UTC, datetime
@@ -33,9 +37,19 @@ class NoKnowledge(Exception):
         super().__init__("the rule files do not validate")
 
 
+log = logging.getLogger("kbq.rules")
+
+
+def rule_files(root: Path) -> list[Path]:
+    """The files a build reads: root/*.yaml and root/flows/*.yaml (not the whole tree)."""
+    flows = root / "flows"
+    found = [*root.glob("*.yaml"), *(flows.glob("*.yaml") if flows.is_dir() else [])]
+    return sorted(p for p in found if p.is_file())
+
+
 def fingerprint(root: Path) -> Fingerprint:
-    """Name, mtime and size of every rule file under root: any edit changes it."""
-    files = sorted(p for p in root.rglob("*.yaml") if p.is_file())
+    """Name, mtime and size of every rule file: any edit changes it."""
+    files = rule_files(root)
     out = []
     for p in files:
         try:
@@ -68,6 +82,7 @@ class LiveKnowledge:
         self._seen: Fingerprint | None = None
         self._checked = float("-inf")
         self._lock = threading.Lock()
+        self._builder: threading.Thread | None = None
 
     def get(self) -> Knowledge:
         """The knowledge to answer from; raises NoKnowledge if the rules never validated.
@@ -94,16 +109,35 @@ class LiveKnowledge:
             except Exception as err:  # noqa: BLE001 - reported on /api/health and /rules
                 self.errors = error_dicts(err)
             return
+        if self._builder is not None and self._builder.is_alive():
+            return                            # a rebuild is under way; look again after it
         seen = fingerprint(self.root)
         if seen == self._seen:
             return
         self._seen = seen
+        if self.knowledge is None:            # nothing to answer from yet: wait for the build
+            self._build(self.root)
+            return
+        self._builder = threading.Thread(target=self._build, args=(self.root,),
+                                         name="kbq-rules-rebuild", daemon=True)
+        self._builder.start()
+
+    def _build(self, root: Path) -> None:
         try:
-            fresh = build(self.root)
+            fresh = build(root)
         except Exception as err:  # noqa: BLE001 - any failure keeps the last good knowledge
             self.errors = error_dicts(err)
+            first = self.errors[0]["message"] if self.errors else ""
+            log.error("the rule files do not validate (%d error(s); first: %s); serving the "
+                      "last good knowledge", len(self.errors), first)
             return
         self.knowledge, self.loaded_at, self.errors = fresh, _now(), []
+
+    def settle(self) -> None:
+        """Wait for a rebuild under way (tests, and a server shutting down)."""
+        builder = self._builder
+        if builder is not None:
+            builder.join()
 
     def answer(self, query: str, kn: Knowledge | None = None) -> dict[str, Any]:
         """The Answer dict for a query (the `kbq --json` contract), from `kn` or the current
@@ -122,3 +156,7 @@ class LiveKnowledge:
             pass
         return {"source": "directory" if self.root else "shipped",
                 "loaded_at": self.loaded_at, "errors": self.errors}
+
+    def degraded(self) -> list[dict[str, Any]]:
+        """The errors of newer rule files while an older knowledge is served, else []."""
+        return self.errors if self.knowledge is not None else []

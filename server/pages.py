@@ -10,6 +10,7 @@ Templates get one context object, `view` (see `answer_view`), next to the raw `a
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from urllib.parse import urlencode
 
@@ -96,7 +97,7 @@ def flows_view(answer: dict[str, Any], kn: Knowledge) -> list[dict[str, Any]]:
             node = flow.nodes[here]
             edge = next((e for e in node.edges if e.to == there), None)
             steps.append({"id": here, "kind": node.kind,
-                          "text": filled.get(here) or charts.node_text(node.text),
+                          "text": filled.get(here) or charts.node_text(node),
                           "taken": (edge.label or "then") if edge else None})
         out.append({"flow": flow, "steps": steps, "advice": advice,
                     "svg": Markup(charts.flow_chart(flow, answer["path"], ident=f"walk-{flow.id}",
@@ -166,6 +167,17 @@ def index() -> Any:
 def embed() -> Any:
     query = request.args.get("q")
     if query is None or not query.strip():
-        return render_template("pages/embed.html", q="", examples=[],
-                               error={"caret": "missing ?q=…, e.g. /embed?q=serve+70B+int4+16+users"}), 400
-    return _render("pages/embed.html", query)
+        return new_tab(render_template(
+            "pages/embed.html", q="", examples=[],
+            error={"caret": "missing ?q=…, e.g. /embed?q=serve+70B+int4+16+users"})), 400
+    page = _render("pages/embed.html", query)
+    return (new_tab(page[0]), page[1]) if isinstance(page, tuple) else new_tab(page)
+
+
+LINK_WITHOUT_TARGET = re.compile(r"<a (?![^>]*\btarget=)")
+
+
+def new_tab(page: str) -> str:
+    """Every link in an embedded answer opens a new tab rather than inside the wiki's iframe,
+    unless it names its own target (a suggestion that stays in the frame)."""
+    return LINK_WITHOUT_TARGET.sub('<a target="_blank" rel="noopener" ', page)

@@ -2,13 +2,14 @@
 
 In: the app config KBQ_EMBED_ORIGINS (origins allowed to frame /embed). Out: an after_request
 hook that sets Content-Security-Policy (no inline script or style, nothing from another host),
-X-Content-Type-Options, Referrer-Policy and framing rules: no page may be framed except /embed,
+X-Content-Type-Options, Referrer-Policy, redirects as paths on this site, and framing rules: no page may be framed except /embed,
 which its own origin and the configured origins may frame.
 """
 
 from __future__ import annotations
 
 import re
+from urllib.parse import urlsplit
 from collections.abc import Iterable
 
 from flask import Flask, Response, request
@@ -51,4 +52,16 @@ def init_app(app: Flask) -> None:
     @app.after_request
     def headers(response: Response) -> Response:
         response.headers.update(embed if request.path == EMBED_PATH else page)
+        location = response.headers.get("Location")
+        if location:
+            response.headers["Location"] = same_site(location)
         return response
+
+
+def same_site(location: str) -> str:
+    """A redirect as a path on this site: werkzeug writes redirects (a merged '//', a missing
+    trailing slash) as absolute URLs built from the request's Host header, which a client may
+    forge to send the next request elsewhere."""
+    parts = urlsplit(location)
+    path = "/" + (parts.path or "/").lstrip("/")     # never '//host', which leaves the site
+    return path + (f"?{parts.query}" if parts.query else "")

@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -645,6 +646,8 @@ def test_live_rules_rebuild_after_an_edit(rules_copy):
     url = "/api/answer?q=" + q("serve 7B fp16 on rtx 4090")
     assert c.get(url).get_json()["gpus"][0]["name"] == get_knowledge().gpus["rtx-4090"]["name"]
     _rename_gpu(rules_copy, "rtx-4090", "Edited RTX 4090")
+    c.get("/api/health")                     # notices the edit; the rebuild runs in the background
+    app.extensions["kbq"].settle()
     assert c.get(url).get_json()["gpus"][0]["name"] == "Edited RTX 4090"
     assert "Edited RTX 4090" in c.get("/?q=" + q("serve 7B fp16 on rtx 4090")).get_data(as_text=True)
 
@@ -654,23 +657,34 @@ def test_live_rules_keep_the_last_good_knowledge(rules_copy):
     c = app.test_client()
     _rename_gpu(rules_copy, "rtx-4090", "Edited RTX 4090")
     url = "/api/answer?q=" + q("serve 7B fp16 on rtx 4090")
+    live = app.extensions["kbq"]
+    c.get("/api/health")
+    live.settle()
     assert c.get(url).status_code == 200
     path = rules_copy / "formulas.yaml"
     path.write_text(path.read_text(encoding="utf-8").replace("expr: model_state_gb + kv_cache_gb",
                                                              "expr: model_state_gbb + kv_cache_gb", 1),
                     encoding="utf-8")
     r = c.get(url)
+    live.settle()
     assert r.status_code == 200                                # still answering…
     assert r.get_json()["gpus"][0]["name"] == "Edited RTX 4090"   # …from the last good files
     health = c.get("/api/health").get_json()
-    assert health["status"] == "ok"
+    assert health["status"] == "degraded"
     assert any("formulas.yaml" in w and "model_state_gbb" in w for w in health["warnings"])
     assert health["rules"]["errors"][0]["file"].endswith("formulas.yaml")
     page = c.get("/rules").get_data(as_text=True)
     assert "The rule files have errors" in page and "model_state_gbb" in page
+    for other in ("/", "/gpus", "/?q=" + q("serve 7B"), "/embed?q=" + q("serve 7B")):   # a banner on every page
+        banner = c.get(other).get_data(as_text=True)
+        assert "serving the last good knowledge" in banner and "formulas.yaml:" in banner, other
     path.write_text(path.read_text(encoding="utf-8").replace("model_state_gbb", "model_state_gb"),
                     encoding="utf-8")
-    assert c.get("/api/health").get_json()["warnings"] == []
+    c.get("/api/health")
+    live.settle()
+    health = c.get("/api/health").get_json()
+    assert health["warnings"] == [] and health["status"] == "ok"
+    assert "serving the last good knowledge" not in c.get("/gpus").get_data(as_text=True)
 
 
 def test_live_rules_are_checked_at_most_once_per_interval(rules_copy, monkeypatch):
@@ -686,6 +700,8 @@ def test_live_rules_are_checked_at_most_once_per_interval(rules_copy, monkeypatc
     clock[0] += 0.5
     assert c.get(url).get_json()["gpus"][0]["name"] == before  # not looked at yet
     clock[0] += 0.6
+    c.get(url)
+    app.extensions["kbq"].settle()
     assert c.get(url).get_json()["gpus"][0]["name"] == "Edited RTX 4090"
 
 
@@ -770,3 +786,86 @@ def test_live_static_and_health(live_server):
     assert status == 200 and headers["Content-Type"].startswith("text/css")
     status, _, body = fetch(f"{live_server}/api/health")
     assert status == 200 and json.loads(body)["status"] == "ok"
+
+
+@pytest.mark.parametrize("body", ["[" * 5000 + "]" * 5000, '{"q": ' + "[" * 5000 + "]" * 5000 + "}"],
+                         ids=["array", "inside-q"])
+def test_json_nested_5000_deep_is_a_400_with_a_position(client, body):
+    r = client.post("/api/answer", data=body, content_type="application/json")
+    # the standard library's decoder raised RecursionError here: HTTP 500
+    assert r.status_code == 400
+    assert r.get_json()["error"]["message"]
+
+
+def test_json_refused_by_both_decoders_says_where(client):
+    r = client.post("/api/answer", data='{"q": "serve 7B",\n  "x": }', content_type="application/json")
+    assert r.status_code == 400
+    err = r.get_json()["error"]
+    assert err["message"].startswith("the body is not valid JSON: ") and "line 2" in err["message"]
+    assert err["column"] == 8
+
+
+@pytest.mark.parametrize("path", ["/static//x", "/flows//sizing", "/static//kbq.css"])
+def test_a_forged_host_does_not_redirect_off_site(client, path):
+    r = client.get(path, headers={"Host": "evil.example"})
+    location = r.headers.get("Location")
+    assert location is None or (location.startswith("/") and not location.startswith("//"))
+    assert "evil.example" not in (location or "")
+
+
+@pytest.mark.parametrize("query", ["serve 70B int4 16 users", "serve llama-3.1-8b fp16 8 users on rtx 4090",
+                                   "train 13B qlora on 24GB"])
+def test_embed_links_open_a_new_tab(client, query):
+    page = client.get(f"/embed?q={q(query)}").get_data(as_text=True)
+    links = re.findall(r"<a\b[^>]*>", page)
+    assert len(links) > 3
+    for link in links:
+        assert 'target="_blank"' in link and 'rel="noopener"' in link, link
+
+
+def test_embed_suggestion_stays_in_the_frame(client):
+    page = client.get(f"/embed?q={q('serve 7B fp16 on h10')}").get_data(as_text=True)
+    links = re.findall(r"<a\b[^>]*>", page)
+    assert any('target="_self"' in link and "/embed?q=" in link for link in links)
+    assert all('target="' in link for link in links)
+
+
+def test_live_rebuild_does_not_hold_requests(rules_copy, monkeypatch):
+    import threading
+
+    from server import live as live_module
+
+    app = create_app({"KBQ_RULES": str(rules_copy), "KBQ_RELOAD_SECONDS": 0})
+    c = app.test_client()
+    url = "/api/answer?q=" + q("serve 7B fp16 on rtx 4090")
+    before = c.get(url).get_json()["gpus"][0]["name"]
+    release = threading.Event()
+    real_build = live_module.build
+
+    def slow_build(root):
+        release.wait(30)            # a large edit that takes long to validate
+        return real_build(root)
+
+    monkeypatch.setattr(live_module, "build", slow_build)
+    _rename_gpu(rules_copy, "rtx-4090", "Edited RTX 4090")
+    start = time.monotonic()
+    for _ in range(5):              # answered at once, from the last good knowledge
+        assert c.get(url).get_json()["gpus"][0]["name"] == before
+    assert time.monotonic() - start < 5
+    release.set()
+    app.extensions["kbq"].settle()
+    assert c.get(url).get_json()["gpus"][0]["name"] == "Edited RTX 4090"
+
+
+def test_a_broken_edit_is_logged_once(rules_copy, caplog):
+    app = create_app({"KBQ_RULES": str(rules_copy), "KBQ_RELOAD_SECONDS": 0})
+    c = app.test_client()
+    c.get("/api/health")
+    path = rules_copy / "gpus.yaml"
+    path.write_text("gpus: [\n" + path.read_text(encoding="utf-8"), encoding="utf-8")
+    with caplog.at_level("ERROR", logger="kbq.rules"):
+        for _ in range(5):
+            c.get("/api/health")
+            app.extensions["kbq"].settle()
+    logged = [r for r in caplog.records if "do not validate" in r.getMessage()]
+    assert len(logged) == 1 and "gpus.yaml:" in logged[0].getMessage()

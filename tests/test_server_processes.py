@@ -20,7 +20,7 @@ import pytest
 from kb import ask, get_knowledge
 from kb.paths import rules_dir
 
-needs_fork = pytest.mark.skipif(not hasattr(os, "fork"), reason="gunicorn needs fork (POSIX)")
+needs_fork = pytest.mark.skipif(not hasattr(os, "fork"), reason="several processes need fork (POSIX)")
 
 QUERY = "serve 70B int4 16 users"
 GPU_QUERY = "serve 7B fp16 on rtx 4090"
@@ -156,23 +156,146 @@ def test_a_port_in_use_is_a_clear_error(tmp_path):
 
 @needs_fork
 def test_a_second_kbq_serve_on_the_same_port_is_refused(serve, tmp_path):
-    # the workers' sockets share their port with each other (SO_REUSEPORT), never with a stranger
+    # the workers share the parent's socket; a stranger cannot bind the port
     served = serve("--processes", "2")
     r = _serve_on(served.port, tmp_path)
     assert r.returncode == 2 and "cannot listen on" in r.stderr
     assert get(served.base, "/api/health")[0] == 200
 
 
-def test_without_gunicorn_waitress_serves_in_one_process(monkeypatch):
-    import waitress
+def test_a_port_out_of_range_is_refused_before_serving(tmp_path):
+    r = _serve_on(99999, tmp_path)
+    assert r.returncode == 2
+    assert "serving on" not in r.stdout and "Traceback" not in r.stderr
+    assert "99999 is not in the range 0<=x<=65535" in r.stderr
 
+
+def test_without_fork_one_process_serves(monkeypatch):
     from server import serving
 
-    said, served = [], {}
-    monkeypatch.setattr(serving, "gunicorn_available", lambda: False)
-    monkeypatch.setattr(waitress, "serve", lambda app, **kw: served.update(kw, app=app))
-    serving.serve("127.0.0.1", 8080, 4, 6, None, lambda url, how: said.append((url, how)))
-    assert said == [("http://127.0.0.1:8080/", "1 process x 6 threads: gunicorn cannot run on "
-                                               "this platform, so waitress serves in one process")]
-    assert served["threads"] == 6 and served["port"] == 8080
-    assert served["app"].extensions["kbq"].knowledge is not None      # loaded before serving
+    said, ran = [], {}
+    monkeypatch.delattr(os, "fork")
+    monkeypatch.setattr(serving, "_run", lambda app, sock, threads: ran.update(app=app, threads=threads))
+    sock = serving.listen("127.0.0.1", 0)
+    port = sock.getsockname()[1]
+    try:
+        serving.serve("127.0.0.1", port, 4, 6, None, lambda url, how: said.append((url, how)),
+                      sock=sock)
+    finally:
+        sock.close()
+    assert said == [(f"http://127.0.0.1:{port}/", "1 process x 6 threads: this platform cannot "
+                                                  "fork, so one process serves")]
+    assert ran["threads"] == 6
+    assert ran["app"].extensions["kbq"].knowledge is not None      # loaded before serving
+
+
+def _timed_answer(base: str) -> float:
+    start = time.monotonic()
+    status, body = get(base, "/api/answer?q=" + urllib.parse.quote_plus(GPU_QUERY))
+    assert status == 200 and body["gpus"]
+    return time.monotonic() - start
+
+
+@needs_fork
+def test_idle_and_slow_clients_cost_a_socket_not_a_worker(serve):
+    # 200 connections that send nothing, 16 that send one header line every 2 s: with a
+    # thread per connection (gthread) no normal request was answered while they stayed
+    served = serve("--processes", "2", "--threads", "2")
+    host, port = "127.0.0.1", served.port
+    idle = [socket.create_connection((host, port)) for _ in range(200)]
+    slow = [socket.create_connection((host, port)) for _ in range(16)]
+    try:
+        for s in slow:
+            s.sendall(b"GET /api/health HTTP/1.1\r\nHost: x\r\n")
+        worst = 0.0
+        for round_ in range(3):
+            for s in slow:
+                s.sendall(b"X-Slow-%d: 1\r\n" % round_)
+            worst = max([worst, *(_timed_answer(served.base) for _ in range(5))])
+            time.sleep(2)
+        assert worst < 1.0, f"a normal request took {worst:.2f} s"
+    finally:
+        for s in idle + slow:
+            s.close()
+
+
+@needs_fork
+def test_a_request_whose_headers_never_end_is_closed(serve, monkeypatch):
+    served = serve("--processes", "1")
+    from server import serving
+
+    with socket.create_connection(("127.0.0.1", served.port)) as s:
+        s.sendall(b"GET /api/health HTTP/1.1\r\n")
+        s.settimeout(serving.HEADER_SECONDS + 15)
+        start = time.monotonic()
+        while True:           # one line a second, never the blank line that ends the headers
+            try:
+                s.sendall(b"X-Drip: 1\r\n")
+            except OSError:
+                break
+            s.settimeout(1)
+            try:
+                if s.recv(1) == b"":
+                    break
+            except TimeoutError:
+                pass
+            assert time.monotonic() - start < serving.HEADER_SECONDS + 15, "never closed"
+    assert time.monotonic() - start >= serving.HEADER_SECONDS - 1
+
+
+def _raw(port: int, data: bytes) -> tuple[int, dict, dict]:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(data)
+        reply = b""
+        try:
+            while chunk := s.recv(65536):
+                reply += chunk
+        except ConnectionResetError:   # closed with part of the refused request unread
+            pass
+    head, _, body = reply.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = dict(line.lower().split(": ", 1) for line in lines[1:])
+    return int(lines[0].split()[1]), headers, json.loads(body)
+
+
+@needs_fork
+@pytest.mark.parametrize(("request_bytes", "status"), [
+    # a request line just over the header limit (a 10,000-character query is under it)
+    (b"GET /api/answer?q=" + b"a" * 17_000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", 431),
+    # a chunked body whose chunk size is not hexadecimal
+    (b"POST /api/answer HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+     b"Content-Type: application/json\r\n\r\nzz\r\n{}\r\n0\r\n\r\n", 400),
+], ids=["request-line-too-long", "bad-chunk-size"])
+def test_errors_the_server_answers_itself_are_json(serve, request_bytes, status):
+    served = serve("--processes", "1")
+    code, headers, body = _raw(served.port, request_bytes)
+    assert code == status
+    assert headers["content-type"] == "application/json"
+    assert set(body["error"]) >= {"message", "column", "suggestion"} and body["error"]["message"]
+
+
+def test_a_ten_thousand_character_query_is_a_json_400(client):
+    r = client.get("/api/answer?q=" + "a" * 10_000)
+    assert r.status_code == 400
+    assert "longer than" in r.get_json()["error"]["message"]
+
+
+@needs_fork
+def test_embed_origin_option_lets_that_origin_frame_embed(serve):
+    served = serve("--processes", "1", "--embed-origin", "https://wiki.example.com")
+    url = urllib.parse.urlsplit(served.base)
+    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+    try:
+        conn.request("GET", "/embed?q=serve+7B")
+        policy = conn.getresponse().getheader("Content-Security-Policy")
+    finally:
+        conn.close()
+    assert "frame-ancestors 'self' https://wiki.example.com" in policy
+
+
+def test_an_embed_origin_that_is_not_an_origin_is_refused(tmp_path):
+    kbq = shutil.which("kbq")
+    command = [kbq] if kbq else [sys.executable, "-m", "kb.cli"]
+    r = subprocess.run([*command, "serve", "--port", "0", "--embed-origin", "wiki.example.com/x"],
+                       capture_output=True, text=True, cwd=tmp_path, timeout=60, check=False)
+    assert r.returncode == 2 and "is not an origin" in r.stderr and "Traceback" not in r.stderr

@@ -451,3 +451,30 @@ def _literals(tp: Any) -> list[str]:
     if typing.get_origin(tp) is typing.Literal:
         return [str(a) for a in typing.get_args(tp)]
     return [w for arg in typing.get_args(tp) for w in _literals(arg)]
+
+
+UNKNOWN_NAME = ("formulas.yaml", "model_state_gb + kv_cache_gb", "model_state_gbb + kv_cache_gb",
+                "unknown name 'model_state_gbb' (did you mean 'model_state_gb'?)")
+UNKNOWN_GPU_KEY = ("gpus.yaml", "\n    vram_gb:", "\n    vram_gbb:", "unknown key 'vram_gbb'")
+
+
+@pytest.mark.parametrize(("broken", "other"), [
+    ("gpus.yaml", UNKNOWN_NAME), ("models.yaml", UNKNOWN_NAME), ("sources.yaml", UNKNOWN_NAME),
+    ("precisions.yaml", UNKNOWN_NAME), ("formulas.yaml", UNKNOWN_GPU_KEY),
+])
+def test_a_yaml_error_does_not_hide_errors_in_other_files(tmp_path: Path, broken, other) -> None:
+    # an unclosed flow sequence in one file, a bad name or key in another: both reported
+    root = tmp_path / "rules"
+    shutil.copytree(RULES, root)
+    path = root / broken
+    text = path.read_text(encoding="utf-8")
+    path.write_text("oops: [unclosed\n" + text, encoding="utf-8")
+    other_file, old, new, message = other
+    other_path = root / other_file
+    other_text = other_path.read_text(encoding="utf-8")
+    assert old in other_text
+    other_path.write_text(other_text.replace(old, new, 1), encoding="utf-8")
+    r = kbq("validate", str(root))
+    assert r.returncode == 2
+    assert f"rules/{broken}:" in r.stderr and "YAML" in r.stderr
+    assert f"rules/{other_file}:" in r.stderr and message in r.stderr, r.stderr
