@@ -385,6 +385,7 @@ def base_scope(r: Resolved, kn: Knowledge) -> Scope:
         "runtime.decode_bandwidth_efficiency": rt.get("decode_bandwidth_efficiency"),
         "runtime.quant_kernel_efficiency": rt.get("quant_kernel_efficiency"),
         "runtime.hbm_decode_efficiency": rt.get("hbm_decode_efficiency", 1.0),
+        "runtime.moe_expert_kernel_s": rt.get("moe_expert_kernel_s", 0.0),
         "runtime.decode_step_overhead_s": rt.get("decode_step_overhead_s"),
         "runtime.prefill_compute_efficiency": rt.get("prefill_compute_efficiency"),
         "runtime.memory_utilization": rt.get("memory_utilization", 1.0),
