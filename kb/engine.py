@@ -206,6 +206,10 @@ def resolve(w: Workload, kn: Knowledge) -> Resolved:
         assumptions.append(f"task: {w.task} (no task word in the query)")
     runtime = _resolve_runtime(w, kn, is_training, assumptions)
     runtime = _runtime_for_devices(w, kn, runtime, is_training, assumptions)
+    native = model.get("native_precision")
+    if w.precision is None and native and not is_training:
+        default("precision", native, f"precision: {native}, {model['name']}'s published checkpoint format "
+                f"({kn.precisions[native]['name']}; name another, e.g. 'fp16' or 'int4', to change it)")
     if w.precision is None:
         key = "qlora_precision" if w.task == "qlora" else (
             "training_precision" if is_training else "inference_precision")
@@ -375,11 +379,12 @@ def base_scope(r: Resolved, kn: Knowledge) -> Scope:
         "model.experts": (m.get("moe") or {}).get("experts", 1),
         "model.experts_per_token": (m.get("moe") or {}).get("experts_per_token", 1),
         "model.shared_experts": (m.get("moe") or {}).get("shared_experts", 0),
-        "model.moe_layers": (m.get("moe") or {}).get("moe_layers", m["layers"]) if m.get("moe") else 0,
         "model.tie_embeddings": bool(m.get("tie_embeddings")),
         "gpu_candidates": None, "fitting_gpus": None,
         "precision.kind": r.precision["kind"],
+        "precision.experts_only": bool(r.precision.get("experts_only")),
     })
+    scope.update(_layer_kinds(m))
     rt = r.runtime
     scope.update({
         "runtime.decode_bandwidth_efficiency": rt.get("decode_bandwidth_efficiency"),
@@ -397,6 +402,23 @@ def base_scope(r: Resolved, kn: Knowledge) -> Scope:
         "precision.quantizes_embeddings": r.precision.get("quantizes_embeddings", True),
     })
     return scope
+
+
+def _layer_kinds(m: dict[str, Any]) -> Scope:
+    """Attention, routed-expert and state (linear-attention / state-space) layers of a model."""
+    moe = m.get("moe") or {}
+    rec = m.get("recurrent") or {}
+    attention = m.get("attention_layers")
+    return {
+        "model.attention_layers": m["layers"] if attention is None else attention,
+        "model.moe_layers": (moe.get("moe_layers") or m["layers"]) if moe else 0,
+        "model.dense_intermediate_size": moe.get("dense_intermediate_size") or m["intermediate_size"],
+        "model.shared_intermediate_size": moe.get("shared_expert_intermediate_size") or m["intermediate_size"],
+        "model.state_layers": rec.get("layers", 0),
+        "model.state_heads": rec.get("heads", 0), "model.state_head_dim": rec.get("head_dim", 0),
+        "model.state_dim": rec.get("state_dim", 0), "model.state_groups": rec.get("groups", 0),
+        "model.state_conv_kernel": rec.get("conv_kernel", 1),
+    }
 
 
 # ---------------------------------------------------------------- GPUs
@@ -615,15 +637,17 @@ def render_template(text: str, scope: Scope) -> str:
 
 def answer(w: Workload, kn: Knowledge, query: str = "") -> Answer:
     """The answer to a workload; a capacity question is solved first, then answered at its value."""
+    from kb.focus import lead_with_focus
+
     if w.question in kn.query["solve"]:
-        return _answer_question(w, kn, query)
+        return lead_with_focus(_answer_question(w, kn, query), kn.query.get("focus_lead", {}))
     result = _answer(w, kn, query)
     if w.question == "which_gpu":
         result.question = {"kind": "which_gpu", "vary": None, "unit": None,
                            "value": result.gpus[0].name if result.gpus else None,
                            "gpu": result.gpus[0].name if result.gpus else None,
                            "ranking": [g.id for g in result.gpus if g.fits]}
-    return result
+    return lead_with_focus(result, kn.query.get("focus_lead", {}))
 
 
 def _answer_question(w: Workload, kn: Knowledge, query: str) -> Answer:

@@ -74,6 +74,7 @@ class Precision(Strict):
     bits_per_weight: Positive
     compute: TensorPrecision
     quantizes_embeddings: bool = True
+    experts_only: bool = False
     fallback: list[TensorPrecision] = []
     aliases: list[str] = []
     source: Slug
@@ -186,6 +187,19 @@ class Moe(Strict):
     experts_per_token: int = Field(gt=0)
     shared_experts: int = Field(default=0, ge=0)
     moe_layers: int | None = None
+    shared_expert_intermediate_size: int | None = Field(default=None, gt=0)
+    dense_intermediate_size: int | None = Field(default=None, gt=0)
+
+
+class Recurrent(Strict):
+    """Linear-attention or state-space layers: a fixed-size state per sequence, no KV cache."""
+    kind: Literal["mamba2", "gated-deltanet"]
+    layers: int = Field(gt=0)
+    heads: int = Field(gt=0)
+    head_dim: int = Field(gt=0)
+    state_dim: int = Field(gt=0)
+    groups: int = Field(gt=0)
+    conv_kernel: int = Field(gt=0)
 
 
 class Model(Strict):
@@ -205,10 +219,19 @@ class Model(Strict):
     max_context: int = Field(gt=0)
     attention: Literal["mha", "gqa", "mqa", "mla"]
     tie_embeddings: bool = False
+    mlp: Literal["gated", "plain"] = "gated"
+    active_embeddings: Literal["both", "output", "none"] = "both"
+    encoder_params: NonNeg | None = None
+    card_rounding: float | None = Field(default=None, gt=0, lt=0.5)
     sliding_window: int | None = Field(default=None, gt=0)
     sliding_window_layers: int | None = Field(default=None, ge=0)
+    local_attention: Literal["sliding", "chunked"] | None = None
+    attention_layers: int | None = Field(default=None, ge=0)
     mla: Mla | None = None
     moe: Moe | None = None
+    recurrent: Recurrent | None = None
+    native_precision: Slug | None = None
+    native_source: Slug | None = None
     source: Slug
     notes: str | None = None
 
@@ -325,7 +348,7 @@ class Defaults(Strict):
 
 
 class Solve(Strict):
-    vary: Literal["users", "context_tokens", "params", "gpu_count"]
+    vary: Literal["users", "context_tokens", "params", "gpu_count", "batch"]
     unit: str
     lower: Positive
     upper: Positive
@@ -335,18 +358,50 @@ class Solve(Strict):
     verdict_layout: str | None = None    # when fewer GPUs fit but form no valid layout
 
 
+LimitName = Literal["users", "batch", "context", "seq", "prompt", "output", "rank", "tokens",
+                    "params", "gpu_count", "memory_gb", "parallel", "speed", "duration",
+                    "hours_per_day", "usd"]
+
+
+class Unit(Strict):
+    """A unit word and what the number beside it sets (query.yaml `units`)."""
+    field: Literal["users", "context_tokens", "seq_len", "batch", "lora_rank", "prompt_tokens",
+                   "output_tokens", "tokens", "tp", "pp", "speed_floor_tok_s", "tokens_per_day",
+                   "hours_per_day", "duration", "gpu_count"]
+    limit: LimitName
+    words: list[str] = Field(min_length=1)
+    scale: Positive = 1.0
+    binary_k: bool = False
+    focus: Literal["memory", "speed", "time", "fit", "cost"] | None = None
+
+
+class Phrase(Strict):
+    """Words that set Workload fields (query.yaml `phrases`)."""
+    set: dict[Literal["focus", "question", "sort", "rent", "want_options", "sharding", "runtime",
+                      "dp_attention", "hours_per_day", "gpu_count", "vs"], str | bool | int | float]
+    words: list[str] = Field(min_length=1)
+
+
 class QueryFile(Strict):
     tasks: dict[str, list[str]]
     task_resolution: dict[str, str] = {}
     training_tasks: list[str]
     inference_tasks: list[str]
     questions: dict[Literal["which_gpu", "max_users", "max_context", "largest_model",
-                            "how_many_gpus"], list[str]]
-    solve: dict[Literal["max_users", "max_context", "largest_model", "how_many_gpus"], Solve]
+                            "how_many_gpus", "max_batch"], list[str]]
+    solve: dict[Literal["max_users", "max_context", "largest_model", "how_many_gpus", "max_batch"], Solve]
     billion: Positive
-    limits: dict[Literal["users", "batch", "context", "seq", "prompt", "output", "rank", "tokens",
-                         "params", "gpu_count", "memory_gb"], tuple[NonNeg, Positive]]
+    limits: dict[LimitName, tuple[NonNeg, Positive]]
     fillers: list[str]
+    units: dict[str, Unit] = {}
+    ttft_words: list[str] = []
+    per_hour_words: list[str] = []
+    phrases: list[Phrase] = []
+    model_suffixes: list[str] = []
+    model_prefixes: list[str] = []
+    format_suffixes: dict[str, str] = {}
+    gpu_words: list[str] = []
+    focus_lead: dict[str, str] = {}
     knobs: dict[Literal["checkpointing", "no_checkpointing", "flash", "eager", "adam8bit", "sgd",
                         "adamw", "offload", "fp8_kv", "int8_kv", "optimizer_in_backward", "paged",
                         "lora_attention_only"], list[str]]

@@ -48,6 +48,8 @@ def _with(w: Workload, vary: str, value: float, kn: Knowledge | None = None) -> 
     elif vary == "gpu_count":
         for g in w2.gpus:
             g.count = int(value)
+    elif vary == "batch":
+        w2.batch = int(value)
     return w2
 
 

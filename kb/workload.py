@@ -67,6 +67,9 @@ class Workload:
     focus: str | None = None
     task_explicit: bool = False
     notes: list[str] = field(default_factory=list)   # how the query's words were read
+    # A GPU count without a GPU name ("on 4 gpus", "two gpus"); a named GPU without its own
+    # count takes it.
+    gpu_count: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = dict(self.__dict__)         # every field is a plain value, but for these two lists

@@ -52,12 +52,12 @@ def test_reads(query, expect):
 
 
 @pytest.mark.parametrize("query, column, suggestion", [
-    ("train 13B qlroa on 20GB", 11, "qlora"),          # the issue's own example
+    ("train 13B qloraxyz on 20GB", 11, "qlora"),       # too far to be read as qlora
     ("serve 70B int4 on h10", 19, "h100"),
-    ("infer 7b on rtx 4000 adaa", 22, None),
+    ("infer 7b on rtx 4000 adaa", 13, "rtx-4000-ada"),   # the whole GPU name, and the card
     ("serve 70B 16", 11, "16 users"),
     ("serve 70B users", 11, "16 users"),
-    ("serve 70B $ 4", 11, None),
+    ("serve 70B # 4", 11, None),
     ("serve llama-3.1-70b int4 on 2x", 29, None),
 ])
 def test_errors_point_at_the_token(query, column, suggestion):
@@ -73,10 +73,32 @@ def test_errors_point_at_the_token(query, column, suggestion):
     assert caret_line.index("^") - 2 == column - 1
 
 
+def _corrected(err):
+    """The query with the suggestion in place of the marked text, as the page offers it."""
+    start = err.column - 1
+    return err.query[:start] + err.suggestion + err.query[start + err.width:]
+
+
 def test_typo_inside_a_gpu_name_suggests_the_name():
     with pytest.raises(QueryError) as info:
         parse("infer 7b on rtx 4000 adaa", KN)
-    assert info.value.suggestion is not None and "4000" in info.value.suggestion
+    assert info.value.suggestion is not None
+    assert gpus(parse(_corrected(info.value), KN)) == [("rtx-4000-ada", 1, None)]
+
+
+# A suggestion is always a real query: put in place of the marked text, the query parses.
+@pytest.mark.parametrize("query", [
+    "serve 70b on 2x3090 16", "serve 70B 16", "serve 70B users", "infer 7b on rtx 4000 adaa",
+    "serve 70B int4 on h10", "train 13B qloraxyz on 20GB", "serve 7B 5 on 2 x 4090",
+    "serve 70b on rx 7900 xtx", "serve 70B batch", "lora 8b rnakzz 16 on 4090",
+    "serve llama-3.1-70b fp16 on 2x h100 sevrez", "serve 70b on 2x3090 16 sers",
+])
+def test_suggestions_parse(query):
+    with pytest.raises(QueryError) as info:
+        parse(query, KN)
+    err = info.value
+    if err.suggestion is not None:
+        parse(_corrected(err), KN)
 
 
 @pytest.mark.parametrize("query, words", [
@@ -98,7 +120,7 @@ def test_errors_say_what_is_wrong(query, words):
 
 def test_error_dict_has_message_column_suggestion():
     with pytest.raises(QueryError) as info:
-        parse("train 13B qlroa", KN)
+        parse("train 13B qloraxyz", KN)
     d = info.value.to_dict()
     assert {"message", "column", "suggestion"} <= set(d)
     assert d["column"] == 11 and d["suggestion"] == "qlora"
@@ -132,7 +154,7 @@ def test_accuracy_issue_forms(query, runtime, key):
     ("serve 70B 0   users", 11, 9),
     ("serve 70B seq   0", 11, 7),
     ("train 7B on 8x h100 for 0   tokens", 25, 10),
-    ("serve 70B on rtx 4090 context  0", 23, 9),       # the unit moves to the number after it
+    ("serve 70B on rtx 4090 context  0", 23, 10),      # the unit takes the number after it
 ])
 def test_two_token_items_span_their_text(query, column, width):
     with pytest.raises(QueryError) as info:
@@ -150,7 +172,7 @@ SAME_BOTH_WAYS = [
     "full fine-tune 7B on 8x H100 for 20B tokens", "prefill 2048 tokens llama-2-7b fp16",
     "infer 7B fp16 on rtx 4000 ada vs rtx 6000 ada", "serve 70B on rtx 4090 context 128",
     "mixtral 8x7b q4_k_m on 2x 3090, 8-bit adam?", "users 16 serve 70B", "serve 70B tokens",
-    "train 13B qlroa on 20GB", "serve 70B $ 4", "serve 70B 0   users", "serve llama-3.1-70b int4 on 2x",
+    "train 13B qlroa on 20GB", "serve 70B # 4", "serve 70B $ 4", "serve 70B 0   users", "serve llama-3.1-70b int4 on 2x",
     "?", "serve 70B batch", "llama 70b", "4 x a100-80gb serve 70B compared  to h100",
 ]
 

@@ -1,0 +1,177 @@
+"""Words the vocabulary lacks, and what they most likely mean: a pasted repository name, a
+number run on to its unit ('16users'), a near miss ('lamma'), a GPU the catalogue lacks.
+
+In: one unmatched word of kb.query_resolve.Resolver. Out: the word read (with a note saying how)
+or a QueryError with the nearest real words; a suggestion always names a real item.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from kb.errors import QueryError, nearest
+from kb.model import norm
+from kb.query_words import near_misses, read_name
+
+_LEADING_NUMBER = re.compile(r"^(\d+(?:\.\d+)?)([a-z/].*)$", re.I)
+_PHRASE_KINDS = frozenset(("word", "num", "size", "moe", "mem"))
+
+
+class Unknown:
+    """Part of kb.query_resolve.Resolver (its attributes are declared there)."""
+
+    q: str
+    kn: Any
+    w: Any
+    vocab: Any
+    toks: list[Any]
+    keys: list[str]
+    query_rules: dict[str, Any]
+    limits: dict[str, Any]
+    size_tok: Any
+    formats: list[str]
+    gpu_span: tuple[int, int]
+
+    def match(self, i: int, table: dict[str, Any]) -> tuple[Any, int] | None:
+        raise NotImplementedError
+
+    def apply(self, hit: tuple[str, str], toks: list[Any]) -> None:
+        raise NotImplementedError
+
+    def bare_size(self, tok: Any) -> None:
+        raise NotImplementedError
+
+    def fail(self, tok: Any, message: str, suggestion: str | None = None,
+             expected: list[str] | None = None, width: int | None = None) -> QueryError:
+        raise NotImplementedError
+
+    def check_range(self, tok: Any, value: float, lo: float, hi: float) -> None:
+        raise NotImplementedError
+
+    def _tok(self, kind: str, text: str, col: int, value: Any = None) -> Any:
+        raise NotImplementedError
+
+    def word(self, i: int) -> int:
+        tok = self.toks[i]
+        if self.pasted_name(tok):
+            return i + 1
+        m = _LEADING_NUMBER.match(tok.text)
+        if m:                                     # "16users", "500ms", "1s": a number and a unit
+            num = self._tok("num", m.group(1), tok.col, m.group(1))
+            rest = self._tok("word", m.group(2), tok.col + len(m.group(1)))
+            self.toks[i:i + 1] = [num, rest]
+            self.keys[i:i + 1] = [norm(num.text), norm(rest.text)]
+            if self.match(i + 1, self.vocab.units) is not None:
+                return i
+            self.toks[i:i + 2], self.keys[i:i + 2] = [tok], [norm(tok.text)]
+        candidates = near_misses(tok.text, self.vocab) if not any(c.isdigit() for c in tok.text) else []
+        meanings = {self.vocab.words[c] for c in candidates}
+        if len(candidates) == 1 or (candidates and len(meanings) == 1):
+            shown = self.vocab.display.get(candidates[0], candidates[0])
+            self.keys[i] = candidates[0]
+            if self.match(i, self.vocab.table) is not None:
+                self.w.notes.append(f"read '{tok.text}' as '{shown}'")
+                return i
+            self.keys[i] = norm(tok.text)
+        elif len(candidates) > 1:
+            options = [self.vocab.display.get(c, c) for c in candidates][:6]
+            raise self.fail(tok, f"unknown word '{tok.text}': it could be "
+                            + " or ".join(f"'{o}'" for o in options), None, expected=options)
+        raise self.unknown(i)
+
+    def pasted_name(self, tok: Any) -> bool:
+        """'meta-llama/Llama-3.1-8B-Instruct', 'Qwen2.5-72B-Instruct-AWQ', 'foo-13b': the model,
+        its format, or the bare size of an unknown model."""
+        if not any(c in tok.text for c in "-/_.") or len(tok.text) < 3:
+            return False
+        reading = read_name(tok.text, self.query_rules, self.vocab.precision_keys)
+        hit = self.vocab.table.get(reading.key)
+        if hit is None and reading.size_b is not None:
+            hit = self._shorter(tok.text)
+        if hit is not None and hit[0] == "model":
+            self.apply(hit, [tok])
+            self.w.notes.append(f"read '{tok.text}' as {hit[1]}")
+        elif reading.size_b is not None and reading.key and not reading.key[0].isdigit():
+            params = reading.size_b * self.kn.billion
+            self.check_range(tok, params, *self.limits["params"])
+            self.w.params = params
+            self.size_tok = tok
+            self.w.notes.append(f"no model '{tok.text}' in models.yaml: answered for the bare "
+                                f"{reading.size_b:g}B reference architecture")
+        elif reading.size_b is not None:
+            self.bare_size(self._tok("size", tok.text, tok.col, reading.size_b * self.kn.billion))
+        else:
+            return False
+        self.formats.extend(reading.formats)
+        return True
+
+    def _shorter(self, text: str) -> tuple[str, str] | None:
+        """'Qwen3-30B-A3B-Instruct-2507': the name without trailing parts after its size."""
+        reading = read_name(text, self.query_rules, self.vocab.precision_keys)
+        parts = [p for p in re.split(r"[-_]", text.rpartition("/")[2]) if p]
+        for n in range(len(parts) - 1, 0, -1):
+            key = read_name("-".join(parts[:n]), self.query_rules, self.vocab.precision_keys).key
+            hit = self.vocab.table.get(key)
+            if hit is not None and hit[0] == "model":
+                return hit
+            if not re.search(r"\d+(\.\d+)?b", key):
+                break
+        return None if reading.key else None
+
+    def gpu_like(self, i: int) -> bool:
+        """A word of a GPU name ('rx', 'macbook', 'ti'), or a known card's name run on ('3090ti')."""
+        key = self.keys[i]
+        if key in self.vocab.gpu_words:
+            return True
+        return any(key.startswith(k) for k in self.vocab.gpu_keys if len(k) >= 3)
+
+    def unknown(self, i: int) -> QueryError:
+        if self.gpu_like(i):
+            start = self.gpu_span[0] if self.gpu_span[1] == i else i
+            return self.missing_gpu(start)
+        toks = [t for t in self.toks[i:] if t.kind in _PHRASE_KINDS][: self.vocab.max_tokens]
+        run = toks if toks else [self.toks[i]]
+        tok = run[0]
+        import difflib
+
+        best: tuple[float, str, int] | None = None
+        keys = list(self.vocab.table)
+        for n in range(1, len(run) + 1):
+            phrase = norm("".join(t.text for t in run[:n]))
+            for hit in difflib.get_close_matches(phrase, keys, n=1, cutoff=0.75):
+                score = difflib.SequenceMatcher(None, phrase, hit).ratio() + 0.01 * n
+                if best is None or score > best[0]:
+                    best = (score, hit, n)
+        if best is not None:
+            _, hit, n = best
+            span = run[n - 1].end - tok.col
+            bad = next((t for t in run[:n] if norm(t.text) not in norm(self.vocab.display[hit])), tok)
+            parts = re.split(r"[\s_-]+", self.vocab.display[hit])
+            if n > 1 and bad is not tok and len(parts) == n:      # the one wrong word, put right
+                return QueryError(self.q, bad.col, f"unknown word '{bad.text}'",
+                                  parts[run.index(bad)], [self.vocab.display[hit]], max(1, len(bad.text)))
+            return QueryError(self.q, tok.col, f"unknown word '{tok.text}'",
+                              self.vocab.display[hit], [], span)
+        words = [d for d in self.vocab.display.values() if " " not in d]
+        return self.fail(tok, f"unknown word '{tok.text}'", nearest(tok.text, words),
+                         expected=["a task, model, size, precision or GPU"])
+
+    def missing_gpu(self, start: int) -> QueryError:
+        """'rx 7900 xtx', '3090 ti': a GPU name the catalogue lacks, with the nearest cards."""
+        import difflib
+
+        n = start + 1
+        while n < len(self.toks) and self.toks[n].kind in ("word", "num", "mem") and (
+                self.keys[n] in self.vocab.gpu_words or self.keys[n] not in self.vocab.table):
+            n += 1
+        first, last = self.toks[start], self.toks[n - 1]
+        name = self.q[first.col - 1:last.end - 1]
+        names = {norm(g["name"]): gid for gid, g in self.kn.gpus.items()}
+        names.update({norm(a): gid for gid, g in self.kn.gpus.items() for a in g.get("aliases", [])})
+        close = difflib.get_close_matches(norm(name), list(names), n=8, cutoff=0.3)
+        ids = list(dict.fromkeys(names[c] for c in close))[:3]
+        shown = [self.kn.gpus[g]["name"] for g in ids]
+        return QueryError(self.q, first.col, f"no GPU called '{name}' in the catalogue (gpus.yaml)"
+                          + (f"; nearest: {', '.join(shown)}" if shown else ""),
+                          ids[0] if ids else None, shown, len(name))

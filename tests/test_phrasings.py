@@ -1,0 +1,48 @@
+"""What people type → the workload they meant, one table (tests/data/phrasings.yaml).
+
+Each phrasing lists the Workload fields it must give; the expected values were written by hand
+from the query's own words (a model, a GPU, a number with its unit), never taken from a run.
+"""
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kb import get_knowledge
+from kb.query import parse
+
+KN = get_knowledge()
+TABLE = yaml.safe_load((Path(__file__).parent / "data" / "phrasings.yaml").read_text(encoding="utf-8"))
+CASES = TABLE["phrasings"]
+
+
+def _gpus(w):
+    return [[g.gpu_id, g.count] if g.capacity_gb is None else [g.gpu_id, g.count, g.capacity_gb]
+            for g in w.gpus]
+
+
+def test_the_table_is_big_enough_and_has_no_repeats():
+    queries = [c["q"] for c in CASES]
+    assert len(queries) >= 250
+    assert len(set(q.lower() for q in queries)) == len(queries)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["q"] for c in CASES])
+def test_phrasing(case):
+    w = parse(case["q"], KN)
+    for key, want in case.items():
+        if key in ("q", "note"):
+            continue
+        if isinstance(want, str) and re.fullmatch(r"\d+(\.\d+)?e[+-]?\d+", want):
+            want = float(want)          # YAML 1.1 reads 70.0e9 as text
+        if key == "gpus":
+            assert _gpus(w) == want, (key, _gpus(w))
+        elif key == "notes_has":
+            assert any(want in n for n in w.notes), w.notes
+        elif isinstance(want, float):
+            got = getattr(w, key)
+            assert got is not None and got == pytest.approx(want, rel=1e-9), (key, got)
+        else:
+            assert getattr(w, key) == want, (key, getattr(w, key))
