@@ -704,12 +704,14 @@ def _exact_gpus_needed(kn: Knowledge, w: Workload, rows: list[GpuRow],
                        primary: Evaluated) -> None:
     """Rows that do not fit get the fewest GPUs that hold the job by the forward model (the
     even-split formula can be too few when the KV cache is replicated over tensor-parallel ranks)."""
+    from kb import solve
+
     steps = int(kn.constants["gpus_per_node"]["value"]) ** 2
     for rank, i in enumerate(order):
         row = rows[rank]
         if row.fits or not row.gpus_needed:
             continue
-        found = margins.fewest_gpus(kn, w, candidates[i][0], row.gpus_needed, steps)
+        found = solve.fewest_gpus(kn, w, candidates[i][0], row.gpus_needed, steps)
         if found is not None:
             row.gpus_needed = found
             if rank == 0:
