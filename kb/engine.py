@@ -403,6 +403,7 @@ def base_scope(r: Resolved, kn: Knowledge) -> Scope:
         "runtime.decode_bandwidth_efficiency": rt.get("decode_bandwidth_efficiency"),
         "runtime.quant_kernel_efficiency": rt.get("quant_kernel_efficiency"),
         "runtime.hbm_decode_efficiency": rt.get("hbm_decode_efficiency", 1.0),
+        "runtime.moe_expert_kernel_s": rt.get("moe_expert_kernel_s", 0.0),
         "runtime.decode_step_overhead_s": rt.get("decode_step_overhead_s"),
         "runtime.prefill_compute_efficiency": rt.get("prefill_compute_efficiency"),
         "runtime.memory_utilization": rt.get("memory_utilization", 1.0),
@@ -750,12 +751,14 @@ def _exact_gpus_needed(kn: Knowledge, w: Workload, rows: list[GpuRow],
                        primary: Evaluated) -> None:
     """Rows that do not fit get the fewest GPUs that hold the job by the forward model (the
     even-split formula can be too few when the KV cache is replicated over tensor-parallel ranks)."""
+    from kb import solve
+
     steps = int(kn.constants["gpus_per_node"]["value"]) ** 2
     for rank, i in enumerate(order):
         row = rows[rank]
         if row.fits or not row.gpus_needed:
             continue
-        found = margins.fewest_gpus(kn, w, candidates[i][0], row.gpus_needed, steps)
+        found = solve.fewest_gpus(kn, w, candidates[i][0], row.gpus_needed, steps)
         if found is not None:
             row.gpus_needed = found
             if rank == 0:

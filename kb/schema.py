@@ -148,6 +148,7 @@ class Runtime(Strict):
     decode_bandwidth_efficiency: Fraction | None = None
     quant_kernel_efficiency: Fraction | None = None
     hbm_decode_efficiency: Fraction = 1.0
+    moe_expert_kernel_s: NonNeg = 0.0
     decode_step_overhead_s: NonNeg | None = None
     prefill_compute_efficiency: Fraction | None = None
     memory_utilization: Fraction = 1.0

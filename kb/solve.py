@@ -228,3 +228,12 @@ def verdict(kn: Knowledge, question: str, row: dict[str, Any]) -> str:
     if row.get("binds"):
         text += f" Binding constraint: {row['binds']}."
     return text
+
+
+def fewest_gpus(kn: Knowledge, w: Workload, gpu: dict[str, Any], lower: int, steps: int) -> int | None:
+    """The fewest GPUs of this kind that hold the job, from `lower` (the count if memory split
+    evenly, which no layout beats) up: replicated KV can need more."""
+    for n in range(max(1, lower), max(1, lower) + steps):
+        if probe(kn, w, "gpu_count", n, gpu, n).fits:
+            return n
+    return None
