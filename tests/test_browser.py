@@ -84,7 +84,7 @@ def test_ask_and_see_the_answer(page, live_server, request):
 
 
 def test_a_query_error_in_the_browser(page, live_server):
-    ask_in_the_box(page, live_server, "train 13B qlroa on 20GB")
+    ask_in_the_box(page, live_server, "train 13B qloraxyz on 20GB")
     assert "^^^^^" in page.locator(".query-error pre").inner_text()
     with page.expect_navigation():
         page.locator(".query-error").get_by_role("link", name="train 13B qlora on 20GB", exact=True).click()

@@ -47,12 +47,12 @@ def test_markdown_answer():
 
 
 def test_query_error_exits_2_with_caret():
-    r = run("train 13B qlroa on 20GB")
+    r = run("train 13B qloraxyz on 20GB")
     assert r.returncode == 2
     assert r.stdout == ""
     err = r.stderr.splitlines()
     assert err[0].startswith("Error: cannot read the query at column 11")
-    assert err[2].index("^") == err[1].index("qlroa")
+    assert err[2].index("^") == err[1].index("qloraxyz")
     assert "did you mean 'qlora'?" in r.stderr
     assert "Traceback" not in r.stderr
 
@@ -81,7 +81,7 @@ def test_validate_shipped_rules():
 
 def test_batch_json_lines(tmp_path):
     f = tmp_path / "q.txt"
-    f.write_text("serve 70B int4 16 users\ntrain 13B qlroa\n\n# a comment\ninfer 7B\n")
+    f.write_text("serve 70B int4 16 users\ntrain 13B qloraxyz\n\n# a comment\ninfer 7B\n")
     r = run("--batch", str(f))
     assert r.returncode == 0
     lines = [json.loads(x) for x in r.stdout.splitlines()]
@@ -98,7 +98,7 @@ def test_batch_in_worker_processes_keeps_the_order_of_the_lines(tmp_path):
         if i % 11 == 0:
             lines.append("# comment")
             continue
-        q = "train 13B qlroa" if i % 7 == 0 else f"{queries[i % 4]} {i % 50 + 1} users"
+        q = "train 13B qloraxyz" if i % 7 == 0 else f"{queries[i % 4]} {i % 50 + 1} users"
         lines.append(q)
         expected.append(q)
     f = tmp_path / "q.txt"
@@ -108,7 +108,7 @@ def test_batch_in_worker_processes_keeps_the_order_of_the_lines(tmp_path):
     assert parallel.returncode == 0 == single.returncode, parallel.stderr
     got = [json.loads(x) for x in parallel.stdout.splitlines()]
     assert [g["query"] for g in got] == expected
-    assert sum("error" in g for g in got) == sum(q.endswith("qlroa") for q in expected)
+    assert sum("error" in g for g in got) == sum(q.endswith("qloraxyz") for q in expected)
     assert parallel.stdout == single.stdout          # the same bytes, whichever process answered
     assert run("--batch", str(f), "--jobs", "0").returncode == 2
 

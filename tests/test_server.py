@@ -257,13 +257,13 @@ def test_capacity_only_gpu_has_no_roofline(client):
 # ---------------------------------------------------------------- query errors on the page
 
 def test_query_error_shows_caret_and_suggestion(client):
-    query = "train 13B qlroa on 20GB"
+    query = "train 13B qloraxyz on 20GB"
     r = client.get("/?q=" + q(query))
     assert r.status_code == 400
     body = r.get_data(as_text=True)
     pre = re.search(r"<pre>(.*?)</pre>", body, re.DOTALL).group(1)
     lines = pre.splitlines()
-    column = query.index("qlroa") + 1                          # 1-based, counted by hand: 11
+    column = query.index("qloraxyz") + 1                          # 1-based, counted by hand: 11
     assert f"column {column}" in lines[0]
     assert lines[2].index("^") - lines[1].index("t") == column - 1   # the caret under the word
     fixed = "/?q=" + q("train 13B qlora on 20GB")
@@ -349,7 +349,7 @@ def test_bad_embed_origins_are_refused(origins):
 
 # ---------------------------------------------------------------- security headers
 
-HEADER_URLS = [*(url for url, _, _ in PAGES), "/nope", "/api/nope", "/?q=" + q("serve 70B qlroa"),
+HEADER_URLS = [*(url for url, _, _ in PAGES), "/nope", "/api/nope", "/?q=" + q("serve 70B qloraxyz"),
                "/api/answer"]
 
 
@@ -424,7 +424,7 @@ def test_api_answer_validates_against_the_answer_model(client):
 
 ERROR_CASES = [
     ("get", "/api/answer", {}, 400, "missing query parameter"),
-    ("get", "/api/answer?q=" + q("train 13B qlroa on 20GB"), {}, 400, "unknown word"),
+    ("get", "/api/answer?q=" + q("train 13B qloraxyz on 20GB"), {}, 400, "unknown word"),
     ("get", "/api/answer?q=" + "x" * 501, {}, 400, "longer than 500"),
     ("get", "/api/answer?q=", {}, 400, "empty"),
     ("post", "/api/answer", {"data": "{not json", "content_type": "application/json"}, 400, "not valid JSON"),
@@ -752,7 +752,7 @@ def test_live_api(live_server):
 
 
 def test_live_errors(live_server):
-    status, headers, body = fetch(f"{live_server}/api/answer?q={q('serve 70B qlroa')}")
+    status, headers, body = fetch(f"{live_server}/api/answer?q={q('serve 70B qloraxyz')}")
     assert status == 400 and json.loads(body)["error"]["suggestion"] == "qlora"
     assert headers["X-Content-Type-Options"] == "nosniff"
     status, _, body = fetch(f"{live_server}/api/nothing-here")
