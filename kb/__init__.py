@@ -11,30 +11,27 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kb.version import __version__
+
 if TYPE_CHECKING:
     from kb.answer import Answer
     from kb.knowledge import Knowledge
 
 __all__ = ["ask", "cpu_cores", "get_knowledge", "__version__"]
-__version__ = "0.1.0"
-
-_cache: dict[str, "Knowledge"] = {}
 
 
 def get_knowledge(rules_dir: str | Path | None = None) -> "Knowledge":
     """The validated knowledge of a rules directory (default: the shipped rules), cached."""
-    from kb.store import load_knowledge
+    from kb.store import LOADED
 
-    key = str(rules_dir) if rules_dir is not None else ""
-    if key not in _cache:
-        _cache[key] = load_knowledge(Path(rules_dir) if rules_dir is not None else None)
-    return _cache[key]
+    return LOADED.get(rules_dir)
 
 
 def ask(query: str, rules_dir: str | Path | None = None,
         model_config: str | Path | None = None) -> "Answer":
     """Answer one query. Raises kb.errors.QueryError for a query it cannot read.
-    `model_config`: a Hugging Face config.json for a model that is not in models.yaml."""
+    `model_config`: a Hugging Face config.json for a model that is not in models.yaml. The
+    model is added to a view of the knowledge for this answer only (Knowledge.with_model)."""
     from kb.engine import answer
     from kb.query import parse
 
@@ -44,15 +41,12 @@ def ask(query: str, rules_dir: str | Path | None = None,
     from kb.hfconfig import read
 
     model = read(model_config, kn)
-    kn.models[model["id"]] = model
-    try:
-        w = parse(query, kn, model_given=True)
-        w.model_id = model["id"]
-        w.notes.append(f"model: {model['name']}, read from {model_config}; parameters computed "
-                       "from its architecture (arch_params_total)")
-        return answer(w, kn, query)
-    finally:
-        kn.models.pop(model["id"], None)
+    view = kn.with_model(model)
+    w = parse(query, view, model_given=True)
+    w.model_id = model["id"]
+    w.notes.append(f"model: {model['name']}, read from {model_config}; parameters computed "
+                   "from its architecture (arch_params_total)")
+    return answer(w, view, query)
 
 
 def cpu_cores() -> int:

@@ -8,10 +8,8 @@ the subcommands (gpus, models, rules, validate, schema, export, serve) are a cli
 from __future__ import annotations
 
 import io
-import json
 import sys
 from collections.abc import Sequence
-from typing import Any
 
 SUBCOMMANDS = ("gpus", "models", "rules", "validate", "schema", "export", "serve", "ask")
 QUERY_HELP = """Usage: kbq [OPTIONS] "QUERY"
@@ -37,7 +35,7 @@ Options:
   -h, --help     show this message
 
 Commands:
-  gpus       list the GPU catalogue (--json, --min-vram, --vendor, --segment)
+  gpus       list the GPU catalogue (--json, --min-vram, --vendor, --segment, --runtime)
   models     list the model architectures (--json, --family, --min-params)
   rules      list the formulas with their meaning and sources
   validate   check rule files; every error as file:line:col
@@ -211,7 +209,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args and args[0] in SUBCOMMANDS:
             from kb.commands import cli
 
-            return cli.main(args=args, prog_name="kbq", standalone_mode=False) or 0
+            return cli.main(args=args, prog_name="kbq", standalone_mode=False, obj=_ask_fast) or 0
         return _ask_fast(args)
     except BrokenPipeError:
         return 0
@@ -231,10 +229,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ImportError:
             pass
         return _fail(f"internal error: {type(exc).__name__}: {exc}", 1)
-
-
-def dump(value: Any) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False) + "\n"
 
 
 if __name__ == "__main__":

@@ -7,12 +7,16 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 
-from kb.cli import dump
+
+def dump(value: Any) -> str:
+    """A listing as JSON: indented, non-ASCII kept, one trailing newline."""
+    return json.dumps(value, indent=2, ensure_ascii=False) + "\n"
 
 
 def _knowledge(rules: str | None) -> Any:
@@ -42,14 +46,17 @@ def cli() -> None:
 @click.option("--all", "show_all", is_flag=True, help="List every GPU judged.")
 @click.option("--no-trace", is_flag=True, help="Leave the trace out.")
 @rules_option
-def ask(query: tuple[str, ...], as_json: bool, markdown: bool, show_all: bool, no_trace: bool,
-        rules: str | None) -> None:
-    from kb.cli import _ask_fast
-
+@click.pass_obj
+def ask(answer: Callable[[list[str]], int] | None, query: tuple[str, ...], as_json: bool,
+        markdown: bool, show_all: bool, no_trace: bool, rules: str | None) -> None:
+    # `answer` is the plain `kbq "QUERY"` path, handed over by kb.cli.main (the entry point),
+    # so this module does not import the one that imports it.
+    if answer is None:
+        raise click.UsageError("kbq ask runs through the kbq command (kb.cli.main)")
     args = [*(["--json"] if as_json else []), *(["--markdown"] if markdown else []),
             *(["--all"] if show_all else []), *(["--no-trace"] if no_trace else []),
             *(["--rules", rules] if rules else []), "--", *query]
-    code = _ask_fast(args)
+    code = answer(args)
     if code:
         sys.exit(code)
 
@@ -59,14 +66,17 @@ def ask(query: tuple[str, ...], as_json: bool, markdown: bool, show_all: bool, n
 @click.option("--min-vram", type=float, default=None, metavar="GB")
 @click.option("--vendor", type=click.Choice(["nvidia", "amd", "intel", "apple"]), default=None)
 @click.option("--segment", type=click.Choice(["datacenter", "workstation", "consumer", "apple"]), default=None)
+@click.option("--runtime", default=None, metavar="NAME", help="only the GPUs this runtime runs on (runtimes.yaml platforms)")
 @rules_option
 def gpus(as_json: bool, min_vram: float | None, vendor: str | None, segment: str | None,
-         rules: str | None) -> None:
+         runtime: str | None, rules: str | None) -> None:
     kn = _knowledge(rules)
+    platforms = _runtime_platforms(kn, runtime)
     items = [g for g in kn.gpus.values()
              if (min_vram is None or g["vram_gb"] >= min_vram)
              and (vendor is None or g["vendor"] == vendor)
-             and (segment is None or g["segment"] == segment)]
+             and (segment is None or g["segment"] == segment)
+             and (platforms is None or g["vendor"] in platforms)]
     if as_json:
         click.echo(dump(items), nl=False)
         return
@@ -79,24 +89,55 @@ def gpus(as_json: bool, min_vram: float | None, vendor: str | None, segment: str
     click.echo(f"{len(items)} GPUs; tensor TFLOPS are dense (no sparsity); '-' = not native")
 
 
-@cli.command(help="List the model architectures.")
-@click.option("--json", "as_json", is_flag=True)
+def _runtime_platforms(kn: Any, name: str | None) -> list[str] | None:
+    """The platforms of a runtime named by id or alias; a usage error (exit 2) names the choices."""
+    if name is None:
+        return None
+    from kb.model import norm
+
+    rid = kn.runtime_alias.get(norm(name))
+    rt = kn.runtimes.get(name) or (kn.runtimes.get(rid) if rid else None)
+    if rt is None:
+        raise click.UsageError(f"unknown runtime '{name}'; one of: {', '.join(sorted(kn.runtimes))}")
+    return list(rt["platforms"])
+
+
+@cli.command(help="List the model architectures (by family, then size). --families groups their ids.")
+@click.option("--json", "as_json", is_flag=True, help="Every field of each model, as models.yaml has it.")
 @click.option("--family", default=None)
 @click.option("--min-params", type=float, default=None, metavar="BILLIONS")
+@click.option("--search", default=None, metavar="TEXT", help="Part of an id, name, family or alias.")
+@click.option("--moe", is_flag=True, help="Mixture-of-experts models only.")
+@click.option("--min-context", default=None, metavar="TOKENS", help="At least this context (32768, 128k, 1M).")
+@click.option("--families", "by_family", is_flag=True, help="One line per family with its model ids.")
 @rules_option
-def models(as_json: bool, family: str | None, min_params: float | None, rules: str | None) -> None:
+def models(as_json: bool, family: str | None, min_params: float | None, search: str | None, moe: bool,
+           min_context: str | None, by_family: bool, rules: str | None) -> None:
+    from kb import catalogue
+    from kb.errors import KbError
+
     kn = _knowledge(rules)
-    items = [m for m in kn.models.values()
-             if (family is None or m["family"] == family.lower())
-             and (min_params is None or m["params_total"] >= min_params * kn.billion)]
+    try:
+        tokens = None if min_context is None else catalogue.context_tokens(min_context)
+    except KbError as exc:
+        raise click.UsageError(str(exc)) from None
+    items = catalogue.select(kn, family, min_params, search, moe, tokens)
+    if by_family:
+        groups = catalogue.families(items)
+        if as_json:
+            click.echo(dump(groups), nl=False)
+            return
+        for name, ids in groups.items():
+            click.echo(f"{name} ({len(ids)}): {', '.join(ids)}")
+        click.echo(f"{len(groups)} families, {len(items)} models")
+        return
     if as_json:
         click.echo(dump(items), nl=False)
         return
-    head = ["id", "params B", "active B", "layers", "hidden", "heads", "kv", "head_dim", "attention", "context"]
+    head = ["id", "params B", "active B", "layers", "hidden", "heads", "kv", "head_dim", "attention", "context", "native"]
     rows = [[m["id"], f"{m['params_total'] / kn.billion:g}", f"{m['params_active'] / kn.billion:g}", str(m["layers"]),
              str(m["hidden_size"]), str(m["attention_heads"]), str(m["kv_heads"]), str(m["head_dim"]),
-             m["attention"] + (f"+swa{m['sliding_window']}" if m.get("sliding_window") else "")
-             + ("+moe" if m.get("moe") else ""), str(m["max_context"])] for m in items]
+             catalogue.layout(m), str(m["max_context"]), m.get("native_precision") or "-"] for m in items]
     _table(head, rows)
     click.echo(f"{len(items)} models")
 

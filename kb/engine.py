@@ -11,6 +11,7 @@ Pure: no I/O, no printing.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -19,6 +20,8 @@ from typing import Any
 from kb.answer import Answer, GpuRow, Step
 from kb.errors import EvalError
 from kb.expr import MISSING, RAISED, Col, Failed, at, filled, guarded
+from kb import margins
+from kb.layout import Layout, choose, scope_values
 from kb.model import TEMPLATE_FIELD, TEMPLATE_SPEC, Flow, Formula, Knowledge
 from kb.workload import GpuRequest, Workload
 
@@ -182,6 +185,7 @@ class Resolved:
     assumptions: list[str]
     warnings: list[str]
     is_training: bool
+    workload_parallel: dict[str, int] | None = None
 
 
 def resolve(w: Workload, kn: Knowledge) -> Resolved:
@@ -201,6 +205,11 @@ def resolve(w: Workload, kn: Knowledge) -> Resolved:
     if not w.task_explicit:
         assumptions.append(f"task: {w.task} (no task word in the query)")
     runtime = _resolve_runtime(w, kn, is_training, assumptions)
+    runtime = _runtime_for_devices(w, kn, runtime, is_training, assumptions)
+    native = model.get("native_precision")
+    if w.precision is None and native and not is_training:
+        default("precision", native, f"precision: {native}, {model['name']}'s published checkpoint format "
+                f"({kn.precisions[native]['name']}; name another, e.g. 'fp16' or 'int4', to change it)")
     if w.precision is None:
         key = "qlora_precision" if w.task == "qlora" else (
             "training_precision" if is_training else "inference_precision")
@@ -229,6 +238,7 @@ def resolve(w: Workload, kn: Knowledge) -> Resolved:
         prompt = min(d["prompt_tokens"], w.context_tokens or ctx)
         default("prompt_tokens", prompt, f"prompt: {prompt} tokens")
         default("output_tokens", d["output_tokens"], f"output: {d['output_tokens']} tokens")
+        _context_holds_the_work(w, assumptions)
     default("flash_attention", d["flash_attention"],
             f"fused (flash) attention: {'on' if d['flash_attention'] else 'off'}")
     w.seq_len = w.seq_len or min(d["seq_len"], model["max_context"])
@@ -252,6 +262,16 @@ def resolve(w: Workload, kn: Knowledge) -> Resolved:
     return Resolved(w, runtime, model, precision, kv, assumptions, warnings, is_training)
 
 
+def _context_holds_the_work(w: Workload, assumptions: list[str]) -> None:
+    """A user's context holds at least the prompt and the output: a longer prompt + output grows it."""
+    need = (w.prompt_tokens or 0) + (w.output_tokens or 0)
+    if w.context_tokens is not None and need > w.context_tokens:
+        assumptions[:] = [a for a in assumptions if not a.startswith(f"context per user: {w.context_tokens} tokens")]
+        assumptions.append(f"context per user: {need} tokens, grown from {w.context_tokens} to hold "
+                           f"the prompt ({w.prompt_tokens}) + output ({w.output_tokens})")
+        w.context_tokens = need
+
+
 def _resolve_runtime(w: Workload, kn: Knowledge, is_training: bool, assumptions: list[str]) -> dict[str, Any]:
     rd = kn.runtime_defaults
     if w.runtime is not None:     # kb.query has checked that its kind suits the task
@@ -266,6 +286,36 @@ def _resolve_runtime(w: Workload, kn: Knowledge, is_training: bool, assumptions:
     w.runtime = rt["id"]
     assumptions.append(f"runtime: {rt['name']} (the {'GGUF' if key == 'gguf' else key} default; "
                        "name one with 'with vllm', 'using llama.cpp', 'with torchtune'…)")
+    return rt
+
+
+VENDORS = {"nvidia": "NVIDIA", "amd": "AMD", "intel": "Intel", "apple": "Apple"}
+
+
+def runs_on(runtime: dict[str, Any], gpu: dict[str, Any]) -> bool:
+    """The runtime runs on this GPU's platform (a bare capacity runs anywhere)."""
+    return gpu.get("vendor") not in ("nvidia", "amd", "intel", "apple") or gpu["vendor"] in runtime["platforms"]
+
+
+def _runtime_for_devices(w: Workload, kn: Knowledge, rt: dict[str, Any], is_training: bool,
+                         assumptions: list[str]) -> dict[str, Any]:
+    """A runtime that runs on every GPU the query named: the one chosen if it does, else the
+    defaults, then the catalogue in order (runtimes.yaml `platforms`), said as an assumption."""
+    named = [kn.gpus[g.gpu_id] for g in w.gpus if g.gpu_id is not None]
+    if all(runs_on(rt, g) for g in named):
+        return rt
+    kinds = ("training", "both") if is_training else ("inference", "both")
+    rd = kn.runtime_defaults
+    preferred = [kn.runtimes[rd[k]] for k in (("training",) if is_training else ("inference", "gguf"))]
+    for other in preferred + list(kn.runtimes.values()):
+        if other["kind"] in kinds and all(runs_on(other, g) for g in named):
+            bad = next(g for g in named if not runs_on(rt, g))
+            assumptions[:] = [a for a in assumptions if not a.startswith(f"runtime: {rt['name']} (the ")]
+            assumptions.append(f"runtime: {other['name']} instead of {rt['name']}, which does not run on "
+                               f"{VENDORS.get(bad['vendor'], bad['vendor'])} GPUs such as the {bad['name']} "
+                               "(runtimes.yaml platforms)")
+            w.runtime = other["id"]
+            return other
     return rt
 
 
@@ -314,6 +364,8 @@ def base_scope(r: Resolved, kn: Knowledge) -> Scope:
         "lora_attention_only": bool(w.lora_attention_only),
         "optimizer": w.optimizer, "precision": w.precision, "task": w.task,
         "gpu_named": bool(w.gpus),
+        "dp_attention": bool(w.dp_attention),
+        "speed_floor_tok_s": w.speed_floor_tok_s or kn.constants["decode_speed_floor_tok_s"]["value"],
         "weight_bytes_per_param": r.precision["bits_per_weight"] / 8,
         "kv_bytes_per_value": r.kv_precision["bits_per_weight"] / 8,
         "model.id": m["id"], "model.layers": m["layers"], "model.hidden_size": m["hidden_size"],
@@ -330,7 +382,9 @@ def base_scope(r: Resolved, kn: Knowledge) -> Scope:
         "model.tie_embeddings": bool(m.get("tie_embeddings")),
         "gpu_candidates": None, "fitting_gpus": None,
         "precision.kind": r.precision["kind"],
+        "precision.experts_only": bool(r.precision.get("experts_only")),
     })
+    scope.update(_layer_kinds(m))
     rt = r.runtime
     scope.update({
         "runtime.decode_bandwidth_efficiency": rt.get("decode_bandwidth_efficiency"),
@@ -347,6 +401,23 @@ def base_scope(r: Resolved, kn: Knowledge) -> Scope:
         "precision.quantizes_embeddings": r.precision.get("quantizes_embeddings", True),
     })
     return scope
+
+
+def _layer_kinds(m: dict[str, Any]) -> Scope:
+    """Attention, routed-expert and state (linear-attention / state-space) layers of a model."""
+    moe = m.get("moe") or {}
+    rec = m.get("recurrent") or {}
+    attention = m.get("attention_layers")
+    return {
+        "model.attention_layers": m["layers"] if attention is None else attention,
+        "model.moe_layers": (moe.get("moe_layers") or m["layers"]) if moe else 0,
+        "model.dense_intermediate_size": moe.get("dense_intermediate_size") or m["intermediate_size"],
+        "model.shared_intermediate_size": moe.get("shared_expert_intermediate_size") or m["intermediate_size"],
+        "model.state_layers": rec.get("layers", 0),
+        "model.state_heads": rec.get("heads", 0), "model.state_head_dim": rec.get("head_dim", 0),
+        "model.state_dim": rec.get("state_dim", 0), "model.state_groups": rec.get("groups", 0),
+        "model.state_conv_kernel": rec.get("conv_kernel", 1),
+    }
 
 
 # ---------------------------------------------------------------- GPUs
@@ -379,11 +450,31 @@ def gpu_values(gpu: dict[str, Any], count: int, precision: dict[str, Any]) -> Sc
     }
 
 
-def gpu_scope(base: Scope, gpu: dict[str, Any], count: int, precision: dict[str, Any]) -> Scope:
-    """The scope of one GPU."""
+def gpu_scope(base: Scope, gpu: dict[str, Any], count: int, precision: dict[str, Any],
+              layout: Layout | None = None) -> Scope:
+    """The scope of one GPU (and the parallel layout of `count` of them)."""
     scope = dict(base)
     scope.update(gpu_values(gpu, count, precision))
+    scope.update(scope_values(layout or Layout(count, 1, 1, True, None)))
     return scope
+
+
+def layout_of(r: Resolved, kn: Knowledge, count: int) -> Layout:
+    """The parallel layout of `count` GPUs for this job (kb.layout); training keeps its split."""
+    if r.is_training:
+        return Layout(count, 1, 1, True, None)
+    w = r.workload
+    return choose(count, int(r.model["attention_heads"]), r.runtime.get("multi_gpu") == "tensor_parallel",
+                  int(kn.constants["gpus_per_node"]["value"]), w.tp, w.pp)
+
+
+def layout_columns(layouts: list[Layout]) -> Scope:
+    """tp, pp and dp over the candidates: one value when all agree, else a Col."""
+    out: Scope = {}
+    for name in ("tp", "pp", "dp"):
+        col = Col.of(scope_values(x)[name] for x in layouts)
+        out[name] = col[0] if all(v == col[0] for v in col) else col
+    return out
 
 
 def gpu_columns(candidates: list[tuple[dict[str, Any], int]], precision: dict[str, Any]) -> Scope:
@@ -399,12 +490,13 @@ def gpu_columns(candidates: list[tuple[dict[str, Any], int]], precision: dict[st
     return out
 
 
-def _catalogue_columns(kn: Knowledge, precision: dict[str, Any]) -> Scope:
-    """gpu_columns of the whole catalogue, once per compute precision (derived from rules)."""
-    key = "gpu_columns:" + ",".join([precision["compute"], *precision["fallback"]])
+def _catalogue_columns(kn: Knowledge, precision: dict[str, Any], runtime: dict[str, Any]) -> Scope:
+    """gpu_columns of the catalogue GPUs the runtime runs on, once per compute precision and
+    platform list (derived from rules)."""
+    key = "gpu_columns:" + ",".join([precision["compute"], *precision["fallback"], *runtime["platforms"]])
     cols = kn.cache.get(key)
     if cols is None:
-        cols = kn.cache[key] = gpu_columns([(g, 1) for g in kn.gpus.values()], precision)
+        cols = kn.cache[key] = gpu_columns([(g, 1) for g in kn.gpus.values() if runs_on(runtime, g)], precision)
     return cols
 
 
@@ -563,8 +655,11 @@ def _answer_question(w: Workload, kn: Knowledge, query: str) -> Answer:
     question = w.question or ""
     if w.gpus:
         targets = [(_capacity_gpu(g) if g.gpu_id is None else kn.gpus[g.gpu_id], g.count) for g in w.gpus]
+    elif question == "how_many_gpus":
+        rt = resolve(copy.deepcopy(w), kn).runtime
+        targets = [(g, 1) for g in kn.gpus.values() if runs_on(rt, g)]
     else:
-        targets = [(g, 1) for g in kn.gpus.values()]
+        targets = [(kn.gpus[_first_ranked(w, kn)], 1)]
     rows = [solve.solve_row(kn, w, question, gpu, count) for gpu, count in targets]
     found = [r for r in rows if r["found"]]
     if w.gpus or not found:
@@ -574,7 +669,7 @@ def _answer_question(w: Workload, kn: Knowledge, query: str) -> Answer:
     else:
         primary = max(found, key=lambda r: r["value"])
     spec = kn.query["solve"][question]
-    w2 = solve._with(w, spec["vary"], primary["value"]) if primary["found"] else solve._with(w, "users", w.users or 1)
+    w2 = solve._with(w, spec["vary"], primary["value"], kn) if primary["found"] else solve._with(w, "users", w.users or 1)
     w2.gpus = [g for g in w2.gpus] or []
     if not w.gpus:
         from kb.workload import GpuRequest
@@ -587,6 +682,10 @@ def _answer_question(w: Workload, kn: Knowledge, query: str) -> Answer:
             g.count = int(primary["value"])
     result = _answer(w2, kn, query)
     result.verdict = solve.verdict(kn, question, primary)
+    if spec.get("holds") == "serves_at_floor":
+        floor = w.speed_floor_tok_s or kn.constants["decode_speed_floor_tok_s"]["value"]
+        result.assumptions.append(f"speed floor: every user decodes at {floor:g} tokens/s or more"
+                                  + ("" if w.speed_floor_tok_s else " (formulas.yaml decode_speed_floor_tok_s)"))
     result.question = {"kind": question, "vary": spec["vary"], "unit": spec["unit"],
                        "value": primary["value"], "gpu": primary["gpu"], "answer": primary,
                        "per_gpu": [{"gpu": r["gpu"], "gpu_id": r["gpu_id"], "value": r["value"]} for r in rows]}
@@ -599,6 +698,31 @@ def _answer_question(w: Workload, kn: Knowledge, query: str) -> Answer:
     return result
 
 
+def _exact_gpus_needed(kn: Knowledge, w: Workload, rows: list[GpuRow],
+                       candidates: list[tuple[dict[str, Any], int, bool]], order: list[int],
+                       primary: Evaluated) -> None:
+    """Rows that do not fit get the fewest GPUs that hold the job by the forward model (the
+    even-split formula can be too few when the KV cache is replicated over tensor-parallel ranks)."""
+    steps = int(kn.constants["gpus_per_node"]["value"]) ** 2
+    for rank, i in enumerate(order):
+        row = rows[rank]
+        if row.fits or not row.gpus_needed:
+            continue
+        found = margins.fewest_gpus(kn, w, candidates[i][0], row.gpus_needed, steps)
+        if found is not None:
+            row.gpus_needed = found
+            if rank == 0:
+                primary.scope["gpus_needed"] = found
+
+
+def _first_ranked(w: Workload, kn: Knowledge) -> str:
+    """The first card of the sizing flow's ranking for the workload as asked (a capacity
+    question with no GPU is answered on it)."""
+    plain = copy.deepcopy(w)
+    plain.question = None
+    return _answer(plain, kn).gpus[0].id
+
+
 def _answer(w: Workload, kn: Knowledge, query: str = "") -> Answer:
     r = resolve(w, kn)
     sizing = next(f for f in kn.flows if f.role == "sizing")
@@ -609,9 +733,11 @@ def _answer(w: Workload, kn: Knowledge, query: str = "") -> Answer:
                       for req in w.gpus]
         gpus = gpu_columns([(g, c) for g, c, _ in candidates], r.precision)
     else:
-        candidates = [(g, 1, False) for g in kn.gpus.values()]
-        gpus = _catalogue_columns(kn, r.precision)
+        candidates = [(g, 1, False) for g in kn.gpus.values() if runs_on(r.runtime, g)]
+        gpus = _catalogue_columns(kn, r.precision, r.runtime)
     # a formula is computed when the rows, a flow or a claim first needs it
+    layouts = [layout_of(r, kn, c) for _, c, _ in candidates]
+    gpus = {**gpus, **layout_columns(layouts)}
     every = Evaluated({**base_scope(r, kn), **gpus}, columns=[k for k, v in gpus.items() if v.__class__ is Col])
     evaluate(kn, every, ROW_FORMULAS[r.is_training])
     n = len(candidates)
@@ -619,6 +745,11 @@ def _answer(w: Workload, kn: Knowledge, query: str = "") -> Answer:
     rows = _rows(every, candidates, order)
     fits = every.scope.get("fits")
     primary = every.view(order[0])
+    if layouts[order[0]].note:
+        r.assumptions.append(f"layout: {layouts[order[0]].note}")
+    r.workload_parallel = layouts[order[0]].as_dict() if not r.is_training else None
+    if w.gpus and not r.is_training and r.runtime.get("multi_gpu") == "tensor_parallel":
+        _exact_gpus_needed(kn, w, rows, candidates, order, primary)
     primary.scope["gpu_candidates"] = n
     primary.scope["fitting_gpus"] = sum(map(bool, fits)) if fits.__class__ is Col else n * bool(fits)
 
@@ -642,10 +773,16 @@ def _answer(w: Workload, kn: Knowledge, query: str = "") -> Answer:
     disagreements, agreements = check_claims(kn, every, primary, order)
     s = primary.scope
     bands = error_bands(kn, r)
+    throughput = {k: (s.get(k) if k in speed else None) for k in INFERENCE_SPEED + TRAINING_SPEED}
+    warnings += margins.withhold_speeds(rows, throughput, bool(s.get("fits")))
+    tight = margins.borderline(s.get("per_gpu_gb"), s.get("headroom_gb"), bool(s.get("fits")),
+                               bands.get("total_gb")) if w.gpus else None
+    if tight:
+        verdict = f"{verdict} {tight}"
     return Answer(
         query=query, workload=_workload_dict(r), assumptions=r.assumptions,
         memory=_memory(s, r),
-        throughput={k: (s.get(k) if k in speed else None) for k in INFERENCE_SPEED + TRAINING_SPEED},
+        throughput=throughput,
         bottleneck=_bottleneck(s, r),
         gpus=rows, verdict=verdict, path=path, trace=tracer.steps,
         disagreements=disagreements, warnings=warnings, advice=advice,
@@ -696,6 +833,7 @@ def _workload_dict(r: Resolved) -> dict[str, Any]:
     d["model_name"] = r.model["name"]
     d["params"] = r.model["params_total"]
     d["active_params"] = r.model["params_active"]
+    d["parallel"] = r.workload_parallel
     return d
 
 

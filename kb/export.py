@@ -20,6 +20,8 @@ from typing import Any
 from kb.answer import Answer, Step
 from kb.errors import EvalError, KbError
 from kb.knowledge import Flow, Formula, Knowledge, Node
+from kb.nodes import literal, plain_exponent
+from kb.nodes import Node as ExprNode
 
 # Queries whose traces give the formulas' worked examples; the claims' own example queries
 # are tried after these. A query the rules cannot answer is skipped.
@@ -74,25 +76,7 @@ def number(value: Any) -> str:
         return "0"
     if 1e3 <= abs(v) < 1e6:  # no digit grouping: a comma would read as an argument separator
         return f"{v:.1f}".rstrip("0").rstrip(".")
-    return _plain_exponent(f"{v:.4g}")
-
-
-def literal(value: float) -> str:
-    """A number written in a rule, in full: 2, 0.75, 1e9, 3e10."""
-    if float(value).is_integer() and abs(value) < 1e6:
-        return str(int(value))
-    for digits in range(1, 18):  # the shortest text that reads back as the same number
-        text = f"{value:.{digits}g}"
-        if float(text) == value:
-            break
-    return _plain_exponent(text)
-
-
-def _plain_exponent(text: str) -> str:
-    if "e" not in text:
-        return text
-    mantissa, exp = text.split("e")
-    return f"{mantissa}e{int(exp)}"
+    return plain_exponent(f"{v:.4g}")
 
 
 def with_unit(text: str, unit: str) -> str:
@@ -115,44 +99,10 @@ def anchor(aid: str) -> str:
 
 # ---------------------------------------------------------------- expressions as math
 
-_PREC = {"or": 1, "and": 2, "not": 3, "cmp": 4, "+": 5, "-": 5, "*": 6, "/": 6, "^": 7,
-         "neg": 8}
-_SYMBOL = {"*": "×", "/": "÷", "<=": "≤", ">=": "≥", "!=": "≠", "==": "="}
-
-
-def math(ast: Any, show: Callable[[str], str] = str) -> str:
-    """An expression AST as readable math: `params × weight_bytes_per_param ÷ bytes_per_gb`.
+def math(ast: ExprNode, show: Callable[[str], str] = str) -> str:
+    """An expression as readable math: `params × weight_bytes_per_param ÷ bytes_per_gb`.
     `show` renders a name (the name itself, or its value in a worked example)."""
-    return _math(ast, show)[0]
-
-
-def _math(ast: Any, show: Callable[[str], str]) -> tuple[str, int]:
-    tag = ast[0]
-    if tag == "num":
-        return literal(ast[1]), 9
-    if tag == "str":
-        return f'"{ast[1]}"', 9
-    if tag == "name":
-        text = show(ast[1])
-        return (f"({text})", 9) if text.startswith("-") else (text, 9)
-    if tag == "call":
-        return f"{ast[1]}({', '.join(math(a, show) for a in ast[2])})", 9
-    if tag in ("not", "neg"):
-        p = _PREC[tag]
-        inner = _wrap(ast[1], show, p + (1 if tag == "neg" else 0))
-        return (f"not {inner}" if tag == "not" else f"-{inner}"), p
-    op = ast[1] if tag in ("bin", "cmp") else tag
-    p = _PREC["cmp" if tag == "cmp" else op]
-    left, right = (ast[2], ast[3]) if tag in ("bin", "cmp") else (ast[1], ast[2])
-    # left-associative, except ^; comparisons do not chain
-    lp = 9 if op == "^" else p + 1 if tag == "cmp" else p
-    rp = p if op == "^" else p + 1
-    return f"{_wrap(left, show, lp)} {_SYMBOL.get(op, op)} {_wrap(right, show, rp)}", p
-
-
-def _wrap(ast: Any, show: Callable[[str], str], need: int) -> str:
-    text, p = _math(ast, show)
-    return f"({text})" if p < need else text
+    return ast.markdown(show)
 
 
 # ---------------------------------------------------------------- running the examples
@@ -360,16 +310,17 @@ def precisions_page(kn: Knowledge) -> str:
     return _page("Precisions", body)
 
 
-_RUNTIME_COLUMNS = ("name", "id", "kind", "multi_gpu", "aliases", "source", "notes")
+_RUNTIME_COLUMNS = ("name", "id", "kind", "multi_gpu", "platforms", "aliases", "source", "notes")
 
 
 def runtimes_page(kn: Knowledge) -> str:
-    head = ["runtime", "id", "kind", "multi-GPU", "settings", "source"]
+    head = ["runtime", "id", "kind", "multi-GPU", "runs on", "settings", "source"]
     rows = []
     for r in kn.runtimes.values():
         settings = ", ".join(f"{md(k)} = {md(v) if isinstance(v, str) else number(v)}"
                              for k, v in r.items() if k not in _RUNTIME_COLUMNS and v is not None)
-        rows.append([md(r["name"]), code(r["id"]), md(r["kind"]), md(r["multi_gpu"]), settings,
+        rows.append([md(r["name"]), code(r["id"]), md(r["kind"]), md(r["multi_gpu"]),
+                     md(", ".join(r["platforms"])), settings,
                      src_link(r["source"])])
     defaults = ", ".join(f"{md(k)}: {code(v)}" for k, v in kn.runtime_defaults.items()
                          if k != "source")

@@ -38,7 +38,9 @@ def read(path: str | Path, kn: Any) -> dict[str, Any]:
     text_config = raw.get("text_config")
     cfg: dict[str, Any] = text_config if isinstance(text_config, dict) else raw
     try:
-        model = _model(cfg, p)
+        from kb.hflayers import extend
+
+        model = extend(_model(cfg, p), cfg, raw)
     except (TypeError, ValueError, KeyError, OverflowError, ZeroDivisionError) as exc:
         raise ConfigError(f"{p}: {exc}") from None   # int(1e999), hidden_size // 0 heads …
     from pydantic import ValidationError
@@ -102,17 +104,10 @@ def _with_params(model: dict[str, Any], kn: Any) -> dict[str, Any]:
     from kb.engine import Evaluated, base_scope, evaluate, resolve
     from kb.workload import Workload
 
-    saved = kn.models.get(model["id"])
-    kn.models[model["id"]] = model
-    try:
-        r = resolve(Workload(model_id=model["id"]), kn)
-        ev = Evaluated(base_scope(r, kn))
-        evaluate(kn, ev, ["arch_params_total", "arch_params_active"])
-    finally:
-        if saved is None:
-            kn.models.pop(model["id"], None)
-        else:
-            kn.models[model["id"]] = saved
+    view = kn.with_model(model)
+    r = resolve(Workload(model_id=model["id"]), view)
+    ev = Evaluated(base_scope(r, view))
+    evaluate(view, ev, ["arch_params_total", "arch_params_active"])
     total, active = ev.scope.get("arch_params_total"), ev.scope.get("arch_params_active")
     most = kn.query["limits"]["params"][1]
     if total is None or active is None or not 0 < active <= total <= most:

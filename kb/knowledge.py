@@ -170,6 +170,8 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
     precisions, precision_alias = _catalogue(docs["precisions"], "precisions", [p.model_dump() for p in parsed["precisions"].precisions], errs)
     for i, p in enumerate(parsed["precisions"].precisions):
         need_source(docs["precisions"], ("precisions", i, "source"), p.source)
+    if not skip_precisions:
+        _check_native(docs["models"], parsed["models"].models, precisions, need_source, errs)
 
     fdoc = docs["formulas"]
     ffile = parsed["formulas"]
@@ -303,6 +305,21 @@ def _expr(doc: Doc, loc: tuple[Any, ...], text: str, units: dict[str, ex.Unit],
     if ok and want is not None:
         _check_unit(doc, loc, compiled, units, want, errs)
     return compiled if ok else None
+
+
+def _check_native(doc: Doc, models: list[Any], precisions: dict[str, Any], need_source: Any,
+                  errs: _Collector) -> None:
+    """A model's native checkpoint format names a known precision and has its own source."""
+    for i, m in enumerate(models):
+        if m.native_precision is None:
+            continue
+        if m.native_precision not in precisions:
+            errs.add(doc.error(("models", i, "native_precision"),
+                               f"unknown precision '{m.native_precision}'", nearest(m.native_precision, precisions)))
+        if m.native_source is None:
+            errs.add(doc.error(("models", i, "native_precision"), "native_precision needs native_source"))
+        else:
+            need_source(doc, ("models", i, "native_source"), m.native_source)
 
 
 def _check_unit(doc: Doc, loc: tuple[Any, ...], compiled: ex.Expr, units: dict[str, ex.Unit],

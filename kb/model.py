@@ -8,7 +8,7 @@ plain query needs neither pydantic, PyYAML, networkx nor lark.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -117,6 +117,10 @@ class Claim:
     where: str
 
 
+# Knowledge.cache entries built from the models (model names and families in the query words)
+READS_MODELS = frozenset({"vocabulary"})
+
+
 @dataclass
 class Knowledge:
     root: Path
@@ -149,6 +153,13 @@ class Knowledge:
     def billion(self) -> float:
         """What the B of '70B' stands for (query.yaml)."""
         return float(self.query["billion"])
+
+    def with_model(self, model: dict[str, Any]) -> Knowledge:
+        """This knowledge and one more model (from a config.json), as a new object: self is not
+        changed, so one Knowledge stays safe to share across threads. The derived tables that
+        do not read the models are shared; those that do (READS_MODELS) are built again."""
+        cache = {k: v for k, v in self.cache.items() if k not in READS_MODELS}
+        return replace(self, models={**self.models, model["id"]: model}, cache=cache)
 
     def flow(self, flow_id: str) -> Flow:
         for f in self.flows:

@@ -74,6 +74,7 @@ class Precision(Strict):
     bits_per_weight: Positive
     compute: TensorPrecision
     quantizes_embeddings: bool = True
+    experts_only: bool = False
     fallback: list[TensorPrecision] = []
     aliases: list[str] = []
     source: Slug
@@ -95,6 +96,7 @@ class Runtime(Strict):
     kind: Literal["inference", "training", "both"]
     aliases: list[str] = []
     multi_gpu: Literal["tensor_parallel", "layer_split"]
+    platforms: list[Literal["nvidia", "amd", "intel", "apple"]] = Field(min_length=1)
     decode_bandwidth_efficiency: Fraction | None = None
     quant_kernel_efficiency: Fraction | None = None
     hbm_decode_efficiency: Fraction = 1.0
@@ -184,6 +186,19 @@ class Moe(Strict):
     experts_per_token: int = Field(gt=0)
     shared_experts: int = Field(default=0, ge=0)
     moe_layers: int | None = None
+    shared_expert_intermediate_size: int | None = Field(default=None, gt=0)
+    dense_intermediate_size: int | None = Field(default=None, gt=0)
+
+
+class Recurrent(Strict):
+    """Linear-attention or state-space layers: a fixed-size state per sequence, no KV cache."""
+    kind: Literal["mamba2", "gated-deltanet"]
+    layers: int = Field(gt=0)
+    heads: int = Field(gt=0)
+    head_dim: int = Field(gt=0)
+    state_dim: int = Field(gt=0)
+    groups: int = Field(gt=0)
+    conv_kernel: int = Field(gt=0)
 
 
 class Model(Strict):
@@ -203,10 +218,19 @@ class Model(Strict):
     max_context: int = Field(gt=0)
     attention: Literal["mha", "gqa", "mqa", "mla"]
     tie_embeddings: bool = False
+    mlp: Literal["gated", "plain"] = "gated"
+    active_embeddings: Literal["both", "output", "none"] = "both"
+    encoder_params: NonNeg | None = None
+    card_rounding: float | None = Field(default=None, gt=0, lt=0.5)
     sliding_window: int | None = Field(default=None, gt=0)
     sliding_window_layers: int | None = Field(default=None, ge=0)
+    local_attention: Literal["sliding", "chunked"] | None = None
+    attention_layers: int | None = Field(default=None, ge=0)
     mla: Mla | None = None
     moe: Moe | None = None
+    recurrent: Recurrent | None = None
+    native_precision: Slug | None = None
+    native_source: Slug | None = None
     source: Slug
     notes: str | None = None
 
@@ -328,6 +352,9 @@ class Solve(Strict):
     lower: Positive
     upper: Positive
     verdict: str
+    holds: str = "fits"                  # the bool formula the value must keep (formulas.yaml)
+    verdict_floor: str | None = None     # when the speed floor, not memory, stops the search
+    verdict_layout: str | None = None    # when fewer GPUs fit but form no valid layout
 
 
 LimitName = Literal["users", "batch", "context", "seq", "prompt", "output", "rank", "tokens",

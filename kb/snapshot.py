@@ -37,7 +37,7 @@ def cache_dir() -> Path | None:
 
 
 def content_key(root: Path) -> str:
-    from kb import __version__
+    from kb.version import __version__
     from kb.paths import grammar_dir
 
     h = hashlib.sha256(f"kbq {__version__} snapshot {FORMAT}\n".encode())
@@ -89,7 +89,7 @@ def _save(path: Path, data: dict[str, Any]) -> None:
 # ---------------------------------------------------------------- Knowledge ⇄ JSON
 
 def _expr(e: ex.Expr | None) -> Any:
-    return None if e is None else [e.text, e.ast, e.name_columns]
+    return None if e is None else [e.text, e.ast.to_list(), e.name_columns]
 
 
 def _unexpr(d: Any) -> ex.Expr | None:

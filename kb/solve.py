@@ -19,18 +19,27 @@ from kb.workload import Workload
 
 @dataclass
 class Probe:
-    fits: bool
+    fits: bool                      # the search's condition holds (memory, and the speed floor if asked)
     per_gpu_gb: float | None
     usable_gb: float | None
+    fits_memory: bool = False
+    speed: float | None = None      # per-user decode tokens/s
+    floor: float | None = None
 
 
-def _with(w: Workload, vary: str, value: float) -> Workload:
+def _with(w: Workload, vary: str, value: float, kn: Knowledge | None = None) -> Workload:
+    """The workload at `value`. A context the query did not split into prompt and output is
+    prompt + output: the default output, and the rest is prompt."""
     w2 = copy.deepcopy(w)
     w2.question = None
     if vary == "users":
         w2.users = int(value)
     elif vary == "context_tokens":
         w2.context_tokens = int(value)
+        if w2.prompt_tokens is None and kn is not None:
+            out = w2.output_tokens or int(kn.defaults["output_tokens"])
+            w2.output_tokens = min(out, int(value) - 1) if value > 1 else out
+            w2.prompt_tokens = max(1, int(value) - w2.output_tokens)
         if w2.prompt_tokens is not None and w2.prompt_tokens > value:
             w2.prompt_tokens = int(value)
     elif vary == "params":
@@ -44,38 +53,43 @@ def _with(w: Workload, vary: str, value: float) -> Workload:
     return w2
 
 
-def probe(kn: Knowledge, w: Workload, vary: str, value: float, gpu: dict[str, Any], count: int) -> Probe:
-    from kb.engine import Evaluated, base_scope, evaluate, gpu_scope, resolve
+def probe(kn: Knowledge, w: Workload, vary: str, value: float, gpu: dict[str, Any], count: int,
+          holds: str = "fits") -> Probe:
+    from kb.engine import Evaluated, base_scope, evaluate, gpu_scope, layout_of, resolve
 
-    w2 = _with(w, vary, value)
+    w2 = _with(w, vary, value, kn)
     if vary == "gpu_count":
         count = int(value)
     r = resolve(w2, kn)
-    ev = Evaluated(gpu_scope(base_scope(r, kn), gpu, count, r.precision))
-    evaluate(kn, ev, ["fits", "per_gpu_gb", "usable_vram_gb"])
+    ev = Evaluated(gpu_scope(base_scope(r, kn), gpu, count, r.precision, layout_of(r, kn, count)))
+    names = ["fits", "per_gpu_gb", "usable_vram_gb"]
+    if holds != "fits":
+        names += [holds, "decode_tokens_per_s"]
+    evaluate(kn, ev, names)
     s = ev.scope
-    return Probe(bool(s.get("fits")), s.get("per_gpu_gb"), s.get("usable_vram_gb"))
+    return Probe(bool(s.get(holds)), s.get("per_gpu_gb"), s.get("usable_vram_gb"), bool(s.get("fits")),
+                 s.get("decode_tokens_per_s"), s.get("speed_floor_tok_s"))
 
 
 def largest_fitting(kn: Knowledge, w: Workload, vary: str, lower: float, upper: float,
-                    gpu: dict[str, Any], count: int) -> tuple[float | None, bool]:
+                    gpu: dict[str, Any], count: int, holds: str = "fits") -> tuple[float | None, bool]:
     """The largest value in [lower, upper] that fits (None if even `lower` does not), and
     whether the search hit `upper`. Integers, except params (searched to 3 significant digits)."""
-    if not probe(kn, w, vary, lower, gpu, count).fits:
+    if not probe(kn, w, vary, lower, gpu, count, holds).fits:
         return None, False
-    if probe(kn, w, vary, upper, gpu, count).fits:
+    if probe(kn, w, vary, upper, gpu, count, holds).fits:
         return upper, True
     lo, hi = lower, upper
     if vary == "params":
         while hi / lo > 1.001:
             mid = math.sqrt(lo * hi)
-            lo, hi = (mid, hi) if probe(kn, w, vary, mid, gpu, count).fits else (lo, mid)
+            lo, hi = (mid, hi) if probe(kn, w, vary, mid, gpu, count, holds).fits else (lo, mid)
         scale = 10 ** (math.floor(math.log10(lo)) - 2)          # keep 3 significant digits,
         return math.floor(lo / scale) * scale, False             # rounded down so it still fits
     lo_i, hi_i = int(lo), int(hi)
     while hi_i - lo_i > 1:
         mid = (lo_i + hi_i) // 2
-        if probe(kn, w, vary, mid, gpu, count).fits:
+        if probe(kn, w, vary, mid, gpu, count, holds).fits:
             lo_i = mid
         else:
             hi_i = mid
@@ -83,7 +97,9 @@ def largest_fitting(kn: Knowledge, w: Workload, vary: str, lower: float, upper: 
 
 
 def smallest_fitting(kn: Knowledge, w: Workload, lower: int, upper: int, gpu: dict[str, Any]) -> int | None:
-    """Fewest GPUs that hold the job (memory only falls as GPUs are added)."""
+    """Fewest GPUs that hold the job in a canonical layout (kb.layout: tensor parallel that
+    divides the heads inside a node, whole nodes as pipeline stages). Memory falls as GPUs are
+    added, so a bisection finds the fewest that hold it; then the next canonical count up."""
     if not probe(kn, w, "gpu_count", upper, gpu, upper).fits:
         return None
     lo, hi = lower - 1, upper
@@ -93,7 +109,23 @@ def smallest_fitting(kn: Knowledge, w: Workload, lower: int, upper: int, gpu: di
             hi = mid
         else:
             lo = mid
+    for n in range(hi, upper + 1):
+        if _canonical(kn, w, n) and probe(kn, w, "gpu_count", n, gpu, n).fits:
+            return n
     return hi
+
+
+def _layout_facts(kn: Knowledge, w: Workload, count: int) -> dict[str, Any]:
+    from kb.engine import resolve
+
+    r = resolve(_with(w, "gpu_count", count), kn)
+    return {"heads": r.model["attention_heads"], "node": int(kn.constants["gpus_per_node"]["value"])}
+
+
+def _canonical(kn: Knowledge, w: Workload, count: int) -> bool:
+    from kb.engine import layout_of, resolve
+
+    return layout_of(resolve(_with(w, "gpu_count", count), kn), kn, count).canonical
 
 
 def step_of(vary: str, value: float) -> float:
@@ -114,15 +146,24 @@ def solve_row(kn: Knowledge, w: Workload, question: str, gpu: dict[str, Any], co
         return {"gpu": gpu["name"], "gpu_id": gpu["id"], "value": n, "found": True, "count": n,
                 "fits_at_value": at.fits, "per_gpu_gb": at.per_gpu_gb, "usable_gb": at.usable_gb,
                 "previous": n - 1 if prev else None, "fits_at_previous": prev.fits if prev else None,
-                "per_gpu_gb_at_previous": prev.per_gpu_gb if prev else None}
-    value, capped = largest_fitting(kn, w, vary, spec["lower"], spec["upper"], gpu, count)
+                "per_gpu_gb_at_previous": prev.per_gpu_gb if prev else None,
+                "layout_binding": bool(prev and prev.fits), **_layout_facts(kn, w, n)}
+    holds = spec.get("holds", "fits")
+    value, capped = largest_fitting(kn, w, vary, spec["lower"], spec["upper"], gpu, count, holds)
     row: dict[str, Any] = {"gpu": gpu["name"], "gpu_id": gpu["id"], "count": count, "value": value,
                            "found": value is not None, "at_upper_bound": capped}
     if value is not None:
         nxt = step_of(vary, value)
-        at, after = probe(kn, w, vary, value, gpu, count), probe(kn, w, vary, nxt, gpu, count)
+        at, after = probe(kn, w, vary, value, gpu, count, holds), probe(kn, w, vary, nxt, gpu, count, holds)
         row.update(fits_at_value=at.fits, per_gpu_gb=at.per_gpu_gb, usable_gb=at.usable_gb,
                    next=nxt, fits_at_next=after.fits, per_gpu_gb_at_next=after.per_gpu_gb)
+        if holds != "fits":
+            row.update(speed_floor=at.floor, speed_at_value=at.speed, speed_at_next=after.speed,
+                       floor_binding=after.fits_memory and not after.fits)
+    elif holds != "fits":
+        first = probe(kn, w, vary, spec["lower"], gpu, count, holds)
+        row.update(speed_floor=first.floor, speed_at_lower=first.speed,
+                   floor_binding=first.fits_memory)
     return row
 
 
@@ -131,6 +172,10 @@ def verdict(kn: Knowledge, question: str, row: dict[str, Any]) -> str:
 
     spec = kn.query["solve"][question]
     if not row["found"]:
+        if row.get("floor_binding"):
+            return (f"Fits on {row.get('count', 1)}× {row['gpu']}, but even {num(spec['lower'])} "
+                    f"{spec['unit']} get only {num(row.get('speed_at_lower'))} tokens/s each, under the "
+                    f"{num(row.get('speed_floor'))} tokens/s floor.")
         return (f"Does not fit on {row.get('count', 1)}× {row['gpu']} even at "
                 f"{num(spec['lower'])} {spec['unit']}.")
     fields = {
@@ -140,8 +185,14 @@ def verdict(kn: Knowledge, question: str, row: dict[str, Any]) -> str:
         "next_gb": num(row.get("per_gpu_gb_at_next")), "usable_gb": num(row.get("usable_gb")),
         "per_gpu_gb": num(row.get("per_gpu_gb")), "value_prev": row.get("previous"),
         "prev_gb": num(row.get("per_gpu_gb_at_previous")),
+        "speed": num(row.get("speed_at_value")), "speed_next": num(row.get("speed_at_next")),
+        "floor": num(row.get("speed_floor")), "heads": row.get("heads"), "node": row.get("node"),
     }
     text = spec["verdict"]
+    if row.get("floor_binding") and spec.get("verdict_floor"):
+        text = spec["verdict_floor"]
+    elif row.get("layout_binding") and spec.get("verdict_layout"):
+        text = spec["verdict_layout"]
     for key, val in fields.items():
         text = text.replace("{" + key + "}", str(val))
     if row.get("at_upper_bound"):

@@ -1,12 +1,14 @@
 """Load the knowledge once: rules directory → validated Knowledge.
 
-In: a rules directory (default kb.paths.rules_dir()). Out: Knowledge, or RuleErrors.
+In: a rules directory (default kb.paths.rules_dir()). Out: Knowledge, or RuleErrors; and
+LOADED, the process's knowledge per rules directory, each loaded on first use.
 This is the one place that reads rules/ for an answer; it goes through the snapshot
 (kb.snapshot) so a plain query does not re-validate unchanged YAML.
 """
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 from kb.model import Knowledge
@@ -16,3 +18,30 @@ from kb.snapshot import load_or_build
 
 def load_knowledge(root: Path | None = None) -> Knowledge:
     return load_or_build((root if root is not None else rules_dir()).resolve())
+
+
+class KnowledgeCache:
+    """Knowledge per rules directory, each loaded once. Loading is serialised by a lock, so
+    threads asking at once share one load; a Knowledge is never changed after it is built."""
+
+    def __init__(self) -> None:
+        self._loaded: dict[str, Knowledge] = {}
+        self._lock = threading.Lock()
+
+    def get(self, root: str | Path | None = None) -> Knowledge:
+        key = str(root) if root is not None else ""
+        found = self._loaded.get(key)
+        if found is None:
+            with self._lock:
+                found = self._loaded.get(key)
+                if found is None:
+                    found = self._loaded[key] = load_knowledge(Path(root) if root is not None else None)
+        return found
+
+    def clear(self) -> None:
+        """Forget every loaded knowledge (the next get loads again)."""
+        with self._lock:
+            self._loaded.clear()
+
+
+LOADED = KnowledgeCache()

@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 from kb import get_knowledge
 from kb import expr as ex
-from kb.engine import ROW_FORMULAS, Evaluated, answer, base_scope, evaluate, gpu_scope, resolve
+from kb.engine import ROW_FORMULAS, Evaluated, answer, base_scope, evaluate, gpu_scope, layout_of, resolve
+from kb.margins import SPEEDS
 from kb.errors import EvalError
 from kb.query import parse
 
@@ -111,7 +112,7 @@ def _alone(q: str, gpu_id: str, count: int) -> Evaluated:
     """One GPU on its own scope, as kb.solve probes it."""
     w = parse(q, KN)
     r = resolve(w, KN)
-    ev = Evaluated(gpu_scope(base_scope(r, KN), KN.gpus[gpu_id], count, r.precision))
+    ev = Evaluated(gpu_scope(base_scope(r, KN), KN.gpus[gpu_id], count, r.precision, layout_of(r, KN, count)))
     evaluate(KN, ev, [n for n, f in KN.formulas.items() if not f.per_gpu])
     evaluate(KN, ev, ROW_FORMULAS[r.is_training])
     return ev
@@ -134,6 +135,11 @@ def _check_rows(q: str) -> None:
                 want = bool(want)
             elif name == "gpus_needed" and want is not None:
                 want = int(want)
+                if row.requested and not row.fits:     # searched by the forward model: never fewer
+                    assert row.gpus_needed >= want, (q, row.id)
+                    continue
+            elif name in SPEEDS and not row.fits:      # no speed for what does not fit
+                want = None
             assert _same(getattr(row, name), want), (q, row.id, name, getattr(row, name), want)
     # the trace is the first row's GPU on its own view: its own values, never a column
     first = _alone(q, a.gpus[0].id, a.gpus[0].count).scope

@@ -95,7 +95,7 @@ def test_ast_round_trip_is_json_data():
     import json
 
     e = ex.parse("max(a, 2) * b.c")
-    again = ex.from_ast(e.text, json.loads(json.dumps(e.ast)))
+    again = ex.from_ast(e.text, json.loads(json.dumps(e.ast.to_list())))
     assert again({"a": 3, "b.c": 2}) == 6
     assert again.names == ("a", "b.c")
 

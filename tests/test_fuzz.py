@@ -483,7 +483,7 @@ def check_expr(text: str, values: Callable[[], float]) -> str:
             assert err.message
             return "ExprSyntaxError"
         assert isinstance(e, ex.Expr)
-        json.dumps(e.ast, allow_nan=False)
+        json.dumps(e.ast.to_list(), allow_nan=False)
         scope = {name: values() for name in e.names}
         try:
             value = e(scope)

@@ -182,6 +182,12 @@ def test_the_embedding_exception_is_real_and_documented() -> None:
 
 # ---------------------------------------------------------------- GPUs compared in one answer
 
+def _platform_gpus(a: Any) -> int:
+    """Catalogue GPUs of the platforms the answer's runtime runs on (runtimes.yaml platforms)."""
+    platforms = KN.runtimes[a.workload["runtime"]]["platforms"]
+    return sum(g["vendor"] in platforms for g in KN.gpus.values())
+
+
 def _pairs(rows: list[Any]) -> list[tuple[Any, Any]]:
     return list(itertools.permutations(rows, 2))
 
@@ -193,9 +199,10 @@ def test_more_bandwidth_never_lowers_decode_speed(w: dict[str, Any]) -> None:
     and the same kind of memory decodes no slower."""
     a = ask(query(w, gpus=False))
     rows = a.gpus
-    assert len(rows) == len(KN.gpus)
-    for row in rows:   # a speed is missing only where the catalogue has no TFLOPS for the GPU
-        assert (row.decode_tokens_per_s is None) == (row.compute_tflops is None), row.id
+    assert len(rows) == _platform_gpus(a)
+    for row in rows:   # a speed is missing only where the catalogue has no TFLOPS for the GPU,
+        # or where the job does not fit (no speed for what cannot run)
+        assert (row.decode_tokens_per_s is None) == (row.compute_tflops is None or not row.fits), row.id
     rows = [r for r in rows if r.decode_tokens_per_s is not None]
     compared = 0
     for x, y in _pairs(rows):
@@ -206,7 +213,8 @@ def test_more_bandwidth_never_lowers_decode_speed(w: dict[str, Any]) -> None:
                 f"{x.id} ({x.bandwidth_gb_s} GB/s, {x.compute_tflops} TFLOPS) decodes at "
                 f"{x.decode_tokens_per_s:.2f} tok/s, slower than {y.id} ({y.bandwidth_gb_s} "
                 f"GB/s, {y.compute_tflops} TFLOPS) at {y.decode_tokens_per_s:.2f}")
-    assert compared >= 100
+    # enough pairs were compared (only GPUs that hold the job show a speed)
+    assert compared >= min(100, len(rows) * (len(rows) - 1) // 8)
 
 
 @PROPERTY
@@ -241,7 +249,7 @@ def _check_fits(rows: list[Any]) -> None:
 @given(workloads())
 def test_what_fits_on_a_gpu_fits_on_every_gpu_with_more_memory(w: dict[str, Any]) -> None:
     a = ask(query(w, gpus=False))
-    assert len(a.gpus) == len(KN.gpus)
+    assert len(a.gpus) == _platform_gpus(a)
     _check_fits(a.gpus)
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from kb.cli import dump
+from kb.commands import dump
 from kb.paths import rules_dir
 from kb.schema import FILES, json_schema
 
@@ -65,7 +65,7 @@ T4_ALIASES = "    aliases: [t4, tesla t4, nvidia t4, t4 16gb]\n"
 # a formula no flow node computes directly (a broken one that is computed: see "cascade")
 STEP_MEM = "    expr: decode_bytes_per_step_gb / effective_bandwidth_gb_s\n"
 HEADROOM = "    expr: usable_vram_gb - per_gpu_gb\n"
-WEIGHTS_READ = "    expr: active_params * weight_bytes_per_param / bytes_per_gb\n"
+WEIGHTS_READ = "      - expr: active_params * weight_bytes_per_param / bytes_per_gb\n"
 MODEL_STATE = "    expr: weights_gb + gradients_gb + optimizer_gb + adapters_gb\n"
 ADAMW_CLAIM = "    computed: model_state_gb * bytes_per_gb / params\n    unit: B/param\n    value: 16\n"
 FP16_ALIASES = "    aliases: [float16, half, f16]\n"
@@ -124,7 +124,7 @@ CASES = [
          "    expr: usable_vram_gb - per_gpu_bg\n",
          (("per_gpu_bg", "unknown name 'per_gpu_bg' (did you mean 'per_gpu_gb'?)"),)),
     Case("unit-mismatch", "formulas.yaml", WEIGHTS_READ,
-         "    expr: active_params * weight_bytes_per_param\n",
+         "      - expr: active_params * weight_bytes_per_param\n",
          (("active_params", "units: the expression gives B, expected GB"),)),
     Case("unit-mismatch-sum", "formulas.yaml", HEADROOM,
          "    expr: usable_vram_gb - per_gpu_gb + bytes_per_gb\n",

@@ -1,0 +1,394 @@
+"""Typed nodes of the expression language.
+
+In: built by kb.expr from a parse tree, or by `from_list` from the JSON form a snapshot stores.
+Out: immutable nodes, each knowing how to compile itself into a closure over a scope (scalars
+and kb.columns.Col alike), infer its unit (kb.units), list the names it reads, write itself as
+text or as Markdown math, and turn itself back into its JSON form.
+
+Constant sub-expressions are folded once, when a node is compiled: a subtree that reads no name
+is evaluated then, unless evaluating it raises (it then raises, with its message, when used).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from kb import units as u
+from kb.columns import RAISED, Fn, Scope, and_, lift1, lift2, or_, short_circuit
+from kb.errors import EvalError
+from kb.functions import FUNCTIONS, num
+from kb.units import BOOL, ONE, TEXT, Unit, UnitError, format_unit
+
+Show = Callable[[str], str]
+Symbols = Mapping[str, str]
+
+ASCII: Symbols = {}
+MATH: Symbols = {"*": "×", "/": "÷", "<=": "≤", ">=": "≥", "!=": "≠", "==": "="}
+ATOM = 9                                 # binding strength of a name, number or call
+
+_COMPARE: dict[str, Callable[[Any, Any], Any]] = {
+    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+    "==": operator.eq, "!=": operator.ne,
+}
+
+
+def literal(value: float) -> str:
+    """A number written in a rule, in full: 2, 0.75, 1e9, 3e10."""
+    if float(value).is_integer() and abs(value) < 1e6:
+        return str(int(value))
+    for digits in range(1, 18):  # the shortest text that reads back as the same number
+        text = f"{value:.{digits}g}"
+        if float(text) == value:
+            break
+    return plain_exponent(text)
+
+
+def plain_exponent(text: str) -> str:
+    """'7e+09' → '7e9'."""
+    if "e" not in text:
+        return text
+    mantissa, exp = text.split("e")
+    return f"{mantissa}e{int(exp)}"
+
+
+# ---------------------------------------------------------------- the nodes
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """One node of an expression. Subclasses say how they evaluate, type and print."""
+
+    def children(self) -> tuple[Node, ...]:
+        return ()
+
+    def names(self, out: list[str]) -> None:
+        """Append the names read, left to right (with repeats)."""
+        for child in self.children():
+            child.names(out)
+
+    def constant(self) -> bool:
+        return all(child.constant() for child in self.children())
+
+    def compile(self) -> Fn:
+        """A closure scope → value (a Col where a name read holds one)."""
+        fn = self._compile()
+        if not self.constant():
+            return fn
+        try:
+            value = fn({})
+        except RAISED:
+            return fn
+        return lambda s: value
+
+    def _compile(self) -> Fn:
+        raise NotImplementedError
+
+    def unit(self, units: Mapping[str, Unit]) -> Unit:
+        """The unit of the value, given the unit of every name. Raises UnitError."""
+        raise NotImplementedError
+
+    def render(self, show: Show, symbols: Symbols) -> tuple[str, int]:
+        """(text, binding strength): the fewest parentheses that keep the meaning."""
+        raise NotImplementedError
+
+    def to_list(self) -> list[Any]:
+        """The JSON form: ["num", x] ["name", n] ["bin", op, a, b] … (see from_list)."""
+        raise NotImplementedError
+
+    def text(self, show: Show = str) -> str:
+        """As typed in a rule: `a * b / c`."""
+        return self.render(show, ASCII)[0]
+
+    def markdown(self, show: Show = str) -> str:
+        """As readable math: `a × b ÷ c`. `show` renders a name (or its value)."""
+        return self.render(show, MATH)[0]
+
+
+def _wrap(node: Node, show: Show, symbols: Symbols, need: int) -> str:
+    text, strength = node.render(show, symbols)
+    return f"({text})" if strength < need else text
+
+
+def _infix(left: Node, op: str, right: Node, show: Show, symbols: Symbols,
+           strengths: tuple[int, int, int]) -> tuple[str, int]:
+    p, lp, rp = strengths
+    return (f"{_wrap(left, show, symbols, lp)} {symbols.get(op, op)} "
+            f"{_wrap(right, show, symbols, rp)}", p)
+
+
+@dataclass(frozen=True, slots=True)
+class Num(Node):
+    value: float
+
+    def _compile(self) -> Fn:
+        value = self.value
+        return lambda s: value
+
+    def unit(self, units: Mapping[str, Unit]) -> Unit:
+        return None
+
+    def render(self, show: Show, symbols: Symbols) -> tuple[str, int]:
+        return literal(self.value), ATOM
+
+    def to_list(self) -> list[Any]:
+        return ["num", self.value]
+
+
+@dataclass(frozen=True, slots=True)
+class Str(Node):
+    value: str
+
+    def _compile(self) -> Fn:
+        value = self.value
+        return lambda s: value
+
+    def unit(self, units: Mapping[str, Unit]) -> Unit:
+        return TEXT
+
+    def render(self, show: Show, symbols: Symbols) -> tuple[str, int]:
+        return f'"{self.value}"', ATOM
+
+    def to_list(self) -> list[Any]:
+        return ["str", self.value]
+
+
+@dataclass(frozen=True, slots=True)
+class Name(Node):
+    name: str
+
+    def names(self, out: list[str]) -> None:
+        out.append(self.name)
+
+    def constant(self) -> bool:
+        return False
+
+    def _compile(self) -> Fn:
+        key = self.name
+
+        def lookup(s: Scope) -> Any:
+            try:
+                return s[key]
+            except KeyError:
+                raise EvalError(f"'{key}' has no value for this workload") from None
+        return lookup
+
+    def unit(self, units: Mapping[str, Unit]) -> Unit:
+        return units[self.name]
+
+    def render(self, show: Show, symbols: Symbols) -> tuple[str, int]:
+        text = show(self.name)
+        return (f"({text})", ATOM) if text.startswith("-") else (text, ATOM)
+
+    def to_list(self) -> list[Any]:
+        return ["name", self.name]
+
+
+def _pow(a: Any, b: Any) -> float:
+    a, b = num(a, "base"), num(b, "exponent")
+    try:
+        result: float | complex = float(a) ** float(b)   # floats: an int power could run without bound
+    except (OverflowError, ZeroDivisionError) as exc:
+        raise EvalError(f"{a} ^ {b}: {exc}") from None
+    if isinstance(result, complex):
+        raise EvalError(f"{a} ^ {b} is not a real number")
+    return result
+
+
+def _neg(a: Any) -> float:
+    return -num(a, "operand")
+
+
+_ARITH: dict[str, Callable[[Any, Any], Any]] = {
+    "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv, "^": _pow}
+_STRENGTH = {"+": 5, "-": 5, "*": 6, "/": 6, "^": 7}
+
+
+@dataclass(frozen=True, slots=True)
+class Bin(Node):
+    """Arithmetic: + - * / ^ (the parser writes ** as ^)."""
+    op: str
+    left: Node
+    right: Node
+
+    def children(self) -> tuple[Node, ...]:
+        return (self.left, self.right)
+
+    def _compile(self) -> Fn:
+        # Operand types are settled at load by the unit check (kb.knowledge); a None (a figure
+        # the workload lacks) or text raises TypeError here, which Expr.__call__ reports.
+        # x / 0 raises ZeroDivisionError, which Expr.message reports as "division by zero"
+        return lift2(_ARITH[self.op], self.left.compile(), self.right.compile())
+
+    def unit(self, units: Mapping[str, Unit]) -> Unit:
+        a, b = self.left.unit(units), self.right.unit(units)
+        if self.op in "+-":
+            return u.same(a, b, f"'{self.op}'")
+        if self.op in "*/":
+            if a is None and b is None:
+                return None
+            return u.mul(a, b, 1 if self.op == "*" else -1)
+        if b not in (None, ONE):
+            raise UnitError("an exponent must be a plain number")
+        if a is None or a == ONE:
+            return a
+        if not isinstance(self.right, Num) or not float(self.right.value).is_integer():
+            raise UnitError(f"{format_unit(a)} raised to a non-integer power")
+        return u.power(a, int(self.right.value))
+
+    def render(self, show: Show, symbols: Symbols) -> tuple[str, int]:
+        p = _STRENGTH[self.op]
+        # left-associative, except ^
+        sides = (p, ATOM, p) if self.op == "^" else (p, p, p + 1)
+        return _infix(self.left, self.op, self.right, show, symbols, sides)
+
+    def to_list(self) -> list[Any]:
+        return ["bin", self.op, self.left.to_list(), self.right.to_list()]
+
+
+@dataclass(frozen=True, slots=True)
+class Cmp(Node):
+    op: str
+    left: Node
+    right: Node
+
+    def children(self) -> tuple[Node, ...]:
+        return (self.left, self.right)
+
+    def _compile(self) -> Fn:
+        # None == x is a plain False, as in one GPU's scope; only ordering raises on None
+        return lift2(_COMPARE[self.op], self.left.compile(), self.right.compile(),
+                     none_fails=self.op not in ("==", "!="))
+
+    def unit(self, units: Mapping[str, Unit]) -> Unit:
+        a, b = self.left.unit(units), self.right.unit(units)
+        if TEXT in (a, b) and a != b and None not in (a, b):
+            raise UnitError("comparing text with a number")
+        u.same(a, b, f"'{self.op}'")
+        return BOOL
+
+    def render(self, show: Show, symbols: Symbols) -> tuple[str, int]:
+        return _infix(self.left, self.op, self.right, show, symbols, (4, 5, 5))  # no chaining
+
+    def to_list(self) -> list[Any]:
+        return ["cmp", self.op, self.left.to_list(), self.right.to_list()]
+
+
+def _truth(tag: str, operands: tuple[Node, ...], units: Mapping[str, Unit]) -> Unit:
+    for sub in operands:
+        got = sub.unit(units)
+        if got not in (BOOL, None):
+            raise UnitError(f"'{tag}' needs true/false operands, got {format_unit(got)}")
+    return BOOL
+
+
+@dataclass(frozen=True, slots=True)
+class Logic(Node):
+    """`and` / `or`: the right side is read only where the left does not decide."""
+    op: str
+    left: Node
+    right: Node
+    _STRENGTH: ClassVar[dict[str, int]] = {"or": 1, "and": 2}
+
+    def children(self) -> tuple[Node, ...]:
+        return (self.left, self.right)
+
+    def _compile(self) -> Fn:
+        both = and_ if self.op == "and" else or_
+        return short_circuit(both, self.left.compile(), self.right.compile(), self.op == "or")
+
+    def unit(self, units: Mapping[str, Unit]) -> Unit:
+        return _truth(self.op, self.children(), units)
+
+    def render(self, show: Show, symbols: Symbols) -> tuple[str, int]:
+        p = self._STRENGTH[self.op]
+        return _infix(self.left, self.op, self.right, show, symbols, (p, p, p + 1))
+
+    def to_list(self) -> list[Any]:
+        return [self.op, self.left.to_list(), self.right.to_list()]
+
+
+@dataclass(frozen=True, slots=True)
+class Not(Node):
+    inner: Node
+
+    def children(self) -> tuple[Node, ...]:
+        return (self.inner,)
+
+    def _compile(self) -> Fn:
+        return lift1(operator.not_, self.inner.compile(), none_fails=False)
+
+    def unit(self, units: Mapping[str, Unit]) -> Unit:
+        return _truth("not", self.children(), units)
+
+    def render(self, show: Show, symbols: Symbols) -> tuple[str, int]:
+        return f"not {_wrap(self.inner, show, symbols, 3)}", 3
+
+    def to_list(self) -> list[Any]:
+        return ["not", self.inner.to_list()]
+
+
+@dataclass(frozen=True, slots=True)
+class Neg(Node):
+    inner: Node
+
+    def children(self) -> tuple[Node, ...]:
+        return (self.inner,)
+
+    def _compile(self) -> Fn:
+        return lift1(_neg, self.inner.compile())
+
+    def unit(self, units: Mapping[str, Unit]) -> Unit:
+        return self.inner.unit(units)
+
+    def render(self, show: Show, symbols: Symbols) -> tuple[str, int]:
+        return f"-{_wrap(self.inner, show, symbols, ATOM)}", 8
+
+    def to_list(self) -> list[Any]:
+        return ["neg", self.inner.to_list()]
+
+
+@dataclass(frozen=True, slots=True)
+class Call(Node):
+    """A call of one of the fixed FUNCTIONS ; the parser checks name and arity."""
+    fn: str
+    args: tuple[Node, ...]
+
+    def children(self) -> tuple[Node, ...]:
+        return self.args
+
+    def _compile(self) -> Fn:
+        return FUNCTIONS[self.fn].build([a.compile() for a in self.args])
+
+    def unit(self, units: Mapping[str, Unit]) -> Unit:
+        return FUNCTIONS[self.fn].unit([a.unit(units) for a in self.args])
+
+    def render(self, show: Show, symbols: Symbols) -> tuple[str, int]:
+        return f"{self.fn}({', '.join(a.render(show, symbols)[0] for a in self.args)})", ATOM
+
+    def to_list(self) -> list[Any]:
+        return ["call", self.fn, [a.to_list() for a in self.args]]
+
+
+_FROM_LIST: dict[str, Callable[[list[Any]], Node]] = {
+    "num": lambda a: Num(a[1]),
+    "str": lambda a: Str(a[1]),
+    "name": lambda a: Name(a[1]),
+    "bin": lambda a: Bin(a[1], from_list(a[2]), from_list(a[3])),
+    "cmp": lambda a: Cmp(a[1], from_list(a[2]), from_list(a[3])),
+    "and": lambda a: Logic("and", from_list(a[1]), from_list(a[2])),
+    "or": lambda a: Logic("or", from_list(a[1]), from_list(a[2])),
+    "not": lambda a: Not(from_list(a[1])),
+    "neg": lambda a: Neg(from_list(a[1])),
+    "call": lambda a: Call(a[1], tuple(from_list(x) for x in a[2])),
+}
+
+
+def from_list(data: list[Any]) -> Node:
+    """The node a `to_list()` form describes."""
+    build = _FROM_LIST.get(data[0])
+    if build is None:
+        raise ValueError(f"unknown AST node {data[0]!r}")
+    return build(data)
+

@@ -1,0 +1,194 @@
+"""The model catalogue (rules/models.yaml) against its own config figures and sources.
+
+In: the loaded knowledge. Out: pass/fail. The parameter count is recomputed here by hand from
+each model's config.json figures (embeddings, attention with GQA/MLA, gated or plain MLP,
+routed/shared experts and routers, Mamba2 / Gated DeltaNet mixers, norms), independently of
+rules/formulas.yaml, and compared with the count of the model card within 3%.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kb import get_knowledge
+
+KN = get_knowledge()
+TOLERANCE = 0.03        # the issue's bound on config figures vs the published count
+
+
+def _attention(m: dict[str, Any]) -> float:
+    h, heads = m["hidden_size"], m["attention_heads"]
+    mla = m.get("mla")
+    if mla:
+        qk = mla["qk_nope_head_dim"] + mla["qk_rope_head_dim"]
+        q = (h * mla["q_lora_rank"] + mla["q_lora_rank"] * heads * qk if mla.get("q_lora_rank")
+             else h * heads * qk)
+        kv = h * (mla["kv_lora_rank"] + mla["qk_rope_head_dim"]) \
+            + mla["kv_lora_rank"] * heads * (mla["qk_nope_head_dim"] + mla["v_head_dim"])
+        return q + kv + heads * mla["v_head_dim"] * h
+    hd = m["head_dim"]
+    return 2 * h * heads * hd + 2 * h * m["kv_heads"] * hd     # q, o + k, v
+
+
+def _mlp(m: dict[str, Any], width: int) -> float:
+    return (3 if m.get("mlp", "gated") == "gated" else 2) * m["hidden_size"] * width
+
+
+def _recurrent(m: dict[str, Any]) -> float:
+    """One Mamba2 / Gated DeltaNet mixer: input projection (x, z, B/C or k, heads' gates), conv, output."""
+    r, h = m["recurrent"], m["hidden_size"]
+    inner = r["heads"] * r["head_dim"]
+    conv = inner + 2 * r["groups"] * r["state_dim"]
+    return h * (inner + conv + r["heads"]) + conv * r["conv_kernel"] + inner * h
+
+
+def _ffn(m: dict[str, Any], active: bool) -> float:
+    moe = m.get("moe")
+    if not moe:
+        return m["layers"] * _mlp(m, m["intermediate_size"])
+    h = m["hidden_size"]
+    moe_layers = moe.get("moe_layers") or m["layers"]
+    routed = moe["experts_per_token"] if active else moe["experts"]
+    shared = moe.get("shared_experts", 0) * _mlp(m, moe.get("shared_expert_intermediate_size") or m["intermediate_size"])
+    per_moe_layer = routed * _mlp(m, m["intermediate_size"]) + shared + h * moe["experts"]
+    dense = (m["layers"] - moe_layers) * _mlp(m, moe.get("dense_intermediate_size") or m["intermediate_size"])
+    return moe_layers * per_moe_layer + dense
+
+
+def recomputed(m: dict[str, Any], active: bool = False) -> float:
+    h = m["hidden_size"]
+    attention_layers = m["layers"] if m.get("attention_layers") is None else m["attention_layers"]
+    state_layers = (m.get("recurrent") or {}).get("layers", 0)
+    embed = m["vocab_size"] * h
+    head = 0 if m.get("tie_embeddings") else embed
+    counted = m.get("active_embeddings", "both") if active else "both"
+    if counted != "both":        # the card's active count leaves out the input embedding (and the head)
+        embed = 0
+        head = head if counted == "output" else 0
+    mixers = attention_layers * _attention(m) + (state_layers * _recurrent(m) if state_layers else 0)
+    encoder = m.get("encoder_params") or 0      # the card counts it in both figures
+    return mixers + _ffn(m, active) + m["layers"] * 2 * h + h + embed + head + encoder
+
+
+def test_recompute_by_hand_llama_3_1_8b():
+    # Llama 3.1 8B, hand derivation from its config.json (h 4096, 32 layers, 32/8 heads × 128,
+    # FFN 14336, vocab 128256, untied): attention 2·4096·4096 + 2·4096·1024 = 41,943,040;
+    # MLP 3·4096·14336 = 176,160,768; norms 8192 → 218,112,000 per layer × 32 = 6,979,584,000;
+    # embeddings 2·128256·4096 = 1,050,673,152; final norm 4096 → 8,030,261,248 (the card: 8.03B).
+    assert recomputed(KN.models["llama-3.1-8b"]) == 8_030_261_248
+
+
+def test_recompute_by_hand_deepseek_v3_mla():
+    # DeepSeek-V3 config (h 7168, 128 heads, q_lora 1536, kv_lora 512, rope 64, nope 128, v 128):
+    # per-layer MLA = 7168·1536 + 1536·128·192 + 7168·576 + 512·128·256 + 128·128·7168 = 187,107,328
+    m = KN.models["deepseek-v3"]
+    assert _attention(m) == 7168 * 1536 + 1536 * 128 * 192 + 7168 * 576 + 512 * 128 * 256 + 128 * 128 * 7168 == 187_105_280
+
+
+@pytest.mark.parametrize("model_id", sorted(KN.models))
+def test_parameter_count_matches_config_figures(model_id):
+    m = KN.models[model_id]
+    # a card that states "3B activated" is exact only to its rounding; card_rounding says so
+    rel = max(TOLERANCE, m.get("card_rounding") or 0)
+    assert recomputed(m) == pytest.approx(m["params_total"], rel=rel), "total"
+    assert recomputed(m, active=True) == pytest.approx(m["params_active"], rel=rel), "active"
+
+
+@pytest.mark.parametrize("model_id", sorted(KN.models))
+def test_every_model_has_a_config_source(model_id):
+    m = KN.models[model_id]
+    src = KN.sources[m["source"]]
+    assert src["kind"] in ("model-card", "paper", "documentation"), src
+    if m.get("native_precision"):
+        assert m["native_precision"] in KN.precisions
+        assert m.get("native_source") in KN.sources
+
+
+def test_catalogue_size_and_required_families():
+    assert len(KN.models) >= 120
+    for needed in ("llama-4-scout", "llama-4-maverick", "deepseek-v3.1", "deepseek-v3.2", "kimi-k2",
+                   "deepseek-r1-distill-qwen-1.5b", "deepseek-r1-distill-llama-70b",
+                   "qwen3-next-80b-a3b-instruct", "qwen3-coder-480b-a35b", "qwen3-coder-30b-a3b",
+                   "glm-4.5", "glm-4.6", "glm-4.5-air", "minimax-m2", "mistral-small-3.2-24b",
+                   "magistral-small", "devstral-small", "codestral-22b", "gemma-3-1b", "phi-4-mini",
+                   "phi-4-reasoning", "command-a", "command-r-plus", "granite-4.0-h-micro", "olmo-2-32b",
+                   "smollm3-3b", "gpt-oss-20b"):
+        assert needed in KN.models, needed
+
+
+def test_hybrid_layers_add_up():
+    for m in KN.models.values():
+        attention = m["layers"] if m.get("attention_layers") is None else m["attention_layers"]
+        state = (m.get("recurrent") or {}).get("layers", 0)
+        assert attention <= m["layers"] and (m.get("sliding_window_layers") or 0) <= attention, m["id"]
+        assert attention + state >= m["layers"], m["id"]     # every layer mixes tokens somehow
+
+
+# ---------------------------------------------------------------- kbq models
+
+def _models(*args: str) -> Any:
+    from click.testing import CliRunner
+
+    from kb.commands import cli
+
+    r = CliRunner().invoke(cli, ["models", *args])
+    return r
+
+
+def test_models_search_matches_ids_names_and_aliases():
+    import json
+
+    got = [m["id"] for m in json.loads(_models("--search", "Llama-4-Scout-17B-16E-Instruct", "--json").output)]
+    assert got == ["llama-4-scout"]
+    got = [m["id"] for m in json.loads(_models("--search", "qwen3 next", "--json").output)]
+    assert got == ["qwen3-next-80b-a3b-instruct", "qwen3-next-80b-a3b-thinking"]
+
+
+def test_models_moe_and_min_context_filter():
+    import json
+
+    items = json.loads(_models("--moe", "--min-context", "256k", "--json").output)
+    assert items and all(m["moe"] and m["max_context"] >= 262144 for m in items)
+    assert "kimi-k2-0905" in [m["id"] for m in items] and "kimi-k2" not in [m["id"] for m in items]
+    dense = {m["id"] for m in json.loads(_models("--json").output) if not m["moe"]}
+    assert "llama-3.1-8b" in dense and not dense & {m["id"] for m in items}
+
+
+def test_models_order_is_stable_and_json_carries_every_field():
+    import json
+
+    items = json.loads(_models("--json").output)
+    assert [(m["family"], m["params_total"], m["id"]) for m in items] == sorted(
+        (m["family"], m["params_total"], m["id"]) for m in items)
+    fields = set(items[0])
+    assert {"native_precision", "recurrent", "attention_layers", "local_attention", "moe", "mla"} <= fields
+    assert all(set(m) == fields for m in items)
+
+
+def test_models_families_groups_every_model_once():
+    import json
+
+    groups = json.loads(_models("--families", "--json").output)
+    ids = [i for members in groups.values() for i in members]
+    assert sorted(ids) == sorted(KN.models) and list(groups) == sorted(groups)
+    assert "command-a" in groups["cohere"]
+
+
+def test_models_bad_min_context_is_a_usage_error():
+    r = _models("--min-context", "lots")
+    assert r.exit_code == 2 and "not a token count" in r.output
+
+
+@pytest.mark.parametrize("model_id", sorted(i for i, m in KN.models.items()
+                                            if not m.get("mla") and m.get("mlp", "gated") == "gated"))
+def test_arch_formulas_agree_with_the_hand_count(model_id):
+    # rules/formulas.yaml arch_params_* (what --model-config uses) against the count above
+    from kb.engine import Evaluated, base_scope, evaluate, resolve
+    from kb.workload import Workload
+
+    m = KN.models[model_id]
+    ev = Evaluated(base_scope(resolve(Workload(model_id=model_id), KN), KN))
+    evaluate(KN, ev, ["arch_params_total"])
+    assert ev.scope["arch_params_total"] == pytest.approx(recomputed(m) - (m.get("encoder_params") or 0), rel=1e-6)

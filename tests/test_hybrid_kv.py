@@ -1,0 +1,160 @@
+"""KV cache of hybrid, sliding-window and chunked-attention models, and native checkpoint
+formats, against hand derivations from each model's config.json (figures in each test)."""
+
+import pytest
+
+from kb import ask
+
+REL = 1e-3  # exact arithmetic below; 0.1% covers the rounding of the JSON
+
+
+def kv_per_user(query: str) -> float:
+    return ask(query).to_dict()["memory"]["kv_cache_gb_per_user"]
+
+
+def weights(query: str) -> float:
+    return ask(query).to_dict()["memory"]["breakdown"]["weights_gb"]
+
+
+# Qwen3-Next-80B-A3B config.json: 48 layers, full_attention_interval 4 → 12 attention layers with
+# 2 KV heads × head_dim 256; 36 Gated DeltaNet layers with 32 value heads × 128, key head dim 128,
+# 16 key heads, conv kernel 4. State per DeltaNet layer: 32·128·128 = 524,288 values plus
+# (4 − 1) × (32·128 + 2·16·128 = 8,192) = 24,576 conv values → 548,864 values × 2 B (BF16).
+QNEXT_STATE_B = 36 * 548_864 * 2
+QNEXT_KV_B_PER_TOKEN = 12 * 2 * 2 * 256 * 2          # layers × (K and V) × heads × dim × 2 B
+
+
+def test_qwen3_next_kv_counts_only_its_attention_layers_plus_a_fixed_state():
+    got = kv_per_user("serve qwen3-next-80b-a3b-instruct fp16 32k context")
+    assert got == pytest.approx((QNEXT_KV_B_PER_TOKEN * 32768 + QNEXT_STATE_B) / 1e9, rel=REL)
+
+
+def test_recurrent_state_does_not_grow_with_context():
+    short = kv_per_user("serve qwen3-next-80b-a3b-instruct fp16 8k context")
+    long = kv_per_user("serve qwen3-next-80b-a3b-instruct fp16 64k context")
+    # only the attention part grows: (65536 − 8192) tokens × 12,288 B
+    assert long - short == pytest.approx(QNEXT_KV_B_PER_TOKEN * (65536 - 8192) / 1e9, rel=REL)
+
+
+def test_granite_4_h_micro_mamba2_state():
+    # granite-4.0-h-micro config.json: 4 attention layers (8 KV heads × 64) of 40; 36 Mamba2 layers,
+    # mamba_n_heads 64 × mamba_d_head 64, d_state 128, n_groups 1, d_conv 4.
+    # state/layer: 64·64·128 = 524,288 + 3 × (4096 + 2·128) = 13,056 → 537,344 values × 2 B
+    state = 36 * 537_344 * 2
+    kv = 4 * 2 * 8 * 64 * 2 * 4096
+    assert kv_per_user("serve granite-4.0-h-micro fp16 4k context") == pytest.approx((kv + state) / 1e9, rel=REL)
+
+
+def test_llama_4_scout_chunked_layers_hold_one_chunk():
+    # Llama-4-Scout text_config: 48 layers, 8 KV heads × 128; attention_chunk_size 8192 on 36 layers,
+    # 12 global (NoPE) layers. At 32768 tokens: 12 × 32768 + 36 × 8192 = 688,128 token-layers × 4,096 B
+    assert kv_per_user("serve llama-4-scout fp16 32k context") == pytest.approx(688_128 * 4096 / 1e9, rel=REL)
+
+
+def test_gemma_3_1b_five_local_to_one_global():
+    # gemma-3-1b config.json: 26 layers, sliding_window 512, sliding_window_pattern 6 → 4 global and
+    # 22 local; 1 KV head × 256. At 32768 tokens: (4 × 32768 + 22 × 512) × 2 × 256 × 2 B
+    expected = (4 * 32768 + 22 * 512) * 2 * 256 * 2 / 1e9
+    assert kv_per_user("serve gemma-3-1b fp16 32k context") == pytest.approx(expected, rel=REL)
+
+
+def test_gpt_oss_defaults_to_its_mxfp4_checkpoint():
+    # gpt-oss-20b config.json: 24 layers × 32 experts × (gate, up, down) 3 × 2880 × 2880 =
+    # 19,110,297,600 expert weights in MXFP4 (4 bits + one E8M0 scale per 32 = 4.25 bits);
+    # the other 21e9 − 19,110,297,600 = 1,889,702,400 in BF16.
+    expected = (19_110_297_600 * 4.25 / 8 + 1_889_702_400 * 2) / 1e9     # 13.93 GB
+    a = ask("run gpt-oss 20b on my 16gb gpu").to_dict()
+    assert a["memory"]["breakdown"]["weights_gb"] == pytest.approx(expected, rel=REL)
+    # OpenAI's model card: the 20b model "can run within 16GB of memory"
+    assert expected < 16
+    assert any("published checkpoint format" in s for s in a["assumptions"])
+
+
+def test_a_named_precision_beats_the_native_format():
+    # 21e9 parameters × 2 B
+    assert weights("run gpt-oss-20b fp16") == pytest.approx(21e9 * 2 / 1e9, rel=REL)
+
+
+def test_deepseek_defaults_to_fp8():
+    # DeepSeek-V3 ships FP8 weights: 671e9 less the 16-bit embedding and head (2 × 129280 × 7168)
+    emb = 2 * 129280 * 7168
+    assert weights("serve deepseek-v3") == pytest.approx(((671e9 - emb) * 1 + emb * 2) / 1e9, rel=REL)
+
+
+def test_training_ignores_the_native_format():
+    a = ask("full fine-tune gpt-oss-20b").to_dict()
+    assert not any("published checkpoint format" in s for s in a["assumptions"])
+
+
+# ---------------------------------------------------------------- --model-config
+
+def _config(tmp_path, **cfg):
+    import json
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    return path
+
+
+QWEN3_NEXT_CONFIG = dict(  # Qwen/Qwen3-Next-80B-A3B-Instruct config.json (architecture fields)
+    architectures=["Qwen3NextForCausalLM"], model_type="qwen3_next", hidden_size=2048, num_hidden_layers=48,
+    num_attention_heads=16, num_key_value_heads=2, head_dim=256, intermediate_size=5120,
+    moe_intermediate_size=512, shared_expert_intermediate_size=512, num_experts=512, num_experts_per_tok=10,
+    decoder_sparse_step=1, mlp_only_layers=[], full_attention_interval=4, linear_conv_kernel_dim=4,
+    linear_key_head_dim=128, linear_num_key_heads=16, linear_num_value_heads=32, linear_value_head_dim=128,
+    vocab_size=151936, max_position_embeddings=262144, tie_word_embeddings=False)
+
+
+def test_model_config_reads_a_gated_deltanet_hybrid(tmp_path):
+    a = ask("serve fp16 32k context", model_config=_config(tmp_path, **QWEN3_NEXT_CONFIG)).to_dict()
+    assert a["memory"]["kv_cache_gb_per_user"] == pytest.approx(
+        (QNEXT_KV_B_PER_TOKEN * 32768 + QNEXT_STATE_B) / 1e9, rel=REL)
+
+
+def test_model_config_parameter_count_of_a_hybrid_moe(tmp_path):
+    from kb import get_knowledge
+    from kb.hfconfig import read
+
+    m = read(_config(tmp_path, **QWEN3_NEXT_CONFIG), get_knowledge())
+    # the card: 80B total; within 3% (hand count from these figures: 79.6B)
+    assert m["params_total"] == pytest.approx(80e9, rel=0.03)
+    assert m["attention_layers"] == 12 and m["recurrent"]["layers"] == 36
+
+
+def test_model_config_reads_quantization_config(tmp_path):
+    from kb import get_knowledge
+    from kb.hfconfig import read
+
+    kn = get_knowledge()
+    oss = dict(model_type="gpt_oss", hidden_size=2880, num_hidden_layers=24, num_attention_heads=64,
+               num_key_value_heads=8, head_dim=64, intermediate_size=2880, num_local_experts=32,
+               num_experts_per_tok=4, vocab_size=201088, sliding_window=128,
+               layer_types=["sliding_attention", "full_attention"] * 12,
+               quantization_config={"quant_method": "mxfp4", "modules_to_not_convert": ["model.layers.*.self_attn"]})
+    m = read(_config(tmp_path, **oss), kn)
+    assert m["native_precision"] == "mxfp4-experts" and m["sliding_window_layers"] == 12
+    fp8 = dict(oss, quantization_config={"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128]})
+    assert read(_config(tmp_path, **fp8), kn)["native_precision"] == "fp8"
+    gptq = dict(oss, num_local_experts=None, quantization_config={"quant_method": "gptq", "bits": 4, "group_size": 128})
+    assert read(_config(tmp_path, **gptq), kn)["native_precision"] == "gptq"
+    plain = {k: v for k, v in oss.items() if k != "quantization_config"}
+    assert "native_precision" not in read(_config(tmp_path, **plain), kn)
+
+
+def test_model_config_gemma3_pattern_and_llama4_chunks(tmp_path):
+    from kb import get_knowledge
+    from kb.hfconfig import read
+
+    kn = get_knowledge()
+    gemma = dict(model_type="gemma3_text", hidden_size=1152, num_hidden_layers=26, num_attention_heads=4,
+                 num_key_value_heads=1, head_dim=256, intermediate_size=6912, vocab_size=262144,
+                 sliding_window=512, sliding_window_pattern=6, tie_word_embeddings=True)
+    assert read(_config(tmp_path, **gemma), kn)["sliding_window_layers"] == 26 - 26 // 6      # 22
+    llama4 = dict(model_type="llama4_text", hidden_size=5120, num_hidden_layers=48, num_attention_heads=40,
+                  num_key_value_heads=8, head_dim=128, intermediate_size=8192, intermediate_size_mlp=16384,
+                  num_local_experts=16, num_experts_per_tok=1, interleave_moe_layer_step=1,
+                  attention_chunk_size=8192, vocab_size=202048)
+    m = read(_config(tmp_path, **llama4), kn)
+    assert (m["sliding_window"], m["sliding_window_layers"], m["local_attention"]) == (8192, 36, "chunked")
+    # Scout's card: 17B active with the shared expert counted (hand count from these figures: 17.2B)
+    assert m["moe"]["shared_experts"] == 1 and m["params_active"] == pytest.approx(17e9, rel=0.03)
