@@ -148,7 +148,10 @@ def _check_precision_order(totals: dict[str, float]) -> None:
     for lo, hi in itertools.permutations(totals, 2):
         if bits(lo) > bits(hi) or totals[lo] <= totals[hi] * (1 + 1e-12):
             continue
-        # the one allowed inversion: lo keeps 16-bit embeddings, hi quantizes them
+        # the allowed inversions: lo quantizes only the routed experts (attention and embeddings
+        # stay 16-bit) and hi does not; lo keeps 16-bit embeddings, hi quantizes them
+        if KN.precisions[lo].get("experts_only") and not KN.precisions[hi].get("experts_only"):
+            continue
         assert not quantizes_embeddings(lo) and quantizes_embeddings(hi), (
             f"{lo} ({bits(lo)} bits) needs {totals[lo]:.4f} GB, more than "
             f"{hi} ({bits(hi)} bits) with {totals[hi]:.4f} GB")
