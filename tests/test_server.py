@@ -752,7 +752,7 @@ def test_live_api(live_server):
 
 
 def test_live_errors(live_server):
-    status, headers, body = fetch(f"{live_server}/api/answer?q={q('serve 70B qloraxyz')}")
+    status, headers, body = fetch(f"{live_server}/api/answer?q={q('train 70B qloraxyz')}")
     assert status == 400 and json.loads(body)["error"]["suggestion"] == "qlora"
     assert headers["X-Content-Type-Options"] == "nosniff"
     status, _, body = fetch(f"{live_server}/api/nothing-here")
