@@ -162,3 +162,14 @@ def test_model_config_gemma3_pattern_and_llama4_chunks(tmp_path):
     assert (m["sliding_window"], m["sliding_window_layers"], m["local_attention"]) == (8192, 36, "chunked")
     # Scout's card: 17B active with the shared expert counted (hand count from these figures: 17.2B)
     assert m["moe"]["shared_experts"] == 1 and m["params_active"] == pytest.approx(17e9, rel=0.03)
+
+
+def test_granite_4_h_small_mamba2_state_and_moe_weights():
+    # granite-4.0-h-small config.json: 4 attention layers of 40 (8 KV heads × 128); 36 Mamba2 layers,
+    # mamba_n_heads 128 × mamba_d_head 64, d_state 128, n_groups 1, d_conv 4.
+    # state/layer: 128·64·128 = 1,048,576 + 3 × (8192 + 2·128) = 25,344 → 1,073,920 values × 2 B
+    state = 36 * 1_073_920 * 2
+    kv = 4 * 2 * 8 * 128 * 2 * 32768
+    assert kv_per_user("serve granite-4.0-h-small fp16 32k context") == pytest.approx((kv + state) / 1e9, rel=REL)
+    # every expert is resident: the safetensors' 32.2B parameters × 2 B (the card: 32B total, 9B active)
+    assert weights("serve granite-4.0-h-small fp16") == pytest.approx(32.2e9 * 2 / 1e9, rel=0.01)
