@@ -406,6 +406,7 @@ def base_scope(r: Resolved, kn: Knowledge) -> Scope:
         "runtime.moe_expert_kernel_s": rt.get("moe_expert_kernel_s", 0.0),
         "runtime.decode_step_overhead_s": rt.get("decode_step_overhead_s"),
         "runtime.prefill_compute_efficiency": rt.get("prefill_compute_efficiency"),
+        "_gemm_accumulate": rt.get("gemm_accumulate", "fp32"),
         "runtime.memory_utilization": rt.get("memory_utilization", 1.0),
         "runtime.overhead_gb": rt.get("overhead_gb"),
         "runtime.training_mfu": rt.get("training_mfu"),
@@ -473,17 +474,23 @@ def _capacity_assumptions(w: Workload, kn: Knowledge) -> list[str]:
     return out
 
 
-def _compute_precision(gpu: dict[str, Any], precision: dict[str, Any]) -> tuple[str | None, float | None]:
+def _compute_precision(gpu: dict[str, Any], precision: dict[str, Any],
+                       accumulate: str = "fp32") -> tuple[str | None, float | None]:
+    """The precision and peak rate a GEMM runs at; FP16 GEMMs that accumulate in FP16 (the
+    runtime's gemm_accumulate) take the card's fp16_acc16 rate where it lists one."""
     for key in [precision["compute"], *precision["fallback"]]:
-        value = gpu.get("fp32_tflops") if key == "fp32" else gpu.get("tensor_tflops", {}).get(key)
+        tensor = gpu.get("tensor_tflops") or {}
+        value = gpu.get("fp32_tflops") if key == "fp32" else tensor.get(key)
+        if key == "fp16" and accumulate == "fp16" and tensor.get("fp16_acc16"):
+            value = tensor["fp16_acc16"]
         if value:
             return key, float(value)
     return None, None
 
 
-def gpu_values(gpu: dict[str, Any], count: int, precision: dict[str, Any]) -> Scope:
+def gpu_values(gpu: dict[str, Any], count: int, precision: dict[str, Any], accumulate: str = "fp32") -> Scope:
     """The names a formula reads about one GPU (and how many of it)."""
-    key, tflops = _compute_precision(gpu, precision)
+    key, tflops = _compute_precision(gpu, precision, accumulate)
     return {
         "gpu.id": gpu["id"], "gpu.name": gpu["name"], "gpu.vendor": gpu["vendor"],
         "gpu.vram_gb": gpu["memory_gb"], "gpu.bandwidth_gb_s": gpu["bandwidth_gb_s"],
@@ -500,7 +507,7 @@ def gpu_scope(base: Scope, gpu: dict[str, Any], count: int, precision: dict[str,
               layout: Layout | None = None) -> Scope:
     """The scope of one GPU (and the parallel layout of `count` of them)."""
     scope = dict(base)
-    scope.update(gpu_values(gpu, count, precision))
+    scope.update(gpu_values(gpu, count, precision, base.get("_gemm_accumulate", "fp32")))
     scope.update(scope_values(layout or Layout(count, 1, 1, True, None)))
     return scope
 
@@ -523,10 +530,11 @@ def layout_columns(layouts: list[Layout]) -> Scope:
     return out
 
 
-def gpu_columns(candidates: list[tuple[dict[str, Any], int]], precision: dict[str, Any]) -> Scope:
+def gpu_columns(candidates: list[tuple[dict[str, Any], int]], precision: dict[str, Any],
+                accumulate: str = "fp32") -> Scope:
     """The GPU names over several candidates: a Col per name, or one value where every
     candidate has the same (then formulas reading only such names are computed once)."""
-    rows = [gpu_values(gpu, count, precision) for gpu, count in candidates]
+    rows = [gpu_values(gpu, count, precision, accumulate) for gpu, count in candidates]
     out: Scope = {}
     for name in rows[0]:
         col = Col.of(r[name] for r in rows)
@@ -539,10 +547,12 @@ def gpu_columns(candidates: list[tuple[dict[str, Any], int]], precision: dict[st
 def _catalogue_columns(kn: Knowledge, precision: dict[str, Any], runtime: dict[str, Any]) -> Scope:
     """gpu_columns of the catalogue GPUs the runtime runs on, once per compute precision and
     platform list (derived from rules)."""
-    key = "gpu_columns:" + ",".join([precision["compute"], *precision["fallback"], *runtime["platforms"]])
+    acc = runtime.get("gemm_accumulate", "fp32")
+    key = "gpu_columns:" + ",".join([precision["compute"], *precision["fallback"], *runtime["platforms"], acc])
     cols = kn.cache.get(key)
     if cols is None:
-        cols = kn.cache[key] = gpu_columns([(g, 1) for g in kn.gpus.values() if runs_on(runtime, g)], precision)
+        cols = kn.cache[key] = gpu_columns([(g, 1) for g in kn.gpus.values() if runs_on(runtime, g)],
+                                           precision, acc)
     return cols
 
 
@@ -781,7 +791,7 @@ def _answer(w: Workload, kn: Knowledge, query: str = "") -> Answer:
     if w.gpus:
         candidates = [(_capacity_gpu(req, kn) if req.gpu_id is None else kn.gpus[req.gpu_id], req.count, True)
                       for req in w.gpus]
-        gpus = gpu_columns([(g, c) for g, c, _ in candidates], r.precision)
+        gpus = gpu_columns([(g, c) for g, c, _ in candidates], r.precision, r.runtime.get("gemm_accumulate", "fp32"))
     else:
         candidates = [(g, 1, False) for g in kn.gpus.values() if runs_on(r.runtime, g)]
         gpus = _catalogue_columns(kn, r.precision, r.runtime)
@@ -794,7 +804,7 @@ def _answer(w: Workload, kn: Knowledge, query: str = "") -> Answer:
     if not w.gpus and kn.advice:    # judge each GPU at the fewest cards that hold the job
         candidates = rightsize.configurations(kn, every.scope.get("gpus_needed"), [g for g, _, _ in candidates])
         layouts = [layout_of(r, kn, c) for _, c, _ in candidates]
-        gpus = {**gpu_columns([(g, c) for g, c, _ in candidates], r.precision), **layout_columns(layouts)}
+        gpus = {**gpu_columns([(g, c) for g, c, _ in candidates], r.precision, r.runtime.get("gemm_accumulate", "fp32")), **layout_columns(layouts)}
         every = Evaluated({**base, **gpus}, columns=[k for k, v in gpus.items() if v.__class__ is Col])
         evaluate(kn, every, ROW_FORMULAS[r.is_training])
     evaluate(kn, every, rightsize.cost_formulas(r.is_training))

@@ -157,6 +157,8 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
     rdoc = docs["runtimes"]
     for i, rt in enumerate(parsed["runtimes"].runtimes):
         need_source(rdoc, ("runtimes", i, "source"), rt.source)
+        if rt.gemm_accumulate_source:
+            need_source(rdoc, ("runtimes", i, "gemm_accumulate_source"), rt.gemm_accumulate_source)
         if rt.kind in ("inference", "both"):
             for key in ("decode_bandwidth_efficiency", "quant_kernel_efficiency",
                         "decode_step_overhead_s", "prefill_compute_efficiency"):

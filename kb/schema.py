@@ -151,6 +151,8 @@ class Runtime(Strict):
     moe_expert_kernel_s: NonNeg = 0.0
     decode_step_overhead_s: NonNeg | None = None
     prefill_compute_efficiency: Fraction | None = None
+    gemm_accumulate: Literal["fp32", "fp16"] = "fp32"
+    gemm_accumulate_source: Slug | None = None
     memory_utilization: Fraction = 1.0
     overhead_gb: NonNeg
     training_mfu: Fraction | None = None
@@ -189,6 +191,7 @@ class TensorTflops(Strict):
     int8: NonNeg | None
     int4: NonNeg | None
     fp4: NonNeg | None
+    fp16_acc16: NonNeg | None = None   # FP16 with FP16 accumulate, where a card runs it faster
 
 
 class Interconnect(Strict):
