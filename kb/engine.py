@@ -497,7 +497,7 @@ def gpu_values(gpu: dict[str, Any], count: int, precision: dict[str, Any], accum
         "gpu.hbm": str(gpu.get("memory_type", "")).upper().startswith("HBM"),
         "gpu.compute_tflops": tflops, "gpu.tdp_w": gpu.get("tdp_w"),
         "gpu.interconnect_gb_s": (gpu.get("interconnect") or {}).get("gb_s") or 0,
-        "gpu.module": str(gpu.get("form_factor", "")).upper().startswith(("SXM", "OAM")),
+        "gpu.module": str(gpu.get("form_factor", "")).upper().startswith(("SXM", "OAM", "SUPERCHIP", "SH5")),
         "gpu.price_usd": gpu.get("price_usd"), "gpu.cloud_usd_per_hour": gpu.get("cloud_usd_per_hour"),
         "gpu_count": count, "_compute_precision": key,
     }

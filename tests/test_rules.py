@@ -148,7 +148,7 @@ def test_prices_name_known_gpus_and_sources():
     prices = yaml.safe_load((rules_dir() / "prices.yaml").read_text(encoding="utf-8"))["prices"]
     for p in prices:
         assert p["gpu"] in KN.gpus, p["gpu"]
-        if "purchase_usd" in p:
+        if p.get("purchase_usd") is not None:          # null: not sold, rented only
             assert p["purchase_usd"] > 0 and p["purchase_source"] in KN.sources
         for c in p.get("cloud", []):
             assert c["usd_per_hour"] > 0 and c["source"] in KN.sources
