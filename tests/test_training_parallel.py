@@ -143,8 +143,10 @@ def test_peft_qlora_turns_checkpointing_on():
     assert a["workload"]["checkpointing"] is True
     assert any("prepare_model_for_kbit_training" in x for x in a["assumptions"])
     assert a["gpus"][0]["fits"] and 9 < a["gpus"][0]["per_gpu_gb"] < 11.5
-    off = ask("train 13B qlora no checkpointing on 20GB?").to_dict()
-    assert not off["gpus"][0]["fits"]
+    # without checkpointing the activations alone are ~12 GB: ~21 GB in all, more than a 16 GiB
+    # card (17.2 GB)
+    off = ask("train 13B qlora no checkpointing on 16GB?").to_dict()
+    assert not off["gpus"][0]["fits"] and off["gpus"][0]["per_gpu_gb"] > 17.2
 
 
 def test_torchtune_single_device_full_fine_tune_recipe():

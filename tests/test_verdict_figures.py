@@ -11,8 +11,8 @@ from kb import ask
 
 GB = re.compile(r"(\d[\d,]*(?:\.\d+)?) GB")
 
-# need and capacity close together (the 8B FP16 answer on a 24 GB card needs 21.7 GB of the
-# 21.6 GB usable) and far apart, fitting and not fitting
+# need and capacity close together (the 8B FP16 answer for 11 users on a 24 GiB card needs 23.3
+# GB of the 23.2 GB usable) and far apart, fitting and not fitting
 QUERIES = [f"serve llama-3.1-8b fp16 {users} users on {gpu}"
            for users in (1, 6, 7, 8, 9, 12, 40) for gpu in ("rtx 4090", "rtx 3090", "l4", "a100 40gb")]
 
@@ -33,5 +33,6 @@ def test_verdict_memory_figures_use_the_answer_precision(query):
 
 
 def test_the_reported_rtx_4090_case():
-    verdict = ask("serve llama-3.1-8b fp16 8 users on rtx 4090").verdict
-    assert "needs 21.7 GB" in verdict and "which has 21.6 GB" in verdict
+    # 24 GiB = 25.77 GB, 90% usable under vLLM = 23.19 GB, shown as 23.2 beside a need just above it
+    verdict = ask("serve llama-3.1-8b fp16 11 users on rtx 4090").verdict
+    assert verdict.startswith("Does not fit: needs 23.3 GB") and "which has 23.2 GB" in verdict
