@@ -298,13 +298,18 @@ def export(ctx: click.Context, fmt: str, out: Path | None, rules: str | None) ->
         return
     if out is None:
         raise click.UsageError("missing --out DIR (or use 'kbq export flow ID')")
+    if out.exists() and not out.is_dir():
+        raise click.BadParameter(f"{out} exists and is not a directory", param_hint="--out")
     from kb.export import markdown_pages
 
     pages = markdown_pages(_knowledge(rules))
-    for rel, text in pages.items():
-        target = out / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8", newline="\n")
+    try:
+        for rel, text in pages.items():
+            target = out / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8", newline="\n")
+    except OSError as exc:
+        raise click.ClickException(f"cannot write {exc.filename or out}: {exc.strerror}") from None
     click.echo(f"wrote {len(pages)} {fmt} pages to {out}")
 
 

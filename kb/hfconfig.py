@@ -25,14 +25,13 @@ def _first(cfg: dict[str, Any], *keys: str, default: Any = None) -> Any:
     return default
 
 
+MAX_CONFIG_BYTES = 4_000_000     # the rule-file cap; real config.json files are a few kB
+MAX_CONFIG_VALUE = 2 ** 53       # larger sizes are not a model; exact as a float up to here
+
+
 def read(path: str | Path, kn: Any) -> dict[str, Any]:
     p = Path(path)
-    try:
-        raw = json.loads(p.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"{p}: cannot read: {exc.strerror}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"{p}: not a JSON config: {exc}") from None
+    raw = _parse(p, _read_capped(p))
     if not isinstance(raw, dict):
         raise ConfigError(f"{p}: a config.json holds one JSON object")
     text_config = raw.get("text_config")
@@ -43,6 +42,7 @@ def read(path: str | Path, kn: Any) -> dict[str, Any]:
         model = extend(_model(cfg, p), cfg, raw)
     except (TypeError, ValueError, KeyError, OverflowError, ZeroDivisionError) as exc:
         raise ConfigError(f"{p}: {exc}") from None   # int(1e999), hidden_size // 0 heads …
+    _check_sizes(model, cfg, p)
     from pydantic import ValidationError
 
     from kb.schema import Model
@@ -53,6 +53,51 @@ def read(path: str | Path, kn: Any) -> dict[str, Any]:
         first = exc.errors()[0]
         raise ConfigError(f"{p}: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
     return _with_params(model, kn)
+
+
+def _read_capped(p: Path) -> bytes:
+    """At most MAX_CONFIG_BYTES + 1 bytes: /dev/zero or a huge file is refused, not read whole."""
+    try:
+        with p.open("rb") as fh:
+            data = fh.read(MAX_CONFIG_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"{p}: cannot read: {exc.strerror}") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{p}: larger than {MAX_CONFIG_BYTES} bytes; a config.json is a few kB")
+    return data
+
+
+def _parse(p: Path, data: bytes) -> Any:
+    try:
+        return json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{p}: not UTF-8 text at byte {exc.start}") from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{p}:{exc.lineno}:{exc.colno}: not a JSON config: {exc.msg}") from None
+    except RecursionError:
+        raise ConfigError(f"{p}: JSON nested too deep for a config.json") from None
+    except ValueError as exc:   # an integer longer than Python converts
+        raise ConfigError(f"{p}: a number is too long to read ({str(exc).split(';')[0]})") from None
+
+
+def _check_sizes(model: dict[str, Any], cfg: dict[str, Any], p: Path) -> None:
+    """Refuse sizes no model has (sliding_window: 1e20), naming the config.json key."""
+    for key, value in _numbers(model):
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) > MAX_CONFIG_VALUE:
+            source = next((k for k, v in cfg.items() if isinstance(v, (int, float))
+                           and not isinstance(v, bool) and v == value), key)
+            raise ConfigError(f"{p}: {source} = {value:.3g} is larger than any model size "
+                              f"(at most {MAX_CONFIG_VALUE})")
+
+
+def _numbers(d: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = []
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out += _numbers(v, f"{prefix}{k}.")
+        else:
+            out.append((prefix + k, v))
+    return out
 
 
 def _model(cfg: dict[str, Any], p: Path) -> dict[str, Any]:

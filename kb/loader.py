@@ -103,7 +103,15 @@ def load(path: Path, root: Path | None = None) -> Doc:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise RuleError(display, 1, exc.start + 1, "not UTF-8 text") from None
-    loader = _Loader(text)
+    bad = _control_char(text)
+    if bad is not None:
+        line, col = _line_col(text, bad)
+        raise RuleError(display, line, col, f"control character U+{ord(text[bad]):04X} in the text")
+    try:
+        loader = _Loader(text)
+    except yaml.reader.ReaderError as exc:
+        line, col = _line_col(text, exc.position)
+        raise RuleError(display, line, col, f"YAML: {exc.reason}") from None
     try:
         node = loader.get_single_node()
         positions: dict[Path_, Pos] = {}
@@ -162,6 +170,23 @@ def _build(loader: yaml.SafeLoader, node: yaml.Node, loc: Path_,
         return loader.construct_object(node, deep=True)
     except yaml.constructor.ConstructorError:
         raise _bad_tag(node, display) from None
+    except ValueError:      # an integer longer than Python converts (4,300 digits)
+        raise RuleError(display, node.start_mark.line + 1, node.start_mark.column + 1,
+                        "number too long to read") from None
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def _control_char(text: str) -> int | None:
+    """Offset of the first character YAML refuses (NUL and other C0 controls), or None."""
+    m = _CONTROL.search(text)
+    return m.start() if m else None
+
+
+def _line_col(text: str, offset: int) -> Pos:
+    line = text.count("\n", 0, offset) + 1
+    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
 
 
 def _bad_tag(node: yaml.Node, display: str) -> RuleError:

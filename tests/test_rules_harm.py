@@ -428,6 +428,22 @@ def test_a_rule_file_that_is_not_utf8_is_refused(rules: Path) -> None:
     error_at(errors, "models.yaml", 1, 101, "UTF-8")
 
 
+def test_a_5001_digit_integer_is_an_error_at_its_position(rules: Path) -> None:
+    # Python refuses to convert integers over 4,300 digits (int_max_str_digits)
+    line, column = edit(rules, "gpus.yaml", "release_year: 2018", "release_year: " + "9" * 5001,
+                        after="v100-sxm2-32gb")
+    errors = load_errors(rules)
+    error_at(errors, "gpus.yaml", line, column + len("release_year: "), "too long")
+
+
+@pytest.mark.parametrize("char", ["\x00", "\x07", "\x1b"])
+def test_a_control_character_is_an_error_at_its_position(rules: Path, char: str) -> None:
+    line, column = edit(rules, "gpus.yaml", "release_year: 2018", "release_year: 20" + char + "18",
+                        after="v100-sxm2-32gb")
+    errors = load_errors(rules)
+    error_at(errors, "gpus.yaml", line, column + len("release_year: 20"), "control character")
+
+
 def test_the_untouched_copy_loads_and_answers(rules: Path) -> None:
     """The fixture itself is sound: every failure above comes from its edit."""
     d = ask_with(rules, "serve 70B int4 16 users on h100")
