@@ -90,7 +90,7 @@ def test_typo_inside_a_gpu_name_suggests_the_name():
 @pytest.mark.parametrize("query", [
     "serve 70b on 2x3090 16", "serve 70B 16", "serve 70B users", "infer 7b on rtx 4000 adaa",
     "serve 70B int4 on h10", "train 13B qloraxyz on 20GB", "serve 7B 5 on 2 x 4090",
-    "serve 70b on rx 7900 xtx", "serve 70B batch", "lora 8b rnakzz 16 on 4090",
+    "serve 70b on rx 6600 xt", "serve 70B batch", "lora 8b rnakzz 16 on 4090",
     "serve llama-3.1-70b fp16 on 2x h100 sevrez", "serve 70b on 2x3090 16 sers",
 ])
 def test_suggestions_parse(query):
