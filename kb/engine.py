@@ -163,7 +163,7 @@ def _eval_cases_each(f: Formula, ev: Evaluated, start: int, first: Col) -> Any:
                     chosen[k] = h
                 elif h:
                     chosen[k] = i
-    values = {i: guarded(f.cases[i].expr.fn, scope) for i in set(chosen) if i.__class__ is int}
+    values = {i: guarded(f.cases[i].expr.fn, scope) for i in {c for c in chosen if c.__class__ is int}}
     col = Col.of([c if c is None or c.__class__ is Failed else at(values[c], k)
                for k, c in enumerate(chosen)])
     ev.cases[f.name] = Col(c if c.__class__ is int else len(f.cases) - 1 for c in chosen)
