@@ -132,11 +132,26 @@ def test_full_page_screenshot(browser, live_server):
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         png = pg.screenshot(path=str(ARTIFACTS / "screenshot.png"), full_page=True)
         assert png[:8] == b"\x89PNG\r\n\x1a\n"
-        if os.environ.get("KBQ_UPDATE_DOCS") == "1":
-            (ROOT / "docs").mkdir(exist_ok=True)
-            (ROOT / "docs" / "screenshot.png").write_bytes(png)
     finally:
         context.close()
+    if os.environ.get("KBQ_UPDATE_DOCS") == "1":
+        update_readme_screenshots(browser, live_server)
+
+
+def update_readme_screenshots(browser, base: str) -> None:
+    """The README's two pictures: the first screen of the answer, desktop and phone."""
+    (ROOT / "docs").mkdir(exist_ok=True)
+    for name, viewport, scale in (("screenshot.png", {"width": 1200, "height": 1300}, 1),
+                                  ("screenshot-phone.png", {"width": 390, "height": 844}, 2)):
+        context = browser.new_context(viewport=viewport, device_scale_factor=scale)
+        try:
+            pg = context.new_page()
+            pg.goto(base + "/?q=" + urllib.parse.quote_plus(QUERY))
+            pg.evaluate("scrollTo(0, document.querySelector('section.verdict')"
+                        ".getBoundingClientRect().top + scrollY - 12)")
+            pg.screenshot(path=str(ROOT / "docs" / name))
+        finally:
+            context.close()
 
 
 PHONE = {"width": 390, "height": 844}
