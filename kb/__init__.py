@@ -75,12 +75,9 @@ def _with_options(a: "Answer", w: object, kn: "Knowledge", query: str) -> "Answe
 
 def _priced(kn: "Knowledge", prices: str | Path, rules_dir: str | Path | None) -> "Knowledge":
     """The knowledge with another price file (kb.prices.with_prices), cached per file."""
-    from kb.prices import with_prices
+    from kb.store import LOADED
 
-    key = f"{rules_dir or ''}\0prices:{prices}"
-    if key not in _cache:
-        _cache[key] = with_prices(kn, Path(prices))
-    return _cache[key]
+    return LOADED.priced(rules_dir, prices)
 
 
 def cpu_cores() -> int:

@@ -18,14 +18,14 @@ from kb.workload import Workload
 
 # cost figures of a row → formula names (rules/formulas.yaml)
 ROW_COST = ("needs_server_board", "cloud_usd_per_hour", "config_price_usd", "config_usd_per_hour", "breakeven_months",
-            "meets_target", "within_budget", "config_power_w")
+            "meets_target", "within_budget", "config_power_w", "roomy_fit")
 SERVE_COST = ("usd_per_million_tokens",)
 TRAIN_COST = ("run_hours", "run_cost_usd")
 CLASSES = {"consumer": "consumer/workstation", "workstation": "consumer/workstation",
            "apple": "consumer/workstation", "datacenter": "datacenter"}
-SORT_TEXT = {"value": "fits, meets the target, fewest cards, cards before server modules, "
+SORT_TEXT = {"value": "fits, meets the target, headroom beyond the memory error, fewest cards, cards before server modules, "
                       "cheapest to buy, then fastest",
-             "cost": "fits, cards before server modules, cheapest, then fastest", "speed": "fits, fastest, then cheapest",
+             "cost": "fits, meets the target, headroom beyond the memory error, cards before server modules, cheapest, then fastest", "speed": "fits, fastest, then cheapest",
              "memory": "fits, most memory to spare, then cheapest",
              "power": "fits, least board power, then cheapest"}
 

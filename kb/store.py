@@ -38,6 +38,21 @@ class KnowledgeCache:
                     found = self._loaded[key] = load_knowledge(Path(root) if root is not None else None)
         return found
 
+    def priced(self, root: str | Path | None, prices: str | Path) -> Knowledge:
+        """The knowledge of `root` with another price file (kb.prices.with_prices), built once
+        per file."""
+        from kb.prices import with_prices
+
+        key = f"{root or ''}\0prices:{prices}"
+        found = self._loaded.get(key)
+        if found is None:
+            base = self.get(root)
+            with self._lock:
+                found = self._loaded.get(key)
+                if found is None:
+                    found = self._loaded[key] = with_prices(base, Path(prices))
+        return found
+
     def clear(self) -> None:
         """Forget every loaded knowledge (the next get loads again)."""
         with self._lock:

@@ -98,7 +98,7 @@ PLACES = [
     ("formulas.yaml", "expr: 3 * model.hidden_size * model.intermediate_size", "expr: {tag}", None),
     ("formulas.yaml", "1.0e9, unit: B/GB", "{tag}, unit: B/GB", None),
     ("models.yaml", "models:\n", "{tag}: 1\nmodels:\n", None),
-    ("query.yaml", '"yes", "no", "off"]', '"yes", {tag}, "off"]', None),
+    ("query.yaml", '"yes", "no", "off", be,', '"yes", {tag}, "off", be,', None),
     ("flows/sizing.yaml", "text: Training or inference?", "text: {tag}", None),
     ("runtimes.yaml", "decode_bandwidth_efficiency: 0.861", "decode_bandwidth_efficiency: {tag}",
      "id: ollama"),
