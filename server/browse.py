@@ -18,7 +18,7 @@ from server.live import LiveKnowledge
 
 bp = Blueprint("browse", __name__)
 
-TENSOR_PRECISIONS = ("tf32", "fp16", "bf16", "fp8", "int8", "fp4")
+TENSOR_PRECISIONS = ("tf32", "fp16", "bf16", "fp8", "int8", "int4", "fp4")
 
 
 def live() -> LiveKnowledge:

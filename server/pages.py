@@ -21,6 +21,7 @@ from kb.errors import KbError, QueryError
 from kb.knowledge import Knowledge
 from kb.render import BREAKDOWN_LABELS
 from server import charts
+from server.trace_deps import relevant
 from server.live import LiveKnowledge
 
 bp = Blueprint("pages", __name__)
@@ -113,12 +114,13 @@ def answer_view(answer: dict[str, Any], kn: Knowledge, embed: bool = False) -> d
                   "per_gpu_gb": shares.get(k)} for k, label in BREAKDOWN_LABELS.items()
                  if answer["memory"]["breakdown"].get(k)]
     roof = charts.roofline(answer, ident="roofline")
-    trace = trace_view(answer, kn)
+    trace = trace_view({**answer, "trace": relevant(answer, kn)}, kn)
     if embed:
         trace = [s for s in trace if s["rule_parts"]["name"] in EMBED_RULES]
     return {
         "fits": bool(primary and primary["fits"]),
-        "training": answer["throughput"]["train_tokens_per_s"] is not None,
+        "training": answer["workload"]["task"] in kn.query["training_tasks"],
+        "gpu_columns": gpu_columns(answer, kn),
         "breakdown": breakdown,
         "memory_svg": Markup(charts.memory_bar(answer)),
         "memory_rows": gpus[:8],
@@ -129,6 +131,36 @@ def answer_view(answer: dict[str, Any], kn: Knowledge, embed: bool = False) -> d
         "trace": trace,
         "link": page_link(answer["query"]),
     }
+
+
+COLUMNS = {   # field → (heading, kind) for the GPU table, after GPU and fits
+    "count": ("count", "count"), "vram_gb": ("VRAM GB", "num"), "per_gpu_gb": ("needs GB/GPU", "num"),
+    "headroom_gb": ("spare GB", "num"), "gpus_needed": ("GPUs needed", "num"),
+    "train_tokens_per_s": ("train tok/s", "num"), "train_time_s": ("time", "duration"),
+    "decode_tokens_per_s": ("decode tok/s per user", "num"),
+    "decode_tokens_per_s_aggregate": ("decode tok/s in all", "num"),
+    "prefill_tokens_per_s": ("prefill tok/s", "num"), "ttft_s": ("first token s", "num"),
+}
+MEMORY = ("count", "vram_gb", "per_gpu_gb", "headroom_gb", "gpus_needed")
+SPEED = {True: ("train_tokens_per_s", "train_time_s"),
+         False: ("decode_tokens_per_s", "decode_tokens_per_s_aggregate", "prefill_tokens_per_s", "ttft_s")}
+FOCUS_FIELD = {"memory": "per_gpu_gb", "fit": "per_gpu_gb",
+               "time": {True: "train_time_s", False: "ttft_s"}, "speed": None}
+
+
+def gpu_columns(answer: dict[str, Any], kn: Knowledge) -> list[tuple[str, str, str]]:
+    """The GPU table's columns, the figure the question asks about first (so a phone shows
+    GPU, fit and that figure before it scrolls): the focus word's figure, else the speed of the
+    task, else (nothing timed: it does not fit or the hardware has no speed figures) memory."""
+    training = answer["workload"]["task"] in kn.query["training_tasks"]
+    speed = SPEED[training]
+    timed = any(g.get(speed[0]) is not None for g in answer["gpus"])
+    fields = [*MEMORY, *speed] if timed else list(MEMORY)
+    focus = FOCUS_FIELD.get(answer["workload"].get("focus") or "")
+    first = focus[training] if isinstance(focus, dict) else focus
+    first = first if first in fields else (speed[0] if timed else "per_gpu_gb")
+    fields.remove(first)
+    return [(f, *COLUMNS[f]) for f in (first, *fields)]
 
 
 def _render(template: str, query: str | None, **extra: Any) -> Any:

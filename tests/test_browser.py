@@ -132,8 +132,81 @@ def test_full_page_screenshot(browser, live_server):
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         png = pg.screenshot(path=str(ARTIFACTS / "screenshot.png"), full_page=True)
         assert png[:8] == b"\x89PNG\r\n\x1a\n"
-        if os.environ.get("KBQ_UPDATE_DOCS") == "1":
-            (ROOT / "docs").mkdir(exist_ok=True)
-            (ROOT / "docs" / "screenshot.png").write_bytes(png)
+    finally:
+        context.close()
+    if os.environ.get("KBQ_UPDATE_DOCS") == "1":
+        update_readme_screenshots(browser, live_server)
+
+
+def update_readme_screenshots(browser, base: str) -> None:
+    """The README's two pictures: the first screen of the answer, desktop and phone."""
+    (ROOT / "docs").mkdir(exist_ok=True)
+    for name, viewport, scale in (("screenshot.png", {"width": 1200, "height": 1300}, 1),
+                                  ("screenshot-phone.png", {"width": 390, "height": 844}, 2)):
+        context = browser.new_context(viewport=viewport, device_scale_factor=scale)
+        try:
+            pg = context.new_page()
+            pg.goto(base + "/?q=" + urllib.parse.quote_plus(QUERY))
+            pg.evaluate("scrollTo(0, document.querySelector('section.verdict')"
+                        ".getBoundingClientRect().top + scrollY - 12)")
+            pg.screenshot(path=str(ROOT / "docs" / name))
+        finally:
+            context.close()
+
+
+PHONE = {"width": 390, "height": 844}
+PHONE_PAGES = ["/?q=" + urllib.parse.quote_plus("serve llama-3.1-70b fp16 16 users"),
+               "/?q=" + urllib.parse.quote_plus("train 13B qlora on 20GB?"),
+               "/gpus", "/sources",
+               "/?q=" + urllib.parse.quote_plus("serve 70B on h10")]     # a query error
+SMALLEST_TEXT_PX = 10
+
+
+@pytest.mark.parametrize("path", PHONE_PAGES)
+def test_phone_has_no_sideways_page_and_readable_charts(browser, live_server, path):
+    """At 390 × 844 CSS px (a common phone) nothing makes the page wider than the screen (wide
+    tables and charts scroll inside their own box), and chart text renders at 10 px or more."""
+    context = browser.new_context(viewport=PHONE)
+    try:
+        pg = context.new_page()
+        pg.goto(live_server + path)
+        width, inner = pg.evaluate("[document.documentElement.scrollWidth, innerWidth]")
+        assert width <= inner, (path, width, inner)
+        sizes = pg.eval_on_selector_all("figure.chart svg text", """ts => ts
+            .filter(t => t.getBoundingClientRect().width > 0)
+            .map(t => { const s = t.ownerSVGElement, box = s.getBoundingClientRect();
+                        const scale = box.width / (s.viewBox.baseVal.width || box.width);
+                        return parseFloat(getComputedStyle(t).fontSize) * scale; })""")
+        if "?q=" in path and "h10" not in path:
+            assert sizes, "an answer page draws charts"
+        assert all(s >= SMALLEST_TEXT_PX for s in sizes), (path, min(sizes))
+        if "h10" in path:
+            box = pg.locator(".query-error").bounding_box()
+            assert box["x"] >= 0 and box["x"] + box["width"] <= inner
+    finally:
+        context.close()
+
+
+def test_phone_gpu_table_leads_with_gpu_fit_and_the_asked_figure(browser, live_server):
+    context = browser.new_context(viewport=PHONE)
+    try:
+        pg = context.new_page()
+        pg.goto(live_server + PHONE_PAGES[0])
+        heads = pg.locator("table.gpus").first.locator("thead th").all_inner_texts()
+        assert heads[1:4] == ["GPU", "fits", "decode tok/s per user"]
+        assert pg.locator("table.gpus").first.locator("tbody th.name").first.bounding_box()["x"] < PHONE["width"]
+        assert pg.locator("details.trace").get_attribute("open") is None    # the trace starts closed
+    finally:
+        context.close()
+
+
+def test_dark_mode_follows_the_system(browser, live_server):
+    context = browser.new_context(color_scheme="dark")
+    try:
+        pg = context.new_page()
+        pg.goto(live_server + PHONE_PAGES[0])
+        bg = pg.evaluate("getComputedStyle(document.body).backgroundColor")
+        channels = [int(x) for x in bg[bg.index("(") + 1:bg.index(")")].split(",")[:3]]
+        assert max(channels) < 64, bg                                  # a dark background
     finally:
         context.close()

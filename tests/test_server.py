@@ -161,12 +161,15 @@ def test_page_shows_the_answer_in_order(client):
     body = client.get(f"/?q={q(QUERY)}").get_data(as_text=True)
     a = ask(QUERY).to_dict()
     assert unescape(a["verdict"]) in unescape(body)
-    order = [body.index(x) for x in ('class="verdict', 'id="memory-h"', 'id="speed-h"', 'id="gpus-h"',
+    order = [body.index(x) for x in ('class="verdict', 'class="figures key"', 'id="rec-h"',
+                                      'id="memory-h"', 'id="gpus-h"', 'id="speed-h"',
                                       'id="flows-h"', 'id="assumptions-h"', 'id="trace-h"')]
-    assert order == sorted(order)                              # the verdict first
+    assert order == sorted(order)                # the verdict, what to do, then the figures
     assert 'class="verdict fits"' in body                      # green: the first GPU fits
-    assert body.count('<div class="lhs">') == len(a["trace"])  # every step
-    for step in a["trace"]:
+    shown = [s for s in a["trace"] if f'<a href="/rules#{s["rule"].split(" (")[0]}">' in body]
+    assert 0 < body.count('<div class="lhs">') < len(a["trace"])   # only what the figures read
+    assert '<details class="trace">' in body                   # folded: closed, no JavaScript
+    for step in shown:
         for sid in step["source"].split(", "):
             assert f'href="/sources#{sid}"' in body
 
@@ -243,9 +246,19 @@ def test_examples_are_links_that_answer(client):
 
 
 def test_training_page_shows_training_speed(client):
-    body = client.get("/?q=" + q("full fine-tune 7B on 8x H100 with fsdp for 20B tokens")).get_data(as_text=True)
-    assert "train tok/s" in body
-    assert "decode tok/s per user" not in body
+    body = client.get("/?q=" + q("full fine-tune 7B on 8x H100 fsdp for 20B tokens")).get_data(as_text=True)
+    assert '<th scope="col" class="num key">train tok/s</th>' in body    # the asked-for figure first
+    assert "decode tok/s per user" not in body and "decode per user" not in body
+
+
+def test_training_that_does_not_fit_shows_memory_not_speed(client):
+    # under plain DDP every rank holds 7B × 16 bytes of weights, gradients and Adam state
+    # (112 GB) — more than an 80 GB H100 — so there is no speed to show, and no inference tiles
+    body = client.get("/?q=" + q("full fine-tune 7B on 8x H100 for 20B tokens")).get_data(as_text=True)
+    assert 'class="verdict nofit"' in body
+    assert '<th scope="col" class="num key">needs GB/GPU</th>' in body
+    assert "train tok/s" not in body and "decode per user" not in body and "prefill tok/s" not in body
+    assert "No speed figures" in body
 
 
 def test_capacity_only_gpu_has_no_roofline(client):
