@@ -23,9 +23,8 @@ from kb.answer import Answer, GpuRow, Step
 from kb.errors import EvalError
 from kb.expr import MISSING, RAISED, Col, Failed, at, filled, guarded
 from kb import margins
-from kb.knowledge import capacity_fields
 from kb.layout import Layout, choose, scope_values
-from kb.model import TEMPLATE_FIELD, TEMPLATE_SPEC, Flow, Formula, Knowledge
+from kb.model import TEMPLATE_FIELD, TEMPLATE_SPEC, Flow, Formula, Knowledge, capacity_fields
 from kb.workload import GpuRequest, Workload
 
 Scope = dict[str, Any]

@@ -19,7 +19,7 @@ from kb import prices as kb_prices
 from kb.errors import RuleError, RuleErrors, nearest
 from kb.loader import Doc, display_name, load, validate
 from kb.model import (GPU_INPUT_PREFIX, PER_GPU_INPUTS, TEMPLATE_FIELD, TEMPLATE_SPEC, Case, Claim,
-                      Edge, Flow, Formula, Knowledge, Node, norm)
+                      Edge, Flow, Formula, Knowledge, Node, capacity_fields, norm)
 from kb.schema import FILES
 
 __all__ = ["build", "Knowledge", "Formula", "Flow", "Node", "Edge", "Claim", "Case", "norm",
@@ -285,12 +285,6 @@ def _capacities(gpus: dict[str, dict[str, Any]], constants: dict[str, dict[str, 
     per_gib = constants.get("bytes_per_gib", {}).get("value")
     for g in gpus.values():
         g.update(capacity_fields(g["memory_bytes"], per_gb, per_gib))
-
-
-def capacity_fields(memory_bytes: float, per_gb: float | None, per_gib: float | None) -> dict[str, float | None]:
-    """`memory_gb` and `memory_gib` of a capacity in bytes (None where a unit is not defined)."""
-    return {"memory_gb": memory_bytes / per_gb if per_gb else None,
-            "memory_gib": memory_bytes / per_gib if per_gib else None}
 
 
 def _unique(doc: Doc | None, locs: list[tuple[Any, ...]], values: list[str], what: str,

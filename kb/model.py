@@ -191,3 +191,9 @@ class Knowledge:
             if f.id == flow_id:
                 return f
         raise KeyError(flow_id)
+
+
+def capacity_fields(memory_bytes: float, per_gb: float | None, per_gib: float | None) -> dict[str, float | None]:
+    """`memory_gb` and `memory_gib` of a capacity in bytes (None where a unit is not defined)."""
+    return {"memory_gb": memory_bytes / per_gb if per_gb else None,
+            "memory_gib": memory_bytes / per_gib if per_gib else None}
