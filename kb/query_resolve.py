@@ -120,6 +120,8 @@ class Resolver(Finisher, Unknown):
         for j in range(i, min(len(toks), i + self.vocab.max_tokens)):
             if toks[j].kind not in _PHRASE_KINDS:
                 break
+            if found is not None and toks[j].kind == "num" and self._unit_follows(j, table):
+                break                       # 'hqq 4 users': the 4 counts users, not 'hqq4'
             part = keys[j]
             if part.endswith("s") and len(part) > 2 and table.get(key + part) is None:
                 plural = table.get(key + part[:-1])
@@ -132,6 +134,11 @@ class Resolver(Finisher, Unknown):
             if key not in prefixes:
                 break
         return found
+
+    def _unit_follows(self, j: int, table: dict[str, Any]) -> bool:
+        """The token after number j is a unit word, so the number belongs to it."""
+        nxt = table.get(self.keys[j + 1]) if j + 1 < len(self.toks) else None
+        return nxt is not None and nxt[0] == "unit"
 
     def unit_first(self, i: int, end: int, unit: str) -> int:
         """'seq 4096', 'batch 8': a unit word takes the number after it."""
