@@ -258,6 +258,8 @@ def _check_fits(rows: list[Any]) -> None:
     for x, y in _pairs(rows):
         if not y.fits or x.vram_gb < y.vram_gb:
             continue
+        if x.count != y.count:
+            continue   # with no GPU named each is judged at its own fewest cards (another layout)
         if is_apple(x.id) != is_apple(y.id) and x.usable_vram_gb < y.usable_vram_gb:
             continue   # unified memory: macOS wires only part of it for the GPU
         assert x.fits, (f"fits on {y.id} ({y.vram_gb} GB, {y.usable_vram_gb} usable) but not on "
