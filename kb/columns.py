@@ -89,7 +89,12 @@ def elementwise(op: Op, *args: object, none_fails: bool = True) -> Col:
         if none_fails:
             out = Col.of(map(op, *[filled(a, holes) if a.__class__ is Col else repeat(a) for a in args]), holes)
             for i in holes:
-                out[i] = _failure(tuple(at(a, i) for a in args), None)
+                out[i] = MISSING
+            for a in reversed(args):    # at each hole, the first operand's failure (as _failure)
+                if a.__class__ is Col:
+                    for i in a.holes:
+                        if a[i].__class__ is Failed:
+                            out[i] = a[i]
             return out
         out = Col(map(op, *[a if a.__class__ is Col else repeat(a) for a in args]))
     except RAISED:

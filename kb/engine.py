@@ -520,11 +520,23 @@ def layout_of(r: Resolved, kn: Knowledge, count: int) -> Layout:
                   int(kn.constants["gpus_per_node"]["value"]), w.tp, w.pp)
 
 
+def _layouts(r: Resolved, kn: Knowledge, candidates: list[tuple[dict[str, Any], int, bool]]) -> list[Layout]:
+    """layout_of each candidate's count (a layout depends on the count, not on the card)."""
+    by_count: dict[int, Layout] = {}
+    out = []
+    for _, count, _ in candidates:
+        found = by_count.get(count)
+        if found is None:
+            found = by_count[count] = layout_of(r, kn, count)
+        out.append(found)
+    return out
+
+
 def layout_columns(layouts: list[Layout]) -> Scope:
     """tp, pp and dp over the candidates: one value when all agree, else a Col."""
     out: Scope = {}
     for name in ("tp", "pp", "dp"):
-        col = Col.of(scope_values(x)[name] for x in layouts)
+        col = Col.of(getattr(x, name) for x in layouts)
         out[name] = col[0] if all(v == col[0] for v in col) else col
     return out
 
@@ -795,15 +807,19 @@ def _answer(w: Workload, kn: Knowledge, query: str = "") -> Answer:
         candidates = [(g, 1, False) for g in kn.gpus.values() if runs_on(r.runtime, g)]
         gpus = _catalogue_columns(kn, r.precision, r.runtime)
     # a formula is computed when the rows, a flow or a claim first needs it
-    layouts = [layout_of(r, kn, c) for _, c, _ in candidates]
+    layouts = _layouts(r, kn, candidates)
     gpus = {**gpus, **layout_columns(layouts)}
     base = base_scope(r, kn)
     every = Evaluated({**base, **gpus}, columns=[k for k, v in gpus.items() if v.__class__ is Col])
-    evaluate(kn, every, ROW_FORMULAS[r.is_training])
-    if not w.gpus and kn.advice:    # judge each GPU at the fewest cards that hold the job
+    rightsizing = not w.gpus and bool(kn.advice)
+    # judging each GPU at the fewest cards that hold the job needs only that count at one card
+    evaluate(kn, every, ("gpus_needed",) if rightsizing else ROW_FORMULAS[r.is_training])
+    if rightsizing:
         candidates = rightsize.configurations(kn, every.scope.get("gpus_needed"), [g for g, _, _ in candidates])
-        layouts = [layout_of(r, kn, c) for _, c, _ in candidates]
-        gpus = {**gpu_columns([(g, c) for g, c, _ in candidates], r.precision, r.runtime.get("gemm_accumulate", "fp32")), **layout_columns(layouts)}
+        layouts = _layouts(r, kn, candidates)
+        counts = Col.of(c for _, c, _ in candidates)   # the same cards, each at its own count
+        gpus = {**gpus, "gpu_count": counts if any(c != counts[0] for c in counts) else counts[0],
+                **layout_columns(layouts)}
         every = Evaluated({**base, **gpus}, columns=[k for k, v in gpus.items() if v.__class__ is Col])
         evaluate(kn, every, ROW_FORMULAS[r.is_training])
     evaluate(kn, every, rightsize.cost_formulas(r.is_training))
