@@ -701,13 +701,15 @@ def render_template(text: str, scope: Scope) -> str:
 
 # ---------------------------------------------------------------- answer
 
-def answer(w: Workload, kn: Knowledge, query: str = "") -> Answer:
-    """The answer to a workload; a capacity question is solved first, then answered at its value."""
+def answer(w: Workload, kn: Knowledge, query: str = "", *, brief: bool = False) -> Answer:
+    """The answer to a workload; a capacity question is solved first, then answered at its value.
+    `brief`: only the figures (GPU rows, memory, speed and cost), without the flows' walk, the
+    trace, the claims and the advice text: what an option (kb.options) shows of its answer."""
     from kb.focus import lead_with_focus
 
     if w.question in kn.query["solve"]:
-        return lead_with_focus(_answer_question(w, kn, query), kn.query.get("focus_lead", {}))
-    result = _answer(w, kn, query)
+        return lead_with_focus(_answer_question(w, kn, query, brief), kn.query.get("focus_lead", {}))
+    result = _answer(w, kn, query, brief)
     if w.question == "which_gpu":
         result.question = {"kind": "which_gpu", "vary": None, "unit": None,
                            "value": result.gpus[0].name if result.gpus else None,
@@ -716,7 +718,7 @@ def answer(w: Workload, kn: Knowledge, query: str = "") -> Answer:
     return lead_with_focus(result, kn.query.get("focus_lead", {}))
 
 
-def _answer_question(w: Workload, kn: Knowledge, query: str) -> Answer:
+def _answer_question(w: Workload, kn: Knowledge, query: str, brief: bool = False) -> Answer:
     from kb import solve
 
     question = w.question or ""
@@ -747,7 +749,7 @@ def _answer_question(w: Workload, kn: Knowledge, query: str) -> Answer:
     elif primary["found"] and spec["vary"] == "gpu_count":
         for g in w2.gpus:
             g.count = int(primary["value"])
-    result = _answer(w2, kn, query)
+    result = _answer(w2, kn, query, brief)
     result.verdict = solve.verdict(kn, question, primary)
     if question == "how_many_gpus" and not primary["found"]:
         result.verdict += tr.no_count_note(kn, result.memory)
@@ -794,7 +796,7 @@ def _first_ranked(w: Workload, kn: Knowledge) -> str:
     return _answer(plain, kn).gpus[0].id
 
 
-def _answer(w: Workload, kn: Knowledge, query: str = "") -> Answer:
+def _answer(w: Workload, kn: Knowledge, query: str = "", brief: bool = False) -> Answer:
     r = resolve(w, kn)
     sizing = next(f for f in kn.flows if f.role == "sizing")
 
@@ -837,6 +839,8 @@ def _answer(w: Workload, kn: Knowledge, query: str = "") -> Answer:
     primary.scope["gpu_candidates"] = n
     primary.scope["fitting_gpus"] = sum(map(bool, fits)) if fits.__class__ is Col else n * bool(fits)
     primary.scope["sort_order"] = rightsize.sort_text(kn, w) or "fit, speed and power"
+    if brief:
+        return _brief(kn, r, primary, rows, query)
 
     tracer = Tracer(kn, primary)
     path: list[str] = []
@@ -879,6 +883,21 @@ def _answer(w: Workload, kn: Knowledge, query: str = "") -> Answer:
         disagreements=disagreements, warnings=warnings, advice=advice,
         claims_checked=agreements, error_bands=bands, recommendation=rec,
         prices=rightsize.prices_used(kn, w, [row.id for row in rows]))
+
+
+def _brief(kn: Knowledge, r: Resolved, primary: Evaluated, rows: list[GpuRow], query: str) -> Answer:
+    """The figures of an answer without its walk, trace, claims and advice (answer(brief=True))."""
+    speed = TRAINING_SPEED if r.is_training else INFERENCE_SPEED
+    evaluate(kn, primary, tr.shown(r.is_training, BREAKDOWN, TRAINING_BREAKDOWN) + ("total_gb",) + speed)
+    s = primary.scope
+    throughput = {k: (s.get(k) if k in speed else None) for k in INFERENCE_SPEED + TRAINING_SPEED}
+    margins.withhold_speeds(rows, throughput, bool(s.get("fits")))
+    return Answer(
+        query=query, workload=_workload_dict(r), assumptions=r.assumptions, memory=_memory(s, r),
+        throughput=throughput,
+        bottleneck=_bottleneck(s, r), gpus=rows, verdict="", path=[], trace=[], disagreements=[],
+        warnings=list(r.warnings), advice=[], claims_checked=[], error_bands={}, recommendation=None,
+        prices={})
 
 
 # figure of the answer → kind of measurement in rules/error_bands.yaml

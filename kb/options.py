@@ -116,13 +116,13 @@ def _ask(kn: Knowledge, q: str, base: Answer, rule: dict[str, Any], extra: str |
 
     try:
         if "{needed}" in q:
-            probe = answer(parse(q.replace("{needed}", "1"), kn), kn, q)
+            probe = answer(parse(q.replace("{needed}", "1"), kn), kn, q, brief=True)
             row = _base_row(probe)
             most = int(kn.advice.get("max_gpus_per_config", 1))
             if row is None or row.fits or not row.gpus_needed or not 1 < row.gpus_needed <= most:
                 return None
             q = q.replace("{needed}", str(row.gpus_needed))
-        a = answer(parse(q, kn), kn, q)
+        a = answer(parse(q, kn), kn, q, brief=True)
     except KbError:
         return None
     row = _base_row(a)
