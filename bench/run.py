@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import copy
 import http.client
+import itertools
 import os
 import shutil
 import socket
@@ -31,6 +32,8 @@ import tempfile
 import threading
 import time
 import tracemalloc
+import urllib.parse
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -227,9 +230,12 @@ def free_port() -> int:
     return int(port)
 
 
+CACHE_MB = 32      # kbq serve --cache-mb (its default)
+
+
 def start_server(port: int) -> subprocess.Popen[bytes]:
     """`kbq serve` on 127.0.0.1:port, returned once it accepts connections (or after 30 s)."""
-    proc = subprocess.Popen([shutil.which("kbq") or "kbq", "serve", "--port", str(port)],
+    proc = subprocess.Popen([shutil.which("kbq") or "kbq", "serve", "--port", str(port), "--cache-mb", str(CACHE_MB)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env())
     deadline = time.time() + 30
     while time.time() < deadline:
@@ -261,64 +267,97 @@ def rss_kb(pid: int) -> int:
     return 0
 
 
+def distinct_paths(kn: Any) -> Callable[[int], str]:
+    """The i-th query of a stream in which no query repeats: the bench queries in turn, each
+    with a context (serving) or sequence length (training) of its own, so every answer is
+    computed afresh (no answer cache can serve it)."""
+    from kb.query import parse
+
+    training = set(kn.query["training_tasks"])
+    kinds = [parse(q, kn).task in training for q in QUERIES]
+
+    def path(i: int) -> str:
+        k = i // len(QUERIES)
+        q = QUERIES[i % len(QUERIES)].rstrip("?")
+        q += f" seq {512 + k}" if kinds[i % len(QUERIES)] else f" {1024 + k} context"
+        return "/api/answer?q=" + urllib.parse.quote_plus(q)
+    return path
+
+
 def server(seconds: float, connections: int) -> None:
+    """Two loads on one `kbq serve`: the typical mix (the ten bench queries over and over: what
+    people ask again is given from the server's answer cache after its first time), then a
+    stream in which no query repeats (every answer computed: the engine-bound figure)."""
+    from kb import get_knowledge
+
     print("4. server", flush=True)
     port = free_port()
     proc = start_server(port)
     try:
-        paths = ["/api/answer?q=" + q.replace(" ", "+").replace("?", "%3F") for q in QUERIES]
-        for p in paths:  # warm up
+        typical = ["/api/answer?q=" + urllib.parse.quote_plus(q) for q in QUERIES]
+        for p in typical:  # warm up
             c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
             c.request("GET", p)
             c.getresponse().read()
             c.close()
         start_rss = tree_rss_kb(proc.pid)
-        latencies: list[float] = []
-        errors = [0]
-        lock = threading.Lock()
-        stop = time.time() + seconds
-
-        def client(k: int) -> None:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-            i = k
-            while time.time() < stop:
-                t = time.perf_counter()
-                try:
-                    conn.request("GET", paths[i % len(paths)])
-                    resp = conn.getresponse()
-                    resp.read()
-                    ok = resp.status == 200
-                except (OSError, http.client.HTTPException):
-                    ok = False
-                    conn.close()
-                    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-                with lock:
-                    latencies.append(time.perf_counter() - t)
-                    errors[0] += 0 if ok else 1
-                i += 1
-            conn.close()
-
-        threads = [threading.Thread(target=client, args=(k,)) for k in range(connections)]
-        t0 = time.time()
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join()
-        dt = time.time() - t0
+        load(port, seconds, connections, lambda i: typical[i % len(typical)],
+             "typical queries, repeats from the answer cache")
+        load(port, seconds, connections, distinct_paths(get_knowledge()), "every query distinct, all computed")
         end_rss = tree_rss_kb(proc.pid)
-        lat = sorted(latencies)
-        p50 = lat[len(lat) // 2] * 1000
-        p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000
-        rate = len(lat) / dt
-        row(f"server, answers/s at {connections} connections", f"{rate:,.0f} ({len(lat)} in {dt:.0f} s)",
-            "-", ">= 1,000", rate >= 1000)
-        row("server, latency p50 / p99", f"{p50:.0f} / {p99:.0f} ms", "-", "p99 <= 50 ms", p99 <= 50)
-        row("server, errors", str(errors[0]), "-", "0", errors[0] == 0)
+        from kb import cpu_cores
+
+        bound = cpu_cores() * (CACHE_MB + 20)
         row("server, memory start -> end (all processes)", f"{start_rss / 1024:.0f} -> {end_rss / 1024:.0f} MB", "-",
-            "flat", end_rss - start_rss < 20 * 1024)
+            f"bounded: grows <= {bound} MB (answer cache {CACHE_MB} MB + 20 MB a process)",
+            end_rss - start_rss < bound * 1024)
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def load(port: int, seconds: float, connections: int, path: Callable[[int], str], label: str) -> None:
+    """`connections` keep-alive clients on threads, each asking path(i) for a shared, rising i."""
+    latencies: list[float] = []
+    errors = [0]
+    lock = threading.Lock()
+    counter = itertools.count()
+    stop = time.time() + seconds
+
+    def client() -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        while time.time() < stop:
+            p = path(next(counter))
+            t = time.perf_counter()
+            try:
+                conn.request("GET", p)
+                resp = conn.getresponse()
+                resp.read()
+                ok = resp.status == 200
+            except (OSError, http.client.HTTPException):
+                ok = False
+                conn.close()
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            with lock:
+                latencies.append(time.perf_counter() - t)
+                errors[0] += 0 if ok else 1
+        conn.close()
+
+    threads = [threading.Thread(target=client) for _ in range(connections)]
+    t0 = time.time()
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    dt = time.time() - t0
+    lat = sorted(latencies)
+    p50 = lat[len(lat) // 2] * 1000
+    p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000
+    rate = len(lat) / dt
+    row(f"server ({label}), answers/s at {connections} connections",
+        f"{rate:,.0f} ({len(lat)} in {dt:.0f} s)", "-", ">= 1,000", rate >= 1000)
+    row(f"server ({label}), latency p50 / p99", f"{p50:.0f} / {p99:.0f} ms", "-", "p99 <= 50 ms", p99 <= 50)
+    row(f"server ({label}), errors", str(errors[0]), "-", "0", errors[0] == 0)
 
 
 def scaling(repeats: int) -> None:

@@ -242,9 +242,12 @@ def schema(name: str) -> None:
 @click.option("--embed-origin", "embed_origins", multiple=True, metavar="ORIGIN",
               help="An origin (https://wiki.example.com) that may frame /embed; repeat for more. "
                    "Adds to KBQ_EMBED_ORIGINS (space-separated).")
+@click.option("--cache-mb", default=32.0, show_default=True, type=click.FloatRange(min=0),
+              help="Answers already given, kept per process to give again while the rules are "
+                   "unchanged (0: none).")
 @rules_option
 def serve(host: str, port: int, processes: int | None, threads: int, embed_origins: tuple[str, ...],
-          rules: str | None) -> None:
+          cache_mb: float, rules: str | None) -> None:
     import os
 
     from kb import cpu_cores
@@ -263,7 +266,7 @@ def serve(host: str, port: int, processes: int | None, threads: int, embed_origi
         sock = serving.listen(host, port)
     except OSError as err:
         raise click.ClickException(f"cannot listen on {host}:{port}: {err.strerror or err}") from None
-    serving.serve(host, port, processes or cpu_cores(), threads, rules, ready, origins, sock)
+    serving.serve(host, port, processes or cpu_cores(), threads, rules, ready, origins, sock, cache_mb)
 
 
 def _f(value: Any) -> str:

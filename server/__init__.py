@@ -35,6 +35,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         KBQ_RULES=None,
         KBQ_EMBED_ORIGINS=[],
         KBQ_RELOAD_SECONDS=1.0,
+        KBQ_CACHE_MB=0,             # answers kept per process (server.answer_cache); kbq serve sets it
         MAX_CONTENT_LENGTH=64 * 1024,
     )
     if test_config:
@@ -44,7 +45,8 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     from server import api, browse, pages, security
     from server.live import LiveKnowledge, NoKnowledge
 
-    app.extensions["kbq"] = LiveKnowledge(app.config["KBQ_RULES"], app.config["KBQ_RELOAD_SECONDS"])
+    app.extensions["kbq"] = LiveKnowledge(app.config["KBQ_RULES"], app.config["KBQ_RELOAD_SECONDS"],
+                                           int(app.config["KBQ_CACHE_MB"] * 1024 * 1024))
     app.json = api.SafeJSON(app)
     app.jinja_env.filters.update(num=num, duration=duration, unit=unit, quantity=quantity,
                                  readable=readable_template)

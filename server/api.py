@@ -86,7 +86,8 @@ def _answer(query: Any) -> tuple[Response, int] | Response:
     if not isinstance(query, str):
         return error("give the query as a string in 'q', e.g. ?q=serve+70B+int4+16+users", 400)
     try:
-        return jsonify(live().answer(query))
+        body = live().answer_bytes(query, current_app.json.dump_bytes)  # type: ignore[attr-defined]
+        return current_app.response_class(body + b"\n", mimetype="application/json")
     except QueryError as err:
         d = err.to_dict()
         return error(err.message, 400, err.column, err.suggestion, query=d["query"],
@@ -149,7 +150,7 @@ def health() -> Any:
     # each `kbq serve` process holds and reloads its own rules: say which one answered
     state = ("degraded" if status["errors"] else "ok") if ok else "error"
     body = {"status": state, "rules": status, "warnings": warnings,
-            "process": os.getpid()}
+            "process": os.getpid(), "answer_cache": live().cache.stats()}
     return jsonify(body), 200 if ok else 503
 
 

@@ -20,11 +20,13 @@ import logging
 import threading
 import time
 from datetime import UTC, datetime
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from kb.errors import KbError, RuleErrors
 from kb.knowledge import Knowledge, build
+from server.answer_cache import AnswerCache
 
 Fingerprint = tuple[tuple[str, int, int], ...]
 
@@ -73,7 +75,7 @@ def _now() -> str:
 
 
 class LiveKnowledge:
-    def __init__(self, rules_dir: str | Path | None, interval: float = 1.0) -> None:
+    def __init__(self, rules_dir: str | Path | None, interval: float = 1.0, cache_bytes: int = 0) -> None:
         self.root = Path(rules_dir).expanduser().resolve() if rules_dir else None
         self.interval = interval
         self.knowledge: Knowledge | None = None
@@ -82,6 +84,7 @@ class LiveKnowledge:
         self._seen: Fingerprint | None = None
         self._checked = float("-inf")
         self._lock = threading.Lock()
+        self.cache = AnswerCache(cache_bytes)      # answers already given (server.answer_cache)
         self._builder: threading.Thread | None = None
 
     def get(self) -> Knowledge:
@@ -148,6 +151,11 @@ class LiveKnowledge:
         if kn is None:
             kn = self.get()
         return answer(parse(query, kn), kn, query).to_dict()
+
+    def answer_bytes(self, query: str, dump: Callable[[Any], bytes]) -> bytes:
+        """The answer's JSON bytes, from the answer cache while the same knowledge is served."""
+        kn = self.get()
+        return self.cache.get(kn, query, lambda: dump(self.answer(query, kn)))
 
     def status(self) -> dict[str, Any]:
         try:

@@ -169,25 +169,29 @@ def _render(template: str, query: str | None, **extra: Any) -> Any:
     if query is None or not query.strip():
         return render_template(template, **ctx, **extra)
     kn = live().get()                     # one knowledge for the answer and its page
+    # a page is given again from the answer cache (server.answer_cache) while the knowledge and
+    # the rules banner it shows are the same
+    key = (template, query, repr(extra), repr(live().degraded()), live().loaded_at)
     try:
-        answer = live().answer(query, kn)
+        page = live().cache.get(kn, key, lambda: _answer_page(template, query, kn, ctx, extra).encode())
     except QueryError as err:
         return render_template(template, **ctx, **extra, error=query_error_view(err, query)), 400
     except KbError as err:
         return render_template(template, **ctx, **extra, error={"caret": str(err)}), 400
-    if not template.endswith("embed.html"):     # the page always lists what to change (kb.options)
-        answer["options"] = page_options(query, kn)
-    view = answer_view(answer, kn, embed=template.endswith("embed.html"))
-    return render_template(template, **ctx, **extra, answer=answer, view=view)
+    return page.decode()
 
 
-def page_options(query: str, kn: Knowledge) -> list[dict[str, Any]]:
-    """What to change so it fits, for the page (the JSON API computes none unless asked)."""
-    from kb.engine import answer
+def _answer_page(template: str, query: str, kn: Knowledge, ctx: dict[str, Any], extra: dict[str, Any]) -> str:
+    from kb.engine import answer as engine_answer
     from kb.options import compute
     from kb.query import parse
 
-    return compute(kn, query, answer(parse(query, kn), kn, query))
+    found = engine_answer(parse(query, kn), kn, query)
+    answer = found.to_dict()
+    if not template.endswith("embed.html"):     # the page always lists what to change (kb.options)
+        answer["options"] = compute(kn, query, found)
+    view = answer_view(answer, kn, embed=template.endswith("embed.html"))
+    return render_template(template, **ctx, **extra, answer=answer, view=view)
 
 
 @bp.get("/")

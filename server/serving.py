@@ -35,16 +35,16 @@ CONNECTIONS = 4000        # open connections per process (each costs a socket an
 MAX_HEADER_BYTES = 16 * 1024   # a 500-character query of 4-byte characters is 6,000 encoded
 
 
-def load_app(rules: str | None, embed_origins: list[str] | None = None) -> Flask:
+def load_app(rules: str | None, embed_origins: list[str] | None = None, cache_mb: float = 0) -> Flask:
     """The app with its knowledge loaded, so that no request waits for a build."""
     from server import create_app
 
-    config: dict[str, Any] = {}
+    config: dict[str, Any] = {"KBQ_CACHE_MB": cache_mb}
     if rules:
         config["KBQ_RULES"] = rules
     if embed_origins:
         config["KBQ_EMBED_ORIGINS"] = embed_origins
-    app = create_app(config or None)
+    app = create_app(config)
     try:
         app.extensions["kbq"].get()
     except Exception:  # noqa: BLE001 - the pages and /api/health show the rule errors
@@ -85,10 +85,10 @@ def check_port(host: str, port: int) -> None:
 
 def serve(host: str, port: int, processes: int, threads: int, rules: str | None,
           ready: Ready, embed_origins: list[str] | None = None,
-          sock: socket.socket | None = None) -> None:
+          sock: socket.socket | None = None, cache_mb: float = 0) -> None:
     """Serve until stopped; `ready` is called once the socket listens."""
     sock = sock or listen(host, port)
-    app = load_app(rules, embed_origins)
+    app = load_app(rules, embed_origins, cache_mb)
     bound = url(host, sock.getsockname()[1])
     plural = f"{'es' if processes != 1 else ''} x {threads} thread{'s' if threads != 1 else ''}"
     if not hasattr(os, "fork"):
