@@ -260,6 +260,12 @@ class Recurrent(Strict):
     conv_kernel: int = Field(gt=0)
 
 
+class PerLayerEmbedding(Strict):
+    """Gemma 3n per-layer embeddings: each layer looks up its own vocab_size × width table (no matmul)."""
+    vocab_size: int = Field(gt=0)
+    width: int = Field(gt=0)
+
+
 class Model(Strict):
     id: Slug
     name: str
@@ -285,6 +291,8 @@ class Model(Strict):
     sliding_window_layers: int | None = Field(default=None, ge=0)
     local_attention: Literal["sliding", "chunked"] | None = None
     attention_layers: int | None = Field(default=None, ge=0)
+    kv_shared_layers: int | None = Field(default=None, ge=0)
+    per_layer_embedding: PerLayerEmbedding | None = None
     mla: Mla | None = None
     moe: Moe | None = None
     recurrent: Recurrent | None = None

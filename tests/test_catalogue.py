@@ -57,19 +57,35 @@ def _ffn(m: dict[str, Any], active: bool) -> float:
     return moe_layers * per_moe_layer + dense
 
 
+def _per_layer_tables(m: dict[str, Any]) -> float:
+    """Gemma 3n: every layer has its own lookup table of vocab_size_per_layer_input × hidden_size_per_layer_input."""
+    ple = m.get("per_layer_embedding")
+    return m["layers"] * ple["vocab_size"] * ple["width"] if ple else 0
+
+
+def _per_layer_projections(m: dict[str, Any]) -> float:
+    """Gemma 3n: the model-wide projection to every layer's input (h × layers·width) and each layer's gate and
+    projection back (2 · h · width) -- matmuls every token runs, unlike the tables."""
+    ple = m.get("per_layer_embedding")
+    return 3 * m["layers"] * m["hidden_size"] * ple["width"] if ple else 0
+
+
 def recomputed(m: dict[str, Any], active: bool = False) -> float:
     h = m["hidden_size"]
     attention_layers = m["layers"] if m.get("attention_layers") is None else m["attention_layers"]
+    # layers that read another layer's KV cache still hold their own attention projections
+    attention_layers += m.get("kv_shared_layers") or 0
     state_layers = (m.get("recurrent") or {}).get("layers", 0)
-    embed = m["vocab_size"] * h
-    head = 0 if m.get("tie_embeddings") else embed
+    embed = m["vocab_size"] * h + _per_layer_tables(m)
+    head = 0 if m.get("tie_embeddings") else m["vocab_size"] * h
     counted = m.get("active_embeddings", "both") if active else "both"
-    if counted != "both":        # the card's active count leaves out the input embedding (and the head)
+    if counted != "both":        # the card's active count leaves out the input embeddings (and the head)
         embed = 0
         head = head if counted == "output" else 0
     mixers = attention_layers * _attention(m) + (state_layers * _recurrent(m) if state_layers else 0)
-    encoder = m.get("encoder_params") or 0      # the card counts it in both figures
-    return mixers + _ffn(m, active) + m["layers"] * 2 * h + h + embed + head + encoder
+    # the card counts an encoder in both figures, unless its active count is the decoder core alone
+    encoder = 0 if counted == "none" else m.get("encoder_params") or 0
+    return mixers + _per_layer_projections(m) + _ffn(m, active) + m["layers"] * 2 * h + h + embed + head + encoder
 
 
 def test_recompute_by_hand_llama_3_1_8b():
@@ -85,6 +101,25 @@ def test_recompute_by_hand_deepseek_v3_mla():
     # per-layer MLA = 7168·1536 + 1536·128·192 + 7168·576 + 512·128·256 + 128·128·7168 = 187,107,328
     m = KN.models["deepseek-v3"]
     assert _attention(m) == 7168 * 1536 + 1536 * 128 * 192 + 7168 * 576 + 512 * 128 * 256 + 128 * 128 * 7168 == 187_105_280
+
+
+def test_recompute_by_hand_falcon_h1_parallel_hybrid():
+    # Falcon-H1-0.5B config (h 1024, 36 layers, 8/2 heads × 64, MLP 2048, vocab 32784 untied; Mamba2
+    # 24 heads × 64 = d_ssm 1536, d_state 128, 1 group, conv 4), attention and Mamba2 in every layer:
+    # attention 2·1024·512 + 2·1024·128 = 1,310,720; Mamba2 in_proj 1024·(1536 + 1792 + 24) = 3,432,448,
+    # conv 1792·4 = 7,168, out 1536·1024 = 1,572,864; MLP 3·1024·2048 = 6,291,456; norms 2,048
+    # → 12,616,704 per layer × 36 = 454,201,344; embeddings 2·32784·1024 = 67,141,632; final norm 1,024
+    assert recomputed(KN.models["falcon-h1-0.5b"]) == 521_344_000
+
+
+def test_recompute_by_hand_gemma_3n_e2b_effective():
+    # gemma-3n-E2B text_config (h 2048, 30 layers, 8/2 heads × 256, MLP 8192, per-layer inputs 256):
+    # attention 2·2048·2048 + 2·2048·512 = 10,485,760 on all 30 layers (the 10 KV-sharing ones keep their
+    # projections); MLP 3·2048·8192 = 50,331,648; norms 4,096; per-layer projections 3·30·2048·256
+    # = 47,185,920; final norm 2,048 → 1,871,833,088, 2.0% under Google's 1.91B effective (AltUp, LAuReL
+    # and the extra norms are left out); no embedding table counts in the effective figure.
+    assert recomputed(KN.models["gemma-3n-e2b"], active=True) == 1_871_833_088
+    assert recomputed(KN.models["gemma-3n-e2b"], active=True) == pytest.approx(1.91e9, rel=0.03)
 
 
 @pytest.mark.parametrize("model_id", sorted(KN.models))
@@ -123,7 +158,8 @@ def test_hybrid_layers_add_up():
         attention = m["layers"] if m.get("attention_layers") is None else m["attention_layers"]
         state = (m.get("recurrent") or {}).get("layers", 0)
         assert attention <= m["layers"] and (m.get("sliding_window_layers") or 0) <= attention, m["id"]
-        assert attention + state >= m["layers"], m["id"]     # every layer mixes tokens somehow
+        shared = m.get("kv_shared_layers") or 0     # attend over an earlier layer's KV cache
+        assert attention + state + shared >= m["layers"], m["id"]     # every layer mixes tokens somehow
 
 
 # ---------------------------------------------------------------- kbq models
@@ -191,4 +227,8 @@ def test_arch_formulas_agree_with_the_hand_count(model_id):
     m = KN.models[model_id]
     ev = Evaluated(base_scope(resolve(Workload(model_id=model_id), KN), KN))
     evaluate(KN, ev, ["arch_params_total"])
-    assert ev.scope["arch_params_total"] == pytest.approx(recomputed(m) - (m.get("encoder_params") or 0), rel=1e-6)
+    # the arch formulas count the decoder that a config.json's core fields describe: no encoders, no
+    # per-layer embedding tables, and attention projections only on the layers with their own KV cache
+    shared = (m.get("kv_shared_layers") or 0) * _attention(m)
+    outside = (m.get("encoder_params") or 0) + _per_layer_tables(m) + _per_layer_projections(m) + shared
+    assert ev.scope["arch_params_total"] == pytest.approx(recomputed(m) - outside, rel=1e-6)

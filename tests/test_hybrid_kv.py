@@ -173,3 +173,20 @@ def test_granite_4_h_small_mamba2_state_and_moe_weights():
     assert kv_per_user("serve granite-4.0-h-small fp16 32k context") == pytest.approx((kv + state) / 1e9, rel=REL)
     # every expert is resident: the safetensors' 32.2B parameters × 2 B (the card: 32B total, 9B active)
     assert weights("serve granite-4.0-h-small fp16") == pytest.approx(32.2e9 * 2 / 1e9, rel=0.01)
+
+
+def test_falcon_h1_parallel_hybrid_keeps_a_cache_and_a_state_on_every_layer():
+    # tiiuae/Falcon-H1-7B-Instruct config.json: 44 layers, each with attention (2 KV heads × 128) AND a
+    # Mamba2 mixer beside it (mamba_n_heads 24 × mamba_d_head 128, d_state 256, n_groups 1, d_conv 4).
+    # state/layer: 24·128·256 = 786,432 + 3 × (3072 + 2·256) = 10,752 → 797,184 values × 2 B
+    state = 44 * 797_184 * 2
+    kv = 44 * 2 * 2 * 128 * 2 * 8192
+    assert kv_per_user("serve falcon-h1-7b fp16 8k context") == pytest.approx((kv + state) / 1e9, rel=REL)
+
+
+def test_gemma_3n_shared_kv_layers_keep_no_cache_of_their_own():
+    # google/gemma-3n-E4B-it text_config: 35 layers, every 5th global, sliding_window 512, 2 KV heads
+    # × 256; num_kv_shared_layers 15 → only layers 0-19 keep a cache: 16 sliding, 4 global.
+    # At 32768 tokens: (4 × 32768 + 16 × 512) × 2 × 2 × 256 × 2 B
+    expected = (4 * 32768 + 16 * 512) * 2 * 2 * 256 * 2 / 1e9
+    assert kv_per_user("serve gemma-3n-e4b fp16 32k context") == pytest.approx(expected, rel=REL)
