@@ -19,7 +19,8 @@ RECIPE_FIELDS = ("optimizer", "checkpointing", "paged", "optimizer_in_backward",
                  "checkpoint_offload")
 # memory dict key → formula: what one GPU (one rank) holds
 PER_GPU_BREAKDOWN = {"weights_gb": "rank_weights_gb", "gradients_gb": "rank_gradients_gb",
-                     "optimizer_gb": "rank_optimizer_gb", "adapters_gb": "adapters_gb",
+                     "optimizer_gb": "rank_optimizer_states_gb",
+                     "optimizer_step_gb": "rank_optimizer_step_extra_gb", "adapters_gb": "adapters_gb",
                      "activations_gb": "rank_activations_gb",
                      "other_models_gb": "rank_other_models_gb", "overhead_gb": "runtime.overhead_gb"}
 
