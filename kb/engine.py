@@ -191,7 +191,7 @@ class Resolved:
     assumptions: list[str]
     warnings: list[str]
     is_training: bool
-    workload_parallel: dict[str, int] | None = None
+    workload_parallel: dict[str, Any] | None = None
 
 
 def resolve(w: Workload, kn: Knowledge) -> Resolved:
@@ -514,7 +514,7 @@ def gpu_scope(base: Scope, gpu: dict[str, Any], count: int, precision: dict[str,
 def layout_of(r: Resolved, kn: Knowledge, count: int) -> Layout:
     """The parallel layout of `count` GPUs for this job (kb.layout); training keeps its split."""
     if r.is_training:
-        return Layout(count, 1, 1, True, None)
+        return tr.layout(count)
     w = r.workload
     return choose(count, int(r.model["attention_heads"]), r.runtime.get("multi_gpu") == "tensor_parallel",
                   int(kn.constants["gpus_per_node"]["value"]), w.tp, w.pp)
@@ -833,7 +833,8 @@ def _answer(w: Workload, kn: Knowledge, query: str = "", brief: bool = False) ->
     primary = every.view(order[0])
     if layouts[order[0]].note:
         r.assumptions.append(f"layout: {layouts[order[0]].note}")
-    r.workload_parallel = layouts[order[0]].as_dict() if not r.is_training else None
+    r.workload_parallel = (tr.parallel(w, kn, layouts[order[0]]) if r.is_training
+                           else layouts[order[0]].as_dict())
     if w.gpus and not r.is_training and r.runtime.get("multi_gpu") == "tensor_parallel":
         _exact_gpus_needed(kn, w, rows, candidates, order, primary)
     primary.scope["gpu_candidates"] = n

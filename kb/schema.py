@@ -118,6 +118,7 @@ class Sharding(Strict):
     stage: int = Field(ge=0, le=3)
     name: str
     source: Slug
+    layout: Slug | None = None      # the strategy it runs as, when it is a runtime's name for one
 
 
 class ShardingFile(Strict):

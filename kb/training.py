@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kb.layout import Layout
 from kb.model import Knowledge
 from kb.workload import Workload
 
@@ -18,7 +19,8 @@ RECIPE_FIELDS = ("optimizer", "checkpointing", "paged", "optimizer_in_backward",
                  "checkpoint_offload")
 # memory dict key → formula: what one GPU (one rank) holds
 PER_GPU_BREAKDOWN = {"weights_gb": "rank_weights_gb", "gradients_gb": "rank_gradients_gb",
-                     "optimizer_gb": "rank_optimizer_gb", "adapters_gb": "adapters_gb",
+                     "optimizer_gb": "rank_optimizer_states_gb",
+                     "optimizer_step_gb": "rank_optimizer_step_extra_gb", "adapters_gb": "adapters_gb",
                      "activations_gb": "rank_activations_gb",
                      "other_models_gb": "rank_other_models_gb", "overhead_gb": "runtime.overhead_gb"}
 
@@ -80,6 +82,21 @@ def resolve_sharding(w: Workload, kn: Knowledge, runtime: dict[str, Any], assump
     if gpu_count(w) > 1 or w.offload:
         hint = "; name fsdp or zero3 to shard the model" if st["stage"] < 3 else ""
         assumptions.append(f"several GPUs: {st['name']} ({why}) [{st['source']}]{hint}")
+
+
+def layout(count: int) -> Layout:
+    """A training job's GPUs as the training formulas model them: every GPU a data-parallel rank
+    running its own micro-batch (no tensor or pipeline split); sharding only changes what each
+    rank keeps of the model state."""
+    return Layout(tp=1, pp=1, dp=count, canonical=True, note=None)
+
+
+def parallel(w: Workload, kn: Knowledge, lay: Layout) -> dict[str, Any]:
+    """The answer's workload.parallel for a training job: tp, pp, dp as `layout` gives them, the
+    sharding the ranks run (a runtime's own name reported as the strategy it runs as) and whether
+    model state is offloaded to CPU memory."""
+    st = kn.sharding.get("strategies", {}).get(w.sharding or "") or {}
+    return {**lay.as_dict(), "sharding": st.get("layout") or w.sharding, "offload": bool(w.offload)}
 
 
 def scope_values(w: Workload, kn: Knowledge) -> dict[str, Any]:
