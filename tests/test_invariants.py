@@ -146,7 +146,10 @@ LIMITS = {"users": 1_000_000, "context": 100_000_000, "batch": 1_000_000, "seq":
 def test_more_users_context_batch_or_sequence_never_lowers_memory(
         w: dict[str, Any], knob: str, more: int) -> None:
     bigger = dict(w, **{knob: min(w[knob] + more, LIMITS[knob])})
-    assert total_gb(query(bigger)) >= total_gb(query(w))
+    # equal up to float rounding where a larger part replaces a smaller one at the peak (the
+    # optimizer step's temporaries beyond the activations: s - a + a is not always s)
+    smaller = total_gb(query(w))
+    assert total_gb(query(bigger)) >= smaller - 1e-9 * abs(smaller)
 
 
 @pytest.mark.parametrize("model", ["llama-3.2-1b", "llama-3.1-8b", "llama-3.1-70b", "mixtral-8x7b",
