@@ -285,9 +285,10 @@ def distinct_paths(kn: Any) -> Callable[[int], str]:
 
 
 def server(seconds: float, connections: int) -> None:
-    """Two loads on one `kbq serve`: the typical mix (the ten bench queries over and over: what
-    people ask again is given from the server's answer cache after its first time), then a
-    stream in which no query repeats (every answer computed: the engine-bound figure)."""
+    """Three loads on one `kbq serve`: the typical mix of the API (the ten bench queries over and
+    over: what people ask again is given from the server's answer cache after its first time),
+    the same on the page (which always computes the options), then a stream of API queries in
+    which no query repeats (every answer computed: the engine-bound figure)."""
     from kb import get_knowledge
 
     print("4. server", flush=True)
@@ -303,7 +304,10 @@ def server(seconds: float, connections: int) -> None:
         start_rss = tree_rss_kb(proc.pid)
         load(port, seconds, connections, lambda i: typical[i % len(typical)],
              "typical queries, repeats from the answer cache")
-        load(port, seconds, connections, distinct_paths(get_knowledge()), "every query distinct, all computed")
+        pages = ["/?q=" + urllib.parse.quote_plus(q) for q in QUERIES]
+        load(port, seconds / 2, connections, lambda i: pages[i % len(pages)],
+             "the page with its options, typical queries, repeats from the answer cache")
+        load(port, seconds / 2, connections, distinct_paths(get_knowledge()), "every query distinct, all computed")
         end_rss = tree_rss_kb(proc.pid)
         from kb import cpu_cores
 
