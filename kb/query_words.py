@@ -91,7 +91,7 @@ def vocabulary(kn: Knowledge) -> Vocab:
     for family in sorted({m["family"] for m in kn.models.values()}):
         add(family, "family", family)
     longest = max((len(p.split()) for p in display.values()), default=1)
-    prefixes = frozenset(key[:i] for key in [*table, *units] for i in range(1, len(key) + 1))
+    prefixes = frozenset({key[:i] for key in (*table, *units) for i in range(1, len(key) + 1)})
     gpu_words = frozenset(norm(w) for w in q.get("gpu_words", []))
     gpu_keys = frozenset(k for k, (kind, _) in table.items() if kind == "gpu")
     precision_keys = {k: v for k, (kind, v) in table.items() if kind == "precision"}
