@@ -2,7 +2,8 @@
 
 In: what a person typed ("serve llama-3.1-70b awq 32 users 8k context on 2x L40S").
 Out: a Workload, or a QueryError with the column of the bad token, what was expected and the
-nearest valid word. grammar/query.lark (lark, LALR) finds the structure; the words are matched,
+nearest valid word. grammar/query.lark finds the structure: its terminals cut the items (one
+pattern, in lark's order: _Lexer) and lark's LALR parser reads them. The words are matched,
 longest phrase first, against the vocabulary of the rules (tasks, questions, knobs and fillers
 from query.yaml; GPU, model and precision ids and aliases).
 """
