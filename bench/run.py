@@ -97,6 +97,7 @@ def engine(seconds: float, million: int) -> None:
     kn = get_knowledge()
     for q in QUERIES:
         answer(parse(q, kn), kn, q).to_dict()
+    parse_time(kn, 300 if seconds < 5 else 2000)
 
     def rate(serialise: bool) -> float:
         n, t0 = 0, time.process_time()
@@ -128,6 +129,25 @@ def engine(seconds: float, million: int) -> None:
     tracemalloc.stop()
     row(f"engine, memory growth over {million:,} answers", f"{(after - base) / 1e6:+.2f} MB",
         f"{base / 1e6:.1f} MB after warm-up", "flat (< 1 MB)", after - base < 1e6)
+
+
+def parse_time(kn: Any, repeats: int) -> None:
+    """The parse of a query alone (kb.query.parse: lexer, lark's LALR parse, the words resolved
+    into a Workload), each query's median over `repeats` calls after the warm-up, then the
+    median over the queries. Nothing is cached between calls."""
+    from kb.query import parse
+
+    per_query = []
+    for q in QUERIES:
+        times = []
+        for _ in range(repeats):
+            t = time.perf_counter()
+            parse(q, kn)
+            times.append(time.perf_counter() - t)
+        per_query.append(statistics.median(times) * 1e6)
+    med = statistics.median(per_query)
+    row("parse of a query, median over the bench queries", f"{med:.0f} us (each {min(per_query):.0f} to "
+        f"{max(per_query):.0f} us)", "-", "<= 150 us", med <= 150)
 
 
 OPTION_QUERIES = ["can I run llama 3 70B on a 4090", "7b on 8gb", "full fine-tune 13b on rtx 4090",

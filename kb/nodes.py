@@ -119,12 +119,24 @@ def _infix(left: Node, op: str, right: Node, show: Show, symbols: Symbols,
 
 
 @dataclass(frozen=True, slots=True)
-class Num(Node):
-    value: float
+class Literal(Node):
+    """A value written in the rule: it compiles to itself and reads no name. `tag` names its
+    JSON form ([tag, value])."""
+    value: object
+    tag: ClassVar[str]
 
     def _compile(self) -> Fn:
         value = self.value
         return lambda s: value
+
+    def to_list(self) -> list[object]:
+        return [self.tag, self.value]
+
+
+@dataclass(frozen=True, slots=True)
+class Num(Literal):
+    value: float
+    tag: ClassVar[str] = "num"
 
     def unit(self, units: Mapping[str, Unit]) -> Unit:
         return None
@@ -132,26 +144,17 @@ class Num(Node):
     def render(self, show: Show, symbols: Symbols) -> tuple[str, int]:
         return literal(self.value), ATOM
 
-    def to_list(self) -> list[object]:
-        return ["num", self.value]
-
 
 @dataclass(frozen=True, slots=True)
-class Str(Node):
+class Str(Literal):
     value: str
-
-    def _compile(self) -> Fn:
-        value = self.value
-        return lambda s: value
+    tag: ClassVar[str] = "str"
 
     def unit(self, units: Mapping[str, Unit]) -> Unit:
         return TEXT
 
     def render(self, show: Show, symbols: Symbols) -> tuple[str, int]:
         return f'"{self.value}"', ATOM
-
-    def to_list(self) -> list[object]:
-        return ["str", self.value]
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,8 @@
 
 In: what a person typed ("serve llama-3.1-70b awq 32 users 8k context on 2x L40S").
 Out: a Workload, or a QueryError with the column of the bad token, what was expected and the
-nearest valid word. grammar/query.lark (lark, LALR) finds the structure; the words are matched,
+nearest valid word. grammar/query.lark finds the structure: its terminals cut the items (one
+pattern, in lark's order: _Lexer) and lark's LALR parser reads them. The words are matched,
 longest phrase first, against the vocabulary of the rules (tasks, questions, knobs and fillers
 from query.yaml; GPU, model and precision ids and aliases).
 """
@@ -29,8 +30,8 @@ _errors: Any = None    # the module whose Unexpected* exceptions the parser rais
 def _get_parser() -> Any:
     """The LALR parser of grammar/query.lark, making Tok items as it reduces (_Items): the
     generated standalone module when it was built from this very grammar (no lark import),
-    else lark itself."""
-    global _parser, _errors
+    else lark itself. Its lexer (_Lexer) is made along with it."""
+    global _parser, _errors, _lexer
     if _parser is None:
         import hashlib
 
@@ -52,20 +53,20 @@ def _get_parser() -> Any:
             _parser = lark.Lark.open(str(path), parser="lalr", maybe_placeholders=False,
                                      transformer=_Items())
             _errors = exceptions
+        _lexer = _Lexer.of(_parser)
     return _parser
-
-
-_DIGITS = re.compile(r"\d+")
-_DECIMAL = re.compile(r"[\d.]+")
 
 
 class _Items:
     """What the parser makes of grammar/query.lark's one rule as it reduces it (lark's
-    transformer hook: no parse tree is built): the items as lark tokens, in order."""
+    transformer hook: no parse tree is built): the items, in order."""
 
     def start(self, items: list[Any]) -> list[Any]:
         return items
 
+
+_DIGITS = re.compile(r"\d+")
+_DECIMAL = re.compile(r"[\d.]+")
 
 # terminal → the Tok of an item
 _SINGLE: dict[str, Callable[[str, int], Tok]] = {
@@ -81,18 +82,79 @@ _SINGLE: dict[str, Callable[[str, int], Tok]] = {
 }
 
 
+def _sep(text: str, col: int) -> Tok:
+    return Tok("sep", text, col)          # _SEP, _FLAG: the grammar drops them
+
+
+class _Lexer:
+    """Cuts a query into the grammar's terminals exactly as lark's lexer does, for lark's LALR
+    parser to read. lark's basic lexer tries the terminals in one order (priority, then the
+    longest pattern) at each position and skips the ignored ones (WS); this does the same with
+    one regular expression of those terminals in that order, one match per item, and makes each
+    item's Tok as it goes, instead of lark's per-token bookkeeping (line counter, one lexer per
+    parser state, its Token objects). tests/test_query.py checks both cut every query alike."""
+
+    def __init__(self, pattern: re.Pattern[str], ignore: frozenset[str]) -> None:
+        self.pattern = pattern
+        self.ignore = ignore
+
+    @classmethod
+    def of(cls, parser: Any) -> _Lexer | None:
+        """The lexer of a lark LALR parser's terminals; None where lark would not match them
+        one pattern at a time (a literal string terminal, the `regex` module, bytes)."""
+        conf = parser.lexer_conf
+        terminals = list(parser.terminals)
+        if conf.use_bytes or getattr(parser.options, "regex", False) or any(
+                t.pattern.type != "re" for t in terminals):
+            return None
+        # lark's BasicLexer order: the first terminal of this order that matches is taken
+        terminals.sort(key=lambda t: (-t.priority, -t.pattern.max_width, -len(t.pattern.value), t.name))
+        pattern = "|".join(f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in terminals)
+        return cls(re.compile(pattern, conf.g_regex_flags), frozenset(conf.ignore))
+
+    def items(self, query: str) -> list[Tok]:
+        """The query's items as Toks, each marked with its terminal for the parser; a
+        QueryError at the first character no terminal matches."""
+        match, ignore, make = self.pattern.match, self.ignore, _SINGLE.get
+        pos, end, out = 0, len(query), []
+        while pos < end:
+            m = match(query, pos)
+            if m is None:
+                raise QueryError(query, pos + 1, f"the character {query[pos]!r} has no meaning here",
+                                 expected=["words", "numbers", "?"])
+            name = m.lastgroup
+            pos = m.end()
+            if name in ignore:
+                continue
+            text = m.group()
+            tok = make(name, _sep)(text, m.start() + 1)     # type: ignore[arg-type]
+            tok.type = name                                  # type: ignore[assignment]
+            out.append(tok)
+        return out
+
+
+_lexer: _Lexer | None = None
+
+
 def _lex(query: str) -> list[Tok]:
-    """The query's items as Toks; a QueryError where lark cannot read a character."""
+    """The query's items as Toks, read by the LALR parser; a QueryError where no item of the
+    grammar starts."""
     parser = _get_parser()
     try:
-        items = parser.parse(query)
+        if _lexer is None:                  # lark's own lexer
+            return [_SINGLE[t.type](str(t), t.column or 1) for t in parser.parse(query)]
+        items = _lexer.items(query)
+        interactive = parser.parse_interactive()
+        for tok in items:
+            interactive.feed_token(tok)
+        return interactive.feed_eof()       # type: ignore[no-any-return]
     except _errors.UnexpectedCharacters as exc:
         ch = query[exc.pos_in_stream]
         raise QueryError(query, exc.column, f"the character {ch!r} has no meaning here",
                          expected=["words", "numbers", "?"]) from None
     except _errors.UnexpectedInput as exc:      # the grammar takes any sequence of items
-        raise QueryError(query, getattr(exc, "column", 1) or 1, "the query cannot be read") from None
-    return [_SINGLE[t.type](str(t), t.column or 1) for t in items]
+        column = getattr(exc, "column", None)
+        raise QueryError(query, column if isinstance(column, int) else 1, "the query cannot be read") from None
 
 
 # ---------------------------------------------------------------- resolving

@@ -12,6 +12,7 @@ import math
 from typing import Any
 
 from kb.errors import QueryError
+from kb.query_words import Vocab, number
 from kb.workload import Workload
 
 
@@ -22,6 +23,7 @@ class Finisher:
     q: str
     kn: Any
     query_rules: dict[str, Any]
+    vocab: Vocab
     limits: dict[str, Any]
     tasks: list[str]
     toks: list[Any]
@@ -64,19 +66,20 @@ class Finisher:
             w.kv_precision = "int8"
 
     def resolve_task(self) -> None:
-        w, q = self.w, self.query_rules
+        w, v = self.w, self.vocab
         tasks = list(dict.fromkeys(self.tasks))
-        resolved = [q["task_resolution"].get(t, t) for t in tasks]
+        resolution = self.query_rules["task_resolution"]
+        resolved = [resolution.get(t, t) for t in tasks]
         # a specific training kind wins over the generic "train"/"fine-tune"
-        generic = set(q["task_resolution"]) | {"lora"} | set(self.kn.objectives)
-        specific = [t for t in tasks if t in q["training_tasks"] and t not in generic]
+        training = v.training_tasks
+        specific = [t for t in tasks if t in training and t not in v.generic_tasks]
         if "full_ft" in tasks:
             specific = ["full_ft"]
         if specific or "lora" in tasks:
             first = specific[0] if specific else "lora"
-            resolved = [first] + [t for t in resolved if t not in q["training_tasks"]]
+            resolved = [first] + [t for t in resolved if t not in training]
         kinds = set(resolved)
-        if kinds & set(q["training_tasks"]) and kinds & set(q["inference_tasks"]):
+        if not kinds.isdisjoint(training) and not kinds.isdisjoint(v.inference_tasks):
             raise self.fail(self.toks[0], "a query is either training or inference, not both",
                             expected=["train …", "serve …"])
         if resolved:
@@ -89,8 +92,8 @@ class Finisher:
             w.task = "qlora"
 
     def check_runtime_and_size(self) -> None:
-        w, q = self.w, self.query_rules
-        training = w.task in q["training_tasks"]
+        w = self.w
+        training = w.task in self.vocab.training_tasks
         if w.runtime is not None and self.runtime_tok is not None:
             rt = self.kn.runtimes[w.runtime]
             wrong = "inference" if training else "training"
@@ -112,12 +115,12 @@ class Finisher:
             if fmt in self.kn.precisions and self.w.precision is None:
                 self.w.precision = fmt
             elif fmt in self.kn.runtimes and self.w.runtime is None:
-                training = self.w.task in self.query_rules["training_tasks"]
+                training = self.w.task in self.vocab.training_tasks
                 if self.kn.runtimes[fmt]["kind"] != ("inference" if training else "training"):
                     self.w.runtime = fmt
 
     def lengths(self) -> None:
-        w, training = self.w, self.w.task in self.query_rules["training_tasks"]
+        w, training = self.w, self.w.task in self.vocab.training_tasks
         if self.tokens_tok is not None:
             if training:
                 w.train_tokens = self.tokens_tok.value
@@ -125,8 +128,6 @@ class Finisher:
                 self.check_range(self.tokens_tok, self.tokens_tok.value, *self.limits["prompt"])
                 w.prompt_tokens = int(self.tokens_tok.value)
         if self.length_tok is not None:             # "128k" alone: the context (seq to train)
-            from kb.query_words import number
-
             field, limit = ("seq_len", "seq") if training else ("context_tokens", "context")
             value = number(self.length_tok.text, binary_k=True)
             self.check_range(self.length_tok, value, *self.limits[limit])

@@ -27,6 +27,7 @@ class Tok:
     col: int           # 1-based
     value: Any = None
     unit: str | None = None
+    type: str = ""     # the grammar's terminal it was cut as (what lark's parser reads)
 
     @property
     def end(self) -> int:
@@ -34,6 +35,7 @@ class Tok:
 
 
 _PHRASE_KINDS = frozenset(("word", "num", "size", "moe", "mem"))
+_SPACED = frozenset(("count", "mem", "money"))        # items whose text may hold white space
 _LEADING_NUMBER = re.compile(r"^(\d+(?:\.\d+)?)([a-z/].*)$", re.I)
 Hit = tuple[str, str]
 
@@ -42,11 +44,15 @@ class Resolver(Finisher, Unknown):
     def __init__(self, query: str, toks: list[Tok], kn: Knowledge, model_given: bool = False) -> None:
         self.model_given = model_given
         self.q = query
-        for tok in toks:                       # "70B": the B is query.yaml's billion
-            if tok.unit == "billion":
+        keys = []                  # norm of a phrase == the joined norms of its items
+        for tok in toks:
+            if tok.unit == "billion":          # "70B": the B is query.yaml's billion
                 tok.value, tok.unit = tok.value * kn.billion, None
+            # norm(): the grammar's words, numbers and sizes hold no white space to drop
+            keys.append(norm(tok.text) if tok.kind in _SPACED else
+                        tok.text.lower().replace("-", "").replace("_", ""))
         self.toks = toks
-        self.keys = [norm(t.text) for t in toks]     # norm of a phrase == the joined norms
+        self.keys = keys
         self.kn = kn
         self.query_rules = kn.query
         self.limits = kn.query["limits"]
@@ -128,7 +134,9 @@ class Resolver(Finisher, Unknown):
                 if plural is not None and plural[0] == "gpu":
                     found = (plural, j + 1)
             key += part
-            hit = table.get(key) or table.get(key.rstrip(".")) if key else None
+            hit = table.get(key)
+            if hit is None and key.endswith("."):     # 'llama.cpp.'
+                hit = table.get(key.rstrip("."))
             if hit is not None:
                 found = (hit, j + 1)
             if key not in prefixes:
@@ -234,7 +242,7 @@ class Resolver(Finisher, Unknown):
         value, per_hour = money(tok.text)
         end = i + 1
         if not per_hour:
-            words = set(map(norm, self.query_rules.get("per_hour_words", [])))
+            words = self.vocab.per_hour
             key = ""
             for j in range(i + 1, min(len(self.toks), i + 5)):
                 key += self.keys[j]

@@ -16,6 +16,9 @@ from kb.query_words import near_misses, read_name
 
 _LEADING_NUMBER = re.compile(r"^(\d+(?:\.\d+)?)([a-z/].*)$", re.I)
 _PHRASE_KINDS = frozenset(("word", "num", "size", "moe", "mem"))
+_NAME_PARTS = re.compile(r"[-_]")
+_HAS_SIZE = re.compile(r"\d+(\.\d+)?b")
+_WORDS = re.compile(r"[\s_-]+")
 
 
 class Unknown:
@@ -85,7 +88,7 @@ class Unknown:
         its format, or the bare size of an unknown model."""
         if not any(c in tok.text for c in "-/_.") or len(tok.text) < 3:
             return False
-        reading = read_name(tok.text, self.query_rules, self.vocab.precision_keys)
+        reading = read_name(tok.text, self.vocab)
         hit = self.vocab.table.get(reading.key)
         if hit is None and reading.size_b is not None:
             hit = self._shorter(tok.text)
@@ -108,16 +111,15 @@ class Unknown:
 
     def _shorter(self, text: str) -> tuple[str, str] | None:
         """'Qwen3-30B-A3B-Instruct-2507': the name without trailing parts after its size."""
-        reading = read_name(text, self.query_rules, self.vocab.precision_keys)
-        parts = [p for p in re.split(r"[-_]", text.rpartition("/")[2]) if p]
+        parts = [p for p in _NAME_PARTS.split(text.rpartition("/")[2]) if p]
         for n in range(len(parts) - 1, 0, -1):
-            key = read_name("-".join(parts[:n]), self.query_rules, self.vocab.precision_keys).key
+            key = read_name("-".join(parts[:n]), self.vocab).key
             hit = self.vocab.table.get(key)
             if hit is not None and hit[0] == "model":
                 return hit
-            if not re.search(r"\d+(\.\d+)?b", key):
+            if not _HAS_SIZE.search(key):
                 break
-        return None if reading.key else None
+        return None
 
     def gpu_like(self, i: int) -> bool:
         """A word of a GPU name ('rx', 'macbook', 'ti'), or a known card's name run on ('3090ti')."""
@@ -147,7 +149,7 @@ class Unknown:
             _, hit, n = best
             span = run[n - 1].end - tok.col
             bad = next((t for t in run[:n] if norm(t.text) not in norm(self.vocab.display[hit])), tok)
-            parts = re.split(r"[\s_-]+", self.vocab.display[hit])
+            parts = _WORDS.split(self.vocab.display[hit])
             if n > 1 and bad is not tok and len(parts) == n:      # the one wrong word, put right
                 return QueryError(self.q, bad.col, f"unknown word '{bad.text}'",
                                   parts[run.index(bad)], [self.vocab.display[hit]], max(1, len(bad.text)))
@@ -167,8 +169,7 @@ class Unknown:
             n += 1
         first, last = self.toks[start], self.toks[n - 1]
         name = self.q[first.col - 1:last.end - 1]
-        names = {norm(g["name"]): gid for gid, g in self.kn.gpus.items()}
-        names.update({norm(a): gid for gid, g in self.kn.gpus.items() for a in g.get("aliases", [])})
+        names = self.vocab.gpu_names
         close = difflib.get_close_matches(norm(name), list(names), n=8, cutoff=0.3)
         ids = list(dict.fromkeys(names[c] for c in close))[:3]
         shown = [self.kn.gpus[g]["name"] for g in ids]

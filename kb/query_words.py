@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
 from kb.model import Knowledge, norm
 
@@ -29,6 +28,15 @@ class Vocab:
     gpu_keys: frozenset[str]        # every key that names a GPU
     precision_keys: dict[str, str]  # every key that names a precision → its id
     words: dict[str, tuple[str, str]]   # single-token keys, for near misses (built on first use)
+    # query.yaml's lists as the resolver tests them, made once here rather than per query
+    training_tasks: frozenset[str]
+    inference_tasks: frozenset[str]
+    generic_tasks: frozenset[str]   # a task a specific training kind overrides ("train", "lora", "dpo")
+    per_hour: frozenset[str]        # keys of the words that make money a rate ("per hour")
+    name_suffixes: frozenset[str]   # pasted names: variant words dropped ('instruct')
+    name_prefixes: frozenset[str]   # leading words dropped ('meta')
+    name_formats: dict[str, str]    # format words kept apart ('awq', 'q4km') → precision or runtime
+    gpu_names: dict[str, str]       # key of every GPU's name and alias → its id
 
 
 _RTX = re.compile(r"^(?:nvidia\s+)?(?:geforce\s+)?rtx\s*(\d{4}(?:\s*ti)?(?:\s*super)?)$")
@@ -83,12 +91,25 @@ def vocabulary(kn: Knowledge) -> Vocab:
     for family in sorted({m["family"] for m in kn.models.values()}):
         add(family, "family", family)
     longest = max((len(p.split()) for p in display.values()), default=1)
-    prefixes = frozenset(key[:i] for key in [*table, *units] for i in range(1, len(key) + 1))
+    prefixes = frozenset({key[:i] for key in (*table, *units) for i in range(1, len(key) + 1)})
     gpu_words = frozenset(norm(w) for w in q.get("gpu_words", []))
     gpu_keys = frozenset(k for k, (kind, _) in table.items() if kind == "gpu")
     precision_keys = {k: v for k, (kind, v) in table.items() if kind == "precision"}
+    gpu_names = {norm(g["name"]): gid for gid, g in kn.gpus.items()}     # an alias wins over a name
+    gpu_names.update({norm(a): gid for gid, g in kn.gpus.items() for a in g.get("aliases", [])})
+    name_formats = {norm(k): v for k, v in q.get("format_suffixes", {}).items()}
+    for key, pid in precision_keys.items():         # '-Q4_K_M', '-IQ4_XS'
+        name_formats.setdefault(key, pid)
     vocab = Vocab(table, display, min(MAX_PHRASE_TOKENS, longest + 2), prefixes, units, gpu_words,
-                  gpu_keys, precision_keys, {})
+                  gpu_keys, precision_keys, {},
+                  training_tasks=frozenset(q["training_tasks"]),
+                  inference_tasks=frozenset(q["inference_tasks"]),
+                  generic_tasks=frozenset([*q["task_resolution"], "lora", *kn.objectives]),
+                  per_hour=frozenset(norm(w) for w in q.get("per_hour_words", [])),
+                  name_suffixes=frozenset(s.lower() for s in q.get("model_suffixes", [])),
+                  name_prefixes=frozenset(p.lower() for p in q.get("model_prefixes", [])),
+                  name_formats=name_formats,
+                  gpu_names=gpu_names)
     kn.cache["vocabulary"] = vocab
     return vocab
 
@@ -113,9 +134,12 @@ def scaled(text: str) -> bool:
     return text.strip().lower()[-1:] in ("k", "m")
 
 
+_MONEY = re.compile(r"\$\s*([\d,]+(?:\.\d+)?[km]?)(.*)", re.I)
+
+
 def money(text: str) -> tuple[float, bool]:
     """'$2/h' → (2.0, True: per GPU hour); '$5k' → (5000.0, False)."""
-    m = re.match(r"\$\s*([\d,]+(?:\.\d+)?[km]?)(.*)", text.strip(), re.I)
+    m = _MONEY.match(text.strip())
     assert m is not None                  # the grammar's MONEY terminal
     return number(m.group(1)), bool(m.group(2).strip())
 
@@ -187,9 +211,10 @@ class NameReading:
     size_b: float | None
 
 
-def read_name(text: str, q: dict[str, Any], precisions: dict[str, str] | None = None) -> NameReading:
+def read_name(text: str, vocab: Vocab) -> NameReading:
     """'Qwen/Qwen2.5-72B-Instruct-AWQ' → key 'qwen2.572b', formats ['awq'], dropped
-    ['Qwen/', 'Instruct']; the organisation and variant words go, format words are kept apart."""
+    ['Qwen/', 'Instruct']; the organisation and variant words go, format words (query.yaml
+    format_suffixes, and every precision's name: '-Q4_K_M') are kept apart."""
     dropped: list[str] = []
     name = text
     if "/" in name:
@@ -199,10 +224,7 @@ def read_name(text: str, q: dict[str, Any], precisions: dict[str, str] | None = 
         name = name[:-5]
         dropped.append(".gguf")
     parts = name.split("-")
-    suffixes = {s.lower() for s in q.get("model_suffixes", [])}
-    formats_map = {norm(k): v for k, v in q.get("format_suffixes", {}).items()}
-    for key, pid in (precisions or {}).items():         # '-Q4_K_M', '-IQ4_XS'
-        formats_map.setdefault(key, pid)
+    suffixes, formats_map = vocab.name_suffixes, vocab.name_formats
     formats: list[str] = []
     kept: list[str] = []
     i = 0
@@ -220,8 +242,7 @@ def read_name(text: str, q: dict[str, Any], precisions: dict[str, str] | None = 
         else:
             kept.append(parts[i])
         i += 1
-    prefixes = {p.lower() for p in q.get("model_prefixes", [])}
-    while len(kept) > 1 and kept[0].lower() in prefixes:
+    while len(kept) > 1 and kept[0].lower() in vocab.name_prefixes:
         dropped.append(kept.pop(0))
     size_b = None
     for part in kept:

@@ -25,6 +25,9 @@ def _plain_text(value: Any) -> Any:
 
 
 Text = Annotated[str, BeforeValidator(_plain_text), WithJsonSchema({"type": ["string", "number"]})]
+Optimizer = Literal["adamw", "adam8bit", "sgd"]
+Vendor = Literal["nvidia", "amd", "intel", "apple", "google", "aws"]
+SortName = Literal["value", "cost", "speed", "memory", "power"]
 
 
 class Strict(BaseModel):
@@ -98,7 +101,7 @@ class RecipeWhen(Strict):
 
 
 class RecipeSet(Strict):
-    optimizer: Literal["adamw", "adam8bit", "sgd"] | None = None
+    optimizer: Optimizer | None = None
     checkpointing: bool | None = None
     paged: bool | None = None
     optimizer_in_backward: bool | None = None
@@ -145,7 +148,7 @@ class Runtime(Strict):
     kind: Literal["inference", "training", "both"]
     aliases: list[str] = []
     multi_gpu: Literal["tensor_parallel", "layer_split"]
-    platforms: list[Literal["nvidia", "amd", "intel", "apple", "google", "aws"]] = Field(min_length=1)
+    platforms: list[Vendor] = Field(min_length=1)
     decode_bandwidth_efficiency: Fraction | None = None
     quant_kernel_efficiency: Fraction | None = None
     hbm_decode_efficiency: Fraction = 1.0
@@ -161,7 +164,7 @@ class Runtime(Strict):
     master_weights: bool = True
     default_context_tokens: int | None = Field(default=None, gt=0)
     checkpointing: bool | None = None
-    optimizer: Literal["adamw", "adam8bit", "sgd"] | None = None
+    optimizer: Optimizer | None = None
     sharding: Slug | None = None
     recipes: list[Recipe] = []
     source: Slug
@@ -204,7 +207,7 @@ class Interconnect(Strict):
 class Gpu(Strict):
     id: Slug
     name: str
-    vendor: Literal["nvidia", "amd", "intel", "apple", "google", "aws"]
+    vendor: Vendor
     segment: Literal["datacenter", "workstation", "consumer", "apple"]
     architecture: str
     release_year: int = Field(ge=2010, le=2035)
@@ -374,7 +377,7 @@ class Node(Strict):
     style: Literal["compute", "bandwidth", "good", "warn"] | None = None
 
 
-class RankKey(Strict):
+class SortKey(Strict):               # a figure to order by: flows' ranking, prices' sorts
     by: str
     order: Literal["asc", "desc"]
 
@@ -386,7 +389,7 @@ class Flow(Strict):
     order: int
     source: Slug
     entry: NodeId
-    ranking: list[RankKey] = []
+    ranking: list[SortKey] = []
     nodes: list[Node] = Field(min_length=1)
 
 
@@ -410,7 +413,7 @@ class Defaults(Strict):
     train_tokens: Positive
     checkpointing: bool
     flash_attention: bool
-    optimizer: Literal["adamw", "adam8bit", "sgd"]
+    optimizer: Optimizer
     source: Slug
 
 
@@ -475,7 +478,7 @@ class QueryFile(Strict):
     defaults: Defaults
 
 
-class BandRuntime(Strict):
+class BandRuntime(Strict):           # one runtime's measurements: how many, median and p90 error
     n: int
     median_pct: NonNeg
     p90_pct: NonNeg
@@ -487,10 +490,7 @@ class BandPoint(Strict):
     url: str
 
 
-class Band(Strict):
-    n: int
-    median_pct: NonNeg
-    p90_pct: NonNeg
+class Band(BandRuntime):             # all measurements of a kind of figure, then by runtime
     worst_pct: NonNeg
     by_runtime: dict[str, BandRuntime] = {}
     measurements: list[BandPoint] = []
@@ -524,11 +524,6 @@ class Price(Strict):
     cloud: list[CloudPrice] = []
 
 
-class SortKey(Strict):
-    by: str
-    order: Literal["asc", "desc"]
-
-
 class OptionRule(Strict):
     id: Slug
     change: str
@@ -543,8 +538,8 @@ class OptionRule(Strict):
 
 class Advice(Strict):
     options: list[OptionRule] = []
-    default_sort: Literal["value", "cost", "speed", "memory", "power"]
-    sorts: dict[Literal["value", "cost", "speed", "memory", "power"], list[SortKey]]
+    default_sort: SortName
+    sorts: dict[SortName, list[SortKey]]
     rent_cost_key: str
     rent_ignores: list[str] = []
     max_gpus_per_config: Annotated[int, Field(ge=1, le=64)]

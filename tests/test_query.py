@@ -1,6 +1,11 @@
 """The query language: what people type → Workload; what it cannot read → a caret and a way out."""
 
+from pathlib import Path
+
 import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kb import get_knowledge
 from kb.errors import QueryError
@@ -203,3 +208,44 @@ def test_control_character_check_matches_its_definition():
 
     found = {i for i in range(0x110000) if _UNPRINTABLE.match(chr(i))}
     assert found == {i for i in range(0x110000) if _unprintable(chr(i))}
+
+
+def _lark_cut(q):
+    """lark's own lexer and LALR parser on the query: the items (terminal, text, column)."""
+    from kb import query
+
+    try:
+        return [(t.type, str(t), t.column) for t in query._get_parser().parse(q)]
+    except query._errors.UnexpectedCharacters as exc:
+        return ("no item starts at", exc.column)
+
+
+def _kbq_cut(q):
+    from kb import query
+
+    try:
+        return [(t.type, t.text, t.col) for t in query._lex(q)]
+    except QueryError as err:
+        return ("no item starts at", err.column)
+
+
+_PHRASINGS = [c["q"] for c in yaml.safe_load(
+    (Path(__file__).parent / "data" / "phrasings.yaml").read_text(encoding="utf-8"))["phrasings"]]
+
+
+def test_the_lexer_cuts_queries_as_lark_does():
+    """kb.query cuts a query with one pattern of the grammar's terminals; lark's own lexer,
+    run by lark's parser, is the reference: the same items, terminals and columns."""
+    from kb import query
+
+    query._get_parser()
+    assert query._lexer is not None                 # the shipped grammar takes the one-pattern lexer
+    for q in [*_PHRASINGS, *SAME_BOTH_WAYS, "  serve 70B  ", "8×h100 vs 2 x a100", "$1.89/h 24/7",
+              "--tensor-parallel-size 4", "serve 70B é", "4 x", "1,000 users", "1e6 tokens"]:
+        assert _kbq_cut(q) == _lark_cut(q), q
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="abgkmstvxyB019.,-_/+$?!()'= \t×é", max_size=40))
+def test_the_lexer_cuts_any_text_as_lark_does(q):
+    assert _kbq_cut(q) == _lark_cut(q)
