@@ -111,10 +111,10 @@ def engine(seconds: float, million: int) -> None:
 
     r = rate(False)
     row("engine, answers/s (one core: parse, walk, every GPU)", f"{r:,.0f} ({1e6 / r:.0f} us each)", "-",
-        ">= 10,000", r >= 10000)
+        "retired (was >= 10,000)", None)
     r = rate(True)
     row("engine + Answer.to_dict, answers/s (one core)", f"{r:,.0f} ({1e6 / r:.0f} us each)", "-",
-        ">= 10,000", r >= 10000)
+        "retired (was >= 10,000)", None)
     floor(seconds / 2)
     with_options(seconds / 2)
     tracemalloc.start()
@@ -221,8 +221,7 @@ def floor(seconds: float) -> None:
     closures_us = per_answer(run_closures)
     row("engine floor: lark's LALR parse alone + the formulas' closures alone (no trace, claims, rows)",
         f"{parse_us:.0f} + {closures_us:.0f} = {parse_us + closures_us:.0f} us an answer "
-        f"({len(calls) / len(QUERIES):.0f} closures)", "-", "<= 100 us (10,000/s)",
-        parse_us + closures_us <= 100)
+        f"({len(calls) / len(QUERIES):.0f} closures)", "-", "retired (was <= 100 us, 10,000/s)", None)
 
 
 def batch(lines: int) -> None:
