@@ -515,6 +515,9 @@ class Price(Strict):
     cloud: list[CloudPrice] = []
 
 
+SortName = Literal["value", "cost", "speed", "memory", "power"]   # the orders `--sort` and the API take
+
+
 class SortKey(Strict):
     by: str
     order: Literal["asc", "desc"]
@@ -534,8 +537,8 @@ class OptionRule(Strict):
 
 class Advice(Strict):
     options: list[OptionRule] = []
-    default_sort: Literal["value", "cost", "speed", "memory", "power"]
-    sorts: dict[Literal["value", "cost", "speed", "memory", "power"], list[SortKey]]
+    default_sort: SortName
+    sorts: dict[SortName, list[SortKey]]
     rent_cost_key: str
     rent_ignores: list[str] = []
     max_gpus_per_config: Annotated[int, Field(ge=1, le=64)]

@@ -139,15 +139,16 @@ class LiveKnowledge:
         if builder is not None:
             builder.join()
 
-    def answer(self, query: str, kn: Knowledge | None = None) -> dict[str, Any]:
-        """The Answer dict for a query (the `kbq --json` contract), from `kn` or the current
-        knowledge; raises QueryError for a query it cannot read."""
-        from kb.engine import answer
-        from kb.query import parse
+    def answer(self, query: str, kn: Knowledge | None = None, *, sort: str | None = None,
+               options: bool = False) -> dict[str, Any]:
+        """The Answer dict for a query (the `kbq --json` contract, with `kbq --sort`,
+        `--options`), from `kn` or the current knowledge; raises QueryError for a query it
+        cannot read."""
+        from kb import answer_in
 
         if kn is None:
             kn = self.get()
-        return answer(parse(query, kn), kn, query).to_dict()
+        return answer_in(kn, query, sort=sort, options=options).to_dict()
 
     def status(self) -> dict[str, Any]:
         try:

@@ -175,8 +175,8 @@ def _render(template: str, query: str | None, **extra: Any) -> Any:
         return render_template(template, **ctx, **extra, error=query_error_view(err, query)), 400
     except KbError as err:
         return render_template(template, **ctx, **extra, error={"caret": str(err)}), 400
-    if not template.endswith("embed.html"):     # the page always lists what to change (kb.options)
-        answer["options"] = page_options(query, kn)
+    if not template.endswith("embed.html") and answer.get("options") is None:
+        answer["options"] = page_options(query, kn)   # the page always lists what to change (kb.options)
     view = answer_view(answer, kn, embed=template.endswith("embed.html"))
     return render_template(template, **ctx, **extra, answer=answer, view=view)
 
