@@ -23,11 +23,6 @@ SERVE_COST = ("usd_per_million_tokens",)
 TRAIN_COST = ("run_hours", "run_cost_usd")
 CLASSES = {"consumer": "consumer/workstation", "workstation": "consumer/workstation",
            "apple": "consumer/workstation", "datacenter": "datacenter"}
-SORT_TEXT = {"value": "fits, meets the target, headroom beyond the memory error, fewest cards, cards before server modules, "
-                      "cheapest to buy, then fastest",
-             "cost": "fits, meets the target, headroom beyond the memory error, cards before server modules, cheapest, then fastest", "speed": "fits, fastest, then cheapest",
-             "memory": "fits, most memory to spare, then cheapest",
-             "power": "fits, least board power, then cheapest"}
 
 
 def cost_formulas(is_training: bool) -> tuple[str, ...]:
@@ -54,13 +49,14 @@ def sort_keys(kn: Knowledge, w: Workload, fallback: list[tuple[str, str]]) -> li
 
 
 def sort_text(kn: Knowledge, w: Workload) -> str | None:
+    """'value (fits, …, then fastest)': the order's name and its keys in the rules' words
+    (prices.yaml advice.says), the same keys sort_keys ranks by (renting: the hourly cost)."""
     name = sort_name(kn, w)
     if name is None:
         return None
-    text = SORT_TEXT.get(name, name)
-    if w.rent:
-        text = (text.replace("cards before server modules, ", "").replace("fewest cards, ", "")
-                .replace("cheapest to buy", "cheapest to rent"))
+    says = kn.advice.get("says") or {}
+    words = [says.get(k, k) for k, _ in sort_keys(kn, w, [])]
+    text = ", then ".join(words) if len(words) < 3 else ", ".join(words[:-1]) + ", then " + words[-1]
     return f"{name} ({text})"
 
 

@@ -42,17 +42,27 @@ def check(doc: Doc, pfile: Any, gpus: dict[str, Any], formulas: set[str],
     need_source(doc, ("advice", "source"), pfile.advice.source)
     for j, o in enumerate(pfile.advice.options):
         need_source(doc, ("advice", "options", j, "source"), o.source)
+    says = pfile.advice.says
     for sort, keys in pfile.advice.sorts.items():
         for j, k in enumerate(keys):
             if k.by not in formulas:
                 add(doc.error(("advice", "sorts", sort, j, "by"), f"unknown name '{k.by}'",
                               nearest(k.by, formulas)))
+            elif k.by not in says:
+                add(doc.error(("advice", "sorts", sort, j, "by"),
+                              f"'{k.by}' has no words in advice.says (how an answer names this key)"))
+    for name in says:
+        if name not in formulas:
+            add(doc.error(("advice", "says", name), f"unknown name '{name}'", nearest(name, formulas)))
     for j, name in enumerate(pfile.advice.rent_ignores):
         if name not in formulas:
             add(doc.error(("advice", "rent_ignores", j), f"unknown name '{name}'", nearest(name, formulas)))
     if pfile.advice.rent_cost_key not in formulas:
         add(doc.error(("advice", "rent_cost_key"), f"unknown formula '{pfile.advice.rent_cost_key}'",
                       nearest(pfile.advice.rent_cost_key, formulas)))
+    elif pfile.advice.rent_cost_key not in says:
+        add(doc.error(("advice", "rent_cost_key"),
+                      f"'{pfile.advice.rent_cost_key}' has no words in advice.says (how an answer names this key)"))
 
 
 def table(pfile: Any) -> dict[str, dict[str, Any]]:

@@ -194,6 +194,44 @@ def test_budget_and_rent_change_the_pick():
     assert a.gpus[0].config_usd_per_hour == min(hourly)
 
 
+ADVICE = """advice:
+  default_sort: value
+  sorts:
+    value:
+      - {by: fits, order: desc}
+      - {by: config_power_w, order: asc}
+  rent_cost_key: config_usd_per_hour
+  says: {fits: holds the job, config_power_w: fewest watts, config_usd_per_hour: cheapest hour}
+  max_gpus_per_config: 8
+  source: quote-1
+"""
+
+
+def test_the_order_is_said_in_the_rules_words(tmp_path):
+    # a price file with its own order: the text is its words, in its order, for the same keys
+    path = tmp_path / "prices.yaml"
+    path.write_text('as_of: "2026-11"\n' + ADVICE + "prices:\n" + PRICE_H100, encoding="utf-8")
+    kn = with_prices(KN, path)
+    a = run(kn, "which gpu for 7b")
+    assert a.recommendation["sort"] == "value (holds the job, then fewest watts)"
+    watts = [g.count * kn.gpus[g.id]["tdp_w"] for g in a.gpus if g.fits and kn.gpus[g.id]["tdp_w"]]
+    assert watts == sorted(watts)                                     # and ranked so
+    # the shipped order names every key of rules/prices.yaml advice.sorts.value, in order
+    text = ask("which gpu for 7b").recommendation["sort"]
+    says = KN.advice["says"]
+    words = [says[k["by"]] for k in KN.advice["sorts"]["value"]]
+    assert text == "value (" + ", ".join(words[:-1]) + ", then " + words[-1] + ")"
+
+
+def test_a_sort_key_without_words_is_an_error_at_its_line(tmp_path):
+    path = tmp_path / "prices.yaml"
+    path.write_text('as_of: "2026-11"\n' + ADVICE.replace("fits: holds the job, ", "")
+                    + "prices:\n" + PRICE_H100, encoding="utf-8")
+    with pytest.raises(RuleErrors) as err:
+        with_prices(KN, path)
+    assert "prices.yaml:6:14: 'fits' has no words in advice.says" in str(err.value)
+
+
 # ---------------------------------------------------------------- options
 
 def same_figures(option):
