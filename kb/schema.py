@@ -535,7 +535,15 @@ class OptionRule(Strict):
     source: Slug
 
 
+class CloudRule(Strict):
+    """Which of a card's on-demand prices an answer uses, and when the price pages disagree."""
+    use: Literal["median", "lowest", "highest"]
+    disagree_ratio: Annotated[float, Field(ge=1)]   # highest / lowest at or above this: they disagree
+    source: Slug
+
+
 class Advice(Strict):
+    cloud_price: CloudRule
     options: list[OptionRule] = []
     default_sort: SortName
     sorts: dict[SortName, list[SortKey]]
