@@ -66,7 +66,7 @@ def check(doc: Doc, pfile: Any, gpus: dict[str, Any], formulas: set[str],
                       f"'{pfile.advice.rent_cost_key}' has no words in advice.says (how an answer names this key)"))
 
 
-PICK = {"median": statistics.median, "lowest": min, "highest": max}
+PICK: dict[str, Callable[[list[float]], float]] = {"median": statistics.median, "lowest": min, "highest": max}
 
 
 def table(pfile: Any, rule: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
