@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from kb.answer import Answer
     from kb.knowledge import Knowledge
 
-__all__ = ["ask", "cpu_cores", "get_knowledge", "__version__"]
+__all__ = ["answer_in", "ask", "cpu_cores", "get_knowledge", "__version__"]
 
 
 def get_knowledge(rules_dir: str | Path | None = None) -> "Knowledge":
@@ -42,10 +42,7 @@ def ask(query: str, rules_dir: str | Path | None = None,
     if prices is not None:
         kn = _priced(kn, prices, rules_dir)
     if model_config is None:
-        w = parse(query, kn)
-        w.sort = sort or w.sort
-        w.want_options = options or w.want_options
-        return _with_options(answer(w, kn, query), w, kn, query)
+        return answer_in(kn, query, sort=sort, options=options)
     from kb.hfconfig import read
 
     model = read(model_config, kn)
@@ -57,6 +54,19 @@ def ask(query: str, rules_dir: str | Path | None = None,
     w.notes.append(f"model: {model['name']}, read from {model_config}; parameters computed "
                    "from its architecture (arch_params_total)")
     return _with_options(answer(w, view, query), w, view, query)
+
+
+def answer_in(kn: "Knowledge", query: str, *, sort: str | None = None, options: bool = False) -> "Answer":
+    """Answer one query with a given knowledge: the path every surface shares (the CLI, a
+    batch line, the JSON API). `sort` and `options` as for ask(); a sort the query's own words
+    chose gives way to `sort`. Raises kb.errors.QueryError for a query it cannot read."""
+    from kb.engine import answer
+    from kb.query import parse
+
+    w = parse(query, kn)
+    w.sort = sort or w.sort
+    w.want_options = options or w.want_options
+    return _with_options(answer(w, kn, query), w, kn, query)
 
 
 def _with_options(a: "Answer", w: object, kn: "Knowledge", query: str) -> "Answer":

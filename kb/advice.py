@@ -23,11 +23,6 @@ SERVE_COST = ("usd_per_million_tokens",)
 TRAIN_COST = ("run_hours", "run_cost_usd")
 CLASSES = {"consumer": "consumer/workstation", "workstation": "consumer/workstation",
            "apple": "consumer/workstation", "datacenter": "datacenter"}
-SORT_TEXT = {"value": "fits, meets the target, headroom beyond the memory error, fewest cards, cards before server modules, "
-                      "cheapest to buy, then fastest",
-             "cost": "fits, meets the target, headroom beyond the memory error, cards before server modules, cheapest, then fastest", "speed": "fits, fastest, then cheapest",
-             "memory": "fits, most memory to spare, then cheapest",
-             "power": "fits, least board power, then cheapest"}
 
 
 def cost_formulas(is_training: bool) -> tuple[str, ...]:
@@ -54,13 +49,14 @@ def sort_keys(kn: Knowledge, w: Workload, fallback: list[tuple[str, str]]) -> li
 
 
 def sort_text(kn: Knowledge, w: Workload) -> str | None:
+    """'value (fits, …, then fastest)': the order's name and its keys in the rules' words
+    (prices.yaml advice.says), the same keys sort_keys ranks by (renting: the hourly cost)."""
     name = sort_name(kn, w)
     if name is None:
         return None
-    text = SORT_TEXT.get(name, name)
-    if w.rent:
-        text = (text.replace("cards before server modules, ", "").replace("fewest cards, ", "")
-                .replace("cheapest to buy", "cheapest to rent"))
+    says = kn.advice.get("says") or {}
+    words = [says.get(k, k) for k, _ in sort_keys(kn, w, [])]
+    text = ", then ".join(words) if len(words) < 3 else ", ".join(words[:-1]) + ", then " + words[-1]
     return f"{name} ({text})"
 
 
@@ -168,13 +164,32 @@ def prices_used(kn: Knowledge, w: Workload, gpu_ids: list[str]) -> dict[str, Any
         out["as_of"] = out["as_of"] or p.get("as_of")
         out["gpus"][gid] = {"purchase_usd": p["purchase_usd"], "purchase_kind": p["purchase_kind"],
                             "purchase_date": p["purchase_date"], "purchase_source": p["purchase_source"],
-                            "cloud_usd_per_hour": p["cloud_usd_per_hour"],
+                            "cloud_usd_per_hour": p["cloud_usd_per_hour"], "cloud_rule": p.get("cloud_rule"),
+                            "cloud_low": p.get("cloud_low"), "cloud_high": p.get("cloud_high"),
+                            "cloud_pages": p.get("cloud_pages"), "cloud_disagree": p.get("cloud_disagree"),
                             "cloud": [f"{c['provider']} ${c['usd_per_hour']:.2f}/h ({c['date']}, {c['source']})"
                                       for c in p["cloud"]], "file": p.get("file")}
     return out
 
 
-MAX_PRICE_ROWS = 5   # the rows whose prices an answer lists (the table shows every row's figures)
+MAX_PRICE_ROWS = 12  # the rows whose prices an answer lists: the rows the page's cost table shows
+
+
+def cloud_text(p: dict[str, Any]) -> str:
+    """'$3.25/GPU-hour, the median of 6 on-demand prices on 5 price pages ($2.49-4.76; they
+    disagree: the highest is 1.9× the lowest): Lambda $2.49 (2026, src); …'"""
+    listed = "; ".join(f"{c['provider']} {money(c['usd_per_hour'])} ({c['date']}, {c['source']})" for c in p["cloud"])
+    n = len(p["cloud"])
+    if n == 1:
+        return f"{money(p['cloud_usd_per_hour'])}/GPU-hour, the only on-demand price listed: {listed}"
+    pages = p.get("cloud_pages") or n
+    spread = f"{money(p['cloud_low'])}-{money(p['cloud_high'])}"
+    if p.get("cloud_disagree"):
+        spread += (f"; they disagree: the highest is {p['cloud_high'] / p['cloud_low']:.1f}× the lowest"
+                   if p["cloud_low"] else "")
+    rule = p.get("cloud_rule") or "median"
+    return (f"{money(p['cloud_usd_per_hour'])}/GPU-hour, the {rule} of {n} on-demand prices on {pages} price "
+            f"page{'s' if pages != 1 else ''} ({spread}): {listed}")
 
 
 def price_assumptions(kn: Knowledge, w: Workload, row: GpuRow) -> list[str]:
@@ -185,9 +200,7 @@ def price_assumptions(kn: Knowledge, w: Workload, row: GpuRow) -> list[str]:
         where = p.get("file") or "prices.yaml"
         buy = (f"{money(p['purchase_usd'])} per card ({p['purchase_kind']}, {p['purchase_date']}, "
                f"{p['purchase_source']})" if p["purchase_usd"] is not None else "no purchase price")
-        rent = (f"{money(p['cloud_usd_per_hour'])}/GPU-hour, the median of "
-                + "; ".join(f"{c['provider']} {money(c['usd_per_hour'])} ({c['date']}, {c['source']})" for c in p["cloud"])
-                if p["cloud"] else "no cloud price listed")
+        rent = cloud_text(p) if p["cloud"] else "no cloud price listed"
         out.append(f"prices ({where}, as of {p['as_of']}): {row.name} {buy}; rent {rent}")
     if w.usd_per_gpu_hour is not None:
         out.append(f"cloud price: {money(w.usd_per_gpu_hour)} per GPU-hour, as the query set")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import sys
 from collections.abc import Sequence
+from typing import NamedTuple
 
 SORTS = ("value", "cost", "speed", "memory", "power")
 SUBCOMMANDS = ("gpus", "models", "rules", "validate", "schema", "export", "serve", "ask")
@@ -28,7 +29,8 @@ Options:
   --all          list every GPU judged (text and Markdown show the first 12)
   --no-trace     leave the trace out of the text answer
   --rules DIR    use the rule files in DIR instead of the shipped ones
-  --batch FILE   answer one query per line of FILE ('-' for stdin) as JSON Lines
+  --batch FILE   answer one query per line of FILE ('-' for stdin) as JSON Lines, with
+                 --model-config, --prices, --sort and --options as given
   --jobs N       worker processes for --batch (default: one per core)
   --model-config PATH
                  a Hugging Face config.json for a model not in the rules
@@ -123,7 +125,7 @@ def _ask_fast(argv: list[str]) -> int:
             words.append(arg)
         i += 1
     if batch is not None:
-        return _batch(batch, rules, jobs)
+        return _batch(batch, rules, jobs, Settings(config, prices, sort, options))
     query = " ".join(words).strip()
     if not query:
         sys.stdout.write(QUERY_HELP)
@@ -147,7 +149,18 @@ def _ask_fast(argv: list[str]) -> int:
     return 0
 
 
+class Settings(NamedTuple):
+    """What a batch line is answered with besides its query: the options of the command line
+    that the plain `kbq "QUERY"` takes (--model-config, --prices, --sort, --options)."""
+
+    config: str | None = None
+    prices: str | None = None
+    sort: str | None = None
+    options: bool = False
+
+
 _RULES: str | None = None      # the --rules of a batch, read by its worker processes
+_SETTINGS = Settings()         # and the rest of its options
 
 
 def _answer_line(line: str) -> bytes:
@@ -160,25 +173,36 @@ def _answer_line(line: str) -> bytes:
     query = line.strip()
     if not query or query.startswith("#"):
         return b""
+    s = _SETTINGS
     try:
-        return ask(query, _RULES).to_json() + b"\n"
+        return ask(query, _RULES, s.config, prices=s.prices, sort=s.sort, options=s.options).to_json() + b"\n"
     except KbError as err:
         return orjson.dumps({"query": query, "error": err.to_dict()}) + b"\n"
 
 
-def _batch(path: str, rules: str | None, jobs: int | None = None) -> int:
+def _batch(path: str, rules: str | None, jobs: int | None = None, settings: Settings | None = None) -> int:
     """One query per line → one JSON object per line, in the same order; errors are lines too.
-    Large batches are shared among worker processes (one per core unless --jobs says)."""
+    Large batches are shared among worker processes (one per core unless --jobs says).
+    A price file or model config that cannot be read stops the batch before its first line."""
     import multiprocessing
     from itertools import islice
 
     from kb import cpu_cores, get_knowledge
     from kb.errors import KbError
 
-    global _RULES
-    _RULES = rules
+    global _RULES, _SETTINGS
+    settings = settings or Settings()
+    _RULES, _SETTINGS = rules, settings
     try:
-        get_knowledge(rules)            # load once, before any worker starts (they inherit it)
+        kn = get_knowledge(rules)       # load once, before any worker starts (they inherit it)
+        if settings.prices is not None:
+            from kb.store import LOADED
+
+            LOADED.priced(rules, settings.prices)
+        if settings.config is not None:
+            from kb.hfconfig import read
+
+            read(settings.config, kn)
     except KbError as err:
         return _fail(str(err), err.exit_code)
     # a line that is not UTF-8 becomes a query error of its own, not the end of the batch

@@ -45,17 +45,28 @@ def cli() -> None:
 @click.option("--markdown", is_flag=True, help="Print Markdown for a wiki.")
 @click.option("--all", "show_all", is_flag=True, help="List every GPU judged.")
 @click.option("--no-trace", is_flag=True, help="Leave the trace out.")
+@click.option("--model-config", "model_config", metavar="PATH", default=None,
+              help="A Hugging Face config.json for a model not in the rules.")
+@click.option("--prices", metavar="FILE", default=None,
+              help="Use the prices in FILE (the rules/prices.yaml schema) instead of the shipped ones.")
+@click.option("--sort", metavar="NAME", default=None,
+              help="Order the GPU configurations: value (default), cost, speed, memory or power.")
+@click.option("--options", "options", is_flag=True, help="List what to change so it fits.")
 @rules_option
 @click.pass_obj
 def ask(answer: Callable[[list[str]], int] | None, query: tuple[str, ...], as_json: bool,
-        markdown: bool, show_all: bool, no_trace: bool, rules: str | None) -> None:
+        markdown: bool, show_all: bool, no_trace: bool, model_config: str | None, prices: str | None,
+        sort: str | None, options: bool, rules: str | None) -> None:
     # `answer` is the plain `kbq "QUERY"` path, handed over by kb.cli.main (the entry point),
-    # so this module does not import the one that imports it.
+    # so this module does not import the one that imports it; that path checks --sort.
     if answer is None:
         raise click.UsageError("kbq ask runs through the kbq command (kb.cli.main)")
+    valued = {"--model-config": model_config, "--prices": prices, "--sort": sort, "--rules": rules}
     args = [*(["--json"] if as_json else []), *(["--markdown"] if markdown else []),
             *(["--all"] if show_all else []), *(["--no-trace"] if no_trace else []),
-            *(["--rules", rules] if rules else []), "--", *query]
+            *(["--options"] if options else []),
+            *[part for flag, value in valued.items() if value is not None for part in (flag, value)],
+            "--", *query]
     code = answer(args)
     if code:
         sys.exit(code)

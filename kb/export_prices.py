@@ -28,29 +28,46 @@ def cost_cell(kn: Knowledge, gpu: dict[str, Any]) -> str:
 
 def prices_page(kn: Knowledge, md: Any, code: Any, src_link: Any, table: Any, page: Any) -> str:
     """The prices page; the formatting helpers are kb.export's (passed in, not imported, to keep
-    this module free of an import cycle)."""
+    this module free of an import cycle). One row per GPU with the cloud price an answer uses
+    and the spread of the pages behind it, then every cloud price with its own source."""
     as_of = sorted({p["as_of"] for p in kn.prices.values()})
-    head = ["GPU", "id", "buy (per card)", "kind", "as of", "source", "rent $/GPU-hour (median)", "cloud prices"]
-    rows = []
+    adv = kn.advice or {}
+    rule = adv.get("cloud_price") or {}
+    head = ["GPU", "id", "buy (per card)", "kind", "as of", "source", f"rent $/GPU-hour ({rule.get('use', 'median')})",
+            "lowest-highest", "pages", "pages agree?"]
+    rows, listings = [], []
     for gid, g in kn.gpus.items():
         p = kn.prices.get(gid)
         if p is None:
-            rows.append([md(g["name"]), code(gid), "–", "", "", "", "–", ""])
+            rows.append([md(g["name"]), code(gid), "–", "", "", "", "–", "", "", ""])
             continue
-        cloud = "; ".join(f"{md(c['provider'])} {money(c['usd_per_hour'])} ({c['date']}, {src_link(c['source'])})"
-                          for c in p["cloud"])
-        rows.append([md(g["name"]), code(gid), money(p["purchase_usd"]), p["purchase_kind"],
-                     p["purchase_date"], src_link(p["purchase_source"]), money(p["cloud_usd_per_hour"]), cloud])
+        n = len(p["cloud"])
+        spread = f"{money(p.get('cloud_low'))}-{money(p.get('cloud_high'))}" if n > 1 else ""
+        agree = "" if n < 2 or p.get("cloud_disagree") is None else (
+            f"no: highest {p['cloud_high'] / p['cloud_low']:.1f}× lowest" if p["cloud_disagree"] else "yes")
+        rows.append([md(g["name"]), code(gid), money(p["purchase_usd"]), p["purchase_kind"], p["purchase_date"],
+                     src_link(p["purchase_source"]), money(p["cloud_usd_per_hour"]), spread,
+                     str(p.get("cloud_pages") or "") if n else "", agree])
+        listings += [[md(g["name"]), md(c["provider"]), money(c["usd_per_hour"]), c["date"], src_link(c["source"])]
+                     for c in sorted(p["cloud"], key=lambda c: c["usd_per_hour"])]
+    ratio = rule.get("disagree_ratio")
     body = [f"Prices as of {', '.join(as_of) or 'n/a'}. Purchase prices are per card: list (MSRP), "
             "street (typical new), used, or estimate (kbq's own, where no public price was found; "
             "replace it with a quote through `kbq --prices FILE`). Cloud prices are on demand, per "
-            "GPU-hour; an answer uses their median. Override them in a query ('at $2/h', "
+            f"GPU-hour, from each price page listed below; an answer uses their {rule.get('use', 'median')}"
+            + (f" and says the pages disagree where the highest is {ratio:g}× the lowest or more"
+               if ratio else "")
+            + " (`advice.cloud_price` in rules/prices.yaml). Override them in a query ('at $2/h', "
             "'budget $5000') or with a file of the same shape.", "",
-            *table(head, rows, "llrllrrl"), ""]
-    adv = kn.advice or {}
+            *table(head, rows, "llrllrrlrl"), "",
+            "## Cloud prices, each source", "",
+            "Every on-demand price behind the table above, cheapest first for each GPU.", "",
+            *table(["GPU", "provider", "$/GPU-hour", "date", "source"], listings, "llrll"), ""]
     if adv.get("sorts"):
+        says = adv.get("says") or {}
         body += ["## How configurations are ranked", "",
                  f"Default order: {code(adv['default_sort'])}. Each key is a formula; the first that differs decides.", ""]
         for name, keys in adv["sorts"].items():
-            body.append(f"- {code(name)}: " + ", then ".join(f"{code(k['by'])} ({k['order']})" for k in keys))
+            body.append(f"- {code(name)}: " + ", then ".join(
+                f"{code(k['by'])} ({k['order']}: {md(says.get(k['by'], k['by']))})" for k in keys))
     return page("Prices", body)

@@ -40,29 +40,55 @@ def check(doc: Doc, pfile: Any, gpus: dict[str, Any], formulas: set[str],
     if pfile.advice is None:
         return
     need_source(doc, ("advice", "source"), pfile.advice.source)
+    need_source(doc, ("advice", "cloud_price", "source"), pfile.advice.cloud_price.source)
     for j, o in enumerate(pfile.advice.options):
         need_source(doc, ("advice", "options", j, "source"), o.source)
+    says = pfile.advice.says
     for sort, keys in pfile.advice.sorts.items():
         for j, k in enumerate(keys):
             if k.by not in formulas:
                 add(doc.error(("advice", "sorts", sort, j, "by"), f"unknown name '{k.by}'",
                               nearest(k.by, formulas)))
+            elif k.by not in says:
+                add(doc.error(("advice", "sorts", sort, j, "by"),
+                              f"'{k.by}' has no words in advice.says (how an answer names this key)"))
+    for name in says:
+        if name not in formulas:
+            add(doc.error(("advice", "says", name), f"unknown name '{name}'", nearest(name, formulas)))
     for j, name in enumerate(pfile.advice.rent_ignores):
         if name not in formulas:
             add(doc.error(("advice", "rent_ignores", j), f"unknown name '{name}'", nearest(name, formulas)))
     if pfile.advice.rent_cost_key not in formulas:
         add(doc.error(("advice", "rent_cost_key"), f"unknown formula '{pfile.advice.rent_cost_key}'",
                       nearest(pfile.advice.rent_cost_key, formulas)))
+    elif pfile.advice.rent_cost_key not in says:
+        add(doc.error(("advice", "rent_cost_key"),
+                      f"'{pfile.advice.rent_cost_key}' has no words in advice.says (how an answer names this key)"))
 
 
-def table(pfile: Any) -> dict[str, dict[str, Any]]:
-    """gpu id → its price entry, plus the cloud price the answer uses: the median of the
-    on-demand prices listed (one price page is not the market)."""
+PICK: dict[str, Callable[[list[float]], float]] = {"median": statistics.median, "lowest": min, "highest": max}
+
+
+def table(pfile: Any, rule: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+    """gpu id → its price entry, plus the cloud price the answer uses and the spread behind it.
+    The rule (prices.yaml advice.cloud_price, or `rule` for a price file without advice) picks
+    the price from the on-demand prices listed: the median, the lowest or the highest; the
+    lowest and highest, how many price pages, and whether they disagree (highest / lowest at
+    or above the rule's ratio) go with it. Without a rule: the median, disagreement not judged."""
+    if rule is None and pfile.advice is not None:
+        rule = pfile.advice.cloud_price.model_dump()
+    use = rule["use"] if rule else "median"
     out: dict[str, dict[str, Any]] = {}
     for p in pfile.prices:
         entry = p.model_dump()
         hourly = [c.usd_per_hour for c in p.cloud]
-        entry["cloud_usd_per_hour"] = statistics.median(hourly) if hourly else None
+        low, high = (min(hourly), max(hourly)) if hourly else (None, None)
+        entry["cloud_usd_per_hour"] = PICK[use](hourly) if hourly else None
+        entry["cloud_rule"] = use
+        entry["cloud_low"], entry["cloud_high"] = low, high
+        entry["cloud_pages"] = len({c.source for c in p.cloud})
+        entry["cloud_disagree"] = (None if rule is None or len(hourly) < 2 or not low
+                                   else bool(high / low >= rule["disagree_ratio"]))
         entry["as_of"] = pfile.as_of
         out[p.gpu] = entry
     return out
@@ -95,11 +121,12 @@ def with_prices(kn: Knowledge, path: Path) -> Knowledge:
         check(doc, pfile, kn.gpus, set(kn.formulas) | set(kn.inputs), lambda *_: None, errors.append)
     if errors or pfile is None:
         raise RuleErrors(errors)
-    prices = {**kn.prices, **table(pfile)}
+    advice = advice_table(pfile) or kn.advice
+    own = table(pfile, advice.get("cloud_price"))
+    prices = {**kn.prices, **own}
     for entry in prices.values():
         entry.setdefault("file", None)
-    for gid in table(pfile):
+    for gid in own:
         prices[gid]["file"] = doc.display
-    advice = advice_table(pfile) or kn.advice
     return dataclasses.replace(kn, gpus=merge(kn.gpus, prices), prices=prices, advice=advice,
                                cache={})

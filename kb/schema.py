@@ -536,12 +536,21 @@ class OptionRule(Strict):
     source: Slug
 
 
+class CloudRule(Strict):
+    """Which of a card's on-demand prices an answer uses, and when the price pages disagree."""
+    use: Literal["median", "lowest", "highest"]
+    disagree_ratio: Annotated[float, Field(ge=1)]   # highest / lowest at or above this: they disagree
+    source: Slug
+
+
 class Advice(Strict):
+    cloud_price: CloudRule
     options: list[OptionRule] = []
     default_sort: SortName
     sorts: dict[SortName, list[SortKey]]
     rent_cost_key: str
     rent_ignores: list[str] = []
+    says: dict[str, str]            # each sort key's words in "ranked by value (fits, …, then fastest)"
     max_gpus_per_config: Annotated[int, Field(ge=1, le=64)]
     next_card_tries: Annotated[int, Field(ge=1, le=8)] = 3
     source: Slug

@@ -1,6 +1,7 @@
 """The JSON API under /api.
 
-In: a query (GET ?q=… or POST {"q": "…"}). Out: the Answer dict, the same as `kbq --json`;
+In: a query (GET ?q=…&sort=…&options=1 or POST {"q": "…", "sort": "…", "options": true}).
+Out: the Answer dict, the same as `kbq --json [--sort NAME] [--options]`;
 the GPU and model catalogues; the health of the rules; an OpenAPI 3.1 description.
 Every error is `{"error": {"message", "column", "suggestion"}}` with its HTTP status.
 """
@@ -17,7 +18,7 @@ import orjson
 from flask import Blueprint, Flask, Response, current_app, jsonify, request
 from flask.json.provider import DefaultJSONProvider
 
-from kb.errors import KbError, QueryError
+from kb.errors import KbError, QueryError, nearest
 from server.live import LiveKnowledge, NoKnowledge
 
 bp = Blueprint("api", __name__, url_prefix="/api")
@@ -82,11 +83,44 @@ def error(message: str, status: int, column: int | None = None, suggestion: str 
                               **extra}}), status
 
 
-def _answer(query: Any) -> tuple[Response, int] | Response:
+TRUE_WORDS = ("1", "true", "yes", "on")
+FALSE_WORDS = ("0", "false", "no", "off", "")
+
+
+def _flag(value: Any, name: str) -> bool | tuple[Response, int]:
+    """options=1|0|true|false (a query string) or a JSON boolean; anything else is a 400."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in TRUE_WORDS + FALSE_WORDS:
+        return value.strip().lower() in TRUE_WORDS
+    return error(f"'{name}' must be true or false (1 or 0), not {json.dumps(value)[:40]}", 400)
+
+
+def _sort(value: Any, kn: Any) -> str | None | tuple[Response, int]:
+    """A sort order the rules define (rules/prices.yaml advice.sorts), or None when not given."""
+    if value is None:
+        return None
+    names = list((kn.advice or {}).get("sorts") or {})
+    if isinstance(value, str) and value in names:
+        return value
+    hint = nearest(value, names) if isinstance(value, str) else None
+    choices = ", ".join(names) if names else "none (these rules define no sort orders)"
+    return error(f"'sort' must be one of {choices}, not {json.dumps(value)[:40]}", 400, suggestion=hint)
+
+
+def _answer(query: Any, sort: Any = None, options: Any = False) -> tuple[Response, int] | Response:
     if not isinstance(query, str):
         return error("give the query as a string in 'q', e.g. ?q=serve+70B+int4+16+users", 400)
+    want = _flag(options, "options")
+    if not isinstance(want, bool):
+        return want
     try:
-        body = live().answer_bytes(query, current_app.json.dump_bytes)  # type: ignore[attr-defined]
+        kn = live().get()
+        order = _sort(sort, kn)
+        if isinstance(order, tuple):
+            return order
+        body = live().answer_bytes(query, current_app.json.dump_bytes, kn,  # type: ignore[attr-defined]
+                                   sort=order, options=want)
         return current_app.response_class(body + b"\n", mimetype="application/json")
     except QueryError as err:
         d = err.to_dict()
@@ -102,7 +136,7 @@ def _answer(query: Any) -> tuple[Response, int] | Response:
 def answer_get() -> Any:
     if "q" not in request.args:
         return error("missing query parameter 'q', e.g. /api/answer?q=serve+70B+int4+16+users", 400)
-    return _answer(request.args["q"])
+    return _answer(request.args["q"], request.args.get("sort"), request.args.get("options", False))
 
 
 @bp.post("/answer")
@@ -115,7 +149,7 @@ def answer_post() -> Any:
                      f"column {problem.colno}", 400, column=problem.colno)
     if not isinstance(body, dict) or "q" not in body:
         return error("the JSON body needs a 'q' field, e.g. {\"q\": \"serve 70B int4 16 users\"}", 400)
-    return _answer(body["q"])
+    return _answer(body["q"], body.get("sort"), body.get("options", False))
 
 
 def _json_body(data: bytes) -> tuple[Any, orjson.JSONDecodeError | None]:
@@ -193,9 +227,24 @@ def openapi_document() -> dict[str, Any]:
             }}}}
     q = {"name": "q", "in": "query", "required": True, "description": "the question, e.g. serve 70B int4 16 users",
          "schema": {"type": "string", "maxLength": 500}}
+    from typing import get_args
+
+    from kb.schema import SortName
+
+    sorts = list(get_args(SortName))
+    sort = {"name": "sort", "in": "query", "required": False,
+            "description": "the order of the GPU configurations (rules/prices.yaml advice.sorts); "
+                           "default: the query's own words (cheapest, fastest…), else value",
+            "schema": {"type": "string", "enum": sorts}}
+    options = {"name": "options", "in": "query", "required": False,
+               "description": "1 (or true) to list what to change so it fits, as `kbq --options`; "
+                              "without it, listed only when the GPUs asked about do not hold the job "
+                              "or the query says 'what if'",
+               "schema": {"type": "string", "enum": [w for w in TRUE_WORDS + FALSE_WORDS if w]}}
     answered = {"200": {"description": "the Answer (the same as `kbq --json`)",
                         "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Answer"}}}},
-                "400": _error_response("a query the parser cannot read, or a malformed request"),
+                "400": _error_response("a query the parser cannot read, a 'sort' or 'options' value "
+                                       "it does not take, or a malformed request"),
                 "503": _error_response("the rule files have never validated")}
     return {
         "openapi": "3.1.0",
@@ -204,12 +253,16 @@ def openapi_document() -> dict[str, Any]:
                                 "with the trace of every number. GB = 10^9 bytes."},
         "paths": {
             "/api/answer": {
-                "get": {"summary": "Answer a query", "operationId": "answerGet", "parameters": [q],
+                "get": {"summary": "Answer a query", "operationId": "answerGet", "parameters": [q, sort, options],
                         "responses": answered},
                 "post": {"summary": "Answer a query sent as JSON", "operationId": "answerPost",
                          "requestBody": {"required": True, "content": {"application/json": {"schema": {
                              "type": "object", "required": ["q"],
-                             "properties": {"q": {"type": "string", "maxLength": 500}}}}}},
+                             "properties": {"q": {"type": "string", "maxLength": 500},
+                                            "sort": {"type": "string", "enum": sorts,
+                                                     "description": sort["description"]},
+                                            "options": {"type": "boolean", "default": False,
+                                                        "description": options["description"]}}}}}},
                          "responses": {**answered,
                                        "413": _error_response("the body is larger than 64 KiB")}},
             },

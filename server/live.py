@@ -142,20 +142,22 @@ class LiveKnowledge:
         if builder is not None:
             builder.join()
 
-    def answer(self, query: str, kn: Knowledge | None = None) -> dict[str, Any]:
-        """The Answer dict for a query (the `kbq --json` contract), from `kn` or the current
-        knowledge; raises QueryError for a query it cannot read."""
-        from kb.engine import answer
-        from kb.query import parse
+    def answer(self, query: str, kn: Knowledge | None = None, *, sort: str | None = None,
+               options: bool = False) -> dict[str, Any]:
+        """The Answer dict for a query (the `kbq --json` contract, with `kbq --sort`,
+        `--options`), from `kn` or the current knowledge; raises QueryError for a query it
+        cannot read."""
+        from kb import answer_in
 
         if kn is None:
             kn = self.get()
-        return answer(parse(query, kn), kn, query).to_dict()
+        return answer_in(kn, query, sort=sort, options=options).to_dict()
 
-    def answer_bytes(self, query: str, dump: Callable[[Any], bytes]) -> bytes:
+    def answer_bytes(self, query: str, dump: Callable[[Any], bytes], kn: Knowledge, *,
+                     sort: str | None = None, options: bool = False) -> bytes:
         """The answer's JSON bytes, from the answer cache while the same knowledge is served."""
-        kn = self.get()
-        return self.cache.get(kn, query, lambda: dump(self.answer(query, kn)))
+        return self.cache.get(kn, ("api", query, sort, options),
+                              lambda: dump(self.answer(query, kn, sort=sort, options=options)))
 
     def status(self) -> dict[str, Any]:
         try:

@@ -182,14 +182,13 @@ def _render(template: str, query: str | None, **extra: Any) -> Any:
 
 
 def _answer_page(template: str, query: str, kn: Knowledge, ctx: dict[str, Any], extra: dict[str, Any]) -> str:
-    from kb.engine import answer as engine_answer
+    from kb import answer_in
     from kb.options import compute
-    from kb.query import parse
 
-    found = engine_answer(parse(query, kn), kn, query)
+    found = answer_in(kn, query)            # with its options where the GPUs asked about are too small
+    if not template.endswith("embed.html") and found.options is None:
+        found.options = compute(kn, query, found)   # the page always lists what to change (kb.options)
     answer = found.to_dict()
-    if not template.endswith("embed.html"):     # the page always lists what to change (kb.options)
-        answer["options"] = compute(kn, query, found)
     view = answer_view(answer, kn, embed=template.endswith("embed.html"))
     return render_template(template, **ctx, **extra, answer=answer, view=view)
 

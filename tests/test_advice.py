@@ -61,14 +61,56 @@ def test_whole_machines_are_priced_as_machines_and_old_cards_as_used():
         assert p["purchase_usd"] < 1000, gid
 
 
-def test_cards_people_rent_have_two_public_price_pages():
-    for gid in ("h100-sxm5", "h200-sxm", "b200-sxm", "a100-sxm4-80gb", "l40s", "rtx-4090", "mi300x"):
-        assert len({c["source"] for c in KN.prices[gid]["cloud"]}) >= 2, gid
+# The cards people rent (on marketplaces and clouds) for which two public price pages were found.
+# A10, A10G, A40, V100 and RTX 6000 Ada have one page each so far (the export's prices page shows it).
+RENTED = ("h100-sxm5", "h100-pcie", "h200-sxm", "b200-sxm", "a100-sxm4-40gb", "a100-sxm4-80gb", "a100-pcie-80gb",
+          "l40s", "l40", "l4", "t4", "mi300x", "mi325x", "rtx-3090", "rtx-4090", "rtx-5090", "rtx-a6000",
+          "rtx-pro-6000-blackwell")
+
+
+@pytest.mark.parametrize("gid", RENTED)
+def test_cards_people_rent_have_two_public_price_pages(gid):
+    cloud = KN.prices[gid]["cloud"]
+    assert len({c["source"] for c in cloud}) >= 2, gid
+    for c in cloud:                       # each with its date and a source that has an address
+        assert c["date"][:4].isdigit() and KN.sources[c["source"]].get("url"), (gid, c)
 
 
 def test_cloud_price_is_the_median_of_the_listings():
-    # prices.yaml lists H100 SXM at 2.49, 2.99, 3.49 and 4.76 $/h: median (2.99 + 3.49) / 2 = 3.24
-    assert KN.gpus["h100-sxm5"]["cloud_usd_per_hour"] == pytest.approx(3.24)
+    # prices.yaml lists H100 SXM at 2.49, 2.99, 3.00, 3.49, 3.78 and 4.76 $/h:
+    # median (3.00 + 3.49) / 2 = 3.245; lowest 2.49, highest 4.76; 4.76 / 2.49 = 1.91 >= 1.5: they disagree
+    p = KN.prices["h100-sxm5"]
+    assert KN.gpus["h100-sxm5"]["cloud_usd_per_hour"] == pytest.approx(3.245)
+    assert (p["cloud_low"], p["cloud_high"], p["cloud_rule"]) == (2.49, 4.76, "median")
+    assert p["cloud_disagree"] is True
+
+
+def test_spread_and_disagreement_by_hand(tmp_path):
+    kn = priced(tmp_path, PRICE_H100)          # 2.0 and 4.0 $/h on one page (quote-1)
+    p = kn.prices["h100-sxm5"]
+    # median 3.0; 4.0 / 2.0 = 2.0 >= the rules' 1.5: the listings disagree, and the answer says so, naming both
+    assert (p["cloud_usd_per_hour"], p["cloud_low"], p["cloud_high"], p["cloud_pages"]) == (3.0, 2.0, 4.0, 1)
+    text = " ".join(ask_with(kn, "serve 70b int4 on h100").assumptions)
+    assert ("rent $3.00/GPU-hour, the median of 2 on-demand prices on 1 price page ($2.00-$4.00; "
+            "they disagree: the highest is 2.0× the lowest): A $2.00 (2026-10, quote-1); B $4.00") in text
+    # 2.0 and 2.5: 2.5 / 2.0 = 1.25 < 1.5, so they agree; the median is 2.25
+    kn = priced(tmp_path, PRICE_H100.replace("usd_per_hour: 4.0", "usd_per_hour: 2.5"))
+    p = kn.prices["h100-sxm5"]
+    assert p["cloud_usd_per_hour"] == pytest.approx(2.25) and p["cloud_disagree"] is False
+    assert "they disagree" not in " ".join(ask_with(kn, "serve 70b int4 on h100").assumptions)
+
+
+def test_the_rule_that_picks_the_cloud_price_is_the_rules(tmp_path):
+    path = tmp_path / "prices.yaml"
+    lowest = ADVICE.replace("{use: median, disagree_ratio: 1.5,", "{use: lowest, disagree_ratio: 3,")
+    path.write_text('as_of: "2026-11"\n' + lowest + "prices:\n" + PRICE_H100, encoding="utf-8")
+    p = with_prices(KN, path).prices["h100-sxm5"]
+    assert p["cloud_usd_per_hour"] == 2.0 and p["cloud_rule"] == "lowest"   # the lower of 2.0 and 4.0
+    assert p["cloud_disagree"] is False                                      # 4.0 / 2.0 = 2 < 3
+
+
+def ask_with(kn, query):
+    return run(kn, query)
 
 
 def test_price_file_errors_have_file_line_col(tmp_path):
@@ -194,6 +236,45 @@ def test_budget_and_rent_change_the_pick():
     assert a.gpus[0].config_usd_per_hour == min(hourly)
 
 
+ADVICE = """advice:
+  cloud_price: {use: median, disagree_ratio: 1.5, source: quote-1}
+  default_sort: value
+  sorts:
+    value:
+      - {by: fits, order: desc}
+      - {by: config_power_w, order: asc}
+  rent_cost_key: config_usd_per_hour
+  says: {fits: holds the job, config_power_w: fewest watts, config_usd_per_hour: cheapest hour}
+  max_gpus_per_config: 8
+  source: quote-1
+"""
+
+
+def test_the_order_is_said_in_the_rules_words(tmp_path):
+    # a price file with its own order: the text is its words, in its order, for the same keys
+    path = tmp_path / "prices.yaml"
+    path.write_text('as_of: "2026-11"\n' + ADVICE + "prices:\n" + PRICE_H100, encoding="utf-8")
+    kn = with_prices(KN, path)
+    a = run(kn, "which gpu for 7b")
+    assert a.recommendation["sort"] == "value (holds the job, then fewest watts)"
+    watts = [g.count * kn.gpus[g.id]["tdp_w"] for g in a.gpus if g.fits and kn.gpus[g.id]["tdp_w"]]
+    assert watts == sorted(watts)                                     # and ranked so
+    # the shipped order names every key of rules/prices.yaml advice.sorts.value, in order
+    text = ask("which gpu for 7b").recommendation["sort"]
+    says = KN.advice["says"]
+    words = [says[k["by"]] for k in KN.advice["sorts"]["value"]]
+    assert text == "value (" + ", ".join(words[:-1]) + ", then " + words[-1] + ")"
+
+
+def test_a_sort_key_without_words_is_an_error_at_its_line(tmp_path):
+    path = tmp_path / "prices.yaml"
+    path.write_text('as_of: "2026-11"\n' + ADVICE.replace("fits: holds the job, ", "")
+                    + "prices:\n" + PRICE_H100, encoding="utf-8")
+    with pytest.raises(RuleErrors) as err:
+        with_prices(KN, path)
+    assert "prices.yaml:7:14: 'fits' has no words in advice.says" in str(err.value)
+
+
 # ---------------------------------------------------------------- options
 
 def same_figures(option):
@@ -285,3 +366,24 @@ def test_tokens_per_day_is_a_target():
     w = parse("serve 70b int4 16 users on h100", KN)
     w.tokens_per_day = 1e6
     assert answer(w, KN, "q").gpus[0].meets_target is True
+
+
+def test_page_shows_the_price_pages_behind_each_rent_figure():
+    from server import create_app
+
+    page = create_app().test_client().get("/", query_string={"q": "serve 70b int4 on h100 sxm"}).data.decode()
+    # H100 SXM: six listings on five pages, $2.49-$4.76 (4.76 / 2.49 = 1.9, at least the rules' 1.5)
+    assert "median of 6 on 5 pages: $2.49–$4.76 <strong>(they disagree)</strong>" in page
+
+
+def test_export_prices_page_lists_each_source(tmp_path):
+    out = kbq("export", "--out", str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    text = (tmp_path / "prices.md").read_text(encoding="utf-8")
+    listed = text.split("## Cloud prices, each source", 1)[1].split("## How configurations", 1)[0]
+    h100 = [line for line in listed.splitlines() if line.startswith("| NVIDIA H100 SXM5 80GB |")]
+    assert len(h100) == len(KN.prices["h100-sxm5"]["cloud"]) == 6
+    for c in KN.prices["h100-sxm5"]["cloud"]:
+        assert any(f"(sources.md#src-{c['source']})" in line and f"${c['usd_per_hour']:.2f}" in line for line in h100)
+    row = next(line for line in text.splitlines() if "`h100-sxm5`" in line)
+    assert "| $3.25 | $2.49-$4.76 | 5 | no: highest 1.9× lowest |" in row

@@ -180,3 +180,71 @@ def test_help_and_version():
     assert run("--help").returncode == 0
     r = run("--version")
     assert r.returncode == 0 and r.stdout.startswith("kbq ")
+
+
+# ---------------------------------------------------------------- --prices, --sort, --options on every path
+
+PRICES = """as_of: "2026-11"
+prices:
+  - gpu: h100-sxm5
+    purchase_usd: 20000
+    purchase_kind: list
+    purchase_date: "2026-10"
+    purchase_source: quote-1
+    cloud:
+      - {usd_per_hour: 2.0, provider: A, date: "2026-10", source: quote-1}
+      - {usd_per_hour: 4.0, provider: B, date: "2026-10", source: quote-1}
+"""
+
+
+def _decode_order_holds(answer):
+    """--sort speed: among the rows that fit, the decode speed never rises down the table (the
+    cards without a speed figure come after those with one)."""
+    speeds = [g["decode_tokens_per_s"] for g in answer["gpus"] if g["fits"]]
+    timed = [s for s in speeds if s is not None]
+    return (len(timed) > 3 and speeds[:len(timed)] == timed
+            and all(a >= b for a, b in zip(timed, timed[1:])))
+
+
+def test_batch_passes_prices_sort_and_options(tmp_path):
+    (tmp_path / "p.yaml").write_text(PRICES, encoding="utf-8")
+    f = tmp_path / "q.txt"
+    f.write_text("which gpu for 7b\nserve 70b int4 on h100 sxm\n", encoding="utf-8")
+    r = run("--batch", str(f), "--prices", str(tmp_path / "p.yaml"), "--sort", "speed", "--options",
+            "--jobs", "1")
+    assert r.returncode == 0, r.stderr
+    which, h100 = (json.loads(line) for line in r.stdout.splitlines())
+    assert which["recommendation"]["sort"].startswith("speed") and _decode_order_holds(which)
+    assert which["options"] is not None and h100["options"] is not None      # asked for, though both fit
+    row = h100["gpus"][0]
+    assert row["id"] == "h100-sxm5"
+    assert row["price_usd"] == 20000                                # the file's price, not the shipped one
+    assert row["cloud_usd_per_hour"] == pytest.approx(3.0)          # median of the file's 2.0 and 4.0 $/h
+    # each line is what the plain query prints with the same options
+    plain = run("--json", "--prices", str(tmp_path / "p.yaml"), "--sort", "speed", "--options",
+                "serve 70b int4 on h100 sxm")
+    assert json.loads(plain.stdout) == h100
+
+
+def test_batch_stops_on_a_price_file_it_cannot_read(tmp_path):
+    f = tmp_path / "q.txt"
+    f.write_text("which gpu for 7b\n", encoding="utf-8")
+    (tmp_path / "p.yaml").write_text(PRICES.replace("h100-sxm5", "h100-sxn5"), encoding="utf-8")
+    r = run("--batch", str(f), "--prices", str(tmp_path / "p.yaml"))
+    assert r.returncode == 2 and r.stdout == ""
+    assert "p.yaml:3:10: unknown gpu 'h100-sxn5' (did you mean 'h100-sxm5'?)" in r.stderr
+    r = run("--batch", str(f), "--sort", "cots")
+    assert r.returncode == 2 and "did you mean 'cost'" in r.stderr
+
+
+def test_ask_passes_prices_sort_and_options(tmp_path):
+    (tmp_path / "p.yaml").write_text(PRICES, encoding="utf-8")
+    r = run("ask", "--json", "--prices", str(tmp_path / "p.yaml"), "--sort", "speed", "--options",
+            "which gpu for 7b")
+    assert r.returncode == 0, r.stderr
+    a = json.loads(r.stdout)
+    assert a["recommendation"]["sort"].startswith("speed") and _decode_order_holds(a)
+    assert a["options"] is not None
+    assert next(g for g in a["gpus"] if g["id"] == "h100-sxm5")["price_usd"] == 20000
+    bad = run("ask", "--sort", "cots", "which gpu for 7b")
+    assert bad.returncode == 2 and "did you mean 'cost'" in bad.stderr

@@ -416,6 +416,14 @@ def test_api_answer_is_the_cli_json(client, tmp_path):
     assert client.get(f"/api/answer?q={q(QUERY)}").get_json() == json.loads(cli.stdout)
 
 
+def test_api_lists_options_when_the_gpu_asked_about_is_too_small_like_the_cli(client):
+    # 70B in 16 bits is about 140 GB of weights alone; an RTX 4090 holds 24 GB
+    query = "can I run llama 3 70B on a 4090"
+    got = client.get(f"/api/answer?q={q(query)}").get_json()
+    assert not got["gpus"][0]["fits"] and got["options"]
+    assert got == ask(query).to_dict()
+
+
 def test_api_answer_keeps_the_contract_key_order(client):
     got = client.get(f"/api/answer?q={q(QUERY)}").get_data(as_text=True)
     assert list(json.loads(got)) == list(ask(QUERY).to_dict())
@@ -793,6 +801,73 @@ def test_live_errors(live_server):
     status, _, body = fetch(f"{live_server}/api/answer", data=b"x" * (70 * 1024),
                             headers={"Content-Type": "application/json"})
     assert status == 413 and "error" in json.loads(body)
+
+
+FITS_ON_H100 = "serve 70b int4 on h100 sxm"     # 60 GB on an 80 GB card: no options unless asked
+
+
+def _speed_order(answer):
+    """sort=speed: among the rows that fit, decode speed never rises down the table (the cards
+    without a speed figure last)."""
+    speeds = [g["decode_tokens_per_s"] for g in answer["gpus"] if g["fits"]]
+    timed = [s for s in speeds if s is not None]
+    return len(timed) > 3 and speeds[:len(timed)] == timed and all(a >= b for a, b in pairwise(timed))
+
+
+def test_live_api_options_and_sort(live_server):
+    base = f"{live_server}/api/answer?q={q(FITS_ON_H100)}"
+    status, _, plain = fetch(base)
+    assert status == 200 and json.loads(plain)["options"] is None
+    status, _, body = fetch(base + "&options=1")
+    got = json.loads(body)
+    assert status == 200 and got["options"], "options=1 lists what to change"
+    assert all(o["query"] and "fits" in o for o in got["options"])
+    assert got == ask(FITS_ON_H100, options=True).to_dict()          # the same as kbq --options --json
+    status, _, body = fetch(f"{live_server}/api/answer?q={q('which gpu for 7b')}&sort=speed")
+    speed = json.loads(body)
+    assert status == 200 and speed["recommendation"]["sort"].startswith("speed") and _speed_order(speed)
+    status, _, body = fetch(f"{live_server}/api/answer?q={q('which gpu for 7b')}")
+    assert json.loads(body)["recommendation"]["sort"].startswith("value")
+    for order in ("value", "cost", "speed", "memory", "power"):
+        status, _, body = fetch(f"{live_server}/api/answer?q={q('which gpu for 7b')}&sort={order}")
+        assert status == 200 and json.loads(body)["recommendation"]["sort"].startswith(order)
+    status, _, posted = fetch(f"{live_server}/api/answer", method="POST",
+                              data=json.dumps({"q": "which gpu for 7b", "sort": "speed", "options": True}).encode(),
+                              headers={"Content-Type": "application/json"})
+    status2, _, got = fetch(f"{live_server}/api/answer?q={q('which gpu for 7b')}&sort=speed&options=true")
+    assert status == status2 == 200 and json.loads(posted) == json.loads(got)
+    assert json.loads(posted)["options"] and _speed_order(json.loads(posted))
+
+
+@pytest.mark.parametrize("query, body, words", [
+    ("&sort=cots", None, "'sort' must be one of value, cost, speed, memory, power"),
+    ("&options=maybe", None, "'options' must be true or false"),
+    ("", {"sort": 3}, "'sort' must be one of"),
+    ("", {"options": "perhaps"}, "'options' must be true or false"),
+    ("", {"options": 2}, "'options' must be true or false"),
+])
+def test_live_api_bad_sort_or_options_is_a_json_400(live_server, query, body, words):
+    if body is None:
+        status, headers, raw = fetch(f"{live_server}/api/answer?q={q(FITS_ON_H100)}{query}")
+    else:
+        status, headers, raw = fetch(f"{live_server}/api/answer", method="POST",
+                                     data=json.dumps({"q": FITS_ON_H100, **body}).encode(),
+                                     headers={"Content-Type": "application/json"})
+    assert status == 400 and headers["Content-Type"] == "application/json"
+    err = json.loads(raw)["error"]
+    assert words in err["message"]
+    if "cots" in query:
+        assert err["suggestion"] == "cost"
+
+
+def test_openapi_describes_sort_and_options(client):
+    doc = client.get("/api/openapi.json").get_json()
+    params = {p["name"]: p for p in doc["paths"]["/api/answer"]["get"]["parameters"]}
+    assert params["sort"]["schema"]["enum"] == list(get_knowledge().advice["sorts"])
+    assert "1" in params["options"]["schema"]["enum"]
+    body = doc["paths"]["/api/answer"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert body["properties"]["options"]["type"] == "boolean"
+    assert body["properties"]["sort"]["enum"] == params["sort"]["schema"]["enum"]
 
 
 def test_live_static_and_health(live_server):
