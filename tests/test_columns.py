@@ -109,7 +109,7 @@ ROW_FIELDS = ("usable_vram_gb", "per_gpu_gb", "fits", "headroom_gb", "gpus_neede
 
 
 def _alone(q: str, gpu_id: str, count: int) -> Evaluated:
-    """One GPU on its own scope, as kb.solve probes it."""
+    """One GPU on its own scope, as kb.engine.solve probes it."""
     w = parse(q, KN)
     r = resolve(w, KN)
     ev = Evaluated(gpu_scope(base_scope(r, KN), KN.gpus[gpu_id], count, r.precision, layout_of(r, KN, count)))
