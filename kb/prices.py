@@ -101,5 +101,6 @@ def with_prices(kn: Knowledge, path: Path) -> Knowledge:
     for gid in table(pfile):
         prices[gid]["file"] = doc.display
     advice = advice_table(pfile) or kn.advice
-    return dataclasses.replace(kn, gpus=merge(kn.gpus, prices), prices=prices, advice=advice,
-                               cache={})
+    from kb.derived import derive
+
+    return derive(dataclasses.replace(kn, gpus=merge(kn.gpus, prices), prices=prices, advice=advice))

@@ -87,40 +87,11 @@ def brief_answer(kn: Knowledge, r: Resolved, primary: Evaluated, rows: list[GpuR
         prices={})
 
 
-# figure of the answer → kind of measurement in rules/error_bands.yaml
-BAND_KINDS = {
-    "inference": {"decode_tokens_per_s": "decode_tokens_per_s",
-                  "decode_tokens_per_s_aggregate": "aggregate_tokens_per_s",
-                  "prefill_tokens_per_s": "prefill_tokens_per_s", "total_gb": "inference_memory"},
-    "training": {"train_tokens_per_s": "train_tokens_per_s", "total_gb": "training_memory"},
-}
-
-
 def error_bands(kn: Knowledge, r: Resolved) -> dict[str, Any]:
     """How far this kind of figure has been from published measurements (per runtime when the
     runtime has 3+ points, else over all runtimes), and which measurements say so."""
-    key = f"error_bands:{r.runtime['id']}:{r.is_training}"
-    if key not in kn.cache:
-        kn.cache[key] = _error_bands(kn, r.runtime["id"], r.is_training)
     return {figure: {**band, "measurements": list(band["measurements"])}
-            for figure, band in kn.cache[key].items()}
-
-
-def _error_bands(kn: Knowledge, runtime: str, is_training: bool) -> dict[str, Any]:
-    kinds = kn.error_bands.get("kinds", {})
-    out: dict[str, Any] = {}
-    for figure, kind in BAND_KINDS["training" if is_training else "inference"].items():
-        band = kinds.get(kind)
-        if not band:
-            continue
-        rt = band.get("by_runtime", {}).get(runtime)
-        basis = rt or band
-        out[figure] = {"median_pct": basis["median_pct"], "p90_pct": basis["p90_pct"],
-                       "n": basis["n"], "basis": f"{runtime} measurements" if rt else "all runtimes",
-                       "measurements": [p["id"] for p in band.get("measurements", [])
-                                        if not rt or p["runtime"] == runtime][:8],
-                       "source": kn.error_bands.get("source")}
-    return out
+            for figure, band in kn.derived.error_bands[r.runtime["id"], r.is_training].items()}
 
 
 def workload_dict(r: Resolved) -> dict[str, Any]:

@@ -24,7 +24,7 @@ def check_claims(kn: Knowledge, every: Evaluated, primary: Evaluated,
     for claim in kn.claims:
         ev = every if claim.per_gpu else primary
         s = ev.scope
-        needs_when, needs_value = _claim_formulas(kn, claim)
+        needs_when, needs_value = kn.derived.claim_formulas[claim.id]
         if claim.applies_when is None:
             applies: Any = True
         else:
@@ -51,19 +51,6 @@ def check_claims(kn: Knowledge, every: Evaluated, primary: Evaluated,
             entry = _claim_entry(kn, claim, value, at(gpu, i) if claim.per_gpu else None)
             (agree if entry["agrees"] else differ).append(entry)
     return differ, agree
-
-
-def _claim_formulas(kn: Knowledge, claim: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The formulas a claim's condition and its figure read (derived once per knowledge)."""
-    table = kn.cache.get("claim_formulas")
-    if table is None:
-        table = kn.cache["claim_formulas"] = {}
-    found = table.get(claim.id)
-    if found is None:
-        when = claim.applies_when.names if claim.applies_when is not None else ()
-        found = table[claim.id] = (tuple(n for n in when if n in kn.formulas),
-                                   tuple(n for n in claim.computed.names if n in kn.formulas))
-    return found  # type: ignore[no-any-return]
 
 
 def _claim_entry(kn: Knowledge, claim: Any, computed: float, gpu: str | None) -> dict[str, Any]:

@@ -9,7 +9,7 @@ order, with the case each used and any error (per candidate where the scope hold
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,12 +52,9 @@ def evaluate(kn: Knowledge, ev: Evaluated, names: Iterable[str]) -> None:
                     ev.columns.append(dep)
 
 
-def formula_order(kn: Knowledge) -> dict[str, tuple[str, ...]]:
+def formula_order(kn: Knowledge) -> Mapping[str, tuple[str, ...]]:
     """Each formula after the formulas it needs, in the order to compute them."""
-    found = kn.cache.get("order")
-    if found is None:
-        found = kn.cache["order"] = {n: deps + (n,) for n, deps in kn.closure.items()}
-    return found  # type: ignore[no-any-return]
+    return kn.derived.order
 
 
 def _eval_formula(f: Formula, ev: Evaluated) -> Any:

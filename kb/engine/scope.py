@@ -14,6 +14,7 @@ from typing import Any
 
 from kb import training as tr
 from kb.engine.evaluate import Scope
+from kb.gpu_names import runs_on
 from kb.model import Knowledge, capacity_fields
 from kb.workload import GpuRequest, Workload
 
@@ -139,11 +140,6 @@ VENDORS = {"nvidia": "NVIDIA", "amd": "AMD", "intel": "Intel", "apple": "Apple",
            "aws": "AWS"}
 
 
-def runs_on(runtime: dict[str, Any], gpu: dict[str, Any]) -> bool:
-    """The runtime runs on this GPU's platform (a bare capacity runs anywhere)."""
-    return gpu.get("vendor") == "any" or gpu["vendor"] in runtime["platforms"]
-
-
 def _runtime_for_devices(w: Workload, kn: Knowledge, rt: dict[str, Any], is_training: bool,
                          assumptions: list[str]) -> dict[str, Any]:
     """A runtime that runs on every GPU the query named: the one chosen if it does, else the
@@ -183,19 +179,12 @@ def _resolve_model(w: Workload, kn: Knowledge, assumptions: list[str]) -> dict[s
     return model
 
 
-def _constants(kn: Knowledge) -> Scope:
-    found = kn.cache.get("constants")
-    if found is None:
-        found = kn.cache["constants"] = {name: c["value"] for name, c in kn.constants.items()}
-    return found  # type: ignore[no-any-return]
-
-
 def base_scope(r: Resolved, kn: Knowledge) -> Scope:
     w, m = r.workload, r.model
     training = set(kn.query["training_tasks"])
     sliding = m.get("sliding_window") or 0
     mla = m.get("mla") or {}
-    scope: Scope = dict(_constants(kn))
+    scope: Scope = dict(kn.derived.constants)
     scope.update({
         "params": float(m["params_total"]), "active_params": float(m["params_active"]),
         "users": w.users, "batch": w.batch, "context_tokens": w.context_tokens,

@@ -32,7 +32,7 @@ class Tracer:
     def _step(self, node: str, f: Formula) -> Step:
         s = self.ev.scope
         idx = self.ev.cases.get(f.name)
-        names, text, note, rule, source = _case_text(self.kn, f, idx if idx is not None else len(f.cases) - 1)
+        names, text, note, rule, source = self.kn.derived.case_text[f.name, idx if idx is not None else len(f.cases) - 1]
         if f.name in self.ev.errors:
             note = f"not computed: {self.ev.errors[f.name]}"
         elif s.get(f.name) is None:
@@ -51,22 +51,6 @@ class Tracer:
                                result=True, unit="bool", source=flow.source, note=label,
                                rule_id=f"edge {node} → {flow.id}/{to}", location=where,
                                sources=[flow.source]))
-
-
-def _case_text(kn: Knowledge, f: Formula, idx: int) -> tuple[tuple[str, ...], str, str | None, str, str]:
-    """What a trace step shows of a formula's case that does not depend on the workload: the
-    names it reads, its text, its note, the rule and its sources (derived once per knowledge)."""
-    table = kn.cache.get("case_text")
-    if table is None:
-        table = kn.cache["case_text"] = {}
-    found = table.get((f.name, idx))
-    if found is None:
-        case = f.cases[idx]
-        names = tuple(dict.fromkeys(case.expr.names + (case.when.names if case.when else ())))
-        text = case.expr.text + (f"   [when {case.when.text}]" if case.when else "")
-        found = table[f.name, idx] = (names, text, case.note or f.note, f"{f.name} ({f.where})",
-                                      ", ".join(f.sources))
-    return found  # type: ignore[no-any-return]
 
 
 def walk(flow: Flow, kn: Knowledge, ev: Evaluated, tracer: Tracer) -> tuple[list[str], str]:
