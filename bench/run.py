@@ -177,6 +177,7 @@ def floor(seconds: float) -> None:
     answer evaluates, each case it tries run through its compiled closure with nothing around
     it (no trace, no claims, no rows, no ranking)."""
     import kb.engine as engine
+    import kb.engine.evaluate as evaluation
     from kb import get_knowledge
     from kb.expr import Col
     from kb.query import _get_parser, parse
@@ -193,13 +194,13 @@ def floor(seconds: float) -> None:
 
     parse_us = per_answer(lambda: [lark.parse(q) for q in QUERIES])
     seen: list[tuple[Any, Any]] = []
-    evaluate = engine._eval_formula
-    engine._eval_formula = lambda f, ev: (seen.append((f, ev.scope)), evaluate(f, ev))[1]
+    evaluate = evaluation._eval_formula
+    evaluation._eval_formula = lambda f, ev: (seen.append((f, ev.scope)), evaluate(f, ev))[1]
     try:
         for q in QUERIES:
             engine.answer(parse(q, kn), kn, q)
     finally:
-        engine._eval_formula = evaluate
+        evaluation._eval_formula = evaluate
     calls: list[tuple[Any, Any]] = []           # (closure, the scope it ran on) as the engine ran them
     for f, scope in seen:
         for case in f.cases:

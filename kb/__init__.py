@@ -32,7 +32,7 @@ def ask(query: str, rules_dir: str | Path | None = None,
         sort: str | None = None, options: bool = False) -> "Answer":
     """Answer one query. Raises kb.errors.QueryError for a query it cannot read.
     `model_config`: a Hugging Face config.json for a model that is not in models.yaml. The
-    model is added to a view of the knowledge for this answer only (Knowledge.with_model).
+    model is added to a view of the knowledge for this answer only (kb.derived.with_model).
     `prices`: a price file (rules/prices.yaml schema) used instead of the shipped prices;
     `sort`: value, cost, speed, memory or power; `options`: list what to change so it fits."""
     from kb.engine import answer
@@ -43,10 +43,11 @@ def ask(query: str, rules_dir: str | Path | None = None,
         kn = _priced(kn, prices, rules_dir)
     if model_config is None:
         return answer_in(kn, query, sort=sort, options=options)
+    from kb.derived import with_model
     from kb.hfconfig import read
 
     model = read(model_config, kn)
-    view = kn.with_model(model)
+    view = with_model(kn, model)
     w = parse(query, view, model_given=True)
     w.sort = sort or w.sort
     w.want_options = options or w.want_options

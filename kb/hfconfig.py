@@ -146,10 +146,11 @@ def _model(cfg: dict[str, Any], p: Path) -> dict[str, Any]:
 
 def _with_params(model: dict[str, Any], kn: Any) -> dict[str, Any]:
     """Parameter counts from the arch_params_* formulas."""
+    from kb.derived import with_model
     from kb.engine import Evaluated, base_scope, evaluate, resolve
     from kb.workload import Workload
 
-    view = kn.with_model(model)
+    view = with_model(kn, model, words=False)
     r = resolve(Workload(model_id=model["id"]), view)
     ev = Evaluated(base_scope(r, view))
     evaluate(view, ev, ["arch_params_total", "arch_params_active"])

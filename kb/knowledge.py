@@ -247,14 +247,16 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
 
     if errs.errors:
         raise RuleErrors(errs.errors)
-    return Knowledge(root=root, gpus=gpus, models=models, precisions=precisions, sources=sources,
+    from kb.derived import derive
+
+    return derive(Knowledge(root=root, gpus=gpus, models=models, precisions=precisions, sources=sources,
                      inputs=inputs, constants=constants, formulas=formulas, closure=closure,
                      flows=flows, claims=claims, query=query, bare_size_refs=refs,
                      gpu_alias=gpu_alias, model_alias=model_alias, precision_alias=precision_alias,
                      runtimes=runtimes, runtime_alias=runtime_alias, runtime_defaults=rdefaults,
                      sharding=sharding, objectives=objectives,
                      error_bands=parsed["error_bands"].model_dump() if "error_bands" in parsed else {},
-                     prices=prices, advice=kb_prices.advice_table(parsed.get("prices")))
+                     prices=prices, advice=kb_prices.advice_table(parsed.get("prices"))))
 
 
 def _training_tables(rfile: Any, rdoc: Doc, need_source: Any,

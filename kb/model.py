@@ -8,11 +8,14 @@ plain query needs neither pydantic, PyYAML, networkx nor lark.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kb import expr as ex
+
+if TYPE_CHECKING:
+    from kb.derived import Derived
 
 GPU_INPUT_PREFIX = "gpu."
 PER_GPU_INPUTS = frozenset({"gpu_count"})
@@ -138,12 +141,10 @@ class Claim:
     where: str
 
 
-# Knowledge.cache entries built from the models (model names and families in the query words)
-READS_MODELS = frozenset({"vocabulary"})
-
-
-@dataclass
+@dataclass(frozen=True)
 class Knowledge:
+    """The validated rules. Never changed once built: a view with another model or other prices
+    is a new Knowledge (kb.derived.with_model, kb.prices.with_prices)."""
     root: Path
     gpus: dict[str, dict[str, Any]]
     models: dict[str, dict[str, Any]]
@@ -168,7 +169,8 @@ class Knowledge:
     error_bands: dict[str, Any] = field(default_factory=dict)
     prices: dict[str, dict[str, Any]] = field(default_factory=dict)   # gpu id → prices.yaml entry
     advice: dict[str, Any] = field(default_factory=dict)              # prices.yaml advice: sort orders
-    cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)  # derived tables
+    # the tables derived from the rest, set once by kb.derived.derive (None only before that)
+    derived: Derived = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
 
     @property
     def defaults(self) -> dict[str, Any]:
@@ -178,13 +180,6 @@ class Knowledge:
     def billion(self) -> float:
         """What the B of '70B' stands for (query.yaml)."""
         return float(self.query["billion"])
-
-    def with_model(self, model: dict[str, Any]) -> Knowledge:
-        """This knowledge and one more model (from a config.json), as a new object: self is not
-        changed, so one Knowledge stays safe to share across threads. The derived tables that
-        do not read the models are shared; those that do (READS_MODELS) are built again."""
-        cache = {k: v for k, v in self.cache.items() if k not in READS_MODELS}
-        return replace(self, models={**self.models, model["id"]: model}, cache=cache)
 
     def flow(self, flow_id: str) -> Flow:
         for f in self.flows:

@@ -128,5 +128,6 @@ def with_prices(kn: Knowledge, path: Path) -> Knowledge:
         entry.setdefault("file", None)
     for gid in own:
         prices[gid]["file"] = doc.display
-    return dataclasses.replace(kn, gpus=merge(kn.gpus, prices), prices=prices, advice=advice,
-                               cache={})
+    from kb.derived import derive
+
+    return derive(dataclasses.replace(kn, gpus=merge(kn.gpus, prices), prices=prices, advice=advice))

@@ -16,7 +16,7 @@ from kb.errors import QueryError
 from kb.model import Knowledge, norm
 from kb.query_finish import Finisher
 from kb.query_unknown import Unknown
-from kb.query_words import money, number, scaled, vocabulary
+from kb.query_words import money, number, scaled
 from kb.workload import GpuRequest, Workload
 
 
@@ -56,7 +56,7 @@ class Resolver(Finisher, Unknown):
         self.kn = kn
         self.query_rules = kn.query
         self.limits = kn.query["limits"]
-        self.vocab = vocabulary(kn)
+        self.vocab = kn.derived.vocabulary
         self.w = Workload()
         self.tasks: list[str] = []
         self.pending_count: Tok | None = None

@@ -2,8 +2,8 @@
 near misses, and pasted model repository names.
 
 In: a Knowledge (query.yaml's tasks, questions, units, phrases, fillers and name lists; the ids
-and aliases of GPUs, models, precisions and runtimes). Out: a Vocab built once per Knowledge
-and kept in its cache; helpers kb.query uses to read one word. Nothing is built at import.
+and aliases of GPUs, models, precisions and runtimes). Out: a Vocab, built once per Knowledge
+(kb.derived); helpers kb.query uses to read one word. Nothing is built at import.
 """
 
 from __future__ import annotations
@@ -43,10 +43,7 @@ _RTX = re.compile(r"^(?:nvidia\s+)?(?:geforce\s+)?rtx\s*(\d{4}(?:\s*ti)?(?:\s*su
 
 
 def vocabulary(kn: Knowledge) -> Vocab:
-    """The phrase table of one Knowledge, built once and kept on it."""
-    cached = kn.cache.get("vocabulary")
-    if cached is not None:
-        return cached  # type: ignore[no-any-return]
+    """The phrase table of one Knowledge (built once, with its derived tables)."""
     table: dict[str, tuple[str, str]] = {}
     display: dict[str, str] = {}
 
@@ -110,7 +107,6 @@ def vocabulary(kn: Knowledge) -> Vocab:
                   name_prefixes=frozenset(p.lower() for p in q.get("model_prefixes", [])),
                   name_formats=name_formats,
                   gpu_names=gpu_names)
-    kn.cache["vocabulary"] = vocab
     return vocab
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from kb import expr as ex
+from kb.derived import derive
 from kb.model import Case, Claim, Edge, Flow, Formula, Knowledge, Node
 
 FORMAT = 5
@@ -147,7 +148,7 @@ def from_data(d: dict[str, Any], root: Path) -> Knowledge:
                     tuple(c["value"]) if isinstance(c["value"], list) else c["value"],
                     c["tolerance"], _unexpr(c["applies_when"]), c["example_query"], c["note"],  # type: ignore[arg-type]
                     c["per_gpu"], c["where"]) for c in d["claims"]]
-    return Knowledge(
+    return derive(Knowledge(
         root=root, gpus=d["gpus"], models=d["models"], precisions=d["precisions"],
         sources=d["sources"], inputs=d["inputs"], constants=d["constants"], formulas=formulas,
         closure={k: tuple(v) for k, v in d["closure"].items()}, flows=flows, claims=claims,
@@ -156,4 +157,4 @@ def from_data(d: dict[str, Any], root: Path) -> Knowledge:
         runtimes=d["runtimes"], runtime_alias=d["runtime_alias"],
         runtime_defaults=d["runtime_defaults"], error_bands=d["error_bands"],
         sharding=d["sharding"], objectives=d["objectives"],
-        prices=d["prices"], advice=d["advice"])
+        prices=d["prices"], advice=d["advice"]))

@@ -109,7 +109,7 @@ ROW_FIELDS = ("usable_vram_gb", "per_gpu_gb", "fits", "headroom_gb", "gpus_neede
 
 
 def _alone(q: str, gpu_id: str, count: int) -> Evaluated:
-    """One GPU on its own scope, as kb.solve probes it."""
+    """One GPU on its own scope, as kb.engine.solve probes it."""
     w = parse(q, KN)
     r = resolve(w, KN)
     ev = Evaluated(gpu_scope(base_scope(r, KN), KN.gpus[gpu_id], count, r.precision, layout_of(r, KN, count)))
@@ -171,3 +171,32 @@ def test_random_workloads_over_the_catalogue_equal_each_gpu_alone(model: str, pr
     if task != "serve" and KN.precisions[precision]["kind"] != "float":
         precision = "bf16"
     _check_rows(f"{task} {model} {precision} {users} users")
+
+
+def test_the_catalogue_columns_built_once_equal_the_columns_built_per_answer() -> None:
+    """kb.derived builds the catalogue's GPU columns once per precision key, sharing the card's
+    own names between keys; each must equal gpu_columns over the same cards (the per-answer
+    construction), name for name, in order, with the same element types and holes."""
+    from kb.gpu_names import gpu_columns, precision_key, runs_on
+
+    for precision in KN.precisions.values():
+        for runtime in KN.runtimes.values():
+            cards = [(g, 1) for g in KN.gpus.values() if runs_on(runtime, g)]
+            want = gpu_columns(cards, precision, runtime.get("gemm_accumulate", "fp32"))
+            got = KN.derived.gpu_columns[precision_key(precision, runtime)]
+            assert list(got) == list(want)
+            for name, value in want.items():
+                other = got[name]
+                assert other.__class__ is value.__class__ and other == value, name
+                if isinstance(value, ex.Col):
+                    assert [v.__class__ for v in other] == [v.__class__ for v in value], name
+                    assert other.holes == value.holes, name
+
+
+def test_the_knowledge_is_never_changed_after_it_is_built() -> None:
+    import dataclasses
+
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        KN.gpus = {}  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        KN.derived.order["weights_gb"] = ()  # type: ignore[index]

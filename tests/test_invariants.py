@@ -37,7 +37,7 @@ from test_fuzz import Drawn, vocab_query   # the fuzzing's query generator (test
 KN = get_knowledge()
 # Every catalogue GPU judged on one card (as without rules/prices.yaml's advice, which judges
 # each at the fewest cards that hold the job): the one-card invariants below compare these.
-ONE_CARD = dataclasses.replace(KN, advice={}, cache={})
+ONE_CARD = dataclasses.replace(KN, advice={})
 
 
 def one_card(q: str) -> Any:

@@ -10,6 +10,7 @@ import threading
 from pathlib import Path
 
 from kb import ask, get_knowledge
+from kb.derived import with_model
 from kb.hfconfig import read
 
 CONFIG = Path(__file__).parent / "data" / "llama-3.1-8b-config.json"
@@ -21,10 +22,13 @@ def test_with_model_leaves_the_knowledge_as_it_was() -> None:
     kn = get_knowledge()
     before = dict(kn.models)
     model = read(CONFIG, kn)
-    view = kn.with_model(model)
+    view = with_model(kn, model)
     assert view.models[model["id"]] is model and model["id"] not in kn.models
     assert kn.models == before and view.gpus is kn.gpus
-    assert "vocabulary" not in view.cache or view.cache["vocabulary"] is not kn.cache.get("vocabulary")
+    assert view.derived.vocabulary is not kn.derived.vocabulary
+    assert ("model", model["id"]) in view.derived.vocabulary.table.values()
+    assert ("model", model["id"]) not in kn.derived.vocabulary.table.values()
+    assert view.derived.gpu_columns is kn.derived.gpu_columns      # not read from the models
 
 
 def test_a_config_model_is_never_visible_to_other_threads() -> None:

@@ -79,7 +79,7 @@ def error_at(errors: list[str], file: str, line: int, column: int, *fragments: s
 def ask_with(root: Path, q: str, one_card: bool = False) -> dict:
     kn = build(root)
     if one_card:       # every GPU on one card, ranked by the sizing flow (no prices.yaml advice)
-        kn = dataclasses.replace(kn, advice={}, cache={})
+        kn = dataclasses.replace(kn, advice={})
     d = answer(parse(q, kn), kn, q).to_dict()
     json.dumps(d, allow_nan=False)
     return d

@@ -155,8 +155,10 @@ def _base_python(tmp: Path) -> str:
     wheels = tmp / "wheels"
     subprocess.run([python, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(src)],
                    check=True)
-    subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", *map(str, wheels.glob("*.whl"))],
-                   check=True)
+    # --force-reinstall: a kbq already in the interpreter's site-packages (which the venv sees)
+    # must not stand in for the base revision's wheel
+    subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall",
+                    *map(str, wheels.glob("*.whl"))], check=True)
     return python
 
 

@@ -1,8 +1,8 @@
 """Capacity and reverse-sizing questions: max users, max context, largest model, how many GPUs.
 
 In: a Workload whose `question` is set, the Knowledge. Out: the value found, checked against the
-forward model (the value fits, the next one does not), per GPU; kb.engine then answers the
-workload at that value so every figure in the answer belongs to it.
+forward model (the value fits, the next one does not), per GPU; kb.engine.run then answers
+the workload at that value (at_value) so every figure in the answer belongs to it.
 The search only calls the forward model (resolve → scope → `fits`); it knows no formula.
 """
 
@@ -13,7 +13,11 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from kb.engine.evaluate import Evaluated, evaluate
+from kb.engine.gpus import gpu_scope, layout_of
+from kb.engine.scope import base_scope, resolve
 from kb.model import Knowledge
+from kb.render import num
 from kb.workload import Workload
 
 
@@ -33,7 +37,7 @@ def targets_asked(w: Workload) -> bool:
     return any(v is not None for v in (w.speed_floor_tok_s, w.ttft_max_s, w.tokens_per_day))
 
 
-def _with(w: Workload, vary: str, value: float, kn: Knowledge | None = None) -> Workload:
+def at_value(w: Workload, vary: str, value: float, kn: Knowledge | None = None) -> Workload:
     """The workload at `value`. A context the query did not split into prompt and output is
     prompt + output: the default output, and the rest is prompt."""
     w2 = copy.deepcopy(w)
@@ -61,9 +65,7 @@ def _with(w: Workload, vary: str, value: float, kn: Knowledge | None = None) -> 
 
 def probe(kn: Knowledge, w: Workload, vary: str, value: float, gpu: dict[str, Any], count: int,
           holds: str = "fits") -> Probe:
-    from kb.engine import Evaluated, base_scope, evaluate, gpu_scope, layout_of, resolve
-
-    w2 = _with(w, vary, value, kn)
+    w2 = at_value(w, vary, value, kn)
     if vary == "gpu_count":
         count = int(value)
     r = resolve(w2, kn)
@@ -126,16 +128,12 @@ def smallest_fitting(kn: Knowledge, w: Workload, lower: int, upper: int, gpu: di
 
 
 def _layout_facts(kn: Knowledge, w: Workload, count: int) -> dict[str, Any]:
-    from kb.engine import resolve
-
-    r = resolve(_with(w, "gpu_count", count), kn)
+    r = resolve(at_value(w, "gpu_count", count), kn)
     return {"heads": r.model["attention_heads"], "node": int(kn.constants["gpus_per_node"]["value"])}
 
 
 def _canonical(kn: Knowledge, w: Workload, count: int) -> bool:
-    from kb.engine import layout_of, resolve
-
-    return layout_of(resolve(_with(w, "gpu_count", count), kn), kn, count).canonical
+    return layout_of(resolve(at_value(w, "gpu_count", count), kn), kn, count).canonical
 
 
 def step_of(vary: str, value: float) -> float:
@@ -196,8 +194,6 @@ def target_text(w: Workload) -> str:
 
 
 def verdict(kn: Knowledge, question: str, row: dict[str, Any]) -> str:
-    from kb.render import num
-
     spec = kn.query["solve"][question]
     if not row["found"]:
         if row.get("floor_binding"):

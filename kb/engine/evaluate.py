@@ -1,0 +1,152 @@
+"""Evaluating formulas over a scope: one value per name, or a Col per candidate GPU.
+
+In: the Knowledge (compiled formulas and each one's dependency order) and an Evaluated scope
+(a workload's inputs, the constants, and the GPU names as scalars or kb.expr.Col columns).
+Out: the formulas asked for, and what they depend on, written into the scope in dependency
+order, with the case each used and any error (per candidate where the scope holds columns).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kb.errors import EvalError
+from kb.expr import MISSING, RAISED, Col, Failed, at, filled, guarded
+from kb.model import Formula, Knowledge
+
+Scope = dict[str, Any]
+
+
+@dataclass
+class Evaluated:
+    """A scope and, for each formula computed in it, the index of the case used and any error.
+    In a scope over several candidate GPUs a value, case or error may be a Col (kb.expr): one
+    entry per candidate (its name is then in `columns`); `view(i)` is candidate i's own scope."""
+    scope: Scope
+    cases: dict[str, Any] = field(default_factory=dict)
+    errors: dict[str, Any] = field(default_factory=dict)
+    columns: list[str] = field(default_factory=list)   # the names whose value is a Col
+
+    def view(self, i: int) -> Evaluated:
+        scope = dict(self.scope)
+        for k in self.columns:
+            scope[k] = scope[k][i]
+        return Evaluated(scope, {k: v[i] if v.__class__ is Col else v for k, v in self.cases.items()},
+                         {k: e for k, v in self.errors.items() if (e := at(v, i)) is not None})
+
+
+def evaluate(kn: Knowledge, ev: Evaluated, names: Iterable[str]) -> None:
+    """Compute formulas (and what they depend on) into ev.scope, in dependency order."""
+    scope = ev.scope
+    order = formula_order(kn)
+    for name in names:
+        if name in scope:
+            continue
+        for dep in order[name]:
+            if dep not in scope:
+                value = scope[dep] = _eval_formula(kn.formulas[dep], ev)
+                if value.__class__ is Col:
+                    ev.columns.append(dep)
+
+
+def formula_order(kn: Knowledge) -> Mapping[str, tuple[str, ...]]:
+    """Each formula after the formulas it needs, in the order to compute them."""
+    return kn.derived.order
+
+
+def _eval_formula(f: Formula, ev: Evaluated) -> Any:
+    """The first case whose condition holds. A figure the workload lacks (None, e.g. the
+    bandwidth of a bare '20GB') makes the result None; any other failure is recorded."""
+    scope = ev.scope
+    for i, case in enumerate(f.cases):
+        if case.when is not None:
+            try:
+                holds = case.when.fn(scope)
+            except RAISED as exc:
+                return _failed(f, ev, case.when.message(exc, scope), scope)
+            if holds.__class__ is Col:
+                return _eval_cases_each(f, ev, i, holds)
+            if not holds:
+                continue
+        try:
+            value = case.expr.fn(scope)
+        except RAISED as exc:
+            return _failed(f, ev, case.expr.message(exc, scope), scope)
+        ev.cases[f.name] = i
+        if value.__class__ is Col:
+            return _checked(f, ev, value, case.expr)
+        if value.__class__ is float and (value != value or value in (math.inf, -math.inf)):
+            ev.errors[f.name] = "the result is not a finite number"
+            return None
+        return value
+    return None
+
+
+def _failed(f: Formula, ev: Evaluated, message: str, scope: Scope) -> None:
+    if not any(scope.get(n) is None for n in f.names):
+        ev.errors[f.name] = message
+    return None
+
+
+def _checked(f: Formula, ev: Evaluated, col: Col, expr: Any) -> Col:
+    """A result over the candidates: failed or non-finite elements become None, with an error."""
+    holes = col.holes
+    try:
+        clean = math.isfinite(math.fsum(filled(col, holes) if holes else col))
+    except (TypeError, OverflowError, ValueError):      # text, truth values, failures, inf
+        clean = False
+    if clean and not holes:
+        return col                                      # all numbers, all finite: the common case
+    positions = holes if clean else range(len(col))
+    out = list(col)
+    errors: dict[int, str] = {}
+    for i in positions:
+        v = out[i]
+        if v.__class__ is Failed:
+            out[i] = None
+            if v is not MISSING and not any(at(ev.scope.get(n), i) is None for n in f.names):
+                errors[i] = expr.message(v.error, {n: at(ev.scope.get(n), i) for n in expr.names})
+        elif v.__class__ is float and (v != v or v in (math.inf, -math.inf)):
+            out[i] = None
+            errors[i] = "the result is not a finite number"
+    if errors:
+        ev.errors[f.name] = Col(errors.get(i) for i in range(len(out)))
+    return Col.of(out, holes if clean else None)
+
+
+def _eval_cases_each(f: Formula, ev: Evaluated, start: int, first: Col) -> Any:
+    """Cases whose conditions differ between candidates: each candidate takes its first case
+    that holds, as it would on its own."""
+    scope = ev.scope
+    n = len(first)
+    chosen: list[Any] = [None] * n          # case index, or a Failed condition
+    holds: Any = first
+    for i in range(start, len(f.cases)):
+        case = f.cases[i]
+        if i > start:
+            holds = True if case.when is None else guarded(case.when.fn, scope)
+        for k in range(n):
+            if chosen[k] is None:
+                h = holds[k] if holds.__class__ is Col else holds
+                if h.__class__ is Failed:
+                    chosen[k] = h
+                elif h:
+                    chosen[k] = i
+    values = {i: guarded(f.cases[i].expr.fn, scope) for i in {c for c in chosen if c.__class__ is int}}
+    col = Col.of([c if c is None or c.__class__ is Failed else at(values[c], k)
+               for k, c in enumerate(chosen)])
+    ev.cases[f.name] = Col(c if c.__class__ is int else len(f.cases) - 1 for c in chosen)
+    return _checked(f, ev, col, f.cases[next((c for c in chosen if c.__class__ is int), -1)].expr)
+
+
+def condition(expr: Any, scope: Scope) -> bool:
+    """An edge or claim condition; one that reads a figure the workload lacks does not hold."""
+    if expr is None:
+        return True
+    try:
+        return bool(expr(scope))
+    except EvalError:
+        return False

@@ -1,0 +1,68 @@
+"""The candidate GPUs as scope names: one GPU, or every candidate at once as columns.
+
+In: GPU entries (gpus.yaml, or a bare capacity), the resolved precision and runtime, and a
+parallel layout per GPU count (kb.layout). Out: the `gpu.*`, `gpu_count`, `tp`, `pp` and `dp`
+names a formula reads, per GPU or as kb.expr.Col columns over the candidates (one value where
+every candidate has the same).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kb import training as tr
+from kb.engine.evaluate import Scope
+from kb.engine.scope import Resolved
+from kb.expr import Col
+from kb.gpu_names import gpu_columns, gpu_values, precision_key, runs_on
+from kb.layout import Layout, choose, scope_values
+from kb.model import Knowledge
+
+
+def gpu_scope(base: Scope, gpu: dict[str, Any], count: int, precision: dict[str, Any],
+              layout: Layout | None = None) -> Scope:
+    """The scope of one GPU (and the parallel layout of `count` of them)."""
+    scope = dict(base)
+    scope.update(gpu_values(gpu, count, precision, base.get("_gemm_accumulate", "fp32")))
+    scope.update(scope_values(layout or Layout(count, 1, 1, True, None)))
+    return scope
+
+
+def layout_of(r: Resolved, kn: Knowledge, count: int) -> Layout:
+    """The parallel layout of `count` GPUs for this job (kb.layout); training keeps its split."""
+    if r.is_training:
+        return tr.layout(count)
+    w = r.workload
+    return choose(count, int(r.model["attention_heads"]), r.runtime.get("multi_gpu") == "tensor_parallel",
+                  int(kn.constants["gpus_per_node"]["value"]), w.tp, w.pp)
+
+
+def layouts_of(r: Resolved, kn: Knowledge, candidates: list[tuple[dict[str, Any], int, bool]]) -> list[Layout]:
+    """layout_of each candidate's count (a layout depends on the count, not on the card)."""
+    by_count: dict[int, Layout] = {}
+    out = []
+    for _, count, _ in candidates:
+        found = by_count.get(count)
+        if found is None:
+            found = by_count[count] = layout_of(r, kn, count)
+        out.append(found)
+    return out
+
+
+def layout_columns(layouts: list[Layout]) -> Scope:
+    """tp, pp and dp over the candidates: one value when all agree, else a Col."""
+    out: Scope = {}
+    for name in ("tp", "pp", "dp"):
+        col = Col.of(getattr(x, name) for x in layouts)
+        out[name] = col[0] if all(v == col[0] for v in col) else col
+    return out
+
+
+def catalogue_columns(kn: Knowledge, precision: dict[str, Any], runtime: dict[str, Any]) -> Scope:
+    """gpu_columns of the catalogue GPUs the runtime runs on, once per compute precision and
+    platform list (derived from rules)."""
+    found = kn.derived.gpu_columns.get(precision_key(precision, runtime))
+    if found is None:       # no catalogue GPU runs the runtime
+        return gpu_columns([(g, 1) for g in kn.gpus.values() if runs_on(runtime, g)],
+                           precision, runtime.get("gemm_accumulate", "fp32"))
+    return dict(found)

@@ -1,0 +1,209 @@
+"""The engine's entry: Workload + Knowledge → Answer.
+
+In: a Workload (kb.query) and the Knowledge. Out: an Answer (kb.answer).
+Steps: resolve the model, precision and defaults (kb.engine.scope); evaluate every candidate GPU
+at once (kb.engine.gpus, kb.engine.evaluate); rank them by the sizing flow's ranking; on the
+first GPU's own view, walk each flow (kb.engine.walk); check the sources' claims
+(kb.engine.claims); assemble the answer (kb.engine.assemble). A capacity question is solved
+first (kb.engine.solve), then answered at its value. Pure: no I/O, no printing.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from kb import advice as rightsize
+from kb import margins
+from kb import training as tr
+from kb.answer import Answer, GpuRow
+from kb.engine import solve
+from kb.engine.assemble import (BREAKDOWN, INFERENCE_SPEED, ROW_FORMULAS, TRAINING_BREAKDOWN,
+                                TRAINING_SPEED, brief_answer, bottleneck, error_bands,
+                                gpu_warnings, memory, rank_order, rows_of, workload_dict)
+from kb.engine.claims import check_claims
+from kb.engine.evaluate import Evaluated, evaluate
+from kb.engine.gpus import catalogue_columns, gpu_columns, layout_columns, layouts_of
+from kb.engine.scope import base_scope, capacity_gpu, resolve, runs_on
+from kb.engine.walk import Tracer, walk
+from kb.expr import Col
+from kb.focus import lead_with_focus
+from kb.model import Knowledge
+from kb.workload import GpuRequest, Workload
+
+
+def answer(w: Workload, kn: Knowledge, query: str = "", *, brief: bool = False) -> Answer:
+    """The answer to a workload; a capacity question is solved first, then answered at its value.
+    `brief`: only the figures (GPU rows, memory, speed and cost), without the flows' walk, the
+    trace, the claims and the advice text: what an option (kb.options) shows of its answer."""
+    if w.question in kn.query["solve"]:
+        return lead_with_focus(_answer_question(w, kn, query, brief), kn.query.get("focus_lead", {}))
+    result = _answer(w, kn, query, brief)
+    if w.question == "which_gpu":
+        result.question = {"kind": "which_gpu", "vary": None, "unit": None,
+                           "value": result.gpus[0].name if result.gpus else None,
+                           "gpu": result.gpus[0].name if result.gpus else None,
+                           "ranking": [g.id for g in result.gpus if g.fits]}
+    return lead_with_focus(result, kn.query.get("focus_lead", {}))
+
+
+def _answer_question(w: Workload, kn: Knowledge, query: str, brief: bool = False) -> Answer:
+    question = w.question or ""
+    if w.gpus:
+        targets = [(capacity_gpu(g, kn) if g.gpu_id is None else kn.gpus[g.gpu_id], g.count) for g in w.gpus]
+    elif question == "how_many_gpus":
+        rt = resolve(copy.deepcopy(w), kn).runtime
+        targets = [(g, 1) for g in kn.gpus.values() if runs_on(rt, g)]
+    else:
+        targets = [(kn.gpus[_first_ranked(w, kn)], 1)]
+    rows = [solve.solve_row(kn, w, question, gpu, count) for gpu, count in targets]
+    found = [r for r in rows if r["found"]]
+    if w.gpus or not found:
+        primary = rows[0]
+    elif question == "how_many_gpus":
+        primary = min(found, key=lambda r: (r["value"], -kn.gpus[r["gpu_id"]]["bandwidth_gb_s"]))
+    else:
+        primary = max(found, key=lambda r: r["value"])
+    spec = kn.query["solve"][question]
+    w2 = solve.at_value(w, spec["vary"], primary["value"], kn) if primary["found"] else solve.at_value(w, "users", w.users or 1)
+    w2.gpus = [g for g in w2.gpus] or []
+    if not w.gpus:
+        w2.gpus = [GpuRequest(primary["gpu_id"], int(primary.get("count") or 1))]
+        if primary["found"] and spec["vary"] == "gpu_count":
+            w2.gpus[0].count = int(primary["value"])
+    elif primary["found"] and spec["vary"] == "gpu_count":
+        for g in w2.gpus:
+            g.count = int(primary["value"])
+    result = _answer(w2, kn, query, brief)
+    result.verdict = solve.verdict(kn, question, primary)
+    if question == "how_many_gpus" and not primary["found"]:
+        result.verdict += tr.no_count_note(kn, result.memory)
+    if spec.get("holds") == "serves_at_floor":
+        floor = w.speed_floor_tok_s or kn.constants["decode_speed_floor_tok_s"]["value"]
+        result.assumptions.append(f"speed floor: every user decodes at {floor:g} tokens/s or more"
+                                  + ("" if w.speed_floor_tok_s else " (formulas.yaml decode_speed_floor_tok_s)"))
+    result.question = {"kind": question, "vary": spec["vary"], "unit": spec["unit"],
+                       "value": primary["value"], "gpu": primary["gpu"], "answer": primary,
+                       "per_gpu": [{"gpu": r["gpu"], "gpu_id": r["gpu_id"], "value": r["value"]} for r in rows]}
+    if question == "max_context" and primary["found"]:
+        mm = (kn.models.get(result.workload["model"]) or {}).get("max_context")
+        if mm and primary["value"] > mm:
+            result.warnings.append(f"memory allows {primary['value']:.0f} tokens, but the model's "
+                                   f"maximum context is {mm}")
+    result.path.insert(0, f"question/{question}")
+    return result
+
+
+def _exact_gpus_needed(kn: Knowledge, w: Workload, rows: list[GpuRow],
+                       candidates: list[tuple[dict[str, Any], int, bool]], order: list[int],
+                       primary: Evaluated) -> None:
+    """Rows that do not fit get the fewest GPUs that hold the job by the forward model (the
+    even-split formula can be too few when the KV cache is replicated over tensor-parallel ranks)."""
+    steps = int(kn.constants["gpus_per_node"]["value"]) ** 2
+    for rank, i in enumerate(order):
+        row = rows[rank]
+        if row.fits or not row.gpus_needed:
+            continue
+        found = solve.fewest_gpus(kn, w, candidates[i][0], row.gpus_needed, steps)
+        if found is not None:
+            row.gpus_needed = found
+            if rank == 0:
+                primary.scope["gpus_needed"] = found
+
+
+def _first_ranked(w: Workload, kn: Knowledge) -> str:
+    """The first card of the sizing flow's ranking for the workload as asked (a capacity
+    question with no GPU is answered on it)."""
+    plain = copy.deepcopy(w)
+    plain.question = None
+    return _answer(plain, kn).gpus[0].id
+
+
+def _answer(w: Workload, kn: Knowledge, query: str = "", brief: bool = False) -> Answer:
+    r = resolve(w, kn)
+    sizing = next(f for f in kn.flows if f.role == "sizing")
+
+    # every candidate GPU at once: per-GPU names hold one value per candidate (kb.expr.Col)
+    if w.gpus:
+        candidates = [(capacity_gpu(req, kn) if req.gpu_id is None else kn.gpus[req.gpu_id], req.count, True)
+                      for req in w.gpus]
+        gpus = gpu_columns([(g, c) for g, c, _ in candidates], r.precision, r.runtime.get("gemm_accumulate", "fp32"))
+    else:
+        candidates = [(g, 1, False) for g in kn.gpus.values() if runs_on(r.runtime, g)]
+        gpus = catalogue_columns(kn, r.precision, r.runtime)
+    # a formula is computed when the rows, a flow or a claim first needs it
+    layouts = layouts_of(r, kn, candidates)
+    gpus = {**gpus, **layout_columns(layouts)}
+    base = base_scope(r, kn)
+    every = Evaluated({**base, **gpus}, columns=[k for k, v in gpus.items() if v.__class__ is Col])
+    rightsizing = not w.gpus and bool(kn.advice)
+    # judging each GPU at the fewest cards that hold the job needs only that count at one card
+    evaluate(kn, every, ("gpus_needed",) if rightsizing else ROW_FORMULAS[r.is_training])
+    if rightsizing:
+        candidates = rightsize.configurations(kn, every.scope.get("gpus_needed"), [g for g, _, _ in candidates])
+        layouts = layouts_of(r, kn, candidates)
+        counts = Col.of(c for _, c, _ in candidates)   # the same cards, each at its own count
+        gpus = {**gpus, "gpu_count": counts if any(c != counts[0] for c in counts) else counts[0],
+                **layout_columns(layouts)}
+        every = Evaluated({**base, **gpus}, columns=[k for k, v in gpus.items() if v.__class__ is Col])
+        evaluate(kn, every, ROW_FORMULAS[r.is_training])
+    evaluate(kn, every, rightsize.cost_formulas(r.is_training))
+    n = len(candidates)
+    order = list(range(n)) if w.gpus else rank_order(rightsize.sort_keys(kn, w, sizing.ranking), every, n)
+    rows = rows_of(every, candidates, order)
+    rightsize.fill_rows(every.scope, rows, order, r.is_training)
+    fits = every.scope.get("fits")
+    primary = every.view(order[0])
+    if layouts[order[0]].note:
+        r.assumptions.append(f"layout: {layouts[order[0]].note}")
+    r.workload_parallel = (tr.parallel(w, kn, layouts[order[0]]) if r.is_training
+                           else layouts[order[0]].as_dict())
+    if w.gpus and not r.is_training and r.runtime.get("multi_gpu") == "tensor_parallel":
+        _exact_gpus_needed(kn, w, rows, candidates, order, primary)
+    primary.scope["gpu_candidates"] = n
+    primary.scope["fitting_gpus"] = sum(map(bool, fits)) if fits.__class__ is Col else n * bool(fits)
+    primary.scope["sort_order"] = rightsize.sort_text(kn, w) or "fit, speed and power"
+    if brief:
+        return brief_answer(kn, r, primary, rows, query)
+
+    tracer = Tracer(kn, primary)
+    path: list[str] = []
+    verdict = ""
+    advice: list[dict[str, Any]] = []
+    for flow in kn.flows:
+        flow_path, text = walk(flow, kn, primary, tracer)
+        path.extend(flow_path)
+        if flow.role == "sizing":
+            verdict = text
+        else:
+            advice.append({"flow": flow.id, "title": flow.title, "source": flow.source,
+                           "conclusion": text, "node": flow_path[-1]})
+    speed = TRAINING_SPEED if r.is_training else INFERENCE_SPEED
+    shown = tr.shown(r.is_training, BREAKDOWN, TRAINING_BREAKDOWN)
+    evaluate(kn, primary, shown)
+    for name in shown + ("total_gb",) + speed:
+        tracer.formula("answer", name)
+    warnings = list(r.warnings) + gpu_warnings(every, candidates, r) + [
+        f"{name} could not be computed: {msg}" for name, msg in primary.errors.items()]
+    disagreements, agreements = check_claims(kn, every, primary, order)
+    s = primary.scope
+    bands = error_bands(kn, r)
+    throughput = {k: (s.get(k) if k in speed else None) for k in INFERENCE_SPEED + TRAINING_SPEED}
+    warnings += margins.withhold_speeds(rows, throughput, bool(s.get("fits")))
+    tight = margins.borderline(s.get("per_gpu_gb"), s.get("headroom_gb"), bool(s.get("fits")),
+                               bands.get("total_gb")) if w.gpus else None
+    if tight:
+        verdict = f"{verdict} {tight}"
+    rec = rightsize.recommendation(kn, w, rows, r.is_training) if not w.gpus else None
+    r.assumptions.extend(rightsize.price_assumptions(kn, w, rows[0]))
+    if rec is not None:
+        verdict = f"{verdict} {rightsize.verdict_text(rec)}"
+    return Answer(
+        query=query, workload=workload_dict(r), assumptions=r.assumptions,
+        memory=memory(s, r),
+        throughput=throughput,
+        bottleneck=bottleneck(s, r),
+        gpus=rows, verdict=verdict, path=path, trace=tracer.steps,
+        disagreements=disagreements, warnings=warnings, advice=advice,
+        claims_checked=agreements, error_bands=bands, recommendation=rec,
+        prices=rightsize.prices_used(kn, w, [row.id for row in rows]))

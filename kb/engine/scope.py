@@ -1,0 +1,296 @@
+"""Workload → scope: every field the query left out filled in, and the names formulas read.
+
+In: a Workload (kb.query) and the Knowledge. Out: Resolved (the workload with its defaults, the
+model, precision, KV precision and runtime, and the assumptions and warnings that say what was
+assumed) and base_scope (the workload's inputs, the constants and the model's and runtime's
+figures, as rules/formulas.yaml `inputs` names them).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from kb import training as tr
+from kb.engine.evaluate import Scope
+from kb.gpu_names import runs_on
+from kb.model import Knowledge, capacity_fields
+from kb.workload import GpuRequest, Workload
+
+
+@dataclass
+class Resolved:
+    workload: Workload
+    runtime: dict[str, Any]
+    model: dict[str, Any]
+    precision: dict[str, Any]
+    kv_precision: dict[str, Any]
+    assumptions: list[str]
+    warnings: list[str]
+    is_training: bool
+    workload_parallel: dict[str, Any] | None = None
+
+
+def resolve(w: Workload, kn: Knowledge) -> Resolved:
+    """Fill every field the query left out; say what was assumed."""
+    d = kn.defaults
+    q = kn.query
+    assumptions: list[str] = list(w.notes) + _capacity_assumptions(w, kn)
+    warnings: list[str] = []
+    is_training = w.task in q["training_tasks"]
+    model = _resolve_model(w, kn, assumptions)
+
+    def default(attr: str, value: Any, text: str) -> None:
+        if getattr(w, attr) is None:
+            setattr(w, attr, value)
+            assumptions.append(text)
+
+    if not w.task_explicit:
+        assumptions.append(f"task: {w.task} (no task word in the query)")
+    if is_training:
+        tr.resolve_objective(w, kn, assumptions)
+    runtime = _resolve_runtime(w, kn, is_training, assumptions)
+    runtime = _runtime_for_devices(w, kn, runtime, is_training, assumptions)
+    native = model.get("native_precision")
+    if w.precision is None and native and not is_training:
+        default("precision", native, f"precision: {native}, {model['name']}'s published checkpoint format "
+                f"({kn.precisions[native]['name']}; name another, e.g. 'fp16' or 'int4', to change it)")
+    if is_training:
+        tr.apply_recipes(w, kn, runtime, model, assumptions)
+    if w.precision is None:
+        key = "qlora_precision" if w.task == "qlora" else (
+            "training_precision" if is_training else "inference_precision")
+        default("precision", d[key], f"precision: {d[key]} ({'QLoRA base' if w.task == 'qlora' else 'training' if is_training else 'inference'} default)")
+    default("kv_precision", d["kv_precision"], f"KV cache precision: {d['kv_precision']}")
+    if is_training:
+        default("batch", d["batch"], f"micro-batch: {d['batch']}")
+        default("seq_len", min(d["seq_len"], model["max_context"]),
+                f"sequence length: {min(d['seq_len'], model['max_context'])} tokens")
+        opt = runtime.get("optimizer") or d["optimizer"]
+        ckpt = runtime.get("checkpointing")
+        ckpt = d["checkpointing"] if ckpt is None else ckpt
+        default("optimizer", opt, f"optimizer: {opt} ({runtime['name']} default)")
+        default("checkpointing", ckpt,
+                f"activation checkpointing: {'on' if ckpt else 'off'} ({runtime['name']} default)")
+        if w.task in ("lora", "qlora"):
+            default("lora_rank", d["lora_rank"], f"LoRA rank: {d['lora_rank']}, on every linear layer")
+        default("train_tokens", d["train_tokens"], f"training tokens: {d['train_tokens']:.3g}")
+        w.users = w.users or 1
+    else:
+        default("users", d["users"], f"concurrent users: {d['users']}")
+        default("batch", 1, "")
+        ctx = min(runtime.get("default_context_tokens") or d["context_tokens"], model["max_context"])
+        default("context_tokens", ctx, f"context per user: {ctx} tokens (prompt + output)"
+                + (f" ({runtime['name']} default)" if runtime.get("default_context_tokens") else ""))
+        prompt = min(d["prompt_tokens"], w.context_tokens or ctx)
+        default("prompt_tokens", prompt, f"prompt: {prompt} tokens")
+        default("output_tokens", d["output_tokens"], f"output: {d['output_tokens']} tokens")
+        _context_holds_the_work(w, assumptions)
+    default("flash_attention", d["flash_attention"],
+            f"fused (flash) attention: {'on' if d['flash_attention'] else 'off'}")
+    w.seq_len = w.seq_len or min(d["seq_len"], model["max_context"])
+    w.lora_rank = w.lora_rank or d["lora_rank"]
+    w.optimizer = w.optimizer or d["optimizer"]
+    w.checkpointing = bool(w.checkpointing)
+    w.train_tokens = w.train_tokens or d["train_tokens"]
+    for attr in ("users", "batch", "context_tokens", "prompt_tokens", "output_tokens"):
+        if getattr(w, attr) is None:
+            setattr(w, attr, d.get(attr, 1))
+    if is_training:
+        tr.resolve_sharding(w, kn, runtime, assumptions)
+    assumptions[:] = [a for a in assumptions if a]
+    ctx = w.context_tokens if not is_training else w.seq_len
+    if ctx and ctx > model["max_context"]:
+        warnings.append(f"{ctx} tokens is longer than {model['name']}'s maximum context "
+                        f"({model['max_context']})")
+    precision = kn.precisions[w.precision or d["inference_precision"]]
+    kv = kn.precisions.get(w.kv_precision or d["kv_precision"], kn.precisions[d["kv_precision"]])
+    return Resolved(w, runtime, model, precision, kv, assumptions, warnings, is_training)
+
+
+def _context_holds_the_work(w: Workload, assumptions: list[str]) -> None:
+    """A user's context holds at least the prompt and the output: a longer prompt + output grows it."""
+    need = (w.prompt_tokens or 0) + (w.output_tokens or 0)
+    if w.context_tokens is not None and need > w.context_tokens:
+        assumptions[:] = [a for a in assumptions if not a.startswith(f"context per user: {w.context_tokens} tokens")]
+        assumptions.append(f"context per user: {need} tokens, grown from {w.context_tokens} to hold "
+                           f"the prompt ({w.prompt_tokens}) + output ({w.output_tokens})")
+        w.context_tokens = need
+
+
+def _resolve_runtime(w: Workload, kn: Knowledge, is_training: bool, assumptions: list[str]) -> dict[str, Any]:
+    rd = kn.runtime_defaults
+    if w.runtime is not None:     # kb.query has checked that its kind suits the task
+        return kn.runtimes[w.runtime]
+    if is_training:
+        key = "training"
+    elif w.precision and w.precision.startswith(("q2_", "q3_", "q4_", "q5_", "q6_", "q8_", "iq2_")):
+        key = "gguf"
+    else:
+        key = "inference"
+    rt = kn.runtimes[rd[key]]
+    w.runtime = rt["id"]
+    assumptions.append(f"runtime: {rt['name']} (the {'GGUF' if key == 'gguf' else key} default; "
+                       "name one with 'with vllm', 'using llama.cpp', 'with torchtune'…)")
+    return rt
+
+
+VENDORS = {"nvidia": "NVIDIA", "amd": "AMD", "intel": "Intel", "apple": "Apple", "google": "Google",
+           "aws": "AWS"}
+
+
+def _runtime_for_devices(w: Workload, kn: Knowledge, rt: dict[str, Any], is_training: bool,
+                         assumptions: list[str]) -> dict[str, Any]:
+    """A runtime that runs on every GPU the query named: the one chosen if it does, else the
+    defaults, then the catalogue in order (runtimes.yaml `platforms`), said as an assumption."""
+    named = [kn.gpus[g.gpu_id] for g in w.gpus if g.gpu_id is not None]
+    if all(runs_on(rt, g) for g in named):
+        return rt
+    kinds = ("training", "both") if is_training else ("inference", "both")
+    rd = kn.runtime_defaults
+    preferred = [kn.runtimes[rd[k]] for k in (("training",) if is_training else ("inference", "gguf"))]
+    for other in preferred + list(kn.runtimes.values()):
+        if other["kind"] in kinds and all(runs_on(other, g) for g in named):
+            bad = next(g for g in named if not runs_on(rt, g))
+            assumptions[:] = [a for a in assumptions if not a.startswith(f"runtime: {rt['name']} (the ")]
+            assumptions.append(f"runtime: {other['name']} instead of {rt['name']}, which does not run on "
+                               f"{VENDORS.get(bad['vendor'], bad['vendor'])} GPUs such as the {bad['name']} "
+                               "(runtimes.yaml platforms)")
+            w.runtime = other["id"]
+            return other
+    return rt
+
+
+def _resolve_model(w: Workload, kn: Knowledge, assumptions: list[str]) -> dict[str, Any]:
+    if w.model_id is not None:
+        return dict(kn.models[w.model_id])
+    params = w.params if w.params is not None else kn.defaults["params"]
+    size = f"{params / kn.billion:g}B"
+    ref_id = min(kn.bare_size_refs,
+                 key=lambda r: abs(math.log(kn.models[r]["params_total"] / params)))
+    ref = kn.models[ref_id]
+    model = dict(ref)
+    model.update(params_total=params, params_active=params, name=f"{size} model", id=ref_id)
+    assumptions.append(f"model: a {size} dense model with {ref['name']}'s architecture "
+                       f"({ref['layers']} layers, {ref['kv_heads']} KV heads × {ref['head_dim']}, "
+                       f"{ref['attention'].upper()}); weights use {size} parameters "
+                       "(models.yaml bare_size)")
+    return model
+
+
+def base_scope(r: Resolved, kn: Knowledge) -> Scope:
+    w, m = r.workload, r.model
+    training = set(kn.query["training_tasks"])
+    sliding = m.get("sliding_window") or 0
+    mla = m.get("mla") or {}
+    scope: Scope = dict(kn.derived.constants)
+    scope.update({
+        "params": float(m["params_total"]), "active_params": float(m["params_active"]),
+        "users": w.users, "batch": w.batch, "context_tokens": w.context_tokens,
+        "prompt_tokens": w.prompt_tokens, "output_tokens": w.output_tokens,
+        "seq_len": w.seq_len, "lora_rank": w.lora_rank, "train_tokens": w.train_tokens,
+        "is_training": w.task in training, "is_inference": w.task not in training,
+        "is_full_ft": w.task == "full_ft", "is_lora": w.task == "lora",
+        "is_qlora": w.task == "qlora", "is_pretrain": w.task == "pretrain",
+        "is_prefill_only": w.task == "prefill",
+        "checkpointing": bool(w.checkpointing), "flash_attention": bool(w.flash_attention),
+        "offload": bool(w.offload), "paged": bool(w.paged),
+        "checkpoint_offload": bool(w.checkpoint_offload),
+        **tr.scope_values(w, kn),
+        "optimizer_in_backward": bool(w.optimizer_in_backward),
+        "lora_attention_only": bool(w.lora_attention_only),
+        "optimizer": w.optimizer, "precision": w.precision, "task": w.task,
+        "gpu_named": bool(w.gpus),
+        "dp_attention": bool(w.dp_attention),
+        "speed_floor_tok_s": w.speed_floor_tok_s or kn.constants["decode_speed_floor_tok_s"]["value"],
+        "weight_bytes_per_param": r.precision["bits_per_weight"] / 8,
+        "kv_bytes_per_value": r.kv_precision["bits_per_weight"] / 8,
+        "model.id": m["id"], "model.layers": m["layers"], "model.hidden_size": m["hidden_size"],
+        "model.intermediate_size": m["intermediate_size"],
+        "model.attention_heads": m["attention_heads"], "model.kv_heads": m["kv_heads"],
+        "model.head_dim": m["head_dim"], "model.vocab_size": m["vocab_size"],
+        "model.attention": m["attention"], "model.sliding_window": sliding,
+        "model.sliding_window_layers": (m.get("sliding_window_layers") if m.get("sliding_window_layers") is not None else m["layers"]) if sliding else 0,
+        "model.kv_lora_rank": mla.get("kv_lora_rank", 0),
+        "model.qk_rope_head_dim": mla.get("qk_rope_head_dim", 0),
+        "model.experts": (m.get("moe") or {}).get("experts", 1),
+        "model.experts_per_token": (m.get("moe") or {}).get("experts_per_token", 1),
+        "model.shared_experts": (m.get("moe") or {}).get("shared_experts", 0),
+        "model.tie_embeddings": bool(m.get("tie_embeddings")),
+        "gpu_candidates": None, "fitting_gpus": None,
+        "precision.kind": r.precision["kind"],
+        "precision.experts_only": bool(r.precision.get("experts_only")),
+    })
+    scope.update(_layer_kinds(m))
+    rt = r.runtime
+    scope.update({
+        "runtime.decode_bandwidth_efficiency": rt.get("decode_bandwidth_efficiency"),
+        "runtime.quant_kernel_efficiency": rt.get("quant_kernel_efficiency"),
+        "runtime.hbm_decode_efficiency": rt.get("hbm_decode_efficiency", 1.0),
+        "runtime.moe_expert_kernel_s": rt.get("moe_expert_kernel_s", 0.0),
+        "runtime.decode_step_overhead_s": rt.get("decode_step_overhead_s"),
+        "runtime.prefill_compute_efficiency": rt.get("prefill_compute_efficiency"),
+        "_gemm_accumulate": rt.get("gemm_accumulate", "fp32"),
+        "runtime.memory_utilization": rt.get("memory_utilization", 1.0),
+        "runtime.overhead_gb": rt.get("overhead_gb"),
+        "runtime.training_mfu": rt.get("training_mfu"),
+        "runtime.tensor_parallel": rt.get("multi_gpu") == "tensor_parallel",
+        "runtime.logits_memory_fraction": rt.get("logits_memory_fraction", 1.0),
+        "runtime.master_weights": rt.get("master_weights", True),
+        "precision.quantizes_embeddings": r.precision.get("quantizes_embeddings", True),
+    })
+    scope.update(target_inputs(w))
+    return scope
+
+
+def _layer_kinds(m: dict[str, Any]) -> Scope:
+    """Attention, routed-expert and state (linear-attention / state-space) layers of a model."""
+    moe = m.get("moe") or {}
+    rec = m.get("recurrent") or {}
+    attention = m.get("attention_layers")
+    return {
+        "model.attention_layers": m["layers"] if attention is None else attention,
+        "model.moe_layers": (moe.get("moe_layers") or m["layers"]) if moe else 0,
+        "model.dense_intermediate_size": moe.get("dense_intermediate_size") or m["intermediate_size"],
+        "model.shared_intermediate_size": moe.get("shared_expert_intermediate_size") or m["intermediate_size"],
+        "model.state_layers": rec.get("layers", 0),
+        "model.state_heads": rec.get("heads", 0), "model.state_head_dim": rec.get("head_dim", 0),
+        "model.state_dim": rec.get("state_dim", 0), "model.state_groups": rec.get("groups", 0),
+        "model.state_conv_kernel": rec.get("conv_kernel", 1),
+    }
+
+
+def target_inputs(w: Workload) -> Scope:
+    """The prices, utilisation and targets a query set (rules/formulas.yaml asked_*)."""
+    return {
+        "hourly_price_asked": w.usd_per_gpu_hour is not None, "asked_usd_per_gpu_hour": w.usd_per_gpu_hour,
+        "hours_per_day_asked": w.hours_per_day is not None, "asked_hours_per_day": w.hours_per_day,
+        "budget_asked": w.budget_usd is not None, "asked_budget_usd": w.budget_usd,
+        "deadline_asked": w.deadline_hours is not None, "asked_deadline_h": w.deadline_hours,
+        "ttft_asked": w.ttft_max_s is not None, "asked_ttft_max_s": w.ttft_max_s,
+        "tokens_per_day_asked": w.tokens_per_day is not None, "asked_tokens_per_day": w.tokens_per_day,
+        "rent_asked": bool(w.rent), "sort_order": None,
+    }
+
+def capacity_gpu(req: GpuRequest, kn: Knowledge) -> dict[str, Any]:
+    """A card of a bare capacity ("on 20GB"): memory is sold in GiB, so 20 means 20 GiB."""
+    cap = req.capacity_gb or 0.0
+    memory_bytes = cap * kn.constants["bytes_per_gib"]["value"]
+    return {"id": f"{cap:g}gb", "name": f"{cap:g} GB GPU", "vendor": "any", "vram_gb": cap,
+            "memory_bytes": memory_bytes,
+            **capacity_fields(memory_bytes, kn.constants["bytes_per_gb"]["value"],
+                              kn.constants["bytes_per_gib"]["value"]),
+            "bandwidth_gb_s": None, "fp32_tflops": None, "tensor_tflops": {}, "tdp_w": None,
+            "interconnect": {"gb_s": None}}
+
+
+def _capacity_assumptions(w: Workload, kn: Knowledge) -> list[str]:
+    """What a bare capacity in the query was read as."""
+    out = []
+    for req in w.gpus:
+        if req.gpu_id is None:
+            gb = capacity_gpu(req, kn)["memory_gb"]
+            out.append(f"GPU: a {req.capacity_gb:g} GB card read as {req.capacity_gb:g} GiB "
+                       f"({gb:.1f} GB), the unit GPU memory is sold in")
+    return out

@@ -1,0 +1,90 @@
+"""Walking the flows: from each flow's entry, the first edge whose condition holds, with a trace.
+
+In: a Flow, the Knowledge and one GPU's Evaluated scope. Out: the path of node ids walked, the
+verdict text its last node fills in, and (through Tracer) a trace step for every formula a node
+computes (after the formulas it needs) and every conditional edge taken.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kb.answer import Step
+from kb.engine.evaluate import Evaluated, Scope, condition, evaluate, formula_order
+from kb.errors import EvalError
+from kb.model import TEMPLATE_FIELD, TEMPLATE_SPEC, Flow, Formula, Knowledge
+
+
+class Tracer:
+    def __init__(self, kn: Knowledge, ev: Evaluated) -> None:
+        self.kn = kn
+        self.ev = ev
+        self.steps: list[Step] = []
+        self.done: set[str] = set()
+
+    def formula(self, node: str, name: str) -> None:
+        done = self.done
+        for dep in formula_order(self.kn)[name]:
+            if dep not in done:
+                done.add(dep)
+                self.steps.append(self._step(node, self.kn.formulas[dep]))
+
+    def _step(self, node: str, f: Formula) -> Step:
+        s = self.ev.scope
+        idx = self.ev.cases.get(f.name)
+        names, text, note, rule, source = self.kn.derived.case_text[f.name, idx if idx is not None else len(f.cases) - 1]
+        if f.name in self.ev.errors:
+            note = f"not computed: {self.ev.errors[f.name]}"
+        elif s.get(f.name) is None:
+            missing = [n for n in names if s.get(n) is None]
+            note = "not computed: no value for " + ", ".join(missing) if missing else note
+        return Step(node, rule, text, {n: s.get(n) for n in names}, s.get(f.name), f.unit, source,
+                    note, f.name, f.where, list(f.sources))
+
+    def edge(self, node: str, flow: Flow, when: Any, to: str, label: str | None) -> None:
+        if when is None:
+            return
+        s = self.ev.scope
+        where = flow.nodes[node.split("/")[-1]].where
+        self.steps.append(Step(node=node, rule=f"edge {node} → {flow.id}/{to} ({where})",
+                               formula=when.text, values={n: s.get(n) for n in when.names},
+                               result=True, unit="bool", source=flow.source, note=label,
+                               rule_id=f"edge {node} → {flow.id}/{to}", location=where,
+                               sources=[flow.source]))
+
+
+def walk(flow: Flow, kn: Knowledge, ev: Evaluated, tracer: Tracer) -> tuple[list[str], str]:
+    node = flow.nodes[flow.entry]
+    path: list[str] = []
+    for _ in range(len(flow.nodes) + 1):
+        nid = f"{flow.id}/{node.id}"
+        path.append(nid)
+        if node.compute:
+            evaluate(kn, ev, node.compute)
+            for name in node.compute:
+                tracer.formula(nid, name)
+        if node.kind == "verdict":
+            return path, render_template(node.text, ev.scope)
+        for edge in node.edges:
+            if condition(edge.when, ev.scope):
+                tracer.edge(nid, flow, edge.when, edge.to, edge.label)
+                node = flow.nodes[edge.to]
+                break
+    raise EvalError(f"flow {flow.id} did not reach a verdict")
+
+
+def render_template(text: str, scope: Scope) -> str:
+    def fill(m: Any) -> str:
+        value = scope.get(m.group(1))
+        if value is None:
+            return "n/a"
+        if isinstance(value, bool) or isinstance(value, str):
+            return str(value)
+        spec = m.group(2) or ".3g"
+        if not TEMPLATE_SPEC.match(spec):
+            spec = ".3g"
+        try:
+            return format(value, spec)
+        except (ValueError, TypeError):
+            return str(value)
+    return TEMPLATE_FIELD.sub(fill, text)
