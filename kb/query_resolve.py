@@ -126,8 +126,11 @@ class Resolver(Finisher, Unknown):
         for j in range(i, min(len(toks), i + self.vocab.max_tokens)):
             if toks[j].kind not in _PHRASE_KINDS:
                 break
-            if found is not None and toks[j].kind == "num" and self._unit_follows(j, table):
-                break                       # 'hqq 4 users': the 4 counts users, not 'hqq4'
+            if toks[j].kind == "num" and self._unit_follows(j, table) and (
+                    found is not None or (j == i and not self._number_at(j + 2))):
+                break                       # 'hqq 4 users': the 4 counts users, not 'hqq4';
+                                            # '5060 context': a context, not an RTX 5060 (but
+                                            # '4090 batch 2' is the card, then 'batch 2')
             part = keys[j]
             if part.endswith("s") and len(part) > 2 and table.get(key + part) is None:
                 plural = table.get(key + part[:-1])
@@ -142,6 +145,9 @@ class Resolver(Finisher, Unknown):
             if key not in prefixes:
                 break
         return found
+
+    def _number_at(self, j: int) -> bool:
+        return j < len(self.toks) and self.toks[j].kind == "num"
 
     def _unit_follows(self, j: int, table: dict[str, Any]) -> bool:
         """The token after number j is a unit word, so the number belongs to it."""
