@@ -104,6 +104,7 @@ class RecipeSet(Strict):
     optimizer_in_backward: bool | None = None
     offload: bool | None = None
     checkpoint_offload: bool | None = None
+    lora_attention_only: bool | None = None
 
 
 class Recipe(Strict):
