@@ -238,6 +238,9 @@ def resolve(w: Workload, kn: Knowledge) -> Resolved:
         if w.task in ("lora", "qlora"):
             default("lora_rank", d["lora_rank"], f"LoRA rank: {d['lora_rank']}, on "
                     + ("the attention projections" if w.lora_attention_only else "every linear layer"))
+        if w.quantized_inputs_kept and w.task == "qlora":
+            assumptions.append("bitsandbytes before 0.43.2: its 4-bit layers keep their inputs for the "
+                               "backward pass, although their weights are frozen [bitsandbytes-4bit-saved-input]")
         default("train_tokens", d["train_tokens"], f"training tokens: {d['train_tokens']:.3g}")
         w.users = w.users or 1
     else:
@@ -375,6 +378,7 @@ def base_scope(r: Resolved, kn: Knowledge) -> Scope:
         **tr.scope_values(w, kn),
         "optimizer_in_backward": bool(w.optimizer_in_backward),
         "lora_attention_only": bool(w.lora_attention_only),
+        "quantized_inputs_kept": bool(w.quantized_inputs_kept),
         "optimizer": w.optimizer, "precision": w.precision, "task": w.task,
         "gpu_named": bool(w.gpus),
         "dp_attention": bool(w.dp_attention),
