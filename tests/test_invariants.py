@@ -146,7 +146,9 @@ LIMITS = {"users": 1_000_000, "context": 100_000_000, "batch": 1_000_000, "seq":
 def test_more_users_context_batch_or_sequence_never_lowers_memory(
         w: dict[str, Any], knob: str, more: int) -> None:
     bigger = dict(w, **{knob: min(w[knob] + more, LIMITS[knob])})
-    assert total_gb(query(bigger)) >= total_gb(query(w))
+    # 1e-12 relative: a training rank's peak is activations + max(0, optimizer step - activations),
+    # equal whichever is larger, but the two float sums can differ in the last bit
+    assert total_gb(query(bigger)) >= total_gb(query(w)) * (1 - 1e-12)
 
 
 @pytest.mark.parametrize("model", ["llama-3.2-1b", "llama-3.1-8b", "llama-3.1-70b", "mixtral-8x7b",
