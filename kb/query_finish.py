@@ -58,7 +58,8 @@ class Finisher:
             w.optimizer = knob
             if "paged" in self.q.lower():
                 w.paged = True
-        elif knob in ("offload", "optimizer_in_backward", "paged", "lora_attention_only"):
+        elif knob in ("offload", "optimizer_in_backward", "paged", "lora_attention_only",
+                      "quantized_inputs_kept"):
             setattr(w, knob, True)
         elif knob == "fp8_kv":
             w.kv_precision = "fp8"

@@ -107,6 +107,7 @@ class RecipeSet(Strict):
     optimizer_in_backward: bool | None = None
     offload: bool | None = None
     checkpoint_offload: bool | None = None
+    lora_attention_only: bool | None = None
 
 
 class Recipe(Strict):
@@ -474,7 +475,7 @@ class QueryFile(Strict):
     focus_lead: dict[str, str] = {}
     knobs: dict[Literal["checkpointing", "no_checkpointing", "flash", "eager", "adam8bit", "sgd",
                         "adamw", "offload", "fp8_kv", "int8_kv", "optimizer_in_backward", "paged",
-                        "lora_attention_only"], list[str]]
+                        "lora_attention_only", "quantized_inputs_kept"], list[str]]
     defaults: Defaults
 
 

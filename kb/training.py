@@ -16,7 +16,7 @@ from kb.model import Knowledge
 from kb.workload import Workload
 
 RECIPE_FIELDS = ("optimizer", "checkpointing", "paged", "optimizer_in_backward", "offload",
-                 "checkpoint_offload")
+                 "checkpoint_offload", "lora_attention_only")
 # memory dict key → formula: what one GPU (one rank) holds
 PER_GPU_BREAKDOWN = {"weights_gb": "rank_weights_gb", "gradients_gb": "rank_gradients_gb",
                      "optimizer_gb": "rank_optimizer_states_gb",

@@ -42,6 +42,7 @@ class Workload:
     optimizer_in_backward: bool | None = None
     paged: bool | None = None
     lora_attention_only: bool | None = None
+    quantized_inputs_kept: bool | None = None   # bitsandbytes < 0.43.2: 4-bit layers keep their inputs
     runtime: str | None = None
     # Parallel layout and sharding asked for ("tp 2", "pp 2", "with fsdp", "zero3", "deepspeed",
     # "dp attention"); None: the engine chooses and says so.

@@ -191,3 +191,50 @@ def test_cpu_offload_moves_optimizer_states():
     on = ask("full fine-tune 7B offload").to_dict()["memory"]["per_gpu_breakdown"]
     off = ask("full fine-tune 7B").to_dict()["memory"]["per_gpu_breakdown"]
     assert on["optimizer_gb"] == 0 and off["optimizer_gb"] == pytest.approx(7e9 * 12 / 1e9, rel=REL)
+
+
+# ---------------------------------------------------------------- training activations, tensor by tensor
+# What autograd keeps for the backward pass of one layer, per token, with fused (flash) attention
+# and no dropout (Korthikanti et al. 2022 count the same way), 16-bit values at 2 B:
+#   norms:         each of the two RMSNorms keeps its input upcast to FP32 (4 B per hidden unit;
+#                  HF LlamaRMSNorm, LitGPT and torchtune upcast alike), plus its 16-bit output
+#                  (2 B) when its weight trains;
+#   every layer:   the attention input (h: q, k, v or their adapters train in every method),
+#                  fused attention's rotated Q and output (2 x heads x head_dim) and K, V
+#                  (2 x kv_heads x head_dim); a gated MLP's gate output, activation output and
+#                  up output (3f) - a plain MLP's activation input (f);
+#   trained MLP:   its input (h) and the down projection's input (f) - a frozen 16-bit linear keeps
+#                  no input (PyTorch saves a matmul's input only for the weight's gradient).
+
+def test_swiglu_full_fine_tune_activations_per_token_layer():
+    # Llama-2-7B: h = 4096, 32 heads x 128, 32 KV heads x 128, f = 11008 (models.yaml, HF config)
+    # norms 2 x 4096 x (4 + 2) = 49,152 B
+    # 2 B x (4096 + 2 x 4096 + 2 x 4096 + 3 x 11008 + 4096 + 11008) = 2 x 68,608 = 137,216 B
+    # total 186,368 B (Korthikanti's 34h scaled to the FFN width, 15h + 4.75f = 113,728 B, misses
+    # that the gated MLP keeps four f-wide tensors and the norms keep FP32 inputs)
+    assert value("full fine-tune llama-2-7b", "activation_bytes_per_token_layer") == pytest.approx(186_368, rel=REL)
+
+
+def test_lora_keeps_what_its_adapters_read():
+    # Same layer with LoRA: the norm weights are frozen, so 2 x 4096 x 4 = 32,768 B of norms.
+    # On q, k, v, o only, the frozen gate/up/down keep no inputs:
+    #   32,768 + 2 x (4096 + 8192 + 8192 + 33,024) = 32,768 + 107,008 = 139,776 B
+    # On every linear layer the adapters read the MLP and down inputs: + 2 x (4096 + 11008)
+    #   = 169,984 B
+    assert value("lora llama-2-7b attention only", "activation_bytes_per_token_layer") == pytest.approx(139_776, rel=REL)
+    assert value("lora llama-2-7b", "activation_bytes_per_token_layer") == pytest.approx(169_984, rel=REL)
+
+
+def test_old_bitsandbytes_4bit_layers_keep_their_inputs():
+    # bitsandbytes before 0.43.2 (PR #1270) saved every 4-bit layer's input: with LoRA on the
+    # attention only, the frozen NF4 MLP keeps its inputs after all, 139,776 + 30,208 = 169,984 B
+    assert value("qlora llama-2-7b attention only", "activation_bytes_per_token_layer") == pytest.approx(139_776, rel=REL)
+    assert value("qlora llama-2-7b attention only bitsandbytes 0.41", "activation_bytes_per_token_layer") == pytest.approx(169_984, rel=REL)
+
+
+def test_plain_mlp_activations_per_token_layer():
+    # Falcon-7B (plain GeLU MLP): h = 4544, 71 heads x 64 = 4544, 1 KV head x 64, f = 18176
+    # norms 2 x 4544 x 6 = 54,528 B
+    # 2 B x (4544 + 2 x 4544 + 2 x 64 + 18176 + 4544 + 18176) = 2 x 54,656 = 109,312 B
+    # total 163,840 B
+    assert value("full fine-tune falcon-7b", "activation_bytes_per_token_layer") == pytest.approx(163_840, rel=REL)

@@ -321,7 +321,7 @@ ZERO = [
     ("bytes_per_gb", "which gpu for 13B lora", "weights_gb"),
     ("flop_per_tflop", "serve llama-3.1-8b on h100", "decode_step_compute_s"),
     ("decode_compute_efficiency", "serve 70B int4 16 users on 2x l40s", "decode_step_compute_s"),
-    ("mlp_reference_ratio", "lora llama-3.1-8b on h100", "activation_bytes_per_token_layer"),
+    ("adam_moments", "full fine-tune 7B on h100", "optimizer_step_gb"),
     ("frozen_train_flops_factor", "lora llama-3.1-8b on h100", "train_tokens_per_s"),
     ("train_flops_factor", "full fine-tune 7B on 8x h100", "train_tokens_per_s"),
 ]

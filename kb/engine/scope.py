@@ -74,7 +74,11 @@ def resolve(w: Workload, kn: Knowledge) -> Resolved:
         default("checkpointing", ckpt,
                 f"activation checkpointing: {'on' if ckpt else 'off'} ({runtime['name']} default)")
         if w.task in ("lora", "qlora"):
-            default("lora_rank", d["lora_rank"], f"LoRA rank: {d['lora_rank']}, on every linear layer")
+            default("lora_rank", d["lora_rank"], f"LoRA rank: {d['lora_rank']}, on "
+                    + ("the attention projections" if w.lora_attention_only else "every linear layer"))
+        if w.quantized_inputs_kept and w.task == "qlora":
+            assumptions.append("bitsandbytes before 0.43.2: its 4-bit layers keep their inputs for the "
+                               "backward pass, although their weights are frozen [bitsandbytes-4bit-saved-input]")
         default("train_tokens", d["train_tokens"], f"training tokens: {d['train_tokens']:.3g}")
         w.users = w.users or 1
     else:
@@ -200,6 +204,7 @@ def base_scope(r: Resolved, kn: Knowledge) -> Scope:
         **tr.scope_values(w, kn),
         "optimizer_in_backward": bool(w.optimizer_in_backward),
         "lora_attention_only": bool(w.lora_attention_only),
+        "quantized_inputs_kept": bool(w.quantized_inputs_kept),
         "optimizer": w.optimizer, "precision": w.precision, "task": w.task,
         "gpu_named": bool(w.gpus),
         "dp_attention": bool(w.dp_attention),
@@ -218,6 +223,7 @@ def base_scope(r: Resolved, kn: Knowledge) -> Scope:
         "model.experts_per_token": (m.get("moe") or {}).get("experts_per_token", 1),
         "model.shared_experts": (m.get("moe") or {}).get("shared_experts", 0),
         "model.tie_embeddings": bool(m.get("tie_embeddings")),
+        "model.gated_mlp": m.get("mlp", "gated") == "gated",
         "gpu_candidates": None, "fitting_gpus": None,
         "precision.kind": r.precision["kind"],
         "precision.experts_only": bool(r.precision.get("experts_only")),
