@@ -419,31 +419,43 @@ def _compile_formulas(doc: Doc, ffile: Any, units: dict[str, ex.Unit],
 
 
 def _closures(doc: Doc, formulas: dict[str, Formula], errs: _Collector) -> dict[str, tuple[str, ...]]:
-    """For each formula, the formulas to compute before it (dependency order); cycles are errors."""
+    """For each formula, the formulas to compute before it (dependency order); cycles are errors.
+    A depth-first walk with its own stack: how deep formulas build on each other is up to the
+    rule files, not to Python's recursion limit."""
     closure: dict[str, tuple[str, ...]] = {}
-    state: dict[str, int] = {}
 
-    def visit(name: str, stack: list[str]) -> tuple[str, ...]:
-        if name in closure:
-            return closure[name]
-        if state.get(name) == 1:
-            cycle = stack[stack.index(name):] + [name]
-            errs.add(doc.error(("formulas", name, "<key>"),
-                               "formulas depend on each other in a cycle: " + " → ".join(cycle)))
-            return ()
-        state[name] = 1
-        order: list[str] = []
-        for dep in formulas[name].deps:
-            if dep in formulas:
-                for d in visit(dep, stack + [name]) + (dep,):
-                    if d not in order:
-                        order.append(d)
-        state[name] = 2
-        closure[name] = tuple(order)
-        return closure[name]
+    def extend(order: list[str], names: tuple[str, ...]) -> None:
+        for d in names:
+            if d not in order:
+                order.append(d)
 
-    for name in formulas:
-        visit(name, [])
+    for root in formulas:
+        if root in closure:
+            continue
+        path = [root]                                   # the formulas being visited, in order
+        stack = [(iter(formulas[root].deps), [])]       # per visit: deps left, order so far
+        while stack:
+            deps, order = stack[-1]
+            for dep in deps:
+                if dep not in formulas:
+                    continue
+                if dep in closure:
+                    extend(order, closure[dep] + (dep,))
+                elif dep in path:
+                    cycle = path[path.index(dep):] + [dep]
+                    errs.add(doc.error(("formulas", dep, "<key>"),
+                                       "formulas depend on each other in a cycle: " + " → ".join(cycle)))
+                    extend(order, (dep,))
+                else:
+                    path.append(dep)
+                    stack.append((iter(formulas[dep].deps), []))
+                    break
+            else:
+                name = path.pop()
+                stack.pop()
+                closure[name] = tuple(order)
+                if stack:
+                    extend(stack[-1][1], closure[name] + (name,))
     return closure
 
 
