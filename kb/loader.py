@@ -119,10 +119,7 @@ def load(path: Path, root: Path | None = None) -> Doc:
     except _TooDeep as exc:
         raise RuleError(display, exc.line, exc.column, f"nested deeper than {MAX_DEPTH} levels") from None
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        problem = exc.problem or exc.context or "invalid YAML"
-        raise RuleError(display, line, col, f"YAML: {problem}") from None
+        raise _yaml_error(exc, text, display) from None
     except yaml.YAMLError as exc:
         raise RuleError(display, 1, 1, f"YAML: {exc}") from None
     except RecursionError:
@@ -130,6 +127,25 @@ def load(path: Path, root: Path | None = None) -> Doc:
     finally:
         loader.dispose()
     return Doc(path, data, positions, display, text.splitlines())
+
+
+_OPENERS = {"while parsing a flow sequence": "[", "while parsing a flow mapping": "{",
+            "while scanning a quoted scalar": None}      # None: the quote at the mark
+
+
+def _yaml_error(exc: yaml.MarkedYAMLError, text: str, display: str) -> RuleError:
+    """A YAML error at its problem; but where a bracket or quote was left open, PyYAML notices
+    it only later (at the next key, or the end of the file): then the error stands where the
+    bracket or quote opened, and says where it was noticed."""
+    mark, problem = exc.problem_mark or exc.context_mark, exc.problem or exc.context or "invalid YAML"
+    start = exc.context_mark
+    if start is not None and exc.context in _OPENERS and mark is not None and mark is not start:
+        opener = _OPENERS[exc.context] or text[start.index:start.index + 1]
+        where = f"{display}:{mark.line + 1}:{mark.column + 1}"
+        return RuleError(display, start.line + 1, start.column + 1,
+                         f"YAML: this {opener} is not closed (noticed at {where}: {problem})")
+    line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+    return RuleError(display, line, col, f"YAML: {problem}")
 
 
 def _build(loader: yaml.SafeLoader, node: yaml.Node, loc: Path_,

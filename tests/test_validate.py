@@ -92,11 +92,6 @@ CASES = [
                      "(did you mean 'nvidia'?)")),)),
     Case("yaml-syntax", "precisions.yaml", FP16_ALIASES, "    aliases: [float16, half, f16]]\n",
          (("]\n", "YAML: expected <block end>, but found ']'"),)),
-    # PyYAML notices an unclosed '[' on the next line, at the ':' of 'source:'
-    Case("yaml-unclosed-bracket", "precisions.yaml", FP16_ALIASES,
-         "    aliases: [float16, half, f16\n",
-         ((Find("    source: 003_d80bd7f97616bc0e\n  - id: bf16", ":"),
-           "YAML: expected ',' or ']', but got ':'"),)),
     Case("python-tag", "gpus.yaml", V100,
          V100.replace("vram_gb: 32", 'vram_gb: !!python/object/apply:os.system ["touch PWNED"]'),
          (("!!python", ("the tag tag:yaml.org,2002:python/object/apply:os.system is not "
@@ -324,6 +319,39 @@ def test_several_directories_in_one_run(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert ": ok — " in result.stdout
     assert result.stderr.splitlines() == [*expected, "1 error(s)"]
+
+
+# PyYAML notices an unclosed bracket or quote later: at the ':' of the next key, or at the end
+# of the file. The error stands where it opened, and names where it was noticed.
+BRACE = V100.replace("vram_gb: 32", "vram_gb: {gb: 32")
+UNCLOSED = [
+    ("bracket", FP16_ALIASES, "    aliases: [float16, half, f16\n", "[",
+     Find("    source: 003_d80bd7f97616bc0e\n  - id: bf16", ":"), "expected ',' or ']', but got ':'"),
+    ("brace", V100, BRACE, "{", BRACE.index("memory_bytes:") + len("memory_bytes"), "expected ',' or '}', but got ':'"),
+    # the last double quote of precisions.yaml: left open, it runs to the end of the file
+    ("quote", '"exl2 8bpw"]\n', '"exl2 8bpw]\n', '"', None, "found unexpected end of stream"),
+]
+
+
+@pytest.mark.parametrize("kind, old, new, opener, noticed, problem", UNCLOSED,
+                         ids=[u[0] for u in UNCLOSED])
+def test_an_unclosed_bracket_or_quote_is_reported_where_it_opened(
+        tmp_path: Path, kind: str, old: str, new: str, opener: str, noticed: Find | int | None,
+        problem: str) -> None:
+    file = "gpus.yaml" if kind == "brace" else "precisions.yaml"
+    case = Case(f"unclosed-{kind}", file, old, new, ())
+    root, _ = broken_copy(case, tmp_path)
+    edited, start = _edit(case, (RULES / file).read_text(encoding="utf-8"))
+    line, col = _position(edited, start + new.index(opener))
+    if noticed is None:              # a quote runs to the end of the file: noticed there
+        at = (edited.count("\n") + 1, 1)
+    else:
+        at = _where(case, noticed, edited, start)
+    result = kbq("validate", str(root))
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        f"rules/{file}:{line}:{col}: YAML: this {opener} is not closed "
+        f"(noticed at rules/{file}:{at[0]}:{at[1]}: {problem})", "1 error(s)"]
 
 
 def test_yaml_aliases_are_refused(tmp_path: Path) -> None:
