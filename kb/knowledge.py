@@ -11,6 +11,7 @@ node reachable and every question's branches covered.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -433,7 +434,7 @@ def _closures(doc: Doc, formulas: dict[str, Formula], errs: _Collector) -> dict[
         if root in closure:
             continue
         path = [root]                                   # the formulas being visited, in order
-        stack = [(iter(formulas[root].deps), [])]       # per visit: deps left, order so far
+        stack: list[tuple[Iterator[str], list[str]]] = [(iter(formulas[root].deps), [])]       # per visit: deps left, order so far
         while stack:
             deps, order = stack[-1]
             for dep in deps:
