@@ -225,20 +225,36 @@ def validate(doc: Doc, model: type[Any]) -> tuple[Any, list[RuleError]]:
 def _to_rule_error(doc: Doc, model: type[Any], err: Any) -> RuleError:
     loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and _is_union_tag(p)))
     kind = err["type"]
-    where = ".".join(str(p) for p in loc)
+    where = record_path(doc.data, loc)
     if kind == "extra_forbidden":
         key = loc[-1]
         valid = _fields_at(model, loc[:-1])
         return doc.error(loc + ("<key>",), f"unknown key '{key}'",
                          nearest(str(key), valid) if valid else None)
     if kind == "missing":
-        return doc.error(loc[:-1], f"missing key '{loc[-1]}'" + (f" in {'.'.join(map(str, loc[:-1]))}" if loc[:-1] else ""))
+        return doc.error(loc[:-1], f"missing key '{loc[-1]}'" + (f" in {record_path(doc.data, loc[:-1])}" if loc[:-1] else ""))
     if kind == "literal_error":
         allowed = _literal_values(model, loc)
         value = err.get("input")
         return doc.error(loc, f"{where}: '{value}' is not one of {', '.join(allowed)}",
                          nearest(str(value), allowed) if allowed else None)
     return doc.error(loc, f"{where}: {err['msg']}")
+
+
+def record_path(data: Any, loc: Path_) -> str:
+    """A place in a rule file as people name it: list items by their id where they have one,
+    `gpus[rtx-4090].memory_bytes`, else by position, `recipes[0]`."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int) and not isinstance(part, bool):
+            item = data[part] if isinstance(data, list) and -len(data) <= part < len(data) else None
+            ident = item.get("id") if isinstance(item, dict) else None
+            out += f"[{ident}]" if isinstance(ident, str) and ident else f"[{part}]"
+            data = item
+        else:
+            out += f".{part}" if out else str(part)
+            data = data.get(part) if isinstance(data, dict) else None
+    return out
 
 
 def _is_union_tag(part: str) -> bool:

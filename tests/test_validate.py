@@ -80,16 +80,27 @@ CASES = [
     Case("unknown-key-suggestion", "gpus.yaml", V100,
          V100.replace("bandwidth_gb_s: 900", "bandwith_gb_s: 900"),
          (("bandwith_gb_s", "unknown key 'bandwith_gb_s' (did you mean 'bandwidth_gb_s'?)"),
-          (V100_ID, "missing key 'bandwidth_gb_s' in gpus.0"))),
+          (V100_ID, "missing key 'bandwidth_gb_s' in gpus[v100-sxm2-32gb]"))),
     Case("missing-key", "gpus.yaml", V100, V100.replace("    memory_type: HBM2\n", ""),
-         ((V100_ID, "missing key 'memory_type' in gpus.0"),)),
+         ((V100_ID, "missing key 'memory_type' in gpus[v100-sxm2-32gb]"),)),
     Case("wrong-type", "gpus.yaml", V100, V100.replace("vram_gb: 32", "vram_gb: lots"),
-         (("lots", ("gpus.0.vram_gb: Input should be a valid number, unable to parse string "
+         (("lots", ("gpus[v100-sxm2-32gb].vram_gb: Input should be a valid number, unable to parse string "
                    "as a number")),)),
     Case("invalid-literal-suggestion", "gpus.yaml", V100,
          V100.replace("vendor: nvidia", "vendor: nvidai"),
-         (("nvidai", ("gpus.0.vendor: 'nvidai' is not one of nvidia, amd, intel, apple, google, aws "
+         (("nvidai", ("gpus[v100-sxm2-32gb].vendor: 'nvidai' is not one of nvidia, amd, intel, apple, google, aws "
                      "(did you mean 'nvidia'?)")),)),
+    # records are named by id where they have one, by position where they do not
+    Case("flow-node-named-by-id", WHICH, "  - id: FT_SIZE\n    kind: question\n",
+         "  - id: FT_SIZE\n    kind: questoin\n",
+         (("questoin", ("nodes[FT_SIZE].kind: 'questoin' is not one of start, question, compute, "
+                       "verdict (did you mean 'question'?)")),)),
+    Case("record-without-id-by-position", "runtimes.yaml",
+         "        set: {offload: true}\n        text: \"torchtune's one-node 70B",
+         "        set: {offload: true}\n        txt: \"torchtune's one-node 70B",
+         (("txt", "unknown key 'txt' (did you mean 'text'?)"),
+          ((Find("      - when: {tasks: [full_ft], min_gpus: 2", "when")),
+           "missing key 'text' in runtimes[torchtune].recipes[1]"))),
     Case("yaml-syntax", "precisions.yaml", FP16_ALIASES, "    aliases: [float16, half, f16]]\n",
          (("]\n", "YAML: expected <block end>, but found ']'"),)),
     Case("python-tag", "gpus.yaml", V100,
@@ -167,7 +178,7 @@ CASES = [
     Case("comments-only-file", "precisions.yaml", None, "# nothing yet\n",
          (((1, 1), "file is empty"),)),
     Case("huge-number-yaml", "gpus.yaml", V100, V100.replace("vram_gb: 32", "vram_gb: 1e999"),
-         (("1e999", "gpus.0.vram_gb: Input should be a finite number"),)),
+         (("1e999", "gpus[v100-sxm2-32gb].vram_gb: Input should be a finite number"),)),
     Case("huge-number-expression", "formulas.yaml", STEP_MEM,
          "    expr: decode_bytes_per_step_gb / effective_bandwidth_gb_s * 1e400\n",
          (("1e400", "number 1e400 is too large"),)),
