@@ -21,6 +21,7 @@ from kb.errors import RuleError, RuleErrors, nearest
 from kb.loader import Doc, display_name, load, validate
 from kb.model import (GPU_INPUT_PREFIX, PER_GPU_INPUTS, TEMPLATE_FIELD, TEMPLATE_SPEC, Case, Claim,
                       Edge, Flow, Formula, Knowledge, Node, capacity_fields, norm)
+from kb.paths import OPTIONAL_RULE_FILES, REQUIRED_RULE_FILES
 from kb.schema import FILES
 
 __all__ = ["build", "Knowledge", "Formula", "Flow", "Node", "Edge", "Claim", "Case", "norm",
@@ -42,16 +43,15 @@ def build(root: Path) -> Knowledge:
     errs = _Collector()
     docs: dict[str, Doc] = {}
     parsed: dict[str, Any] = {}
-    for name in ("sources", "precisions", "gpus", "models", "formulas", "query", "runtimes"):
+    for name in REQUIRED_RULE_FILES:
         path = root / f"{name}.yaml"
         if not path.is_file():
             errs.add(RuleError(f"{root.name}/{name}.yaml", 1, 1, "file is missing"))
             continue
         _load_one(path, root, FILES[name], name, docs, parsed, errs)
-    if (root / "error_bands.yaml").is_file():
-        _load_one(root / "error_bands.yaml", root, FILES["error_bands"], "error_bands", docs, parsed, errs)
-    if (root / "prices.yaml").is_file():
-        _load_one(root / "prices.yaml", root, FILES["prices"], "prices", docs, parsed, errs)
+    for name in OPTIONAL_RULE_FILES:
+        if (root / f"{name}.yaml").is_file():
+            _load_one(root / f"{name}.yaml", root, FILES[name], name, docs, parsed, errs)
     flow_paths = sorted((root / "flows").glob("*.yaml")) if (root / "flows").is_dir() else []
     if not flow_paths:
         errs.add(RuleError(f"{root.name}/flows", 1, 1, "no flow files"))
@@ -63,7 +63,7 @@ def build(root: Path) -> Knowledge:
     return _assemble(root, docs, parsed, errs)
 
 
-_STAND_INS = ("sources", "precisions", "gpus", "models", "formulas", "query", "runtimes")
+_STAND_INS = REQUIRED_RULE_FILES
 
 
 def _check_the_rest(root: Path, docs: dict[str, Doc], parsed: dict[str, Any], errs: _Collector) -> None:

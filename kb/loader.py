@@ -16,11 +16,11 @@ from typing import Any
 import yaml
 
 from kb.errors import RuleError, nearest
+from kb.paths import MAX_FILE_BYTES
 
 Pos = tuple[int, int]
 Path_ = tuple[Any, ...]
 
-MAX_FILE_BYTES = 4_000_000
 MAX_DEPTH = 40
 
 
@@ -94,7 +94,8 @@ def display_name(path: Path, root: Path | None) -> str:
 def load(path: Path, root: Path | None = None) -> Doc:
     display = display_name(path, root)
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as f:          # never more than the cap, whatever the file is
+            raw = f.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         raise RuleError(display, 1, 1, f"cannot read: {exc.strerror}") from None
     if len(raw) > MAX_FILE_BYTES:

@@ -1,7 +1,8 @@
 """Hostile input to the command line ends as a usage error (exit 2, one line, no traceback).
 
 --model-config files that are deep, huge, or hold sizes no model has; an export target that is
-not a directory; unbounded inputs such as /dev/zero.
+not a directory; unbounded inputs such as /dev/zero, a huge file beside the rules or a huge batch
+line; rule files deeper than Python's recursion limit; SIGTERM to a batch.
 """
 
 from __future__ import annotations
@@ -10,7 +11,10 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -142,3 +146,119 @@ def test_a_1500_deep_chain_of_formulas_validates_and_answers(tmp_path: Path) -> 
     shipped = run("validate", cwd=tmp_path).stdout
     assert _count(r.stdout, "formulas") == _count(shipped, "formulas") + 1500
     assert run("--rules", str(root), "--no-trace", "serve 7B", cwd=tmp_path).returncode == 0
+
+
+# ---------------------------------------------------------------- unbounded reads
+
+MAX_RSS_KB = 400_000     # kbq with the knowledge loaded is about 70 MB; a read of the input whole is not
+
+
+def peak_rss_kb(*args: str, cwd: Path, stdin: bytes | None = None,
+                timeout: float = 120) -> tuple[subprocess.CompletedProcess[str], int]:
+    """Run kbq and report its peak resident memory in kB (the child's ru_maxrss, from a fresh
+    Python process that has no other children)."""
+    probe = ("import json, resource, subprocess, sys\n"
+             "r = subprocess.run(sys.argv[1:], capture_output=True, input=sys.stdin.buffer.read())\n"
+             "json.dump({'rc': r.returncode, 'out': r.stdout.decode('utf-8', 'replace'),\n"
+             "           'err': r.stderr.decode('utf-8', 'replace'),\n"
+             "           'rss': resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}, sys.stdout)\n")
+    done = subprocess.run([sys.executable, "-c", probe, KBQ, *args], input=stdin or b"",
+                          capture_output=True, cwd=cwd, timeout=timeout)
+    got = json.loads(done.stdout)
+    return subprocess.CompletedProcess(args, got["rc"], got["out"], got["err"]), got["rss"]
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs /dev/zero")
+def test_an_endless_batch_is_refused_after_the_cap(tmp_path: Path) -> None:
+    """/dev/zero has no newline: its first line never ends. It is refused once a line is past
+    the 4,000,000-byte cap of a rule file, not read until memory runs out."""
+    r, rss = peak_rss_kb("--batch", "/dev/zero", cwd=tmp_path)
+    refused(r, "/dev/zero: line 1 is longer than 4000000 bytes")
+    assert rss < MAX_RSS_KB
+
+
+def test_a_line_past_the_cap_ends_the_batch_after_the_lines_before_it(tmp_path: Path) -> None:
+    r, rss = peak_rss_kb("--batch", "-", cwd=tmp_path,
+                         stdin=b"infer 7B\n" + b"x" * 6_000_000 + b"\ninfer 8B\n")
+    refused(r, "stdin: line 2 is longer than 4000000 bytes")
+    assert [json.loads(line)["query"] for line in r.stdout.splitlines()] == ["infer 7B"]
+    assert rss < MAX_RSS_KB
+
+
+def test_a_refused_long_batch_line_is_echoed_cut_with_its_length(tmp_path: Path) -> None:
+    """A 1 MB line is a query error like any other, but its answer line does not carry the
+    megabyte back: the first 80 characters, '…', and the length in bytes."""
+    long_line = "serve 7B " + "x" * 1_000_000
+    (tmp_path / "q.txt").write_text(f"infer 7B\n{long_line}\ninfer 8B\n", encoding="utf-8")
+    r = run("--batch", "q.txt", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-400:]
+    first, cut, last = [json.loads(line) for line in r.stdout.splitlines()]
+    assert "verdict" in first and "verdict" in last
+    assert cut["query"] == long_line[:80] + "…"
+    assert cut["query_bytes"] == len(long_line.encode())
+    assert "longer than 500 characters" in cut["error"]["message"]
+    assert len(r.stdout.splitlines()[1]) < 2000
+
+
+def _sparse(path: Path, size: int) -> None:
+    with path.open("wb") as f:
+        f.truncate(size)
+
+
+def test_rules_dir_reads_only_the_rule_files_it_names(tmp_path: Path) -> None:
+    """A 600 MB YAML file beside the rules (and one in a folder under them) is not a rule file:
+    neither the answer nor validate reads it, so memory stays where a plain query keeps it."""
+    root = _rules_copy(tmp_path)
+    _sparse(root / "stray.yaml", 600_000_000)
+    (root / "old").mkdir()
+    _sparse(root / "old" / "gpus.yaml", 600_000_000)
+    r, rss = peak_rss_kb("--rules", str(root), "--no-trace", "serve 7B", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-400:]
+    assert rss < MAX_RSS_KB
+    r, rss = peak_rss_kb("validate", str(root), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-400:]
+    assert rss < MAX_RSS_KB
+
+
+def test_a_huge_flow_file_is_refused_after_the_cap(tmp_path: Path) -> None:
+    """flows/*.yaml are rule files: one of 600 MB is refused at the cap, not read whole."""
+    root = _rules_copy(tmp_path)
+    _sparse(root / "flows" / "huge.yaml", 600_000_000)
+    r, rss = peak_rss_kb("validate", str(root), cwd=tmp_path)
+    assert r.returncode == 2
+    assert "rules/flows/huge.yaml:1:1: file is larger than 4000000 bytes" in r.stderr.splitlines()
+    assert rss < MAX_RSS_KB
+
+
+def test_the_filesystem_root_as_rules_is_refused_without_reading_it(tmp_path: Path) -> None:
+    """`--rules /` names no rule files: each missing one is reported by name, at once (the
+    directory tree below / is never walked or hashed)."""
+    r = run("--rules", "/", "serve 7B", cwd=tmp_path)
+    refused(r, "/gpus.yaml:1:1: file is missing", "/flows:1:1: no flow files")
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGTERM") or not os.path.isdir("/proc"),
+                    reason="needs POSIX signals and /proc")
+def test_sigterm_to_the_batch_parent_alone_stops_its_workers_quietly(tmp_path: Path) -> None:
+    """`kill PID` on the batch process (not its group): before, the workers lived on and each
+    printed a BrokenPipeError traceback when it next sent an answer to the gone parent."""
+    f = tmp_path / "q.txt"
+    f.write_text("serve 70B int4 16 users\nwhich gpu for 13B lora\n" * 20_000)
+    proc = subprocess.Popen([KBQ, "--batch", str(f), "--jobs", "2"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().startswith(b'{"query"')       # the workers are answering
+        children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+        assert len(children) >= 2
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 128 + signal.SIGTERM
+    assert b"Traceback" not in err and b"BrokenPipeError" not in err, err[-600:]
+    deadline = time.monotonic() + 10
+    while any(Path(f"/proc/{c}").exists() for c in children) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [c for c in children if Path(f"/proc/{c}").exists()]
