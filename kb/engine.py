@@ -392,7 +392,7 @@ def base_scope(r: Resolved, kn: Knowledge) -> Scope:
         "model.experts_per_token": (m.get("moe") or {}).get("experts_per_token", 1),
         "model.shared_experts": (m.get("moe") or {}).get("shared_experts", 0),
         "model.tie_embeddings": bool(m.get("tie_embeddings")),
-        "gpu_candidates": None, "fitting_gpus": None,
+        "gpu_candidates": None, "fitting_gpus": None, "fewest_gpus_needed": None,
         "precision.kind": r.precision["kind"],
         "precision.experts_only": bool(r.precision.get("experts_only")),
     })
@@ -820,6 +820,7 @@ def _answer(w: Workload, kn: Knowledge, query: str = "") -> Answer:
         _exact_gpus_needed(kn, w, rows, candidates, order, primary)
     primary.scope["gpu_candidates"] = n
     primary.scope["fitting_gpus"] = sum(map(bool, fits)) if fits.__class__ is Col else n * bool(fits)
+    primary.scope["fewest_gpus_needed"] = rightsize.fewest_needed(rows)
     primary.scope["sort_order"] = rightsize.sort_text(kn, w) or "fit, speed and power"
 
     tracer = Tracer(kn, primary)

@@ -209,6 +209,12 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
     query = parsed["query"].model_dump()
     qdoc = docs["query"]
     need_source(qdoc, ("defaults", "source"), parsed["query"].defaults.source)
+    most = constants.get("max_gpu_count", {}).get("value")
+    counts = parsed["query"].limits.get("gpu_count")
+    if most is not None and counts is not None and counts[1] != most:
+        errs.add(qdoc.error(("limits", "gpu_count"),
+                            f"limits.gpu_count ends at {counts[1]:g}, but formulas.yaml's max_gpu_count "
+                            f"(the most GPUs kbq sizes) is {most:g}; make them agree"))
     for key in ("inference_precision", "training_precision", "qlora_precision", "kv_precision"):
         pid = query["defaults"][key]
         if not skip_precisions and pid not in precisions:

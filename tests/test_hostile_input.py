@@ -262,3 +262,40 @@ def test_sigterm_to_the_batch_parent_alone_stops_its_workers_quietly(tmp_path: P
     while any(Path(f"/proc/{c}").exists() for c in children) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not [c for c in children if Path(f"/proc/{c}").exists()]
+
+
+# ---------------------------------------------------------------- counts beyond what kbq sizes
+
+# 7B with the default architecture (Llama 2 7B: 32 layers, 32 KV heads × 128, fp16 KV) and the
+# default 4,096-token context: 2 (K and V) × 32 × 4096 × 2 B × 4096 tokens = 2.147 GB per user.
+# 999,999 users need about 2,147,000 GB of KV cache; the largest memory in the catalogue is
+# 512 GB (Apple M3 Ultra), so every GPU would take more than 4,190 of them, past the 4,096 GPUs
+# a query may name (rules/query.yaml limits.gpu_count). 1e6 and 1M are the same as 1000000.
+@pytest.mark.parametrize("users", ["999999", "1000000", "1e6", "1M"])
+def test_a_job_past_the_gpu_count_cap_is_said_to_be_beyond_it(tmp_path: Path, users: str) -> None:
+    r = run("--json", f"serve 7B {users} users", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-400:]
+    answer = json.loads(r.stdout)
+    assert answer["workload"]["users"] in (999_999, 1_000_000)
+    verdict = answer["verdict"]
+    assert "every GPU would take more than 4096 cards, beyond what kbq sizes" in verdict
+    assert not re.search(r"\b\d{5,}×", verdict) and "Recommended" not in verdict, verdict
+
+
+def test_a_named_gpu_past_the_cap_is_said_to_be_beyond_it(tmp_path: Path) -> None:
+    """On an H100 (80 GB), 2,147,000 GB would take some 28,000 cards."""
+    r = run("--no-trace", "serve 7B 999999 users on h100", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-400:]
+    verdict = r.stdout.splitlines()[2]
+    assert "it would take more than 4096 of them, beyond what kbq sizes" in verdict
+    assert "would hold it" not in verdict
+
+
+def test_the_gpu_count_cap_is_one_number_in_the_rules(tmp_path: Path) -> None:
+    root = _rules_copy(tmp_path)
+    path = root / "query.yaml"
+    text = path.read_text(encoding="utf-8")
+    assert text.count("  gpu_count: [1, 4096]\n") == 1
+    path.write_text(text.replace("  gpu_count: [1, 4096]\n", "  gpu_count: [1, 8192]\n"), encoding="utf-8")
+    refused(run("validate", str(root), cwd=tmp_path),
+            "limits.gpu_count ends at 8192, but formulas.yaml's max_gpu_count")
