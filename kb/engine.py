@@ -19,6 +19,7 @@ from typing import Any
 
 from kb import training as tr
 from kb import advice as rightsize
+from kb import unknown
 from kb.answer import Answer, GpuRow, Step
 from kb.errors import EvalError
 from kb.expr import MISSING, RAISED, Col, Failed, at, filled, guarded
@@ -736,7 +737,8 @@ def _answer_question(w: Workload, kn: Knowledge, query: str) -> Answer:
         for g in w2.gpus:
             g.count = int(primary["value"])
     result = _answer(w2, kn, query)
-    result.verdict = solve.verdict(kn, question, primary)
+    if primary["found"] or not unknown.is_unknown(result.verdict):    # else: why it is unknown
+        result.verdict = solve.verdict(kn, question, primary)
     if question == "how_many_gpus" and not primary["found"]:
         result.verdict += tr.no_count_note(kn, result.memory)
     if spec.get("holds") == "serves_at_floor":
@@ -831,7 +833,7 @@ def _answer(w: Workload, kn: Knowledge, query: str = "") -> Answer:
         flow_path, text = walk(flow, kn, primary, tracer)
         path.extend(flow_path)
         if flow.role == "sizing":
-            verdict = text
+            verdict = unknown.sizing_verdict(kn, flow, flow_path, primary.scope, primary.errors) or text
         else:
             advice.append({"flow": flow.id, "title": flow.title, "source": flow.source,
                            "conclusion": text, "node": flow_path[-1]})

@@ -6,7 +6,8 @@ dependency order, flows as networkx graphs, sources and claims, query vocabulary
 
 Checks beyond the schema: ids and aliases unique, every source id known, every expression
 parses, every name resolves, units agree, no cycles between formulas, flows acyclic with every
-node reachable and every question's branches covered.
+node reachable and every question's branches covered; and every formula a finite number on at
+least one reference workload (kb.reference).
 """
 
 from __future__ import annotations
@@ -60,7 +61,13 @@ def build(root: Path) -> Knowledge:
     if errs.errors:
         _check_the_rest(root, docs, parsed, errs)
         raise RuleErrors(errs.errors)
-    return _assemble(root, docs, parsed, errs)
+    kn = _assemble(root, docs, parsed, errs)
+    from kb import reference
+
+    problems = reference.check(kn, docs["query"], docs["formulas"])
+    if problems:
+        raise RuleErrors(problems)
+    return kn
 
 
 _STAND_INS = REQUIRED_RULE_FILES

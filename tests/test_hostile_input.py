@@ -299,3 +299,45 @@ def test_the_gpu_count_cap_is_one_number_in_the_rules(tmp_path: Path) -> None:
     path.write_text(text.replace("  gpu_count: [1, 4096]\n", "  gpu_count: [1, 8192]\n"), encoding="utf-8")
     refused(run("validate", str(root), cwd=tmp_path),
             "limits.gpu_count ends at 8192, but formulas.yaml's max_gpu_count")
+
+
+# ---------------------------------------------------------------- a figure that cannot be computed
+
+def _kv_fails_for_one_user(tmp_path: Path) -> Path:
+    """kv_cache_gb_per_user × (users - 1) / (users - 1): the same figure, except a division by
+    zero at 1 user. It passes validate (the reference workloads serve 4 and 16 users), and
+    leaves the memory of every 1-user answer unknown."""
+    root = _rules_copy(tmp_path)
+    path = root / "formulas.yaml"
+    text = path.read_text(encoding="utf-8")
+    old = "kv_window_tokens) / bytes_per_gb + recurrent_state_gb_per_user\n"
+    assert text.count(old) == 1
+    path.write_text(text.replace(old, "kv_window_tokens) / bytes_per_gb * (users - 1) / (users - 1)"
+                                      " + recurrent_state_gb_per_user\n"), encoding="utf-8")
+    return root
+
+
+UNKNOWN = ("could not be computed (kv_cache_gb_per_user: division by zero), so kbq cannot say "
+           "whether or where it fits")
+
+
+@pytest.mark.parametrize("query", ["serve 7B", "serve 7B on h100", "max users for 7B on h100",
+                                   "serve 7B on 20GB"])
+def test_an_answer_whose_deciding_figure_failed_says_unknown(tmp_path: Path, query: str) -> None:
+    """Before, these said 'Needs n/a GB in all … n/a× …', 'Does not fit: needs n/a GB …' or
+    'Does not fit on 1× … even at 1 users': a confident verdict on a figure nobody computed."""
+    root = _kv_fails_for_one_user(tmp_path)
+    assert run("validate", str(root), cwd=tmp_path).returncode == 0
+    r = run("--json", "--rules", str(root), query, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-400:]
+    verdict = json.loads(r.stdout)["verdict"]
+    assert verdict.startswith("Unknown: ") and UNKNOWN in verdict, verdict
+    assert "n/a" not in verdict and "Does not fit" not in verdict
+
+
+def test_the_same_rules_answer_where_the_figure_is_known(tmp_path: Path) -> None:
+    """At 4 users the edited formula is the shipped one: the verdict is the shipped verdict."""
+    root = _kv_fails_for_one_user(tmp_path)
+    edited = json.loads(run("--json", "--rules", str(root), "serve 7B 4 users on h100", cwd=tmp_path).stdout)
+    shipped = json.loads(run("--json", "serve 7B 4 users on h100", cwd=tmp_path).stdout)
+    assert edited["verdict"] == shipped["verdict"] and edited["verdict"].startswith("Fits: ")

@@ -74,6 +74,10 @@ CYCLE_EDGE = "      - {to: TASK, when: is_pretrain, label: start over}\n"
 QL_EDGE = "      - {to: QL_SIZE, when: is_lora or is_qlora, label: LoRA/QLoRA}\n"
 DEEP_V100 = V100.replace("vram_gb: 32", "vram_gb: " + "[" * 50 + "]" * 50)
 PARENS = "(" * 61 + "decode_bytes_per_step_gb / effective_bandwidth_gb_s" + ")" * 61
+KV_PER_USER = ("    expr: kv_values_per_token_layer * kv_bytes_per_value * ((model.attention_layers - "
+               "model.sliding_window_layers) * context_tokens + model.sliding_window_layers * "
+               "kv_window_tokens) / bytes_per_gb + recurrent_state_gb_per_user\n")
+FIRST_REFERENCE = "serve 70B int4 16 users on h100"      # the first of query.yaml reference_queries
 CYCLE_MSG = "the flow has a cycle: TASK → FT → TASK"
 
 CASES = [
@@ -187,6 +191,12 @@ CASES = [
          ((DEEP_V100.index("[[") + 38, "nested deeper than 40 levels"),)),
     Case("deep-nesting-expression", "formulas.yaml", STEP_MEM, f"    expr: {PARENS}\n",
          (("(", "expression nested deeper than 60 levels"),)),
+    # a formula that no reference workload (query.yaml reference_queries) computes to a number
+    Case("formula-never-finite", "formulas.yaml", KV_PER_USER, KV_PER_USER.replace(
+        "/ bytes_per_gb + recurrent", "/ bytes_per_gb / 0 + recurrent"),
+         (("kv_values_per_token_layer", ("kv_cache_gb_per_user is never a finite number on the "
+                                         "reference workloads (query.yaml reference_queries) ("
+                                         f"{FIRST_REFERENCE}: division by zero)")),)),
     Case("merge-key", "gpus.yaml", V100, V100.replace("    vram_gb: 32\n", "    <<: {vram_gb: 32}\n"),
          (("<<", "YAML merge keys (<<) are not used"),)),
 ]
@@ -363,6 +373,25 @@ def test_an_unclosed_bracket_or_quote_is_reported_where_it_opened(
     assert result.stderr.splitlines() == [
         f"rules/{file}:{line}:{col}: YAML: this {opener} is not closed "
         f"(noticed at rules/{file}:{at[0]}:{at[1]}: {problem})", "1 error(s)"]
+
+
+def test_a_constant_of_zero_is_named_where_it_is_set(tmp_path: Path) -> None:
+    """bytes_per_gb: 0 makes every memory figure a division by zero. The error stands at the 0,
+    and names the formulas that divide by it directly (weights_gb is one: its expressions end
+    in '/ bytes_per_gb'), not every formula that reads what they give."""
+    case = Case("zero-constant", "formulas.yaml", "  bytes_per_gb: {value: 1.0e9,",
+                "  bytes_per_gb: {value: 0,", ())
+    root, _ = broken_copy(case, tmp_path)
+    edited, start = _edit(case, (RULES / case.file).read_text(encoding="utf-8"))
+    line, col = _position(edited, start + case.new.index("0,"))
+    result = kbq("validate", str(root))
+    assert result.returncode == 2
+    at_zero = [e for e in result.stderr.splitlines()
+               if e.startswith(f"rules/formulas.yaml:{line}:{col}: constant bytes_per_gb is 0, and ")]
+    assert len(at_zero) == 1, result.stderr
+    assert "weights_gb" in at_zero[0] and "divide by it" in at_zero[0]
+    assert "total_gb" not in at_zero[0]          # it reads weights_gb; it does not divide by 0
+    assert "Traceback" not in result.stderr
 
 
 def test_yaml_aliases_are_refused(tmp_path: Path) -> None:
