@@ -17,11 +17,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
-
-import orjson
 
 from kb import expr as ex
 from kb.model import Case, Claim, Edge, Flow, Formula, Knowledge, Node
@@ -64,10 +61,10 @@ def load_or_build(root: Path) -> Knowledge:
     path = directory / f"knowledge-{key[:32]}.json" if directory else None
     if path is not None and path.is_file():
         try:
-            data = orjson.loads(path.read_bytes())      # a few times faster than json here
+            data = json.loads(path.read_bytes())
             if data.get("key") == key and data.get("format") == FORMAT:
                 return from_data(data["knowledge"], root)
-        except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):  # orjson.JSONDecodeError is a ValueError
+        except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
             pass  # unreadable or not ours: rebuild below
     from kb.knowledge import build
 
@@ -78,6 +75,8 @@ def load_or_build(root: Path) -> Knowledge:
 
 
 def _save(path: Path, data: dict[str, Any]) -> None:
+    import tempfile             # only when a snapshot is written: kept off the plain-query path
+
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd, tmp = tempfile.mkstemp(prefix=".knowledge-", dir=path.parent)
