@@ -60,6 +60,11 @@ def sort_text(kn: Knowledge, w: Workload) -> str | None:
     return f"{name} ({text})"
 
 
+def fewest_needed(rows: list[Any]) -> int:
+    """The fewest GPUs any row's GPU needs to hold the job (0 when none can hold it at any count)."""
+    return min((r.gpus_needed for r in rows if r.gpus_needed), default=0)
+
+
 def configurations(kn: Knowledge, needed: Any, gpus: list[dict[str, Any]]) -> list[tuple[dict[str, Any], int, bool]]:
     """Each catalogue GPU at the fewest cards that hold the job (one where none or too many do:
     more than the rules' max_gpus_per_config is not one box)."""

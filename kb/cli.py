@@ -7,9 +7,9 @@ the subcommands (gpus, models, rules, validate, schema, export, serve) are a cli
 
 from __future__ import annotations
 
-import io
 import sys
-from collections.abc import Sequence
+import typing
+from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 SORTS = ("value", "cost", "speed", "memory", "power")
@@ -161,15 +161,19 @@ class Settings(NamedTuple):
 
 _RULES: str | None = None      # the --rules of a batch, read by its worker processes
 _SETTINGS = Settings()         # and the rest of its options
+ECHO_CHARS = 80                 # a refused query longer than this is echoed cut, with its length
+KEEP_BYTES = 4096               # a batch line longer than any query is kept only this far
 
 
-def _answer_line(line: str) -> bytes:
-    """One batch line → one JSON line (an answer or an error); b'' for a blank or # line."""
+def _answer_line(item: tuple[str, int]) -> bytes:
+    """One batch line (its text, cut at KEEP_BYTES, and its length in bytes) → one JSON line
+    (an answer or an error); b'' for a blank or # line."""
     import orjson
 
     from kb import ask
     from kb.errors import KbError
 
+    line, length = item
     query = line.strip()
     if not query or query.startswith("#"):
         return b""
@@ -177,7 +181,30 @@ def _answer_line(line: str) -> bytes:
     try:
         return ask(query, _RULES, s.config, prices=s.prices, sort=s.sort, options=s.options).to_json() + b"\n"
     except KbError as err:
-        return orjson.dumps({"query": query, "error": err.to_dict()}) + b"\n"
+        if len(query) <= ECHO_CHARS and length <= KEEP_BYTES:
+            return orjson.dumps({"query": query, "error": err.to_dict()}) + b"\n"
+        return orjson.dumps({"query": query[:ECHO_CHARS] + "…", "query_bytes": length,
+                             "error": err.to_dict()}) + b"\n"
+
+
+class _LineTooLong(Exception):
+    def __init__(self, number: int) -> None:
+        super().__init__(number)
+        self.number = number
+
+
+def _lines(raw: typing.BinaryIO, state: dict[str, int]) -> Iterator[tuple[str, int]]:
+    """The lines of a batch as (text, length in bytes); at most MAX_FILE_BYTES read into one line,
+    so /dev/zero or a file without newlines is refused, not held. A line that is not UTF-8
+    becomes a query error of its own, not the end of the batch."""
+    from kb.paths import MAX_FILE_BYTES
+
+    while line := raw.readline(MAX_FILE_BYTES + 1):
+        state["number"] += 1
+        if len(line) > MAX_FILE_BYTES and not line.endswith(b"\n"):
+            state["too_long"] = state["number"]
+            return
+        yield line[:KEEP_BYTES].decode("utf-8", errors="replace"), len(line.rstrip(b"\r\n"))
 
 
 def _batch(path: str, rules: str | None, jobs: int | None = None, settings: Settings | None = None) -> int:
@@ -185,10 +212,12 @@ def _batch(path: str, rules: str | None, jobs: int | None = None, settings: Sett
     Large batches are shared among worker processes (one per core unless --jobs says).
     A price file or model config that cannot be read stops the batch before its first line."""
     import multiprocessing
+    import signal
     from itertools import islice
 
     from kb import cpu_cores, get_knowledge
     from kb.errors import KbError
+    from kb.paths import MAX_FILE_BYTES
 
     global _RULES, _SETTINGS
     settings = settings or Settings()
@@ -205,21 +234,24 @@ def _batch(path: str, rules: str | None, jobs: int | None = None, settings: Sett
             read(settings.config, kn)
     except KbError as err:
         return _fail(str(err), err.exit_code)
-    # a line that is not UTF-8 becomes a query error of its own, not the end of the batch
     try:
-        stream = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace") \
-            if path == "-" else open(path, encoding="utf-8", errors="replace")
+        raw = sys.stdin.buffer if path == "-" else open(path, "rb")
     except OSError as exc:
         return _fail(f"cannot read {path}: {exc.strerror or exc}")
     out = sys.stdout.buffer
     jobs = jobs or cpu_cores()
     pool = None
+    before = None
     if jobs > 1 and "fork" in multiprocessing.get_all_start_methods():
-        # Ctrl-C reaches the whole process group: the workers leave it to this process
-        pool = multiprocessing.get_context("fork").Pool(jobs, initializer=_ignore_sigint)
+        # SIGTERM to this process alone: stop the workers, then end as SIGTERM does, rather than
+        # leave them writing into a closed pipe
+        before = signal.signal(signal.SIGTERM, _terminated)
+        pool = multiprocessing.get_context("fork").Pool(jobs, initializer=_worker_signals)
     finished = False
+    state = {"number": 0, "too_long": 0}
+    lines = _lines(raw, state)
     try:
-        while chunk := list(islice(stream, 4096)):
+        while chunk := list(islice(lines, 4096)):
             answers = pool.imap(_answer_line, chunk, chunksize=64) if pool and len(chunk) > 256 \
                 else map(_answer_line, chunk)
             for line in answers:
@@ -233,17 +265,26 @@ def _batch(path: str, rules: str | None, jobs: int | None = None, settings: Sett
             else:                   # interrupted, or the output closed: stop the workers now
                 pool.terminate()
             pool.join()
+            signal.signal(signal.SIGTERM, before)
         if path != "-":
-            stream.close()
-        else:
-            stream.detach()         # leave sys.stdin's buffer open
+            raw.close()
+    if state["too_long"]:
+        return _fail(f"{'stdin' if path == '-' else path}: line {state['too_long']} is longer than "
+                     f"{MAX_FILE_BYTES} bytes; a query is one short line (stopped there)")
     return 0
 
 
-def _ignore_sigint() -> None:
+def _terminated(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)      # through _batch's finally, which stops the workers
+
+
+def _worker_signals() -> None:
+    """In a batch worker: Ctrl-C reaches the whole process group, and the parent handles it;
+    SIGTERM (sent by the parent when it stops the pool) ends the worker quietly."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

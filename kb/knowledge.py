@@ -6,11 +6,13 @@ dependency order, flows as networkx graphs, sources and claims, query vocabulary
 
 Checks beyond the schema: ids and aliases unique, every source id known, every expression
 parses, every name resolves, units agree, no cycles between formulas, flows acyclic with every
-node reachable and every question's branches covered.
+node reachable and every question's branches covered; and every formula a finite number on at
+least one reference workload (kb.reference).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,7 @@ from kb.errors import RuleError, RuleErrors, nearest
 from kb.loader import Doc, display_name, load, validate
 from kb.model import (GPU_INPUT_PREFIX, PER_GPU_INPUTS, TEMPLATE_FIELD, TEMPLATE_SPEC, Case, Claim,
                       Edge, Flow, Formula, Knowledge, Node, capacity_fields, norm)
+from kb.paths import OPTIONAL_RULE_FILES, REQUIRED_RULE_FILES
 from kb.schema import FILES
 
 __all__ = ["build", "Knowledge", "Formula", "Flow", "Node", "Edge", "Claim", "Case", "norm",
@@ -41,16 +44,15 @@ def build(root: Path) -> Knowledge:
     errs = _Collector()
     docs: dict[str, Doc] = {}
     parsed: dict[str, Any] = {}
-    for name in ("sources", "precisions", "gpus", "models", "formulas", "query", "runtimes"):
+    for name in REQUIRED_RULE_FILES:
         path = root / f"{name}.yaml"
         if not path.is_file():
             errs.add(RuleError(f"{root.name}/{name}.yaml", 1, 1, "file is missing"))
             continue
         _load_one(path, root, FILES[name], name, docs, parsed, errs)
-    if (root / "error_bands.yaml").is_file():
-        _load_one(root / "error_bands.yaml", root, FILES["error_bands"], "error_bands", docs, parsed, errs)
-    if (root / "prices.yaml").is_file():
-        _load_one(root / "prices.yaml", root, FILES["prices"], "prices", docs, parsed, errs)
+    for name in OPTIONAL_RULE_FILES:
+        if (root / f"{name}.yaml").is_file():
+            _load_one(root / f"{name}.yaml", root, FILES[name], name, docs, parsed, errs)
     flow_paths = sorted((root / "flows").glob("*.yaml")) if (root / "flows").is_dir() else []
     if not flow_paths:
         errs.add(RuleError(f"{root.name}/flows", 1, 1, "no flow files"))
@@ -59,10 +61,16 @@ def build(root: Path) -> Knowledge:
     if errs.errors:
         _check_the_rest(root, docs, parsed, errs)
         raise RuleErrors(errs.errors)
-    return _assemble(root, docs, parsed, errs)
+    kn = _assemble(root, docs, parsed, errs)
+    from kb import reference
+
+    problems = reference.check(kn, docs["query"], docs["formulas"])
+    if problems:
+        raise RuleErrors(problems)
+    return kn
 
 
-_STAND_INS = ("sources", "precisions", "gpus", "models", "formulas", "query", "runtimes")
+_STAND_INS = REQUIRED_RULE_FILES
 
 
 def _check_the_rest(root: Path, docs: dict[str, Doc], parsed: dict[str, Any], errs: _Collector) -> None:
@@ -208,6 +216,12 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
     query = parsed["query"].model_dump()
     qdoc = docs["query"]
     need_source(qdoc, ("defaults", "source"), parsed["query"].defaults.source)
+    most = constants.get("max_gpu_count", {}).get("value")
+    counts = parsed["query"].limits.get("gpu_count")
+    if most is not None and counts is not None and counts[1] != most:
+        errs.add(qdoc.error(("limits", "gpu_count"),
+                            f"limits.gpu_count ends at {counts[1]:g}, but formulas.yaml's max_gpu_count "
+                            f"(the most GPUs kbq sizes) is {most:g}; make them agree"))
     for key in ("inference_precision", "training_precision", "qlora_precision", "kv_precision"):
         pid = query["defaults"][key]
         if not skip_precisions and pid not in precisions:
@@ -421,31 +435,43 @@ def _compile_formulas(doc: Doc, ffile: Any, units: dict[str, ex.Unit],
 
 
 def _closures(doc: Doc, formulas: dict[str, Formula], errs: _Collector) -> dict[str, tuple[str, ...]]:
-    """For each formula, the formulas to compute before it (dependency order); cycles are errors."""
+    """For each formula, the formulas to compute before it (dependency order); cycles are errors.
+    A depth-first walk with its own stack: how deep formulas build on each other is up to the
+    rule files, not to Python's recursion limit."""
     closure: dict[str, tuple[str, ...]] = {}
-    state: dict[str, int] = {}
 
-    def visit(name: str, stack: list[str]) -> tuple[str, ...]:
-        if name in closure:
-            return closure[name]
-        if state.get(name) == 1:
-            cycle = stack[stack.index(name):] + [name]
-            errs.add(doc.error(("formulas", name, "<key>"),
-                               "formulas depend on each other in a cycle: " + " → ".join(cycle)))
-            return ()
-        state[name] = 1
-        order: list[str] = []
-        for dep in formulas[name].deps:
-            if dep in formulas:
-                for d in visit(dep, stack + [name]) + (dep,):
-                    if d not in order:
-                        order.append(d)
-        state[name] = 2
-        closure[name] = tuple(order)
-        return closure[name]
+    def extend(order: list[str], names: tuple[str, ...]) -> None:
+        for d in names:
+            if d not in order:
+                order.append(d)
 
-    for name in formulas:
-        visit(name, [])
+    for root in formulas:
+        if root in closure:
+            continue
+        path = [root]                                   # the formulas being visited, in order
+        stack: list[tuple[Iterator[str], list[str]]] = [(iter(formulas[root].deps), [])]       # per visit: deps left, order so far
+        while stack:
+            deps, order = stack[-1]
+            for dep in deps:
+                if dep not in formulas:
+                    continue
+                if dep in closure:
+                    extend(order, closure[dep] + (dep,))
+                elif dep in path:
+                    cycle = path[path.index(dep):] + [dep]
+                    errs.add(doc.error(("formulas", dep, "<key>"),
+                                       "formulas depend on each other in a cycle: " + " → ".join(cycle)))
+                    extend(order, (dep,))
+                else:
+                    path.append(dep)
+                    stack.append((iter(formulas[dep].deps), []))
+                    break
+            else:
+                name = path.pop()
+                stack.pop()
+                closure[name] = tuple(order)
+                if stack:
+                    extend(stack[-1][1], closure[name] + (name,))
     return closure
 
 

@@ -16,11 +16,11 @@ from typing import Any
 import yaml
 
 from kb.errors import RuleError, nearest
+from kb.paths import MAX_FILE_BYTES
 
 Pos = tuple[int, int]
 Path_ = tuple[Any, ...]
 
-MAX_FILE_BYTES = 4_000_000
 MAX_DEPTH = 40
 
 
@@ -94,7 +94,8 @@ def display_name(path: Path, root: Path | None) -> str:
 def load(path: Path, root: Path | None = None) -> Doc:
     display = display_name(path, root)
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as f:          # never more than the cap, whatever the file is
+            raw = f.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         raise RuleError(display, 1, 1, f"cannot read: {exc.strerror}") from None
     if len(raw) > MAX_FILE_BYTES:
@@ -119,10 +120,7 @@ def load(path: Path, root: Path | None = None) -> Doc:
     except _TooDeep as exc:
         raise RuleError(display, exc.line, exc.column, f"nested deeper than {MAX_DEPTH} levels") from None
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        problem = exc.problem or exc.context or "invalid YAML"
-        raise RuleError(display, line, col, f"YAML: {problem}") from None
+        raise _yaml_error(exc, text, display) from None
     except yaml.YAMLError as exc:
         raise RuleError(display, 1, 1, f"YAML: {exc}") from None
     except RecursionError:
@@ -130,6 +128,25 @@ def load(path: Path, root: Path | None = None) -> Doc:
     finally:
         loader.dispose()
     return Doc(path, data, positions, display, text.splitlines())
+
+
+_OPENERS = {"while parsing a flow sequence": "[", "while parsing a flow mapping": "{",
+            "while scanning a quoted scalar": None}      # None: the quote at the mark
+
+
+def _yaml_error(exc: yaml.MarkedYAMLError, text: str, display: str) -> RuleError:
+    """A YAML error at its problem; but where a bracket or quote was left open, PyYAML notices
+    it only later (at the next key, or the end of the file): then the error stands where the
+    bracket or quote opened, and says where it was noticed."""
+    mark, problem = exc.problem_mark or exc.context_mark, exc.problem or exc.context or "invalid YAML"
+    start = exc.context_mark
+    if start is not None and exc.context in _OPENERS and mark is not None and mark is not start:
+        opener = _OPENERS[exc.context] or text[start.index:start.index + 1]
+        where = f"{display}:{mark.line + 1}:{mark.column + 1}"
+        return RuleError(display, start.line + 1, start.column + 1,
+                         f"YAML: this {opener} is not closed (noticed at {where}: {problem})")
+    line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+    return RuleError(display, line, col, f"YAML: {problem}")
 
 
 def _build(loader: yaml.SafeLoader, node: yaml.Node, loc: Path_,
@@ -209,20 +226,36 @@ def validate(doc: Doc, model: type[Any]) -> tuple[Any, list[RuleError]]:
 def _to_rule_error(doc: Doc, model: type[Any], err: Any) -> RuleError:
     loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and _is_union_tag(p)))
     kind = err["type"]
-    where = ".".join(str(p) for p in loc)
+    where = record_path(doc.data, loc)
     if kind == "extra_forbidden":
         key = loc[-1]
         valid = _fields_at(model, loc[:-1])
         return doc.error(loc + ("<key>",), f"unknown key '{key}'",
                          nearest(str(key), valid) if valid else None)
     if kind == "missing":
-        return doc.error(loc[:-1], f"missing key '{loc[-1]}'" + (f" in {'.'.join(map(str, loc[:-1]))}" if loc[:-1] else ""))
+        return doc.error(loc[:-1], f"missing key '{loc[-1]}'" + (f" in {record_path(doc.data, loc[:-1])}" if loc[:-1] else ""))
     if kind == "literal_error":
         allowed = _literal_values(model, loc)
         value = err.get("input")
         return doc.error(loc, f"{where}: '{value}' is not one of {', '.join(allowed)}",
                          nearest(str(value), allowed) if allowed else None)
     return doc.error(loc, f"{where}: {err['msg']}")
+
+
+def record_path(data: Any, loc: Path_) -> str:
+    """A place in a rule file as people name it: list items by their id where they have one,
+    `gpus[rtx-4090].memory_bytes`, else by position, `recipes[0]`."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int) and not isinstance(part, bool):
+            item = data[part] if isinstance(data, list) and -len(data) <= part < len(data) else None
+            ident = item.get("id") if isinstance(item, dict) else None
+            out += f"[{ident}]" if isinstance(ident, str) and ident else f"[{part}]"
+            data = item
+        else:
+            out += f".{part}" if out else str(part)
+            data = data.get(part) if isinstance(data, dict) else None
+    return out
 
 
 def _is_union_tag(part: str) -> bool:

@@ -473,6 +473,7 @@ class QueryFile(Strict):
     format_suffixes: dict[str, str] = {}
     gpu_words: list[str] = []
     focus_lead: dict[str, str] = {}
+    reference_queries: list[str] = []
     knobs: dict[Literal["checkpointing", "no_checkpointing", "flash", "eager", "adam8bit", "sgd",
                         "adamw", "offload", "fp8_kv", "int8_kv", "optimizer_in_backward", "paged",
                         "lora_attention_only", "quantized_inputs_kept"], list[str]]

@@ -2,8 +2,9 @@
 
 In: a rules directory. Out: Knowledge — from `<cache>/knowledge-<key>.json` when a snapshot for
 exactly these rule files exists, else built and validated from the YAML (kb.knowledge.build)
-and then saved. The key is a SHA-256 of every rule file's path and bytes, the grammars and the
-package version, so an edited rule file is never served stale. The snapshot is JSON (no pickle:
+and then saved. The key is a SHA-256 of every rule file's path and bytes (only the files the
+knowledge names, kb.paths.rule_files: never a walk of the tree), the grammars and the package
+version, so an edited rule file is never served stale. The snapshot is JSON (no pickle:
 loading it cannot run code); expressions are stored as their parsed ASTs and compiled again on
 load. A snapshot that fails to read or does not match is rebuilt, never trusted.
 
@@ -16,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -39,15 +39,18 @@ def cache_dir() -> Path | None:
 
 def content_key(root: Path) -> str:
     from kb.version import __version__
-    from kb.paths import grammar_dir
+    from kb.paths import MAX_FILE_BYTES, grammar_dir, rule_files
 
     h = hashlib.sha256(f"kbq {__version__} snapshot {FORMAT}\n".encode())
-    files = sorted(p for p in root.rglob("*.yaml") if p.is_file())
-    files += sorted(grammar_dir().glob("*.lark"))
+    files = rule_files(root) + sorted(grammar_dir().glob("*.lark"))
     for p in files:
         h.update(str(p.relative_to(p.parent.parent) if p.suffix == ".lark" else p.relative_to(root)).encode())
         h.update(b"\0")
-        h.update(p.read_bytes())
+        try:
+            with p.open("rb") as f:    # a file over the cap is refused by the build: its head will do
+                h.update(f.read(MAX_FILE_BYTES + 1))
+        except OSError:                # unreadable: the build says so, with the file's name
+            h.update(b"\0unreadable")
         h.update(b"\0")
     h.update(str(root.resolve()).encode())
     return h.hexdigest()
@@ -59,7 +62,7 @@ def load_or_build(root: Path) -> Knowledge:
     path = directory / f"knowledge-{key[:32]}.json" if directory else None
     if path is not None and path.is_file():
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(path.read_bytes())
             if data.get("key") == key and data.get("format") == FORMAT:
                 return from_data(data["knowledge"], root)
         except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
@@ -73,6 +76,8 @@ def load_or_build(root: Path) -> Knowledge:
 
 
 def _save(path: Path, data: dict[str, Any]) -> None:
+    import tempfile             # only when a snapshot is written: kept off the plain-query path
+
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd, tmp = tempfile.mkstemp(prefix=".knowledge-", dir=path.parent)

@@ -240,18 +240,21 @@ NODE_W, NODE_GAP, LAYER_GAP, LINE_H, MARGIN = 200, 36, 76, 15, 12
 
 
 def _topological(flow: Any) -> list[str]:
-    seen: set[str] = set()
+    """The nodes reachable from the entry, each before every node it leads to. A loop with its
+    own stack, not recursion: a flow's depth is up to its rule file, not to Python's stack."""
+    seen = {flow.entry}
     out: list[str] = []
-
-    def visit(node_id: str) -> None:
-        if node_id in seen:
-            return
-        seen.add(node_id)
-        for e in flow.nodes[node_id].edges:
-            visit(e.to)
-        out.append(node_id)
-
-    visit(flow.entry)
+    stack = [(flow.entry, iter(flow.nodes[flow.entry].edges))]
+    while stack:
+        node_id, edges = stack[-1]
+        for e in edges:
+            if e.to not in seen:
+                seen.add(e.to)
+                stack.append((e.to, iter(flow.nodes[e.to].edges)))
+                break
+        else:
+            stack.pop()
+            out.append(node_id)
     return out[::-1]
 
 
@@ -270,22 +273,32 @@ def _layers(flow: Any) -> list[list[str]]:
 
 def _place(flow: Any, layers: list[list[str]]) -> dict[str, float]:
     """Centre x of each node: children fan out under their parent in edge order, siblings stay
-    together, and a layer is pushed apart where nodes would overlap, then re-centred."""
+    together, and a layer is pushed apart where nodes would overlap, then re-centred.
+    A node whose parents all sit more than one layer up goes under the first of them."""
     step = NODE_W + NODE_GAP
     x = {flow.entry: 0.0}
+    depth_of = {n: d for d, layer in enumerate(layers) for n in layer}
+    parents: dict[str, list[str]] = {}
+    for layer in layers:
+        for parent in layer:
+            for e in flow.nodes[parent].edges:
+                parents.setdefault(e.to, []).append(parent)
+    position: dict[str, tuple[int, int]] = {flow.entry: (0, 0)}     # layer, place in it
     for depth in range(1, len(layers)):
+        here = set(layers[depth])
         wanted: dict[str, list[float]] = {}
         rank: dict[str, tuple[int, int]] = {}
         for i, parent in enumerate(layers[depth - 1]):
             edges = flow.nodes[parent].edges
             for j, e in enumerate(edges):
-                if e.to in layers[depth]:
+                if e.to in here:
                     wanted.setdefault(e.to, []).append(x[parent] + (j - (len(edges) - 1) / 2) * step)
                     rank.setdefault(e.to, (i, j))
-        for parent in (p for layer in layers[:depth - 1] for p in layer):   # edges that skip layers
-            for e in flow.nodes[parent].edges:
-                if e.to in layers[depth] and e.to not in wanted:
-                    wanted[e.to], rank[e.to] = [x[parent]], (-1, 0)
+        for n in layers[depth]:                                         # edges that skip layers
+            if n not in wanted:
+                skipping = [p for p in parents.get(n, []) if depth_of[p] < depth - 1]
+                if skipping:
+                    wanted[n], rank[n] = [x[min(skipping, key=position.__getitem__)]], (-1, 0)
         order = sorted(layers[depth], key=lambda n: rank.get(n, (len(layers[depth - 1]), 0)))
         desired = [sum(wanted.get(n, [0.0])) / len(wanted.get(n, [0.0])) for n in order]
         placed: list[float] = []
@@ -293,6 +306,7 @@ def _place(flow: Any, layers: list[list[str]]) -> dict[str, float]:
             placed.append(d if not placed else max(d, placed[-1] + step))
         shift = sum(p - d for p, d in zip(placed, desired)) / len(placed)
         x.update({n: p - shift for n, p in zip(order, placed)})
+        position.update({n: (depth, k) for k, n in enumerate(order)})
         layers[depth] = order
     return x
 

@@ -5,7 +5,7 @@ Out: `LiveKnowledge.get()` â†’ the last Knowledge that validated; `.status()` â†
 loaded and the errors of the newest files if they do not validate.
 
 With a rules directory, each request may stat the rule files (those the knowledge reads: the
-top-level YAML files and flows/*.yaml, never the rest of the tree), at most once per `interval`
+named top-level files and flows/*.yaml, never the rest of the tree), at most once per `interval`
 seconds; when one was added, removed or changed, the knowledge is rebuilt in a background
 thread while requests go on being answered from the last good knowledge, which the new one
 replaces in one assignment. New files that do not validate leave the last good knowledge in
@@ -26,6 +26,7 @@ from typing import Any
 
 from kb.errors import KbError, RuleErrors
 from kb.knowledge import Knowledge, build
+from kb.paths import rule_files
 from server.answer_cache import AnswerCache
 
 Fingerprint = tuple[tuple[str, int, int], ...]
@@ -42,11 +43,6 @@ class NoKnowledge(Exception):
 log = logging.getLogger("kbq.rules")
 
 
-def rule_files(root: Path) -> list[Path]:
-    """The files a build reads: root/*.yaml and root/flows/*.yaml (not the whole tree)."""
-    flows = root / "flows"
-    found = [*root.glob("*.yaml"), *(flows.glob("*.yaml") if flows.is_dir() else [])]
-    return sorted(p for p in found if p.is_file())
 
 
 def fingerprint(root: Path) -> Fingerprint:

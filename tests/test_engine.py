@@ -38,6 +38,12 @@ def ends(answer, flow):
     ("serve 70B fp16 on h100", "sizing", "no_fit_verdict"),
     ("serve 70B int4", "sizing", "ranked_verdict"),
     ("full fine-tune 405B", "sizing", "none_fit_verdict"),
+    # 2.147 GB of KV cache per user (Llama 2 7B shape, 4k context): 999,999 users need more than
+    # 4,096 of even the largest card (512 GB); 200,000 users (429,000 GB) need more than 4,096
+    # 16 GB cards but fewer 192 GB ones (about 2,240)
+    ("serve 7B 999999 users on h100", "sizing", "beyond_count_verdict"),
+    ("serve 7B 999999 users", "sizing", "beyond_any_verdict"),
+    ("serve 7B 200000 users", "sizing", "beyond_first_verdict"),
 ])
 def test_flows_reach_the_expected_leaf(query, flow, leaf):
     assert ends(ask(query).to_dict(), flow) == f"{flow}/{leaf}"
@@ -51,7 +57,8 @@ def test_every_node_of_every_flow_is_walked_by_some_query():
                "full fine-tune 70B", "full fine-tune 13B", "pretrain 7B", "serve 70B int4 on h100",
                "serve 70B fp16 on h100", "serve 70B int4", "full fine-tune 405B", "serve 7B on 1GB",
                "serve llama-3.1-8b int4 2048 users 256 context prompt 32 output 224 fp8 kv cache on h100",
-               "full fine-tune 70B on 16x h100"]
+               "full fine-tune 70B on 16x h100", "serve 7B 999999 users on h100",
+               "serve 7B 999999 users", "serve 7B 200000 users"]
     seen = set()
     for q in queries:
         seen.update(ask(q).to_dict()["path"])

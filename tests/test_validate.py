@@ -74,29 +74,39 @@ CYCLE_EDGE = "      - {to: TASK, when: is_pretrain, label: start over}\n"
 QL_EDGE = "      - {to: QL_SIZE, when: is_lora or is_qlora, label: LoRA/QLoRA}\n"
 DEEP_V100 = V100.replace("vram_gb: 32", "vram_gb: " + "[" * 50 + "]" * 50)
 PARENS = "(" * 61 + "decode_bytes_per_step_gb / effective_bandwidth_gb_s" + ")" * 61
+KV_PER_USER = ("    expr: kv_values_per_token_layer * kv_bytes_per_value * ((model.attention_layers - "
+               "model.sliding_window_layers) * context_tokens + model.sliding_window_layers * "
+               "kv_window_tokens) / bytes_per_gb + recurrent_state_gb_per_user\n")
+FIRST_REFERENCE = "serve 70B int4 16 users on h100"      # the first of query.yaml reference_queries
 CYCLE_MSG = "the flow has a cycle: TASK → FT → TASK"
 
 CASES = [
     Case("unknown-key-suggestion", "gpus.yaml", V100,
          V100.replace("bandwidth_gb_s: 900", "bandwith_gb_s: 900"),
          (("bandwith_gb_s", "unknown key 'bandwith_gb_s' (did you mean 'bandwidth_gb_s'?)"),
-          (V100_ID, "missing key 'bandwidth_gb_s' in gpus.0"))),
+          (V100_ID, "missing key 'bandwidth_gb_s' in gpus[v100-sxm2-32gb]"))),
     Case("missing-key", "gpus.yaml", V100, V100.replace("    memory_type: HBM2\n", ""),
-         ((V100_ID, "missing key 'memory_type' in gpus.0"),)),
+         ((V100_ID, "missing key 'memory_type' in gpus[v100-sxm2-32gb]"),)),
     Case("wrong-type", "gpus.yaml", V100, V100.replace("vram_gb: 32", "vram_gb: lots"),
-         (("lots", ("gpus.0.vram_gb: Input should be a valid number, unable to parse string "
+         (("lots", ("gpus[v100-sxm2-32gb].vram_gb: Input should be a valid number, unable to parse string "
                    "as a number")),)),
     Case("invalid-literal-suggestion", "gpus.yaml", V100,
          V100.replace("vendor: nvidia", "vendor: nvidai"),
-         (("nvidai", ("gpus.0.vendor: 'nvidai' is not one of nvidia, amd, intel, apple, google, aws "
+         (("nvidai", ("gpus[v100-sxm2-32gb].vendor: 'nvidai' is not one of nvidia, amd, intel, apple, google, aws "
                      "(did you mean 'nvidia'?)")),)),
+    # records are named by id where they have one, by position where they do not
+    Case("flow-node-named-by-id", WHICH, "  - id: FT_SIZE\n    kind: question\n",
+         "  - id: FT_SIZE\n    kind: questoin\n",
+         (("questoin", ("nodes[FT_SIZE].kind: 'questoin' is not one of start, question, compute, "
+                       "verdict (did you mean 'question'?)")),)),
+    Case("record-without-id-by-position", "runtimes.yaml",
+         "        set: {offload: true}\n        text: \"torchtune's one-node 70B",
+         "        set: {offload: true}\n        txt: \"torchtune's one-node 70B",
+         (("txt", "unknown key 'txt' (did you mean 'text'?)"),
+          ((Find("      - when: {tasks: [full_ft], min_gpus: 2", "when")),
+           "missing key 'text' in runtimes[torchtune].recipes[1]"))),
     Case("yaml-syntax", "precisions.yaml", FP16_ALIASES, "    aliases: [float16, half, f16]]\n",
          (("]\n", "YAML: expected <block end>, but found ']'"),)),
-    # PyYAML notices an unclosed '[' on the next line, at the ':' of 'source:'
-    Case("yaml-unclosed-bracket", "precisions.yaml", FP16_ALIASES,
-         "    aliases: [float16, half, f16\n",
-         ((Find("    source: 003_d80bd7f97616bc0e\n  - id: bf16", ":"),
-           "YAML: expected ',' or ']', but got ':'"),)),
     Case("python-tag", "gpus.yaml", V100,
          V100.replace("vram_gb: 32", 'vram_gb: !!python/object/apply:os.system ["touch PWNED"]'),
          (("!!python", ("the tag tag:yaml.org,2002:python/object/apply:os.system is not "
@@ -172,7 +182,7 @@ CASES = [
     Case("comments-only-file", "precisions.yaml", None, "# nothing yet\n",
          (((1, 1), "file is empty"),)),
     Case("huge-number-yaml", "gpus.yaml", V100, V100.replace("vram_gb: 32", "vram_gb: 1e999"),
-         (("1e999", "gpus.0.vram_gb: Input should be a finite number"),)),
+         (("1e999", "gpus[v100-sxm2-32gb].vram_gb: Input should be a finite number"),)),
     Case("huge-number-expression", "formulas.yaml", STEP_MEM,
          "    expr: decode_bytes_per_step_gb / effective_bandwidth_gb_s * 1e400\n",
          (("1e400", "number 1e400 is too large"),)),
@@ -181,6 +191,12 @@ CASES = [
          ((DEEP_V100.index("[[") + 38, "nested deeper than 40 levels"),)),
     Case("deep-nesting-expression", "formulas.yaml", STEP_MEM, f"    expr: {PARENS}\n",
          (("(", "expression nested deeper than 60 levels"),)),
+    # a formula that no reference workload (query.yaml reference_queries) computes to a number
+    Case("formula-never-finite", "formulas.yaml", KV_PER_USER, KV_PER_USER.replace(
+        "/ bytes_per_gb + recurrent", "/ bytes_per_gb / 0 + recurrent"),
+         (("kv_values_per_token_layer", ("kv_cache_gb_per_user is never a finite number on the "
+                                         "reference workloads (query.yaml reference_queries) ("
+                                         f"{FIRST_REFERENCE}: division by zero)")),)),
     Case("merge-key", "gpus.yaml", V100, V100.replace("    vram_gb: 32\n", "    <<: {vram_gb: 32}\n"),
          (("<<", "YAML merge keys (<<) are not used"),)),
 ]
@@ -324,6 +340,58 @@ def test_several_directories_in_one_run(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert ": ok — " in result.stdout
     assert result.stderr.splitlines() == [*expected, "1 error(s)"]
+
+
+# PyYAML notices an unclosed bracket or quote later: at the ':' of the next key, or at the end
+# of the file. The error stands where it opened, and names where it was noticed.
+BRACE = V100.replace("vram_gb: 32", "vram_gb: {gb: 32")
+UNCLOSED = [
+    ("bracket", FP16_ALIASES, "    aliases: [float16, half, f16\n", "[",
+     Find("    source: 003_d80bd7f97616bc0e\n  - id: bf16", ":"), "expected ',' or ']', but got ':'"),
+    ("brace", V100, BRACE, "{", BRACE.index("memory_bytes:") + len("memory_bytes"), "expected ',' or '}', but got ':'"),
+    # the last double quote of precisions.yaml: left open, it runs to the end of the file
+    ("quote", '"exl2 8bpw"]\n', '"exl2 8bpw]\n', '"', None, "found unexpected end of stream"),
+]
+
+
+@pytest.mark.parametrize("kind, old, new, opener, noticed, problem", UNCLOSED,
+                         ids=[u[0] for u in UNCLOSED])
+def test_an_unclosed_bracket_or_quote_is_reported_where_it_opened(
+        tmp_path: Path, kind: str, old: str, new: str, opener: str, noticed: Find | int | None,
+        problem: str) -> None:
+    file = "gpus.yaml" if kind == "brace" else "precisions.yaml"
+    case = Case(f"unclosed-{kind}", file, old, new, ())
+    root, _ = broken_copy(case, tmp_path)
+    edited, start = _edit(case, (RULES / file).read_text(encoding="utf-8"))
+    line, col = _position(edited, start + new.index(opener))
+    if noticed is None:              # a quote runs to the end of the file: noticed there
+        at = (edited.count("\n") + 1, 1)
+    else:
+        at = _where(case, noticed, edited, start)
+    result = kbq("validate", str(root))
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        f"rules/{file}:{line}:{col}: YAML: this {opener} is not closed "
+        f"(noticed at rules/{file}:{at[0]}:{at[1]}: {problem})", "1 error(s)"]
+
+
+def test_a_constant_of_zero_is_named_where_it_is_set(tmp_path: Path) -> None:
+    """bytes_per_gb: 0 makes every memory figure a division by zero. The error stands at the 0,
+    and names the formulas that divide by it directly (weights_gb is one: its expressions end
+    in '/ bytes_per_gb'), not every formula that reads what they give."""
+    case = Case("zero-constant", "formulas.yaml", "  bytes_per_gb: {value: 1.0e9,",
+                "  bytes_per_gb: {value: 0,", ())
+    root, _ = broken_copy(case, tmp_path)
+    edited, start = _edit(case, (RULES / case.file).read_text(encoding="utf-8"))
+    line, col = _position(edited, start + case.new.index("0,"))
+    result = kbq("validate", str(root))
+    assert result.returncode == 2
+    at_zero = [e for e in result.stderr.splitlines()
+               if e.startswith(f"rules/formulas.yaml:{line}:{col}: constant bytes_per_gb is 0, and ")]
+    assert len(at_zero) == 1, result.stderr
+    assert "weights_gb" in at_zero[0] and "divide by it" in at_zero[0]
+    assert "total_gb" not in at_zero[0]          # it reads weights_gb; it does not divide by 0
+    assert "Traceback" not in result.stderr
 
 
 def test_yaml_aliases_are_refused(tmp_path: Path) -> None:

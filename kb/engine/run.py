@@ -16,6 +16,7 @@ from typing import Any
 from kb import advice as rightsize
 from kb import margins
 from kb import training as tr
+from kb import unknown
 from kb.answer import Answer, GpuRow
 from kb.engine import solve
 from kb.engine.assemble import (BREAKDOWN, INFERENCE_SPEED, ROW_FORMULAS, TRAINING_BREAKDOWN,
@@ -75,7 +76,8 @@ def _answer_question(w: Workload, kn: Knowledge, query: str, brief: bool = False
         for g in w2.gpus:
             g.count = int(primary["value"])
     result = _answer(w2, kn, query, brief)
-    result.verdict = solve.verdict(kn, question, primary)
+    if primary["found"] or not unknown.is_unknown(result.verdict):    # else: why it is unknown
+        result.verdict = solve.verdict(kn, question, primary)
     if question == "how_many_gpus" and not primary["found"]:
         result.verdict += tr.no_count_note(kn, result.memory)
     if spec.get("holds") == "serves_at_floor":
@@ -162,6 +164,7 @@ def _answer(w: Workload, kn: Knowledge, query: str = "", brief: bool = False) ->
         _exact_gpus_needed(kn, w, rows, candidates, order, primary)
     primary.scope["gpu_candidates"] = n
     primary.scope["fitting_gpus"] = sum(map(bool, fits)) if fits.__class__ is Col else n * bool(fits)
+    primary.scope["fewest_gpus_needed"] = rightsize.fewest_needed(rows)
     primary.scope["sort_order"] = rightsize.sort_text(kn, w) or "fit, speed and power"
     if brief:
         return brief_answer(kn, r, primary, rows, query)
@@ -174,7 +177,7 @@ def _answer(w: Workload, kn: Knowledge, query: str = "", brief: bool = False) ->
         flow_path, text = walk(flow, kn, primary, tracer)
         path.extend(flow_path)
         if flow.role == "sizing":
-            verdict = text
+            verdict = unknown.sizing_verdict(kn, flow, flow_path, primary.scope, primary.errors) or text
         else:
             advice.append({"flow": flow.id, "title": flow.title, "source": flow.source,
                            "conclusion": text, "node": flow_path[-1]})

@@ -224,7 +224,7 @@ def base_scope(r: Resolved, kn: Knowledge) -> Scope:
         "model.shared_experts": (m.get("moe") or {}).get("shared_experts", 0),
         "model.tie_embeddings": bool(m.get("tie_embeddings")),
         "model.gated_mlp": m.get("mlp", "gated") == "gated",
-        "gpu_candidates": None, "fitting_gpus": None,
+        "gpu_candidates": None, "fitting_gpus": None, "fewest_gpus_needed": None,
         "precision.kind": r.precision["kind"],
         "precision.experts_only": bool(r.precision.get("experts_only")),
     })
