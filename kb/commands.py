@@ -297,7 +297,8 @@ __all__ = ["cli", "json"]
 
 @cli.group("export", invoke_without_command=True,
            help="Write wiki pages (Markdown + Mermaid) from the rules: kbq export --out DIR. "
-                "'kbq export flow ID' prints one flow as a Mermaid chart.")
+                "'kbq export flow ID' prints one flow as a Mermaid chart, "
+                "'kbq export graph' the knowledge graph.")
 @click.option("--format", "fmt", type=click.Choice(["markdown"]), default="markdown",
               show_default=True, help="Page format.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -308,7 +309,7 @@ def export(ctx: click.Context, fmt: str, out: Path | None, rules: str | None) ->
     ctx.obj = rules
     if ctx.invoked_subcommand is not None:
         if out is not None:
-            raise click.UsageError("--out writes pages; 'export flow ID' prints to stdout")
+            raise click.UsageError(f"--out writes pages; 'export {ctx.invoked_subcommand}' prints to stdout")
         return
     if out is None:
         raise click.UsageError("missing --out DIR (or use 'kbq export flow ID')")
@@ -342,3 +343,16 @@ def export_flow(ctx: click.Context, flow_id: str, rules: str | None) -> None:
         raise click.UsageError(f"no flow '{flow_id}'" + (f" (did you mean '{hint}'?)" if hint else "")
                                + "; flows: " + ", ".join(ids))
     click.echo(mermaid(kn.flow(flow_id)), nl=False)
+
+
+@export.command("graph", help="Print the knowledge graph (every formula and flow node, and the "
+                              "edges between them) as a Mermaid flowchart; --markdown: the page "
+                              "docs/graph.md holds.")
+@click.option("--markdown", "page", is_flag=True, help="The Markdown page around the chart.")
+@rules_option
+@click.pass_context
+def export_graph(ctx: click.Context, page: bool, rules: str | None) -> None:
+    from kb.export_graph import graph_mermaid, graph_page
+
+    kn = _knowledge(rules or ctx.obj)
+    click.echo(graph_page(kn) if page else graph_mermaid(kn), nl=False)
