@@ -1,4 +1,4 @@
-"""The kbq subcommands (click): gpus, models, rules, validate, schema, export, serve, ask.
+"""The kbq subcommands (click): ask, gpus, models, rules, validate, schema, export, serve.
 
 In: argv after `kbq`. Out: listings, validation reports, files; exit 2 on a rule error.
 """
@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import click
+
+from kb.cli_query import QUERY_OPTIONS, QueryArgs, fail, run
 
 
 def dump(value: Any) -> str:
@@ -39,35 +41,36 @@ def cli() -> None:
     pass
 
 
-@cli.command(help="Answer QUERY (the same as kbq \"QUERY\").")
+def _query_options(f: Callable[..., None]) -> Callable[..., None]:
+    """The options of `kbq "QUERY"` (kb.cli_query.QUERY_OPTIONS, but --batch and --jobs) as click
+    options, each under its flag's name (--no-trace → no_trace)."""
+    for opt in reversed(QUERY_OPTIONS):
+        if opt.batch_only:
+            continue
+        name = opt.flag[2:].replace("-", "_")
+        text = " ".join(opt.help.split())
+        if opt.value is not None:
+            f = click.option(opt.flag, name, is_flag=True, help=text)(f)
+        else:
+            f = click.option(opt.flag, name, metavar=opt.metavar, default=None, help=text)(f)
+    return f
+
+
+@cli.command(help="Answer QUERY (the same as kbq \"QUERY\", with the same options).")
 @click.argument("query", nargs=-1, required=True)
-@click.option("--json", "as_json", is_flag=True, help="Print the Answer as JSON.")
-@click.option("--markdown", is_flag=True, help="Print Markdown for a wiki.")
-@click.option("--all", "show_all", is_flag=True, help="List every GPU judged.")
-@click.option("--no-trace", is_flag=True, help="Leave the trace out.")
-@click.option("--model-config", "model_config", metavar="PATH", default=None,
-              help="A Hugging Face config.json for a model not in the rules.")
-@click.option("--prices", metavar="FILE", default=None,
-              help="Use the prices in FILE (the rules/prices.yaml schema) instead of the shipped ones.")
-@click.option("--sort", metavar="NAME", default=None,
-              help="Order the GPU configurations: value (default), cost, speed, memory or power.")
-@click.option("--options", "options", is_flag=True, help="List what to change so it fits.")
-@rules_option
-@click.pass_obj
-def ask(answer: Callable[[list[str]], int] | None, query: tuple[str, ...], as_json: bool,
-        markdown: bool, show_all: bool, no_trace: bool, model_config: str | None, prices: str | None,
-        sort: str | None, options: bool, rules: str | None) -> None:
-    # `answer` is the plain `kbq "QUERY"` path, handed over by kb.cli.main (the entry point),
-    # so this module does not import the one that imports it; that path checks --sort.
-    if answer is None:
-        raise click.UsageError("kbq ask runs through the kbq command (kb.cli.main)")
-    valued = {"--model-config": model_config, "--prices": prices, "--sort": sort, "--rules": rules}
-    args = [*(["--json"] if as_json else []), *(["--markdown"] if markdown else []),
-            *(["--all"] if show_all else []), *(["--no-trace"] if no_trace else []),
-            *(["--options"] if options else []),
-            *[part for flag, value in valued.items() if value is not None for part in (flag, value)],
-            "--", *query]
-    code = answer(args)
+@_query_options
+def ask(query: tuple[str, ...], **given: Any) -> None:
+    if not " ".join(query).strip():
+        raise click.UsageError("missing QUERY, e.g. kbq ask \"serve 70B int4 16 users\"")
+    args = QueryArgs(words=list(query))
+    for opt in QUERY_OPTIONS:
+        value = given.get(opt.flag[2:].replace("-", "_"))
+        if opt.batch_only or value is None or value is False:
+            continue
+        error = args.set(opt, value)
+        if error:
+            sys.exit(fail(error))
+    code = run(args, "")
     if code:
         sys.exit(code)
 
@@ -297,7 +300,8 @@ __all__ = ["cli", "json"]
 
 @cli.group("export", invoke_without_command=True,
            help="Write wiki pages (Markdown + Mermaid) from the rules: kbq export --out DIR. "
-                "'kbq export flow ID' prints one flow as a Mermaid chart.")
+                "'kbq export flow ID' prints one flow as a Mermaid chart, "
+                "'kbq export graph' the knowledge graph.")
 @click.option("--format", "fmt", type=click.Choice(["markdown"]), default="markdown",
               show_default=True, help="Page format.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -308,7 +312,7 @@ def export(ctx: click.Context, fmt: str, out: Path | None, rules: str | None) ->
     ctx.obj = rules
     if ctx.invoked_subcommand is not None:
         if out is not None:
-            raise click.UsageError("--out writes pages; 'export flow ID' prints to stdout")
+            raise click.UsageError(f"--out writes pages; 'export {ctx.invoked_subcommand}' prints to stdout")
         return
     if out is None:
         raise click.UsageError("missing --out DIR (or use 'kbq export flow ID')")
@@ -342,3 +346,16 @@ def export_flow(ctx: click.Context, flow_id: str, rules: str | None) -> None:
         raise click.UsageError(f"no flow '{flow_id}'" + (f" (did you mean '{hint}'?)" if hint else "")
                                + "; flows: " + ", ".join(ids))
     click.echo(mermaid(kn.flow(flow_id)), nl=False)
+
+
+@export.command("graph", help="Print the knowledge graph (every formula and flow node, and the "
+                              "edges between them) as a Mermaid flowchart; --markdown: the page "
+                              "docs/graph.md holds.")
+@click.option("--markdown", "page", is_flag=True, help="The Markdown page around the chart.")
+@rules_option
+@click.pass_context
+def export_graph(ctx: click.Context, page: bool, rules: str | None) -> None:
+    from kb.export_graph import graph_mermaid, graph_page
+
+    kn = _knowledge(rules or ctx.obj)
+    click.echo(graph_page(kn) if page else graph_mermaid(kn), nl=False)

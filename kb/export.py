@@ -464,11 +464,16 @@ def mermaid_ids(flow: Flow) -> dict[str, str]:
 
 
 def mermaid(flow: Flow) -> str:
-    """The flow as a Mermaid flowchart: every node with its text, every edge with its label
-    and condition, nodes styled by their `style`."""
+    """The flow as a Mermaid flowchart: every node with its text, declared layer by layer,
+    top to bottom, in the layers the knowledge graph gives it (kb.graph.flow_layers), every edge with its label and condition, nodes styled by their `style`."""
     ids = mermaid_ids(flow)
     lines = ["flowchart TD"]
-    for node in flow.nodes.values():
+    layers = flow.layers
+    if not layers:                       # a flow made by hand: layered from its own graph
+        from kb.graph import layers_of
+
+        layers = layers_of(flow)
+    for node in (flow.nodes[n] for layer in layers for n in layer):   # top to bottom
         left, right = _SHAPES[node.kind]
         lines.append(f"    {ids[node.id]}{left}{mermaid_text(shown_text(node))}{right}")
     for node in flow.nodes.values():

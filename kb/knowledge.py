@@ -1,7 +1,8 @@
 """Validated knowledge: rules/ → one `Knowledge` object the engine reads.
 
-In: a rules directory. Out: `Knowledge` (GPUs, models, precisions, compiled formulas in
-dependency order, flows as networkx graphs, sources and claims, query vocabulary), or
+In: a rules directory. Out: `Knowledge` (GPUs, models, precisions, compiled formulas, flows,
+sources and claims, and the networkx graph of formulas and flow nodes, kb.graph, that gives each
+formula's evaluation order and each flow's layers), or
 `RuleErrors` listing every problem as `file:line:col: message` in one run.
 
 Checks beyond the schema: ids and aliases unique, every source id known, every expression
@@ -12,13 +13,14 @@ least one reference workload (kb.reference).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from kb import expr as ex
 from kb import prices as kb_prices
 from kb.errors import RuleError, RuleErrors, nearest
+from kb.graph import (add_flow, evaluation_orders, flow_cycle, flow_layers, formula_cycles,
+                      knowledge_graph, unreachable)
 from kb.loader import Doc, display_name, load, validate
 from kb.model import (GPU_INPUT_PREFIX, PER_GPU_INPUTS, TEMPLATE_FIELD, TEMPLATE_SPEC, Case, Claim,
                       Edge, Flow, Formula, Knowledge, Node, capacity_fields, norm)
@@ -210,7 +212,8 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
             units[name] = ex.parse_unit(str(unit_text))
     _capacities(gpus, constants)
     formulas = _compile_formulas(fdoc, ffile, units, errs)
-    closure = _closures(fdoc, formulas, errs)
+    graph = knowledge_graph(formulas)
+    closure = _closures(fdoc, graph, errs)
     formulas = _mark_per_gpu(formulas, closure)
 
     query = parsed["query"].model_dump()
@@ -230,7 +233,8 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
     flows = []
     for key in sorted(k for k in docs if k.startswith("flow:")):
         if key in parsed and not skip_names:
-            flows.append(_compile_flow(docs[key], parsed[key], units, set(ffile.formulas), need_source, errs))
+            flows.append(_compile_flow(docs[key], parsed[key], units, set(ffile.formulas), need_source, errs,
+                                       graph))
     _unique(None, [], [f.id for f in flows], "flow id", errs, docs=[docs[k] for k in sorted(docs) if k.startswith("flow:")])
     flows.sort(key=lambda f: (f.order, f.id))
     if not skip_names and not any(f.role == "sizing" for f in flows):
@@ -261,6 +265,8 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
 
     if errs.errors:
         raise RuleErrors(errs.errors)
+    for flow in flows:
+        flow.layers = flow_layers(graph, flow)
     from kb.derived import derive
 
     return derive(Knowledge(root=root, gpus=gpus, models=models, precisions=precisions, sources=sources,
@@ -270,7 +276,7 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
                      runtimes=runtimes, runtime_alias=runtime_alias, runtime_defaults=rdefaults,
                      sharding=sharding, objectives=objectives,
                      error_bands=parsed["error_bands"].model_dump() if "error_bands" in parsed else {},
-                     prices=prices, advice=kb_prices.advice_table(parsed.get("prices"))))
+                     prices=prices, advice=kb_prices.advice_table(parsed.get("prices")), graph=graph))
 
 
 def _training_tables(rfile: Any, rdoc: Doc, need_source: Any,
@@ -434,45 +440,13 @@ def _compile_formulas(doc: Doc, ffile: Any, units: dict[str, ex.Unit],
     return out
 
 
-def _closures(doc: Doc, formulas: dict[str, Formula], errs: _Collector) -> dict[str, tuple[str, ...]]:
-    """For each formula, the formulas to compute before it (dependency order); cycles are errors.
-    A depth-first walk with its own stack: how deep formulas build on each other is up to the
-    rule files, not to Python's recursion limit."""
-    closure: dict[str, tuple[str, ...]] = {}
-
-    def extend(order: list[str], names: tuple[str, ...]) -> None:
-        for d in names:
-            if d not in order:
-                order.append(d)
-
-    for root in formulas:
-        if root in closure:
-            continue
-        path = [root]                                   # the formulas being visited, in order
-        stack: list[tuple[Iterator[str], list[str]]] = [(iter(formulas[root].deps), [])]       # per visit: deps left, order so far
-        while stack:
-            deps, order = stack[-1]
-            for dep in deps:
-                if dep not in formulas:
-                    continue
-                if dep in closure:
-                    extend(order, closure[dep] + (dep,))
-                elif dep in path:
-                    cycle = path[path.index(dep):] + [dep]
-                    errs.add(doc.error(("formulas", dep, "<key>"),
-                                       "formulas depend on each other in a cycle: " + " → ".join(cycle)))
-                    extend(order, (dep,))
-                else:
-                    path.append(dep)
-                    stack.append((iter(formulas[dep].deps), []))
-                    break
-            else:
-                name = path.pop()
-                stack.pop()
-                closure[name] = tuple(order)
-                if stack:
-                    extend(stack[-1][1], closure[name] + (name,))
-    return closure
+def _closures(doc: Doc, graph: Any, errs: _Collector) -> dict[str, tuple[str, ...]]:
+    """For each formula, the formulas to compute before it (its ancestors in the graph, in
+    topological order); cycles are errors."""
+    for cycle in formula_cycles(graph):
+        errs.add(doc.error(("formulas", cycle[0], "<key>"),
+                           "formulas depend on each other in a cycle: " + " → ".join(cycle)))
+    return {name: order[:-1] for name, order in evaluation_orders(graph).items()}
 
 
 def _mark_per_gpu(formulas: dict[str, Formula], closure: dict[str, tuple[str, ...]]) -> dict[str, Formula]:
@@ -486,9 +460,10 @@ def _mark_per_gpu(formulas: dict[str, Formula], closure: dict[str, tuple[str, ..
 
 
 def _compile_flow(doc: Doc, flow: Any, units: dict[str, ex.Unit], formulas: set[str],
-                  need_source: Any, errs: _Collector) -> Flow:
+                  need_source: Any, errs: _Collector, graph: Any) -> Flow:
     """`formulas`: every declared formula name (one that failed to compile is reported once,
-    in formulas.yaml, not again at each node that computes it)."""
+    in formulas.yaml, not again at each node that computes it). The flow joins `graph` (a flow
+    whose id another flow already has is checked on a graph of its own)."""
     need_source(doc, ("source",), flow.source)
     nodes: dict[str, Node] = {}
     for i, n in enumerate(flow.nodes):
@@ -540,27 +515,23 @@ def _compile_flow(doc: Doc, flow: Any, units: dict[str, ex.Unit], formulas: set[
         ranking.append((r.by, r.order))
     result = Flow(flow.id, flow.title, flow.role, flow.order, flow.source, flow.entry, nodes,
                   ranking, doc.display)
+    if any(graph.nodes[n].get("flow") == flow.id for n in graph):
+        graph = knowledge_graph({})      # a duplicate id (reported below): checked on its own
+    add_flow(graph, result)
     if flow.entry in nodes and all(e.to in nodes for n in nodes.values() for e in n.edges):
-        _check_graph(doc, flow, result, errs)
+        _check_graph(doc, flow, result, errs, graph)
     return result
 
 
-def _check_graph(doc: Doc, raw: Any, flow: Flow, errs: _Collector) -> None:
-    import networkx as nx
-
-    g = flow.digraph()
+def _check_graph(doc: Doc, raw: Any, flow: Flow, errs: _Collector, graph: Any) -> None:
     index = {n.id: i for i, n in enumerate(raw.nodes)}
-    try:
-        cycle = nx.find_cycle(g, source=flow.entry)
-        closing_from, closing_to = cycle[-1][0], cycle[-1][1]      # the edge that closes it
+    cycle = flow_cycle(graph, flow)
+    if cycle is not None:
+        closing_from, closing_to = cycle[-2], cycle[-1]      # the edge that closes it
         node = raw.nodes[index[closing_from]]
         j = next(k for k, e in enumerate(node.edges) if e.to == closing_to)
         errs.add(doc.error(("nodes", index[closing_from], "edges", j, "to"),
-                           "the flow has a cycle: " + " → ".join([c[0] for c in cycle] + [cycle[-1][1]])))
-    except nx.NetworkXNoCycle:
-        pass
-    reachable = nx.descendants(g, flow.entry) | {flow.entry}
-    for node_id in flow.nodes:
-        if node_id not in reachable:
-            errs.add(doc.error(("nodes", index[node_id], "id"),
-                               f"node '{node_id}' cannot be reached from the entry '{flow.entry}'"))
+                           "the flow has a cycle: " + " → ".join(cycle)))
+    for node_id in unreachable(graph, flow):
+        errs.add(doc.error(("nodes", index[node_id], "id"),
+                           f"node '{node_id}' cannot be reached from the entry '{flow.entry}'"))

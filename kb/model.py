@@ -108,21 +108,9 @@ class Flow:
     nodes: dict[str, Node]
     ranking: list[tuple[str, str]]
     where: str
-    graph: Any = None               # networkx.DiGraph, built on demand
-
-    def digraph(self) -> Any:
-        if self.graph is None:
-            import networkx as nx
-
-            g = nx.DiGraph(id=self.id, title=self.title)
-            for node in self.nodes.values():
-                g.add_node(node.id, kind=node.kind, text=node.text)
-            for node in self.nodes.values():
-                for edge in node.edges:
-                    g.add_edge(node.id, edge.to, label=edge.label,
-                               when=edge.when.text if edge.when else None)
-            self.graph = g
-        return self.graph
+    # the nodes in layers, from the knowledge graph (kb.graph.flow_layers), set when it is
+    # built; () for a flow made by hand (kb.graph.layers_of builds them then)
+    layers: tuple[tuple[str, ...], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -171,6 +159,9 @@ class Knowledge:
     advice: dict[str, Any] = field(default_factory=dict)              # prices.yaml advice: sort orders
     # the tables derived from the rest, set once by kb.derived.derive (None only before that)
     derived: Derived = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
+    # the networkx graph of formulas and flow nodes (kb.graph) when built from YAML; None when
+    # read from a snapshot, which keeps what the graph gave (closure, each flow's layers)
+    graph: Any = field(default=None, repr=False, compare=False)
 
     @property
     def defaults(self) -> dict[str, Any]:

@@ -6,7 +6,8 @@ and then saved. The key is a SHA-256 of every rule file's path and bytes (only t
 knowledge names, kb.paths.rule_files: never a walk of the tree), the grammars and the package
 version, so an edited rule file is never served stale. The snapshot is JSON (no pickle:
 loading it cannot run code); expressions are stored as their parsed ASTs and compiled again on
-load. A snapshot that fails to read or does not match is rebuilt, never trusted.
+load. What the knowledge graph gave (each formula's evaluation order, each flow's layers) is
+stored, not the graph, so a query never imports networkx. A snapshot that fails to read or does not match is rebuilt, never trusted.
 
 Cache directory: $KBQ_CACHE_DIR, else $XDG_CACHE_HOME/kbq, else ~/.cache/kbq. KBQ_NO_CACHE=1
 turns it off. Nothing is written when the directory cannot be created.
@@ -24,7 +25,7 @@ from kb import expr as ex
 from kb.derived import derive
 from kb.model import Case, Claim, Edge, Flow, Formula, Knowledge, Node
 
-FORMAT = 5
+FORMAT = 6
 
 
 def cache_dir() -> Path | None:
@@ -121,6 +122,7 @@ def to_data(kn: Knowledge) -> dict[str, Any]:
         "flows": [{
             "id": fl.id, "title": fl.title, "role": fl.role, "order": fl.order, "source": fl.source,
             "entry": fl.entry, "ranking": fl.ranking, "where": fl.where,
+            "layers": [list(layer) for layer in fl.layers],
             "nodes": [{"id": n.id, "kind": n.kind, "text": n.text, "compute": list(n.compute),
                        "style": n.style, "where": n.where,
                        "edges": [[e.to, _expr(e.when), e.label] for e in n.edges]}
@@ -148,7 +150,8 @@ def from_data(d: dict[str, Any], root: Path) -> Knowledge:
                                tuple(Edge(to, _unexpr(w), label) for to, w, label in n["edges"]),
                                n["style"], n["where"]) for n in fl["nodes"]}
         flows.append(Flow(fl["id"], fl["title"], fl["role"], fl["order"], fl["source"], fl["entry"],
-                          nodes, [tuple(r) for r in fl["ranking"]], fl["where"]))  # type: ignore[misc]
+                          nodes, [tuple(r) for r in fl["ranking"]], fl["where"],  # type: ignore[misc]
+                          tuple(tuple(layer) for layer in fl["layers"])))
     claims = [Claim(c["id"], c["source"], c["text"], _unexpr(c["computed"]), c["unit"],  # type: ignore[arg-type]
                     tuple(c["value"]) if isinstance(c["value"], list) else c["value"],
                     c["tolerance"], _unexpr(c["applies_when"]), c["example_query"], c["note"],  # type: ignore[arg-type]

@@ -239,36 +239,15 @@ def roofline(answer: dict[str, Any], ident: str = "roofline") -> str | None:
 NODE_W, NODE_GAP, LAYER_GAP, LINE_H, MARGIN = 200, 36, 76, 15, 12
 
 
-def _topological(flow: Any) -> list[str]:
-    """The nodes reachable from the entry, each before every node it leads to. A loop with its
-    own stack, not recursion: a flow's depth is up to its rule file, not to Python's stack."""
-    seen = {flow.entry}
-    out: list[str] = []
-    stack = [(flow.entry, iter(flow.nodes[flow.entry].edges))]
-    while stack:
-        node_id, edges = stack[-1]
-        for e in edges:
-            if e.to not in seen:
-                seen.add(e.to)
-                stack.append((e.to, iter(flow.nodes[e.to].edges)))
-                break
-        else:
-            stack.pop()
-            out.append(node_id)
-    return out[::-1]
-
-
 def _layers(flow: Any) -> list[list[str]]:
-    """Nodes in layers: a node sits one layer below the lowest of its parents."""
-    rank = {flow.entry: 0}
-    for node_id in _topological(flow):
-        for e in flow.nodes[node_id].edges:
-            rank[e.to] = max(rank.get(e.to, 0), rank[node_id] + 1)
-    layers: list[list[str]] = [[] for _ in range(max(rank.values()) + 1)]
-    for node_id in flow.nodes:
-        if node_id in rank:
-            layers[rank[node_id]].append(node_id)
-    return layers
+    """Nodes in layers, from the knowledge graph (kb.graph.flow_layers): a node sits one layer
+    below the lowest of its parents. A flow made by hand has none yet: built from its own graph."""
+    layers = flow.layers
+    if not layers:
+        from kb.graph import layers_of
+
+        layers = layers_of(flow)
+    return [list(layer) for layer in layers]
 
 
 def _place(flow: Any, layers: list[list[str]]) -> dict[str, float]:

@@ -248,3 +248,23 @@ def test_ask_passes_prices_sort_and_options(tmp_path):
     assert next(g for g in a["gpus"] if g["id"] == "h100-sxm5")["price_usd"] == 20000
     bad = run("ask", "--sort", "cots", "which gpu for 7b")
     assert bad.returncode == 2 and "did you mean 'cost'" in bad.stderr
+
+
+# ---------------------------------------------------------------- one declaration of the query options
+
+def test_ask_and_the_plain_query_read_the_same_options():
+    """Every option `kbq --help` lists for a query (but --batch and --jobs, which only the plain
+    form takes) is an option of `kbq ask`, and the two print the same bytes."""
+    import re
+
+    plain = set(re.findall(r"^  (--[a-z-]+)", run("--help").stdout, re.M)) - {"--version", "--help"}
+    ask = set(re.findall(r"^  (--[a-z-]+)", run("ask", "--help").stdout, re.M)) - {"--help"}
+    assert plain - {"--batch", "--jobs"} == ask
+    assert {"--json", "--markdown", "--all", "--no-trace", "--rules", "--model-config", "--prices",
+            "--sort", "--options"} <= ask
+    for args in (["--json", "--sort", "cost"], ["--no-trace", "--all"], ["--markdown", "--options"]):
+        q = "serve 70B int4 16 users on h100"
+        a, b = run(*args, q), run("ask", *args, q)
+        assert a.returncode == b.returncode == 0 and a.stdout == b.stdout, args
+    bad = run("ask", " ")
+    assert bad.returncode == 2 and "missing QUERY" in bad.stderr

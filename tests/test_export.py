@@ -419,3 +419,35 @@ def test_a_new_gpu_goes_from_yaml_to_answer_and_wiki(tmp_path: Path) -> None:
             "pcie 5, 128 GB/s", "yes", "PCIe dual-slot", "–",        # no price in prices.yaml
             "[kbq-defaults](sources.md#src-kbq-defaults)"] in rows
     assert "GPU `acme-x1-64gb`" in files["sources.md"].decode("utf-8")
+
+
+# ---------------------------------------------------------------- the knowledge graph
+
+def test_docs_graph_is_what_export_graph_writes_today() -> None:
+    result = kbq("export", "graph", "--markdown")
+    assert result.returncode == 0, result.stderr
+    docs = (Path(__file__).resolve().parent.parent / "docs" / "graph.md").read_text(encoding="utf-8")
+    assert docs == result.stdout, "run: kbq export graph --markdown > docs/graph.md"
+
+
+def test_the_graph_chart_has_every_formula_flow_node_and_edge(kn: Knowledge) -> None:
+    """Read back from the Mermaid text: the declared labels, and the edges by arrow kind, against
+    the rule files (each formula's deps, each node's edges and compute list)."""
+    result = kbq("export", "graph")
+    assert result.returncode == 0, result.stderr
+    label = {m.group(1): m.group(2) for m in
+             re.finditer(r'^ +(n\d+)[\[\(\{]+"([^"]*)"', result.stdout, re.M)}
+    name = {i: (text.split(":")[0] if ":" in text else text) for i, text in label.items()}
+    flow_of = {}
+    for m in re.finditer(r'subgraph n\d+_flow\["flow ([^"]+)"\]\n(.*?)\n    end', result.stdout, re.S):
+        flow_of.update({i: m.group(1) for i in re.findall(r"^ +(n\d+)[\[\(\{]", m.group(2), re.M)})
+    key = {i: f"{flow_of[i]}/{n}" if i in flow_of else n for i, n in name.items()}
+    arrows = {"==>": "flow", "-.->": "computes", "-->": "reads"}
+    edges = {(key[a], key[b], arrows[arrow]) for a, arrow, b in
+             re.findall(r"^    (n\d+) (==>|-\.->|-->)(?:\|\"[^\"]*\"\|)? (n\d+)$", result.stdout, re.M)}
+    assert sorted(key.values()) == sorted([*kn.formulas, *(f"{f.id}/{n}" for f in kn.flows for n in f.nodes)])
+    want = {(d, n, "reads") for n, f in kn.formulas.items() for d in f.deps if d in kn.formulas}
+    want |= {(f"{f.id}/{n.id}", f"{f.id}/{e.to}", "flow") for f in kn.flows for n in f.nodes.values()
+             for e in n.edges}
+    want |= {(f"{f.id}/{n.id}", c, "computes") for f in kn.flows for n in f.nodes.values() for c in n.compute}
+    assert edges == want

@@ -629,6 +629,18 @@ def test_flow_chart_marks_the_walked_path():
         assert svg.count("<g><title>") == len(flow.nodes)
 
 
+def test_flow_chart_draws_every_flow_edge_downwards():
+    """Each node's box in the SVG (its <title> and the top y of its <rect>): every edge of the
+    flow goes from a higher box to a lower one, and every node is drawn once."""
+    box = re.compile(r'<g><title>(\w+) \((\w+)\): [^<]*</title><rect x="[^"]+" y="([0-9.]+)"')
+    for flow in get_knowledge().flows:
+        top = {m.group(1): float(m.group(3)) for m in box.finditer(charts.flow_chart(flow))}
+        assert sorted(top) == sorted(flow.nodes), flow.id
+        for node in flow.nodes.values():
+            for e in node.edges:
+                assert top[node.id] < top[e.to], (flow.id, node.id, e.to)
+
+
 def test_charts_escape_text():
     evil = '<script>alert(1)</script>"'
     flow = Flow(id="f", title=evil, role="advice", order=0, source="s", entry="a", where="x",
