@@ -213,7 +213,10 @@ def floor(seconds: float) -> None:
     answer evaluates, each case it tries run through its compiled closure with nothing around
     it (no trace, no claims, no rows, no ranking)."""
     import kb.engine as engine
-    import kb.engine.evaluate as evaluation
+    import importlib
+
+    # the module, not the function kb.engine re-exports under the same name
+    evaluation = importlib.import_module("kb.engine.evaluate")
     from kb import get_knowledge
     from kb.expr import Col
     from kb.query import _get_parser, parse
