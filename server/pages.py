@@ -11,6 +11,7 @@ Templates get one context object, `view` (see `answer_view`), next to the raw `a
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
 
@@ -163,22 +164,23 @@ def gpu_columns(answer: dict[str, Any], kn: Knowledge) -> list[tuple[str, str, s
     return [(f, *COLUMNS[f]) for f in (first, *fields)]
 
 
-def _render(template: str, query: str | None, **extra: Any) -> Any:
-    """Answer `query` into `template`; 400 with the caret message when it cannot be read."""
+def _render(template: str, query: str | None, finish: Callable[[str], str] = str, **extra: Any) -> Any:
+    """Answer `query` into `template` (the page text then passed through `finish`); 400 with the
+    caret message when it cannot be read."""
     ctx: dict[str, Any] = {"q": query or "", "examples": [(e, page_link(e)) for e in EXAMPLES]}
     if query is None or not query.strip():
-        return render_template(template, **ctx, **extra)
+        return finish(render_template(template, **ctx, **extra))
     kn = live().get()                     # one knowledge for the answer and its page
     # a page is given again from the answer cache (server.answer_cache) while the knowledge and
-    # the rules banner it shows are the same
+    # the rules banner it shows are the same; its bytes go out as they are kept
     key = (template, query, repr(extra), repr(live().degraded()), live().loaded_at)
     try:
-        page = live().cache.get(kn, key, lambda: _answer_page(template, query, kn, ctx, extra).encode())
+        page = live().cache.get(kn, key, lambda: finish(_answer_page(template, query, kn, ctx, extra)).encode())
     except QueryError as err:
-        return render_template(template, **ctx, **extra, error=query_error_view(err, query)), 400
+        return finish(render_template(template, **ctx, **extra, error=query_error_view(err, query))), 400
     except KbError as err:
-        return render_template(template, **ctx, **extra, error={"caret": str(err)}), 400
-    return page.decode()
+        return finish(render_template(template, **ctx, **extra, error={"caret": str(err)})), 400
+    return current_app.response_class(page, mimetype="text/html")
 
 
 def _answer_page(template: str, query: str, kn: Knowledge, ctx: dict[str, Any], extra: dict[str, Any]) -> str:
@@ -205,8 +207,7 @@ def embed() -> Any:
         return new_tab(render_template(
             "pages/embed.html", q="", examples=[],
             error={"caret": "missing ?q=…, e.g. /embed?q=serve+70B+int4+16+users"})), 400
-    page = _render("pages/embed.html", query)
-    return (new_tab(page[0]), page[1]) if isinstance(page, tuple) else new_tab(page)
+    return _render("pages/embed.html", query, new_tab)
 
 
 LINK_WITHOUT_TARGET = re.compile(r"<a (?![^>]*\btarget=)")
