@@ -62,10 +62,10 @@ def test_whole_machines_are_priced_as_machines_and_old_cards_as_used():
 
 
 # The cards people rent (on marketplaces and clouds) for which two public price pages were found.
-# A10, A10G, A40, V100 and RTX 6000 Ada have one page each so far (the export's prices page shows it).
+# A10 and the V100s have one page each so far (the export's prices page shows it).
 RENTED = ("h100-sxm5", "h100-pcie", "h200-sxm", "b200-sxm", "a100-sxm4-40gb", "a100-sxm4-80gb", "a100-pcie-80gb",
           "l40s", "l40", "l4", "t4", "mi300x", "mi325x", "rtx-3090", "rtx-4090", "rtx-5090", "rtx-a6000",
-          "rtx-pro-6000-blackwell")
+          "rtx-pro-6000-blackwell", "a10g", "a40", "rtx-6000-ada")
 
 
 @pytest.mark.parametrize("gid", RENTED)

@@ -112,6 +112,17 @@ def test_recompute_by_hand_falcon_h1_parallel_hybrid():
     assert recomputed(KN.models["falcon-h1-0.5b"]) == 521_344_000
 
 
+def test_recompute_by_hand_falcon_h1_34b():
+    # Falcon-H1-34B-Instruct config.json (h 5120, 72 layers, 20/4 heads × 128, MLP 21504, vocab 261120
+    # untied; Mamba2 32 heads × 128 = d_ssm 4096, d_state 256, 2 groups, conv 4), both mixers in every layer:
+    # attention 2·5120·2560 + 2·5120·512 = 31,457,280; Mamba2 in_proj 5120·(4096 + 5120 + 32) = 47,349,760,
+    # conv 5120·4 = 20,480, out 4096·5120 = 20,971,520; MLP 3·5120·21504 = 330,301,440; norms 10,240
+    # → 430,110,720 per layer × 72 = 30,967,971,840; embeddings 2·261120·5120 = 2,673,868,800; final norm 5,120
+    m = KN.models["falcon-h1-34b"]
+    assert recomputed(m) == 33_641_845_760
+    assert recomputed(m) == pytest.approx(34e9, rel=0.03)        # the card's "34B"
+
+
 def test_recompute_by_hand_gemma_3n_e2b_effective():
     # gemma-3n-E2B text_config (h 2048, 30 layers, 8/2 heads × 256, MLP 8192, per-layer inputs 256):
     # attention 2·2048·2048 + 2·2048·512 = 10,485,760 on all 30 layers (the 10 KV-sharing ones keep their
