@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from kb.export import mermaid_text, shown_text
-from kb.graph import flow_key, graph_of
+from kb.graph import flow_key, knowledge_graph
 from kb.model import Knowledge
 
 _SHAPES = {"start": ('(["', '"])'), "question": ('{"', '"}'), "compute": ('["', '"]'),
@@ -22,7 +22,7 @@ _LABEL_CHARS = 40
 
 
 def graph_mermaid(kn: Knowledge) -> str:
-    g = graph_of(kn)
+    g = knowledge_graph(kn.formulas, kn.flows)   # the same node order whether built or read from a snapshot
     ids = {n: f"n{i}" for i, n in enumerate(g.nodes)}
     lines = ["flowchart LR"]
     for flow in kn.flows:
@@ -47,7 +47,7 @@ def graph_mermaid(kn: Knowledge) -> str:
 
 
 def graph_page(kn: Knowledge) -> str:
-    g = graph_of(kn)
+    g = knowledge_graph(kn.formulas, kn.flows)   # the same node order whether built or read from a snapshot
     kinds: dict[str, int] = {}
     for _, _, kind in g.edges(data="kind"):
         kinds[kind] = kinds.get(kind, 0) + 1

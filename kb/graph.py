@@ -128,9 +128,3 @@ def layers_of(flow: Flow) -> Layers:
     """The flow's layers: as built with the knowledge, or (a flow made by hand) from a graph of
     this flow alone."""
     return flow.layers or flow_layers(knowledge_graph({}, [flow]), flow)
-
-
-def graph_of(kn: Any) -> nx.DiGraph:
-    """The knowledge's graph: the one built with it, or (for knowledge read from a snapshot,
-    which stores what the graph gave rather than the graph) built again from its rules."""
-    return kn.graph if kn.graph is not None else knowledge_graph(kn.formulas, kn.flows)

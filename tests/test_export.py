@@ -430,6 +430,13 @@ def test_docs_graph_is_what_export_graph_writes_today() -> None:
     assert docs == result.stdout, "run: kbq export graph --markdown > docs/graph.md"
 
 
+def test_export_graph_is_the_same_built_or_read_from_a_snapshot() -> None:
+    read = kbq("export", "graph")
+    built = kbq("export", "graph", env={"KBQ_NO_CACHE": "1"})
+    assert read.returncode == built.returncode == 0, read.stderr + built.stderr
+    assert read.stdout == built.stdout
+
+
 def test_the_graph_chart_has_every_formula_flow_node_and_edge(kn: Knowledge) -> None:
     """Read back from the Mermaid text: the declared labels, and the edges by arrow kind, against
     the rule files (each formula's deps, each node's edges and compute list)."""

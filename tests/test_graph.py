@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from kb import expr as ex
-from kb.graph import (evaluation_orders, flow_key, flow_layers, formula_cycles, graph_of,
+from kb.graph import (evaluation_orders, flow_key, flow_layers, formula_cycles,
                       knowledge_graph, layers_of)
 from kb.knowledge import build
 from kb.model import Case, Edge, Flow, Formula, Node
@@ -123,7 +123,7 @@ def test_the_snapshot_keeps_what_the_graph_gave() -> None:
     assert again.graph is None
     assert dict(again.derived.order) == dict(KN.derived.order)
     assert [f.layers for f in again.flows] == [f.layers for f in KN.flows]
-    rebuilt = graph_of(again)
+    rebuilt = knowledge_graph(again.formulas, again.flows)
     assert set(rebuilt.edges(data="kind")) == set(KN.graph.edges(data="kind"))
 
 
