@@ -239,6 +239,8 @@ def test_a_request_whose_headers_never_end_is_closed(serve, monkeypatch):
                     break
             except TimeoutError:
                 pass
+            except ConnectionResetError:      # closed with our unread header lines in its buffer
+                break
             assert time.monotonic() - start < serving.HEADER_SECONDS + 15, "never closed"
     assert time.monotonic() - start >= serving.HEADER_SECONDS - 1
 
