@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kb.export import mermaid_text, shown_text
+from kb.export_flows import mermaid_text, shown_text
 from kb.graph import flow_key, knowledge_graph
 from kb.model import Knowledge
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from kb.export_text import code, page, src_link, table
 from kb.model import Knowledge
+from kb.render import md
 
 
 def money(v: float | None) -> str:
@@ -26,9 +28,8 @@ def cost_cell(kn: Knowledge, gpu: dict[str, Any]) -> str:
     return buy + rent
 
 
-def prices_page(kn: Knowledge, md: Any, code: Any, src_link: Any, table: Any, page: Any) -> str:
-    """The prices page; the formatting helpers are kb.export's (passed in, not imported, to keep
-    this module free of an import cycle). One row per GPU with the cloud price an answer uses
+def prices_page(kn: Knowledge) -> str:
+    """The prices page: one row per GPU with the cloud price an answer uses
     and the spread of the pages behind it, then every cloud price with its own source."""
     as_of = sorted({p["as_of"] for p in kn.prices.values()})
     adv = kn.advice or {}
