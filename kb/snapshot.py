@@ -5,8 +5,8 @@ exactly these rule files exists, else built and validated from the YAML (kb.know
 and then saved. The key is a SHA-256 of every rule file's path and bytes (only the files the
 knowledge names, kb.paths.rule_files: never a walk of the tree), the grammars and the package
 version, so an edited rule file is never served stale. The snapshot is JSON (no pickle:
-loading it cannot run code); expressions are stored as their parsed ASTs and compiled again on
-load. What the knowledge graph gave (each formula's evaluation order, each flow's layers) is
+loading it cannot run code); expressions are stored as their parsed ASTs, read back into nodes on
+load and compiled when first evaluated. What the knowledge graph gave (each formula's evaluation order, each flow's layers) is
 stored, not the graph, so a query never imports networkx. A snapshot that fails to read or does not match is rebuilt, never trusted.
 
 Cache directory: $KBQ_CACHE_DIR, else $XDG_CACHE_HOME/kbq, else ~/.cache/kbq. KBQ_NO_CACHE=1
