@@ -89,8 +89,9 @@ class Derived:
     vocabulary: Vocab
 
 
-def derive(kn: Knowledge) -> Knowledge:
-    """The knowledge with its derived tables."""
+def derive(kn: Knowledge, vocab: Vocab | None = None) -> Knowledge:
+    """The knowledge with its derived tables; `vocab`: its query vocabulary when it is already
+    made (kb.snapshot stores it), else it is built here."""
     formulas, claims, runtimes = kn.formulas, kn.claims, kn.runtimes
     return replace(kn, derived=Derived(
         order=MappingProxyType({n: deps + (n,) for n, deps in kn.closure.items()}),
@@ -102,7 +103,7 @@ def derive(kn: Knowledge) -> Knowledge:
                                   for training in (False, True)},
                          lambda key: MappingProxyType(_error_bands(kn, *key))),
         gpu_columns=_catalogue_columns(kn),
-        vocabulary=vocabulary(kn)))
+        vocabulary=vocab if vocab is not None else vocabulary(kn)))
 
 
 def _catalogue_columns(kn: Knowledge) -> Lazy[tuple[str, ...], Any, Scope]:
