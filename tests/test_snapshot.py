@@ -79,3 +79,19 @@ def test_generated_query_parser_matches_the_grammar():
     from kb import _query_parser
 
     assert _query_parser.GRAMMAR_SHA256 == grammar_sha(), "run: python -m kb.parsergen"
+
+
+def test_generated_query_parser_imports_neither_logging_nor_pickle():
+    """kb.parsergen drops lark's logger (level CRITICAL: it shows nothing) and its cache
+    (kbq passes none) from the generated module, so a plain query does not import logging,
+    pickle, zlib or base64 for them; the parser still reads a query."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from kb import _query_parser as p; "
+            "print(sorted(m for m in ('logging', 'pickle', 'base64') if m in sys.modules)); "
+            "print([t.type for t in p.Lark_StandAlone().lex('serve 70B int4 16 users')])")
+    out = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, check=True).stdout
+    unwanted, tokens = out.splitlines()
+    assert unwanted == "[]"
+    assert tokens == "['WORD', 'SIZE', 'WORD', 'NUMBER', 'WORD']"
