@@ -70,5 +70,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         return fail(f"internal error: {type(exc).__name__}: {exc}", 1)
 
 
+def console() -> None:
+    """The `kbq` command. A plain query or --batch-less ask is a one-shot process: it runs with
+    the cyclic garbage collector off (what one answer makes is freed with the process) and,
+    once its output is flushed, leaves without tearing the interpreter down (module by module
+    and object by object, ~7% of its cold start's work). Every other command exits as usual,
+    and so does any run whose output cannot be flushed (the usual message and exit status)."""
+    args = sys.argv[1:]
+    one_shot = not (args and args[0] in SUBCOMMANDS) and not any(
+        a == "--batch" or a.startswith("--batch=") for a in args)
+    if one_shot:
+        import gc
+
+        gc.disable()
+    code = main(args)
+    if one_shot:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            sys.exit(code)
+        import os
+
+        os._exit(code)
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    console()

@@ -7,16 +7,22 @@ reads, the error bands per runtime and kind of job, the catalogue's GPU columns 
 key (kb.gpu_names) and the query vocabulary (kb.query_words). `with_model` (a --model-config
 model) and `rederive` (new prices) give a new Knowledge; none is ever changed, so one is safe
 to share across threads.
+
+The tables an answer reads only a few entries of (the trace texts, the claims' formulas, the
+error bands, the GPU columns per precision key) are Lazy: read-only mappings whose entries are
+computed on first read and kept, so a one-query process does not build the whole table when it
+loads the knowledge. An entry is a pure function of the knowledge, so two threads that compute
+the same one at once compute the same value.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Generic, TypeVar
 
-from kb.gpu_names import Scope, catalogue_tables
+from kb.gpu_names import Scope, gpu_columns, precision_key, runs_on
 from kb.model import Claim, Formula, Knowledge
 from kb.query_words import Vocab, vocabulary
 
@@ -33,6 +39,45 @@ BAND_KINDS = {
 CaseText = tuple[tuple[str, ...], str, str | None, str, str]
 
 
+K = TypeVar("K")
+A = TypeVar("A")
+V = TypeVar("V")
+
+
+class Lazy(Mapping[K, V], Generic[K, A, V]):
+    """A read-only table: `index()` gives every key with what computing its value needs (made
+    on first use), `compute(arg)` one value, computed on first read and kept."""
+
+    __slots__ = ("_index", "_make_index", "_compute", "_done")
+
+    def __init__(self, index: Callable[[], dict[K, A]], compute: Callable[[A], V]) -> None:
+        self._make_index = index
+        self._compute = compute
+        self._index: dict[K, A] | None = None
+        self._done: dict[K, V] = {}
+
+    def _keys(self) -> dict[K, A]:
+        index = self._index
+        if index is None:
+            index = self._index = self._make_index()
+        return index
+
+    def __getitem__(self, key: K) -> V:
+        try:
+            return self._done[key]
+        except KeyError:
+            pass
+        arg = self._keys()[key]         # KeyError for a key the table does not have
+        value = self._done[key] = self._compute(arg)
+        return value
+
+    def __iter__(self) -> Iterator[K]:
+        return iter(self._keys())
+
+    def __len__(self) -> int:
+        return len(self._keys())
+
+
 @dataclass(frozen=True)
 class Derived:
     order: Mapping[str, tuple[str, ...]]            # formula → the formulas it needs, then itself
@@ -44,18 +89,46 @@ class Derived:
     vocabulary: Vocab
 
 
-def derive(kn: Knowledge) -> Knowledge:
-    """The knowledge with its derived tables."""
+def derive(kn: Knowledge, vocab: Vocab | None = None) -> Knowledge:
+    """The knowledge with its derived tables; `vocab`: its query vocabulary when it is already
+    made (kb.snapshot stores it), else it is built here."""
+    formulas, claims, runtimes = kn.formulas, kn.claims, kn.runtimes
     return replace(kn, derived=Derived(
         order=MappingProxyType({n: deps + (n,) for n, deps in kn.closure.items()}),
         constants=MappingProxyType({name: c["value"] for name, c in kn.constants.items()}),
-        case_text=MappingProxyType({(f.name, i): _case_text(f, i) for f in kn.formulas.values()
-                                    for i in range(len(f.cases))}),
-        claim_formulas=MappingProxyType({c.id: _claim_formulas(kn, c) for c in kn.claims}),
-        error_bands=MappingProxyType({(rt, training): MappingProxyType(_error_bands(kn, rt, training))
-                                      for rt in kn.runtimes for training in (False, True)}),
-        gpu_columns=MappingProxyType(catalogue_tables(kn.gpus, kn.precisions, kn.runtimes)),
-        vocabulary=vocabulary(kn)))
+        case_text=Lazy(lambda: {(f.name, i): (f, i) for f in formulas.values()
+                                for i in range(len(f.cases))}, lambda fi: _case_text(*fi)),
+        claim_formulas=Lazy(lambda: {c.id: c for c in claims}, lambda c: _claim_formulas(kn, c)),
+        error_bands=Lazy(lambda: {(rt, training): (rt, training) for rt in runtimes
+                                  for training in (False, True)},
+                         lambda key: MappingProxyType(_error_bands(kn, *key))),
+        gpu_columns=_catalogue_columns(kn),
+        vocabulary=vocab if vocab is not None else vocabulary(kn)))
+
+
+def _catalogue_columns(kn: Knowledge) -> Lazy[tuple[str, ...], Any, Scope]:
+    """kb.gpu_names.gpu_columns of the catalogue GPUs each runtime runs on (one card each), per
+    precision key (kb.gpu_names.precision_key): every key the precisions and runtimes can make
+    where at least one catalogue GPU runs the runtime, each computed when first read."""
+    gpus, precisions, runtimes = kn.gpus, kn.precisions, kn.runtimes
+
+    def index() -> dict[tuple[str, ...], tuple[list[tuple[dict[str, Any], int]], dict[str, Any], str]]:
+        cards: dict[tuple[str, ...], list[tuple[dict[str, Any], int]]] = {}
+        out = {}
+        for precision in precisions.values():
+            for runtime in runtimes.values():
+                key = precision_key(precision, runtime)
+                if key in out:
+                    continue
+                platforms = tuple(runtime["platforms"])
+                on = cards.get(platforms)
+                if on is None:
+                    on = cards[platforms] = [(g, 1) for g in gpus.values() if runs_on(runtime, g)]
+                if on:
+                    out[key] = (on, precision, runtime.get("gemm_accumulate", "fp32"))
+        return out
+
+    return Lazy(index, lambda arg: gpu_columns(*arg))
 
 
 def with_model(kn: Knowledge, model: dict[str, Any], *, words: bool = True) -> Knowledge:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 from typing import TYPE_CHECKING, Any
 
 from kb.columns import MISSING, NO_HOLES, RAISED, Col, Failed, Fn, Scope, at, elementwise
@@ -50,7 +50,12 @@ class Expr:
     ast: Node
     names: tuple[str, ...]
     name_columns: dict[str, int] = field(compare=False, hash=False)
-    fn: Fn = field(compare=False, hash=False, repr=False)
+
+    @cached_property
+    def fn(self) -> Fn:
+        """The compiled closure, made when the expression is first evaluated: a plain query
+        evaluates a fraction of the rules' expressions, so none is compiled at load."""
+        return self.ast.compile()
 
     def __call__(self, scope: Scope) -> object:
         try:
@@ -200,7 +205,7 @@ def from_ast(text: str, ast: Node | list[Any], columns: dict[str, int] | None = 
     names: list[str] = []
     node.names(names)
     return Expr(text=text, ast=node, names=tuple(dict.fromkeys(names)),
-                name_columns=columns or {}, fn=node.compile())
+                name_columns=columns or {})
 
 
 def infer_unit(ast: Node, units: dict[str, Unit]) -> Unit:

@@ -3,8 +3,8 @@
 In: GPU entries (gpus.yaml after kb.knowledge, or a bare capacity), a precision and the
 runtime's GEMM accumulation. Out: `gpu.*`, `gpu_count` and `_compute_precision` per GPU
 (gpu_values), or over candidates as kb.expr.Col columns, one value where all agree
-(gpu_columns); the catalogue's columns for every precision key the rules can ask for
-(catalogue_tables, built once with the knowledge, kb.derived).
+(gpu_columns); the key the catalogue's columns depend on (precision_key; kb.derived keeps
+the catalogue's columns per key).
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from kb.expr import Col
 
 Scope = dict[str, Any]
 # the names a precision and the runtime's accumulation change; every other name is the card's own
-COMPUTE_NAMES = ("gpu.compute_tflops", "_compute_precision")
 
 
 def runs_on(runtime: dict[str, Any], gpu: dict[str, Any]) -> bool:
@@ -74,43 +73,3 @@ def precision_key(precision: dict[str, Any], runtime: dict[str, Any]) -> tuple[s
     runtime's platforms and its GEMM accumulation."""
     return (precision["compute"], *precision["fallback"], "|", *runtime["platforms"], "|",
             runtime.get("gemm_accumulate", "fp32"))
-
-
-def catalogue_tables(gpus: dict[str, dict[str, Any]], precisions: dict[str, dict[str, Any]],
-                     runtimes: dict[str, dict[str, Any]]) -> dict[tuple[str, ...], Scope]:
-    """gpu_columns of the catalogue GPUs each runtime runs on (one card each), for every
-    precision and runtime: the card's own names once per platform list, the compute names once
-    per precision key. Equal to gpu_columns on the same cards, name for name and in order."""
-    cards = list(gpus.values())
-    if not cards:
-        return {}
-    names = list(gpu_values(cards[0], 1, next(iter(precisions.values())), "fp32")) if precisions else []
-    own: dict[tuple[str, ...], tuple[list[int], Scope]] = {}
-    rows: list[Scope] = []
-    rates: dict[tuple[str, ...], list[tuple[str | None, float | None]]] = {}
-    out: dict[tuple[str, ...], Scope] = {}
-    for precision in precisions.values():
-        for runtime in runtimes.values():
-            key = precision_key(precision, runtime)
-            if key in out:
-                continue
-            platforms = tuple(runtime["platforms"])
-            if platforms not in own:
-                idx = [i for i, g in enumerate(cards) if runs_on(runtime, g)]
-                if not rows:
-                    rows = [gpu_values(g, 1, precision, "fp32") for g in cards]
-                own[platforms] = (idx, {n: _column(rows[i][n] for i in idx)
-                                        for n in names if n not in COMPUTE_NAMES} if idx else {})
-            idx, fixed = own[platforms]
-            if not idx:
-                continue
-            acc = runtime.get("gemm_accumulate", "fp32")
-            chain = (*key[:key.index("|")], acc)
-            every = rates.get(chain)
-            if every is None:
-                every = rates[chain] = [_compute_precision(g, precision, acc) for g in cards]
-            computed = [every[i] for i in idx]
-            per = {"_compute_precision": _column(c[0] for c in computed),
-                   "gpu.compute_tflops": _column(c[1] for c in computed)}
-            out[key] = {n: per[n] if n in per else fixed[n] for n in names}
-    return out

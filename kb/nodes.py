@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import FrozenInstanceError
 from typing import Any, ClassVar
 
 from kb import units as u
@@ -56,9 +56,44 @@ def plain_exponent(text: str) -> str:
 
 # ---------------------------------------------------------------- the nodes
 
-@dataclass(frozen=True, slots=True)
 class Node:
-    """One node of an expression. Subclasses say how they evaluate, type and print."""
+    """One node of an expression. Subclasses say how they evaluate, type and print.
+
+    Immutable records with slots, written out rather than made by the dataclass decorator: a
+    plain query imports this module, and dataclasses would write and compile seven methods per
+    class at import. `FIELDS` lists a class's fields in order; equality, hashing, repr, copying
+    and the refusal to be changed are the ones a frozen dataclass with slots has."""
+
+    __slots__ = ()
+    FIELDS: ClassVar[tuple[str, ...]] = ()
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self.FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(" + ", ".join(
+            f"{name}={getattr(self, name)!r}" for name in self.FIELDS) + ")"
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __getstate__(self) -> tuple[Any, ...]:
+        return self._values()
+
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        for name, value in zip(self.FIELDS, state):
+            object.__setattr__(self, name, value)
 
     def children(self) -> tuple[Node, ...]:
         return ()
@@ -118,12 +153,16 @@ def _infix(left: Node, op: str, right: Node, show: Show, symbols: Symbols,
             f"{_wrap(right, show, symbols, rp)}", p)
 
 
-@dataclass(frozen=True, slots=True)
 class Literal(Node):
     """A value written in the rule: it compiles to itself and reads no name. `tag` names its
     JSON form ([tag, value])."""
+    __slots__ = ("value",)
+    FIELDS = ("value",)
     value: object
     tag: ClassVar[str]
+
+    def __init__(self, value: object) -> None:
+        object.__setattr__(self, "value", value)
 
     def _compile(self) -> Fn:
         value = self.value
@@ -133,8 +172,8 @@ class Literal(Node):
         return [self.tag, self.value]
 
 
-@dataclass(frozen=True, slots=True)
 class Num(Literal):
+    __slots__ = ()
     value: float
     tag: ClassVar[str] = "num"
 
@@ -145,8 +184,8 @@ class Num(Literal):
         return literal(self.value), ATOM
 
 
-@dataclass(frozen=True, slots=True)
 class Str(Literal):
+    __slots__ = ()
     value: str
     tag: ClassVar[str] = "str"
 
@@ -157,9 +196,13 @@ class Str(Literal):
         return f'"{self.value}"', ATOM
 
 
-@dataclass(frozen=True, slots=True)
 class Name(Node):
     name: str
+    __slots__ = ("name",)
+    FIELDS = ("name",)
+
+    def __init__(self, name: str) -> None:
+        object.__setattr__(self, "name", name)
 
     def names(self, out: list[str]) -> None:
         out.append(self.name)
@@ -208,12 +251,18 @@ _ARITH: dict[str, Op] = {
 _STRENGTH = {"+": 5, "-": 5, "*": 6, "/": 6, "^": 7}
 
 
-@dataclass(frozen=True, slots=True)
 class Bin(Node):
     """Arithmetic: + - * / ^ (the parser writes ** as ^)."""
     op: str
     left: Node
     right: Node
+    __slots__ = ("op", "left", "right")
+    FIELDS = ("op", "left", "right")
+
+    def __init__(self, op: str, left: Node, right: Node) -> None:
+        object.__setattr__(self, "op", op)
+        object.__setattr__(self, "left", left)
+        object.__setattr__(self, "right", right)
 
     def children(self) -> tuple[Node, ...]:
         return (self.left, self.right)
@@ -250,11 +299,17 @@ class Bin(Node):
         return ["bin", self.op, self.left.to_list(), self.right.to_list()]
 
 
-@dataclass(frozen=True, slots=True)
 class Cmp(Node):
     op: str
     left: Node
     right: Node
+    __slots__ = ("op", "left", "right")
+    FIELDS = ("op", "left", "right")
+
+    def __init__(self, op: str, left: Node, right: Node) -> None:
+        object.__setattr__(self, "op", op)
+        object.__setattr__(self, "left", left)
+        object.__setattr__(self, "right", right)
 
     def children(self) -> tuple[Node, ...]:
         return (self.left, self.right)
@@ -286,13 +341,19 @@ def _truth(tag: str, operands: tuple[Node, ...], units: Mapping[str, Unit]) -> U
     return BOOL
 
 
-@dataclass(frozen=True, slots=True)
 class Logic(Node):
     """`and` / `or`: the right side is read only where the left does not decide."""
     op: str
     left: Node
     right: Node
     _STRENGTH: ClassVar[dict[str, int]] = {"or": 1, "and": 2}
+    __slots__ = ("op", "left", "right")
+    FIELDS = ("op", "left", "right")
+
+    def __init__(self, op: str, left: Node, right: Node) -> None:
+        object.__setattr__(self, "op", op)
+        object.__setattr__(self, "left", left)
+        object.__setattr__(self, "right", right)
 
     def children(self) -> tuple[Node, ...]:
         return (self.left, self.right)
@@ -312,9 +373,13 @@ class Logic(Node):
         return [self.op, self.left.to_list(), self.right.to_list()]
 
 
-@dataclass(frozen=True, slots=True)
 class Not(Node):
     inner: Node
+    __slots__ = ("inner",)
+    FIELDS = ("inner",)
+
+    def __init__(self, inner: Node) -> None:
+        object.__setattr__(self, "inner", inner)
 
     def children(self) -> tuple[Node, ...]:
         return (self.inner,)
@@ -332,9 +397,13 @@ class Not(Node):
         return ["not", self.inner.to_list()]
 
 
-@dataclass(frozen=True, slots=True)
 class Neg(Node):
     inner: Node
+    __slots__ = ("inner",)
+    FIELDS = ("inner",)
+
+    def __init__(self, inner: Node) -> None:
+        object.__setattr__(self, "inner", inner)
 
     def children(self) -> tuple[Node, ...]:
         return (self.inner,)
@@ -352,11 +421,16 @@ class Neg(Node):
         return ["neg", self.inner.to_list()]
 
 
-@dataclass(frozen=True, slots=True)
 class Call(Node):
     """A call of one of the fixed FUNCTIONS ; the parser checks name and arity."""
     fn: str
     args: tuple[Node, ...]
+    __slots__ = ("fn", "args")
+    FIELDS = ("fn", "args")
+
+    def __init__(self, fn: str, args: tuple[Node, ...]) -> None:
+        object.__setattr__(self, "fn", fn)
+        object.__setattr__(self, "args", args)
 
     def children(self) -> tuple[Node, ...]:
         return self.args

@@ -9,7 +9,8 @@ and aliases of GPUs, models, precisions and runtimes). Out: a Vocab, built once 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Any
 
 from kb.model import Knowledge, norm
 
@@ -108,6 +109,25 @@ def vocabulary(kn: Knowledge) -> Vocab:
                   name_formats=name_formats,
                   gpu_names=gpu_names)
     return vocab
+
+
+def vocab_to_data(vocab: Vocab) -> dict[str, Any]:
+    """A Vocab as JSON-able data (kb.snapshot stores it): sets as sorted lists; `words`, built
+    on first use, is left out."""
+    out: dict[str, Any] = {}
+    for f in fields(vocab):
+        value = getattr(vocab, f.name)
+        if f.name != "words":
+            out[f.name] = sorted(value) if isinstance(value, frozenset) else value
+    return out
+
+
+def vocab_from_data(d: dict[str, Any]) -> Vocab:
+    """The Vocab vocab_to_data stored, equal to the one it was made from."""
+    args: dict[str, Any] = {f.name: frozenset(d[f.name]) if f.type == "frozenset[str]" else d[f.name]
+            for f in fields(Vocab) if f.name != "words"}
+    args["table"] = {k: (kind, value) for k, (kind, value) in args["table"].items()}
+    return Vocab(**args, words={})
 
 
 # ---------------------------------------------------------------- numbers

@@ -5,9 +5,10 @@ exactly these rule files exists, else built and validated from the YAML (kb.know
 and then saved. The key is a SHA-256 of every rule file's path and bytes (only the files the
 knowledge names, kb.paths.rule_files: never a walk of the tree), the grammars and the package
 version, so an edited rule file is never served stale. The snapshot is JSON (no pickle:
-loading it cannot run code); expressions are stored as their parsed ASTs and compiled again on
-load. What the knowledge graph gave (each formula's evaluation order, each flow's layers) is
-stored, not the graph, so a query never imports networkx. A snapshot that fails to read or does not match is rebuilt, never trusted.
+loading it cannot run code); expressions are stored as their parsed ASTs, read back into nodes on
+load and compiled when first evaluated. What the knowledge graph gave (each formula's evaluation order, each flow's layers) is
+stored, not the graph, so a query never imports networkx; so is the query vocabulary
+(kb.query_words), which is only read from the rest. A snapshot that fails to read or does not match is rebuilt, never trusted.
 
 Cache directory: $KBQ_CACHE_DIR, else $XDG_CACHE_HOME/kbq, else ~/.cache/kbq. KBQ_NO_CACHE=1
 turns it off. Nothing is written when the directory cannot be created.
@@ -24,8 +25,9 @@ from typing import Any
 from kb import expr as ex
 from kb.derived import derive
 from kb.model import Case, Claim, Edge, Flow, Formula, Knowledge, Node
+from kb.query_words import vocab_from_data, vocab_to_data
 
-FORMAT = 6
+FORMAT = 7
 
 
 def cache_dir() -> Path | None:
@@ -134,6 +136,7 @@ def to_data(kn: Knowledge) -> dict[str, Any]:
             "applies_when": _expr(c.applies_when), "example_query": c.example_query,
             "note": c.note, "per_gpu": c.per_gpu, "where": c.where,
         } for c in kn.claims],
+        "vocabulary": vocab_to_data(kn.derived.vocabulary),
     }
 
 
@@ -165,4 +168,4 @@ def from_data(d: dict[str, Any], root: Path) -> Knowledge:
         runtimes=d["runtimes"], runtime_alias=d["runtime_alias"],
         runtime_defaults=d["runtime_defaults"], error_bands=d["error_bands"],
         sharding=d["sharding"], objectives=d["objectives"],
-        prices=d["prices"], advice=d["advice"]))
+        prices=d["prices"], advice=d["advice"]), vocab_from_data(d["vocabulary"]))

@@ -268,3 +268,32 @@ def test_ask_and_the_plain_query_read_the_same_options():
         assert a.returncode == b.returncode == 0 and a.stdout == b.stdout, args
     bad = run("ask", " ")
     assert bad.returncode == 2 and "missing QUERY" in bad.stderr
+
+
+@pytest.mark.parametrize("args", [["--all", "--json", "serve 70B int4 16 users"],
+                                  ["serve 70B int4 on h100 and qzx9"], ["--sort", "spead", "serve 7B"]])
+def test_the_one_shot_exit_gives_the_same_bytes_and_status_as_main(args, tmp_path):
+    """A plain query leaves without tearing the interpreter down (kb.cli.console): its output,
+    the longest one included (every GPU as JSON, well past a pipe's buffer), must still be
+    flushed whole, with the same exit status and stderr as kb.cli.main run in a process that
+    exits as usual."""
+    import sys
+
+    r = run(*args, cwd=tmp_path)
+    code = ("import sys; from kb.cli import main; sys.exit(main(sys.argv[1:]))")
+    want = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=120)
+    assert (r.returncode, r.stderr) == (want.returncode, want.stderr)
+    assert r.stdout == want.stdout
+    assert len(r.stdout) > 65536 or r.returncode == 2
+
+
+def test_a_closed_pipe_ends_the_one_shot_run_quietly(tmp_path):
+    """`kbq QUERY | head -1`: the reader goes away before the answer is written."""
+    with subprocess.Popen([KBQ, "--all", "--json", "serve 70B int4 16 users"], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, cwd=tmp_path) as p:
+        assert p.stdout is not None and p.stderr is not None
+        p.stdout.read(10)
+        p.stdout.close()
+        err = p.stderr.read().decode()
+        assert p.wait(timeout=120) in (0, 120) and "Traceback" not in err

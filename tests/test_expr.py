@@ -128,3 +128,26 @@ def test_parse_unit_counts_drop_out():
     assert ex.parse_unit("tokens/s") == ex.parse_unit("1/s")
     assert ex.format_unit(ex.parse_unit("GB/s")) == "GB/s"
     assert math.isclose(ex.parse("2 ^ 0.5")({}), math.sqrt(2))
+
+
+def test_nodes_are_immutable_values():
+    """kb.nodes writes its records out by hand (no dataclass at import): two parses of one text
+    are equal and hash alike, a different operator or operand is not equal, a node cannot be
+    changed, and it survives copying and its JSON form unchanged."""
+    import copy
+    import pickle
+    from dataclasses import FrozenInstanceError
+
+    from kb.nodes import Bin, Name, Num, from_list
+
+    a, b = ex.parse("2 * x + y").ast, ex.parse("2 * x + y").ast
+    assert a is not b and a == b and hash(a) == hash(b) and len({a, b}) == 1
+    assert a != ex.parse("2 * x - y").ast and a != ex.parse("2 * z + y").ast
+    assert Num(2.0) == Num(2.0) and Num(2.0) != Name("2.0") and Num(2.0) != 2.0
+    assert a == Bin("+", Bin("*", Num(2.0), Name("x")), Name("y"))
+    assert repr(Bin("*", Num(2.0), Name("x"))) == "Bin(op='*', left=Num(value=2.0), right=Name(name='x'))"
+    with pytest.raises(FrozenInstanceError):
+        a.op = "-"  # type: ignore[misc]
+    with pytest.raises(FrozenInstanceError):
+        del a.left  # type: ignore[misc]
+    assert copy.deepcopy(a) == a and pickle.loads(pickle.dumps(a)) == a and from_list(a.to_list()) == a

@@ -23,6 +23,26 @@ def test_snapshot_round_trip_answers_the_same():
         assert answer(parse(q, again), again, q).to_dict() == answer(parse(q, built), built, q).to_dict()
 
 
+
+def test_the_stored_vocabulary_equals_the_one_built_from_the_rules():
+    """The snapshot keeps the query vocabulary rather than building it at load: read back, it
+    must equal kb.query_words.vocabulary of the knowledge (field by field, with the same types:
+    the resolver tests membership in sets and unpacks the table's (kind, value) tuples)."""
+    from dataclasses import fields
+
+    from kb.query_words import vocabulary
+
+    built = build(rules_dir())
+    again = snapshot.from_data(json.loads(json.dumps(snapshot.to_data(built))), built.root)
+    want, got = vocabulary(built), again.derived.vocabulary
+    assert got is not built.derived.vocabulary
+    for f in fields(want):
+        mine, theirs = getattr(got, f.name), getattr(want, f.name)
+        assert mine == theirs and type(mine) is type(theirs), f.name
+    assert all(type(v) is tuple for v in got.table.values())
+    assert list(got.table) == list(want.table)        # the table keeps its order of first entry
+
+
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
     monkeypatch.setenv("KBQ_CACHE_DIR", str(tmp_path / "cache"))
@@ -59,3 +79,19 @@ def test_generated_query_parser_matches_the_grammar():
     from kb import _query_parser
 
     assert _query_parser.GRAMMAR_SHA256 == grammar_sha(), "run: python -m kb.parsergen"
+
+
+def test_generated_query_parser_imports_neither_logging_nor_pickle():
+    """kb.parsergen drops lark's logger (level CRITICAL: it shows nothing) and its cache
+    (kbq passes none) from the generated module, so a plain query does not import logging,
+    pickle, zlib or base64 for them; the parser still reads a query."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from kb import _query_parser as p; "
+            "print(sorted(m for m in ('logging', 'pickle', 'base64') if m in sys.modules)); "
+            "print([t.type for t in p.Lark_StandAlone().lex('serve 70B int4 16 users')])")
+    out = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, check=True).stdout
+    unwanted, tokens = out.splitlines()
+    assert unwanted == "[]"
+    assert tokens == "['WORD', 'SIZE', 'WORD', 'NUMBER', 'WORD']"
