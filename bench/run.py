@@ -103,7 +103,7 @@ def cold_start(n: int) -> None:
         environ = {**env(), "KBQ_CACHE_DIR": str(where / "cache")}   # its own snapshot, not evicted
         subprocess.run([kbq, QUERIES[0]], stdout=subprocess.DEVNULL, env=environ, check=True)
         commands = {"kbq QUERY": [kbq, QUERIES[0]], "kbq --json QUERY": [kbq, "--json", QUERIES[0]],
-                    "kbq (query error)": [kbq, "train 13B qlroa on 20GB"]}
+                    "kbq (query error)": [kbq, "serve 70B int4 16 users on 2x"]}  # a count with no GPU
         bare = [py, "-I", "-c", "pass"]
         floors: list[float] = []
         times: dict[str, list[float]] = {k: [] for k in commands}
