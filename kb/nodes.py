@@ -44,8 +44,8 @@ _ARITH: dict[str, Op] = {
 _STRENGTH = {"+": 5, "-": 5, "*": 6, "/": 6, "^": 7}
 
 
-class Bin(Node):
-    """Arithmetic: + - * / ^ (the parser writes ** as ^)."""
+class Binary(Node):
+    """A node of an operator and its two operands."""
     op: str
     left: Node
     right: Node
@@ -59,6 +59,24 @@ class Bin(Node):
 
     def children(self) -> tuple[Node, ...]:
         return (self.left, self.right)
+
+
+class Unary(Node):
+    """A node of an operator and its one operand."""
+    inner: Node
+    __slots__ = ("inner",)
+    FIELDS = ("inner",)
+
+    def __init__(self, inner: Node) -> None:
+        object.__setattr__(self, "inner", inner)
+
+    def children(self) -> tuple[Node, ...]:
+        return (self.inner,)
+
+
+class Bin(Binary):
+    """Arithmetic: + - * / ^ (the parser writes ** as ^)."""
+    __slots__ = ()
 
     def _compile(self) -> Fn:
         # Operand types are settled at load by the unit check (kb.knowledge); a None (a figure
@@ -92,20 +110,8 @@ class Bin(Node):
         return ["bin", self.op, self.left.to_list(), self.right.to_list()]
 
 
-class Cmp(Node):
-    op: str
-    left: Node
-    right: Node
-    __slots__ = ("op", "left", "right")
-    FIELDS = ("op", "left", "right")
-
-    def __init__(self, op: str, left: Node, right: Node) -> None:
-        object.__setattr__(self, "op", op)
-        object.__setattr__(self, "left", left)
-        object.__setattr__(self, "right", right)
-
-    def children(self) -> tuple[Node, ...]:
-        return (self.left, self.right)
+class Cmp(Binary):
+    __slots__ = ()
 
     def _compile(self) -> Fn:
         # None == x is a plain False, as in one GPU's scope; only ordering raises on None
@@ -134,22 +140,10 @@ def _truth(tag: str, operands: tuple[Node, ...], units: Mapping[str, Unit]) -> U
     return BOOL
 
 
-class Logic(Node):
+class Logic(Binary):
     """`and` / `or`: the right side is read only where the left does not decide."""
-    op: str
-    left: Node
-    right: Node
     _STRENGTH: ClassVar[dict[str, int]] = {"or": 1, "and": 2}
-    __slots__ = ("op", "left", "right")
-    FIELDS = ("op", "left", "right")
-
-    def __init__(self, op: str, left: Node, right: Node) -> None:
-        object.__setattr__(self, "op", op)
-        object.__setattr__(self, "left", left)
-        object.__setattr__(self, "right", right)
-
-    def children(self) -> tuple[Node, ...]:
-        return (self.left, self.right)
+    __slots__ = ()
 
     def _compile(self) -> Fn:
         both = and_ if self.op == "and" else or_
@@ -166,16 +160,8 @@ class Logic(Node):
         return [self.op, self.left.to_list(), self.right.to_list()]
 
 
-class Not(Node):
-    inner: Node
-    __slots__ = ("inner",)
-    FIELDS = ("inner",)
-
-    def __init__(self, inner: Node) -> None:
-        object.__setattr__(self, "inner", inner)
-
-    def children(self) -> tuple[Node, ...]:
-        return (self.inner,)
+class Not(Unary):
+    __slots__ = ()
 
     def _compile(self) -> Fn:
         return lift1(operator.not_, self.inner.compile(), none_fails=False)
@@ -190,16 +176,8 @@ class Not(Node):
         return ["not", self.inner.to_list()]
 
 
-class Neg(Node):
-    inner: Node
-    __slots__ = ("inner",)
-    FIELDS = ("inner",)
-
-    def __init__(self, inner: Node) -> None:
-        object.__setattr__(self, "inner", inner)
-
-    def children(self) -> tuple[Node, ...]:
-        return (self.inner,)
+class Neg(Unary):
+    __slots__ = ()
 
     def _compile(self) -> Fn:
         return lift1(_neg, self.inner.compile())
