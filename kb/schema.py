@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-from kb.schema_base import (Month, NodeId, NonNeg, Optimizer, Positive, Slug, SortKey, SortName,
+from kb.schema_base import (Count, Month, NodeId, NonNeg, Optimizer, Positive, Slug, SortKey, SortName,
                             Strict, Text)
 from kb.schema_catalogue import (BareSize, Claim, Gpu, GpusFile, Interconnect, Mla, Model,
                                  ModelsFile, Moe, Objective, PerLayerEmbedding, Precision,
@@ -106,19 +106,19 @@ class Flow(Strict):
 
 class Defaults(Strict):
     params: Positive
-    users: int = Field(gt=0)
-    batch: int = Field(gt=0)
-    context_tokens: int = Field(gt=0)
-    prompt_tokens: int = Field(gt=0)
-    output_tokens: int = Field(gt=0)
-    seq_len: int = Field(gt=0)
-    lora_rank: int = Field(gt=0)
+    users: Count
+    batch: Count
+    context_tokens: Count
+    prompt_tokens: Count
+    output_tokens: Count
+    seq_len: Count
+    lora_rank: Count
     inference_precision: Slug
     training_precision: Slug
     qlora_precision: Slug
     kv_precision: Slug
-    gpu_count: int = Field(gt=0)
-    max_gpus: int = Field(gt=0)
+    gpu_count: Count
+    max_gpus: Count
     train_tokens: Positive
     checkpointing: bool
     flash_attention: bool

@@ -1,7 +1,7 @@
 """The building blocks of the rule-file schemas: constrained scalar types and the strict base model.
 
 In: nothing (pydantic types). Out: `Strict` (unknown keys are errors, frozen), the field types
-every rule file uses (Slug, NodeId, Positive, NonNeg, Fraction, Month, Text), the shared
+every rule file uses (Slug, NodeId, Positive, NonNeg, Count, Fraction, Month, Text), the shared
 literals (Optimizer, Vendor, SortName) and `SortKey`. The files' models are in kb.schema and
 kb.schema_catalogue.
 """
@@ -16,6 +16,7 @@ Slug = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_.\-]*$", max_length=80)]
 NodeId = Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_]*$", max_length=60)]
 Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 NonNeg = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+Count = Annotated[int, Field(gt=0)]          # a whole number of things: layers, heads, users
 
 
 def _plain_text(value: object) -> object:

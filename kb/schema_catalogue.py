@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from kb.schema_base import Fraction, NonNeg, Optimizer, Positive, Slug, Strict, Text, Vendor
+from kb.schema_base import Count, Fraction, NonNeg, Optimizer, Positive, Slug, Strict, Text, Vendor
 
 # ---------------------------------------------------------------- sources.yaml
 
@@ -193,7 +193,7 @@ class Gpu(Strict):
     release_year: int = Field(ge=2010, le=2035)
     aliases: list[str] = []
     vram_gb: Positive
-    memory_bytes: int = Field(gt=0)
+    memory_bytes: Count
     memory_type: str
     bandwidth_gb_s: Positive
     bus_width_bits: int | None = Field(default=None, gt=0)
@@ -217,7 +217,7 @@ class GpusFile(Strict):
 # ---------------------------------------------------------------- models.yaml
 
 class Mla(Strict):
-    kv_lora_rank: int = Field(gt=0)
+    kv_lora_rank: Count
     qk_rope_head_dim: int = Field(ge=0)
     qk_nope_head_dim: int | None = None
     v_head_dim: int | None = None
@@ -225,8 +225,8 @@ class Mla(Strict):
 
 
 class Moe(Strict):
-    experts: int = Field(gt=0)
-    experts_per_token: int = Field(gt=0)
+    experts: Count
+    experts_per_token: Count
     shared_experts: int = Field(default=0, ge=0)
     moe_layers: int | None = None
     shared_expert_intermediate_size: int | None = Field(default=None, gt=0)
@@ -236,18 +236,18 @@ class Moe(Strict):
 class Recurrent(Strict):
     """Linear-attention or state-space layers: a fixed-size state per sequence, no KV cache."""
     kind: Literal["mamba2", "gated-deltanet"]
-    layers: int = Field(gt=0)
-    heads: int = Field(gt=0)
-    head_dim: int = Field(gt=0)
-    state_dim: int = Field(gt=0)
-    groups: int = Field(gt=0)
-    conv_kernel: int = Field(gt=0)
+    layers: Count
+    heads: Count
+    head_dim: Count
+    state_dim: Count
+    groups: Count
+    conv_kernel: Count
 
 
 class PerLayerEmbedding(Strict):
     """Gemma 3n per-layer embeddings: each layer looks up its own vocab_size × width table (no matmul)."""
-    vocab_size: int = Field(gt=0)
-    width: int = Field(gt=0)
+    vocab_size: Count
+    width: Count
 
 
 class Model(Strict):
@@ -257,14 +257,14 @@ class Model(Strict):
     aliases: list[str] = []
     params_total: Positive
     params_active: Positive
-    layers: int = Field(gt=0)
-    hidden_size: int = Field(gt=0)
-    intermediate_size: int = Field(gt=0)
-    attention_heads: int = Field(gt=0)
-    kv_heads: int = Field(gt=0)
-    head_dim: int = Field(gt=0)
-    vocab_size: int = Field(gt=0)
-    max_context: int = Field(gt=0)
+    layers: Count
+    hidden_size: Count
+    intermediate_size: Count
+    attention_heads: Count
+    kv_heads: Count
+    head_dim: Count
+    vocab_size: Count
+    max_context: Count
     attention: Literal["mha", "gqa", "mqa", "mla"]
     tie_embeddings: bool = False
     mlp: Literal["gated", "plain"] = "gated"
