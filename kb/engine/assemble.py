@@ -72,13 +72,22 @@ def rank_order(ranking: list[tuple[str, str]], ev: Evaluated, n: int) -> list[in
     return sorted(range(n), key=key)
 
 
+def shown_figures(kn: Knowledge, r: Resolved, primary: Evaluated,
+                  rows: list[GpuRow]) -> tuple[tuple[str, ...], dict[str, Any], list[str]]:
+    """The memory parts, total and speeds an answer shows, computed; its throughput, with the
+    speeds of what does not fit withheld (kb.margins), and the warnings that says so."""
+    shown = tr.shown(r.is_training, BREAKDOWN, TRAINING_BREAKDOWN) + ("total_gb",) + (
+        TRAINING_SPEED if r.is_training else INFERENCE_SPEED)
+    evaluate(kn, primary, shown)
+    s = primary.scope
+    throughput = {k: (s.get(k) if k in shown else None) for k in INFERENCE_SPEED + TRAINING_SPEED}
+    return shown, throughput, margins.withhold_speeds(rows, throughput, bool(s.get("fits")))
+
+
 def brief_answer(kn: Knowledge, r: Resolved, primary: Evaluated, rows: list[GpuRow], query: str) -> Answer:
     """The figures of an answer without its walk, trace, claims and advice (answer(brief=True))."""
-    speed = TRAINING_SPEED if r.is_training else INFERENCE_SPEED
-    evaluate(kn, primary, tr.shown(r.is_training, BREAKDOWN, TRAINING_BREAKDOWN) + ("total_gb",) + speed)
+    _, throughput, _ = shown_figures(kn, r, primary, rows)
     s = primary.scope
-    throughput = {k: (s.get(k) if k in speed else None) for k in INFERENCE_SPEED + TRAINING_SPEED}
-    margins.withhold_speeds(rows, throughput, bool(s.get("fits")))
     return Answer(
         query=query, workload=workload_dict(r), assumptions=r.assumptions, memory=memory(s, r),
         throughput=throughput,

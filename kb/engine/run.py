@@ -19,9 +19,8 @@ from kb import training as tr
 from kb import unknown
 from kb.answer import Answer, GpuRow
 from kb.engine import solve
-from kb.engine.assemble import (BREAKDOWN, INFERENCE_SPEED, ROW_FORMULAS, TRAINING_BREAKDOWN,
-                                TRAINING_SPEED, brief_answer, bottleneck, error_bands,
-                                gpu_warnings, memory, rank_order, rows_of, workload_dict)
+from kb.engine.assemble import (ROW_FORMULAS, brief_answer, bottleneck, error_bands,
+                                gpu_warnings, memory, rank_order, rows_of, shown_figures, workload_dict)
 from kb.engine.claims import check_claims
 from kb.engine.evaluate import Evaluated, evaluate
 from kb.engine.gpus import catalogue_columns, gpu_columns, layout_columns, layouts_of
@@ -181,18 +180,15 @@ def _answer(w: Workload, kn: Knowledge, query: str = "", brief: bool = False) ->
         else:
             advice.append({"flow": flow.id, "title": flow.title, "source": flow.source,
                            "conclusion": text, "node": flow_path[-1]})
-    speed = TRAINING_SPEED if r.is_training else INFERENCE_SPEED
-    shown = tr.shown(r.is_training, BREAKDOWN, TRAINING_BREAKDOWN)
-    evaluate(kn, primary, shown)
-    for name in shown + ("total_gb",) + speed:
+    shown, throughput, withheld = shown_figures(kn, r, primary, rows)
+    for name in shown:
         tracer.formula("answer", name)
     warnings = list(r.warnings) + gpu_warnings(every, candidates, r) + [
         f"{name} could not be computed: {msg}" for name, msg in primary.errors.items()]
     disagreements, agreements = check_claims(kn, every, primary, order)
     s = primary.scope
     bands = error_bands(kn, r)
-    throughput = {k: (s.get(k) if k in speed else None) for k in INFERENCE_SPEED + TRAINING_SPEED}
-    warnings += margins.withhold_speeds(rows, throughput, bool(s.get("fits")))
+    warnings += withheld
     tight = margins.borderline(s.get("per_gpu_gb"), s.get("headroom_gb"), bool(s.get("fits")),
                                bands.get("total_gb")) if w.gpus else None
     if tight:
