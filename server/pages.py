@@ -164,26 +164,26 @@ def gpu_columns(answer: dict[str, Any], kn: Knowledge) -> list[tuple[str, str, s
     return [(f, *COLUMNS[f]) for f in (first, *fields)]
 
 
-def _render(template: str, query: str | None, finish: Callable[[str], str] = str, **extra: Any) -> Any:
+def _render(template: str, query: str | None, finish: Callable[[str], str] = str) -> Any:
     """Answer `query` into `template` (the page text then passed through `finish`); 400 with the
     caret message when it cannot be read."""
     ctx: dict[str, Any] = {"q": query or "", "examples": [(e, page_link(e)) for e in EXAMPLES]}
     if query is None or not query.strip():
-        return finish(render_template(template, **ctx, **extra))
+        return finish(render_template(template, **ctx))
     kn = live().get()                     # one knowledge for the answer and its page
     # a page is given again from the answer cache (server.answer_cache) while the knowledge and
     # the rules banner it shows are the same; its bytes go out as they are kept
-    key = (template, query, repr(extra), repr(live().degraded()), live().loaded_at)
+    key = (template, query, repr(live().degraded()), live().loaded_at)
     try:
-        page = live().cache.get(kn, key, lambda: finish(_answer_page(template, query, kn, ctx, extra)).encode())
+        page = live().cache.get(kn, key, lambda: finish(_answer_page(template, query, kn, ctx)).encode())
     except QueryError as err:
-        return finish(render_template(template, **ctx, **extra, error=query_error_view(err, query))), 400
+        return finish(render_template(template, **ctx, error=query_error_view(err, query))), 400
     except KbError as err:
-        return finish(render_template(template, **ctx, **extra, error={"caret": str(err)})), 400
+        return finish(render_template(template, **ctx, error={"caret": str(err)})), 400
     return current_app.response_class(page, mimetype="text/html")
 
 
-def _answer_page(template: str, query: str, kn: Knowledge, ctx: dict[str, Any], extra: dict[str, Any]) -> str:
+def _answer_page(template: str, query: str, kn: Knowledge, ctx: dict[str, Any]) -> str:
     from kb import answer_in
     from kb.options import compute
 
@@ -192,7 +192,7 @@ def _answer_page(template: str, query: str, kn: Knowledge, ctx: dict[str, Any], 
         found.options = compute(kn, query, found)   # the page always lists what to change (kb.options)
     answer = found.to_dict()
     view = answer_view(answer, kn, embed=template.endswith("embed.html"))
-    return render_template(template, **ctx, **extra, answer=answer, view=view)
+    return render_template(template, **ctx, answer=answer, view=view)
 
 
 @bp.get("/")
