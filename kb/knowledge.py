@@ -163,8 +163,9 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
     rdoc = docs["runtimes"]
     for i, rt in enumerate(parsed["runtimes"].runtimes):
         need_source(rdoc, ("runtimes", i, "source"), rt.source)
-        if rt.gemm_accumulate_source:
-            need_source(rdoc, ("runtimes", i, "gemm_accumulate_source"), rt.gemm_accumulate_source)
+        for key in ("gemm_accumulate_source", "lora_dropout_source", "quantizes_output_head_source"):
+            if getattr(rt, key):
+                need_source(rdoc, ("runtimes", i, key), getattr(rt, key))
         if rt.kind in ("inference", "both"):
             for key in ("decode_bandwidth_efficiency", "quant_kernel_efficiency",
                         "decode_step_overhead_s", "prefill_compute_efficiency"):

@@ -142,6 +142,10 @@ class Runtime(Strict):
     training_mfu: Fraction | None = None
     logits_memory_fraction: Fraction = 1.0
     master_weights: bool = True
+    lora_dropout: Fraction = 0.0
+    lora_dropout_source: Slug | None = None
+    quantizes_output_head: bool = False
+    quantizes_output_head_source: Slug | None = None
     default_context_tokens: int | None = Field(default=None, gt=0)
     checkpointing: bool | None = None
     optimizer: Optimizer | None = None

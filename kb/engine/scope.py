@@ -244,6 +244,8 @@ def base_scope(r: Resolved, kn: Knowledge) -> Scope:
         "runtime.tensor_parallel": rt.get("multi_gpu") == "tensor_parallel",
         "runtime.logits_memory_fraction": rt.get("logits_memory_fraction", 1.0),
         "runtime.master_weights": rt.get("master_weights", True),
+        "runtime.lora_dropout": rt.get("lora_dropout", 0.0),
+        "runtime.quantizes_output_head": bool(rt.get("quantizes_output_head")),
         "precision.quantizes_embeddings": r.precision.get("quantizes_embeddings", True),
     })
     scope.update(target_inputs(w))
