@@ -410,6 +410,7 @@ def test_yaml_aliases_are_refused(tmp_path: Path) -> None:
     assert result.returncode == 2
     first = result.stderr.splitlines()[0]
     assert first.startswith(f"rules/models.yaml:2:{lines[1].index('*a0') + 1}: ")
+    assert "YAML: aliases (*a0) are not used in rule files" in first
 
 
 # ---------------------------------------------------------------- JSON Schema files
