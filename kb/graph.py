@@ -23,7 +23,7 @@ from typing import Any
 
 import networkx as nx
 
-from kb.model import Flow, Formula
+from kb.model import Edge, Flow, Formula
 
 Layers = tuple[tuple[str, ...], ...]
 
@@ -58,7 +58,7 @@ def add_flow(g: nx.DiGraph, flow: Flow) -> None:
         for edge in node.edges:
             if edge.to in flow.nodes:
                 g.add_edge(here, flow_key(flow.id, edge.to), kind="flow", label=edge.label,
-                           when=edge.when.text if edge.when else None)
+                           when=edge.when.text if edge.when else None, edge=edge)
         for name in node.compute:
             if g.nodes.get(name, {}).get("kind") == "formula":
                 g.add_edge(here, name, kind="computes")
@@ -98,6 +98,18 @@ def formula_cycles(g: nx.DiGraph) -> list[list[str]]:
         elif kind == "nontree" and v in on_stack:
             cycles.append(stack[stack.index(v):] + [v])
     return cycles
+
+
+def out_edges(g: nx.DiGraph, flow: Flow) -> dict[str, tuple[Edge, ...]]:
+    """Each node of the flow → the edges it leaves by in the graph, in the order they were
+    added (the order the walk tries their conditions in). The flow's nodes read their edges
+    from here, so what the walk follows is the graph."""
+    out: dict[str, tuple[Edge, ...]] = {}
+    for node_id in flow.nodes:
+        here = flow_key(flow.id, node_id)
+        out[node_id] = tuple(data["edge"] for _, _, data in g.out_edges(here, data=True)
+                             if data["kind"] == "flow")
+    return out
 
 
 def flow_cycle(g: nx.DiGraph, flow: Flow) -> list[str] | None:

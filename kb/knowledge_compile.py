@@ -8,13 +8,15 @@ objects (kb.model), each formula's evaluation order (`closures`) and whether it 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import networkx as nx
 
 from kb import expr as ex
 from kb.errors import nearest
-from kb.graph import add_flow, evaluation_orders, flow_cycle, formula_cycles, knowledge_graph, unreachable
+from kb.graph import (add_flow, evaluation_orders, flow_cycle, formula_cycles, knowledge_graph, out_edges,
+                      unreachable)
 from kb.knowledge_checks import (Collector, NeedSource, check_unit, col_offset, compile_expr, is_gpu_name,
                                  unique)
 from kb.loader import Doc
@@ -92,6 +94,10 @@ def compile_flow(doc: Doc, flow: FlowFile, units: dict[str, ex.Unit], formulas: 
                                    nearest(fname, formulas)))
         edges = []
         for j, e in enumerate(n.edges):
+            if any(earlier.to == e.to for earlier in n.edges[:j]):
+                errs.add(doc.error(("nodes", i, "edges", j, "to"),
+                                   f"a second edge from '{n.id}' to '{e.to}'; join the two conditions "
+                                   "with 'or' in one edge"))
             when = compile_expr(doc, ("nodes", i, "edges", j, "when"), e.when, units, errs, want=ex.BOOL) if e.when else None
             edges.append(Edge(e.to, when, e.label))
         if n.kind == "verdict":
@@ -136,6 +142,9 @@ def compile_flow(doc: Doc, flow: FlowFile, units: dict[str, ex.Unit], formulas: 
     add_flow(graph, result)
     if flow.entry in nodes and all(e.to in nodes for n in nodes.values() for e in n.edges):
         _check_graph(doc, flow, result, errs, graph)
+    # the walk follows the graph: each node's edges are its out-edges there
+    for node_id, out in out_edges(graph, result).items():
+        result.nodes[node_id] = replace(result.nodes[node_id], edges=out)
     return result
 
 

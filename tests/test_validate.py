@@ -146,9 +146,15 @@ CASES = [
     Case("edge-to-unknown-node", WHICH, "      - {to: FT_SIZE, label: Full fine-tune}\n",
          "      - {to: FT_SIZ, label: Full fine-tune}\n",
          (("FT_SIZ", "edge to unknown node 'FT_SIZ' (did you mean 'FT_SIZE'?)"),)),
+    # two edges between the same nodes would be one edge of the knowledge graph, which the walk follows
+    Case("second-edge-to-the-same-node", WHICH, "      - {to: FT_SIZE, label: Full fine-tune}\n",
+         "      - {to: FT_SIZE, when: params > 1e12, label: Huge}\n"
+         "      - {to: FT_SIZE, label: Full fine-tune}\n",
+         (("FT_SIZE, label: Full", ("a second edge from 'FT' to 'FT_SIZE'; join the two conditions "
+                              "with 'or' in one edge")),)),
     Case("unreachable-node", "flows/compute_or_bandwidth.yaml",
          "      - {to: E, when: is_lora or is_qlora, label: LoRA/QLoRA}\n",
-         "      - {to: D, when: is_lora or is_qlora, label: LoRA/QLoRA}\n",
+         "      - {to: G, when: is_lora or is_qlora, label: LoRA/QLoRA}\n",
          ((Find("  - id: E\n", "E"), "node 'E' cannot be reached from the entry 'A'"),)),
     Case("flow-cycle", WHICH, QL_EDGE, CYCLE_EDGE + QL_EDGE,
          (("TASK", CYCLE_MSG),)),                 # at the edge FT → TASK that closes the cycle
@@ -404,6 +410,7 @@ def test_yaml_aliases_are_refused(tmp_path: Path) -> None:
     assert result.returncode == 2
     first = result.stderr.splitlines()[0]
     assert first.startswith(f"rules/models.yaml:2:{lines[1].index('*a0') + 1}: ")
+    assert "YAML: aliases (*a0) are not used in rule files" in first
 
 
 # ---------------------------------------------------------------- JSON Schema files

@@ -1,5 +1,8 @@
 """Walking the flows: from each flow's entry, the first edge whose condition holds, with a trace.
 
+The edges a node leaves by are its out-edges in the knowledge graph (kb.graph.out_edges, read
+into each Node when the knowledge is built), tried in the order the rule file lists them.
+
 In: a Flow, the Knowledge and one GPU's Evaluated scope. Out: the path of node ids walked, the
 verdict text its last node fills in, and (through Tracer) a trace step for every formula a node
 computes (after the formulas it needs) and every conditional edge taken.
