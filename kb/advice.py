@@ -9,12 +9,16 @@ that hold the job), the sort keys, the cost fields of each GPU row, and the reco
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kb.answer import GpuRow
 from kb.expr import Col
 from kb.model import Knowledge
 from kb.workload import Workload
+
+if TYPE_CHECKING:
+    from kb.records import GPU
+    from kb.records_rules import Price
 
 # cost figures of a row → formula names (rules/formulas.yaml)
 ROW_COST = ("needs_server_board", "cloud_usd_per_hour", "config_price_usd", "config_usd_per_hour", "breakeven_months",
@@ -41,7 +45,7 @@ def sort_keys(kn: Knowledge, w: Workload, fallback: list[tuple[str, str]]) -> li
     name = sort_name(kn, w)
     if name is None:
         return fallback
-    keys = [(k["by"], k["order"]) for k in kn.advice["sorts"][name]]
+    keys: list[tuple[str, str]] = [(k["by"], k["order"]) for k in kn.advice["sorts"][name]]
     if w.rent:
         keys = [(kn.advice["rent_cost_key"] if k == "config_price_usd" else k, o) for k, o in keys
                 if k not in kn.advice.get("rent_ignores", [])]
@@ -65,7 +69,7 @@ def fewest_needed(rows: list[Any]) -> int:
     return min((r.gpus_needed for r in rows if r.gpus_needed), default=0)
 
 
-def configurations(kn: Knowledge, needed: Any, gpus: list[dict[str, Any]]) -> list[tuple[dict[str, Any], int, bool]]:
+def configurations(kn: Knowledge, needed: Any, gpus: list[GPU]) -> list[tuple[GPU, int, bool]]:
     """Each catalogue GPU at the fewest cards that hold the job (one where none or too many do:
     more than the rules' max_gpus_per_config is not one box)."""
     most = int(kn.advice.get("max_gpus_per_config", 1))
@@ -111,7 +115,7 @@ def recommendation(kn: Knowledge, w: Workload, rows: list[GpuRow], is_training: 
     pick = fitting[0]
     runners: dict[str, Any] = {}
     for r in fitting[1:]:
-        cls = CLASSES.get(str(kn.gpus.get(r.id, {}).get("segment")), "datacenter")
+        cls = CLASSES.get(_segment(kn, r), "datacenter")
         if cls not in runners and not _same_class(kn, pick, cls):
             runners[cls] = _brief(r)
     rentable = [x for x in fitting if x.config_usd_per_hour is not None]
@@ -122,7 +126,13 @@ def recommendation(kn: Knowledge, w: Workload, rows: list[GpuRow], is_training: 
 
 
 def _same_class(kn: Knowledge, pick: GpuRow, cls: str) -> bool:
-    return CLASSES.get(str(kn.gpus.get(pick.id, {}).get("segment")), "datacenter") == cls
+    return CLASSES.get(_segment(kn, pick), "datacenter") == cls
+
+
+def _segment(kn: Knowledge, r: GpuRow) -> str:
+    """The row's market segment as text ('None' for a card the catalogue does not list)."""
+    gpu = kn.gpus.get(r.id)
+    return str(gpu.get("segment") if gpu else None)
 
 
 def _brief(r: GpuRow) -> dict[str, Any]:
@@ -180,7 +190,7 @@ def prices_used(kn: Knowledge, w: Workload, gpu_ids: list[str]) -> dict[str, Any
 MAX_PRICE_ROWS = 12  # the rows whose prices an answer lists: the rows the page's cost table shows
 
 
-def cloud_text(p: dict[str, Any]) -> str:
+def cloud_text(p: Price) -> str:
     """'$3.25/GPU-hour, the median of 6 on-demand prices on 5 price pages ($2.49-4.76; they
     disagree: the highest is 1.9× the lowest): Lambda $2.49 (2026, src); …'"""
     listed = "; ".join(f"{c['provider']} {money(c['usd_per_hour'])} ({c['date']}, {c['source']})" for c in p["cloud"])
@@ -190,8 +200,8 @@ def cloud_text(p: dict[str, Any]) -> str:
     pages = p.get("cloud_pages") or n
     spread = f"{money(p['cloud_low'])}-{money(p['cloud_high'])}"
     if p.get("cloud_disagree"):
-        spread += (f"; they disagree: the highest is {p['cloud_high'] / p['cloud_low']:.1f}× the lowest"
-                   if p["cloud_low"] else "")
+        low, high = p["cloud_low"], p["cloud_high"]
+        spread += f"; they disagree: the highest is {high / low:.1f}× the lowest" if low and high else ""
     rule = p.get("cloud_rule") or "median"
     return (f"{money(p['cloud_usd_per_hour'])}/GPU-hour, the {rule} of {n} on-demand prices on {pages} price "
             f"page{'s' if pages != 1 else ''} ({spread}): {listed}")

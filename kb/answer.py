@@ -31,7 +31,7 @@ class GpuRow:
     id: str
     name: str
     count: int
-    vram_gb: float
+    vram_gb: float | None
     usable_vram_gb: float | None
     per_gpu_gb: float | None
     fits: bool

@@ -7,10 +7,13 @@ In: the loaded Knowledge and the options of the command. Out: the selected model
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kb.errors import KbError
 from kb.model import Knowledge, norm
+
+if TYPE_CHECKING:
+    from kb.records import Model
 
 _CONTEXT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([km]?)\s*$", re.IGNORECASE)
 _SCALE = {"": 1, "k": 1024, "m": 1024 * 1024}
@@ -24,18 +27,18 @@ def context_tokens(text: str) -> int:
     return int(float(m.group(1)) * _SCALE[m.group(2).lower()])
 
 
-def _order(m: dict[str, Any]) -> tuple[str, float, str]:
+def _order(m: Model) -> tuple[str, float, str]:
     return (m["family"], m["params_total"], m["id"])
 
 
-def matches(m: dict[str, Any], text: str) -> bool:
+def matches(m: Model, text: str) -> bool:
     """Case- and separator-insensitive substring of the id, name, family or an alias."""
     key = norm(text)
     return any(key in norm(s) for s in [m["id"], m["name"], m["family"], *m.get("aliases", [])])
 
 
 def select(kn: Knowledge, family: str | None = None, min_params: float | None = None,
-           search: str | None = None, moe: bool = False, min_context: int | None = None) -> list[dict[str, Any]]:
+           search: str | None = None, moe: bool = False, min_context: int | None = None) -> list[Model]:
     """The models every given filter keeps, by family, then size, then id."""
     items = [m for m in kn.models.values()
              if (family is None or m["family"] == family.lower())
@@ -46,7 +49,7 @@ def select(kn: Knowledge, family: str | None = None, min_params: float | None = 
     return sorted(items, key=_order)
 
 
-def families(items: list[dict[str, Any]]) -> dict[str, list[str]]:
+def families(items: list[Model]) -> dict[str, list[str]]:
     """family → model ids, families in name order (items are already in a stable order)."""
     out: dict[str, list[str]] = {}
     for m in items:
@@ -54,13 +57,13 @@ def families(items: list[dict[str, Any]]) -> dict[str, list[str]]:
     return dict(sorted(out.items()))
 
 
-def layout(m: dict[str, Any]) -> str:
+def layout(m: Model) -> str:
     """Attention layout in a few letters: gqa+swa1024, gqa+chunk8192, gqa+mamba2, mla+moe …"""
-    text = m["attention"]
-    if m.get("sliding_window"):
-        text += ("+chunk" if m.get("local_attention") == "chunked" else "+swa") + str(m["sliding_window"])
-    if m.get("recurrent"):
-        text += "+" + m["recurrent"]["kind"]
+    text: str = m["attention"]
+    if window := m.get("sliding_window"):
+        text += ("+chunk" if m.get("local_attention") == "chunked" else "+swa") + str(window)
+    if recurrent := m.get("recurrent"):
+        text += "+" + recurrent["kind"]
     if m.get("moe"):
         text += "+moe"
     return text

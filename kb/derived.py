@@ -20,11 +20,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from kb.gpu_names import Scope, gpu_columns, precision_key, runs_on
 from kb.model import Claim, Formula, Knowledge
 from kb.query_words import Vocab, vocabulary
+
+if TYPE_CHECKING:
+    from kb.records import GPU, Model, Precision
 
 # figure of the answer → kind of measurement in rules/error_bands.yaml
 BAND_KINDS = {
@@ -37,6 +40,9 @@ BAND_KINDS = {
 # what a trace step shows of a formula's case: the names it reads, its text, its note, the
 # rule ("name (file:line)") and its sources
 CaseText = tuple[tuple[str, ...], str, str | None, str, str]
+# what the catalogue's columns at one precision key are made of: the cards (one each), the
+# precision and the runtime's GEMM accumulation
+CardsAt = tuple[list[tuple["GPU", int]], "Precision", str]
 
 
 K = TypeVar("K")
@@ -112,9 +118,9 @@ def _catalogue_columns(kn: Knowledge) -> Lazy[tuple[str, ...], Any, Scope]:
     where at least one catalogue GPU runs the runtime, each computed when first read."""
     gpus, precisions, runtimes = kn.gpus, kn.precisions, kn.runtimes
 
-    def index() -> dict[tuple[str, ...], tuple[list[tuple[dict[str, Any], int]], dict[str, Any], str]]:
-        cards: dict[tuple[str, ...], list[tuple[dict[str, Any], int]]] = {}
-        out = {}
+    def index() -> dict[tuple[str, ...], CardsAt]:
+        cards: dict[tuple[str, ...], list[tuple[GPU, int]]] = {}
+        out: dict[tuple[str, ...], CardsAt] = {}
         for precision in precisions.values():
             for runtime in runtimes.values():
                 key = precision_key(precision, runtime)
@@ -131,7 +137,7 @@ def _catalogue_columns(kn: Knowledge) -> Lazy[tuple[str, ...], Any, Scope]:
     return Lazy(index, lambda arg: gpu_columns(*arg))
 
 
-def with_model(kn: Knowledge, model: dict[str, Any], *, words: bool = True) -> Knowledge:
+def with_model(kn: Knowledge, model: Model, *, words: bool = True) -> Knowledge:
     """This knowledge and one more model (from a config.json), as a new object: `kn` is not
     changed. The tables that do not read the models are shared; the vocabulary, which holds the
     model names, is built again (`words=False`: a view only evaluated, never parsed against,

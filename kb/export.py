@@ -13,15 +13,18 @@ queries, so every figure on a page is computed from the rules.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from kb.export_flows import flow_page, mermaid, mermaid_ids, mermaid_text, shown_text
 from kb.export_formulas import Run, example_queries, formulas_page, run_examples
 from kb.export_prices import cost_cell, prices_page
 from kb.export_text import anchor, code, math, number, page, src_link, table, with_unit
 from kb.model import Claim, Knowledge
-from kb.nodes import literal
+from kb.nodes_base import literal
 from kb.render import md
+
+if TYPE_CHECKING:
+    from kb.records import Model, Runtime
 
 # The names other modules and the tests read from here; each lives in its own module.
 __all__ = ["markdown_pages", "mermaid", "mermaid_ids", "mermaid_text", "shown_text", "math",
@@ -68,7 +71,7 @@ def index_page(kn: Knowledge) -> str:
     return page("kbq rules", body)
 
 
-def _dash(value: Any) -> str:
+def _dash(value: float | None) -> str:
     return "–" if value is None else number(value)
 
 
@@ -107,13 +110,13 @@ def models_page(kn: Knowledge) -> str:
     rows = []
     for m in kn.models.values():
         extra = [f"sliding window {m['sliding_window']}"] if m.get("sliding_window") else []
-        extra += [f"MoE {m['moe']['experts_per_token']} of {m['moe']['experts']}"] if m.get("moe") else []
-        extra += [f"MLA rank {m['mla']['kv_lora_rank']}"] if m.get("mla") else []
+        extra += [f"MoE {moe['experts_per_token']} of {moe['experts']}"] if (moe := m.get("moe")) else []
+        extra += [f"MLA rank {mla['kv_lora_rank']}"] if (mla := m.get("mla")) else []
         rows.append([md(m["name"]), code(m["id"]), md(m["family"]),
                      number(m["params_total"] / kn.billion), number(m["params_active"] / kn.billion),
-                     *(str(m[k]) for k in ("layers", "hidden_size", "intermediate_size",
-                                           "attention_heads", "kv_heads", "head_dim",
-                                           "vocab_size", "max_context")),
+                     *(str(v) for v in (m["layers"], m["hidden_size"], m["intermediate_size"],
+                                        m["attention_heads"], m["kv_heads"], m["head_dim"],
+                                        m["vocab_size"], m["max_context"])),
                      md(", ".join([m["attention"], *extra])), src_link(m["source"])])
     refs = ", ".join(code(r) for r in kn.bare_size_refs)
     body = [("A bare size with no model name (\"13B\") stands for the reference architecture "
@@ -143,7 +146,7 @@ def runtimes_page(kn: Knowledge) -> str:
     head = ["runtime", "id", "kind", "multi-GPU", "runs on", "settings", "source"]
     rows = []
     for r in kn.runtimes.values():
-        settings = ", ".join(f"{md(k)} = {md(v) if isinstance(v, str) else number(v)}"
+        settings = ", ".join(f"{md(k)} = {md(v) if isinstance(v, str) else number(cast('float', v))}"
                              for k, v in r.items()
                              if k not in _RUNTIME_COLUMNS and v is not None and not isinstance(v, list))
         rows.append([md(r["name"]), code(r["id"]), md(r["kind"]), md(r["multi_gpu"]),
@@ -161,7 +164,7 @@ def runtimes_page(kn: Knowledge) -> str:
     return page("Runtimes", body)
 
 
-def _aliases_and_notes(entries: Iterable[dict[str, Any]]) -> list[str]:
+def _aliases_and_notes(entries: Iterable[Model | Runtime]) -> list[str]:
     """A list item for each entry (a model, a runtime) that has aliases or notes."""
     out = []
     for e in entries:

@@ -16,7 +16,7 @@ from kb.answer import Answer, Step
 from kb.errors import EvalError, KbError
 from kb.export_text import anchor, code, math, name_link, number, page, src_link, table, with_unit
 from kb.model import Formula, Knowledge
-from kb.nodes import literal
+from kb.nodes_base import literal
 from kb.render import md
 
 # Queries whose traces give the formulas' worked examples; the claims' own example queries

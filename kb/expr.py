@@ -21,7 +21,8 @@ from kb.columns import MISSING, NO_HOLES, RAISED, Col, Failed, Fn, Scope, at, el
 from kb.columns import filled, guarded
 from kb.errors import EvalError
 from kb.functions import FUNCTIONS
-from kb.nodes import Bin, Call, Cmp, Logic, Name, Neg, Node, Not, Num, Str, from_list
+from kb.nodes import Bin, Call, Cmp, Logic, Neg, Not, from_list
+from kb.nodes_base import Name, Node, Num, Str
 from kb.units import BOOL, COUNTS, ONE, TEXT, Unit, UnitError, format_unit, parse_unit
 
 if TYPE_CHECKING:

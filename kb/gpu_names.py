@@ -10,20 +10,23 @@ the catalogue's columns per key).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kb.expr import Col
+
+if TYPE_CHECKING:
+    from kb.records import GPU, Precision, Runtime
 
 Scope = dict[str, Any]
 # the names a precision and the runtime's accumulation change; every other name is the card's own
 
 
-def runs_on(runtime: dict[str, Any], gpu: dict[str, Any]) -> bool:
+def runs_on(runtime: Runtime, gpu: GPU) -> bool:
     """The runtime runs on this GPU's platform (a bare capacity runs anywhere)."""
     return gpu.get("vendor") == "any" or gpu["vendor"] in runtime["platforms"]
 
 
-def _compute_precision(gpu: dict[str, Any], precision: dict[str, Any],
+def _compute_precision(gpu: GPU, precision: Precision,
                        accumulate: str = "fp32") -> tuple[str | None, float | None]:
     """The precision and peak rate a GEMM runs at; FP16 GEMMs that accumulate in FP16 (the
     runtime's gemm_accumulate) take the card's fp16_acc16 rate where it lists one."""
@@ -37,7 +40,7 @@ def _compute_precision(gpu: dict[str, Any], precision: dict[str, Any],
     return None, None
 
 
-def gpu_values(gpu: dict[str, Any], count: int, precision: dict[str, Any], accumulate: str = "fp32") -> Scope:
+def gpu_values(gpu: GPU, count: int, precision: Precision, accumulate: str = "fp32") -> Scope:
     """The names a formula reads about one GPU (and how many of it)."""
     key, tflops = _compute_precision(gpu, precision, accumulate)
     return {
@@ -60,7 +63,7 @@ def _column(values: Iterable[Any]) -> Any:
     return first if same else col
 
 
-def gpu_columns(candidates: list[tuple[dict[str, Any], int]], precision: dict[str, Any],
+def gpu_columns(candidates: list[tuple[GPU, int]], precision: Precision,
                 accumulate: str = "fp32") -> Scope:
     """The GPU names over several candidates: a Col per name, or one value where every
     candidate has the same (then formulas reading only such names are computed once)."""
@@ -68,7 +71,7 @@ def gpu_columns(candidates: list[tuple[dict[str, Any], int]], precision: dict[st
     return {name: _column(r[name] for r in rows) for name in rows[0]}
 
 
-def precision_key(precision: dict[str, Any], runtime: dict[str, Any]) -> tuple[str, ...]:
+def precision_key(precision: Precision, runtime: Runtime) -> tuple[str, ...]:
     """What the catalogue's columns depend on: the compute precision and its fallbacks, the
     runtime's platforms and its GEMM accumulation."""
     return (precision["compute"], *precision["fallback"], "|", *runtime["platforms"], "|",

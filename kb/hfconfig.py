@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from kb.errors import KbError
+
+if TYPE_CHECKING:
+    from kb.model import Knowledge
+    from kb.records import Model
 
 
 class ConfigError(KbError):
@@ -29,7 +33,7 @@ MAX_CONFIG_BYTES = 4_000_000     # the rule-file cap; real config.json files are
 MAX_CONFIG_VALUE = 2 ** 53       # larger sizes are not a model; exact as a float up to here
 
 
-def read(path: str | Path, kn: Any) -> dict[str, Any]:
+def read(path: str | Path, kn: Knowledge) -> Model:
     p = Path(path)
     raw = _parse(p, _read_capped(p))
     if not isinstance(raw, dict):
@@ -45,14 +49,14 @@ def read(path: str | Path, kn: Any) -> dict[str, Any]:
     _check_sizes(model, cfg, p)
     from pydantic import ValidationError
 
-    from kb.schema import Model
+    from kb.schema import Model as ModelSchema
 
     try:
-        Model.model_validate({k: v for k, v in model.items()})
+        ModelSchema.model_validate({k: v for k, v in model.items()})
     except ValidationError as exc:
         first = exc.errors()[0]
         raise ConfigError(f"{p}: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
-    return _with_params(model, kn)
+    return _with_params(cast("Model", model), kn)     # it has the schema's shape
 
 
 def _read_capped(p: Path) -> bytes:
@@ -144,7 +148,7 @@ def _model(cfg: dict[str, Any], p: Path) -> dict[str, Any]:
     return model
 
 
-def _with_params(model: dict[str, Any], kn: Any) -> dict[str, Any]:
+def _with_params(model: Model, kn: Knowledge) -> Model:
     """Parameter counts from the arch_params_* formulas."""
     from kb.derived import with_model
     from kb.engine import Evaluated, base_scope, evaluate, resolve

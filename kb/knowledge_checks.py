@@ -10,16 +10,22 @@ YAML (`compile_expr`), and the catalogue tables built along the way (`catalogue`
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from kb import expr as ex
 from kb.errors import RuleError, nearest
 from kb.loader import Doc, Path_
 from kb.model import GPU_INPUT_PREFIX, PER_GPU_INPUTS, capacity_fields, norm
-from kb.schema import Model, RuntimesFile
+from kb import schema as sc
+
+if TYPE_CHECKING:
+    from kb.records import GPU, Model, Objective, Precision, Runtime, ShardingTable
+    from kb.records_rules import Constant
 
 # need_source(doc, loc, source id): reports an unknown source id at loc
 NeedSource = Callable[[Doc, Path_, str], None]
+# a catalogue record: each has an id and may have aliases
+Record = TypeVar("Record", "GPU", "Model", "Precision", "Runtime")
 
 
 class Collector:
@@ -32,34 +38,35 @@ class Collector:
         self.errors.append(err)
 
 
-def training_tables(rfile: RuntimesFile, rdoc: Doc, need_source: NeedSource,
-                     errs: Collector) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+def training_tables(rfile: sc.RuntimesFile, rdoc: Doc, need_source: NeedSource,
+                     errs: Collector) -> tuple[ShardingTable, dict[str, Objective]]:
     """runtimes.yaml's sharding strategies and training objectives, their sources and names checked."""
-    sharding = rfile.sharding.model_dump() if rfile.sharding is not None else {}
+    sharding = cast("ShardingTable", rfile.sharding.model_dump() if rfile.sharding is not None else {})
     strategies = sharding.get("strategies", {})
     for name, st in strategies.items():
         need_source(rdoc, ("sharding", "strategies", name, "source"), st["source"])
-    for key in ("default", "offload_default"):
-        if sharding and sharding[key] not in strategies:
-            errs.add(rdoc.error(("sharding", key), f"unknown sharding '{sharding[key]}'",
-                                nearest(sharding[key], strategies)))
+    for key, named in (("default", sharding.get("default")),
+                       ("offload_default", sharding.get("offload_default"))):
+        if named is not None and named not in strategies:
+            errs.add(rdoc.error(("sharding", key), f"unknown sharding '{named}'",
+                                nearest(named, strategies)))
     for i, rt in enumerate(rfile.runtimes):
         if rt.sharding is not None and rt.sharding not in strategies:
             errs.add(rdoc.error(("runtimes", i, "sharding"), f"unknown sharding '{rt.sharding}'",
                                 nearest(rt.sharding, strategies)))
-    objectives = {k: o.model_dump() for k, o in rfile.objectives.items()}
+    objectives = {k: cast("Objective", o.model_dump()) for k, o in rfile.objectives.items()}
     for name, o in objectives.items():
         need_source(rdoc, ("objectives", name, "source"), o["source"])
     return sharding, objectives
 
 
-def capacities(gpus: dict[str, dict[str, Any]], constants: dict[str, dict[str, Any]]) -> None:
+def capacities(gpus: dict[str, GPU], constants: dict[str, Constant]) -> None:
     """Each GPU's capacity from its bytes: `memory_gb` (decimal, what every comparison uses)
     and `memory_gib` (binary, how the memory is sold)."""
-    per_gb = constants.get("bytes_per_gb", {}).get("value")
-    per_gib = constants.get("bytes_per_gib", {}).get("value")
+    per_gb = constants["bytes_per_gb"]["value"] if "bytes_per_gb" in constants else None
+    per_gib = constants["bytes_per_gib"]["value"] if "bytes_per_gib" in constants else None
     for g in gpus.values():
-        g.update(capacity_fields(g["memory_bytes"], per_gb, per_gib))
+        g["memory_gb"], g["memory_gib"] = capacity_fields(g["memory_bytes"], per_gb, per_gib)
 
 
 def unique(doc: Doc | None, locs: list[Path_], values: list[str], what: str,
@@ -74,10 +81,10 @@ def unique(doc: Doc | None, locs: list[Path_], values: list[str], what: str,
         seen[v] = i
 
 
-def catalogue(doc: Doc, section: str, items: list[dict[str, Any]],
-               errs: Collector) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+def catalogue(doc: Doc, section: str, items: list[Record],
+               errs: Collector) -> tuple[dict[str, Record], dict[str, str]]:
     """Items by id, and an alias table (normalised id, name and aliases → id)."""
-    by_id: dict[str, dict[str, Any]] = {}
+    by_id: dict[str, Record] = {}
     alias: dict[str, str] = {}
     for i, item in enumerate(items):
         if item["id"] in by_id:
@@ -133,7 +140,7 @@ def compile_expr(doc: Doc, loc: Path_, text: str, units: dict[str, ex.Unit],
     return compiled if ok else None
 
 
-def check_native(doc: Doc, models: list[Model], precisions: dict[str, Any], need_source: NeedSource,
+def check_native(doc: Doc, models: list[sc.Model], precisions: dict[str, Precision], need_source: NeedSource,
                   errs: Collector) -> None:
     """A model's native checkpoint format names a known precision and has its own source."""
     for i, m in enumerate(models):

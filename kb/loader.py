@@ -11,7 +11,7 @@ import re
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
 
 import yaml
 from yaml.constructor import SafeConstructor
@@ -19,19 +19,28 @@ from yaml.constructor import SafeConstructor
 from kb.errors import RuleError, nearest
 from kb.paths import MAX_FILE_BYTES
 
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+    from pydantic_core import ErrorDetails
+
+    from kb.records import JSON
+
 Pos = tuple[int, int]
-Path_ = tuple[Any, ...]
+# a place in a rule file: mapping keys (YAML keys are words or numbers), list positions, and
+# "<key>" for a key itself
+Path_ = tuple[str | int | float, ...]
+M = TypeVar("M", bound="BaseModel")
 
 MAX_DEPTH = 40
 
 
-class _Loader(yaml.SafeLoader):
+class _Loader(yaml.SafeLoader):  # type: ignore[misc]   # PyYAML ships no type hints
     """SafeLoader that also reads 1e9 and 70.6e9 as numbers (YAML 1.1 wants 1.0e+9), and
     refuses aliases: `*name` lets a few hundred bytes stand for an exponential amount of data."""
 
     _depth = 0
 
-    def compose_node(self, parent: Any, index: Any) -> Any:
+    def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node | None:
         if self.check_event(yaml.events.AliasEvent):
             event = self.get_event()
             raise yaml.composer.ComposerError(
@@ -42,7 +51,8 @@ class _Loader(yaml.SafeLoader):
             raise _TooDeep(mark.line + 1, mark.column + 1)
         self._depth += 1
         try:
-            return super().compose_node(parent, index)
+            node: yaml.Node | None = super().compose_node(parent, index)
+            return node
         finally:
             self._depth -= 1
 
@@ -98,7 +108,7 @@ class _TooDeep(Exception):
 @dataclass
 class Doc:
     path: Path
-    data: Any
+    data: JSON
     positions: dict[Path_, Pos]
     display: str
     lines: list[str] = field(default_factory=list)   # the text, for positions inside values
@@ -187,7 +197,7 @@ def _yaml_error(exc: yaml.MarkedYAMLError, text: str, display: str) -> RuleError
 
 
 def _build(loader: SafeConstructor, node: yaml.Node, loc: Path_,
-           positions: dict[Path_, Pos], display: str, depth: int) -> Any:
+           positions: dict[Path_, Pos], display: str, depth: int) -> JSON:
     positions.setdefault(loc, (node.start_mark.line + 1, node.start_mark.column + 1))
     if depth > MAX_DEPTH:
         raise RuleError(display, node.start_mark.line + 1, node.start_mark.column + 1,
@@ -195,7 +205,7 @@ def _build(loader: SafeConstructor, node: yaml.Node, loc: Path_,
     if isinstance(node, yaml.MappingNode):
         if node.tag != "tag:yaml.org,2002:map":
             raise _bad_tag(node, display)
-        out: dict[Any, Any] = {}
+        out: dict[str, JSON] = {}
         for key_node, value_node in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
                 raise RuleError(display, key_node.start_mark.line + 1,
@@ -211,7 +221,8 @@ def _build(loader: SafeConstructor, node: yaml.Node, loc: Path_,
                                        value_node.start_mark.column + 1)
             positions[loc + (key, "<key>")] = (key_node.start_mark.line + 1,
                                                key_node.start_mark.column + 1)
-            out[key] = _build(loader, value_node, loc + (key,), positions, display, depth + 1)
+            # a number or truth value as a key is kept as it is; the schemas then refuse it
+            out[key] = _build(loader, value_node, loc + (key,), positions, display, depth + 1)  # type: ignore[index]
         return out
     if isinstance(node, yaml.SequenceNode):
         if node.tag != "tag:yaml.org,2002:seq":
@@ -221,7 +232,8 @@ def _build(loader: SafeConstructor, node: yaml.Node, loc: Path_,
     if not node.tag.startswith("tag:yaml.org,2002:"):
         raise _bad_tag(node, display)
     try:
-        return loader.construct_object(node, deep=True)
+        value: JSON = loader.construct_object(node, deep=True)
+        return value
     except yaml.constructor.ConstructorError:
         raise _bad_tag(node, display) from None
     except ValueError:      # an integer longer than Python converts (4,300 digits)
@@ -250,7 +262,7 @@ def _bad_tag(node: yaml.Node, display: str) -> RuleError:
 
 # ---------------------------------------------------------------- pydantic → RuleError
 
-def validate(doc: Doc, model: type[Any]) -> tuple[Any, list[RuleError]]:
+def validate(doc: Doc, model: type[M]) -> tuple[M | None, list[RuleError]]:
     """Validate doc.data against a pydantic model; every problem as a positioned RuleError."""
     from pydantic import ValidationError
 
@@ -260,7 +272,7 @@ def validate(doc: Doc, model: type[Any]) -> tuple[Any, list[RuleError]]:
         return None, [_to_rule_error(doc, model, err) for err in exc.errors()]
 
 
-def _to_rule_error(doc: Doc, model: type[Any], err: Any) -> RuleError:
+def _to_rule_error(doc: Doc, model: type[BaseModel], err: ErrorDetails) -> RuleError:
     loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and _is_union_tag(p)))
     kind = err["type"]
     where = record_path(doc.data, loc)
@@ -279,7 +291,7 @@ def _to_rule_error(doc: Doc, model: type[Any], err: Any) -> RuleError:
     return doc.error(loc, f"{where}: {err['msg']}")
 
 
-def record_path(data: Any, loc: Path_) -> str:
+def record_path(data: JSON, loc: Path_) -> str:
     """A place in a rule file as people name it: list items by their id where they have one,
     `gpus[rtx-4090].memory_bytes`, else by position, `recipes[0]`."""
     out = ""
@@ -291,7 +303,7 @@ def record_path(data: Any, loc: Path_) -> str:
             data = item
         else:
             out += f".{part}" if out else str(part)
-            data = data.get(part) if isinstance(data, dict) else None
+            data = data.get(part) if isinstance(data, dict) else None  # type: ignore[arg-type]
     return out
 
 
@@ -300,23 +312,23 @@ def _is_union_tag(part: str) -> bool:
         "float", "int", "str", "bool", "none", "nullable") or "[" in part
 
 
-def _unwrap(tp: Any) -> list[Any]:
+def _unwrap(tp: object) -> list[object]:
     """The concrete types inside Optional/Union/Annotated."""
     origin = typing.get_origin(tp)
     if origin is typing.Annotated:
         return _unwrap(typing.get_args(tp)[0])
     if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
-        out: list[Any] = []
+        out: list[object] = []
         for arg in typing.get_args(tp):
             out.extend(_unwrap(arg))
         return out
     return [tp]
 
 
-def _type_at(model: type[Any], loc: Path_) -> list[Any]:
-    types: list[Any] = [model]
+def _type_at(model: type[BaseModel], loc: Path_) -> list[object]:
+    types: list[object] = [model]
     for part in loc:
-        nxt: list[Any] = []
+        nxt: list[object] = []
         for tp in types:
             for t in _unwrap(tp):
                 origin = typing.get_origin(t)
@@ -332,7 +344,7 @@ def _type_at(model: type[Any], loc: Path_) -> list[Any]:
     return types
 
 
-def _fields_at(model: type[Any], loc: Path_) -> list[str]:
+def _fields_at(model: type[BaseModel], loc: Path_) -> list[str]:
     names: list[str] = []
     for tp in _type_at(model, loc):
         for t in _unwrap(tp):
@@ -341,7 +353,7 @@ def _fields_at(model: type[Any], loc: Path_) -> list[str]:
     return names
 
 
-def _literal_values(model: type[Any], loc: Path_) -> list[str]:
+def _literal_values(model: type[BaseModel], loc: Path_) -> list[str]:
     values: list[str] = []
     for tp in _type_at(model, loc):
         for t in _unwrap(tp):

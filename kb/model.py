@@ -10,12 +10,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kb import expr as ex
 
 if TYPE_CHECKING:
+    import networkx as nx
+
     from kb.derived import Derived
+    from kb.records import (GPU, Model, Objective, Precision, Runtime, RuntimeDefaults, ShardingTable,
+                            Source)
+    from kb.records_rules import Advice, Constant, Defaults, ErrorBands, Input, Price, QueryRules
 
 GPU_INPUT_PREFIX = "gpu."
 PER_GPU_INPUTS = frozenset({"gpu_count"})
@@ -134,37 +139,37 @@ class Knowledge:
     """The validated rules. Never changed once built: a view with another model or other prices
     is a new Knowledge (kb.derived.with_model, kb.prices.with_prices)."""
     root: Path
-    gpus: dict[str, dict[str, Any]]
-    models: dict[str, dict[str, Any]]
-    precisions: dict[str, dict[str, Any]]
-    sources: dict[str, dict[str, Any]]
-    inputs: dict[str, dict[str, Any]]
-    constants: dict[str, dict[str, Any]]
+    gpus: dict[str, GPU]
+    models: dict[str, Model]
+    precisions: dict[str, Precision]
+    sources: dict[str, Source]
+    inputs: dict[str, Input]
+    constants: dict[str, Constant]
     formulas: dict[str, Formula]
     closure: dict[str, tuple[str, ...]]       # formula → formulas to compute first, in order
     flows: list[Flow]
     claims: list[Claim]
-    query: dict[str, Any]
+    query: QueryRules
     bare_size_refs: list[str]
-    gpu_alias: dict[str, str] = field(default_factory=dict)
-    model_alias: dict[str, str] = field(default_factory=dict)
-    precision_alias: dict[str, str] = field(default_factory=dict)
-    runtimes: dict[str, dict[str, Any]] = field(default_factory=dict)
-    runtime_alias: dict[str, str] = field(default_factory=dict)
-    runtime_defaults: dict[str, str] = field(default_factory=dict)
-    sharding: dict[str, Any] = field(default_factory=dict)      # runtimes.yaml sharding
-    objectives: dict[str, dict[str, Any]] = field(default_factory=dict)
-    error_bands: dict[str, Any] = field(default_factory=dict)
-    prices: dict[str, dict[str, Any]] = field(default_factory=dict)   # gpu id → prices.yaml entry
-    advice: dict[str, Any] = field(default_factory=dict)              # prices.yaml advice: sort orders
+    gpu_alias: dict[str, str]
+    model_alias: dict[str, str]
+    precision_alias: dict[str, str]
+    runtimes: dict[str, Runtime]
+    runtime_alias: dict[str, str]
+    runtime_defaults: RuntimeDefaults
+    sharding: ShardingTable                   # runtimes.yaml sharding ({} without one)
+    objectives: dict[str, Objective]
+    error_bands: ErrorBands                   # rules/error_bands.yaml ({} without one)
+    prices: dict[str, Price]                  # gpu id → prices.yaml entry
+    advice: Advice                            # prices.yaml advice: sort orders ({} without one)
     # the tables derived from the rest, set once by kb.derived.derive (None only before that)
     derived: Derived = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
     # the networkx graph of formulas and flow nodes (kb.graph) when built from YAML; None when
     # read from a snapshot, which keeps what the graph gave (closure, each flow's layers)
-    graph: Any = field(default=None, repr=False, compare=False)
+    graph: nx.DiGraph | None = field(default=None, repr=False, compare=False)
 
     @property
-    def defaults(self) -> dict[str, Any]:
+    def defaults(self) -> Defaults:
         return self.query["defaults"]
 
     @property
@@ -179,7 +184,8 @@ class Knowledge:
         raise KeyError(flow_id)
 
 
-def capacity_fields(memory_bytes: float, per_gb: float | None, per_gib: float | None) -> dict[str, float | None]:
+def capacity_fields(memory_bytes: float, per_gb: float | None,
+                    per_gib: float | None) -> tuple[float | None, float | None]:
     """`memory_gb` and `memory_gib` of a capacity in bytes (None where a unit is not defined)."""
-    return {"memory_gb": memory_bytes / per_gb if per_gb else None,
-            "memory_gib": memory_bytes / per_gib if per_gib else None}
+    return (memory_bytes / per_gb if per_gb else None,
+            memory_bytes / per_gib if per_gib else None)

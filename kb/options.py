@@ -13,11 +13,14 @@ not estimated), so `kbq "<query>"` shows the same numbers.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kb.answer import Answer, GpuRow
 from kb.errors import KbError
 from kb.model import Knowledge
+
+if TYPE_CHECKING:
+    from kb.records_rules import OptionRule
 
 Option = dict[str, Any]
 IGNORED = ("gpus", "notes", "question", "model_name", "active_params", "parallel")
@@ -25,7 +28,7 @@ IGNORED = ("gpus", "notes", "question", "model_name", "active_params", "parallel
 
 def compute(kn: Knowledge, query: str, base: Answer) -> list[Option]:
     """Every option the rules offer for this answer's task, answered; best first."""
-    rules = (kn.advice or {}).get("options") or []
+    rules = kn.advice.get("options") or []
     row = _base_row(base)
     if row is None or not rules:
         return []
@@ -60,7 +63,7 @@ def _base_row(a: Answer) -> GpuRow | None:
     return asked[0] if asked else (a.gpus[0] if a.gpus else None)
 
 
-def _applies(rule: dict[str, Any], w: dict[str, Any], training: bool, kn: Knowledge) -> bool:
+def _applies(rule: OptionRule, w: dict[str, Any], training: bool, kn: Knowledge) -> bool:
     task = w.get("task")
     tasks = rule["tasks"]
     if training:
@@ -69,16 +72,17 @@ def _applies(rule: dict[str, Any], w: dict[str, Any], training: bool, kn: Knowle
         ok = "inference" in tasks
     if not ok:
         return False
-    if rule.get("precision"):
-        now = kn.precisions.get(str(w.get("precision")), {}).get("bits_per_weight")
-        new = kn.precisions[rule["precision"]]["bits_per_weight"]
+    if precision := rule.get("precision"):
+        held = kn.precisions.get(str(w.get("precision")))
+        now = held["bits_per_weight"] if held else None
+        new = kn.precisions[precision]["bits_per_weight"]
         return now is None or new < now
     if rule["kind"] == "users":
         return (w.get("users") or 1) > 1
     return True
 
 
-def _queries(kn: Knowledge, rule: dict[str, Any], query: str, stripped: str | None, row: GpuRow,
+def _queries(kn: Knowledge, rule: OptionRule, query: str, stripped: str | None, row: GpuRow,
              w: dict[str, Any], base: Answer) -> list[tuple[str, str | None]]:
     """(query, second change) pairs for one rule."""
     kind = rule["kind"]
@@ -100,7 +104,7 @@ def _queries(kn: Knowledge, rule: dict[str, Any], query: str, stripped: str | No
         needed = row.gpus_needed or 0
         most = int(kn.advice.get("max_gpus_per_config", 1))
         return [(f"{stripped} on {needed}x {gpu}", None)] if row.count < needed <= most else []
-    bigger = sorted((g for g in kn.gpus.values() if g["vram_gb"] > row.vram_gb and g.get("price_usd")),
+    bigger = sorted((g for g in kn.gpus.values() if g["vram_gb"] > (row.vram_gb or 0) and g.get("price_usd")),
                     key=lambda g: (g["price_usd"], g["vram_gb"]))
     need = base.memory.get("total_gb") or 0
     tries = int(kn.advice.get("next_card_tries", 1))
@@ -110,7 +114,7 @@ def _queries(kn: Knowledge, rule: dict[str, Any], query: str, stripped: str | No
     return fitting[:tries]
 
 
-def _ask(kn: Knowledge, q: str, base: Answer, rule: dict[str, Any], extra: str | None) -> Option | None:
+def _ask(kn: Knowledge, q: str, base: Answer, rule: OptionRule, extra: str | None) -> Option | None:
     from kb.engine import answer
     from kb.query import parse
 

@@ -14,16 +14,22 @@ import dataclasses
 import statistics
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from kb.errors import RuleError, RuleErrors, nearest
 from kb.loader import Doc, load, validate
 from kb.model import Knowledge
 
-NeedSource = Callable[[Doc, tuple[Any, ...], str], None]
+if TYPE_CHECKING:
+    from kb.loader import Path_
+    from kb.records import GPU
+    from kb.records_rules import Advice, CloudRule, Price
+    from kb.schema import PricesFile
+
+NeedSource = Callable[[Doc, "Path_", str], None]
 
 
-def check(doc: Doc, pfile: Any, gpus: dict[str, Any], formulas: set[str],
+def check(doc: Doc, pfile: PricesFile, gpus: dict[str, GPU], formulas: set[str],
           need_source: NeedSource, add: Callable[[RuleError], None]) -> None:
     """Every GPU id known and priced once, every source known, every sort key a formula or
     an input (`formulas`: the names of both)."""
@@ -69,18 +75,18 @@ def check(doc: Doc, pfile: Any, gpus: dict[str, Any], formulas: set[str],
 PICK: dict[str, Callable[[list[float]], float]] = {"median": statistics.median, "lowest": min, "highest": max}
 
 
-def table(pfile: Any, rule: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+def table(pfile: PricesFile, rule: CloudRule | None = None) -> dict[str, Price]:
     """gpu id → its price entry, plus the cloud price the answer uses and the spread behind it.
     The rule (prices.yaml advice.cloud_price, or `rule` for a price file without advice) picks
     the price from the on-demand prices listed: the median, the lowest or the highest; the
     lowest and highest, how many price pages, and whether they disagree (highest / lowest at
     or above the rule's ratio) go with it. Without a rule: the median, disagreement not judged."""
     if rule is None and pfile.advice is not None:
-        rule = pfile.advice.cloud_price.model_dump()
+        rule = cast("CloudRule", pfile.advice.cloud_price.model_dump())
     use = rule["use"] if rule else "median"
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, Price] = {}
     for p in pfile.prices:
-        entry = p.model_dump()
+        entry = cast("Price", p.model_dump())
         hourly = [c.usd_per_hour for c in p.cloud]
         low, high = (min(hourly), max(hourly)) if hourly else (None, None)
         entry["cloud_usd_per_hour"] = PICK[use](hourly) if hourly else None
@@ -88,34 +94,35 @@ def table(pfile: Any, rule: dict[str, Any] | None = None) -> dict[str, dict[str,
         entry["cloud_low"], entry["cloud_high"] = low, high
         entry["cloud_pages"] = len({c.source for c in p.cloud})
         entry["cloud_disagree"] = (None if rule is None or len(hourly) < 2 or not low
-                                   else bool(high / low >= rule["disagree_ratio"]))
+                                   else bool(max(hourly) / low >= rule["disagree_ratio"]))
         entry["as_of"] = pfile.as_of
         out[p.gpu] = entry
     return out
 
 
-def merge(gpus: dict[str, dict[str, Any]], prices: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def merge(gpus: dict[str, GPU], prices: dict[str, Price]) -> dict[str, GPU]:
     """The catalogue with each GPU's purchase and cloud price (None where it has none)."""
-    out = {}
+    out: dict[str, GPU] = {}
     for gid, g in gpus.items():
-        p = prices.get(gid) or {}
-        out[gid] = {**g, "price_usd": p.get("purchase_usd"), "cloud_usd_per_hour": p.get("cloud_usd_per_hour")}
+        p = prices.get(gid)
+        out[gid] = {**g, "price_usd": p["purchase_usd"] if p else None,
+                    "cloud_usd_per_hour": p["cloud_usd_per_hour"] if p else None}
     return out
 
 
-def advice_table(pfile: Any) -> dict[str, Any]:
-    return pfile.advice.model_dump() if pfile is not None and pfile.advice is not None else {}
+def advice_table(pfile: PricesFile | None) -> Advice:
+    return cast("Advice", pfile.advice.model_dump() if pfile is not None and pfile.advice is not None else {})
 
 
 def with_prices(kn: Knowledge, path: Path) -> Knowledge:
     """The knowledge with the prices of another file (same schema). Raises RuleErrors.
     The file may cite sources the rules do not know (a quote of one's own)."""
-    from kb.schema import FILES
+    from kb.schema import PricesFile
 
     doc = load(Path(path), None)
     if doc.data is None:
         raise RuleErrors([RuleError(doc.display, 1, 1, "file is empty")])
-    pfile, problems = validate(doc, FILES["prices"])
+    pfile, problems = validate(doc, PricesFile)
     errors: list[RuleError] = list(problems)
     if pfile is not None:
         check(doc, pfile, kn.gpus, set(kn.formulas) | set(kn.inputs), lambda *_: None, errors.append)

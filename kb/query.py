@@ -45,7 +45,7 @@ def _get_parser() -> Any:
         except (ImportError, AttributeError, OSError):
             current = False
         if current:
-            _parser, _errors = standalone.Lark_StandAlone(transformer=_Items()), standalone
+            _parser, _errors = standalone.Lark_StandAlone(transformer=_Items()), standalone  # type: ignore[no-untyped-call]
         else:
             import lark
             from lark import exceptions

@@ -9,11 +9,16 @@ a size that is not the named model's).
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kb.errors import QueryError
 from kb.query_words import Vocab, number
 from kb.workload import Workload
+
+if TYPE_CHECKING:
+    from kb.model import Knowledge
+    from kb.query_resolve import Tok
+    from kb.records_rules import QueryRules
 
 
 class Finisher:
@@ -21,27 +26,27 @@ class Finisher:
 
     w: Workload
     q: str
-    kn: Any
-    query_rules: dict[str, Any]
+    kn: Knowledge
+    query_rules: QueryRules
     vocab: Vocab
-    limits: dict[str, Any]
+    limits: dict[str, tuple[float, float]]
     tasks: list[str]
-    toks: list[Any]
-    runtime_tok: Any
-    size_tok: Any
-    tokens_tok: Any
-    length_tok: Any
-    durations: list[tuple[Any, float]]
+    toks: list[Tok]
+    runtime_tok: Tok | None
+    size_tok: Tok | None
+    tokens_tok: Tok | None
+    length_tok: Tok | None
+    durations: list[tuple[Tok, float]]
     ttft: bool
     formats: list[str]
     counted: set[int]
     model_given: bool
 
-    def fail(self, tok: Any, message: str, suggestion: str | None = None,
+    def fail(self, tok: Tok, message: str, suggestion: str | None = None,
              expected: list[str] | None = None, width: int | None = None) -> QueryError:
         raise NotImplementedError
 
-    def check_range(self, tok: Any, value: float, lo: float, hi: float) -> None:
+    def check_range(self, tok: Tok, value: float, lo: float, hi: float) -> None:
         raise NotImplementedError
 
     def knob(self, knob: str) -> None:

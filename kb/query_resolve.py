@@ -10,14 +10,19 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
 from kb.errors import QueryError
 from kb.model import Knowledge, norm
 from kb.query_finish import Finisher
-from kb.query_unknown import Unknown
+from kb.query_unknown import Entry, Unknown
 from kb.query_words import money, number, scaled
 from kb.workload import GpuRequest, Workload
+
+# what a token stands for, read as the number it is by the rules that take it (a size, a count,
+# a length; the text of a number cut from a word)
+TokValue = Any
 
 
 @dataclass
@@ -25,7 +30,7 @@ class Tok:
     kind: str          # word num size moe count mem money vs
     text: str
     col: int           # 1-based
-    value: Any = None
+    value: TokValue = None
     unit: str | None = None
     type: str = ""     # the grammar's terminal it was cut as (what lark's parser reads)
 
@@ -76,7 +81,7 @@ class Resolver(Finisher, Unknown):
         return QueryError(self.q, tok.col, message, suggestion, expected or [],
                           width or max(1, len(tok.text)))
 
-    def _tok(self, kind: str, text: str, col: int, value: Any = None) -> Tok:
+    def _tok(self, kind: str, text: str, col: int, value: TokValue = None) -> Tok:
         return Tok(kind, text, col, value)
 
     def run(self) -> Workload:
@@ -118,11 +123,12 @@ class Resolver(Finisher, Unknown):
             return end
         return self.unmatched(i)
 
-    def match(self, i: int, table: dict[str, Any]) -> tuple[Any, int] | None:
+    def match(self, i: int, table: Mapping[str, Entry]) -> tuple[Entry, int] | None:
         """The longest phrase of `table` from toks[i] over words, numbers and sizes; a last
         word may be a plural ('4090s', 'h100s')."""
         toks, keys, prefixes = self.toks, self.keys, self.vocab.prefixes
-        found, key = None, ""
+        found: tuple[Entry, int] | None = None
+        key = ""
         for j in range(i, min(len(toks), i + self.vocab.max_tokens)):
             if toks[j].kind not in _PHRASE_KINDS:
                 break
@@ -149,7 +155,7 @@ class Resolver(Finisher, Unknown):
     def _number_at(self, j: int) -> bool:
         return j < len(self.toks) and self.toks[j].kind == "num"
 
-    def _unit_follows(self, j: int, table: dict[str, Any]) -> bool:
+    def _unit_follows(self, j: int, table: Mapping[str, Entry]) -> bool:
         """The token after number j is a unit word, so the number belongs to it."""
         nxt = table.get(self.keys[j + 1]) if j + 1 < len(self.toks) else None
         return nxt is not None and nxt[0] == "unit"
@@ -305,7 +311,7 @@ class Resolver(Finisher, Unknown):
         elif kind == "ttft":
             self.ttft = True
 
-    def set_fields(self, fields: dict[str, Any], first: Tok) -> None:
+    def set_fields(self, fields: Mapping[str, str | bool | int | float], first: Tok) -> None:
         for name, value in fields.items():
             if name == "gpu_count":
                 self.pending_count = Tok("count", first.text, first.col, int(value))

@@ -8,11 +8,22 @@ or a QueryError with the nearest real words; a suggestion always names a real it
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, TypeVar
 
 from kb.errors import QueryError, nearest
 from kb.model import norm
 from kb.query_words import near_misses, read_name
+
+if TYPE_CHECKING:
+    from kb.model import Knowledge
+    from kb.query_resolve import Tok, TokValue
+    from kb.query_words import Vocab
+    from kb.records_rules import QueryRules
+    from kb.workload import Workload
+
+# what a phrase table holds per key: (kind, value) in Vocab.table, a unit name in Vocab.units
+Entry = TypeVar("Entry", tuple[str, str], str)
 
 _LEADING_NUMBER = re.compile(r"^(\d+(?:\.\d+)?)([a-z/].*)$", re.I)
 _PHRASE_KINDS = frozenset(("word", "num", "size", "moe", "mem"))
@@ -25,34 +36,34 @@ class Unknown:
     """Part of kb.query_resolve.Resolver (its attributes are declared there)."""
 
     q: str
-    kn: Any
-    w: Any
-    vocab: Any
-    toks: list[Any]
+    kn: Knowledge
+    w: Workload
+    vocab: Vocab
+    toks: list[Tok]
     keys: list[str]
-    query_rules: dict[str, Any]
-    limits: dict[str, Any]
-    size_tok: Any
+    query_rules: QueryRules
+    limits: dict[str, tuple[float, float]]
+    size_tok: Tok | None
     formats: list[str]
     gpu_span: tuple[int, int]
 
-    def match(self, i: int, table: dict[str, Any]) -> tuple[Any, int] | None:
+    def match(self, i: int, table: Mapping[str, Entry]) -> tuple[Entry, int] | None:
         raise NotImplementedError
 
-    def apply(self, hit: tuple[str, str], toks: list[Any]) -> None:
+    def apply(self, hit: tuple[str, str], toks: list[Tok]) -> None:
         raise NotImplementedError
 
-    def bare_size(self, tok: Any) -> None:
+    def bare_size(self, tok: Tok) -> None:
         raise NotImplementedError
 
-    def fail(self, tok: Any, message: str, suggestion: str | None = None,
+    def fail(self, tok: Tok, message: str, suggestion: str | None = None,
              expected: list[str] | None = None, width: int | None = None) -> QueryError:
         raise NotImplementedError
 
-    def check_range(self, tok: Any, value: float, lo: float, hi: float) -> None:
+    def check_range(self, tok: Tok, value: float, lo: float, hi: float) -> None:
         raise NotImplementedError
 
-    def _tok(self, kind: str, text: str, col: int, value: Any = None) -> Any:
+    def _tok(self, kind: str, text: str, col: int, value: TokValue = None) -> Tok:
         raise NotImplementedError
 
     def word(self, i: int) -> int:
@@ -83,7 +94,7 @@ class Unknown:
                             + " or ".join(f"'{o}'" for o in options), None, expected=options)
         raise self.unknown(i)
 
-    def pasted_name(self, tok: Any) -> bool:
+    def pasted_name(self, tok: Tok) -> bool:
         """'meta-llama/Llama-3.1-8B-Instruct', 'Qwen2.5-72B-Instruct-AWQ', 'foo-13b': the model,
         its format, or the bare size of an unknown model."""
         if not any(c in tok.text for c in "-/_.") or len(tok.text) < 3:

@@ -55,8 +55,8 @@ def vocabulary(kn: Knowledge) -> Vocab:
             display.setdefault(key, phrase)
 
     q = kn.query
-    for section, kind in (("tasks", "task"), ("questions", "question"), ("knobs", "knob")):
-        for name, words in q[section].items():
+    for section, kind in ((q["tasks"], "task"), (q["questions"], "question"), (q["knobs"], "knob")):
+        for name, words in section.items():
             for w in words:
                 add(w, kind, name)
     for i, phrase in enumerate(q.get("phrases", [])):

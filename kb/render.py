@@ -104,7 +104,9 @@ def options_lines(a: dict[str, Any]) -> list[str]:
 
 def _columns(head: list[str], rows: list[list[str]]) -> list[str]:
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
-    line = lambda r: "  ".join(c.ljust(w) if i == 1 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))  # noqa: E731
+
+    def line(r: list[str]) -> str:
+        return "  ".join(c.ljust(w) if i == 1 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
     return [line(head), line(["-" * w for w in widths]), *[line(r) for r in rows]]
 
 

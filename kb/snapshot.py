@@ -153,7 +153,7 @@ def from_data(d: dict[str, Any], root: Path) -> Knowledge:
                                tuple(Edge(to, _unexpr(w), label) for to, w, label in n["edges"]),
                                n["style"], n["where"]) for n in fl["nodes"]}
         flows.append(Flow(fl["id"], fl["title"], fl["role"], fl["order"], fl["source"], fl["entry"],
-                          nodes, [tuple(r) for r in fl["ranking"]], fl["where"],  # type: ignore[misc]
+                          nodes, [tuple(r) for r in fl["ranking"]], fl["where"],
                           tuple(tuple(layer) for layer in fl["layers"])))
     claims = [Claim(c["id"], c["source"], c["text"], _unexpr(c["computed"]), c["unit"],  # type: ignore[arg-type]
                     tuple(c["value"]) if isinstance(c["value"], list) else c["value"],

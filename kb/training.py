@@ -9,11 +9,14 @@ Pure: no I/O.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kb.layout import Layout
 from kb.model import Knowledge
 from kb.workload import Workload
+
+if TYPE_CHECKING:
+    from kb.records import Model, Runtime
 
 RECIPE_FIELDS = ("optimizer", "checkpointing", "paged", "optimizer_in_backward", "offload",
                  "checkpoint_offload", "lora_attention_only")
@@ -42,7 +45,7 @@ def resolve_objective(w: Workload, kn: Knowledge, assumptions: list[str]) -> Non
     assumptions.append(f"objective: {obj['text']}; method: {w.task} [{obj['source']}]")
 
 
-def apply_recipes(w: Workload, kn: Knowledge, runtime: dict[str, Any], model: dict[str, Any],
+def apply_recipes(w: Workload, kn: Knowledge, runtime: Runtime, model: Model,
                   assumptions: list[str]) -> None:
     """The runtime's documented recipe for this kind of job fills what the query left out."""
     count = gpu_count(w)
@@ -62,7 +65,7 @@ def apply_recipes(w: Workload, kn: Knowledge, runtime: dict[str, Any], model: di
             assumptions.append(f"recipe: {recipe['text']} [{recipe['source']}]")
 
 
-def resolve_sharding(w: Workload, kn: Knowledge, runtime: dict[str, Any], assumptions: list[str]) -> None:
+def resolve_sharding(w: Workload, kn: Knowledge, runtime: Runtime, assumptions: list[str]) -> None:
     """How the GPUs share the job: as asked, else the runtime's way, else plain data parallel.
     "cpu offload" with no sharding runs as DeepSpeed ZeRO-Offload."""
     table = kn.sharding
@@ -95,19 +98,20 @@ def parallel(w: Workload, kn: Knowledge, lay: Layout) -> dict[str, Any]:
     """The answer's workload.parallel for a training job: tp, pp, dp as `layout` gives them, the
     sharding the ranks run (a runtime's own name reported as the strategy it runs as) and whether
     model state is offloaded to CPU memory."""
-    st = kn.sharding.get("strategies", {}).get(w.sharding or "") or {}
-    return {**lay.as_dict(), "sharding": st.get("layout") or w.sharding, "offload": bool(w.offload)}
+    st = kn.sharding.get("strategies", {}).get(w.sharding or "")
+    return {**lay.as_dict(), "sharding": (st["layout"] if st else None) or w.sharding,
+            "offload": bool(w.offload)}
 
 
 def scope_values(w: Workload, kn: Knowledge) -> dict[str, Any]:
     """The names the training formulas read about sharding and the objective."""
     st = kn.sharding.get("strategies", {}).get(w.sharding or "")
-    obj = kn.objectives.get(w.objective or "") or {}
+    obj = kn.objectives.get(w.objective or "")
     return {
         "zero_stage": st["stage"] if st else 0, "sharding": w.sharding or "",
-        "objective_sequences": obj.get("sequences", 1),
-        "reference_model": bool(obj.get("reference")), "critic_model": bool(obj.get("critic")),
-        "rollout_engine": bool(obj.get("rollout")), "rollout_generations": obj.get("generations", 1),
+        "objective_sequences": obj["sequences"] if obj else 1,
+        "reference_model": bool(obj and obj["reference"]), "critic_model": bool(obj and obj["critic"]),
+        "rollout_engine": bool(obj and obj["rollout"]), "rollout_generations": obj["generations"] if obj else 1,
     }
 
 

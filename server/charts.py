@@ -66,7 +66,7 @@ def _clip(text: str, chars: int) -> str:
 
 def _nice_step(span: float, ticks: int = 5) -> float:
     raw = span / ticks
-    power = 10 ** math.floor(math.log10(raw))
+    power: float = 10 ** math.floor(math.log10(raw))
     return next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw)
 
 
@@ -154,7 +154,7 @@ def memory_bar(answer: dict[str, Any], limit: int = 8, ident: str = "memory") ->
 def roofline_gpu(answer: dict[str, Any]) -> dict[str, Any] | None:
     """The GPU row the bottleneck was judged on, if it has bandwidth and compute figures."""
     name = answer["bottleneck"].get("gpu")
-    row = next((g for g in answer["gpus"] if g["name"] == name), None)
+    row: dict[str, Any] | None = next((g for g in answer["gpus"] if g["name"] == name), None)
     if row is None or not row.get("bandwidth_gb_s") or not row.get("compute_tflops"):
         return None
     return row

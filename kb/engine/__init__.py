@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from kb.engine.assemble import ROW_FORMULAS, error_bands
 from kb.engine.evaluate import Evaluated, Scope, evaluate
-from kb.engine.gpus import gpu_columns, gpu_scope, gpu_values, layout_of
+from kb.engine.gpus import gpu_scope, layout_of
 from kb.engine.run import answer
-from kb.engine.scope import Resolved, base_scope, resolve, runs_on
+from kb.engine.scope import Resolved, base_scope, resolve
+from kb.gpu_names import gpu_columns, gpu_values, runs_on
 
 __all__ = ["ROW_FORMULAS", "Evaluated", "Resolved", "Scope", "answer", "base_scope", "error_bands",
            "evaluate", "gpu_columns", "gpu_scope", "gpu_values", "layout_of", "resolve", "runs_on"]

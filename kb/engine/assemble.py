@@ -8,7 +8,7 @@ figures alone (no walk, trace, claims or advice).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kb import margins
 from kb import training as tr
@@ -17,6 +17,9 @@ from kb.engine.evaluate import Evaluated, Scope, evaluate
 from kb.engine.scope import Resolved
 from kb.expr import Col, at
 from kb.model import Knowledge
+
+if TYPE_CHECKING:
+    from kb.records import GPU
 
 # Answer keys → formula names (what the answer shows); the names live in rules/formulas.yaml.
 BREAKDOWN = ("weights_gb", "kv_cache_gb", "activations_gb", "gradients_gb", "optimizer_gb",
@@ -39,7 +42,7 @@ ROW_FIELDS = ("usable_vram_gb", "per_gpu_gb", "fits", "headroom_gb", "gpus_neede
               "train_tokens_per_s", "train_time_s")
 
 
-def rows_of(ev: Evaluated, candidates: list[tuple[dict[str, Any], int, bool]], order: list[int]) -> list[GpuRow]:
+def rows_of(ev: Evaluated, candidates: list[tuple[GPU, int, bool]], order: list[int]) -> list[GpuRow]:
     s = ev.scope
     n = len(candidates)
     values = list(zip(*[v if (v := s.get(k)).__class__ is Col else [v] * n for k in ROW_FIELDS]))
@@ -136,7 +139,7 @@ def bottleneck(s: Scope, r: Resolved) -> dict[str, Any]:
             "gpu": s.get("gpu.name"), "gpu_id": s.get("gpu.id")}
 
 
-def gpu_warnings(every: Evaluated, candidates: list[tuple[dict[str, Any], int, bool]],
+def gpu_warnings(every: Evaluated, candidates: list[tuple[GPU, int, bool]],
                   r: Resolved) -> list[str]:
     out: list[str] = []
     compute = r.precision["compute"]

@@ -64,8 +64,8 @@ def _claim_entry(kn: Knowledge, claim: Any, computed: float, gpu: str | None) ->
         agrees = abs(computed - value) <= claim.tolerance * abs(value)
         mid = value
         claimed = value
-    src = kn.sources.get(claim.source, {})
-    return {"id": claim.id, "source": claim.source, "source_title": src.get("title"),
+    src = kn.sources.get(claim.source)
+    return {"id": claim.id, "source": claim.source, "source_title": src["title"] if src else None,
             "claim": claim.text, "claimed": claimed, "computed": computed, "unit": claim.unit,
             "difference_pct": (computed - mid) / mid * 100 if mid else None,
             "agrees": agrees, "gpu": gpu, "formula": claim.computed.text,

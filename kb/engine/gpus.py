@@ -8,7 +8,7 @@ every candidate has the same).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kb import training as tr
 from kb.engine.evaluate import Scope
@@ -18,8 +18,11 @@ from kb.gpu_names import gpu_columns, gpu_values, precision_key, runs_on
 from kb.layout import Layout, choose, scope_values
 from kb.model import Knowledge
 
+if TYPE_CHECKING:
+    from kb.records import GPU, Precision, Runtime
 
-def gpu_scope(base: Scope, gpu: dict[str, Any], count: int, precision: dict[str, Any],
+
+def gpu_scope(base: Scope, gpu: GPU, count: int, precision: Precision,
               layout: Layout | None = None) -> Scope:
     """The scope of one GPU (and the parallel layout of `count` of them)."""
     scope = dict(base)
@@ -37,7 +40,7 @@ def layout_of(r: Resolved, kn: Knowledge, count: int) -> Layout:
                   int(kn.constants["gpus_per_node"]["value"]), w.tp, w.pp)
 
 
-def layouts_of(r: Resolved, kn: Knowledge, candidates: list[tuple[dict[str, Any], int, bool]]) -> list[Layout]:
+def layouts_of(r: Resolved, kn: Knowledge, candidates: list[tuple[GPU, int, bool]]) -> list[Layout]:
     """layout_of each candidate's count (a layout depends on the count, not on the card)."""
     by_count: dict[int, Layout] = {}
     out = []
@@ -58,7 +61,7 @@ def layout_columns(layouts: list[Layout]) -> Scope:
     return out
 
 
-def catalogue_columns(kn: Knowledge, precision: dict[str, Any], runtime: dict[str, Any]) -> Scope:
+def catalogue_columns(kn: Knowledge, precision: Precision, runtime: Runtime) -> Scope:
     """gpu_columns of the catalogue GPUs the runtime runs on, once per compute precision and
     platform list (derived from rules)."""
     found = kn.derived.gpu_columns.get(precision_key(precision, runtime))

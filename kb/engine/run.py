@@ -11,7 +11,7 @@ first (kb.engine.solve), then answered at its value. Pure: no I/O, no printing.
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kb import advice as rightsize
 from kb import margins
@@ -23,13 +23,17 @@ from kb.engine.assemble import (ROW_FORMULAS, brief_answer, bottleneck, error_ba
                                 gpu_warnings, memory, rank_order, rows_of, shown_figures, workload_dict)
 from kb.engine.claims import check_claims
 from kb.engine.evaluate import Evaluated, evaluate
-from kb.engine.gpus import catalogue_columns, gpu_columns, layout_columns, layouts_of
-from kb.engine.scope import base_scope, capacity_gpu, resolve, runs_on
+from kb.engine.gpus import catalogue_columns, layout_columns, layouts_of
+from kb.engine.scope import base_scope, capacity_gpu, resolve
+from kb.gpu_names import gpu_columns, runs_on
 from kb.engine.walk import Tracer, walk
 from kb.expr import Col
 from kb.focus import lead_with_focus
 from kb.model import Knowledge
 from kb.workload import GpuRequest, Workload
+
+if TYPE_CHECKING:
+    from kb.records import GPU
 
 
 def answer(w: Workload, kn: Knowledge, query: str = "", *, brief: bool = False) -> Answer:
@@ -61,7 +65,7 @@ def _answer_question(w: Workload, kn: Knowledge, query: str, brief: bool = False
     if w.gpus or not found:
         primary = rows[0]
     elif question == "how_many_gpus":
-        primary = min(found, key=lambda r: (r["value"], -kn.gpus[r["gpu_id"]]["bandwidth_gb_s"]))
+        primary = min(found, key=lambda r: (r["value"], -(kn.gpus[r["gpu_id"]]["bandwidth_gb_s"] or 0)))
     else:
         primary = max(found, key=lambda r: r["value"])
     spec = kn.query["solve"][question]
@@ -87,7 +91,8 @@ def _answer_question(w: Workload, kn: Knowledge, query: str, brief: bool = False
                        "value": primary["value"], "gpu": primary["gpu"], "answer": primary,
                        "per_gpu": [{"gpu": r["gpu"], "gpu_id": r["gpu_id"], "value": r["value"]} for r in rows]}
     if question == "max_context" and primary["found"]:
-        mm = (kn.models.get(result.workload["model"]) or {}).get("max_context")
+        asked = kn.models.get(result.workload["model"])
+        mm = asked["max_context"] if asked else None
         if mm and primary["value"] > mm:
             result.warnings.append(f"memory allows {primary['value']:.0f} tokens, but the model's "
                                    f"maximum context is {mm}")
@@ -96,7 +101,7 @@ def _answer_question(w: Workload, kn: Knowledge, query: str, brief: bool = False
 
 
 def _exact_gpus_needed(kn: Knowledge, w: Workload, rows: list[GpuRow],
-                       candidates: list[tuple[dict[str, Any], int, bool]], order: list[int],
+                       candidates: list[tuple[GPU, int, bool]], order: list[int],
                        primary: Evaluated) -> None:
     """Rows that do not fit get the fewest GPUs that hold the job by the forward model (the
     even-split formula can be too few when the KV cache is replicated over tensor-parallel ranks)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from kb import training as tr
 from kb.engine.evaluate import Scope
@@ -18,14 +18,17 @@ from kb.gpu_names import runs_on
 from kb.model import Knowledge, capacity_fields
 from kb.workload import GpuRequest, Workload
 
+if TYPE_CHECKING:
+    from kb.records import GPU, Model, Precision, Runtime
+
 
 @dataclass
 class Resolved:
     workload: Workload
-    runtime: dict[str, Any]
-    model: dict[str, Any]
-    precision: dict[str, Any]
-    kv_precision: dict[str, Any]
+    runtime: Runtime
+    model: Model
+    precision: Precision
+    kv_precision: Precision
     assumptions: list[str]
     warnings: list[str]
     is_training: bool
@@ -59,7 +62,8 @@ def resolve(w: Workload, kn: Knowledge) -> Resolved:
     if is_training:
         tr.apply_recipes(w, kn, runtime, model, assumptions)
     if w.precision is None:
-        key = "qlora_precision" if w.task == "qlora" else (
+        key: Literal["qlora_precision", "training_precision", "inference_precision"] = (
+            "qlora_precision") if w.task == "qlora" else (
             "training_precision" if is_training else "inference_precision")
         default("precision", d[key], f"precision: {d[key]} ({'QLoRA base' if w.task == 'qlora' else 'training' if is_training else 'inference'} default)")
     default("kv_precision", d["kv_precision"], f"KV cache precision: {d['kv_precision']}")
@@ -104,9 +108,9 @@ def resolve(w: Workload, kn: Knowledge) -> Resolved:
     if is_training:
         tr.resolve_sharding(w, kn, runtime, assumptions)
     assumptions[:] = [a for a in assumptions if a]
-    ctx = w.context_tokens if not is_training else w.seq_len
-    if ctx and ctx > model["max_context"]:
-        warnings.append(f"{ctx} tokens is longer than {model['name']}'s maximum context "
+    held = w.context_tokens if not is_training else w.seq_len
+    if held and held > model["max_context"]:
+        warnings.append(f"{held} tokens is longer than {model['name']}'s maximum context "
                         f"({model['max_context']})")
     precision = kn.precisions[w.precision or d["inference_precision"]]
     kv = kn.precisions.get(w.kv_precision or d["kv_precision"], kn.precisions[d["kv_precision"]])
@@ -123,10 +127,11 @@ def _context_holds_the_work(w: Workload, assumptions: list[str]) -> None:
         w.context_tokens = need
 
 
-def _resolve_runtime(w: Workload, kn: Knowledge, is_training: bool, assumptions: list[str]) -> dict[str, Any]:
+def _resolve_runtime(w: Workload, kn: Knowledge, is_training: bool, assumptions: list[str]) -> Runtime:
     rd = kn.runtime_defaults
     if w.runtime is not None:     # kb.query has checked that its kind suits the task
         return kn.runtimes[w.runtime]
+    key: Literal["training", "gguf", "inference"]
     if is_training:
         key = "training"
     elif w.precision and w.precision.startswith(("q2_", "q3_", "q4_", "q5_", "q6_", "q8_", "iq2_")):
@@ -144,8 +149,8 @@ VENDORS = {"nvidia": "NVIDIA", "amd": "AMD", "intel": "Intel", "apple": "Apple",
            "aws": "AWS"}
 
 
-def _runtime_for_devices(w: Workload, kn: Knowledge, rt: dict[str, Any], is_training: bool,
-                         assumptions: list[str]) -> dict[str, Any]:
+def _runtime_for_devices(w: Workload, kn: Knowledge, rt: Runtime, is_training: bool,
+                         assumptions: list[str]) -> Runtime:
     """A runtime that runs on every GPU the query named: the one chosen if it does, else the
     defaults, then the catalogue in order (runtimes.yaml `platforms`), said as an assumption."""
     named = [kn.gpus[g.gpu_id] for g in w.gpus if g.gpu_id is not None]
@@ -153,7 +158,8 @@ def _runtime_for_devices(w: Workload, kn: Knowledge, rt: dict[str, Any], is_trai
         return rt
     kinds = ("training", "both") if is_training else ("inference", "both")
     rd = kn.runtime_defaults
-    preferred = [kn.runtimes[rd[k]] for k in (("training",) if is_training else ("inference", "gguf"))]
+    preferred = ([kn.runtimes[rd["training"]]] if is_training
+                 else [kn.runtimes[rd["inference"]], kn.runtimes[rd["gguf"]]])
     for other in preferred + list(kn.runtimes.values()):
         if other["kind"] in kinds and all(runs_on(other, g) for g in named):
             bad = next(g for g in named if not runs_on(rt, g))
@@ -166,16 +172,16 @@ def _runtime_for_devices(w: Workload, kn: Knowledge, rt: dict[str, Any], is_trai
     return rt
 
 
-def _resolve_model(w: Workload, kn: Knowledge, assumptions: list[str]) -> dict[str, Any]:
+def _resolve_model(w: Workload, kn: Knowledge, assumptions: list[str]) -> Model:
     if w.model_id is not None:
-        return dict(kn.models[w.model_id])
+        return kn.models[w.model_id].copy()
     params = w.params if w.params is not None else kn.defaults["params"]
     size = f"{params / kn.billion:g}B"
     ref_id = min(kn.bare_size_refs,
                  key=lambda r: abs(math.log(kn.models[r]["params_total"] / params)))
     ref = kn.models[ref_id]
-    model = dict(ref)
-    model.update(params_total=params, params_active=params, name=f"{size} model", id=ref_id)
+    model = ref.copy()
+    model.update({"params_total": params, "params_active": params, "name": f"{size} model", "id": ref_id})
     assumptions.append(f"model: a {size} dense model with {ref['name']}'s architecture "
                        f"({ref['layers']} layers, {ref['kv_heads']} KV heads × {ref['head_dim']}, "
                        f"{ref['attention'].upper()}); weights use {size} parameters "
@@ -187,7 +193,7 @@ def base_scope(r: Resolved, kn: Knowledge) -> Scope:
     w, m = r.workload, r.model
     training = set(kn.query["training_tasks"])
     sliding = m.get("sliding_window") or 0
-    mla = m.get("mla") or {}
+    mla, moe = m.get("mla"), m.get("moe")
     scope: Scope = dict(kn.derived.constants)
     scope.update({
         "params": float(m["params_total"]), "active_params": float(m["params_active"]),
@@ -217,11 +223,11 @@ def base_scope(r: Resolved, kn: Knowledge) -> Scope:
         "model.head_dim": m["head_dim"], "model.vocab_size": m["vocab_size"],
         "model.attention": m["attention"], "model.sliding_window": sliding,
         "model.sliding_window_layers": (m.get("sliding_window_layers") if m.get("sliding_window_layers") is not None else m["layers"]) if sliding else 0,
-        "model.kv_lora_rank": mla.get("kv_lora_rank", 0),
-        "model.qk_rope_head_dim": mla.get("qk_rope_head_dim", 0),
-        "model.experts": (m.get("moe") or {}).get("experts", 1),
-        "model.experts_per_token": (m.get("moe") or {}).get("experts_per_token", 1),
-        "model.shared_experts": (m.get("moe") or {}).get("shared_experts", 0),
+        "model.kv_lora_rank": mla["kv_lora_rank"] if mla else 0,
+        "model.qk_rope_head_dim": mla["qk_rope_head_dim"] if mla else 0,
+        "model.experts": moe["experts"] if moe else 1,
+        "model.experts_per_token": moe["experts_per_token"] if moe else 1,
+        "model.shared_experts": moe.get("shared_experts", 0) if moe else 0,
         "model.tie_embeddings": bool(m.get("tie_embeddings")),
         "model.gated_mlp": m.get("mlp", "gated") == "gated",
         "gpu_candidates": None, "fitting_gpus": None, "fewest_gpus_needed": None,
@@ -252,20 +258,20 @@ def base_scope(r: Resolved, kn: Knowledge) -> Scope:
     return scope
 
 
-def _layer_kinds(m: dict[str, Any]) -> Scope:
+def _layer_kinds(m: Model) -> Scope:
     """Attention, routed-expert and state (linear-attention / state-space) layers of a model."""
-    moe = m.get("moe") or {}
-    rec = m.get("recurrent") or {}
+    moe, rec = m.get("moe"), m.get("recurrent")
     attention = m.get("attention_layers")
     return {
         "model.attention_layers": m["layers"] if attention is None else attention,
         "model.moe_layers": (moe.get("moe_layers") or m["layers"]) if moe else 0,
-        "model.dense_intermediate_size": moe.get("dense_intermediate_size") or m["intermediate_size"],
-        "model.shared_intermediate_size": moe.get("shared_expert_intermediate_size") or m["intermediate_size"],
-        "model.state_layers": rec.get("layers", 0),
-        "model.state_heads": rec.get("heads", 0), "model.state_head_dim": rec.get("head_dim", 0),
-        "model.state_dim": rec.get("state_dim", 0), "model.state_groups": rec.get("groups", 0),
-        "model.state_conv_kernel": rec.get("conv_kernel", 1),
+        "model.dense_intermediate_size": (moe and moe.get("dense_intermediate_size")) or m["intermediate_size"],
+        "model.shared_intermediate_size": ((moe and moe.get("shared_expert_intermediate_size"))
+                                           or m["intermediate_size"]),
+        "model.state_layers": rec["layers"] if rec else 0,
+        "model.state_heads": rec["heads"] if rec else 0, "model.state_head_dim": rec["head_dim"] if rec else 0,
+        "model.state_dim": rec["state_dim"] if rec else 0, "model.state_groups": rec["groups"] if rec else 0,
+        "model.state_conv_kernel": rec["conv_kernel"] if rec else 1,
     }
 
 
@@ -281,14 +287,14 @@ def target_inputs(w: Workload) -> Scope:
         "rent_asked": bool(w.rent), "sort_order": None,
     }
 
-def capacity_gpu(req: GpuRequest, kn: Knowledge) -> dict[str, Any]:
+def capacity_gpu(req: GpuRequest, kn: Knowledge) -> GPU:
     """A card of a bare capacity ("on 20GB"): memory is sold in GiB, so 20 means 20 GiB."""
     cap = req.capacity_gb or 0.0
     memory_bytes = cap * kn.constants["bytes_per_gib"]["value"]
+    gb, gib = capacity_fields(memory_bytes, kn.constants["bytes_per_gb"]["value"],
+                              kn.constants["bytes_per_gib"]["value"])
     return {"id": f"{cap:g}gb", "name": f"{cap:g} GB GPU", "vendor": "any", "vram_gb": cap,
-            "memory_bytes": memory_bytes,
-            **capacity_fields(memory_bytes, kn.constants["bytes_per_gb"]["value"],
-                              kn.constants["bytes_per_gib"]["value"]),
+            "memory_bytes": memory_bytes, "memory_gb": gb, "memory_gib": gib,
             "bandwidth_gb_s": None, "fp32_tflops": None, "tensor_tflops": {}, "tdp_w": None,
             "interconnect": {"gb_s": None}}
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kb.engine.evaluate import Evaluated, evaluate
 from kb.engine.gpus import gpu_scope, layout_of
@@ -19,6 +19,9 @@ from kb.engine.scope import base_scope, resolve
 from kb.model import Knowledge
 from kb.render import num
 from kb.workload import Workload
+
+if TYPE_CHECKING:
+    from kb.records import GPU
 
 
 @dataclass
@@ -63,7 +66,7 @@ def at_value(w: Workload, vary: str, value: float, kn: Knowledge | None = None) 
     return w2
 
 
-def probe(kn: Knowledge, w: Workload, vary: str, value: float, gpu: dict[str, Any], count: int,
+def probe(kn: Knowledge, w: Workload, vary: str, value: float, gpu: GPU, count: int,
           holds: str = "fits") -> Probe:
     w2 = at_value(w, vary, value, kn)
     if vary == "gpu_count":
@@ -84,7 +87,7 @@ def probe(kn: Knowledge, w: Workload, vary: str, value: float, gpu: dict[str, An
 
 
 def largest_fitting(kn: Knowledge, w: Workload, vary: str, lower: float, upper: float,
-                    gpu: dict[str, Any], count: int, holds: str = "fits") -> tuple[float | None, bool]:
+                    gpu: GPU, count: int, holds: str = "fits") -> tuple[float | None, bool]:
     """The largest value in [lower, upper] that fits (None if even `lower` does not), and
     whether the search hit `upper`. Integers, except params (searched to 3 significant digits)."""
     if not probe(kn, w, vary, lower, gpu, count, holds).fits:
@@ -108,7 +111,7 @@ def largest_fitting(kn: Knowledge, w: Workload, vary: str, lower: float, upper: 
     return float(lo_i), False
 
 
-def smallest_fitting(kn: Knowledge, w: Workload, lower: int, upper: int, gpu: dict[str, Any]) -> int | None:
+def smallest_fitting(kn: Knowledge, w: Workload, lower: int, upper: int, gpu: GPU) -> int | None:
     """Fewest GPUs that hold the job in a canonical layout (kb.layout: tensor parallel that
     divides the heads inside a node, whole nodes as pipeline stages). Memory falls as GPUs are
     added, so a bisection finds the fewest that hold it; then the next canonical count up."""
@@ -142,7 +145,7 @@ def step_of(vary: str, value: float) -> float:
     return value + 1
 
 
-def solve_row(kn: Knowledge, w: Workload, question: str, gpu: dict[str, Any], count: int) -> dict[str, Any]:
+def solve_row(kn: Knowledge, w: Workload, question: str, gpu: GPU, count: int) -> dict[str, Any]:
     spec = kn.query["solve"][question]
     vary = spec["vary"]
     if question == "how_many_gpus":
@@ -213,10 +216,10 @@ def verdict(kn: Knowledge, question: str, row: dict[str, Any]) -> str:
         "floor": num(row.get("speed_floor")), "heads": row.get("heads"), "node": row.get("node"),
     }
     text = spec["verdict"]
-    if row.get("floor_binding") and spec.get("verdict_floor"):
-        text = spec["verdict_floor"]
-    elif row.get("layout_binding") and spec.get("verdict_layout"):
-        text = spec["verdict_layout"]
+    if row.get("floor_binding") and (floor_text := spec.get("verdict_floor")):
+        text = floor_text
+    elif row.get("layout_binding") and (layout_text := spec.get("verdict_layout")):
+        text = layout_text
     for key, val in fields.items():
         text = text.replace("{" + key + "}", str(val))
     if row.get("at_upper_bound"):
@@ -226,7 +229,7 @@ def verdict(kn: Knowledge, question: str, row: dict[str, Any]) -> str:
     return text
 
 
-def fewest_gpus(kn: Knowledge, w: Workload, gpu: dict[str, Any], lower: int, steps: int) -> int | None:
+def fewest_gpus(kn: Knowledge, w: Workload, gpu: GPU, lower: int, steps: int) -> int | None:
     """The fewest GPUs of this kind that hold the job, from `lower` (the count if memory split
     evenly, which no layout beats) up: replicated KV can need more."""
     for n in range(max(1, lower), max(1, lower) + steps):
