@@ -206,6 +206,10 @@ class Runtime(TypedDict):
     training_mfu: float | None
     logits_memory_fraction: float
     master_weights: bool
+    lora_dropout: float
+    lora_dropout_source: str | None
+    quantizes_output_head: bool
+    quantizes_output_head_source: str | None
     default_context_tokens: int | None
     checkpointing: bool | None
     optimizer: str | None
