@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cache, cached_property
+from functools import cache, cached_property, lru_cache
 from typing import TYPE_CHECKING, Any
 
 from kb.columns import MISSING, NO_HOLES, RAISED, Col, Failed, Fn, Scope, at, elementwise
@@ -173,7 +173,18 @@ _BUILDERS: dict[str, Builder] = {
 
 
 def parse(text: str) -> Expr:
-    """Parse and compile one expression. Raises ExprSyntaxError with a column."""
+    """Parse and compile one expression. Raises ExprSyntaxError with a column.
+
+    An Expr is a pure function of its text (immutable, its closure made from the text alone),
+    so one process reuses the Expr of a text it parsed before: a rebuild of edited rules (the
+    server's live reload, `kbq validate` in a loop) parses only the expressions that changed."""
+    if not isinstance(text, str):
+        raise ExprSyntaxError("empty expression", 1)
+    return _parse(text)
+
+
+@lru_cache(maxsize=8192)
+def _parse(text: str) -> Expr:
     from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
     if not isinstance(text, str) or not text.strip():

@@ -78,7 +78,7 @@ def evaluation_orders(g: nx.DiGraph) -> dict[str, tuple[str, ...]]:
     """Formula → its ancestors among the formulas, then itself, in topological order: the
     depth-first postorder along the "reads" edges walked backwards, each formula's inputs in the
     order its expressions name them (the order an answer's trace lists the steps in)."""
-    back = formulas_only(g).reverse(copy=False)
+    back = formulas_only(g).reverse(copy=True)    # a plain graph: searching a filtered view costs n times more
     return {name: tuple(nx.dfs_postorder_nodes(back, name)) for name in back}
 
 
