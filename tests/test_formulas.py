@@ -197,8 +197,9 @@ def test_cpu_offload_moves_optimizer_states():
 # What autograd keeps for the backward pass of one layer, per token, with fused (flash) attention
 # and no dropout (Korthikanti et al. 2022 count the same way), 16-bit values at 2 B:
 #   norms:         each of the two RMSNorms keeps its input upcast to FP32 (4 B per hidden unit;
-#                  HF LlamaRMSNorm, LitGPT and torchtune upcast alike), plus its 16-bit output
-#                  (2 B) when its weight trains;
+#                  HF LlamaRMSNorm and torchtune's RMSNorm upcast so; LitGPT's at commit 8641822
+#                  computes in the input's dtype, where kbq's count is 2 B per unit too high),
+#                  plus its 16-bit output (2 B) when its weight trains;
 #   every layer:   the attention input (h: q, k, v or their adapters train in every method),
 #                  fused attention's rotated Q and output (2 x heads x head_dim) and K, V
 #                  (2 x kv_heads x head_dim); a gated MLP's gate output, activation output and

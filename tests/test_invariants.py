@@ -195,10 +195,26 @@ def test_more_bits_never_lower_inference_memory(model: str, runtime: str, users:
        st.integers(1, 8192), st.sampled_from(GPUS))
 def test_more_bits_never_lower_lora_memory(model: str, runtime: str, batch: int, seq: int,
                                            gpu: str) -> None:
-    # checkpointing named: nf4 makes the job QLoRA, whose PEFT recipe would otherwise turn it on
+    # checkpointing named: nf4 makes the job QLoRA, whose PEFT recipe would otherwise turn it on;
+    # the adapters' placement named where the runtime's recipes place them differently for LoRA
+    # and QLoRA (torchtune), so every precision trains the same adapters
+    placement = " attention only" if _adapter_placement_differs(runtime) else ""
     _check_precision_order(_memory_by_precision(
-        f"lora {model} {{precision}} batch {batch} seq {seq} checkpointing on {gpu} with {runtime}",
+        f"lora {model} {{precision}} batch {batch} seq {seq} checkpointing{placement} on {gpu} with {runtime}",
         STORED_AS_NAMED))
+
+
+def _adapter_placement_differs(runtime: str) -> bool:
+    """The runtime's recipes set lora_attention_only for one of LoRA and QLoRA and not the other."""
+    def placement(task: str) -> set[Any]:
+        return {r["set"]["lora_attention_only"] for r in KN.runtimes[runtime].get("recipes") or []
+                if task in r["when"]["tasks"] and r["set"]["lora_attention_only"] is not None}
+    return placement("lora") != placement("qlora")
+
+
+def test_torchtune_places_lora_and_qlora_adapters_differently() -> None:
+    """The case the placement above is named for exists (torchtune-lora-configs), and no other."""
+    assert [rt for rt in TRAINING_RUNTIMES if _adapter_placement_differs(rt)] == ["torchtune"]
 
 
 def test_the_embedding_exception_is_real_and_documented() -> None:

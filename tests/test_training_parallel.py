@@ -173,6 +173,25 @@ def test_torchtune_70b_multi_gpu_full_fine_tune_offloads():
     assert single["workload"]["offload"] is None      # the 8B distributed recipe does not offload
 
 
+def test_torchtune_lora_recipe_adapts_the_attention_only():
+    # torchtune's llama3_1/8B_lora_single_device.yaml and 70B_lora.yaml (as of the README's
+    # memory table, commit 30b8519e8): apply_lora_to_mlp: False; the qlora configs set it True.
+    lora = ask("lora llama-3.1-8b seq 2048 batch 2 no checkpointing on rtx a6000 with torchtune").to_dict()
+    qlora = ask("qlora llama-3.1-8b seq 2048 batch 2 on rtx 4090 with torchtune").to_dict()
+    assert lora["workload"]["lora_attention_only"] is True
+    assert not qlora["workload"]["lora_attention_only"]
+    # So the frozen MLP keeps no inputs. Llama-3.1-8B (h 4096, 32 x 128 query heads, 8 x 128 KV
+    # heads, f 14336), no dropout (lora_dropout: 0.0), fused attention, per token and layer:
+    # norms 2 x 4096 x 4 B = 32,768; 2 B x (4096 + 2 x 4096 + 2 x 1024 + 3 x 14336) = 114,688;
+    # 147,456 B in all; x 32 layers x 2 x 2048 tokens = 19.33 GB of layer activations
+    per_token_layer = 32_768 + 2 * (4096 + 2 * 4096 + 2 * 1024 + 3 * 14336)
+    assert step_result(lora, "activation_bytes_per_token_layer") == pytest.approx(per_token_layer, rel=REL)
+    # torchtune README (Peak Memory per GPU, LoRA on 1x A6000, batch 2 packed to 2048, compiled):
+    # 30.3 GiB, https://github.com/pytorch/torchtune/blob/30b8519e86d2094879576e16ab1f8d21a6f6f9f7/README.md;
+    # kbq counts no torch.compile recomputation, so within 15%
+    assert lora["gpus"][0]["per_gpu_gb"] == pytest.approx(30.3 * GIB, rel=0.15)
+
+
 def test_unsloth_offloads_its_checkpoints():
     # use_gradient_checkpointing="unsloth": each layer's saved input (2 B × hidden per token) waits
     # in CPU memory. Llama-3.1-8B, seq 2048, batch 2: 32 × 2 × 4096 × 4096 tokens = 1.074 GB
