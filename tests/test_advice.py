@@ -387,3 +387,13 @@ def test_export_prices_page_lists_each_source(tmp_path):
         assert any(f"(sources.md#src-{c['source']})" in line and f"${c['usd_per_hour']:.2f}" in line for line in h100)
     row = next(line for line in text.splitlines() if "`h100-sxm5`" in line)
     assert "| $3.25 | $2.49-$4.76 | 5 | no: highest 1.9× lowest |" in row
+
+
+def test_machines_with_more_than_the_base_memory_cost_more_than_the_base_machine():
+    # Launch prices of the cheapest machine with each chip (rules/sources.yaml): the M2 Ultra Mac Studio
+    # from $3,999 with 64 GB (price-apple-mac-studio-2023), the M4 Pro Mac mini from $1,399 with 24 GB
+    # (price-apple-mac-mini-m4-pro). The catalogue's entries hold 192 GB and 64 GB, so they cost more.
+    assert KN.prices["apple-m2-ultra"]["purchase_usd"] > 3999
+    assert KN.prices["apple-m4-pro"]["purchase_usd"] > 1399
+    for gid in ("apple-m2-ultra", "apple-m4-pro"):
+        assert "whole computer" in KN.prices[gid]["note"]
