@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from kb.errors import KbError
+from kb.hflayers import extend, whole
 
 if TYPE_CHECKING:
     from kb.model import Knowledge
@@ -31,25 +32,6 @@ def _first(cfg: Config, *keys: str, default: JSON = None) -> JSON:
     return default
 
 
-def whole(value: JSON) -> int:
-    """A config value read as a whole number (as int() reads it: 4096, 4096.0, "4096")."""
-    if isinstance(value, (int, float, str)):
-        return int(value)
-    raise TypeError(f"{json_kind(value)} where a number belongs")
-
-
-def obj(value: JSON) -> Config:
-    """A config value that should be a JSON object; {} when it is anything else."""
-    return value if isinstance(value, dict) else {}
-
-
-def json_kind(value: JSON) -> str:
-    """What a JSON value is, in JSON's words (for an error message)."""
-    if value is None:
-        return "null"
-    return "an object" if isinstance(value, dict) else "a list" if isinstance(value, (list, tuple)) else repr(value)
-
-
 MAX_CONFIG_BYTES = 4_000_000     # the rule-file cap; real config.json files are a few kB
 MAX_CONFIG_VALUE = 2 ** 53       # larger sizes are not a model; exact as a float up to here
 
@@ -62,8 +44,6 @@ def read(path: str | Path, kn: Knowledge) -> Model:
     text_config = raw.get("text_config")
     cfg: Config = text_config if isinstance(text_config, dict) else raw
     try:
-        from kb.hflayers import extend
-
         model = extend(_model(cfg, p), cfg, raw)
     except (TypeError, ValueError, KeyError, OverflowError, ZeroDivisionError) as exc:
         raise ConfigError(f"{p}: {exc}") from None   # int(1e999), hidden_size // 0 heads …

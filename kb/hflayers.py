@@ -11,13 +11,30 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-from kb.hfconfig import obj, whole
-
 if TYPE_CHECKING:
     from kb.hfconfig import Config
-    from kb.records import Model, Moe, Recurrent
+    from kb.records import JSON, Model, Moe, Recurrent
 
 _STATE_KINDS = ("mamba", "linear_attention")
+
+
+def whole(value: JSON) -> int:
+    """A config value read as a whole number (as int() reads it: 4096, 4096.0, "4096")."""
+    if isinstance(value, (int, float, str)):
+        return int(value)
+    raise TypeError(f"{json_kind(value)} where a number belongs")
+
+
+def obj(value: JSON) -> Config:
+    """A config value that should be a JSON object; {} when it is anything else."""
+    return value if isinstance(value, dict) else {}
+
+
+def json_kind(value: JSON) -> str:
+    """What a JSON value is, in JSON's words (for an error message)."""
+    if value is None:
+        return "null"
+    return "an object" if isinstance(value, dict) else "a list" if isinstance(value, (list, tuple)) else repr(value)
 
 
 def _types(cfg: Config) -> list[str]:
