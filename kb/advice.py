@@ -9,15 +9,17 @@ that hold the job), the sort keys, the cost fields of each GPU row, and the reco
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kb.answer import GpuRow
-from kb.expr import Col
+from kb.expr import Col, at
 from kb.model import Knowledge
 from kb.workload import Workload
 
 if TYPE_CHECKING:
+    from kb.engine.evaluate import Scope
     from kb.records import GPU
+    from kb.records_answer import Brief, PricesUsed, Recommendation
     from kb.records_rules import Price
 
 # cost figures of a row → formula names (rules/formulas.yaml)
@@ -64,24 +66,24 @@ def sort_text(kn: Knowledge, w: Workload) -> str | None:
     return f"{name} ({text})"
 
 
-def fewest_needed(rows: list[Any]) -> int:
+def fewest_needed(rows: list[GpuRow]) -> int:
     """The fewest GPUs any row's GPU needs to hold the job (0 when none can hold it at any count)."""
     return min((r.gpus_needed for r in rows if r.gpus_needed), default=0)
 
 
-def configurations(kn: Knowledge, needed: Any, gpus: list[GPU]) -> list[tuple[GPU, int, bool]]:
+def configurations(kn: Knowledge, needed: object, gpus: list[GPU]) -> list[tuple[GPU, int, bool]]:
     """Each catalogue GPU at the fewest cards that hold the job (one where none or too many do:
     more than the rules' max_gpus_per_config is not one box)."""
     most = int(kn.advice.get("max_gpus_per_config", 1))
     out = []
     for i, g in enumerate(gpus):
-        n = needed[i] if needed.__class__ is Col else needed
+        n = at(needed, i)
         count = int(n) if n and 1 <= n <= most else 1
         out.append((g, count, False))
     return out
 
 
-def fill_rows(scope: dict[str, Any], rows: list[GpuRow], order: list[int], is_training: bool) -> None:
+def fill_rows(scope: Scope, rows: list[GpuRow], order: list[int], is_training: bool) -> None:
     """Put the cost figures of each candidate on its row (rows are in rank order)."""
     names = cost_formulas(is_training)
     cols = {n: scope.get(n) for n in names}
@@ -101,19 +103,19 @@ def fill_rows(scope: dict[str, Any], rows: list[GpuRow], order: list[int], is_tr
             row.usd_per_million_tokens = vals["usd_per_million_tokens"]
 
 
-def _num(scope: dict[str, Any], name: str, i: int) -> Any:
+def _num(scope: Scope, name: str, i: int) -> float | None:
     v = scope.get(name)
     return v[i] if v.__class__ is Col else v
 
 
-def recommendation(kn: Knowledge, w: Workload, rows: list[GpuRow], is_training: bool) -> dict[str, Any] | None:
+def recommendation(kn: Knowledge, w: Workload, rows: list[GpuRow], is_training: bool) -> Recommendation | None:
     """The first fitting row, and one runner-up per class (consumer/workstation, datacenter)
     plus the cheapest to rent; None when nothing fits."""
     fitting = [r for r in rows if r.fits]
     if not fitting:
         return None
     pick = fitting[0]
-    runners: dict[str, Any] = {}
+    runners: dict[str, Brief] = {}
     for r in fitting[1:]:
         cls = CLASSES.get(_segment(kn, r), "datacenter")
         if cls not in runners and not _same_class(kn, pick, cls):
@@ -135,7 +137,7 @@ def _segment(kn: Knowledge, r: GpuRow) -> str:
     return str(gpu.get("segment") if gpu else None)
 
 
-def _brief(r: GpuRow) -> dict[str, Any]:
+def _brief(r: GpuRow) -> Brief:
     return {"gpu": r.name, "gpu_id": r.id, "count": r.count, "price_usd": r.config_price_usd,
             "usd_per_hour": r.config_usd_per_hour, "meets_target": r.meets_target,
             "headroom_gb": r.headroom_gb}
@@ -152,7 +154,7 @@ def money(v: float | None) -> str:
     return "n/a" if v is None else f"${v:,.0f}" if v >= 100 else f"${v:,.2f}"
 
 
-def verdict_text(rec: dict[str, Any] | None) -> str:
+def verdict_text(rec: Recommendation | None) -> str:
     """One sentence: the pick, its price, and the runners-up."""
     if rec is None:
         return ""
@@ -162,14 +164,14 @@ def verdict_text(rec: dict[str, Any] | None) -> str:
     return text + (" Runners-up — " + "; ".join(others) + "." if others else "")
 
 
-def _config(b: dict[str, Any]) -> str:
+def _config(b: Brief) -> str:
     hourly = f", {money(b['usd_per_hour'])}/h to rent" if b.get("usd_per_hour") is not None else ""
     return f"{b['count']}× {b['gpu']} ({money(b['price_usd'])}{hourly})"
 
 
-def prices_used(kn: Knowledge, w: Workload, gpu_ids: list[str]) -> dict[str, Any]:
+def prices_used(kn: Knowledge, w: Workload, gpu_ids: list[str]) -> PricesUsed:
     """Which prices the answer used, as of when and from where (for the assumptions)."""
-    out: dict[str, Any] = {"as_of": None, "usd_per_gpu_hour": w.usd_per_gpu_hour,
+    out: PricesUsed = {"as_of": None, "usd_per_gpu_hour": w.usd_per_gpu_hour,
                            "budget_usd": w.budget_usd, "hours_per_day": w.hours_per_day,
                            "rent": bool(w.rent), "gpus": {}}
     for gid in gpu_ids[:MAX_PRICE_ROWS]:

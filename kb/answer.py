@@ -8,7 +8,12 @@ disagreements, warnings (plus advice, claims_checked, units, question).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kb.records import Value
+    from kb.records_answer import (Advice, Bottleneck, ClaimChecked, ErrorBand, Memory, Option,
+                                   PricesUsed, Question, Recommendation, Throughput, WorkloadDict)
 
 
 @dataclass
@@ -16,8 +21,8 @@ class Step:
     node: str
     rule: str
     formula: str
-    values: dict[str, Any]
-    result: Any
+    values: dict[str, Value]
+    result: Value
     unit: str
     source: str
     note: str | None = None
@@ -62,28 +67,31 @@ class GpuRow:
     within_budget: bool | None = None
 
 
+_NO_PRICES: PricesUsed = {}
+
+
 @dataclass
 class Answer:
     query: str
-    workload: dict[str, Any]
+    workload: WorkloadDict
     assumptions: list[str]
-    memory: dict[str, Any]
-    throughput: dict[str, Any]
-    bottleneck: dict[str, Any]
+    memory: Memory
+    throughput: Throughput
+    bottleneck: Bottleneck
     gpus: list[GpuRow]
     verdict: str
     path: list[str]
     trace: list[Step]
-    disagreements: list[dict[str, Any]]
+    disagreements: list[ClaimChecked]
     warnings: list[str]
-    advice: list[dict[str, Any]] = field(default_factory=list)
-    claims_checked: list[dict[str, Any]] = field(default_factory=list)
-    question: dict[str, Any] | None = None
-    error_bands: dict[str, Any] = field(default_factory=dict)
+    advice: list[Advice] = field(default_factory=list)
+    claims_checked: list[ClaimChecked] = field(default_factory=list)
+    question: Question | None = None
+    error_bands: dict[str, ErrorBand] = field(default_factory=dict)
     units: str = "GB = 10^9 bytes (decimal); GPU memory as marketed; TFLOPS dense (no sparsity)"
-    recommendation: dict[str, Any] | None = None    # the pick and one runner-up per class
-    options: list[dict[str, Any]] | None = None     # what to change so it fits (when computed)
-    prices: dict[str, Any] = field(default_factory=dict)   # which prices were used, as of when
+    recommendation: Recommendation | None = None    # the pick and one runner-up per class
+    options: list[Option] | None = None     # what to change so it fits (when computed)
+    prices: PricesUsed = field(default_factory=lambda: _NO_PRICES.copy())   # which prices were used, as of when
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON contract. Built by hand (dataclasses.asdict deep-copies every value).

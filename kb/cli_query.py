@@ -158,13 +158,13 @@ def run(args: QueryArgs, usage: str) -> int:
 
     try:
         result = ask(query, args.rules, args.config, prices=args.prices, sort=args.sort,
-                     options=args.options).to_dict()
+                     options=args.options)
     except KbError as err:
         return fail(str(err), err.exit_code)
     if args.fmt == "json":
         import orjson
 
-        sys.stdout.buffer.write(orjson.dumps(result, option=orjson.OPT_INDENT_2) + b"\n")
+        sys.stdout.buffer.write(orjson.dumps(result.to_dict(), option=orjson.OPT_INDENT_2) + b"\n")
     else:
         from kb import render
 

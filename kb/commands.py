@@ -9,11 +9,14 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from kb.cli_query import QUERY_OPTIONS, QueryArgs, fail, run
+
+if TYPE_CHECKING:
+    from kb.model import Knowledge
 
 
 def dump(value: Any) -> str:
@@ -21,7 +24,7 @@ def dump(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False) + "\n"
 
 
-def _knowledge(rules: str | None) -> Any:
+def _knowledge(rules: str | None) -> Knowledge:
     from kb import get_knowledge
     from kb.errors import KbError
 
@@ -92,12 +95,12 @@ def gpus(as_json: bool, min_vram: float | None, min_bandwidth: float | None, ven
     kn = _knowledge(rules)
     platforms = _runtime_platforms(kn, runtime)
     items = [g for g in kn.gpus.values()
-             if (min_vram is None or g["memory_gib"] >= min_vram)
-             and (min_bandwidth is None or g["bandwidth_gb_s"] >= min_bandwidth)
+             if (min_vram is None or (g["memory_gib"] or 0) >= min_vram)
+             and (min_bandwidth is None or (g["bandwidth_gb_s"] or 0) >= min_bandwidth)
              and (vendor is None or g["vendor"] == vendor)
              and (segment is None or g["segment"] == segment)
              and (platforms is None or g["vendor"] in platforms)
-             and (max_price is None or (g.get("price_usd") is not None and g["price_usd"] <= max_price))]
+             and (max_price is None or ((price := g.get("price_usd")) is not None and price <= max_price))]
     if as_json:
         click.echo(dump(items), nl=False)
         return
@@ -112,7 +115,7 @@ def gpus(as_json: bool, min_vram: float | None, min_bandwidth: float | None, ven
                "(no sparsity), FP16/BF16 with FP32 accumulate; '-' = not native")
 
 
-def _runtime_platforms(kn: Any, name: str | None) -> list[str] | None:
+def _runtime_platforms(kn: Knowledge, name: str | None) -> list[str] | None:
     """The platforms of a runtime named by id or alias; a usage error (exit 2) names the choices."""
     if name is None:
         return None
@@ -283,7 +286,7 @@ def serve(host: str, port: int, processes: int | None, threads: int, embed_origi
     serving.serve(host, port, processes or cpu_cores(), threads, rules, ready, origins, sock, cache_mb)
 
 
-def _f(value: Any) -> str:
+def _f(value: float | None) -> str:
     return "-" if value is None else f"{value:g}"
 
 

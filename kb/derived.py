@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from kb.gpu_names import Scope, gpu_columns, precision_key, runs_on
 from kb.model import Claim, Formula, Knowledge
@@ -28,6 +28,7 @@ from kb.query_words import Vocab, vocabulary
 
 if TYPE_CHECKING:
     from kb.records import GPU, Model, Precision
+    from kb.records_answer import ErrorBand
 
 # figure of the answer → kind of measurement in rules/error_bands.yaml
 BAND_KINDS = {
@@ -87,10 +88,10 @@ class Lazy(Mapping[K, V], Generic[K, A, V]):
 @dataclass(frozen=True)
 class Derived:
     order: Mapping[str, tuple[str, ...]]            # formula → the formulas it needs, then itself
-    constants: Mapping[str, Any]                    # constant → value
+    constants: Mapping[str, float]                  # constant → value
     case_text: Mapping[tuple[str, int], CaseText]   # (formula, case index) → its trace text
     claim_formulas: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]]  # claim → (when, value)
-    error_bands: Mapping[tuple[str, bool], Mapping[str, Any]]  # (runtime, training) → bands
+    error_bands: Mapping[tuple[str, bool], Mapping[str, ErrorBand]]  # (runtime, training) → bands
     gpu_columns: Mapping[tuple[str, ...], Scope]    # kb.gpu_names.precision_key → columns
     vocabulary: Vocab
 
@@ -112,7 +113,7 @@ def derive(kn: Knowledge, vocab: Vocab | None = None) -> Knowledge:
         vocabulary=vocab if vocab is not None else vocabulary(kn)))
 
 
-def _catalogue_columns(kn: Knowledge) -> Lazy[tuple[str, ...], Any, Scope]:
+def _catalogue_columns(kn: Knowledge) -> Lazy[tuple[str, ...], CardsAt, Scope]:
     """kb.gpu_names.gpu_columns of the catalogue GPUs each runtime runs on (one card each), per
     precision key (kb.gpu_names.precision_key): every key the precisions and runtimes can make
     where at least one catalogue GPU runs the runtime, each computed when first read."""
@@ -160,11 +161,11 @@ def _claim_formulas(kn: Knowledge, claim: Claim) -> tuple[tuple[str, ...], tuple
             tuple(n for n in claim.computed.names if n in kn.formulas))
 
 
-def _error_bands(kn: Knowledge, runtime: str, is_training: bool) -> dict[str, Any]:
+def _error_bands(kn: Knowledge, runtime: str, is_training: bool) -> dict[str, ErrorBand]:
     """How far each kind of figure has been from published measurements: per runtime when the
     runtime has its own band, else over all runtimes, and which measurements say so."""
     kinds = kn.error_bands.get("kinds", {})
-    out: dict[str, Any] = {}
+    out: dict[str, ErrorBand] = {}
     for figure, kind in BAND_KINDS["training" if is_training else "inference"].items():
         band = kinds.get(kind)
         if not band:

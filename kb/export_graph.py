@@ -9,8 +9,6 @@ cannot drift from what the engine reads. Deterministic: nodes and edges in the g
 
 from __future__ import annotations
 
-from typing import Any
-
 from kb.export_flows import mermaid_text, shown_text
 from kb.graph import flow_key, knowledge_graph
 from kb.model import Knowledge
@@ -78,6 +76,6 @@ def _label(node_id: str, text: str) -> str:
     return mermaid_text(f"{node_id}: {_clip(text)}")
 
 
-def _clip(text: Any) -> str:
+def _clip(text: object) -> str:
     words = " ".join(str(text).split())
     return words if len(words) <= _LABEL_CHARS else words[:_LABEL_CHARS - 1].rstrip() + "…"

@@ -9,15 +9,13 @@ asked for a setup that does not fit).
 
 from __future__ import annotations
 
-from typing import Any
-
 from kb.answer import Answer
 from kb.render import duration, num
 
 
 def _figures(a: Answer) -> dict[str, str | None]:
     mem, t = a.memory or {}, a.throughput or {}
-    raw: dict[str, Any] = {
+    raw: dict[str, float | None] = {
         "per_gpu_gb": mem.get("per_gpu_gb"), "total_gb": mem.get("total_gb"),
         "decode_tokens_per_s": t.get("decode_tokens_per_s"),
         "decode_tokens_per_s_aggregate": t.get("decode_tokens_per_s_aggregate"),

@@ -19,7 +19,6 @@ Formula names are identifiers and never hold a "/", so the two kinds of node can
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 import networkx as nx
 
@@ -64,12 +63,12 @@ def add_flow(g: nx.DiGraph, flow: Flow) -> None:
                 g.add_edge(here, name, kind="computes")
 
 
-def formulas_only(g: nx.DiGraph) -> Any:
+def formulas_only(g: nx.DiGraph) -> nx.DiGraph:
     """The formulas and their "reads" edges (a view)."""
     return nx.subgraph_view(g, filter_node=lambda n: g.nodes[n]["kind"] == "formula")
 
 
-def flow_only(g: nx.DiGraph, flow_id: str) -> Any:
+def flow_only(g: nx.DiGraph, flow_id: str) -> nx.DiGraph:
     """One flow's nodes and the edges between them (a view)."""
     return nx.subgraph_view(g, filter_node=lambda n: g.nodes[n].get("flow") == flow_id)
 

@@ -9,20 +9,23 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from kb.errors import KbError
+from kb.hflayers import extend, whole
 
 if TYPE_CHECKING:
     from kb.model import Knowledge
-    from kb.records import Model
+    from kb.records import JSON, Mla, Model
+
+    Config = dict[str, JSON]        # a config.json object, as json.loads gives it
 
 
 class ConfigError(KbError):
     """A config.json that cannot be read as a model."""
 
 
-def _first(cfg: dict[str, Any], *keys: str, default: Any = None) -> Any:
+def _first(cfg: Config, *keys: str, default: JSON = None) -> JSON:
     for k in keys:
         if cfg.get(k) is not None:
             return cfg[k]
@@ -39,10 +42,8 @@ def read(path: str | Path, kn: Knowledge) -> Model:
     if not isinstance(raw, dict):
         raise ConfigError(f"{p}: a config.json holds one JSON object")
     text_config = raw.get("text_config")
-    cfg: dict[str, Any] = text_config if isinstance(text_config, dict) else raw
+    cfg: Config = text_config if isinstance(text_config, dict) else raw
     try:
-        from kb.hflayers import extend
-
         model = extend(_model(cfg, p), cfg, raw)
     except (TypeError, ValueError, KeyError, OverflowError, ZeroDivisionError) as exc:
         raise ConfigError(f"{p}: {exc}") from None   # int(1e999), hidden_size // 0 heads …
@@ -56,7 +57,7 @@ def read(path: str | Path, kn: Knowledge) -> Model:
     except ValidationError as exc:
         first = exc.errors()[0]
         raise ConfigError(f"{p}: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
-    return _with_params(cast("Model", model), kn)     # it has the schema's shape
+    return _with_params(model, kn)
 
 
 def _read_capped(p: Path) -> bytes:
@@ -71,9 +72,10 @@ def _read_capped(p: Path) -> bytes:
     return data
 
 
-def _parse(p: Path, data: bytes) -> Any:
+def _parse(p: Path, data: bytes) -> JSON:
     try:
-        return json.loads(data.decode("utf-8"))
+        value: JSON = json.loads(data.decode("utf-8"))
+        return value
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{p}: not UTF-8 text at byte {exc.start}") from None
     except json.JSONDecodeError as exc:
@@ -84,9 +86,9 @@ def _parse(p: Path, data: bytes) -> Any:
         raise ConfigError(f"{p}: a number is too long to read ({str(exc).split(';')[0]})") from None
 
 
-def _check_sizes(model: dict[str, Any], cfg: dict[str, Any], p: Path) -> None:
+def _check_sizes(model: Model, cfg: Config, p: Path) -> None:
     """Refuse sizes no model has (sliding_window: 1e20), naming the config.json key."""
-    for key, value in _numbers(model):
+    for key, value in _numbers(cast("Config", model)):
         if isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) > MAX_CONFIG_VALUE:
             source = next((k for k, v in cfg.items() if isinstance(v, (int, float))
                            and not isinstance(v, bool) and v == value), key)
@@ -94,8 +96,8 @@ def _check_sizes(model: dict[str, Any], cfg: dict[str, Any], p: Path) -> None:
                               f"(at most {MAX_CONFIG_VALUE})")
 
 
-def _numbers(d: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
-    out: list[tuple[str, Any]] = []
+def _numbers(d: Config, prefix: str = "") -> list[tuple[str, JSON]]:
+    out: list[tuple[str, JSON]] = []
     for k, v in d.items():
         if isinstance(v, dict):
             out += _numbers(v, f"{prefix}{k}.")
@@ -104,47 +106,47 @@ def _numbers(d: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
     return out
 
 
-def _model(cfg: dict[str, Any], p: Path) -> dict[str, Any]:
-    hidden = int(_first(cfg, "hidden_size", "n_embd", "d_model"))
-    heads = int(_first(cfg, "num_attention_heads", "n_head", "num_heads"))
-    kv = int(_first(cfg, "num_key_value_heads", "num_kv_heads", default=heads))
+def _model(cfg: Config, p: Path) -> Model:
+    hidden = whole(_first(cfg, "hidden_size", "n_embd", "d_model"))
+    heads = whole(_first(cfg, "num_attention_heads", "n_head", "num_heads"))
+    kv = whole(_first(cfg, "num_key_value_heads", "num_kv_heads", default=heads))
     if cfg.get("multi_query"):
         kv = 1
-    layers = int(_first(cfg, "num_hidden_layers", "n_layer", "num_layers"))
-    head_dim = int(_first(cfg, "head_dim", default=hidden // heads))
-    inter = int(_first(cfg, "moe_intermediate_size", "intermediate_size", "ffn_hidden_size", "n_inner",
-                       default=4 * hidden))
+    layers = whole(_first(cfg, "num_hidden_layers", "n_layer", "num_layers"))
+    head_dim = whole(_first(cfg, "head_dim", default=hidden // heads))
+    inter = whole(_first(cfg, "moe_intermediate_size", "intermediate_size", "ffn_hidden_size", "n_inner",
+                         default=4 * hidden))
     experts = _first(cfg, "num_local_experts", "n_routed_experts", "num_experts")
-    mla = None
+    mla: Mla | None = None
     if cfg.get("kv_lora_rank"):
-        mla = {"kv_lora_rank": int(cfg["kv_lora_rank"]),
-               "qk_rope_head_dim": int(cfg.get("qk_rope_head_dim", 0))}
+        mla = {"kv_lora_rank": whole(cfg["kv_lora_rank"]),
+               "qk_rope_head_dim": whole(cfg.get("qk_rope_head_dim", 0))}
     window = cfg.get("sliding_window") if cfg.get("use_sliding_window", True) else None
     window_layers = None
     if window:
         types = cfg.get("layer_types")
         window_layers = sum(1 for t in types if "sliding" in str(t)) if isinstance(types, list) else layers
     name = str(cfg.get("_name_or_path") or p.parent.name or "config")
-    model: dict[str, Any] = {
+    model: Model = {
         "id": "config-" + "".join(c if c.isalnum() or c in ".-_" else "-" for c in name.lower()).strip("-")[:60] or "config",
         "name": f"{name} (config.json)", "family": str(cfg.get("model_type", "custom")).lower(),
         "params_total": 1.0, "params_active": 1.0, "layers": layers, "hidden_size": hidden,
         "intermediate_size": inter, "attention_heads": heads, "kv_heads": kv, "head_dim": head_dim,
-        "vocab_size": int(_first(cfg, "vocab_size", "padded_vocab_size")),
-        "max_context": int(_first(cfg, "max_position_embeddings", "n_positions", "seq_length", default=4096)),
+        "vocab_size": whole(_first(cfg, "vocab_size", "padded_vocab_size")),
+        "max_context": whole(_first(cfg, "max_position_embeddings", "n_positions", "seq_length", default=4096)),
         "attention": "mla" if mla else ("mqa" if kv == 1 else "mha" if kv == heads else "gqa"),
         "tie_embeddings": bool(cfg.get("tie_word_embeddings", False)),
         "source": "kbq-defaults",
     }
     if window:
-        model["sliding_window"] = int(window)
-        model["sliding_window_layers"] = int(window_layers or layers)
+        model["sliding_window"] = whole(window)
+        model["sliding_window_layers"] = whole(window_layers or layers)
     if mla:
         model["mla"] = mla
     if experts:
-        model["moe"] = {"experts": int(experts),
-                        "experts_per_token": int(_first(cfg, "num_experts_per_tok", "moe_topk", default=2)),
-                        "shared_experts": int(cfg.get("n_shared_experts") or 0)}
+        model["moe"] = {"experts": whole(experts),
+                        "experts_per_token": whole(_first(cfg, "num_experts_per_tok", "moe_topk", default=2)),
+                        "shared_experts": whole(cfg.get("n_shared_experts") or 0)}
     return model
 
 

@@ -9,12 +9,35 @@ Reads nothing else; unknown layouts leave the entry as it was.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from kb.hfconfig import Config
+    from kb.records import JSON, Model, Moe, Recurrent
 
 _STATE_KINDS = ("mamba", "linear_attention")
 
 
-def _types(cfg: dict[str, Any]) -> list[str]:
+def whole(value: JSON) -> int:
+    """A config value read as a whole number (as int() reads it: 4096, 4096.0, "4096")."""
+    if isinstance(value, (int, float, str)):
+        return int(value)
+    raise TypeError(f"{json_kind(value)} where a number belongs")
+
+
+def obj(value: JSON) -> Config:
+    """A config value that should be a JSON object; {} when it is anything else."""
+    return value if isinstance(value, dict) else {}
+
+
+def json_kind(value: JSON) -> str:
+    """What a JSON value is, in JSON's words (for an error message)."""
+    if value is None:
+        return "null"
+    return "an object" if isinstance(value, dict) else "a list" if isinstance(value, (list, tuple)) else repr(value)
+
+
+def _types(cfg: Config) -> list[str]:
     types = cfg.get("layer_types") or cfg.get("layers_block_type")
     return [str(t) for t in types] if isinstance(types, list) else []
 
@@ -23,59 +46,60 @@ def _count(types: list[str], *words: str) -> int:
     return sum(1 for t in types if any(w in t for w in words))
 
 
-def recurrent(cfg: dict[str, Any], layers: int) -> tuple[dict[str, Any] | None, int]:
+def recurrent(cfg: Config, layers: int) -> tuple[Recurrent | None, int]:
     """(recurrent block, layers with attention) for Mamba2 and Gated DeltaNet hybrids."""
     types = _types(cfg)
     if cfg.get("linear_num_value_heads"):                       # Qwen3-Next (Gated DeltaNet)
-        interval = int(cfg.get("full_attention_interval") or 4)
+        interval = whole(cfg.get("full_attention_interval") or 4)
         attention = _count(types, "full") if types else layers // interval
-        block = {"kind": "gated-deltanet", "layers": layers - attention,
-                 "heads": int(cfg["linear_num_value_heads"]), "head_dim": int(cfg["linear_value_head_dim"]),
-                 "state_dim": int(cfg["linear_key_head_dim"]), "groups": int(cfg["linear_num_key_heads"]),
-                 "conv_kernel": int(cfg.get("linear_conv_kernel_dim") or 4)}
+        block: Recurrent = {
+            "kind": "gated-deltanet", "layers": layers - attention,
+            "heads": whole(cfg["linear_num_value_heads"]), "head_dim": whole(cfg["linear_value_head_dim"]),
+            "state_dim": whole(cfg["linear_key_head_dim"]), "groups": whole(cfg["linear_num_key_heads"]),
+            "conv_kernel": whole(cfg.get("linear_conv_kernel_dim") or 4)}
         return (block if block["layers"] else None), attention
     if cfg.get("mamba_d_state"):                                # Granite 4.0-H, Falcon-H1, Bamba
-        hidden = int(cfg["hidden_size"])
-        heads = int(cfg.get("mamba_n_heads") or 128)
-        inner = int(cfg.get("mamba_d_ssm") or int(cfg.get("mamba_expand") or 2) * hidden)
+        hidden = whole(cfg["hidden_size"])
+        heads = whole(cfg.get("mamba_n_heads") or 128)
+        inner = whole(cfg.get("mamba_d_ssm") or whole(cfg.get("mamba_expand") or 2) * hidden)
         if types:
             state, attention = _count(types, "mamba"), _count(types, "attention")
         else:                                                   # Falcon-H1: both mixers in every layer
             state = attention = layers
         block = {"kind": "mamba2", "layers": state, "heads": heads,
-                 "head_dim": int(cfg.get("mamba_d_head") or inner // heads),
-                 "state_dim": int(cfg["mamba_d_state"]), "groups": int(cfg.get("mamba_n_groups") or 1),
-                 "conv_kernel": int(cfg.get("mamba_d_conv") or 4)}
+                 "head_dim": whole(cfg.get("mamba_d_head") or inner // heads),
+                 "state_dim": whole(cfg["mamba_d_state"]), "groups": whole(cfg.get("mamba_n_groups") or 1),
+                 "conv_kernel": whole(cfg.get("mamba_d_conv") or 4)}
         return (block if state else None), attention
     return None, layers
 
 
-def local_layers(cfg: dict[str, Any], layers: int) -> tuple[int | None, int | None, str | None]:
+def local_layers(cfg: Config, layers: int) -> tuple[int | None, int | None, Literal["sliding", "chunked"] | None]:
     """(window, layers using it, 'sliding' | 'chunked') from the config's own layer layout."""
     types = _types(cfg)
     if cfg.get("attention_chunk_size"):                         # Llama 4 interleaved chunked attention
         norope = cfg.get("no_rope_layers")
         chunked = (_count(types, "chunked") if types
                    else sum(1 for x in norope if x) if isinstance(norope, list) and norope
-                   else layers - layers // int(cfg.get("no_rope_layer_interval") or 4))
-        return int(cfg["attention_chunk_size"]), chunked, "chunked"
+                   else layers - layers // whole(cfg.get("no_rope_layer_interval") or 4))
+        return whole(cfg["attention_chunk_size"]), chunked, "chunked"
     window = cfg.get("sliding_window") if cfg.get("use_sliding_window", True) else None
     if not window:
         return None, None, None
     if types:
         sliding = _count(types, "sliding")
     elif cfg.get("sliding_window_pattern"):                     # Gemma 3: every Nth layer is global
-        sliding = layers - layers // int(cfg["sliding_window_pattern"])
+        sliding = layers - layers // whole(cfg["sliding_window_pattern"])
     else:
         sliding = layers
-    return int(window), sliding, "sliding"
+    return whole(window), sliding, "sliding"
 
 
-def moe_layout(cfg: dict[str, Any], layers: int) -> dict[str, int]:
-    """Layer count and widths of the MoE layers, the dense ones and the shared expert."""
-    out: dict[str, int] = {}
-    dense = int(cfg.get("first_k_dense_replace") or 0)
-    step = int(cfg.get("interleave_moe_layer_step") or cfg.get("decoder_sparse_step") or 1)
+def moe_layout(cfg: Config, layers: int, out: Moe) -> None:
+    """Layer count and widths of the MoE layers, the dense ones and the shared expert, into
+    the model's moe block."""
+    dense = whole(cfg.get("first_k_dense_replace") or 0)
+    step = whole(cfg.get("interleave_moe_layer_step") or cfg.get("decoder_sparse_step") or 1)
     only = cfg.get("mlp_only_layers")
     moe_layers = (layers - dense) // step if step > 1 else layers - dense
     if isinstance(only, list):
@@ -83,25 +107,24 @@ def moe_layout(cfg: dict[str, Any], layers: int) -> dict[str, int]:
     out["moe_layers"] = moe_layers
     wide = cfg.get("intermediate_size_mlp") or (cfg.get("intermediate_size") if cfg.get("moe_intermediate_size") else None)
     if moe_layers < layers and wide:
-        out["dense_intermediate_size"] = int(wide)
+        out["dense_intermediate_size"] = whole(wide)
     shared = cfg.get("shared_expert_intermediate_size") or cfg.get("shared_intermediate_size")
     if shared:
-        out["shared_expert_intermediate_size"] = int(shared)
-    return out
+        out["shared_expert_intermediate_size"] = whole(shared)
 
 
-def shared_experts(cfg: dict[str, Any]) -> int:
+def shared_experts(cfg: Config) -> int:
     if cfg.get("n_shared_experts"):
-        return int(cfg["n_shared_experts"])
+        return whole(cfg["n_shared_experts"])
     if cfg.get("shared_expert_intermediate_size") or cfg.get("shared_intermediate_size"):
         return 1
     return 1 if str(cfg.get("model_type", "")).startswith("llama4") else 0
 
 
-def native_precision(raw: dict[str, Any], is_moe: bool) -> str | None:
+def native_precision(raw: Config, is_moe: bool) -> str | None:
     """The checkpoint's format from quantization_config (quant_method, bits, fmt), as a
     precisions.yaml id; None for a 16-bit checkpoint or a format kbq has no entry for."""
-    q = raw.get("quantization_config") or (raw.get("text_config") or {}).get("quantization_config")
+    q = raw.get("quantization_config") or obj(raw.get("text_config")).get("quantization_config")
     if not isinstance(q, dict):
         return None
     method = str(q.get("quant_method", "")).lower()
@@ -115,7 +138,7 @@ def native_precision(raw: dict[str, Any], is_moe: bool) -> str | None:
     if method == "bitsandbytes":
         return "nf4" if q.get("load_in_4bit") else "int8" if q.get("load_in_8bit") else None
     if method == "compressed-tensors":
-        weights = [g.get("weights") or {} for g in (q.get("config_groups") or {}).values() if isinstance(g, dict)]
+        weights = [obj(g.get("weights")) for g in obj(q.get("config_groups")).values() if isinstance(g, dict)]
         if any(w.get("num_bits") == 4 for w in weights):
             return "int4-experts" if is_moe else "int4"
         if any(w.get("num_bits") == 8 and w.get("type") == "float" for w in weights):
@@ -125,7 +148,7 @@ def native_precision(raw: dict[str, Any], is_moe: bool) -> str | None:
     return None
 
 
-def extend(model: dict[str, Any], cfg: dict[str, Any], raw: dict[str, Any]) -> dict[str, Any]:
+def extend(model: Model, cfg: Config, raw: Config) -> Model:
     """The entry with every layout and format field the config describes."""
     layers = model["layers"]
     block, attention = recurrent(cfg, layers)
@@ -135,9 +158,10 @@ def extend(model: dict[str, Any], cfg: dict[str, Any], raw: dict[str, Any]) -> d
     window, local, kind = local_layers(cfg, attention)
     if window:
         model["sliding_window"], model["sliding_window_layers"], model["local_attention"] = window, local, kind
-    if model.get("moe"):
-        model["moe"].update(moe_layout(cfg, layers))
-        model["moe"]["shared_experts"] = shared_experts(cfg)
+    moe = model.get("moe")
+    if moe:
+        moe_layout(cfg, layers, moe)
+        moe["shared_experts"] = shared_experts(cfg)
     native = native_precision(raw, bool(model.get("moe")))
     if native:
         model["native_precision"], model["native_source"] = native, model["source"]

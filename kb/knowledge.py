@@ -16,7 +16,7 @@ and assembles the Knowledge.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kb import expr as ex
 from kb import prices as kb_prices
@@ -24,11 +24,14 @@ from kb.errors import RuleError, RuleErrors, nearest
 from kb.graph import flow_layers, knowledge_graph
 from kb.knowledge_checks import Collector, capacities, catalogue, check_native, training_tables, unique
 from kb.knowledge_compile import closures, compile_claims, compile_flow, compile_formulas, mark_per_gpu
-from kb.loader import Doc, display_name, load, validate
+from kb.loader import Doc, Path_, display_name, load, validate
 from kb.model import (GPU_INPUT_PREFIX, PER_GPU_INPUTS, TEMPLATE_FIELD, Case, Claim, Edge, Flow,
                       Formula, Knowledge, Node, norm)
 from kb.paths import OPTIONAL_RULE_FILES, REQUIRED_RULE_FILES
 from kb.schema import FILES
+
+if TYPE_CHECKING:
+    from kb.records_rules import Price
 
 __all__ = ["build", "Knowledge", "Formula", "Flow", "Node", "Edge", "Claim", "Case", "norm",
            "TEMPLATE_FIELD", "GPU_INPUT_PREFIX", "PER_GPU_INPUTS"]
@@ -135,7 +138,7 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
             [s.id for s in parsed["sources"].sources], "source id", errs)
     known_sources = set(sources)
 
-    def need_source(doc: Doc, loc: tuple[Any, ...], sid: str) -> None:
+    def need_source(doc: Doc, loc: Path_, sid: str) -> None:
         if not skip_sources and sid not in known_sources:
             errs.add(doc.error(loc, f"unknown source '{sid}'", nearest(sid, known_sources)))
 
@@ -239,7 +242,7 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
 
     claims = [] if skip_names else compile_claims(src_doc, parsed["sources"], units, need_source, errs)
 
-    prices: dict[str, Any] = {}
+    prices: dict[str, Price] = {}
     gpus_sound = not any(e.render().startswith(docs["gpus"].display + ":") for e in errs.errors)
     if "prices" in parsed and gpus and gpus_sound and not skip_names:   # else it echoes their errors
         kb_prices.check(docs["prices"], parsed["prices"], gpus, set(ffile.formulas) | set(inputs),

@@ -13,7 +13,10 @@ pipeline stages run across nodes. A layer split (llama.cpp) takes any count as p
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kb.records_answer import Parallel
 
 
 @dataclass(frozen=True)
@@ -24,7 +27,7 @@ class Layout:
     canonical: bool     # TP inside a node, pipeline stages only across whole nodes
     note: str | None    # why the layout is not the plain one, said in the assumptions
 
-    def as_dict(self) -> dict[str, int]:
+    def as_dict(self) -> Parallel:
         return {"tp": self.tp, "pp": self.pp, "dp": self.dp}
 
 
@@ -73,5 +76,5 @@ def _asked(count: int, heads: int, node: int, tp: int | None, pp: int | None) ->
     return Layout(t, p, dp, True, None)
 
 
-def scope_values(layout: Layout) -> dict[str, Any]:
+def scope_values(layout: Layout) -> dict[str, int]:
     return {"tp": layout.tp, "pp": layout.pp, "dp": layout.dp}

@@ -9,15 +9,23 @@ In: the rows of an answer (kb.answer.GpuRow), its throughput dict, the memory er
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kb.answer import GpuRow
 
-SPEEDS = ("decode_tokens_per_s", "decode_tokens_per_s_aggregate", "prefill_tokens_per_s", "ttft_s",
-          "train_tokens_per_s", "train_time_s")
+if TYPE_CHECKING:
+    from typing import Literal
+
+    from kb.records_answer import ErrorBand, Throughput
+
+    Speed = Literal["decode_tokens_per_s", "decode_tokens_per_s_aggregate", "prefill_tokens_per_s",
+                    "ttft_s", "train_tokens_per_s", "train_time_s"]
+
+SPEEDS: tuple[Speed, ...] = ("decode_tokens_per_s", "decode_tokens_per_s_aggregate",
+                             "prefill_tokens_per_s", "ttft_s", "train_tokens_per_s", "train_time_s")
 
 
-def withhold_speeds(rows: list[GpuRow], throughput: dict[str, Any], primary_fits: bool) -> list[str]:
+def withhold_speeds(rows: list[GpuRow], throughput: Throughput, primary_fits: bool) -> list[str]:
     """Blank the speeds of setups that do not fit; say what the answer's own would be if it fitted."""
     for row in rows:
         if not row.fits:
@@ -26,10 +34,10 @@ def withhold_speeds(rows: list[GpuRow], throughput: dict[str, Any], primary_fits
     if primary_fits:
         return []
     shown = {k: v for k, v in throughput.items() if v is not None}
-    for name in shown:
-        throughput[name] = None
     if not shown:
         return []
+    for key in SPEEDS:
+        throughput[key] = None
     parts = []
     if "decode_tokens_per_s" in shown:
         parts.append(f"decode {shown['decode_tokens_per_s']:.3g} tokens/s per user")
@@ -41,7 +49,7 @@ def withhold_speeds(rows: list[GpuRow], throughput: dict[str, Any], primary_fits
 
 
 def borderline(per_gpu_gb: float | None, headroom_gb: float | None, fits: bool,
-               band: dict[str, Any] | None) -> str | None:
+               band: ErrorBand | None) -> str | None:
     """A sentence when a fit's headroom is smaller than the memory estimate's p90 error."""
     if not fits or per_gpu_gb is None or headroom_gb is None or not band:
         return None

@@ -13,16 +13,16 @@ not estimated), so `kbq "<query>"` shows the same numbers.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kb.answer import Answer, GpuRow
 from kb.errors import KbError
 from kb.model import Knowledge
 
 if TYPE_CHECKING:
+    from kb.records_answer import Option, WorkloadDict
     from kb.records_rules import OptionRule
 
-Option = dict[str, Any]
 IGNORED = ("gpus", "notes", "question", "model_name", "active_params", "parallel")
 
 
@@ -48,14 +48,15 @@ def compute(kn: Knowledge, query: str, base: Answer) -> list[Option]:
     unique = [o for o in out if not (o["query"] in seen or seen.add(o["query"]))]  # type: ignore[func-returns-value]
     unique.sort(key=_order)
     for o in unique:
-        for k in ("_rank", "_hardware", "_price"):
-            o.pop(k)
+        o.pop("_rank")
+        o.pop("_hardware")
+        o.pop("_price")
     return unique
 
 
-def _order(o: Option) -> tuple[Any, ...]:
-    return (not o["fits"], o["meets_target"] is False, o["_hardware"], o["count"], o["_rank"],
-            o["_price"] is None, o["_price"] or 0)
+def _order(o: Option) -> tuple[bool, bool, int, int, int, bool, float]:
+    return (not o["fits"], o["meets_target"] is False, o.get("_hardware", 0), o["count"],
+            o.get("_rank", 0), o.get("_price") is None, o.get("_price") or 0)
 
 
 def _base_row(a: Answer) -> GpuRow | None:
@@ -63,7 +64,7 @@ def _base_row(a: Answer) -> GpuRow | None:
     return asked[0] if asked else (a.gpus[0] if a.gpus else None)
 
 
-def _applies(rule: OptionRule, w: dict[str, Any], training: bool, kn: Knowledge) -> bool:
+def _applies(rule: OptionRule, w: WorkloadDict, training: bool, kn: Knowledge) -> bool:
     task = w.get("task")
     tasks = rule["tasks"]
     if training:
@@ -83,7 +84,7 @@ def _applies(rule: OptionRule, w: dict[str, Any], training: bool, kn: Knowledge)
 
 
 def _queries(kn: Knowledge, rule: OptionRule, query: str, stripped: str | None, row: GpuRow,
-             w: dict[str, Any], base: Answer) -> list[tuple[str, str | None]]:
+             w: WorkloadDict, base: Answer) -> list[tuple[str, str | None]]:
     """(query, second change) pairs for one rule."""
     kind = rule["kind"]
     gpu = row.id if row.id in kn.gpus else f"{row.vram_gb:g}gb"
@@ -97,7 +98,7 @@ def _queries(kn: Knowledge, rule: OptionRule, query: str, stripped: str | None, 
         ctx = w.get("context_tokens") if "training" not in base.bottleneck else None
         return [(f"{query} {int(ctx) // 2} context", None)] if ctx and ctx >= 2 else []
     if kind == "users":
-        return [(f"{query} {int(w['users']) // 2} users", None)]
+        return [(f"{query} {int(w['users'] or 1) // 2} users", None)]
     if stripped is None:
         return []
     if kind == "gpus":
@@ -133,7 +134,7 @@ def _ask(kn: Knowledge, q: str, base: Answer, rule: OptionRule, extra: str | Non
     if row is None:
         return None
     training = "training" in a.bottleneck
-    changes = {k: v for k, v in a.workload.items() if k not in IGNORED and base.workload.get(k) != v}
+    changes: dict[str, object] = {k: v for k, v in a.workload.items() if k not in IGNORED and base.workload.get(k) != v}
     first = _base_row(base)
     hardware = 0 if (row.id, row.count) == (first.id, first.count) else 1 if row.id == first.id else 2  # type: ignore[union-attr]
     if hardware:
@@ -148,9 +149,11 @@ def _ask(kn: Knowledge, q: str, base: Answer, rule: OptionRule, extra: str | Non
         "_rank": rule["quality_rank"], "_hardware": hardware, "_price": row.config_price_usd,
     }
     if training:
-        opt.update(train_tokens_per_s=row.train_tokens_per_s, run_cost_usd=row.run_cost_usd)
+        opt["train_tokens_per_s"] = row.train_tokens_per_s
+        opt["run_cost_usd"] = row.run_cost_usd
     else:
-        opt.update(decode_tokens_per_s=row.decode_tokens_per_s, usd_per_million_tokens=row.usd_per_million_tokens)
+        opt["decode_tokens_per_s"] = row.decode_tokens_per_s
+        opt["usd_per_million_tokens"] = row.usd_per_million_tokens
     return opt
 
 

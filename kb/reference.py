@@ -13,10 +13,9 @@ question, a named card and a bare memory size), each evaluated on the card it na
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from kb.errors import KbError, RuleError
-from kb.loader import Doc
+from kb.loader import Doc, Path_
 from kb.model import Knowledge
 
 DIVISION = "division by zero"
@@ -34,7 +33,7 @@ def check(kn: Knowledge, query_doc: Doc, formulas_doc: Doc) -> list[RuleError]:
     names = list(kn.formulas)
     evaluated = 0
     for i, query in enumerate(kn.query.get("reference_queries", [])):
-        where: tuple[Any, ...] = ("reference_queries", i)
+        where: Path_ = ("reference_queries", i)
         try:
             w = parse(query, kn)
             if not w.gpus:
@@ -81,7 +80,7 @@ def check(kn: Knowledge, query_doc: Doc, formulas_doc: Doc) -> list[RuleError]:
             continue
         query, message = why.get(name, ("", ""))
         reason = f" ({query}: {message})" if query else " (what it reads is unknown on every one)"
-        loc: tuple[Any, ...] = ("formulas", name, "expr")
+        loc: Path_ = ("formulas", name, "expr")
         if loc not in formulas_doc.positions:
             loc = ("formulas", name, "<key>")
         errors.append(formulas_doc.error(

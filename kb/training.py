@@ -9,14 +9,16 @@ Pure: no I/O.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kb.layout import Layout
 from kb.model import Knowledge
 from kb.workload import Workload
 
 if TYPE_CHECKING:
-    from kb.records import Model, Runtime
+    from kb.engine.evaluate import Scope
+    from kb.records import Model, Runtime, Value
+    from kb.records_answer import Memory, MemoryExtras, Parallel
 
 RECIPE_FIELDS = ("optimizer", "checkpointing", "paged", "optimizer_in_backward", "offload",
                  "checkpoint_offload", "lora_attention_only")
@@ -94,7 +96,7 @@ def layout(count: int) -> Layout:
     return Layout(tp=1, pp=1, dp=count, canonical=True, note=None)
 
 
-def parallel(w: Workload, kn: Knowledge, lay: Layout) -> dict[str, Any]:
+def parallel(w: Workload, kn: Knowledge, lay: Layout) -> Parallel:
     """The answer's workload.parallel for a training job: tp, pp, dp as `layout` gives them, the
     sharding the ranks run (a runtime's own name reported as the strategy it runs as) and whether
     model state is offloaded to CPU memory."""
@@ -103,7 +105,7 @@ def parallel(w: Workload, kn: Knowledge, lay: Layout) -> dict[str, Any]:
             "offload": bool(w.offload)}
 
 
-def scope_values(w: Workload, kn: Knowledge) -> dict[str, Any]:
+def scope_values(w: Workload, kn: Knowledge) -> dict[str, Value]:
     """The names the training formulas read about sharding and the objective."""
     st = kn.sharding.get("strategies", {}).get(w.sharding or "")
     obj = kn.objectives.get(w.objective or "")
@@ -115,7 +117,7 @@ def scope_values(w: Workload, kn: Knowledge) -> dict[str, Any]:
     }
 
 
-def memory_extras(s: dict[str, Any], w: Workload, is_training: bool) -> dict[str, Any]:
+def memory_extras(s: Scope, w: Workload, is_training: bool) -> MemoryExtras:
     """The answer's training memory keys: host RAM, sharding and what one GPU holds (None for
     inference)."""
     if not is_training:
@@ -133,7 +135,7 @@ def shown(is_training: bool, breakdown: tuple[str, ...], names: dict[str, str]) 
         "per_gpu_gb", "host_ram_gb")
 
 
-def no_count_note(kn: Knowledge, memory: dict[str, Any]) -> str:
+def no_count_note(kn: Knowledge, memory: Memory) -> str:
     """Why no number of GPUs holds a training job that shards less than its weights."""
     stage = memory.get("zero_stage")
     if stage is None or stage >= 3 or not kn.sharding:

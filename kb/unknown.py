@@ -9,9 +9,13 @@ verdict reads "Does not fit … even at 1 users" or "Needs n/a GB".
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kb.model import TEMPLATE_FIELD, Flow, Knowledge
+
+if TYPE_CHECKING:
+    from kb.engine.evaluate import Scope
+    from kb.expr import Col
 
 PREFIX = "Unknown: "
 
@@ -20,8 +24,8 @@ def is_unknown(verdict: str) -> bool:
     return verdict.startswith(PREFIX)
 
 
-def sizing_verdict(kn: Knowledge, flow: Flow, path: list[str], scope: dict[str, Any],
-                   errors: dict[str, Any]) -> str | None:
+def sizing_verdict(kn: Knowledge, flow: Flow, path: list[str], scope: Scope,
+                   errors: dict[str, str | Col]) -> str | None:
     """The "Unknown: …" verdict when a figure the reached verdict shows is None because a
     formula failed (not merely because the workload lacks a figure); else None."""
     node = flow.nodes.get(path[-1].split("/", 1)[1]) if path else None
@@ -37,7 +41,7 @@ def sizing_verdict(kn: Knowledge, flow: Flow, path: list[str], scope: dict[str, 
     return None
 
 
-def _text(error: Any) -> str:
+def _text(error: str | Col) -> str:
     """An error message; over several GPUs, the first one's."""
     if isinstance(error, str):
         return error

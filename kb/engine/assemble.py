@@ -8,7 +8,7 @@ figures alone (no walk, trace, claims or advice).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 from kb import margins
 from kb import training as tr
@@ -19,7 +19,8 @@ from kb.expr import Col, at
 from kb.model import Knowledge
 
 if TYPE_CHECKING:
-    from kb.records import GPU
+    from kb.records import GPU, Value
+    from kb.records_answer import Bottleneck, ErrorBand, Memory, Throughput, WorkloadDict
 
 # Answer keys → formula names (what the answer shows); the names live in rules/formulas.yaml.
 BREAKDOWN = ("weights_gb", "kv_cache_gb", "activations_gb", "gradients_gb", "optimizer_gb",
@@ -62,8 +63,8 @@ def rank_order(ranking: list[tuple[str, str]], ev: Evaluated, n: int) -> list[in
     """Candidate indices, best first; a figure without a value ranks last."""
     cols = [(ev.scope.get(name), order == "desc") for name, order in ranking]
 
-    def key(i: int) -> tuple[Any, ...]:
-        out: list[Any] = []
+    def key(i: int) -> tuple[tuple[int, Value], ...]:
+        out: list[tuple[int, Value]] = []
         for col, desc in cols:
             v = col[i] if col.__class__ is Col else col
             if v is None:
@@ -76,14 +77,21 @@ def rank_order(ranking: list[tuple[str, str]], ev: Evaluated, n: int) -> list[in
 
 
 def shown_figures(kn: Knowledge, r: Resolved, primary: Evaluated,
-                  rows: list[GpuRow]) -> tuple[tuple[str, ...], dict[str, Any], list[str]]:
+                  rows: list[GpuRow]) -> tuple[tuple[str, ...], Throughput, list[str]]:
     """The memory parts, total and speeds an answer shows, computed; its throughput, with the
     speeds of what does not fit withheld (kb.margins), and the warnings that says so."""
     shown = tr.shown(r.is_training, BREAKDOWN, TRAINING_BREAKDOWN) + ("total_gb",) + (
         TRAINING_SPEED if r.is_training else INFERENCE_SPEED)
     evaluate(kn, primary, shown)
     s = primary.scope
-    throughput = {k: (s.get(k) if k in shown else None) for k in INFERENCE_SPEED + TRAINING_SPEED}
+
+    def get(k: str) -> float | None:
+        return s.get(k) if k in shown else None
+    throughput: Throughput = {
+        "decode_tokens_per_s": get("decode_tokens_per_s"),
+        "decode_tokens_per_s_aggregate": get("decode_tokens_per_s_aggregate"),
+        "prefill_tokens_per_s": get("prefill_tokens_per_s"), "ttft_s": get("ttft_s"),
+        "train_tokens_per_s": get("train_tokens_per_s"), "train_time_s": get("train_time_s")}
     return shown, throughput, margins.withhold_speeds(rows, throughput, bool(s.get("fits")))
 
 
@@ -99,14 +107,14 @@ def brief_answer(kn: Knowledge, r: Resolved, primary: Evaluated, rows: list[GpuR
         prices={})
 
 
-def error_bands(kn: Knowledge, r: Resolved) -> dict[str, Any]:
+def error_bands(kn: Knowledge, r: Resolved) -> dict[str, ErrorBand]:
     """How far this kind of figure has been from published measurements (per runtime when the
     runtime has 3+ points, else over all runtimes), and which measurements say so."""
     return {figure: {**band, "measurements": list(band["measurements"])}
             for figure, band in kn.derived.error_bands[r.runtime["id"], r.is_training].items()}
 
 
-def workload_dict(r: Resolved) -> dict[str, Any]:
+def workload_dict(r: Resolved) -> WorkloadDict:
     d = r.workload.to_dict()
     d.pop("task_explicit", None)
     d.pop("notes", None)
@@ -115,10 +123,10 @@ def workload_dict(r: Resolved) -> dict[str, Any]:
     d["params"] = r.model["params_total"]
     d["active_params"] = r.model["params_active"]
     d["parallel"] = r.workload_parallel
-    return d
+    return cast("WorkloadDict", d)
 
 
-def memory(s: Scope, r: Resolved) -> dict[str, Any]:
+def memory(s: Scope, r: Resolved) -> Memory:
     keys = {k: TRAINING_BREAKDOWN.get(k, k) if r.is_training else k for k in BREAKDOWN}
     return {"total_gb": s.get("total_gb"),
             "breakdown": {k: s.get(name) for k, name in keys.items()},
@@ -128,15 +136,14 @@ def memory(s: Scope, r: Resolved) -> dict[str, Any]:
             **tr.memory_extras(s, r.workload, r.is_training)}
 
 
-def bottleneck(s: Scope, r: Resolved) -> dict[str, Any]:
+def bottleneck(s: Scope, r: Resolved) -> Bottleneck:
     if r.is_training:
-        phases = {"training": s.get("train_bound")}
-        intensity = {"training": s.get("train_intensity")}
-    else:
-        phases = {"decode": s.get("decode_bound"), "prefill": s.get("prefill_bound")}
-        intensity = {"decode": s.get("decode_intensity"), "prefill": s.get("prefill_intensity")}
-    return {**phases, "arithmetic_intensity": intensity, "ridge_point": s.get("ridge_point"),
-            "gpu": s.get("gpu.name"), "gpu_id": s.get("gpu.id")}
+        return {"training": s.get("train_bound"),
+                "arithmetic_intensity": {"training": s.get("train_intensity")},
+                "ridge_point": s.get("ridge_point"), "gpu": s.get("gpu.name"), "gpu_id": s.get("gpu.id")}
+    return {"decode": s.get("decode_bound"), "prefill": s.get("prefill_bound"),
+            "arithmetic_intensity": {"decode": s.get("decode_intensity"), "prefill": s.get("prefill_intensity")},
+            "ridge_point": s.get("ridge_point"), "gpu": s.get("gpu.name"), "gpu_id": s.get("gpu.id")}
 
 
 def gpu_warnings(every: Evaluated, candidates: list[tuple[GPU, int, bool]],

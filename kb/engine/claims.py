@@ -8,25 +8,29 @@ agree, each with the claimed and computed figure, its formula and the source.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kb.engine.evaluate import Evaluated, evaluate
 from kb.expr import Col, Failed, at, guarded
-from kb.model import Knowledge
+from kb.model import Claim, Knowledge
+
+if TYPE_CHECKING:
+    from kb.records import Value
+    from kb.records_answer import ClaimChecked
 
 
 def check_claims(kn: Knowledge, every: Evaluated, primary: Evaluated,
-                 order: list[int]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+                 order: list[int]) -> tuple[list[ClaimChecked], list[ClaimChecked]]:
     """Each source's claim against the engine: a per-GPU claim for every candidate (in rank
     order), any other for the answer's GPU."""
-    differ: list[dict[str, Any]] = []
-    agree: list[dict[str, Any]] = []
+    differ: list[ClaimChecked] = []
+    agree: list[ClaimChecked] = []
     for claim in kn.claims:
         ev = every if claim.per_gpu else primary
         s = ev.scope
         needs_when, needs_value = kn.derived.claim_formulas[claim.id]
         if claim.applies_when is None:
-            applies: Any = True
+            applies: Value | Col | Failed = True
         else:
             if needs_when:
                 evaluate(kn, ev, needs_when)
@@ -53,13 +57,13 @@ def check_claims(kn: Knowledge, every: Evaluated, primary: Evaluated,
     return differ, agree
 
 
-def _claim_entry(kn: Knowledge, claim: Any, computed: float, gpu: str | None) -> dict[str, Any]:
+def _claim_entry(kn: Knowledge, claim: Claim, computed: float, gpu: str | None) -> ClaimChecked:
     value = claim.value
     if isinstance(value, (tuple, list)):
         lo, hi = value
         agrees = lo <= computed <= hi
         mid = (lo + hi) / 2
-        claimed: Any = [lo, hi]
+        claimed: float | list[float] = [lo, hi]
     else:
         agrees = abs(computed - value) <= claim.tolerance * abs(value)
         mid = value

@@ -26,8 +26,8 @@ class Evaluated:
     In a scope over several candidate GPUs a value, case or error may be a Col (kb.expr): one
     entry per candidate (its name is then in `columns`); `view(i)` is candidate i's own scope."""
     scope: Scope
-    cases: dict[str, Any] = field(default_factory=dict)
-    errors: dict[str, Any] = field(default_factory=dict)
+    cases: dict[str, int | Col] = field(default_factory=dict)
+    errors: dict[str, str | Col] = field(default_factory=dict)
     columns: list[str] = field(default_factory=list)   # the names whose value is a Col
 
     def view(self, i: int) -> Evaluated:

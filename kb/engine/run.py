@@ -11,7 +11,7 @@ first (kb.engine.solve), then answered at its value. Pure: no I/O, no printing.
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kb import advice as rightsize
 from kb import margins
@@ -34,6 +34,7 @@ from kb.workload import GpuRequest, Workload
 
 if TYPE_CHECKING:
     from kb.records import GPU
+    from kb.records_answer import Advice
 
 
 def answer(w: Workload, kn: Knowledge, query: str = "", *, brief: bool = False) -> Answer:
@@ -176,7 +177,7 @@ def _answer(w: Workload, kn: Knowledge, query: str = "", brief: bool = False) ->
     tracer = Tracer(kn, primary)
     path: list[str] = []
     verdict = ""
-    advice: list[dict[str, Any]] = []
+    advice: list[Advice] = []
     for flow in kn.flows:
         flow_path, text = walk(flow, kn, primary, tracer)
         path.extend(flow_path)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from kb import training as tr
 from kb.engine.evaluate import Scope
@@ -19,7 +19,8 @@ from kb.model import Knowledge, capacity_fields
 from kb.workload import GpuRequest, Workload
 
 if TYPE_CHECKING:
-    from kb.records import GPU, Model, Precision, Runtime
+    from kb.records import GPU, Model, Precision, Runtime, Value
+    from kb.records_answer import Parallel
 
 
 @dataclass
@@ -32,7 +33,7 @@ class Resolved:
     assumptions: list[str]
     warnings: list[str]
     is_training: bool
-    workload_parallel: dict[str, Any] | None = None
+    workload_parallel: Parallel | None = None
 
 
 def resolve(w: Workload, kn: Knowledge) -> Resolved:
@@ -44,7 +45,7 @@ def resolve(w: Workload, kn: Knowledge) -> Resolved:
     is_training = w.task in q["training_tasks"]
     model = _resolve_model(w, kn, assumptions)
 
-    def default(attr: str, value: Any, text: str) -> None:
+    def default(attr: str, value: Value, text: str) -> None:
         if getattr(w, attr) is None:
             setattr(w, attr, value)
             assumptions.append(text)

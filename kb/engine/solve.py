@@ -130,7 +130,12 @@ def smallest_fitting(kn: Knowledge, w: Workload, lower: int, upper: int, gpu: GP
     return hi
 
 
-def _layout_facts(kn: Knowledge, w: Workload, count: int) -> dict[str, Any]:
+# a capacity question solved on one GPU (Answer.question["answer"]): its keys depend on the
+# question, their values are the engine's figures
+Row = dict[str, Any]
+
+
+def _layout_facts(kn: Knowledge, w: Workload, count: int) -> dict[str, int]:
     r = resolve(at_value(w, "gpu_count", count), kn)
     return {"heads": r.model["attention_heads"], "node": int(kn.constants["gpus_per_node"]["value"])}
 
@@ -145,7 +150,7 @@ def step_of(vary: str, value: float) -> float:
     return value + 1
 
 
-def solve_row(kn: Knowledge, w: Workload, question: str, gpu: GPU, count: int) -> dict[str, Any]:
+def solve_row(kn: Knowledge, w: Workload, question: str, gpu: GPU, count: int) -> Row:
     spec = kn.query["solve"][question]
     vary = spec["vary"]
     if question == "how_many_gpus":
@@ -161,7 +166,7 @@ def solve_row(kn: Knowledge, w: Workload, question: str, gpu: GPU, count: int) -
                 "layout_binding": bool(prev and prev.fits), **_layout_facts(kn, w, n)}
     holds = spec.get("holds", "fits")
     value, capped = largest_fitting(kn, w, vary, spec["lower"], spec["upper"], gpu, count, holds)
-    row: dict[str, Any] = {"gpu": gpu["name"], "gpu_id": gpu["id"], "count": count, "value": value,
+    row: Row = {"gpu": gpu["name"], "gpu_id": gpu["id"], "count": count, "value": value,
                            "found": value is not None, "at_upper_bound": capped}
     if value is not None:
         nxt = step_of(vary, value)
@@ -196,7 +201,7 @@ def target_text(w: Workload) -> str:
     return ", ".join(a for a in asked if a) or "the target"
 
 
-def verdict(kn: Knowledge, question: str, row: dict[str, Any]) -> str:
+def verdict(kn: Knowledge, question: str, row: Row) -> str:
     spec = kn.query["solve"][question]
     if not row["found"]:
         if row.get("floor_binding"):

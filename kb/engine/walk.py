@@ -10,12 +10,16 @@ computes (after the formulas it needs) and every conditional edge taken.
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from typing import TYPE_CHECKING
 
 from kb.answer import Step
 from kb.engine.evaluate import Evaluated, Scope, condition, evaluate, formula_order
 from kb.errors import EvalError
 from kb.model import TEMPLATE_FIELD, TEMPLATE_SPEC, Flow, Formula, Knowledge
+
+if TYPE_CHECKING:
+    from kb.expr import Expr
 
 
 class Tracer:
@@ -35,7 +39,8 @@ class Tracer:
     def _step(self, node: str, f: Formula) -> Step:
         s = self.ev.scope
         idx = self.ev.cases.get(f.name)
-        names, text, note, rule, source = self.kn.derived.case_text[f.name, idx if idx is not None else len(f.cases) - 1]
+        names, text, note, rule, source = self.kn.derived.case_text[
+            f.name, idx if isinstance(idx, int) else len(f.cases) - 1]
         if f.name in self.ev.errors:
             note = f"not computed: {self.ev.errors[f.name]}"
         elif s.get(f.name) is None:
@@ -44,7 +49,7 @@ class Tracer:
         return Step(node, rule, text, {n: s.get(n) for n in names}, s.get(f.name), f.unit, source,
                     note, f.name, f.where, list(f.sources))
 
-    def edge(self, node: str, flow: Flow, when: Any, to: str, label: str | None) -> None:
+    def edge(self, node: str, flow: Flow, when: Expr | None, to: str, label: str | None) -> None:
         if when is None:
             return
         s = self.ev.scope
@@ -77,7 +82,7 @@ def walk(flow: Flow, kn: Knowledge, ev: Evaluated, tracer: Tracer) -> tuple[list
 
 
 def render_template(text: str, scope: Scope) -> str:
-    def fill(m: Any) -> str:
+    def fill(m: re.Match[str]) -> str:
         value = scope.get(m.group(1))
         if value is None:
             return "n/a"
