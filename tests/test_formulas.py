@@ -265,6 +265,10 @@ def test_qlora_step_holds_one_dequantized_weight():
     assert value("qlora llama-2-7b with peft", "dequantized_weight_gb") == pytest.approx(4096 * 11008 * 2 / 1e9, rel=REL)
     assert value("qlora llama-2-7b with litgpt", "dequantized_weight_gb") == pytest.approx(4096 * 32000 * 2 / 1e9, rel=REL)
     assert value("lora llama-2-7b with litgpt", "dequantized_weight_gb") == 0
+    # AutoAWQ's GEMM dequantizes the whole weight to FP16 once a batch holds >= 1,024 tokens
+    # (awq/modules/linear/gemm.py), so a LoRA over AWQ weights holds the same 90,177,536 B
+    assert value("lora llama-2-7b awq with peft", "dequantized_weight_gb") == pytest.approx(4096 * 11008 * 2 / 1e9, rel=REL)
+    assert value("lora llama-2-7b bf16 with peft", "dequantized_weight_gb") == 0
 
 
 def test_litgpt_nf4_weights_quantize_the_head_without_double_quantization():
