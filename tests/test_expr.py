@@ -140,8 +140,10 @@ def test_nodes_are_immutable_values():
 
     from kb.nodes import Bin, Name, Num, from_list
 
-    a, b = ex.parse("2 * x + y").ast, ex.parse("2 * x + y").ast
+    a = ex.parse("2 * x + y").ast
+    b = Bin("+", Bin("*", Num(2.0), Name("x")), Name("y"))     # built apart from the parse
     assert a is not b and a == b and hash(a) == hash(b) and len({a, b}) == 1
+    assert ex.parse("2 * x + y") is ex.parse("2 * x + y")      # one process parses a text once
     assert a != ex.parse("2 * x - y").ast and a != ex.parse("2 * z + y").ast
     assert Num(2.0) == Num(2.0) and Num(2.0) != Name("2.0") and Num(2.0) != 2.0
     assert a == Bin("+", Bin("*", Num(2.0), Name("x")), Name("y"))
