@@ -56,13 +56,9 @@ def example_queries(kn: Knowledge) -> list[str]:
     return list(dict.fromkeys([*EXAMPLE_QUERIES, *(c.example_query for c in kn.claims)]))
 
 
-def _step_name(step: Step) -> str:
-    return step.rule.split(" (", 1)[0]
-
-
 def traced_step(run: Run, name: str) -> Step | None:
     for step in run.answer.trace:
-        if _step_name(step) == name and step.result is not None:
+        if step.rule_id == name and step.result is not None:
             return step
     return None
 
@@ -72,8 +68,8 @@ def trace_scope(kn: Knowledge, run: Run) -> dict[str, Any]:
     scope: dict[str, Any] = {k: c["value"] for k, c in kn.constants.items()}
     for step in run.answer.trace:
         scope.update({k: v for k, v in step.values.items() if v is not None})
-        if _step_name(step) in kn.formulas and step.result is not None:
-            scope[_step_name(step)] = step.result
+        if step.rule_id in kn.formulas and step.result is not None:
+            scope[step.rule_id] = step.result
     return scope
 
 

@@ -11,7 +11,7 @@ At run time these are plain dicts built by kb.engine. Import this module only un
 
 from __future__ import annotations
 
-from typing import NotRequired, TypedDict
+from typing_extensions import NotRequired, TypedDict
 
 from kb.records import Value
 

@@ -12,7 +12,7 @@ import json
 import math
 import os
 from functools import cache
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import orjson
 from flask import Blueprint, Flask, Response, current_app, jsonify, request
@@ -20,6 +20,11 @@ from flask.json.provider import DefaultJSONProvider
 
 from kb.errors import KbError, QueryError, nearest
 from server.live import LiveKnowledge, NoKnowledge
+
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
+
+    from kb.answer import Answer
 
 bp = Blueprint("api", __name__, url_prefix="/api")
 
@@ -206,13 +211,27 @@ def _list_of(text: str) -> dict[str, Any]:
 
 
 @cache
-def openapi_document() -> dict[str, Any]:
+def answer_model() -> TypeAdapter[Answer]:
+    """The Answer as pydantic sees it: its JSON schema, and a check of an answer's JSON.
+    kb.answer names the types of its parts (kb.records, kb.records_answer) for the type checker
+    only, so that a query does not import them; they are imported here, where pydantic finds
+    them (a TypeAdapter resolves the names its type leaves open in its caller's scope)."""
     from pydantic import TypeAdapter
 
-    from kb import __version__
     from kb.answer import Answer
+    from kb.records import Value  # noqa: F401
+    from kb.records_answer import (Advice, Bottleneck, ClaimChecked, ErrorBand,  # noqa: F401
+                                   Memory, Option, PricesUsed, Question, Recommendation, Throughput,
+                                   WorkloadDict)
 
-    answer_schema = TypeAdapter(Answer).json_schema(ref_template="#/components/schemas/{model}")
+    return TypeAdapter(Answer)
+
+
+@cache
+def openapi_document() -> dict[str, Any]:
+    from kb import __version__
+
+    answer_schema = answer_model().json_schema(ref_template="#/components/schemas/{model}")
     schemas = answer_schema.pop("$defs", {})
     schemas["Answer"] = answer_schema
     schemas["Error"] = {

@@ -1,6 +1,6 @@
 """Charts drawn on the server: Answer (or Flow) → an SVG string.
 
-In: an Answer dict (`Answer.to_dict()`) or a kb.knowledge.Flow. Out: inline SVG markup with a
+In: a kb.answer.Answer or a kb.knowledge.Flow. Out: inline SVG markup with a
 <title> and <desc> for screen readers; every piece of text is XML-escaped here, so the markup
 can be placed in a page as is. Presentation lives in SVG attributes (no style attributes), so
 the page's Content-Security-Policy needs no 'unsafe-inline'.
@@ -18,10 +18,15 @@ import math
 import textwrap
 from html import escape
 from itertools import pairwise
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kb.model import readable_template
 from kb.render import BREAKDOWN_LABELS, num
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from kb.answer import Answer, GpuRow
 
 FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif"
 INK, MUTED, GRID = "#1f2937", "#6b7280", "#e5e7eb"
@@ -72,21 +77,21 @@ def _nice_step(span: float, ticks: int = 5) -> float:
 
 # ---------------------------------------------------------------- memory bar
 
-def per_gpu_parts(breakdown: dict[str, Any], row: dict[str, Any]) -> dict[str, float]:
+def per_gpu_parts(breakdown: Mapping[str, float | None], row: GpuRow) -> dict[str, float]:
     """The parts of one GPU's share: the job split evenly over the row's GPUs, and each GPU's own
     runtime overhead (per_gpu_gb less the split parts), so the parts add up to per_gpu_gb."""
-    count = row.get("count") or 1
+    count = row.count or 1
     parts = {k: float(breakdown.get(k) or 0) / count for k in BREAKDOWN_LABELS if k != "overhead_gb"}
-    per_gpu = row.get("per_gpu_gb")
+    per_gpu = row.per_gpu_gb
     split = sum(parts.values())
     overhead = float(breakdown.get("overhead_gb") or 0) / count if per_gpu is None else per_gpu - split
     parts["overhead_gb"] = max(0.0, overhead)
     return parts
 
 
-def memory_bar(answer: dict[str, Any], limit: int = 8, ident: str = "memory") -> str:
-    rows = answer["gpus"][:limit]
-    breakdown = answer["memory"]["breakdown"]
+def memory_bar(answer: Answer, limit: int = 8, ident: str = "memory") -> str:
+    rows = answer.gpus[:limit]
+    breakdown = answer.memory["breakdown"]
     width, label_w, value_w, row_h = 780, 270, 150, 30
     bar_w = width - label_w - value_w
     legend = [(k, BREAKDOWN_LABELS[k], v) for k, v in breakdown.items()
@@ -102,14 +107,14 @@ def memory_bar(answer: dict[str, Any], limit: int = 8, ident: str = "memory") ->
         body.append(_text(x + 16, y, item))
         x += item_w
     top = y + 18
-    caps = [r.get("usable_vram_gb") or r.get("vram_gb") or 0 for r in rows]
-    needs = [r.get("per_gpu_gb") or 0 for r in rows]
+    caps = [r.usable_vram_gb or r.vram_gb or 0 for r in rows]
+    needs = [r.per_gpu_gb or 0 for r in rows]
     scale_max = max([*caps, *needs, 1e-9]) * 1.04
     sx = bar_w / scale_max
     for i, (row, cap, need) in enumerate(zip(rows, caps, needs)):
         ry = top + i * row_h
-        name = (f"{row['count']}× " if row.get("count", 1) > 1 else "") + row["name"]
-        fits = bool(row.get("fits"))
+        name = (f"{row.count}× " if row.count > 1 else "") + row.name
+        fits = bool(row.fits)
         verdict = "fits" if fits else "does not fit"
         body.append(f'<g><title>{esc(name)}: needs {esc(num(need))} GB per GPU of '
                     f'{esc(num(cap))} GB usable; {verdict}</title>')
@@ -140,9 +145,9 @@ def memory_bar(answer: dict[str, Any], limit: int = 8, ident: str = "memory") ->
         tick += step
     body.append(_text(label_w + bar_w + 10, axis_y + 16, "GB per GPU", fill=MUTED, size=11))
     height = axis_y + 24
-    fitting = sum(1 for r in rows if r.get("fits"))
+    fitting = sum(1 for r in rows if r.fits)
     title = f"Memory per GPU against each GPU's usable memory (top {len(rows)} GPUs)"
-    desc = (f"The job needs {num(answer['memory']['total_gb'])} GB in all; "
+    desc = (f"The job needs {num(answer.memory['total_gb'])} GB in all; "
             + "; ".join(f"{BREAKDOWN_LABELS[k]} {num(v)} GB" for k, _, v in legend)
             + f". {fitting} of the {len(rows)} GPUs shown hold their share. Each bar is one GPU's share, "
             "the dark line that GPU's usable memory.")
@@ -151,22 +156,22 @@ def memory_bar(answer: dict[str, Any], limit: int = 8, ident: str = "memory") ->
 
 # ---------------------------------------------------------------- roofline
 
-def roofline_gpu(answer: dict[str, Any]) -> dict[str, Any] | None:
+def roofline_gpu(answer: Answer) -> GpuRow | None:
     """The GPU row the bottleneck was judged on, if it has bandwidth and compute figures."""
-    name = answer["bottleneck"].get("gpu")
-    row: dict[str, Any] | None = next((g for g in answer["gpus"] if g["name"] == name), None)
-    if row is None or not row.get("bandwidth_gb_s") or not row.get("compute_tflops"):
+    name = answer.bottleneck.get("gpu")
+    row = next((g for g in answer.gpus if g.name == name), None)
+    if row is None or not row.bandwidth_gb_s or not row.compute_tflops:
         return None
     return row
 
 
-def roofline(answer: dict[str, Any], ident: str = "roofline") -> str | None:
+def roofline(answer: Answer, ident: str = "roofline") -> str | None:
     """Log-log roofline of the primary GPU, or None when it has no bandwidth/compute figures."""
     row = roofline_gpu(answer)
     if row is None:
         return None
-    b = answer["bottleneck"]
-    bw, peak = float(row["bandwidth_gb_s"]), float(row["compute_tflops"])
+    b = answer.bottleneck
+    bw, peak = float(row.bandwidth_gb_s or 0), float(row.compute_tflops or 0)
     ridge = float(b.get("ridge_point") or peak * 1000 / bw)
     points = [(p, float(v)) for p, v in (b.get("arithmetic_intensity") or {}).items() if v and v > 0]
 
@@ -209,7 +214,7 @@ def roofline(answer: dict[str, Any], ident: str = "roofline") -> str | None:
     lx = 10 ** ((math.log10(xlo) + math.log10(ridge)) / 2)
     body.append(_text(X(lx), Y(roof(lx)) - 8, f"bandwidth {num(bw)} GB/s", anchor="middle",
                       extra=f' transform="rotate({angle:.1f} {X(lx):.1f} {Y(roof(lx)) - 8:.1f})"'))
-    precision = f" ({row['compute_precision']})" if row.get("compute_precision") else ""
+    precision = f" ({row.compute_precision})" if row.compute_precision else ""
     body.append(_text(X(ridge) + 8, Y(peak) - 8, f"compute {num(peak)} TFLOP/s{precision}"))
     body.append(f'<line x1="{X(ridge):.1f}" y1="{Y(peak):.1f}" x2="{X(ridge):.1f}" y2="{mt + ph}" '
                 f'stroke="{MUTED}" stroke-dasharray="4 4"/>')
@@ -227,7 +232,7 @@ def roofline(answer: dict[str, Any], ident: str = "roofline") -> str | None:
                             anchor="start" if right else "end", fill=PHASE_COLOURS.get(phase, INK),
                             weight="600")
                     + "</g>")
-    title = f"Roofline of {row['name']}"
+    title = f"Roofline of {row.name}"
     desc = (f"Bandwidth {num(bw)} GB/s and compute {num(peak)} TFLOP/s meet at the ridge point, "
             f"{num(ridge)} FLOP per byte. "
             + " ".join(f"{p}: {num(x)} FLOP/B, {b.get(p) or 'not judged'}." for p, x in points))
@@ -290,9 +295,11 @@ def _place(flow: Any, layers: list[list[str]]) -> dict[str, float]:
     return x
 
 
-def walked(path: list[str], flow_id: str) -> tuple[list[str], set[tuple[str, str]]]:
-    """The nodes of `flow_id` in an Answer's path, in order, and the edges between them."""
-    nodes = [p.split("/", 1)[1] for p in path if p.startswith(flow_id + "/")]
+def walked(path: list[str], flow: Any) -> tuple[list[str], set[tuple[str, str]]]:
+    """The nodes of `flow` in an Answer's path (whose steps are "flow id/node id"), in order,
+    and the edges between them."""
+    ids = {f"{flow.id}/{n}": n for n in flow.nodes}
+    nodes = [ids[p] for p in path if p in ids]
     return nodes, set(pairwise(nodes))
 
 
@@ -356,7 +363,7 @@ def flow_chart(flow: Any, path: list[str] | None = None, ident: str | None = Non
     """The flowchart; `path` marks the walked nodes and edges, `filled` replaces node texts
     (a walked verdict with its figures filled in)."""
     ident = ident or f"flow-{flow.id}"
-    nodes_walked, edges_walked = walked(path or [], flow.id)
+    nodes_walked, edges_walked = walked(path or [], flow)
     on = set(nodes_walked)
     layers = _layers(flow)
     xs = _place(flow, layers)

@@ -1,18 +1,22 @@
 """The page: ask a question, see the numbers, follow the trace.
 
 In: `/?q=…` (a query from the form) or `/embed?q=…`. Out: HTML rendered on the server from
-the Answer dict: verdict, memory bar, roofline, GPU table, the walked flowcharts, sources that
-agree or disagree, assumptions and the trace. A query the parser rejects gives status 400 with
-the caret message and a link to the query with the nearest valid word.
+the typed Answer (kb.answer): verdict, memory bar, roofline, GPU table, the walked flowcharts,
+sources that agree or disagree, assumptions and the trace. A query the parser rejects gives
+status 400 with the caret message and a link to the query with the nearest valid word.
 
-Templates get one context object, `view` (see `answer_view`), next to the raw `answer` dict.
+Templates get the Answer itself, `answer`, and one context object made from it, `view` (see
+`answer_view`). Nothing here reads a string the engine built to take it apart: a trace step's
+rule, place and sources are its own fields (kb.answer.Step). The JSON API alone uses
+`Answer.to_dict()`.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from flask import Blueprint, current_app, render_template, request
@@ -24,6 +28,9 @@ from kb.render import BREAKDOWN_LABELS
 from server import charts
 from server.trace_deps import relevant
 from server.live import LiveKnowledge
+
+if TYPE_CHECKING:
+    from kb.answer import Answer, Step
 
 bp = Blueprint("pages", __name__)
 
@@ -63,36 +70,36 @@ def query_error_view(err: QueryError, query: str) -> dict[str, Any]:
             "fixed": fixed, "fixed_link": page_link(fixed) if fixed else None}
 
 
-def _rule_parts(rule: str, kn: Knowledge) -> dict[str, Any]:
-    """'weights_gb (rules/formulas.yaml:98)' → name, where, and whether it is a formula."""
-    name, _, where = rule.partition(" (")
-    return {"name": name, "where": where.rstrip(")"), "formula": name in kn.formulas}
+@dataclass(frozen=True)
+class TraceRow:
+    """One trace step as the page shows it: the step itself (its rule_id, location and sources
+    are fields of their own), whether that rule is a formula (its name then links to /rules), and
+    the flowchart node the step was taken at, when that node is in a flow."""
+    step: Step
+    is_formula: bool
+    node_link: str | None
 
 
-def _node_link(node: str, kn: Knowledge) -> str | None:
-    flow_id, _, node_id = node.partition("/")
-    if node_id and any(f.id == flow_id and node_id in f.nodes for f in kn.flows):
-        return f"/flows/{flow_id}#n-{node_id}"
-    return None
+def node_links(kn: Knowledge) -> dict[str, str]:
+    """Each flow node as an answer's path names it ("flow id/node id") → its place on /flows."""
+    return {f"{f.id}/{n}": f"/flows/{f.id}#n-{n}" for f in kn.flows for n in f.nodes}
 
 
-def trace_view(answer: dict[str, Any], kn: Knowledge) -> list[dict[str, Any]]:
-    return [{**step, "rule_parts": _rule_parts(step["rule"], kn),
-             "node_link": _node_link(step["node"], kn),
-             "sources": [s.strip() for s in (step["source"] or "").split(",") if s.strip()]}
-            for step in answer["trace"]]
+def trace_view(steps: list[Step], kn: Knowledge) -> list[TraceRow]:
+    links = node_links(kn)
+    return [TraceRow(step, step.rule_id in kn.formulas, links.get(step.node)) for step in steps]
 
 
-def flows_view(answer: dict[str, Any], kn: Knowledge) -> list[dict[str, Any]]:
+def flows_view(answer: Answer, kn: Knowledge) -> list[dict[str, Any]]:
     """Each flow the answer walked: its chart, the steps taken and where it ended. The walked
     verdict shows the answer's own words (the sizing verdict with its figures filled in)."""
     out = []
     for flow in kn.flows:
-        nodes, _ = charts.walked(answer["path"], flow.id)
+        nodes, _ = charts.walked(answer.path, flow)
         if not nodes:
             continue
-        advice = next((a for a in answer["advice"] if a["flow"] == flow.id), None)
-        ended = answer["verdict"] if flow.role == "sizing" else (advice or {}).get("conclusion")
+        advice = next((a for a in answer.advice if a["flow"] == flow.id), None)
+        ended = answer.verdict if flow.role == "sizing" else advice["conclusion"] if advice else None
         filled = {nodes[-1]: ended} if ended and flow.nodes[nodes[-1]].kind == "verdict" else {}
         steps = []
         for here, there in zip(nodes, [*nodes[1:], None]):
@@ -102,25 +109,25 @@ def flows_view(answer: dict[str, Any], kn: Knowledge) -> list[dict[str, Any]]:
                           "text": filled.get(here) or charts.node_text(node),
                           "taken": (edge.label or "then") if edge else None})
         out.append({"flow": flow, "steps": steps, "advice": advice,
-                    "svg": Markup(charts.flow_chart(flow, answer["path"], ident=f"walk-{flow.id}",
+                    "svg": Markup(charts.flow_chart(flow, answer.path, ident=f"walk-{flow.id}",
                                                     filled=filled))})
     return out
 
 
-def answer_view(answer: dict[str, Any], kn: Knowledge, embed: bool = False) -> dict[str, Any]:
-    gpus = answer["gpus"]
+def answer_view(answer: Answer, kn: Knowledge, embed: bool = False) -> dict[str, Any]:
+    gpus = answer.gpus
     primary = gpus[0] if gpus else None
-    shares = charts.per_gpu_parts(answer["memory"]["breakdown"], primary) if primary else {}
-    breakdown = [{"key": k, "label": label, "gb": answer["memory"]["breakdown"].get(k),
-                  "per_gpu_gb": shares.get(k)} for k, label in BREAKDOWN_LABELS.items()
-                 if answer["memory"]["breakdown"].get(k)]
+    whole = answer.memory["breakdown"]
+    shares = charts.per_gpu_parts(whole, primary) if primary else {}
+    breakdown = [{"key": k, "label": label, "gb": whole.get(k), "per_gpu_gb": shares.get(k)}
+                 for k, label in BREAKDOWN_LABELS.items() if whole.get(k)]
     roof = charts.roofline(answer, ident="roofline")
-    trace = trace_view({**answer, "trace": relevant(answer, kn)}, kn)
+    trace = trace_view(relevant(answer, kn), kn)
     if embed:
-        trace = [s for s in trace if s["rule_parts"]["name"] in EMBED_RULES]
+        trace = [s for s in trace if s.step.rule_id in EMBED_RULES]
     return {
-        "fits": bool(primary and primary["fits"]),
-        "training": answer["workload"]["task"] in kn.query["training_tasks"],
+        "fits": bool(primary and primary.fits),
+        "training": answer.workload["task"] in kn.query["training_tasks"],
         "gpu_columns": gpu_columns(answer, kn),
         "breakdown": breakdown,
         "memory_svg": Markup(charts.memory_bar(answer)),
@@ -130,7 +137,7 @@ def answer_view(answer: dict[str, Any], kn: Knowledge, embed: bool = False) -> d
         "gpus_main": gpus[:TABLE_ROWS], "gpus_more": gpus[TABLE_ROWS:],
         "flows": [] if embed else flows_view(answer, kn),
         "trace": trace,
-        "link": page_link(answer["query"]),
+        "link": page_link(answer.query),
     }
 
 
@@ -149,15 +156,15 @@ FOCUS_FIELD = {"memory": "per_gpu_gb", "fit": "per_gpu_gb",
                "time": {True: "train_time_s", False: "ttft_s"}, "speed": None}
 
 
-def gpu_columns(answer: dict[str, Any], kn: Knowledge) -> list[tuple[str, str, str]]:
+def gpu_columns(answer: Answer, kn: Knowledge) -> list[tuple[str, str, str]]:
     """The GPU table's columns, the figure the question asks about first (so a phone shows
     GPU, fit and that figure before it scrolls): the focus word's figure, else the speed of the
     task, else (nothing timed: it does not fit or the hardware has no speed figures) memory."""
-    training = answer["workload"]["task"] in kn.query["training_tasks"]
+    training = answer.workload["task"] in kn.query["training_tasks"]
     speed = SPEED[training]
-    timed = any(g.get(speed[0]) is not None for g in answer["gpus"])
+    timed = any(getattr(g, speed[0]) is not None for g in answer.gpus)
     fields = [*MEMORY, *speed] if timed else list(MEMORY)
-    focus = FOCUS_FIELD.get(answer["workload"].get("focus") or "")
+    focus = FOCUS_FIELD.get(answer.workload.get("focus") or "")
     first = focus[training] if isinstance(focus, dict) else focus
     first = first if first in fields else (speed[0] if timed else "per_gpu_gb")
     fields.remove(first)
@@ -190,9 +197,8 @@ def _answer_page(template: str, query: str, kn: Knowledge, ctx: dict[str, Any]) 
     found = answer_in(kn, query)            # with its options where the GPUs asked about are too small
     if not template.endswith("embed.html") and found.options is None:
         found.options = compute(kn, query, found)   # the page always lists what to change (kb.options)
-    answer = found.to_dict()
-    view = answer_view(answer, kn, embed=template.endswith("embed.html"))
-    return render_template(template, **ctx, answer=answer, view=view)
+    view = answer_view(found, kn, embed=template.endswith("embed.html"))
+    return render_template(template, **ctx, answer=found, view=view)
 
 
 @bp.get("/")

@@ -15,7 +15,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
-from html import unescape
+from html import escape, unescape
 from itertools import pairwise
 
 import pytest
@@ -159,18 +159,20 @@ def test_unknown_flow_is_404(client):
 
 def test_page_shows_the_answer_in_order(client):
     body = client.get(f"/?q={q(QUERY)}").get_data(as_text=True)
-    a = ask(QUERY).to_dict()
-    assert unescape(a["verdict"]) in unescape(body)
+    a = ask(QUERY)
+    assert unescape(a.verdict) in unescape(body)
     order = [body.index(x) for x in ('class="verdict', 'class="figures key"', 'id="rec-h"',
                                       'id="memory-h"', 'id="gpus-h"', 'id="speed-h"',
                                       'id="flows-h"', 'id="assumptions-h"', 'id="trace-h"')]
     assert order == sorted(order)                # the verdict, what to do, then the figures
     assert 'class="verdict fits"' in body                      # green: the first GPU fits
-    shown = [s for s in a["trace"] if f'<a href="/rules#{s["rule"].split(" (")[0]}">' in body]
-    assert 0 < body.count('<div class="lhs">') < len(a["trace"])   # only what the figures read
+    shown = [s for s in a.trace if f'<a href="/rules#{s.rule_id}">' in body]
+    assert shown
+    assert 0 < body.count('<div class="lhs">') < len(a.trace)   # only what the figures read
     assert '<details class="trace">' in body                   # folded: closed, no JavaScript
-    for step in shown:
-        for sid in step["source"].split(", "):
+    for step in shown:                   # the rule's place and each of its sources, as fields
+        assert f'<p class="meta">{escape(step.location)} · source: ' in body
+        for sid in step.sources:
             assert f'href="/sources#{sid}"' in body
 
 
@@ -437,11 +439,9 @@ def test_api_post_equals_get(client):
 
 
 def test_api_answer_validates_against_the_answer_model(client):
-    from pydantic import TypeAdapter
+    from server.api import answer_model
 
-    from kb.answer import Answer
-
-    TypeAdapter(Answer).validate_python(client.get(f"/api/answer?q={q(QUERY)}").get_json())
+    answer_model().validate_python(client.get(f"/api/answer?q={q(QUERY)}").get_json())
 
 
 ERROR_CASES = [
@@ -576,16 +576,16 @@ def test_roofline_ridge_point_is_peak_over_bandwidth(client):
     # Williams et al. 2009: the ridge point is peak FLOP/s ÷ memory bandwidth (FLOP per byte).
     gpu = next(g for g in client.get("/api/gpus").get_json() if g["id"] == "h100-sxm5")
     ridge = gpu["tensor_tflops"]["fp16"] * 1e12 / (gpu["bandwidth_gb_s"] * 1e9)
-    a = ask("infer 7B fp16 on h100 sxm5").to_dict()
-    assert a["bottleneck"]["ridge_point"] == pytest.approx(ridge, rel=1e-4)
+    a = ask("infer 7B fp16 on h100 sxm5")
+    assert a.bottleneck["ridge_point"] == pytest.approx(ridge, rel=1e-4)
     svg = charts.roofline(a)
     assert f"ridge point {num(ridge)} FLOP/B" in svg
-    for phase, ai in a["bottleneck"]["arithmetic_intensity"].items():
-        assert f"{phase} {num(ai)} FLOP/B: {a['bottleneck'][phase]}" in svg
+    for phase, ai in a.bottleneck["arithmetic_intensity"].items():
+        assert f"{phase} {num(ai)} FLOP/B: {a.bottleneck[phase]}" in svg
 
 
 def test_roofline_points_sit_on_the_roof():
-    a = ask("infer 7B fp16 on h100 sxm5").to_dict()
+    a = ask("infer 7B fp16 on h100 sxm5")
     svg = charts.roofline(a)
     roof = re.search(r'<polyline points="([^"]+)"', svg).group(1).split()
     (x0, y0), (xr, yr), (_, y1) = [tuple(map(float, p.split(","))) for p in roof]
@@ -601,28 +601,28 @@ def test_roofline_points_sit_on_the_roof():
 def test_memory_bar_splits_the_job_over_the_gpus():
     # 7B at bf16 is 7e9 × 2 bytes = 14 GB of weights; fully sharded over 8 GPUs, 1.75 GB each,
     # plus the two whole layers (of 32) a rank gathers to run: 2 × 14 / 32 = 0.875 GB
-    a = ask("full fine-tune 7B on 8x H100 with fsdp for 20B tokens").to_dict()
-    row = a["gpus"][0]
-    parts = charts.per_gpu_parts(a["memory"]["breakdown"], row)
+    a = ask("full fine-tune 7B on 8x H100 with fsdp for 20B tokens")
+    row = a.gpus[0]
+    parts = charts.per_gpu_parts(a.memory["breakdown"], row)
     assert parts["weights_gb"] == pytest.approx(7e9 * 2 / 1e9 / 8 + 2 * 7e9 * 2 / 1e9 / 32)
-    assert sum(parts.values()) == pytest.approx(row["per_gpu_gb"], rel=1e-5)
+    assert sum(parts.values()) == pytest.approx(row.per_gpu_gb, rel=1e-5)
 
 
 def test_memory_bar_draws_top_gpus_against_their_capacity():
-    a = ask(QUERY).to_dict()
+    a = ask(QUERY)
     svg = charts.memory_bar(a)
-    rows = a["gpus"][:8]
+    rows = a.gpus[:8]
     assert svg.count("GB per GPU of") == len(rows)
     for g in rows:
-        assert f"{num(g['per_gpu_gb'])} / {num(g['usable_vram_gb'])} GB" in svg
+        assert f"{num(g.per_gpu_gb)} / {num(g.usable_vram_gb)} GB" in svg
 
 
 def test_flow_chart_marks_the_walked_path():
-    a = ask(QUERY).to_dict()
+    a = ask(QUERY)
     kn = get_knowledge()
     for flow in kn.flows:
-        nodes = [p.split("/", 1)[1] for p in a["path"] if p.startswith(flow.id + "/")]
-        svg = charts.flow_chart(flow, a["path"])
+        nodes = [p.split("/", 1)[1] for p in a.path if p.startswith(flow.id + "/")]
+        svg = charts.flow_chart(flow, a.path)
         assert svg.count('stroke="#1d4ed8" stroke-width="2.5"/>') + \
             svg.count('stroke="#1d4ed8" stroke-width="2.5" stroke-dasharray') == len(nodes)
         assert svg.count(f'marker-end="url(#flow-{flow.id}-arrow-on)"') == len(nodes) - 1
@@ -649,9 +649,9 @@ def test_charts_escape_text():
                     "b": Node("b", "verdict", evil, (), (), None, "x")})
     svg = charts.flow_chart(flow, ["f/a", "f/b"])
     assert "<script>" not in svg and "&lt;script&gt;" in svg
-    a = ask(QUERY).to_dict()
-    a["gpus"][0]["name"] = evil
-    a["bottleneck"]["gpu"] = evil
+    a = ask(QUERY)
+    a.gpus[0].name = evil
+    a.bottleneck["gpu"] = evil
     for out in (charts.memory_bar(a), charts.roofline(a)):
         assert "<script>" not in out and "&lt;script&gt;" in out
 
