@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from kb.answer import Step
 from kb.engine.evaluate import Evaluated, Scope, condition, evaluate, formula_order
 from kb.errors import EvalError
-from kb.model import TEMPLATE_FIELD, TEMPLATE_SPEC, Flow, Formula, Knowledge
+from kb.model import TEMPLATE_FIELD, TEMPLATE_SPEC, Flow, Formula, Knowledge, Node
 
 if TYPE_CHECKING:
     from kb.expr import Expr
@@ -49,11 +49,12 @@ class Tracer:
         return Step(node, rule, text, {n: s.get(n) for n in names}, s.get(f.name), f.unit, source,
                     note, f.name, f.where, list(f.sources))
 
-    def edge(self, node: str, flow: Flow, when: Expr | None, to: str, label: str | None) -> None:
+    def edge(self, node: str, flow: Flow, here: Node, when: Expr | None, to: str, label: str | None) -> None:
+        """The step of a conditional edge taken from `here` (the flow node whose id is `node`)."""
         if when is None:
             return
         s = self.ev.scope
-        where = flow.nodes[node.split("/")[-1]].where
+        where = here.where
         self.steps.append(Step(node=node, rule=f"edge {node} → {flow.id}/{to} ({where})",
                                formula=when.text, values={n: s.get(n) for n in when.names},
                                result=True, unit="bool", source=flow.source, note=label,
@@ -75,7 +76,7 @@ def walk(flow: Flow, kn: Knowledge, ev: Evaluated, tracer: Tracer) -> tuple[list
             return path, render_template(node.text, ev.scope)
         for edge in node.edges:
             if condition(edge.when, ev.scope):
-                tracer.edge(nid, flow, edge.when, edge.to, edge.label)
+                tracer.edge(nid, flow, node, edge.when, edge.to, edge.label)
                 node = flow.nodes[edge.to]
                 break
     raise EvalError(f"flow {flow.id} did not reach a verdict")
