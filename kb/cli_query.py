@@ -12,8 +12,9 @@ from __future__ import annotations
 import sys
 import typing
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any, NamedTuple
+
+from kb.record import field, record
 
 SORTS = ("value", "cost", "speed", "memory", "power")
 
@@ -49,7 +50,7 @@ QUERY_OPTIONS = (
 _BY_FLAG = {o.flag: o for o in QUERY_OPTIONS}
 
 
-@dataclass
+@record
 class QueryArgs:
     fmt: str = "text"                   # text, markdown or json
     limit: int | None = 12              # GPU rows shown in text and Markdown (0: all)

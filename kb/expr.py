@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from functools import cache, cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +21,7 @@ from kb.columns import filled, guarded
 from kb.errors import EvalError
 from kb.functions import FUNCTIONS
 from kb.nodes import Bin, Call, Cmp, Logic, Name, Neg, Node, Not, Num, Str, from_list
+from kb.record import field, record
 from kb.units import BOOL, COUNTS, ONE, TEXT, Unit, UnitError, format_unit, parse_unit
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ class ExprSyntaxError(Exception):
         self.suggestion = suggestion
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Expr:
     text: str
     ast: Node

@@ -12,11 +12,12 @@ pipeline stages run across nodes. A layer split (llama.cpp) takes any count as p
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from kb.record import record
 
-@dataclass(frozen=True)
+
+@record(frozen=True)
 class Layout:
     tp: int
     pp: int

@@ -8,11 +8,11 @@ plain query needs neither pydantic, PyYAML, networkx nor lark.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kb import expr as ex
+from kb.record import field, record
 
 if TYPE_CHECKING:
     from kb.derived import Derived
@@ -51,14 +51,14 @@ def norm(text: str) -> str:
     return _SEPARATORS.sub("", text.lower())
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Case:
     when: ex.Expr | None
     expr: ex.Expr
     note: str | None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Formula:
     name: str
     unit: str
@@ -79,14 +79,14 @@ class Formula:
                           for c in self.cases)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Edge:
     to: str
     when: ex.Expr | None
     label: str | None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Node:
     id: str
     kind: str
@@ -97,7 +97,7 @@ class Node:
     where: str
 
 
-@dataclass
+@record
 class Flow:
     id: str
     title: str
@@ -113,7 +113,7 @@ class Flow:
     layers: tuple[tuple[str, ...], ...] = ()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Claim:
     id: str
     source: str
@@ -129,7 +129,7 @@ class Claim:
     where: str
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Knowledge:
     """The validated rules. Never changed once built: a view with another model or other prices
     is a new Knowledge (kb.derived.with_model, kb.prices.with_prices)."""

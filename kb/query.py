@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-import dataclasses
 from typing import Any
 
 from kb.errors import QueryError
+from kb.record import replace
 from kb.model import Knowledge
 from kb.query_resolve import Resolver, Tok
 from kb.query_words import Vocab, vocabulary  # noqa: F401  (kept importable from here)
@@ -207,4 +207,4 @@ def _checked_suggestion(err: QueryError, kn: Knowledge, model_given: bool) -> Qu
             return err
     except QueryError:
         pass
-    return dataclasses.replace(err, suggestion=None)
+    return replace(err, suggestion=None)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from kb.errors import QueryError
@@ -17,10 +16,11 @@ from kb.model import Knowledge, norm
 from kb.query_finish import Finisher
 from kb.query_unknown import Unknown
 from kb.query_words import money, number, scaled
+from kb.record import record
 from kb.workload import GpuRequest, Workload
 
 
-@dataclass
+@record
 class Tok:
     kind: str          # word num size moe count mem money vs
     text: str

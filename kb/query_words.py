@@ -9,15 +9,15 @@ and aliases of GPUs, models, precisions and runtimes). Out: a Vocab, built once 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, fields
 from typing import Any
 
 from kb.model import Knowledge, norm
+from kb.record import fields, record
 
 MAX_PHRASE_TOKENS = 7
 
 
-@dataclass
+@record
 class Vocab:
     """Every phrase the resolver knows: normalised key → (kind, value), plus display forms."""
     table: dict[str, tuple[str, str]]
@@ -218,7 +218,7 @@ def near_misses(word: str, vocab: Vocab) -> list[str]:
 _SIZE_PART = re.compile(r"^(\d+(?:\.\d+)?)b$")
 
 
-@dataclass
+@record
 class NameReading:
     """What a pasted model name says: the model key left, formats, dropped parts, a size."""
     key: str

@@ -211,7 +211,9 @@ def openapi_document() -> dict[str, Any]:
 
     from kb import __version__
     from kb.answer import Answer
+    from kb.record import as_dataclass
 
+    as_dataclass(Answer)
     answer_schema = TypeAdapter(Answer).json_schema(ref_template="#/components/schemas/{model}")
     schemas = answer_schema.pop("$defs", {})
     schemas["Answer"] = answer_schema

@@ -28,9 +28,8 @@ def test_the_stored_vocabulary_equals_the_one_built_from_the_rules():
     """The snapshot keeps the query vocabulary rather than building it at load: read back, it
     must equal kb.query_words.vocabulary of the knowledge (field by field, with the same types:
     the resolver tests membership in sets and unpacks the table's (kind, value) tuples)."""
-    from dataclasses import fields
-
     from kb.query_words import vocabulary
+    from kb.record import fields
 
     built = build(rules_dir())
     again = snapshot.from_data(json.loads(json.dumps(snapshot.to_data(built))), built.root)

@@ -9,17 +9,17 @@ figures, as rules/formulas.yaml `inputs` names them).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 from kb import training as tr
 from kb.engine.evaluate import Scope
 from kb.gpu_names import runs_on
 from kb.model import Knowledge, capacity_fields
+from kb.record import record
 from kb.workload import GpuRequest, Workload
 
 
-@dataclass
+@record
 class Resolved:
     workload: Workload
     runtime: dict[str, Any]

@@ -10,18 +10,18 @@ from __future__ import annotations
 
 import copy
 import math
-from dataclasses import dataclass
 from typing import Any
 
 from kb.engine.evaluate import Evaluated, evaluate
 from kb.engine.gpus import gpu_scope, layout_of
 from kb.engine.scope import base_scope, resolve
 from kb.model import Knowledge
+from kb.record import record
 from kb.render import num
 from kb.workload import Workload
 
 
-@dataclass
+@record
 class Probe:
     fits: bool                      # the search's condition holds (memory, the speed floor, the targets asked)
     per_gpu_gb: float | None
