@@ -14,11 +14,12 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from kb import lalr
 from kb.errors import QueryError
-from kb.record import replace
 from kb.model import Knowledge
 from kb.query_resolve import Resolver, Tok
 from kb.query_words import Vocab, vocabulary  # noqa: F401  (kept importable from here)
+from kb.record import replace
 from kb.workload import Workload
 
 MAX_QUERY_CHARS = 500
@@ -28,24 +29,24 @@ _errors: Any = None    # the module whose Unexpected* exceptions the parser rais
 
 
 def _get_parser() -> Any:
-    """The LALR parser of grammar/query.lark, making Tok items as it reduces (_Items): the
-    generated standalone module when it was built from this very grammar (no lark import),
-    else lark itself. Its lexer (_Lexer) is made along with it."""
+    """The LALR parser of grammar/query.lark, making Tok items as it reduces (_Items): kb.lalr
+    running the tables kb.parsergen generated, when they were made from this very grammar (no
+    lark import), else lark itself. Its lexer (_Lexer) is made along with it."""
     global _parser, _errors, _lexer
     if _parser is None:
-        import hashlib
-
         from kb.paths import grammar_dir
 
         path = grammar_dir() / "query.lark"
         try:
-            from kb import _query_parser as standalone
+            from kb import _query_parser as tables
 
-            current = standalone.GRAMMAR_SHA256 == hashlib.sha256(path.read_bytes()).hexdigest()
-        except (ImportError, AttributeError, OSError):
+            current = tables.GRAMMAR == path.read_text(encoding="utf-8")
+        except (ImportError, AttributeError, OSError, ValueError):
             current = False
         if current:
-            _parser, _errors = standalone.Lark_StandAlone(transformer=_Items()), standalone
+            _parser = lalr.Parser(tables.STATES, tables.RULES, tables.START_STATE, tables.END_STATE, _Items())
+            _errors = lalr
+            _lexer = _Lexer(re.compile(tables.PATTERN, tables.FLAGS), frozenset(tables.IGNORE))
         else:
             import lark
             from lark import exceptions
@@ -53,7 +54,7 @@ def _get_parser() -> Any:
             _parser = lark.Lark.open(str(path), parser="lalr", maybe_placeholders=False,
                                      transformer=_Items())
             _errors = exceptions
-        _lexer = _Lexer.of(_parser)
+            _lexer = _Lexer.of(_parser)
     return _parser
 
 
@@ -144,6 +145,8 @@ def _lex(query: str) -> list[Tok]:
         if _lexer is None:                  # lark's own lexer
             return [_SINGLE[t.type](str(t), t.column or 1) for t in parser.parse(query)]
         items = _lexer.items(query)
+        if _errors is lalr:
+            return parser.parse(items)      # kb.lalr reads the Toks as they are
         interactive = parser.parse_interactive()
         for tok in items:
             interactive.feed_token(tok)

@@ -8,7 +8,7 @@ import pytest
 from kb import snapshot
 from kb.engine import answer
 from kb.knowledge import build
-from kb.parsergen import grammar_sha
+from kb.parsergen import grammar_text, tables
 from kb.paths import rules_dir
 from kb.query import parse
 
@@ -77,19 +77,21 @@ def test_edit_invalidates_and_corrupt_snapshot_is_rebuilt(cache):
 def test_generated_query_parser_matches_the_grammar():
     from kb import _query_parser
 
-    assert _query_parser.GRAMMAR_SHA256 == grammar_sha(), "run: python -m kb.parsergen"
+    assert _query_parser.GRAMMAR == grammar_text(), "run: python -m kb.parsergen"
+    made = tables()             # what lark computes now: the same tables, in the same numbering
+    assert {name: getattr(_query_parser, name) for name in made} == made, "run: python -m kb.parsergen"
 
 
-def test_generated_query_parser_imports_neither_logging_nor_pickle():
-    """kb.parsergen drops lark's logger (level CRITICAL: it shows nothing) and its cache
-    (kbq passes none) from the generated module, so a plain query does not import logging,
-    pickle, zlib or base64 for them; the parser still reads a query."""
+def test_generated_query_parser_needs_neither_lark_nor_logging_nor_pickle():
+    """The generated module is data and kb.lalr runs it, so reading a query imports neither
+    lark nor what lark's runtime would bring (logging, pickle, base64)."""
     import subprocess
     import sys
 
-    code = ("import sys; from kb import _query_parser as p; "
-            "print(sorted(m for m in ('logging', 'pickle', 'base64') if m in sys.modules)); "
-            "print([t.type for t in p.Lark_StandAlone().lex('serve 70B int4 16 users')])")
+    code = ("import sys; from kb import query; query._get_parser(); "
+            "items = query._lex('serve 70B int4 16 users'); "
+            "print(sorted(m for m in ('lark', 'logging', 'pickle', 'base64') if m in sys.modules)); "
+            "print([t.type for t in items])")
     out = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, check=True).stdout
     unwanted, tokens = out.splitlines()
     assert unwanted == "[]"
