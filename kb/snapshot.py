@@ -1,14 +1,27 @@
 """A compiled snapshot of the validated knowledge, so a plain query starts fast.
 
-In: a rules directory. Out: Knowledge — from `<cache>/knowledge-<key>.json` when a snapshot for
-exactly these rule files exists, else built and validated from the YAML (kb.knowledge.build)
-and then saved. The key is a SHA-256 of every rule file's path and bytes (only the files the
-knowledge names, kb.paths.rule_files: never a walk of the tree), the grammars and the package
-version, so an edited rule file is never served stale. The snapshot is JSON (no pickle:
-loading it cannot run code); expressions are stored as their parsed ASTs, read back into nodes on
-load and compiled when first evaluated. What the knowledge graph gave (each formula's evaluation order, each flow's layers) is
-stored, not the graph, so a query never imports networkx; so is the query vocabulary
-(kb.query_words), which is only read from the rest. A snapshot that fails to read or does not match is rebuilt, never trusted.
+In: a rules directory. Out: Knowledge — from `<cache>/knowledge-<name>.marshal` when a snapshot
+for exactly these rule files exists, else built and validated from the YAML (kb.knowledge.build)
+and then saved. The snapshot is keyed by a SHA-256 of every rule file's path and bytes (only
+the files the knowledge names, kb.paths.rule_files: never a walk of the tree), the grammars,
+the package version and the rules directory, so an edited rule file is never served stale.
+
+Hashing every file (and importing hashlib) on each run is a sixth of a cold query's work, so
+the snapshot also keeps each file's stat (size, mtime and ctime in ns, inode) as it was when
+the key was taken, and a run whose files all stat the same trusts the key without reading
+them; any difference in any file falls back to the hash, and a snapshot whose hash still
+matches is kept with the new stats. As git does for its index ("racy git"), stats taken when
+a file had changed within the last few seconds are not kept at all (a second write in the
+same clock tick, same size, would not show), so such a snapshot is hashed on its next use.
+
+The stored form is plain data (dicts, lists, strings, numbers) written with `marshal`, the
+format of Python's own byte-code cache, which reads ~3x faster than JSON: the same values as
+the JSON form (`to_data` → JSON → back), never code and nothing that can run when it is read
+(no pickle). Expressions are stored as their parsed ASTs, read back into nodes on load and
+compiled when first evaluated. What the knowledge graph gave (each formula's evaluation order,
+each flow's layers) is stored, not the graph, so a query never imports networkx; so is the
+query vocabulary (kb.query_words), which is only read from the rest. A snapshot that fails to
+read or does not match is rebuilt, never trusted.
 
 Cache directory: $KBQ_CACHE_DIR, else $XDG_CACHE_HOME/kbq, else ~/.cache/kbq. KBQ_NO_CACHE=1
 turns it off. Nothing is written when the directory cannot be created.
@@ -16,8 +29,7 @@ turns it off. Nothing is written when the directory cannot be created.
 
 from __future__ import annotations
 
-import hashlib
-import json
+import marshal
 import os
 from pathlib import Path
 from typing import Any
@@ -27,7 +39,9 @@ from kb.derived import derive
 from kb.model import Case, Claim, Edge, Flow, Formula, Knowledge, Node
 from kb.query_words import vocab_from_data, vocab_to_data
 
-FORMAT = 7
+FORMAT = 8
+RACY_NS = 3_000_000_000         # stats of a file changed this recently (or later) are not kept
+Stats = tuple[tuple[str, int, int, int, int], ...]
 
 
 def cache_dir() -> Path | None:
@@ -40,13 +54,20 @@ def cache_dir() -> Path | None:
     return (Path(xdg) if xdg else Path.home() / ".cache") / "kbq"
 
 
-def content_key(root: Path) -> str:
+def _files(root: Path) -> list[Path]:
+    from kb.paths import grammar_dir, rule_files
+
+    return rule_files(root) + sorted(grammar_dir().glob("*.lark"))
+
+
+def content_key(root: Path, files: list[Path] | None = None) -> str:
+    import hashlib
+
+    from kb.paths import MAX_FILE_BYTES
     from kb.version import __version__
-    from kb.paths import MAX_FILE_BYTES, grammar_dir, rule_files
 
     h = hashlib.sha256(f"kbq {__version__} snapshot {FORMAT}\n".encode())
-    files = rule_files(root) + sorted(grammar_dir().glob("*.lark"))
-    for p in files:
+    for p in _files(root) if files is None else files:
         h.update(str(p.relative_to(p.parent.parent) if p.suffix == ".lark" else p.relative_to(root)).encode())
         h.update(b"\0")
         try:
@@ -59,36 +80,79 @@ def content_key(root: Path) -> str:
     return h.hexdigest()
 
 
-def load_or_build(root: Path) -> Knowledge:
-    directory = cache_dir()
-    key = content_key(root)
-    path = directory / f"knowledge-{key[:32]}.json" if directory else None
-    if path is not None and path.is_file():
+def _stats(files: list[Path]) -> Stats | None:
+    """Each file's path, size, mtime, ctime and inode; None when one cannot be read."""
+    out = []
+    for p in files:
         try:
-            data = json.loads(path.read_bytes())
-            if data.get("key") == key and data.get("format") == FORMAT:
-                return from_data(data["knowledge"], root)
-        except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
+            st = os.stat(p)
+        except OSError:
+            return None
+        out.append((str(p), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
+    return tuple(out)
+
+
+def _settled(stats: Stats | None, now_ns: int) -> Stats | None:
+    """The stats, when every file last changed long enough before now to trust them."""
+    if stats is None or any(max(mtime, ctime) > now_ns - RACY_NS for _, _, mtime, ctime, _ in stats):
+        return None
+    return stats
+
+
+def snapshot_path(directory: Path, root: Path) -> Path:
+    from binascii import crc32
+
+    from kb.version import __version__
+
+    # one file per rules directory (the header says which; a name collision only rebuilds)
+    return directory / f"knowledge-{crc32(f'{root}|{__version__}|{FORMAT}'.encode()):08x}.marshal"
+
+
+def load_or_build(root: Path) -> Knowledge:
+    import time
+
+    directory = cache_dir()
+    path = snapshot_path(directory, root) if directory else None
+    files = _files(root)
+    stats = _stats(files)
+    key = None
+    if path is not None and stats is not None:
+        try:
+            header, data = marshal.loads(path.read_bytes())
+            if header["format"] == FORMAT and header["root"] == str(root):
+                if header["stats"] == stats:
+                    return from_data(data, root)
+                key = content_key(root, files)
+                if header["key"] == key:    # touched, not changed: keep it with the new stats
+                    _save(path, {**header, "stats": _settled(stats, time.time_ns())}, data)
+                    return from_data(data, root)
+        except (OSError, ValueError, EOFError, KeyError, TypeError, IndexError, AttributeError):
             pass  # unreadable or not ours: rebuild below
     from kb.knowledge import build
 
+    if key is None:                         # of the files as they were before the build reads them
+        key = content_key(root, files)
     kn = build(root)
     if path is not None:
-        _save(path, {"format": FORMAT, "key": key, "knowledge": to_data(kn)})
+        import json                         # the stored values are exactly the JSON form's
+
+        data = json.loads(json.dumps(to_data(kn), separators=(",", ":")))
+        _save(path, {"format": FORMAT, "root": str(root), "key": key,
+                     "stats": _settled(stats, time.time_ns())}, data)
     return kn
 
 
-def _save(path: Path, data: dict[str, Any]) -> None:
+def _save(path: Path, header: dict[str, Any], data: dict[str, Any]) -> None:
     import tempfile             # only when a snapshot is written: kept off the plain-query path
 
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd, tmp = tempfile.mkstemp(prefix=".knowledge-", dir=path.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, separators=(",", ":"))
+        with os.fdopen(fd, "wb") as f:
+            f.write(marshal.dumps((header, data)))
         os.chmod(tmp, 0o600)
         os.replace(tmp, path)
-        for old in path.parent.glob("knowledge-*.json"):
+        for old in path.parent.glob("knowledge-*"):
             if old != path:
                 old.unlink(missing_ok=True)
     except OSError:

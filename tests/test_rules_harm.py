@@ -160,7 +160,7 @@ def test_a_python_tag_is_refused_through_the_snapshot_path_too(rules: Path, tmp_
     with pytest.raises(RuleErrors):
         ask("serve 7B", rules_dir=rules)
     assert not target.exists()
-    assert not list((tmp_path / "cache").glob("knowledge-*.json"))
+    assert not list((tmp_path / "cache").glob("knowledge-*"))
 
 
 # ---------------------------------------------------------------- expressions reaching out

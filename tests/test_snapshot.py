@@ -1,6 +1,7 @@
 """The compiled snapshot gives the same answers as the YAML, and is rebuilt when anything changes."""
 
 import json
+import marshal
 import shutil
 
 import pytest
@@ -54,24 +55,79 @@ def cache(tmp_path, monkeypatch):
 def test_edit_invalidates_and_corrupt_snapshot_is_rebuilt(cache):
     directory, rules = cache
     kn = snapshot.load_or_build(rules)
-    files = list(directory.glob("knowledge-*.json"))
+    files = list(directory.glob("knowledge-*"))
     assert len(files) == 1
     # an edited rule file gets a new key: the old snapshot is not served
     text = (rules / "gpus.yaml").read_text()
     (rules / "gpus.yaml").write_text(text.replace("bandwidth_gb_s: 3350", "bandwidth_gb_s: 3351", 1))
     kn2 = snapshot.load_or_build(rules)
     assert kn2.gpus["h100-sxm5"]["bandwidth_gb_s"] == 3351 != kn.gpus["h100-sxm5"]["bandwidth_gb_s"]
-    files = list(directory.glob("knowledge-*.json"))
+    files = list(directory.glob("knowledge-*"))
     assert len(files) == 1
     # a corrupt snapshot is rebuilt, not trusted
-    files[0].write_text("{not json")
+    for junk in (b"{not marshal", b"", marshal.dumps((1, 2)), marshal.dumps(({"format": 8}, []))):
+        files[0].write_bytes(junk)
+        assert snapshot.load_or_build(rules).gpus["h100-sxm5"]["bandwidth_gb_s"] == 3351
+    # a snapshot whose key does not match its files is rebuilt too
+    header, data = marshal.loads(files[0].read_bytes())
+    header["key"], header["stats"] = "0" * 64, None
+    data["gpus"]["h100-sxm5"]["bandwidth_gb_s"] = 1
+    files[0].write_bytes(marshal.dumps((header, data)))
     assert snapshot.load_or_build(rules).gpus["h100-sxm5"]["bandwidth_gb_s"] == 3351
-    # a snapshot whose key does not match its file is rebuilt too
-    data = json.loads(files[0].read_text())
-    data["key"] = "0" * 64
-    data["knowledge"]["gpus"]["h100-sxm5"]["bandwidth_gb_s"] = 1
-    files[0].write_text(json.dumps(data))
+
+
+def _no_hashing(*args):
+    raise AssertionError("the rule files were hashed")
+
+
+def _no_build(*args):
+    raise AssertionError("the knowledge was built")
+
+
+def test_unchanged_files_are_trusted_by_their_stats_and_a_changed_one_is_hashed(cache, monkeypatch):
+    """Files that stat as they did when the snapshot was written are not read again; a touched
+    file is hashed and, unchanged, keeps the snapshot; an edit that keeps the file's size and
+    puts its mtime back still changes its ctime, so it is hashed and rebuilt."""
+    import os
+
+    import kb.knowledge
+
+    directory, rules = cache
+    monkeypatch.setattr(snapshot, "RACY_NS", 0)          # the copied files count as settled
+    snapshot.load_or_build(rules)
+    with monkeypatch.context() as m:
+        m.setattr(snapshot, "content_key", _no_hashing)
+        m.setattr(kb.knowledge, "build", _no_build)
+        assert snapshot.load_or_build(rules).gpus["h100-sxm5"]["bandwidth_gb_s"] == 3350
+    gpus = rules / "gpus.yaml"
+    st = gpus.stat()
+    os.utime(gpus, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))        # touched only
+    with monkeypatch.context() as m:
+        m.setattr(kb.knowledge, "build", _no_build)
+        assert snapshot.load_or_build(rules).gpus["h100-sxm5"]["bandwidth_gb_s"] == 3350
+    with monkeypatch.context() as m:                      # the new stats were kept
+        m.setattr(snapshot, "content_key", _no_hashing)
+        m.setattr(kb.knowledge, "build", _no_build)
+        snapshot.load_or_build(rules)
+    st = gpus.stat()
+    gpus.write_text(gpus.read_text().replace("bandwidth_gb_s: 3350", "bandwidth_gb_s: 3351", 1))
+    os.utime(gpus, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert gpus.stat().st_size == st.st_size and gpus.stat().st_mtime_ns == st.st_mtime_ns
     assert snapshot.load_or_build(rules).gpus["h100-sxm5"]["bandwidth_gb_s"] == 3351
+
+
+def test_stats_of_files_changed_just_now_are_not_trusted(cache, monkeypatch):
+    """A file written within the last seconds could be written again in the same clock tick
+    with the same size: such a snapshot keeps no stats, and its next use hashes the files."""
+    directory, rules = cache
+    snapshot.load_or_build(rules)                         # the rules were copied just now
+    header, _ = marshal.loads(next(directory.glob("knowledge-*")).read_bytes())
+    assert header["stats"] is None
+    calls = []
+    real = snapshot.content_key
+    monkeypatch.setattr(snapshot, "content_key", lambda *a: calls.append(1) or real(*a))
+    assert snapshot.load_or_build(rules).gpus["h100-sxm5"]["bandwidth_gb_s"] == 3350
+    assert calls == [1]
 
 
 def test_generated_query_parser_matches_the_grammar():
