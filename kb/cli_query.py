@@ -12,14 +12,15 @@ from __future__ import annotations
 import sys
 import typing
 from collections.abc import Iterator
-from typing import Any, NamedTuple
+from typing import Any
 
 from kb.record import field, record
 
 SORTS = ("value", "cost", "speed", "memory", "power")
 
 
-class Opt(NamedTuple):
+@record(frozen=True)
+class Opt:
     flag: str
     dest: str               # the QueryArgs field it sets
     value: Any = None       # what a flag sets; None: the option takes a value (see metavar)
@@ -177,7 +178,8 @@ def run(args: QueryArgs, usage: str) -> int:
 
 # ---------------------------------------------------------------- --batch
 
-class Settings(NamedTuple):
+@record(frozen=True)
+class Settings:
     """What a batch line is answered with besides its query: the options of the command line
     that the plain `kbq "QUERY"` takes (--model-config, --prices, --sort, --options)."""
 

@@ -17,11 +17,12 @@ same clock tick, same size, would not show), so such a snapshot is hashed on its
 The stored form is plain data (dicts, lists, strings, numbers) written with `marshal`, the
 format of Python's own byte-code cache, which reads ~3x faster than JSON: the same values as
 the JSON form (`to_data` → JSON → back), never code and nothing that can run when it is read
-(no pickle). Expressions are stored as their parsed ASTs, read back into nodes on load and
-compiled when first evaluated. What the knowledge graph gave (each formula's evaluation order,
-each flow's layers) is stored, not the graph, so a query never imports networkx; so is the
-query vocabulary (kb.query_words), which is only read from the rest. A snapshot that fails to
-read or does not match is rebuilt, never trusted.
+(no pickle). Expressions are stored as their parsed ASTs with the names they read, built into
+nodes when first read (kb.expr.StoredExpr) and compiled when first evaluated. What the
+knowledge graph gave (each formula's evaluation order, each flow's layers) is stored, not the
+graph, so a query never imports networkx; so is the query vocabulary (kb.query_words), which
+is only read from the rest. A snapshot that fails to read or does not match is rebuilt, never
+trusted.
 
 Cache directory: $KBQ_CACHE_DIR, else $XDG_CACHE_HOME/kbq, else ~/.cache/kbq. KBQ_NO_CACHE=1
 turns it off. Nothing is written when the directory cannot be created.
@@ -39,7 +40,7 @@ from kb.derived import derive
 from kb.model import Case, Claim, Edge, Flow, Formula, Knowledge, Node
 from kb.query_words import vocab_from_data, vocab_to_data
 
-FORMAT = 8
+FORMAT = 9
 RACY_NS = 3_000_000_000         # stats of a file changed this recently (or later) are not kept
 Stats = tuple[tuple[str, int, int, int, int], ...]
 
@@ -162,11 +163,11 @@ def _save(path: Path, header: dict[str, Any], data: dict[str, Any]) -> None:
 # ---------------------------------------------------------------- Knowledge ⇄ JSON
 
 def _expr(e: ex.Expr | None) -> Any:
-    return None if e is None else [e.text, e.ast.to_list(), e.name_columns]
+    return None if e is None else [e.text, e.ast.to_list(), e.name_columns, list(e.names)]
 
 
 def _unexpr(d: Any) -> ex.Expr | None:
-    return None if d is None else ex.from_ast(d[0], d[1], d[2])
+    return None if d is None else ex.StoredExpr(d[0], d[1], tuple(d[3]), d[2])
 
 
 def to_data(kn: Knowledge) -> dict[str, Any]:
