@@ -8,7 +8,6 @@ plain query needs neither pydantic, PyYAML, networkx nor lark.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kb import expr as ex
@@ -133,7 +132,7 @@ class Claim:
 class Knowledge:
     """The validated rules. Never changed once built: a view with another model or other prices
     is a new Knowledge (kb.derived.with_model, kb.prices.with_prices)."""
-    root: Path
+    root: str                       # the rules directory
     gpus: dict[str, dict[str, Any]]
     models: dict[str, dict[str, Any]]
     precisions: dict[str, dict[str, Any]]

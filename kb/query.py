@@ -34,13 +34,16 @@ def _get_parser() -> Any:
     lark import), else lark itself. Its lexer (_Lexer) is made along with it."""
     global _parser, _errors, _lexer
     if _parser is None:
-        from kb.paths import grammar_dir
+        import os
 
-        path = grammar_dir() / "query.lark"
+        from kb.paths import grammar_root
+
+        path = os.path.join(grammar_root(), "query.lark")
         try:
             from kb import _query_parser as tables
 
-            current = tables.GRAMMAR == path.read_text(encoding="utf-8")
+            with open(path, encoding="utf-8") as f:
+                current = tables.GRAMMAR == f.read()
         except (ImportError, AttributeError, OSError, ValueError):
             current = False
         if current:

@@ -32,36 +32,38 @@ from __future__ import annotations
 
 import marshal
 import os
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kb import expr as ex
 from kb.derived import derive
 from kb.model import Case, Claim, Edge, Flow, Formula, Knowledge, Node
 from kb.query_words import vocab_from_data, vocab_to_data
 
+if TYPE_CHECKING:
+    from pathlib import Path
+
 FORMAT = 9
 RACY_NS = 3_000_000_000         # stats of a file changed this recently (or later) are not kept
 Stats = tuple[tuple[str, int, int, int, int], ...]
 
 
-def cache_dir() -> Path | None:
+def cache_dir() -> str | None:
     if os.environ.get("KBQ_NO_CACHE"):
         return None
     base = os.environ.get("KBQ_CACHE_DIR")
     if base:
-        return Path(base)
+        return base
     xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "kbq"
+    return os.path.join(xdg if xdg else os.path.join(os.path.expanduser("~"), ".cache"), "kbq")
 
 
-def _files(root: Path) -> list[Path]:
-    from kb.paths import grammar_dir, rule_files
+def _files(root: str) -> list[str]:
+    from kb.paths import grammar_file_names, rule_file_names
 
-    return rule_files(root) + sorted(grammar_dir().glob("*.lark"))
+    return rule_file_names(root) + grammar_file_names()
 
 
-def content_key(root: Path, files: list[Path] | None = None) -> str:
+def content_key(root: str, files: list[str] | None = None) -> str:
     import hashlib
 
     from kb.paths import MAX_FILE_BYTES
@@ -69,19 +71,21 @@ def content_key(root: Path, files: list[Path] | None = None) -> str:
 
     h = hashlib.sha256(f"kbq {__version__} snapshot {FORMAT}\n".encode())
     for p in _files(root) if files is None else files:
-        h.update(str(p.relative_to(p.parent.parent) if p.suffix == ".lark" else p.relative_to(root)).encode())
+        # a grammar by its directory and name (grammar/query.lark), a rule file from the root
+        h.update((os.path.join(*p.rsplit(os.sep, 2)[-2:]) if p.endswith(".lark")
+                  else os.path.relpath(p, root)).encode())
         h.update(b"\0")
         try:
-            with p.open("rb") as f:    # a file over the cap is refused by the build: its head will do
+            with open(p, "rb") as f:    # a file over the cap is refused by the build: its head will do
                 h.update(f.read(MAX_FILE_BYTES + 1))
-        except OSError:                # unreadable: the build says so, with the file's name
+        except OSError:                 # unreadable: the build says so, with the file's name
             h.update(b"\0unreadable")
         h.update(b"\0")
-    h.update(str(root.resolve()).encode())
+    h.update(os.path.realpath(root).encode())
     return h.hexdigest()
 
 
-def _stats(files: list[Path]) -> Stats | None:
+def _stats(files: list[str]) -> Stats | None:
     """Each file's path, size, mtime, ctime and inode; None when one cannot be read."""
     out = []
     for p in files:
@@ -89,7 +93,7 @@ def _stats(files: list[Path]) -> Stats | None:
             st = os.stat(p)
         except OSError:
             return None
-        out.append((str(p), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
+        out.append((p, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
     return tuple(out)
 
 
@@ -100,18 +104,21 @@ def _settled(stats: Stats | None, now_ns: int) -> Stats | None:
     return stats
 
 
-def snapshot_path(directory: Path, root: Path) -> Path:
-    from binascii import crc32
-
+def snapshot_path(directory: str, root: str) -> str:
     from kb.version import __version__
 
-    # one file per rules directory (the header says which; a name collision only rebuilds)
-    return directory / f"knowledge-{crc32(f'{root}|{__version__}|{FORMAT}'.encode()):08x}.marshal"
+    # one file per rules directory (the header says which; a name collision only rebuilds),
+    # named by a 32-bit FNV-1a of its path, version and format
+    h = 0x811C9DC5
+    for byte in f"{root}|{__version__}|{FORMAT}".encode():
+        h = ((h ^ byte) * 0x01000193) & 0xFFFFFFFF
+    return os.path.join(directory, f"knowledge-{h:08x}.marshal")
 
 
-def load_or_build(root: Path) -> Knowledge:
+def load_or_build(root: str | Path) -> Knowledge:
     import time
 
+    root = os.fspath(root)
     directory = cache_dir()
     path = snapshot_path(directory, root) if directory else None
     files = _files(root)
@@ -119,8 +126,9 @@ def load_or_build(root: Path) -> Knowledge:
     key = None
     if path is not None and stats is not None:
         try:
-            header, data = marshal.loads(path.read_bytes())
-            if header["format"] == FORMAT and header["root"] == str(root):
+            with open(path, "rb") as f:
+                header, data = marshal.loads(f.read())
+            if header["format"] == FORMAT and header["root"] == root:
                 if header["stats"] == stats:
                     return from_data(data, root)
                 key = content_key(root, files)
@@ -138,24 +146,29 @@ def load_or_build(root: Path) -> Knowledge:
         import json                         # the stored values are exactly the JSON form's
 
         data = json.loads(json.dumps(to_data(kn), separators=(",", ":")))
-        _save(path, {"format": FORMAT, "root": str(root), "key": key,
+        _save(path, {"format": FORMAT, "root": root, "key": key,
                      "stats": _settled(stats, time.time_ns())}, data)
     return kn
 
 
-def _save(path: Path, header: dict[str, Any], data: dict[str, Any]) -> None:
+def _save(path: str, header: dict[str, Any], data: dict[str, Any]) -> None:
     import tempfile             # only when a snapshot is written: kept off the plain-query path
 
+    directory = os.path.dirname(path)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd, tmp = tempfile.mkstemp(prefix=".knowledge-", dir=path.parent)
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".knowledge-", dir=directory)
         with os.fdopen(fd, "wb") as f:
             f.write(marshal.dumps((header, data)))
         os.chmod(tmp, 0o600)
         os.replace(tmp, path)
-        for old in path.parent.glob("knowledge-*"):
-            if old != path:
-                old.unlink(missing_ok=True)
+        for name in os.listdir(directory):
+            old = os.path.join(directory, name)
+            if name.startswith("knowledge-") and old != path:
+                try:
+                    os.unlink(old)
+                except FileNotFoundError:
+                    pass
     except OSError:
         pass  # a read-only home is fine: the next run builds again
 
@@ -205,7 +218,7 @@ def to_data(kn: Knowledge) -> dict[str, Any]:
     }
 
 
-def from_data(d: dict[str, Any], root: Path) -> Knowledge:
+def from_data(d: dict[str, Any], root: str | Path) -> Knowledge:
     formulas = {}
     for f in d["formulas"]:
         cases = tuple(Case(_unexpr(w), _unexpr(e), note) for w, e, note in f["cases"])  # type: ignore[arg-type]
@@ -225,7 +238,7 @@ def from_data(d: dict[str, Any], root: Path) -> Knowledge:
                     c["tolerance"], _unexpr(c["applies_when"]), c["example_query"], c["note"],  # type: ignore[arg-type]
                     c["per_gpu"], c["where"]) for c in d["claims"]]
     return derive(Knowledge(
-        root=root, gpus=d["gpus"], models=d["models"], precisions=d["precisions"],
+        root=os.fspath(root), gpus=d["gpus"], models=d["models"], precisions=d["precisions"],
         sources=d["sources"], inputs=d["inputs"], constants=d["constants"], formulas=formulas,
         closure={k: tuple(v) for k, v in d["closure"].items()}, flows=flows, claims=claims,
         query=d["query"], bare_size_refs=d["bare_size_refs"], gpu_alias=d["gpu_alias"],
