@@ -21,8 +21,8 @@ the JSON form (`to_data` → JSON → back), never code and nothing that can run
 nodes when first read (kb.expr.StoredExpr) and compiled when first evaluated. What the
 knowledge graph gave (each formula's evaluation order, each flow's layers) is stored, not the
 graph, so a query never imports networkx; so is the query vocabulary (kb.query_words), which
-is only read from the rest. A snapshot that fails to read or does not match is rebuilt, never
-trusted.
+is only read from the rest (kept as made: marshal stores its sets and tuples as they are). A
+snapshot that fails to read or does not match is rebuilt, never trusted.
 
 Cache directory: $KBQ_CACHE_DIR, else $XDG_CACHE_HOME/kbq, else ~/.cache/kbq. KBQ_NO_CACHE=1
 turns it off. Nothing is written when the directory cannot be created.
@@ -37,7 +37,8 @@ from typing import TYPE_CHECKING, Any
 from kb import expr as ex
 from kb.derived import derive
 from kb.model import Case, Claim, Edge, Flow, Formula, Knowledge, Node
-from kb.query_words import vocab_from_data, vocab_to_data
+from kb.query_words import Vocab, vocab_from_data, vocab_to_data
+from kb.record import fields
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -146,6 +147,8 @@ def load_or_build(root: str | Path) -> Knowledge:
         import json                         # the stored values are exactly the JSON form's
 
         data = json.loads(json.dumps(to_data(kn), separators=(",", ":")))
+        vocab = vocab_from_data(data["vocabulary"])     # kept as made: its sets and tuples
+        data["vocabulary"] = {f.name: getattr(vocab, f.name) for f in fields(Vocab) if f.name != "words"}
         _save(path, {"format": FORMAT, "root": root, "key": key,
                      "stats": _settled(stats, time.time_ns())}, data)
     return kn
@@ -246,4 +249,12 @@ def from_data(d: dict[str, Any], root: str | Path) -> Knowledge:
         runtimes=d["runtimes"], runtime_alias=d["runtime_alias"],
         runtime_defaults=d["runtime_defaults"], error_bands=d["error_bands"],
         sharding=d["sharding"], objectives=d["objectives"],
-        prices=d["prices"], advice=d["advice"]), vocab_from_data(d["vocabulary"]))
+        prices=d["prices"], advice=d["advice"]), _vocab(d["vocabulary"]))
+
+
+def _vocab(d: dict[str, Any]) -> Vocab:
+    """The query vocabulary: as made, from the marshal snapshot (its sets and tuples kept), or
+    from the JSON form (to_data)."""
+    if isinstance(d.get("prefixes"), frozenset):
+        return Vocab(**d, words={})
+    return vocab_from_data(d)

@@ -43,6 +43,23 @@ def test_the_stored_vocabulary_equals_the_one_built_from_the_rules():
     assert list(got.table) == list(want.table)        # the table keeps its order of first entry
 
 
+def test_the_vocabulary_read_from_a_saved_snapshot_equals_the_built_one(cache):
+    """The saved snapshot keeps the vocabulary as made (frozensets, tuples), not in its JSON
+    form: read back through load_or_build it equals the built one, with the same types."""
+    from kb.record import fields
+
+    directory, rules = cache
+    built = snapshot.load_or_build(rules)               # builds and saves
+    again = snapshot.load_or_build(rules)               # reads
+    assert again is not built
+    want, got = built.derived.vocabulary, again.derived.vocabulary
+    for f in fields(want):
+        mine, theirs = getattr(got, f.name), getattr(want, f.name)
+        assert mine == theirs and type(mine) is type(theirs), f.name
+    assert all(type(v) is tuple for v in got.table.values())
+    assert list(got.table) == list(want.table)
+
+
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
     monkeypatch.setenv("KBQ_CACHE_DIR", str(tmp_path / "cache"))
