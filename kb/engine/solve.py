@@ -8,7 +8,6 @@ The search only calls the forward model (resolve → scope → `fits`); it knows
 
 from __future__ import annotations
 
-import copy
 import math
 from typing import Any
 
@@ -40,6 +39,8 @@ def targets_asked(w: Workload) -> bool:
 def at_value(w: Workload, vary: str, value: float, kn: Knowledge | None = None) -> Workload:
     """The workload at `value`. A context the query did not split into prompt and output is
     prompt + output: the default output, and the rest is prompt."""
+    import copy                 # capacity questions only: copy is kept off the plain query's path
+
     w2 = copy.deepcopy(w)
     w2.question = None
     if vary == "users":
