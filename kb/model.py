@@ -21,7 +21,7 @@ PER_GPU_INPUTS = frozenset({"gpu_count"})
 # a format spec a verdict may use: width up to 2 digits, up to 6 decimals ({total_gb:.1f}, {x:,.0f})
 TEMPLATE_SPEC = re.compile(r"^[<>^]?\d{0,2},?(\.[0-6])?[fgde%]?$")
 TEMPLATE_FIELD = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.]*)(?::([^{}]*))?\}")
-_SEPARATORS = re.compile(r"[\s_\-]+")
+_SEPARATORS = r"[\s_\-]+"          # compiled on first use (re caches it): off a plain query's path
 # how a figure's name reads in a template shown without an answer ({per_gpu_gb:.1f} → ‹per-GPU GB›)
 _NAME_WORDS = {"gpu": "GPU", "gpus": "GPUs", "gb": "GB", "vram": "VRAM", "kv": "KV", "tdp": "TDP",
                "tflops": "TFLOPS", "w": "W", "s": "s", "mb": "MB", "tb": "TB"}
@@ -47,7 +47,7 @@ def readable_template(text: str) -> str:
 
 def norm(text: str) -> str:
     """Alias key: lowercase, separators dropped ('RTX 4000 Ada' == 'rtx-4000-ada')."""
-    return _SEPARATORS.sub("", text.lower())
+    return re.sub(_SEPARATORS, "", text.lower())
 
 
 @record(frozen=True)

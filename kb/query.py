@@ -81,8 +81,8 @@ class _Items:
         return items
 
 
-_DIGITS = re.compile(r"\d+")
-_DECIMAL = re.compile(r"[\d.]+")
+_DIGITS = r"\d+"             # compiled when a count or a memory size is first read (re caches them)
+_DECIMAL = r"[\d.]+"
 
 # terminal → the Tok of an item
 _SINGLE: dict[str, Callable[[str, int], Tok]] = {
@@ -91,8 +91,8 @@ _SINGLE: dict[str, Callable[[str, int], Tok]] = {
     "NUMBER": lambda t, col: Tok("num", t, col, t),
     "SIZE": lambda t, col: Tok("size", t, col, float(t[:-1]), "billion"),
     "MOE_SIZE": lambda t, col: Tok("moe", t, col),
-    "COUNT": lambda t, col: Tok("count", t, col, int(_DIGITS.match(t).group())),  # type: ignore[union-attr]
-    "MEMORY": lambda t, col: Tok("mem", t, col, float(_DECIMAL.match(t).group())),  # type: ignore[union-attr]
+    "COUNT": lambda t, col: Tok("count", t, col, int(re.match(_DIGITS, t).group())),  # type: ignore[union-attr]
+    "MEMORY": lambda t, col: Tok("mem", t, col, float(re.match(_DECIMAL, t).group())),  # type: ignore[union-attr]
     "MONEY": lambda t, col: Tok("money", t, col),
     "VS": lambda t, col: Tok("vs", t, col),
 }

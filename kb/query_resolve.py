@@ -8,7 +8,6 @@ the column, width and a suggestion. Every word comes from the rules (kb.query_wo
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 from kb.errors import QueryError
@@ -36,7 +35,6 @@ class Tok:
 
 _PHRASE_KINDS = frozenset(("word", "num", "size", "moe", "mem"))
 _SPACED = frozenset(("count", "mem", "money"))        # items whose text may hold white space
-_LEADING_NUMBER = re.compile(r"^(\d+(?:\.\d+)?)([a-z/].*)$", re.I)
 Hit = tuple[str, str]
 
 
