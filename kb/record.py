@@ -4,7 +4,7 @@ In: a class body with annotated fields (defaults, `field(default_factory=…, re
 Out: the class with `__init__`, `__repr__`, `__eq__` (and `__hash__` when frozen, as
 `dataclasses` gives them), `__match_args__` and `__record_fields__`. A plain `kbq "QUERY"`
 makes ~25 such classes; `@dataclass` writes each one's methods as source and compiles them,
-and importing `dataclasses` imports `inspect` with it, together about a third of the cold
+and importing `dataclasses` imports `inspect` with it, together nearly a quarter of the cold
 start's work. Here the methods are shared functions that read the class's field table, so
 making a class costs a dict walk. Type checkers read `@record` as a dataclass
 (`typing.dataclass_transform`).
