@@ -8,12 +8,13 @@ Nothing is loaded at import; the rules are read on first use (see kb.paths).
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kb.version import __version__
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from kb.answer import Answer
     from kb.knowledge import Knowledge
 

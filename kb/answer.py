@@ -7,7 +7,6 @@ disagreements, warnings (plus advice, claims_checked, units, question).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -15,8 +14,10 @@ if TYPE_CHECKING:
     from kb.records_answer import (Advice, Bottleneck, ClaimChecked, ErrorBand, Memory, Option,
                                    PricesUsed, Question, Recommendation, Throughput, WorkloadDict)
 
+from kb.record import field, record
 
-@dataclass
+
+@record
 class Step:
     node: str
     rule: str
@@ -31,7 +32,7 @@ class Step:
     sources: list[str] = field(default_factory=list)    # the source ids, one by one
 
 
-@dataclass
+@record
 class GpuRow:
     id: str
     name: str
@@ -70,7 +71,7 @@ class GpuRow:
 _NO_PRICES: PricesUsed = {}
 
 
-@dataclass
+@record
 class Answer:
     query: str
     workload: WorkloadDict
@@ -103,8 +104,15 @@ class Answer:
         return d
 
     def to_json(self) -> bytes:
-        """to_dict() as compact JSON, the same bytes: orjson writes the dataclasses (their
-        fields, in order) without the copies to_dict makes."""
+        """to_dict() as compact JSON, the same bytes, without the copies to_dict makes: orjson
+        writes each record (the Answer, its rows and steps) as its fields, in order."""
         import orjson
 
-        return orjson.dumps(self)
+        return orjson.dumps(self, default=_fields)
+
+
+def _fields(obj: object) -> dict[str, Any]:
+    """A record's fields, in order, for orjson (which writes dataclasses by itself, not records)."""
+    if isinstance(obj, (Answer, GpuRow, Step)):
+        return obj.__dict__
+    raise TypeError(f"{type(obj).__name__} is not JSON serializable")

@@ -12,13 +12,15 @@ from __future__ import annotations
 import sys
 import typing
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
+
+from kb.record import field, record
 
 SORTS = ("value", "cost", "speed", "memory", "power")
 
 
-class Opt(NamedTuple):
+@record(frozen=True)
+class Opt:
     flag: str
     dest: str               # the QueryArgs field it sets
     value: Any = None       # what a flag sets; None: the option takes a value (see metavar)
@@ -49,7 +51,7 @@ QUERY_OPTIONS = (
 _BY_FLAG = {o.flag: o for o in QUERY_OPTIONS}
 
 
-@dataclass
+@record
 class QueryArgs:
     fmt: str = "text"                   # text, markdown or json
     limit: int | None = 12              # GPU rows shown in text and Markdown (0: all)
@@ -176,7 +178,8 @@ def run(args: QueryArgs, usage: str) -> int:
 
 # ---------------------------------------------------------------- --batch
 
-class Settings(NamedTuple):
+@record(frozen=True)
+class Settings:
     """What a batch line is answered with besides its query: the options of the command line
     that the plain `kbq "QUERY"` takes (--model-config, --prices, --sort, --options)."""
 

@@ -240,7 +240,9 @@ def schema(name: str) -> None:
         from pydantic import TypeAdapter
 
         from kb.answer import Answer
+        from kb.record import as_dataclass
 
+        as_dataclass(Answer)
         click.echo(dump(TypeAdapter(Answer).json_schema()), nl=False)
         return
     from kb.schema import json_schema

@@ -18,13 +18,13 @@ the same one at once compute the same value.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 from kb.gpu_names import Scope, gpu_columns, precision_key, runs_on
 from kb.model import Claim, Formula, Knowledge
 from kb.query_words import Vocab, vocabulary
+from kb.record import record, replace
 
 if TYPE_CHECKING:
     from kb.records import GPU, Model, Precision
@@ -85,7 +85,7 @@ class Lazy(Mapping[K, V], Generic[K, A, V]):
         return len(self._keys())
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Derived:
     order: Mapping[str, tuple[str, ...]]            # formula → the formulas it needs, then itself
     constants: Mapping[str, float]                  # constant → value

@@ -7,7 +7,8 @@ The CLI maps these to exit code 2 and the server to HTTP 400; nothing else does 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+
+from kb.record import field, record
 
 
 def nearest(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str | None:
@@ -29,7 +30,7 @@ class KbError(Exception):
         return {"message": str(self)}
 
 
-@dataclass
+@record
 class QueryError(KbError):
     """A query the parser cannot read. `column` is 1-based."""
 
@@ -67,7 +68,7 @@ class QueryError(KbError):
                 "expected": self.expected, "text": self.render()}
 
 
-@dataclass
+@record
 class RuleError(KbError):
     """A rule file that does not validate: file:line:col: message."""
 

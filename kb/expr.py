@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from functools import cache, cached_property, lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +22,7 @@ from kb.errors import EvalError
 from kb.functions import FUNCTIONS
 from kb.nodes import Bin, Call, Cmp, Logic, Neg, Not, from_list
 from kb.nodes_base import Name, Node, Num, Str
+from kb.record import field, record
 from kb.units import BOOL, COUNTS, ONE, TEXT, Unit, UnitError, format_unit, parse_unit
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = ["BOOL", "COUNTS", "FUNCTIONS", "MAX_DEPTH", "MISSING", "NO_HOLES", "ONE", "RAISED",
            "TEXT", "Col", "Expr", "ExprSyntaxError", "Failed", "Fn", "Scope", "Unit",
-           "UnitError", "at", "elementwise", "filled", "format_unit", "from_ast", "guarded",
+           "StoredExpr", "UnitError", "at", "elementwise", "filled", "format_unit", "from_ast", "guarded",
            "infer_unit", "parse", "parse_unit"]
 
 MAX_DEPTH = 60
@@ -45,7 +45,7 @@ class ExprSyntaxError(Exception):
         self.suggestion = suggestion
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Expr:
     text: str
     ast: Node
@@ -218,6 +218,20 @@ def from_ast(text: str, ast: Node | list[Any], columns: dict[str, int] | None = 
     node.names(names)
     return Expr(text=text, ast=node, names=tuple(dict.fromkeys(names)),
                 name_columns=columns or {})
+
+
+class StoredExpr(Expr):
+    """An Expr read back from the knowledge snapshot (kb.snapshot) with the names it reads: its
+    nodes are built from their list form (`ast.to_list()`) when first read, since a plain query
+    reads a fraction of the rules' ~320 expressions. Otherwise an Expr like any other."""
+
+    def __init__(self, text: str, ast: list[Any], names: tuple[str, ...], columns: dict[str, int]) -> None:
+        d = self.__dict__
+        d["text"], d["_stored"], d["names"], d["name_columns"] = text, ast, names, columns
+
+    @cached_property
+    def ast(self) -> Node:
+        return from_list(self.__dict__["_stored"])
 
 
 def infer_unit(ast: Node, units: dict[str, Unit]) -> Unit:

@@ -39,7 +39,7 @@ __all__ = ["build", "Knowledge", "Formula", "Flow", "Node", "Edge", "Claim", "Ca
 # ---------------------------------------------------------------- building
 
 
-def build(root: Path) -> Knowledge:
+def build(root: str | Path) -> Knowledge:
     """Load and check every rule file under root. Raises RuleErrors with all problems."""
     root = Path(root)
     errs = Collector()
@@ -256,7 +256,7 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
         flow.layers = flow_layers(graph, flow)
     from kb.derived import derive
 
-    return derive(Knowledge(root=root, gpus=gpus, models=models, precisions=precisions, sources=sources,
+    return derive(Knowledge(root=str(root), gpus=gpus, models=models, precisions=precisions, sources=sources,
                      inputs=inputs, constants=constants, formulas=formulas, closure=closure,
                      flows=flows, claims=claims, query=query, bare_size_refs=refs,
                      gpu_alias=gpu_alias, model_alias=model_alias, precision_alias=precision_alias,

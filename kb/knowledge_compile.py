@@ -8,7 +8,7 @@ objects (kb.model), each formula's evaluation order (`closures`) and whether it 
 
 from __future__ import annotations
 
-from dataclasses import replace
+from kb.record import replace
 from typing import Any
 
 import networkx as nx

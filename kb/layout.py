@@ -12,14 +12,15 @@ pipeline stages run across nodes. A layer split (llama.cpp) takes any count as p
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from kb.records_answer import Parallel
 
+from kb.record import record
 
-@dataclass(frozen=True)
+
+@record(frozen=True)
 class Layout:
     tp: int
     pp: int

@@ -8,11 +8,10 @@ plain query needs neither pydantic, PyYAML, networkx nor lark.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kb import expr as ex
+from kb.record import field, record
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -27,7 +26,7 @@ PER_GPU_INPUTS = frozenset({"gpu_count"})
 # a format spec a verdict may use: width up to 2 digits, up to 6 decimals ({total_gb:.1f}, {x:,.0f})
 TEMPLATE_SPEC = re.compile(r"^[<>^]?\d{0,2},?(\.[0-6])?[fgde%]?$")
 TEMPLATE_FIELD = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.]*)(?::([^{}]*))?\}")
-_SEPARATORS = re.compile(r"[\s_\-]+")
+_SEPARATORS = r"[\s_\-]+"          # compiled on first use (re caches it): off a plain query's path
 # how a figure's name reads in a template shown without an answer ({per_gpu_gb:.1f} → ‹per-GPU GB›)
 _NAME_WORDS = {"gpu": "GPU", "gpus": "GPUs", "gb": "GB", "vram": "VRAM", "kv": "KV", "tdp": "TDP",
                "tflops": "TFLOPS", "w": "W", "s": "s", "mb": "MB", "tb": "TB"}
@@ -53,17 +52,17 @@ def readable_template(text: str) -> str:
 
 def norm(text: str) -> str:
     """Alias key: lowercase, separators dropped ('RTX 4000 Ada' == 'rtx-4000-ada')."""
-    return _SEPARATORS.sub("", text.lower())
+    return re.sub(_SEPARATORS, "", text.lower())
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Case:
     when: ex.Expr | None
     expr: ex.Expr
     note: str | None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Formula:
     name: str
     unit: str
@@ -84,14 +83,14 @@ class Formula:
                           for c in self.cases)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Edge:
     to: str
     when: ex.Expr | None
     label: str | None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Node:
     id: str
     kind: str
@@ -102,7 +101,7 @@ class Node:
     where: str
 
 
-@dataclass
+@record
 class Flow:
     id: str
     title: str
@@ -118,7 +117,7 @@ class Flow:
     layers: tuple[tuple[str, ...], ...] = ()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Claim:
     id: str
     source: str
@@ -134,11 +133,11 @@ class Claim:
     where: str
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Knowledge:
     """The validated rules. Never changed once built: a view with another model or other prices
     is a new Knowledge (kb.derived.with_model, kb.prices.with_prices)."""
-    root: Path
+    root: str                       # the rules directory
     gpus: dict[str, GPU]
     models: dict[str, Model]
     precisions: dict[str, Precision]
@@ -163,7 +162,7 @@ class Knowledge:
     prices: dict[str, Price]                  # gpu id → prices.yaml entry
     advice: Advice                            # prices.yaml advice: sort orders ({} without one)
     # the tables derived from the rest, set once by kb.derived.derive (None only before that)
-    derived: Derived = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
+    derived: Derived = field(default=None, repr=False, compare=False)
     # the networkx graph of formulas and flow nodes (kb.graph) when built from YAML; None when
     # read from a snapshot, which keeps what the graph gave (closure, each flow's layers)
     graph: nx.DiGraph | None = field(default=None, repr=False, compare=False)

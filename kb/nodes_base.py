@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Mapping
-from dataclasses import FrozenInstanceError
 from typing import Any, ClassVar
 
 from kb.columns import RAISED, Fn, Op, Scope
 from kb.errors import EvalError
+from kb.record import frozen_error
 from kb.units import TEXT, Unit
 
 Show = Callable[[str], str]
@@ -77,10 +77,10 @@ class Node:
             f"{name}={getattr(self, name)!r}" for name in self.FIELDS) + ")"
 
     def __setattr__(self, name: str, value: object) -> None:
-        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        raise frozen_error(f"cannot assign to field {name!r}")
 
     def __delattr__(self, name: str) -> None:
-        raise FrozenInstanceError(f"cannot delete field {name!r}")
+        raise frozen_error(f"cannot delete field {name!r}")
 
     def __getstate__(self) -> tuple[Any, ...]:
         return self._values()

@@ -1,63 +1,103 @@
-"""Generate kb/_query_parser.py: lark's standalone LALR parser for grammar/query.lark.
+"""Generate kb/_query_parser.py: the LALR tables lark computes for grammar/query.lark.
 
     python -m kb.parsergen          # after editing grammar/query.lark
 
-The generated module lets a plain query skip importing lark. It records the SHA-256 of the
-grammar it was built from; kb.query uses it only when that matches the grammar on disk, and
-falls back to lark otherwise, so a stale module is never used. tests/test_query.py checks it is
-current.
+The generated module holds data only: the grammar's text, the one pattern of its terminals
+in lark's lexer order (kb.query._Lexer), and lark's LALR(1) parse table with what each rule's
+reduction keeps. kb.lalr runs the table, so a plain query imports neither lark nor a copy of
+its runtime. kb.query uses the module only while its grammar text is the one on disk, and
+lark itself otherwise, so a stale module is never used; tests/test_snapshot.py checks it is
+current and tests/test_query.py that both read every query alike.
+
+The tables stand for lark's tree builder only on the grammars kb.lalr follows: no aliases,
+no `?rule` and no kept punctuation; anything else is refused here.
 """
 
 from __future__ import annotations
 
-import hashlib
-import re
-import subprocess
 import sys
 from pathlib import Path
+from pprint import pformat
+from typing import Any
 
+from kb.lalr import DROP, KEEP, REDUCE, SHIFT, SPLICE
 from kb.paths import grammar_dir
 
 OUT = Path(__file__).resolve().parent / "_query_parser.py"
 
 
-def grammar_sha() -> str:
-    return hashlib.sha256((grammar_dir() / "query.lark").read_bytes()).hexdigest()
+def grammar_text() -> str:
+    return (grammar_dir() / "query.lark").read_text(encoding="utf-8")
+
+
+def tables() -> dict[str, Any]:
+    """The generated module's values, from lark's LALR parser of grammar/query.lark."""
+    import lark
+    from lark.parsers.lalr_analysis import Shift
+
+    from kb.query import _Lexer
+
+    parser = lark.Lark(grammar_text(), parser="lalr", maybe_placeholders=False)
+    lexer = _Lexer.of(parser)
+    if lexer is None or parser.options.keep_all_tokens:
+        raise SystemExit("grammar/query.lark: kb.query's one-pattern lexer cannot cut its terminals")
+    index: dict[Any, int] = {}
+    rules: list[tuple[str, tuple[int, ...]]] = []
+    for rule in parser.rules:
+        o = rule.options
+        if rule.alias or o.expand1 or o.keep_all_tokens or o.empty_indices:
+            raise SystemExit(f"grammar/query.lark: rule {rule} needs lark's tree builder "
+                             "(an alias, ?rule or kept tokens): kb.lalr does not follow it")
+        index[rule] = len(rules)
+        rules.append((str(rule.origin.name), tuple(
+            (DROP if getattr(s, "filter_out", False) else KEEP) if s.is_term else (SPLICE if s.name.startswith("_") else KEEP)
+            for s in rule.expansion)))
+    table = parser.parser.parser.parser.parse_table
+    (start,) = parser.options.start
+    # lark numbers its states in no fixed order: number them as met from the start state,
+    # each state's shifts in the order of their symbols, so the same grammar gives the same file
+    order = [table.start_states[start]]
+    number = {order[0]: 0}
+    for state in order:                     # grows as it goes
+        for _, (action, arg) in sorted(table.states[state].items()):
+            if action is Shift and arg not in number:
+                number[arg] = len(order)
+                order.append(arg)
+    states = {number[state]: {str(symbol): (SHIFT, number[arg]) if action is Shift else (REDUCE, index[arg])
+                              for symbol, (action, arg) in sorted(table.states[state].items())}
+              for state in number}
+    return {"GRAMMAR": grammar_text(), "PATTERN": lexer.pattern.pattern, "FLAGS": lexer.pattern.flags,
+            "SRE": sre_code(lexer.pattern.pattern, lexer.pattern.flags),
+            "IGNORE": tuple(sorted(lexer.ignore)), "START_STATE": 0,
+            "END_STATE": number[table.end_states[start]], "RULES": tuple(rules), "STATES": states}
+
+
+def sre_code(pattern: str, flags: int) -> tuple[Any, ...]:
+    """What re.compile hands the regex engine for `pattern`, made by re's own parser and
+    compiler (pure Python, ~6% of a cold query for the lexer's pattern), with the Python
+    version and engine magic it is valid for: kb.query.lexer_pattern passes it to the engine
+    directly when both match, and compiles the pattern as usual otherwise."""
+    import _sre
+    from re import _compiler, _parser  # type: ignore[attr-defined]
+
+    parsed = _parser.parse(pattern, flags)
+    groupindex = dict(parsed.state.groupdict)
+    indexgroup = [None] * parsed.state.groups
+    for name, i in groupindex.items():
+        indexgroup[i] = name
+    return (tuple(sys.version_info[:2]), _sre.MAGIC, _sre.CODESIZE, flags | parsed.state.flags,
+            tuple(int(c) for c in _compiler._code(parsed, flags)), parsed.state.groups - 1, groupindex,
+            tuple(indexgroup))
 
 
 def main() -> int:
-    # no --propagate_positions: kb.query builds no tree, and every token carries its own column
-    code = subprocess.run([sys.executable, "-m", "lark.tools.standalone",
-                           str(grammar_dir() / "query.lark")], capture_output=True, text=True,
-                          check=True).stdout
-    # lark's template keeps its optional parser cache, which would read pickles; kbq never
-    # passes `cache`, and the generated module must not be able to load one at all.
-    code, n = re.subn(r"pickle\.load\(f\)", "_refuse_cache(f)", code)
-    # lark imports the third-party `regex` module whenever it is installed, for Lark(regex=True)
-    # only; kbq never asks for it, and the import is a tenth of a query's cold start.
-    code, m = re.subn(r"try:\n    import regex\n    _has_regex = True\nexcept ImportError:\n    _has_regex = False\n",
-                      "_has_regex = False      # kbq never passes regex=True (kb/parsergen.py)\n", code)
-    # Saving a cache (never asked for) is refused too, so the module needs no pickle, zlib or
-    # base64; and lark's log messages, at its level CRITICAL, are never shown, so a logger that
-    # drops them stands in for the logging module (with what it imports, ~8 ms of a cold start).
-    code, p = re.subn(r"pickle\.dump\([^\n]*\)", "_refuse_cache()", code)
-    code, z = re.subn(r"\nimport pickle, zlib, base64\n", "\n", code)
-    code, lg = re.subn(r"import logging\n(.*?)\nlogger: logging\.Logger = logging\.getLogger\(\"lark\"\)\n"
-                       r"logger\.addHandler\(logging\.StreamHandler\(\)\)\n(.*?)"
-                       r"logger\.setLevel\(logging\.CRITICAL\)\n",
-                       r"\1\nlogger = _Unheard()\n", code, flags=re.S)
-    if not n or m != 1 or p != 2 or z != 1 or lg != 1 or re.search(r"\b(pickle|zlib|base64|logging)\.", code):
-        raise SystemExit("lark's standalone template changed: review kb/parsergen.py's edits")
-    header = (f'# Generated by `python -m kb.parsergen` from grammar/query.lark; do not edit.\n'
-              f'# flake8: noqa\n# mypy: ignore-errors\nGRAMMAR_SHA256 = "{grammar_sha()}"\n\n\n'
-              'def _refuse_cache(*args):\n'
-              '    raise RuntimeError("kbq\'s generated parser reads and writes no cache files")\n\n\n'
-              'class _Unheard:\n'
-              '    """lark\'s logger at its level CRITICAL: every message it is given is dropped."""\n\n'
-              '    def _drop(self, *args, **kwargs):\n'
-              '        pass\n\n'
-              '    debug = info = warning = error = exception = critical = setLevel = _drop\n\n\n')
-    OUT.write_text(header + code, encoding="utf-8")
+    values = tables()
+    body = "".join(f"{name} = {pformat(value, width=100, compact=True, sort_dicts=False)}\n\n"
+                   for name, value in values.items())
+    OUT.write_text('"""Generated by `python -m kb.parsergen` from grammar/query.lark; do not edit.\n\n'
+                   "lark's LALR(1) tables for the query grammar, run by kb.lalr (SHIFT 0, REDUCE 1;\n"
+                   'a rule keeps 0, drops 1 or splices 2 each child), and its terminals as one pattern."""\n'
+                   "# flake8: noqa\n\n" + body.rstrip("\n") + "\n", encoding="utf-8")
     print(f"wrote {OUT}")
     return 0
 

@@ -2,35 +2,54 @@
 
 In: nothing (or the KBQ_RULES / KBQ_GRAMMAR environment variables).
 Out: the paths of the rules and grammar directories, from an installed wheel
-(`kb/_data/…`) or from a source checkout (the repository root).
+(`kb/_data/…`) or from a source checkout (the repository root). A plain query takes them as
+strings (`rules_root`, `rule_file_names`), so it does not import pathlib (with urllib.parse,
+a sixteenth of its cold start); the rest of kbq takes them as Paths.
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-_PACKAGE = Path(__file__).resolve().parent
+if TYPE_CHECKING:
+    from pathlib import Path
+
+_PACKAGE = os.path.dirname(os.path.realpath(__file__))
 
 
-def _find(name: str, env: str) -> Path:
+def _find(name: str, env: str) -> str:
     override = os.environ.get(env)
     if override:
-        return Path(override).expanduser().resolve()
-    for candidate in (_PACKAGE / "_data" / name, _PACKAGE.parent / name):
-        if candidate.is_dir():
+        return os.path.realpath(os.path.expanduser(override))
+    for candidate in (os.path.join(_PACKAGE, "_data", name), os.path.join(os.path.dirname(_PACKAGE), name)):
+        if os.path.isdir(candidate):
             return candidate
-    return _PACKAGE.parent / name
+    return os.path.join(os.path.dirname(_PACKAGE), name)
 
 
-def rules_dir() -> Path:
+def rules_root() -> str:
     """The directory that holds gpus.yaml, models.yaml, formulas.yaml, flows/…"""
     return _find("rules", "KBQ_RULES")
 
 
-def grammar_dir() -> Path:
+def grammar_root() -> str:
     """The directory that holds query.lark and expr.lark."""
     return _find("grammar", "KBQ_GRAMMAR")
+
+
+def rules_dir() -> Path:
+    """rules_root() as a Path."""
+    from pathlib import Path
+
+    return Path(rules_root())
+
+
+def grammar_dir() -> Path:
+    """grammar_root() as a Path."""
+    from pathlib import Path
+
+    return Path(grammar_root())
 
 
 MAX_FILE_BYTES = 4_000_000      # a rule file, a config.json, a batch line: read no more than this
@@ -40,13 +59,30 @@ REQUIRED_RULE_FILES = ("sources", "precisions", "gpus", "models", "formulas", "q
 OPTIONAL_RULE_FILES = ("error_bands", "prices")
 
 
-def rule_files(root: Path) -> list[Path]:
+def _names(directory: str, suffix: str) -> list[str]:
+    """The entries of `directory` whose name ends with `suffix` (as a `*suffix` glob), sorted."""
+    try:
+        return sorted(os.path.join(directory, n) for n in os.listdir(directory) if n.endswith(suffix))
+    except OSError:
+        return []
+
+
+def rule_file_names(root: str) -> list[str]:
     """The rule files of `root` that exist: the named top-level files (REQUIRED_RULE_FILES,
     OPTIONAL_RULE_FILES) and flows/*.yaml. Never a walk of the tree, so `--rules /` or a stray
     YAML file beside the rules costs nothing."""
     found = [p for name in REQUIRED_RULE_FILES + OPTIONAL_RULE_FILES
-             if (p := root / f"{name}.yaml").is_file()]
-    flows = root / "flows"
-    if flows.is_dir():
-        found += sorted(p for p in flows.glob("*.yaml") if p.is_file())
-    return found
+             if os.path.isfile(p := os.path.join(root, f"{name}.yaml"))]
+    return found + [p for p in _names(os.path.join(root, "flows"), ".yaml") if os.path.isfile(p)]
+
+
+def rule_files(root: Path) -> list[Path]:
+    """rule_file_names(root) as Paths."""
+    from pathlib import Path
+
+    return [Path(p) for p in rule_file_names(os.fspath(root))]
+
+
+def grammar_file_names() -> list[str]:
+    """The grammars, grammar/*.lark."""
+    return _names(grammar_root(), ".lark")

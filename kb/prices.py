@@ -10,7 +10,6 @@ price list, checked the same way. Pure but for reading that one file.
 
 from __future__ import annotations
 
-import dataclasses
 import statistics
 from collections.abc import Callable
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import TYPE_CHECKING, cast
 from kb.errors import RuleError, RuleErrors, nearest
 from kb.loader import Doc, load, validate
 from kb.model import Knowledge
+from kb.record import replace
 
 if TYPE_CHECKING:
     from kb.loader import Path_
@@ -137,4 +137,4 @@ def with_prices(kn: Knowledge, path: Path) -> Knowledge:
         prices[gid]["file"] = doc.display
     from kb.derived import derive
 
-    return derive(dataclasses.replace(kn, gpus=merge(kn.gpus, prices), prices=prices, advice=advice))
+    return derive(replace(kn, gpus=merge(kn.gpus, prices), prices=prices, advice=advice))

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-import dataclasses
 from typing import Any
 
+from kb import lalr
 from kb.errors import QueryError
 from kb.model import Knowledge
 from kb.query_resolve import Resolver, Tok
 from kb.query_words import Vocab, vocabulary  # noqa: F401  (kept importable from here)
+from kb.record import replace
 from kb.workload import Workload
 
 MAX_QUERY_CHARS = 500
@@ -28,24 +29,28 @@ _errors: Any = None    # the module whose Unexpected* exceptions the parser rais
 
 
 def _get_parser() -> Any:
-    """The LALR parser of grammar/query.lark, making Tok items as it reduces (_Items): the
-    generated standalone module when it was built from this very grammar (no lark import),
-    else lark itself. Its lexer (_Lexer) is made along with it."""
+    """The LALR parser of grammar/query.lark, making Tok items as it reduces (_Items): kb.lalr
+    running the tables kb.parsergen generated, when they were made from this very grammar (no
+    lark import), else lark itself. Its lexer (_Lexer) is made along with it."""
     global _parser, _errors, _lexer
     if _parser is None:
-        import hashlib
+        import os
 
-        from kb.paths import grammar_dir
+        from kb.paths import grammar_root
 
-        path = grammar_dir() / "query.lark"
+        path = os.path.join(grammar_root(), "query.lark")
         try:
-            from kb import _query_parser as standalone
+            from kb import _query_parser as tables
 
-            current = standalone.GRAMMAR_SHA256 == hashlib.sha256(path.read_bytes()).hexdigest()
-        except (ImportError, AttributeError, OSError):
+            with open(path, encoding="utf-8") as f:
+                current = tables.GRAMMAR == f.read()
+        except (ImportError, AttributeError, OSError, ValueError):
             current = False
         if current:
-            _parser, _errors = standalone.Lark_StandAlone(transformer=_Items()), standalone  # type: ignore[no-untyped-call]
+            _parser = lalr.Parser(tables.STATES, tables.RULES, tables.START_STATE, tables.END_STATE, _Items())
+            _errors = lalr
+            _lexer = _Lexer(lexer_pattern(tables.PATTERN, tables.FLAGS, getattr(tables, "SRE", None)),
+                            frozenset(tables.IGNORE))
         else:
             import lark
             from lark import exceptions
@@ -53,8 +58,19 @@ def _get_parser() -> Any:
             _parser = lark.Lark.open(str(path), parser="lalr", maybe_placeholders=False,
                                      transformer=_Items())
             _errors = exceptions
-        _lexer = _Lexer.of(_parser)
+            _lexer = _Lexer.of(_parser)
     return _parser
+
+
+def lexer_pattern(pattern: str, flags: int, sre: tuple[Any, ...] | None) -> re.Pattern[str]:
+    """re.compile(pattern, flags), from the regex engine's code kb.parsergen stored (sre_code)
+    when it was made by this Python's re for this engine; compiled afresh otherwise."""
+    import _sre
+    import sys
+
+    if sre is not None and sre[:3] == ((sys.version_info[0], sys.version_info[1]), _sre.MAGIC, _sre.CODESIZE):
+        return _sre.compile(pattern, sre[3], list(sre[4]), sre[5], sre[6], sre[7])  # type: ignore[no-any-return]
+    return re.compile(pattern, flags)
 
 
 class _Items:
@@ -65,8 +81,8 @@ class _Items:
         return items
 
 
-_DIGITS = re.compile(r"\d+")
-_DECIMAL = re.compile(r"[\d.]+")
+_DIGITS = r"\d+"             # compiled when a count or a memory size is first read (re caches them)
+_DECIMAL = r"[\d.]+"
 
 # terminal → the Tok of an item
 _SINGLE: dict[str, Callable[[str, int], Tok]] = {
@@ -75,8 +91,8 @@ _SINGLE: dict[str, Callable[[str, int], Tok]] = {
     "NUMBER": lambda t, col: Tok("num", t, col, t),
     "SIZE": lambda t, col: Tok("size", t, col, float(t[:-1]), "billion"),
     "MOE_SIZE": lambda t, col: Tok("moe", t, col),
-    "COUNT": lambda t, col: Tok("count", t, col, int(_DIGITS.match(t).group())),  # type: ignore[union-attr]
-    "MEMORY": lambda t, col: Tok("mem", t, col, float(_DECIMAL.match(t).group())),  # type: ignore[union-attr]
+    "COUNT": lambda t, col: Tok("count", t, col, int(re.match(_DIGITS, t).group())),  # type: ignore[union-attr]
+    "MEMORY": lambda t, col: Tok("mem", t, col, float(re.match(_DECIMAL, t).group())),  # type: ignore[union-attr]
     "MONEY": lambda t, col: Tok("money", t, col),
     "VS": lambda t, col: Tok("vs", t, col),
 }
@@ -144,6 +160,9 @@ def _lex(query: str) -> list[Tok]:
         if _lexer is None:                  # lark's own lexer
             return [_SINGLE[t.type](str(t), t.column or 1) for t in parser.parse(query)]
         items = _lexer.items(query)
+        if _errors is lalr:
+            toks: list[Tok] = parser.parse(items)      # kb.lalr reads the Toks as they are
+            return toks
         interactive = parser.parse_interactive()
         for tok in items:
             interactive.feed_token(tok)
@@ -207,4 +226,4 @@ def _checked_suggestion(err: QueryError, kn: Knowledge, model_given: bool) -> Qu
             return err
     except QueryError:
         pass
-    return dataclasses.replace(err, suggestion=None)
+    return replace(err, suggestion=None)

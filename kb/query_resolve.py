@@ -8,8 +8,6 @@ the column, width and a suggestion. Every word comes from the rules (kb.query_wo
 from __future__ import annotations
 
 import math
-import re
-from dataclasses import dataclass
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,6 +16,7 @@ from kb.model import Knowledge, norm
 from kb.query_finish import Finisher
 from kb.query_unknown import Entry, Unknown
 from kb.query_words import money, number, scaled
+from kb.record import record
 from kb.workload import GpuRequest, Workload
 
 # what a token stands for, read as the number it is by the rules that take it (a size, a count,
@@ -25,7 +24,7 @@ from kb.workload import GpuRequest, Workload
 TokValue = Any
 
 
-@dataclass
+@record
 class Tok:
     kind: str          # word num size moe count mem money vs
     text: str
@@ -41,7 +40,6 @@ class Tok:
 
 _PHRASE_KINDS = frozenset(("word", "num", "size", "moe", "mem"))
 _SPACED = frozenset(("count", "mem", "money"))        # items whose text may hold white space
-_LEADING_NUMBER = re.compile(r"^(\d+(?:\.\d+)?)([a-z/].*)$", re.I)
 Hit = tuple[str, str]
 
 

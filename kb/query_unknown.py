@@ -25,11 +25,11 @@ if TYPE_CHECKING:
 # what a phrase table holds per key: (kind, value) in Vocab.table, a unit name in Vocab.units
 Entry = TypeVar("Entry", tuple[str, str], str)
 
-_LEADING_NUMBER = re.compile(r"^(\d+(?:\.\d+)?)([a-z/].*)$", re.I)
+_LEADING_NUMBER = r"^(\d+(?:\.\d+)?)([a-z/].*)$"      # these compile on first use (re caches them):
 _PHRASE_KINDS = frozenset(("word", "num", "size", "moe", "mem"))
-_NAME_PARTS = re.compile(r"[-_]")
-_HAS_SIZE = re.compile(r"\d+(\.\d+)?b")
-_WORDS = re.compile(r"[\s_-]+")
+_NAME_PARTS = r"[-_]"                                  # only unknown words reach them
+_HAS_SIZE = r"\d+(\.\d+)?b"
+_WORDS = r"[\s_-]+"
 
 
 class Unknown:
@@ -70,7 +70,7 @@ class Unknown:
         tok = self.toks[i]
         if self.pasted_name(tok):
             return i + 1
-        m = _LEADING_NUMBER.match(tok.text)
+        m = re.match(_LEADING_NUMBER, tok.text, re.I)
         if m:                                     # "16users", "500ms", "1s": a number and a unit
             num = self._tok("num", m.group(1), tok.col, m.group(1))
             rest = self._tok("word", m.group(2), tok.col + len(m.group(1)))
@@ -122,13 +122,13 @@ class Unknown:
 
     def _shorter(self, text: str) -> tuple[str, str] | None:
         """'Qwen3-30B-A3B-Instruct-2507': the name without trailing parts after its size."""
-        parts = [p for p in _NAME_PARTS.split(text.rpartition("/")[2]) if p]
+        parts = [p for p in re.split(_NAME_PARTS, text.rpartition("/")[2]) if p]
         for n in range(len(parts) - 1, 0, -1):
             key = read_name("-".join(parts[:n]), self.vocab).key
             hit = self.vocab.table.get(key)
             if hit is not None and hit[0] == "model":
                 return hit
-            if not _HAS_SIZE.search(key):
+            if not re.search(_HAS_SIZE, key):
                 break
         return None
 
@@ -160,7 +160,7 @@ class Unknown:
             _, hit, n = best
             span = run[n - 1].end - tok.col
             bad = next((t for t in run[:n] if norm(t.text) not in norm(self.vocab.display[hit])), tok)
-            parts = _WORDS.split(self.vocab.display[hit])
+            parts = re.split(_WORDS, self.vocab.display[hit])
             if n > 1 and bad is not tok and len(parts) == n:      # the one wrong word, put right
                 return QueryError(self.q, bad.col, f"unknown word '{bad.text}'",
                                   parts[run.index(bad)], [self.vocab.display[hit]], max(1, len(bad.text)))

@@ -9,15 +9,15 @@ and aliases of GPUs, models, precisions and runtimes). Out: a Vocab, built once 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, fields
 from typing import Any
 
 from kb.model import Knowledge, norm
+from kb.record import fields, record
 
 MAX_PHRASE_TOKENS = 7
 
 
-@dataclass
+@record
 class Vocab:
     """Every phrase the resolver knows: normalised key → (kind, value), plus display forms."""
     table: dict[str, tuple[str, str]]
@@ -40,7 +40,7 @@ class Vocab:
     gpu_names: dict[str, str]       # key of every GPU's name and alias → its id
 
 
-_RTX = re.compile(r"^(?:nvidia\s+)?(?:geforce\s+)?rtx\s*(\d{4}(?:\s*ti)?(?:\s*super)?)$")
+_RTX = r"^(?:nvidia\s+)?(?:geforce\s+)?rtx\s*(\d{4}(?:\s*ti)?(?:\s*super)?)$"   # compiled on first use
 
 
 def vocabulary(kn: Knowledge) -> Vocab:
@@ -83,7 +83,7 @@ def vocabulary(kn: Knowledge) -> Vocab:
         add(str(w), "filler", str(w))
     for gpu_id, gpu in kn.gpus.items():          # "4090", "3090 ti": an RTX card by its number
         for a in [gpu["name"], *gpu.get("aliases", [])]:
-            m = _RTX.match(a.lower())
+            m = re.match(_RTX, a.lower())
             if m:
                 add(m.group(1), "gpu", gpu_id)
     for family in sorted({m["family"] for m in kn.models.values()}):
@@ -150,12 +150,12 @@ def scaled(text: str) -> bool:
     return text.strip().lower()[-1:] in ("k", "m")
 
 
-_MONEY = re.compile(r"\$\s*([\d,]+(?:\.\d+)?[km]?)(.*)", re.I)
+_MONEY = r"\$\s*([\d,]+(?:\.\d+)?[km]?)(.*)"      # compiled on first use (with re.I)
 
 
 def money(text: str) -> tuple[float, bool]:
     """'$2/h' → (2.0, True: per GPU hour); '$5k' → (5000.0, False)."""
-    m = _MONEY.match(text.strip())
+    m = re.match(_MONEY, text.strip(), re.I)
     assert m is not None                  # the grammar's MONEY terminal
     return number(m.group(1)), bool(m.group(2).strip())
 
@@ -215,10 +215,10 @@ def near_misses(word: str, vocab: Vocab) -> list[str]:
 
 # ---------------------------------------------------------------- pasted names
 
-_SIZE_PART = re.compile(r"^(\d+(?:\.\d+)?)b$")
+_SIZE_PART = r"^(\d+(?:\.\d+)?)b$"        # compiled on first use
 
 
-@dataclass
+@record
 class NameReading:
     """What a pasted model name says: the model key left, formats, dropped parts, a size."""
     key: str
@@ -262,7 +262,7 @@ def read_name(text: str, vocab: Vocab) -> NameReading:
         dropped.append(kept.pop(0))
     size_b = None
     for part in kept:
-        m = _SIZE_PART.match(part.lower())
+        m = re.match(_SIZE_PART, part.lower())
         if m:
             size_b = float(m.group(1))
     return NameReading(norm("-".join(kept)), formats, dropped, size_b)

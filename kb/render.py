@@ -211,7 +211,7 @@ def text(a: Answer, limit: int | None = 12, trace: bool = True) -> str:
 # python-markdown (MkDocs) takes a backslash only before \ ` * _ { } [ ] ( ) # + - . ! and
 # shows it before anything else, so the rest are written as character references, which
 # GitHub, MkDocs and python-markdown all read the same (a reference never splits a table cell).
-_MD_SPECIAL = re.compile(r"([\\`*\[\]<>|~$&]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")
+_MD_SPECIAL = r"([\\`*\[\]<>|~$&]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))"   # compiled on first use
 _MD_REFERENCES = {"<": "&lt;", ">": "&gt;", "|": "&#124;", "~": "&#126;", "$": "&#36;", "&": "&amp;"}
 
 
@@ -222,7 +222,7 @@ def _md_escape(m: re.Match[str]) -> str:
 
 def md(text: object) -> str:
     """Plain text for a Markdown line or table cell: one line, punctuation escaped."""
-    return _MD_SPECIAL.sub(_md_escape, " ".join(str(text).split()))
+    return re.sub(_MD_SPECIAL, _md_escape, " ".join(str(text).split()))
 
 
 def markdown(a: Answer, limit: int | None = 12) -> str:

@@ -8,16 +8,20 @@ This is the one place that reads rules/ for an answer; it goes through the snaps
 
 from __future__ import annotations
 
-import threading
-from pathlib import Path
+import os
+from _thread import allocate_lock       # threading.Lock, without importing threading
+from typing import TYPE_CHECKING
 
 from kb.model import Knowledge
-from kb.paths import rules_dir
+from kb.paths import rules_root
 from kb.snapshot import load_or_build
 
+if TYPE_CHECKING:
+    from pathlib import Path
 
-def load_knowledge(root: Path | None = None) -> Knowledge:
-    return load_or_build((root if root is not None else rules_dir()).resolve())
+
+def load_knowledge(root: str | Path | None = None) -> Knowledge:
+    return load_or_build(os.path.realpath(root if root is not None else rules_root()))
 
 
 class KnowledgeCache:
@@ -26,7 +30,7 @@ class KnowledgeCache:
 
     def __init__(self) -> None:
         self._loaded: dict[str, Knowledge] = {}
-        self._lock = threading.Lock()
+        self._lock = allocate_lock()
 
     def get(self, root: str | Path | None = None) -> Knowledge:
         key = str(root) if root is not None else ""
@@ -35,12 +39,14 @@ class KnowledgeCache:
             with self._lock:
                 found = self._loaded.get(key)
                 if found is None:
-                    found = self._loaded[key] = load_knowledge(Path(root) if root is not None else None)
+                    found = self._loaded[key] = load_knowledge(root)
         return found
 
     def priced(self, root: str | Path | None, prices: str | Path) -> Knowledge:
         """The knowledge of `root` with another price file (kb.prices.with_prices), built once
         per file."""
+        from pathlib import Path
+
         from kb.prices import with_prices
 
         key = f"{root or ''}\0prices:{prices}"

@@ -7,18 +7,19 @@ rules/query.yaml defaults, and each default used is listed in the answer's assum
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
+from kb.record import field, record
 
-@dataclass
+
+@record
 class GpuRequest:
     gpu_id: str | None          # None: a bare capacity ("on 20GB")
     count: int = 1
     capacity_gb: float | None = None
 
 
-@dataclass
+@record
 class Workload:
     task: str = "infer"                       # infer serve prefill full_ft lora qlora pretrain
     question: str | None = None               # which_gpu max_users max_context largest_model how_many_gpus

@@ -219,11 +219,13 @@ def answer_model() -> TypeAdapter[Answer]:
     from pydantic import TypeAdapter
 
     from kb.answer import Answer
+    from kb.record import as_dataclass
     from kb.records import Value  # noqa: F401
     from kb.records_answer import (Advice, Bottleneck, ClaimChecked, ErrorBand,  # noqa: F401
                                    Memory, Option, PricesUsed, Question, Recommendation, Throughput,
                                    WorkloadDict)
 
+    as_dataclass(Answer)
     return TypeAdapter(Answer)
 
 

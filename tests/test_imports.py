@@ -14,7 +14,7 @@ import networkx as nx
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("kb", "server")
-GENERATED = {"kb._query_parser"}       # lark's standalone parser, written by kb.parsergen
+GENERATED = {"kb._query_parser"}       # the query grammar's LALR tables, written by kb.parsergen
 # The entry points, which may import the server lazily (`kbq serve`).
 CLI = {"kb.cli", "kb.commands"}
 

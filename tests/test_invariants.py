@@ -21,7 +21,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import math
 from typing import Any
@@ -32,12 +31,13 @@ from hypothesis import strategies as st
 
 from kb import ask, get_knowledge
 from kb.errors import QueryError
+from kb.record import is_record, replace
 from test_fuzz import Drawn, vocab_query   # the fuzzing's query generator (tests/test_fuzz.py)
 
 KN = get_knowledge()
 # Every catalogue GPU judged on one card (as without rules/prices.yaml's advice, which judges
 # each at the fewest cards that hold the job): the one-card invariants below compare these.
-ONE_CARD = dataclasses.replace(KN, advice={})
+ONE_CARD = replace(KN, advice={})
 
 
 def one_card(q: str) -> Any:
@@ -371,7 +371,7 @@ SIGNED_FIELDS = {"headroom_gb", "difference_pct"}
 
 
 def _walk(value: Any, path: str, out: list[tuple[str, Any]]) -> None:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    if is_record(value) and not isinstance(value, type):
         value = dict(value.__dict__)
     if isinstance(value, dict):
         signed_step = str(value.get("rule", "")).startswith("headroom_gb ")

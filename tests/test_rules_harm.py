@@ -8,7 +8,6 @@ warnings. Never code run, a file written, a crash, a RecursionError or a hang.
 
 from __future__ import annotations
 
-import dataclasses
 
 import json
 import math
@@ -26,6 +25,7 @@ from kb.errors import KbError, RuleErrors
 from kb.knowledge import build
 from kb.paths import rules_dir
 from kb.query import parse
+from kb.record import replace
 
 SHAPE = re.compile(r"^rules/[\w./-]+:\d+:\d+: \S")
 
@@ -79,7 +79,7 @@ def error_at(errors: list[str], file: str, line: int, column: int, *fragments: s
 def ask_with(root: Path, q: str, one_card: bool = False) -> dict:
     kn = build(root)
     if one_card:       # every GPU on one card, ranked by the sizing flow (no prices.yaml advice)
-        kn = dataclasses.replace(kn, advice={})
+        kn = replace(kn, advice={})
     d = answer(parse(q, kn), kn, q).to_dict()
     json.dumps(d, allow_nan=False)
     return d
@@ -160,7 +160,7 @@ def test_a_python_tag_is_refused_through_the_snapshot_path_too(rules: Path, tmp_
     with pytest.raises(RuleErrors):
         ask("serve 7B", rules_dir=rules)
     assert not target.exists()
-    assert not list((tmp_path / "cache").glob("knowledge-*.json"))
+    assert not list((tmp_path / "cache").glob("knowledge-*"))
 
 
 # ---------------------------------------------------------------- expressions reaching out

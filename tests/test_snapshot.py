@@ -1,6 +1,7 @@
 """The compiled snapshot gives the same answers as the YAML, and is rebuilt when anything changes."""
 
 import json
+import marshal
 import shutil
 
 import pytest
@@ -8,7 +9,7 @@ import pytest
 from kb import snapshot
 from kb.engine import answer
 from kb.knowledge import build
-from kb.parsergen import grammar_sha
+from kb.parsergen import grammar_text, tables
 from kb.paths import rules_dir
 from kb.query import parse
 
@@ -28,9 +29,8 @@ def test_the_stored_vocabulary_equals_the_one_built_from_the_rules():
     """The snapshot keeps the query vocabulary rather than building it at load: read back, it
     must equal kb.query_words.vocabulary of the knowledge (field by field, with the same types:
     the resolver tests membership in sets and unpacks the table's (kind, value) tuples)."""
-    from dataclasses import fields
-
     from kb.query_words import vocabulary
+    from kb.record import fields
 
     built = build(rules_dir())
     again = snapshot.from_data(json.loads(json.dumps(snapshot.to_data(built))), built.root)
@@ -41,6 +41,23 @@ def test_the_stored_vocabulary_equals_the_one_built_from_the_rules():
         assert mine == theirs and type(mine) is type(theirs), f.name
     assert all(type(v) is tuple for v in got.table.values())
     assert list(got.table) == list(want.table)        # the table keeps its order of first entry
+
+
+def test_the_vocabulary_read_from_a_saved_snapshot_equals_the_built_one(cache):
+    """The saved snapshot keeps the vocabulary as made (frozensets, tuples), not in its JSON
+    form: read back through load_or_build it equals the built one, with the same types."""
+    from kb.record import fields
+
+    directory, rules = cache
+    built = snapshot.load_or_build(rules)               # builds and saves
+    again = snapshot.load_or_build(rules)               # reads
+    assert again is not built
+    want, got = built.derived.vocabulary, again.derived.vocabulary
+    for f in fields(want):
+        mine, theirs = getattr(got, f.name), getattr(want, f.name)
+        assert mine == theirs and type(mine) is type(theirs), f.name
+    assert all(type(v) is tuple for v in got.table.values())
+    assert list(got.table) == list(want.table)
 
 
 @pytest.fixture
@@ -55,42 +72,120 @@ def cache(tmp_path, monkeypatch):
 def test_edit_invalidates_and_corrupt_snapshot_is_rebuilt(cache):
     directory, rules = cache
     kn = snapshot.load_or_build(rules)
-    files = list(directory.glob("knowledge-*.json"))
+    files = list(directory.glob("knowledge-*"))
     assert len(files) == 1
     # an edited rule file gets a new key: the old snapshot is not served
     text = (rules / "gpus.yaml").read_text()
     (rules / "gpus.yaml").write_text(text.replace("bandwidth_gb_s: 3350", "bandwidth_gb_s: 3351", 1))
     kn2 = snapshot.load_or_build(rules)
     assert kn2.gpus["h100-sxm5"]["bandwidth_gb_s"] == 3351 != kn.gpus["h100-sxm5"]["bandwidth_gb_s"]
-    files = list(directory.glob("knowledge-*.json"))
+    files = list(directory.glob("knowledge-*"))
     assert len(files) == 1
     # a corrupt snapshot is rebuilt, not trusted
-    files[0].write_text("{not json")
+    for junk in (b"{not marshal", b"", marshal.dumps((1, 2)), marshal.dumps(({"format": 8}, []))):
+        files[0].write_bytes(junk)
+        assert snapshot.load_or_build(rules).gpus["h100-sxm5"]["bandwidth_gb_s"] == 3351
+    # a snapshot whose key does not match its files is rebuilt too
+    header, data = marshal.loads(files[0].read_bytes())
+    header["key"], header["stats"] = "0" * 64, None
+    data["gpus"]["h100-sxm5"]["bandwidth_gb_s"] = 1
+    files[0].write_bytes(marshal.dumps((header, data)))
     assert snapshot.load_or_build(rules).gpus["h100-sxm5"]["bandwidth_gb_s"] == 3351
-    # a snapshot whose key does not match its file is rebuilt too
-    data = json.loads(files[0].read_text())
-    data["key"] = "0" * 64
-    data["knowledge"]["gpus"]["h100-sxm5"]["bandwidth_gb_s"] = 1
-    files[0].write_text(json.dumps(data))
+
+
+def _no_hashing(*args):
+    raise AssertionError("the rule files were hashed")
+
+
+def _no_build(*args):
+    raise AssertionError("the knowledge was built")
+
+
+def test_unchanged_files_are_trusted_by_their_stats_and_a_changed_one_is_hashed(cache, monkeypatch):
+    """Files that stat as they did when the snapshot was written are not read again; a touched
+    file is hashed and, unchanged, keeps the snapshot; an edit that keeps the file's size and
+    puts its mtime back still changes its ctime, so it is hashed and rebuilt."""
+    import os
+
+    import kb.knowledge
+
+    directory, rules = cache
+    monkeypatch.setattr(snapshot, "RACY_NS", 0)          # the copied files count as settled
+    snapshot.load_or_build(rules)
+    with monkeypatch.context() as m:
+        m.setattr(snapshot, "content_key", _no_hashing)
+        m.setattr(kb.knowledge, "build", _no_build)
+        assert snapshot.load_or_build(rules).gpus["h100-sxm5"]["bandwidth_gb_s"] == 3350
+    gpus = rules / "gpus.yaml"
+    st = gpus.stat()
+    os.utime(gpus, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))        # touched only
+    with monkeypatch.context() as m:
+        m.setattr(kb.knowledge, "build", _no_build)
+        assert snapshot.load_or_build(rules).gpus["h100-sxm5"]["bandwidth_gb_s"] == 3350
+    with monkeypatch.context() as m:                      # the new stats were kept
+        m.setattr(snapshot, "content_key", _no_hashing)
+        m.setattr(kb.knowledge, "build", _no_build)
+        snapshot.load_or_build(rules)
+    st = gpus.stat()
+    gpus.write_text(gpus.read_text().replace("bandwidth_gb_s: 3350", "bandwidth_gb_s: 3351", 1))
+    os.utime(gpus, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert gpus.stat().st_size == st.st_size and gpus.stat().st_mtime_ns == st.st_mtime_ns
     assert snapshot.load_or_build(rules).gpus["h100-sxm5"]["bandwidth_gb_s"] == 3351
+
+
+def test_stats_of_files_changed_just_now_are_not_trusted(cache, monkeypatch):
+    """A file written within the last seconds could be written again in the same clock tick
+    with the same size: such a snapshot keeps no stats, and its next use hashes the files."""
+    directory, rules = cache
+    # the rules were copied just now; however slow the build, their change counts as recent
+    monkeypatch.setattr(snapshot, "RACY_NS", 10**18)
+    snapshot.load_or_build(rules)
+    header, _ = marshal.loads(next(directory.glob("knowledge-*")).read_bytes())
+    assert header["stats"] is None
+    calls = []
+    real = snapshot.content_key
+    monkeypatch.setattr(snapshot, "content_key", lambda *a: calls.append(1) or real(*a))
+    assert snapshot.load_or_build(rules).gpus["h100-sxm5"]["bandwidth_gb_s"] == 3350
+    assert calls == [1]
 
 
 def test_generated_query_parser_matches_the_grammar():
     from kb import _query_parser
 
-    assert _query_parser.GRAMMAR_SHA256 == grammar_sha(), "run: python -m kb.parsergen"
+    assert _query_parser.GRAMMAR == grammar_text(), "run: python -m kb.parsergen"
+    made = tables()             # what lark computes now: the same tables, in the same numbering
+    if made["SRE"][:3] != _query_parser.SRE[:3]:    # the lexer's regex code of another Python
+        del made["SRE"]
+    assert {name: getattr(_query_parser, name) for name in made} == made, "run: python -m kb.parsergen"
 
 
-def test_generated_query_parser_imports_neither_logging_nor_pickle():
-    """kb.parsergen drops lark's logger (level CRITICAL: it shows nothing) and its cache
-    (kbq passes none) from the generated module, so a plain query does not import logging,
-    pickle, zlib or base64 for them; the parser still reads a query."""
+def test_the_stored_regex_code_is_the_pattern_compiled():
+    """kb.query hands the regex engine the code kb.parsergen stored for the lexer's pattern
+    (when this Python made it): the Pattern is the one re.compile gives, and it cuts alike."""
+    import re
+
+    from kb import _query_parser as t
+    from kb.query import lexer_pattern
+
+    stored, fresh = lexer_pattern(t.PATTERN, t.FLAGS, t.SRE), re.compile(t.PATTERN, t.FLAGS)
+    assert (stored.pattern, stored.flags, stored.groups, stored.groupindex) == \
+        (fresh.pattern, fresh.flags, fresh.groups, fresh.groupindex)
+    for q in ["serve 70B int4 16 users on 2x h100", "8×h100 vs 2 x a100 $1.89/h 24/7 é 1e6 -- x",
+              "MIXTRAL 8X7B Q4_K_M, 1,000 users; 20GiB?", "\u212a k ß ǅ"]:
+        assert [(m.lastgroup, m.span()) for m in stored.finditer(q)] == \
+            [(m.lastgroup, m.span()) for m in fresh.finditer(q)], q
+
+
+def test_generated_query_parser_needs_neither_lark_nor_logging_nor_pickle():
+    """The generated module is data and kb.lalr runs it, so reading a query imports neither
+    lark nor what lark's runtime would bring (logging, pickle, base64)."""
     import subprocess
     import sys
 
-    code = ("import sys; from kb import _query_parser as p; "
-            "print(sorted(m for m in ('logging', 'pickle', 'base64') if m in sys.modules)); "
-            "print([t.type for t in p.Lark_StandAlone().lex('serve 70B int4 16 users')])")
+    code = ("import sys; from kb import query; query._get_parser(); "
+            "items = query._lex('serve 70B int4 16 users'); "
+            "print(sorted(m for m in ('lark', 'logging', 'pickle', 'base64') if m in sys.modules)); "
+            "print([t.type for t in items])")
     out = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, check=True).stdout
     unwanted, tokens = out.splitlines()
     assert unwanted == "[]"

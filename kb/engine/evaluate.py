@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from kb.errors import EvalError
 from kb.expr import MISSING, RAISED, Col, Failed, at, filled, guarded
 from kb.model import Formula, Knowledge
+from kb.record import field, record
 
 Scope = dict[str, Any]
 
 
-@dataclass
+@record
 class Evaluated:
     """A scope and, for each formula computed in it, the index of the case used and any error.
     In a scope over several candidate GPUs a value, case or error may be a Col (kb.expr): one

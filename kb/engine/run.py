@@ -10,7 +10,6 @@ first (kb.engine.solve), then answered at its value. Pure: no I/O, no printing.
 
 from __future__ import annotations
 
-import copy
 from typing import TYPE_CHECKING
 
 from kb import advice as rightsize
@@ -57,6 +56,8 @@ def _answer_question(w: Workload, kn: Knowledge, query: str, brief: bool = False
     if w.gpus:
         targets = [(capacity_gpu(g, kn) if g.gpu_id is None else kn.gpus[g.gpu_id], g.count) for g in w.gpus]
     elif question == "how_many_gpus":
+        import copy             # capacity questions only: copy is kept off the plain query's path
+
         rt = resolve(copy.deepcopy(w), kn).runtime
         targets = [(g, 1) for g in kn.gpus.values() if runs_on(rt, g)]
     else:
@@ -121,6 +122,8 @@ def _exact_gpus_needed(kn: Knowledge, w: Workload, rows: list[GpuRow],
 def _first_ranked(w: Workload, kn: Knowledge) -> str:
     """The first card of the sizing flow's ranking for the workload as asked (a capacity
     question with no GPU is answered on it)."""
+    import copy
+
     plain = copy.deepcopy(w)
     plain.question = None
     return _answer(plain, kn).gpus[0].id

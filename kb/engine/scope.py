@@ -9,13 +9,13 @@ figures, as rules/formulas.yaml `inputs` names them).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from kb import training as tr
 from kb.engine.evaluate import Scope
 from kb.gpu_names import runs_on
 from kb.model import Knowledge, capacity_fields
+from kb.record import record
 from kb.workload import GpuRequest, Workload
 
 if TYPE_CHECKING:
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from kb.records_answer import Parallel
 
 
-@dataclass
+@record
 class Resolved:
     workload: Workload
     runtime: Runtime

@@ -8,15 +8,14 @@ The search only calls the forward model (resolve → scope → `fits`); it knows
 
 from __future__ import annotations
 
-import copy
 import math
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kb.engine.evaluate import Evaluated, evaluate
 from kb.engine.gpus import gpu_scope, layout_of
 from kb.engine.scope import base_scope, resolve
 from kb.model import Knowledge
+from kb.record import record
 from kb.render import num
 from kb.workload import Workload
 
@@ -24,7 +23,7 @@ if TYPE_CHECKING:
     from kb.records import GPU
 
 
-@dataclass
+@record
 class Probe:
     fits: bool                      # the search's condition holds (memory, the speed floor, the targets asked)
     per_gpu_gb: float | None
@@ -43,6 +42,8 @@ def targets_asked(w: Workload) -> bool:
 def at_value(w: Workload, vary: str, value: float, kn: Knowledge | None = None) -> Workload:
     """The workload at `value`. A context the query did not split into prompt and output is
     prompt + output: the default output, and the rest is prompt."""
+    import copy                 # capacity questions only: copy is kept off the plain query's path
+
     w2 = copy.deepcopy(w)
     w2.question = None
     if vary == "users":
