@@ -161,7 +161,18 @@ def test_the_gguf_to_float_ladder_strictly_grows(model: str) -> None:
 
 
 def _memory_by_precision(base: str, precisions: list[str] | None = None) -> dict[str, float]:
-    return {p: total_gb(base.format(precision=p)) for p in (precisions or PRECISIONS)}
+    """Total GB per precision named in the query; a precision whose words the query reads as
+    part of a model name (`kimi-k2-thinking int4` is that model's INT4 release, in its own
+    format) is left out, since the answer is then about another format."""
+    out = {}
+    for p in precisions or PRECISIONS:
+        a = ask(base.format(precision=p))
+        if a.workload["precision"] != p:
+            continue
+        value = a.memory["total_gb"]
+        assert isinstance(value, float) and math.isfinite(value), (base, p, value)
+        out[p] = value
+    return out
 
 
 # A LoRA base in a float format the card lacks (fp8 on an A100) is held in the format's fallback
