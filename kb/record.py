@@ -76,7 +76,7 @@ def field(*, default: object = MISSING, default_factory: Callable[[], object] | 
 
 def fields(obj: object) -> tuple[Field, ...]:
     """The fields of a record class or instance, in order."""
-    flds: tuple[Field, ...] = getattr(obj, "__record_fields__")
+    flds: tuple[Field, ...] = obj.__record_fields__  # type: ignore[attr-defined]
     return flds
 
 
@@ -146,7 +146,7 @@ def _make_init(cls: type, flds: tuple[Field, ...]) -> Callable[..., None]:
                 raise TypeError(f"{qualname}.__init__() missing required argument(s): "
                                 + ", ".join(repr(m) for m in missing))
         if post_init is not None:
-            getattr(self, "__post_init__")()
+            self.__post_init__()  # type: ignore[attr-defined]
 
     __init__.__qualname__ = f"{qualname}.__init__"
     return __init__
@@ -264,8 +264,8 @@ def as_dataclass(*classes: type) -> None:
                 ns[f.name] = dataclasses.field(repr=f.repr, compare=f.compare, hash=f.hash)
         twin: type = dataclasses.dataclass(frozen=cls.__dict__.get("__record_frozen__", False))(
             type(cls.__name__, (), ns))
-        type.__setattr__(cls, "__dataclass_fields__", getattr(twin, "__dataclass_fields__"))
-        type.__setattr__(cls, "__dataclass_params__", getattr(twin, "__dataclass_params__"))
+        type.__setattr__(cls, "__dataclass_fields__", twin.__dict__["__dataclass_fields__"])
+        type.__setattr__(cls, "__dataclass_params__", twin.__dict__["__dataclass_params__"])
         if cls.__doc__ is None:
             type.__setattr__(cls, "__doc__", twin.__doc__)
 
