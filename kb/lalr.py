@@ -14,7 +14,16 @@ and every other rule is handed its children by the transformer's method of that 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    from typing import Protocol
+
+    class Token(Protocol):
+        """What the parser reads of a token: the grammar's terminal it was cut as."""
+
+        @property
+        def type(self) -> str: ...
 
 SHIFT, REDUCE = 0, 1
 KEEP, DROP, SPLICE = 0, 1, 2        # what a reduction does with each child
@@ -29,7 +38,7 @@ Rules = Sequence[tuple[str, tuple[int, ...]]]
 class UnexpectedInput(Exception):
     """A token the grammar does not take where it stands."""
 
-    def __init__(self, token: Any) -> None:
+    def __init__(self, token: object) -> None:
         super().__init__(f"unexpected {getattr(token, 'type', END)}")
         self.token = token
         self.column = getattr(token, "col", None)
@@ -45,13 +54,13 @@ class Parser:
                  transformer: object) -> None:
         self.states, self.rules = states, rules
         self.start_state, self.end_state = start_state, end_state
-        self.callbacks: dict[str, Callable[[list[Any]], Any]] = {
+        self.callbacks: dict[str, Callable[[list[object]], object]] = {
             origin: getattr(transformer, origin) for origin, _ in rules if not origin.startswith("_")}
 
-    def parse(self, tokens: Iterable[Any]) -> Any:
+    def parse(self, tokens: Iterable[Token]) -> object:
         states, rules, callbacks = self.states, self.rules, self.callbacks
         state_stack = [self.start_state]
-        values: list[Any] = []
+        values: list[object] = []
         for token in [*tokens, None]:
             symbol = END if token is None else token.type
             while True:
@@ -64,7 +73,7 @@ class Parser:
                     values.append(token)
                     break
                 origin, plan = rules[arg]
-                children: list[Any] = []
+                children: list[object] = []
                 if plan:
                     taken = values[-len(plan):]
                     del values[-len(plan):]
@@ -73,7 +82,7 @@ class Parser:
                         if how == KEEP:
                             children.append(value)
                         elif how == SPLICE:
-                            children.extend(value)
+                            children.extend(cast("list[object]", value))    # an inlined rule's children
                 value = children if origin.startswith("_") else callbacks[origin](children)
                 state_stack.append(states[state_stack[-1]][origin][1])
                 values.append(value)

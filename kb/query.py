@@ -77,7 +77,7 @@ class _Items:
     """What the parser makes of grammar/query.lark's one rule as it reduces it (lark's
     transformer hook: no parse tree is built): the items, in order."""
 
-    def start(self, items: list[Any]) -> list[Any]:
+    def start(self, items: list[object]) -> list[object]:
         return items
 
 

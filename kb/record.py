@@ -17,7 +17,10 @@ What reads dataclasses' own metadata (pydantic's JSON Schema of an Answer) gets 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar, dataclass_transform, overload
+from typing import TYPE_CHECKING, TypeVar, dataclass_transform, overload
+
+if TYPE_CHECKING:
+    from typing import Any, Final, Protocol
 
 T = TypeVar("T")
 
@@ -29,7 +32,15 @@ class _Missing:
         return "MISSING"
 
 
-MISSING: Any = _Missing()
+MISSING: Final = _Missing()
+
+
+if TYPE_CHECKING:
+    class RecordInstance(Protocol):
+        """What the shared methods read of an instance of a record class."""
+
+        __record_fields__: tuple[Field, ...]
+        __dict__: dict[str, object]
 
 
 class Field:
@@ -38,12 +49,13 @@ class Field:
 
     __slots__ = ("name", "type", "default", "default_factory", "repr", "compare", "hash")
 
-    def __init__(self, default: Any = MISSING, default_factory: Any = MISSING,
+    def __init__(self, default: object = MISSING,
+                 default_factory: Callable[[], object] | _Missing = MISSING,
                  repr: bool = True, compare: bool = True, hash: bool | None = None) -> None:
         if default is not MISSING and default_factory is not MISSING:
             raise ValueError("cannot specify both default and default_factory")
         self.name = ""
-        self.type: Any = None          # the annotation, as written (a string)
+        self.type: object = None       # the annotation, as written (a string)
         self.default = default
         self.default_factory = default_factory
         self.repr = repr
@@ -54,25 +66,27 @@ class Field:
         return f"Field(name={self.name!r})"
 
 
-def field(*, default: Any = MISSING, default_factory: Callable[[], Any] | Any = MISSING,
+def field(*, default: object = MISSING, default_factory: Callable[[], object] | _Missing = MISSING,
           repr: bool = True, compare: bool = True, hash: bool | None = None) -> Any:
     """As dataclasses.field: a field's default or default factory, and whether it shows in
-    the repr, takes part in == and in the hash."""
+    the repr, takes part in == and in the hash. Typed as dataclasses.field is: the value stands
+    in the class body for a value of the field's own type."""
     return Field(default, default_factory, repr, compare, hash)
 
 
-def fields(obj: Any) -> tuple[Field, ...]:
+def fields(obj: object) -> tuple[Field, ...]:
     """The fields of a record class or instance, in order."""
-    return obj.__record_fields__  # type: ignore[no-any-return]
+    flds: tuple[Field, ...] = obj.__record_fields__  # type: ignore[attr-defined]
+    return flds
 
 
-def is_record(obj: Any) -> bool:
+def is_record(obj: object) -> bool:
     return hasattr(obj, "__record_fields__")
 
 
-def replace(obj: T, /, **changes: Any) -> T:
+def replace(obj: T, /, **changes: object) -> T:
     """A copy of a record with some fields changed (dataclasses.replace)."""
-    for f in obj.__record_fields__:  # type: ignore[attr-defined]
+    for f in fields(obj):
         if f.name not in changes:
             changes[f.name] = getattr(obj, f.name)
     return obj.__class__(**changes)
@@ -86,11 +100,11 @@ def frozen_error(message: str) -> AttributeError:
     return FrozenInstanceError(message)
 
 
-def _frozen_setattr(self: Any, name: str, value: Any) -> None:
+def _frozen_setattr(self: object, name: str, value: object) -> None:
     raise frozen_error(f"cannot assign to field {name!r}")
 
 
-def _frozen_delattr(self: Any, name: str) -> None:
+def _frozen_delattr(self: object, name: str) -> None:
     raise frozen_error(f"cannot delete field {name!r}")
 
 
@@ -100,13 +114,14 @@ def _make_init(cls: type, flds: tuple[Field, ...]) -> Callable[..., None]:
     # every field in order, its default where it has one (the instance's __dict__ keeps this
     # order, as a dataclass's __init__ gives it)
     base = {f.name: f.default for f in flds}
-    factories = tuple((f.name, f.default_factory) for f in flds if f.default_factory is not MISSING)
+    factories = tuple((f.name, f.default_factory) for f in flds
+                      if not isinstance(f.default_factory, _Missing))
     required = tuple(f.name for f in flds if f.default is MISSING and f.default_factory is MISSING)
     n_names, n_required = len(names), len(required)     # the required fields come first
     post_init = getattr(cls, "__post_init__", None)
     qualname = cls.__qualname__
 
-    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+    def __init__(self: RecordInstance, *args: object, **kwargs: object) -> None:
         n = len(args)
         if n > n_names:
             raise TypeError(f"{qualname}.__init__() takes {n_names + 1} positional arguments "
@@ -131,25 +146,25 @@ def _make_init(cls: type, flds: tuple[Field, ...]) -> Callable[..., None]:
                 raise TypeError(f"{qualname}.__init__() missing required argument(s): "
                                 + ", ".join(repr(m) for m in missing))
         if post_init is not None:
-            self.__post_init__()
+            self.__post_init__()  # type: ignore[attr-defined]
 
     __init__.__qualname__ = f"{qualname}.__init__"
     return __init__
 
 
-def _repr(self: Any) -> str:
+def _repr(self: RecordInstance) -> str:
     return f"{self.__class__.__qualname__}(" + ", ".join(
         f"{f.name}={getattr(self, f.name)!r}" for f in self.__record_fields__ if f.repr) + ")"
 
 
-def _eq(self: Any, other: Any) -> Any:
+def _eq(self: RecordInstance, other: object) -> object:     # a bool, or NotImplemented
     if other.__class__ is not self.__class__:
         return NotImplemented
     return tuple(getattr(self, f.name) for f in self.__record_fields__ if f.compare) == \
-        tuple(getattr(other, f.name) for f in other.__record_fields__ if f.compare)
+        tuple(getattr(other, f.name) for f in fields(other) if f.compare)
 
 
-def _hash(self: Any) -> int:
+def _hash(self: RecordInstance) -> int:
     return hash(tuple(getattr(self, f.name) for f in self.__record_fields__ if f.hash))
 
 
@@ -185,7 +200,7 @@ def _make(cls: type[T], frozen: bool) -> type[T]:
         else:
             seen_default = True
     body = cls.__dict__
-    made: dict[str, Any] = {"__record_fields__": flds, "__record_frozen__": frozen,
+    made: dict[str, object] = {"__record_fields__": flds, "__record_frozen__": frozen,
                             "__match_args__": tuple(f.name for f in flds),
                             "__init__": _make_init(cls, flds)}
     if "__repr__" not in body:
@@ -212,7 +227,8 @@ def record(*, frozen: bool = False) -> Callable[[type[T]], type[T]]: ...
 
 
 @dataclass_transform(field_specifiers=(field, Field))
-def record(cls: type[T] | None = None, /, *, frozen: bool = False) -> Any:
+def record(cls: type[T] | None = None, /, *,
+           frozen: bool = False) -> type[T] | Callable[[type[T]], type[T]]:
     """@record or @record(frozen=True) on a class body, as @dataclass."""
     if cls is None:
         return lambda c: _make(c, frozen)
@@ -233,27 +249,32 @@ def as_dataclass(*classes: type) -> None:
     for cls in todo:
         if "__dataclass_fields__" in cls.__dict__:
             continue
-        ns: dict[str, Any] = {"__module__": cls.__module__, "__qualname__": cls.__qualname__,
-                              "__doc__": cls.__doc__, "__annotations__": {}}
+        annotations: dict[str, object] = {}
+        ns: dict[str, object] = {"__module__": cls.__module__, "__qualname__": cls.__qualname__,
+                                 "__doc__": cls.__doc__, "__annotations__": annotations}
         for f in fields(cls):
-            ns["__annotations__"][f.name] = _annotation(cls, f.name)
-            kw: dict[str, Any] = {"repr": f.repr, "compare": f.compare, "hash": f.hash}
+            annotations[f.name] = _annotation(cls, f)
             if f.default is not MISSING:
-                kw["default"] = f.default
-            if f.default_factory is not MISSING:
-                kw["default_factory"] = f.default_factory
-            ns[f.name] = dataclasses.field(**kw)
-        twin: Any = dataclasses.dataclass(frozen=cls.__dict__.get("__record_frozen__", False))(
+                ns[f.name] = dataclasses.field(default=f.default, repr=f.repr, compare=f.compare,
+                                               hash=f.hash)
+            elif not isinstance(f.default_factory, _Missing):
+                ns[f.name] = dataclasses.field(default_factory=f.default_factory, repr=f.repr,
+                                               compare=f.compare, hash=f.hash)
+            else:
+                ns[f.name] = dataclasses.field(repr=f.repr, compare=f.compare, hash=f.hash)
+        twin: type = dataclasses.dataclass(frozen=cls.__dict__.get("__record_frozen__", False))(
             type(cls.__name__, (), ns))
-        type.__setattr__(cls, "__dataclass_fields__", twin.__dataclass_fields__)
-        type.__setattr__(cls, "__dataclass_params__", twin.__dataclass_params__)
+        type.__setattr__(cls, "__dataclass_fields__", twin.__dict__["__dataclass_fields__"])
+        type.__setattr__(cls, "__dataclass_params__", twin.__dict__["__dataclass_params__"])
         if cls.__doc__ is None:
             type.__setattr__(cls, "__doc__", twin.__doc__)
 
 
-def _annotation(cls: type, name: str) -> Any:
+def _annotation(cls: type, f: Field) -> object:
+    """The field's annotation from the class (or base) that declares it; a field is always made
+    from one, so the fallback is the annotation the field kept."""
     for klass in cls.__mro__:
         found = klass.__dict__.get("__annotations__", {})
-        if name in found:
-            return found[name]
-    return Any
+        if f.name in found:
+            return found[f.name]
+    return f.type

@@ -6,7 +6,8 @@ can be placed in a page as is. Presentation lives in SVG attributes (no style at
 the page's Content-Security-Policy needs no 'unsafe-inline'.
 
 - memory_bar: the memory each GPU needs, stacked by part, against each GPU's usable memory.
-- roofline: log-log roofline of the primary GPU with the workload's operating points.
+- roofline: log-log roofline of the primary GPU with the workload's operating points
+  (server.charts_roofline, drawn with this module's pieces).
 - flow_chart: a decision flowchart, layered top to bottom, the walked nodes and edges marked.
 
 Every figure drawn comes from the Answer or the rules; this module only places it.
@@ -151,91 +152,6 @@ def memory_bar(answer: Answer, limit: int = 8, ident: str = "memory") -> str:
             + "; ".join(f"{BREAKDOWN_LABELS[k]} {num(v)} GB" for k, _, v in legend)
             + f". {fitting} of the {len(rows)} GPUs shown hold their share. Each bar is one GPU's share, "
             "the dark line that GPU's usable memory.")
-    return _svg(width, height, ident, title, desc, body)
-
-
-# ---------------------------------------------------------------- roofline
-
-def roofline_gpu(answer: Answer) -> GpuRow | None:
-    """The GPU row the bottleneck was judged on, if it has bandwidth and compute figures."""
-    name = answer.bottleneck.get("gpu")
-    row = next((g for g in answer.gpus if g.name == name), None)
-    if row is None or not row.bandwidth_gb_s or not row.compute_tflops:
-        return None
-    return row
-
-
-def roofline(answer: Answer, ident: str = "roofline") -> str | None:
-    """Log-log roofline of the primary GPU, or None when it has no bandwidth/compute figures."""
-    row = roofline_gpu(answer)
-    if row is None:
-        return None
-    b = answer.bottleneck
-    bw, peak = float(row.bandwidth_gb_s or 0), float(row.compute_tflops or 0)
-    ridge = float(b.get("ridge_point") or peak * 1000 / bw)
-    points = [(p, float(v)) for p, v in (b.get("arithmetic_intensity") or {}).items() if v and v > 0]
-
-    def roof(x: float) -> float:     # TFLOP/s: GB/s × FLOP/B = GFLOP/s
-        return min(peak, bw * x / 1000)
-
-    xs = [ridge, *[v for _, v in points]]
-    xlo = 10 ** math.floor(math.log10(min(xs) / 3))
-    xhi = 10 ** math.ceil(math.log10(max(xs) * 3))
-    ylo = 10 ** math.floor(math.log10(roof(xlo)))
-    yhi = 10 ** math.ceil(math.log10(peak * 1.5))
-    width, height, ml, mr, mt, mb = 760, 420, 72, 24, 28, 56
-    pw, ph = width - ml - mr, height - mt - mb
-
-    def X(v: float) -> float:
-        return ml + (math.log10(v) - math.log10(xlo)) / (math.log10(xhi) - math.log10(xlo)) * pw
-
-    def Y(v: float) -> float:
-        return mt + ph - (math.log10(v) - math.log10(ylo)) / (math.log10(yhi) - math.log10(ylo)) * ph
-
-    body = [f'<rect x="{ml}" y="{mt}" width="{pw}" height="{ph}" fill="#ffffff" stroke="{GRID}"/>',
-            f'<rect x="{ml}" y="{mt}" width="{X(ridge) - ml:.1f}" height="{ph}" fill="#eff6ff"/>']
-    for k in range(round(math.log10(xlo)), round(math.log10(xhi)) + 1):
-        gx = X(10 ** k)
-        body.append(f'<line x1="{gx:.1f}" y1="{mt}" x2="{gx:.1f}" y2="{mt + ph}" stroke="{GRID}"/>')
-        body.append(_text(gx, mt + ph + 16, num(10 ** k), anchor="middle", fill=MUTED, size=11))
-    for k in range(round(math.log10(ylo)), round(math.log10(yhi)) + 1):
-        gy = Y(10 ** k)
-        body.append(f'<line x1="{ml}" y1="{gy:.1f}" x2="{ml + pw}" y2="{gy:.1f}" stroke="{GRID}"/>')
-        body.append(_text(ml - 6, gy + 4, num(10 ** k), anchor="end", fill=MUTED, size=11))
-    body.append(_text(ml + pw / 2, height - 12, "arithmetic intensity (FLOP per byte, log scale)",
-                      anchor="middle", fill=MUTED))
-    body.append(_text(16, mt + ph / 2, "attainable TFLOP/s (log scale)", anchor="middle", fill=MUTED,
-                      extra=f' transform="rotate(-90 16 {mt + ph / 2:.1f})"'))
-    body.append(_text(ml + 8, mt + 16, "memory-bandwidth bound", fill=WALKED, size=11))
-    body.append(_text(ml + pw - 8, mt + 16, "compute bound", anchor="end", fill=BAD, size=11))
-    body.append(f'<polyline points="{X(xlo):.1f},{Y(roof(xlo)):.1f} {X(ridge):.1f},{Y(peak):.1f} '
-                f'{X(xhi):.1f},{Y(peak):.1f}" fill="none" stroke="{INK}" stroke-width="2.5"/>')
-    angle = math.degrees(math.atan2(Y(roof(ridge)) - Y(roof(xlo)), X(ridge) - X(xlo)))
-    lx = 10 ** ((math.log10(xlo) + math.log10(ridge)) / 2)
-    body.append(_text(X(lx), Y(roof(lx)) - 8, f"bandwidth {num(bw)} GB/s", anchor="middle",
-                      extra=f' transform="rotate({angle:.1f} {X(lx):.1f} {Y(roof(lx)) - 8:.1f})"'))
-    precision = f" ({row.compute_precision})" if row.compute_precision else ""
-    body.append(_text(X(ridge) + 8, Y(peak) - 8, f"compute {num(peak)} TFLOP/s{precision}"))
-    body.append(f'<line x1="{X(ridge):.1f}" y1="{Y(peak):.1f}" x2="{X(ridge):.1f}" y2="{mt + ph}" '
-                f'stroke="{MUTED}" stroke-dasharray="4 4"/>')
-    body.append(f'<circle cx="{X(ridge):.1f}" cy="{Y(peak):.1f}" r="4" fill="{INK}"/>')
-    body.append(_text(X(ridge) + 6, mt + ph - 8, f"ridge point {num(ridge)} FLOP/B", fill=MUTED, size=11))
-    for i, (phase, x) in enumerate(points):
-        px, py = X(x), Y(roof(x))
-        bound = b.get(phase) or "?"
-        label = f"{phase} {num(x)} FLOP/B: {bound}"
-        right = px + 10 + len(label) * CHAR_W < ml + pw
-        body.append(f'<g><title>{esc(label)}</title>'
-                    f'<circle cx="{px:.1f}" cy="{py:.1f}" r="7" fill="{PHASE_COLOURS.get(phase, INK)}" '
-                    f'stroke="#ffffff" stroke-width="2"/>'
-                    + _text(px + (10 if right else -10), py + 18 + 14 * i, label,
-                            anchor="start" if right else "end", fill=PHASE_COLOURS.get(phase, INK),
-                            weight="600")
-                    + "</g>")
-    title = f"Roofline of {row.name}"
-    desc = (f"Bandwidth {num(bw)} GB/s and compute {num(peak)} TFLOP/s meet at the ridge point, "
-            f"{num(ridge)} FLOP per byte. "
-            + " ".join(f"{p}: {num(x)} FLOP/B, {b.get(p) or 'not judged'}." for p, x in points))
     return _svg(width, height, ident, title, desc, body)
 
 

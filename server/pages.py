@@ -25,7 +25,7 @@ from markupsafe import Markup
 from kb.errors import KbError, QueryError
 from kb.knowledge import Knowledge
 from kb.render import BREAKDOWN_LABELS
-from server import charts
+from server import charts, charts_roofline
 from server.trace_deps import relevant
 from server.live import LiveKnowledge
 
@@ -121,7 +121,7 @@ def answer_view(answer: Answer, kn: Knowledge, embed: bool = False) -> dict[str,
     shares = charts.per_gpu_parts(whole, primary) if primary else {}
     breakdown = [{"key": k, "label": label, "gb": whole.get(k), "per_gpu_gb": shares.get(k)}
                  for k, label in BREAKDOWN_LABELS.items() if whole.get(k)]
-    roof = charts.roofline(answer, ident="roofline")
+    roof = charts_roofline.roofline(answer, ident="roofline")
     trace = trace_view(relevant(answer, kn), kn)
     if embed:
         trace = [s for s in trace if s.step.rule_id in EMBED_RULES]
@@ -133,7 +133,7 @@ def answer_view(answer: Answer, kn: Knowledge, embed: bool = False) -> dict[str,
         "memory_svg": Markup(charts.memory_bar(answer)),
         "memory_rows": gpus[:8],
         "roofline_svg": Markup(roof) if roof else None,
-        "roofline_gpu": charts.roofline_gpu(answer),
+        "roofline_gpu": charts_roofline.roofline_gpu(answer),
         "gpus_main": gpus[:TABLE_ROWS], "gpus_more": gpus[TABLE_ROWS:],
         "flows": [] if embed else flows_view(answer, kn),
         "trace": trace,

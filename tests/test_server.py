@@ -24,7 +24,7 @@ from kb import ask, get_knowledge
 from kb.knowledge import Edge, Flow, Node
 from kb.paths import rules_dir
 from kb.render import num
-from server import charts, create_app
+from server import charts, charts_roofline, create_app
 
 QUERY = "serve 70B int4 16 users"
 PROBES = ["<script>alert(1)</script>", '"><img src=x onerror=alert(1)>']
@@ -578,7 +578,7 @@ def test_roofline_ridge_point_is_peak_over_bandwidth(client):
     ridge = gpu["tensor_tflops"]["fp16"] * 1e12 / (gpu["bandwidth_gb_s"] * 1e9)
     a = ask("infer 7B fp16 on h100 sxm5")
     assert a.bottleneck["ridge_point"] == pytest.approx(ridge, rel=1e-4)
-    svg = charts.roofline(a)
+    svg = charts_roofline.roofline(a)
     assert f"ridge point {num(ridge)} FLOP/B" in svg
     for phase, ai in a.bottleneck["arithmetic_intensity"].items():
         assert f"{phase} {num(ai)} FLOP/B: {a.bottleneck[phase]}" in svg
@@ -586,7 +586,7 @@ def test_roofline_ridge_point_is_peak_over_bandwidth(client):
 
 def test_roofline_points_sit_on_the_roof():
     a = ask("infer 7B fp16 on h100 sxm5")
-    svg = charts.roofline(a)
+    svg = charts_roofline.roofline(a)
     roof = re.search(r'<polyline points="([^"]+)"', svg).group(1).split()
     (x0, y0), (xr, yr), (_, y1) = [tuple(map(float, p.split(","))) for p in roof]
     assert yr == y1                                            # flat compute ceiling
@@ -652,7 +652,7 @@ def test_charts_escape_text():
     a = ask(QUERY)
     a.gpus[0].name = evil
     a.bottleneck["gpu"] = evil
-    for out in (charts.memory_bar(a), charts.roofline(a)):
+    for out in (charts.memory_bar(a), charts_roofline.roofline(a)):
         assert "<script>" not in out and "&lt;script&gt;" in out
 
 
