@@ -426,6 +426,16 @@ def test_api_lists_options_when_the_gpu_asked_about_is_too_small_like_the_cli(cl
     assert got == ask(query).to_dict()
 
 
+@pytest.mark.parametrize("query", ["serve 70B int4 16 users", "can I run llama 3 70B on a 4090",
+                                   "train 13B qlora on 20GB"])
+def test_an_option_without_a_price_says_na_not_na_per_unit(client, query):
+    # an option on a card nobody rents has no $/M tok (and a run without a price no cost):
+    # the options table says "n/a", never "n/a/M tok"
+    page = client.get(f"/?q={q(query)}").get_data(as_text=True)
+    assert "What to change" in page
+    assert "n/a/M tok" not in page and "n/a/run" not in page
+
+
 def test_api_answer_keeps_the_contract_key_order(client):
     got = client.get(f"/api/answer?q={q(QUERY)}").get_data(as_text=True)
     assert list(json.loads(got)) == list(ask(QUERY).to_dict())
