@@ -19,7 +19,7 @@ from kb.errors import EvalError
 from kb.model import TEMPLATE_FIELD, TEMPLATE_SPEC, Flow, Formula, Knowledge, Node
 
 if TYPE_CHECKING:
-    from kb.expr import Expr
+    from kb.model import Edge
 
 
 class Tracer:
@@ -49,17 +49,18 @@ class Tracer:
         return Step(node, rule, text, {n: s.get(n) for n in names}, s.get(f.name), f.unit, source,
                     note, f.name, f.where, list(f.sources))
 
-    def edge(self, node: str, flow: Flow, here: Node, when: Expr | None, to: str, label: str | None) -> None:
-        """The step of a conditional edge taken from `here` (the flow node whose id is `node`)."""
+    def edge(self, flow: Flow, here: Node, edge: Edge) -> None:
+        """The step of a conditional edge taken from the flow node `here`."""
+        when = edge.when
         if when is None:
             return
         s = self.ev.scope
-        where = here.where
-        self.steps.append(Step(node=node, rule=f"edge {node} → {flow.id}/{to} ({where})",
+        node, where = f"{flow.id}/{here.id}", here.where
+        rule_id = f"edge {node} → {flow.id}/{edge.to}"
+        self.steps.append(Step(node=node, rule=f"{rule_id} ({where})",
                                formula=when.text, values={n: s.get(n) for n in when.names},
-                               result=True, unit="bool", source=flow.source, note=label,
-                               rule_id=f"edge {node} → {flow.id}/{to}", location=where,
-                               sources=[flow.source]))
+                               result=True, unit="bool", source=flow.source, note=edge.label,
+                               rule_id=rule_id, location=where, sources=[flow.source]))
 
 
 def walk(flow: Flow, kn: Knowledge, ev: Evaluated, tracer: Tracer) -> tuple[list[str], str]:
@@ -76,7 +77,7 @@ def walk(flow: Flow, kn: Knowledge, ev: Evaluated, tracer: Tracer) -> tuple[list
             return path, render_template(node.text, ev.scope)
         for edge in node.edges:
             if condition(edge.when, ev.scope):
-                tracer.edge(nid, flow, node, edge.when, edge.to, edge.label)
+                tracer.edge(flow, node, edge)
                 node = flow.nodes[edge.to]
                 break
     raise EvalError(f"flow {flow.id} did not reach a verdict")
