@@ -147,7 +147,7 @@ def load_or_build(root: str | Path) -> Knowledge:
         import json                         # the stored values are exactly the JSON form's
 
         data = json.loads(json.dumps(to_data(kn), separators=(",", ":")))
-        vocab = vocab_from_data(data["vocabulary"])     # kept as made: its sets and tuples
+        vocab = kn.derived.vocabulary       # kept as made: its sets and tuples
         data["vocabulary"] = {f.name: getattr(vocab, f.name) for f in fields(Vocab) if f.name != "words"}
         shared = _shared(data, {})
         assert isinstance(shared, dict)     # _shared gives a dict for a dict
