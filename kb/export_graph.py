@@ -37,9 +37,9 @@ def graph_mermaid(kn: Knowledge) -> str:
               if kind == "formula"]
     lines.append("    end")
     for u, v, data in g.edges(data=True):
-        label = data.get("label")
+        label = data["edge"].label if data["kind"] == "flow" else None
         arrow = _ARROWS[data["kind"]]
-        text = f'|"{mermaid_text(_clip(label))}"|' if label and data["kind"] == "flow" else ""
+        text = f'|"{mermaid_text(_clip(label))}"|' if label else ""
         lines.append(f"    {ids[u]} {arrow}{text} {ids[v]}")
     return "\n".join(lines) + "\n"
 

@@ -6,7 +6,7 @@ rules). Out: `knowledge_graph`, an nx.DiGraph whose nodes are
 - each flow node, as "flow/node" (the id an Answer's path uses; kind "flow"),
 with three kinds of edge (attribute kind):
 - "reads": formula → each formula whose expression or condition reads it,
-- "flow": flow node → the flow node an edge of it leads to (with its label),
+- "flow": flow node → the flow node an edge of it leads to (the Edge, with its condition and label),
 - "computes": flow node → each formula the node computes.
 
 What the engine needs from it is computed here at build and stored with the knowledge (and in
@@ -56,8 +56,7 @@ def add_flow(g: nx.DiGraph, flow: Flow) -> None:
         here = flow_key(flow.id, node.id)
         for edge in node.edges:
             if edge.to in flow.nodes:
-                g.add_edge(here, flow_key(flow.id, edge.to), kind="flow", label=edge.label,
-                           when=edge.when.text if edge.when else None, edge=edge)
+                g.add_edge(here, flow_key(flow.id, edge.to), kind="flow", edge=edge)
         for name in node.compute:
             if g.nodes.get(name, {}).get("kind") == "formula":
                 g.add_edge(here, name, kind="computes")
