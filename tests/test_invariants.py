@@ -30,6 +30,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kb import ask, get_knowledge
+from kb.answer import Answer
 from kb.errors import QueryError
 from kb.record import is_record, replace
 from test_fuzz import Drawn, vocab_query   # the fuzzing's query generator (tests/test_fuzz.py)
@@ -130,8 +131,8 @@ def query(w: dict[str, Any], gpus: bool = True) -> str:
     return " ".join(parts)
 
 
-def total_gb(q: str) -> float:
-    value = ask(q).memory["total_gb"]
+def total_gb(q: str, answer: Answer | None = None) -> float:
+    value = (answer or ask(q)).memory["total_gb"]
     assert isinstance(value, float) and math.isfinite(value), (q, value)
     return value
 
@@ -166,12 +167,10 @@ def _memory_by_precision(base: str, precisions: list[str] | None = None) -> dict
     format) is left out, since the answer is then about another format."""
     out = {}
     for p in precisions or PRECISIONS:
-        a = ask(base.format(precision=p))
-        if a.workload["precision"] != p:
-            continue
-        value = a.memory["total_gb"]
-        assert isinstance(value, float) and math.isfinite(value), (base, p, value)
-        out[p] = value
+        q = base.format(precision=p)
+        a = ask(q)
+        if a.workload["precision"] == p:
+            out[p] = total_gb(q, a)
     return out
 
 
