@@ -44,7 +44,7 @@ def read(path: str | Path, kn: Knowledge) -> Model:
     text_config = raw.get("text_config")
     cfg: Config = text_config if isinstance(text_config, dict) else raw
     try:
-        model = extend(_model(cfg, p), cfg, raw)
+        model = extend(_model(cfg, p), cfg, raw, kn.config_defaults)
     except (TypeError, ValueError, KeyError, OverflowError, ZeroDivisionError) as exc:
         raise ConfigError(f"{p}: {exc}") from None   # int(1e999), hidden_size // 0 heads …
     _check_sizes(model, cfg, p)

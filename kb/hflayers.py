@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from kb.hfconfig import Config
     from kb.records import JSON, Model, Moe, Recurrent
 
@@ -46,42 +48,44 @@ def _count(types: list[str], *words: str) -> int:
     return sum(1 for t in types if any(w in t for w in words))
 
 
-def recurrent(cfg: Config, layers: int) -> tuple[Recurrent | None, int]:
-    """(recurrent block, layers with attention) for Mamba2 and Gated DeltaNet hybrids."""
+def recurrent(cfg: Config, layers: int, defaults: Mapping[str, int]) -> tuple[Recurrent | None, int]:
+    """(recurrent block, layers with attention) for Mamba2 and Gated DeltaNet hybrids; a field
+    the config leaves out takes its value from `defaults` (models.yaml config_defaults)."""
     types = _types(cfg)
     if cfg.get("linear_num_value_heads"):                       # Qwen3-Next (Gated DeltaNet)
-        interval = whole(cfg.get("full_attention_interval") or 4)
+        interval = whole(cfg.get("full_attention_interval") or defaults["full_attention_interval"])
         attention = _count(types, "full") if types else layers // interval
         block: Recurrent = {
             "kind": "gated-deltanet", "layers": layers - attention,
             "heads": whole(cfg["linear_num_value_heads"]), "head_dim": whole(cfg["linear_value_head_dim"]),
             "state_dim": whole(cfg["linear_key_head_dim"]), "groups": whole(cfg["linear_num_key_heads"]),
-            "conv_kernel": whole(cfg.get("linear_conv_kernel_dim") or 4)}
+            "conv_kernel": whole(cfg.get("linear_conv_kernel_dim") or defaults["linear_conv_kernel_dim"])}
         return (block if block["layers"] else None), attention
     if cfg.get("mamba_d_state"):                                # Granite 4.0-H, Falcon-H1, Bamba
         hidden = whole(cfg["hidden_size"])
-        heads = whole(cfg.get("mamba_n_heads") or 128)
-        inner = whole(cfg.get("mamba_d_ssm") or whole(cfg.get("mamba_expand") or 2) * hidden)
+        heads = whole(cfg.get("mamba_n_heads") or defaults["mamba_n_heads"])
+        inner = whole(cfg.get("mamba_d_ssm") or whole(cfg.get("mamba_expand") or defaults["mamba_expand"]) * hidden)
         if types:
             state, attention = _count(types, "mamba"), _count(types, "attention")
         else:                                                   # Falcon-H1: both mixers in every layer
             state = attention = layers
         block = {"kind": "mamba2", "layers": state, "heads": heads,
                  "head_dim": whole(cfg.get("mamba_d_head") or inner // heads),
-                 "state_dim": whole(cfg["mamba_d_state"]), "groups": whole(cfg.get("mamba_n_groups") or 1),
-                 "conv_kernel": whole(cfg.get("mamba_d_conv") or 4)}
+                 "state_dim": whole(cfg["mamba_d_state"]), "groups": whole(cfg.get("mamba_n_groups") or defaults["mamba_n_groups"]),
+                 "conv_kernel": whole(cfg.get("mamba_d_conv") or defaults["mamba_d_conv"])}
         return (block if state else None), attention
     return None, layers
 
 
-def local_layers(cfg: Config, layers: int) -> tuple[int | None, int | None, Literal["sliding", "chunked"] | None]:
+def local_layers(cfg: Config, layers: int, defaults: Mapping[str, int],
+                 ) -> tuple[int | None, int | None, Literal["sliding", "chunked"] | None]:
     """(window, layers using it, 'sliding' | 'chunked') from the config's own layer layout."""
     types = _types(cfg)
     if cfg.get("attention_chunk_size"):                         # Llama 4 interleaved chunked attention
         norope = cfg.get("no_rope_layers")
         chunked = (_count(types, "chunked") if types
                    else sum(1 for x in norope if x) if isinstance(norope, list) and norope
-                   else layers - layers // whole(cfg.get("no_rope_layer_interval") or 4))
+                   else layers - layers // whole(cfg.get("no_rope_layer_interval") or defaults["no_rope_layer_interval"]))
         return whole(cfg["attention_chunk_size"]), chunked, "chunked"
     window = cfg.get("sliding_window") if cfg.get("use_sliding_window", True) else None
     if not window:
@@ -148,14 +152,15 @@ def native_precision(raw: Config, is_moe: bool) -> str | None:
     return None
 
 
-def extend(model: Model, cfg: Config, raw: Config) -> Model:
-    """The entry with every layout and format field the config describes."""
+def extend(model: Model, cfg: Config, raw: Config, defaults: Mapping[str, int]) -> Model:
+    """The entry with every layout and format field the config describes (`defaults`: what a
+    field the config leaves out is taken to be)."""
     layers = model["layers"]
-    block, attention = recurrent(cfg, layers)
+    block, attention = recurrent(cfg, layers, defaults)
     if block:
         model["recurrent"] = block
         model["attention_layers"] = attention
-    window, local, kind = local_layers(cfg, attention)
+    window, local, kind = local_layers(cfg, attention, defaults)
     if window:
         model["sliding_window"], model["sliding_window_layers"], model["local_attention"] = window, local, kind
     moe = model.get("moe")

@@ -87,7 +87,8 @@ def _check_the_rest(root: Path, docs: dict[str, Doc], parsed: dict[str, Any], er
         "sources": sc.SourcesFile.model_construct(sources=[], claims=[]),
         "precisions": sc.PrecisionsFile.model_construct(precisions=[]),
         "gpus": sc.GpusFile.model_construct(gpus=[]),
-        "models": sc.ModelsFile.model_construct(models=[], bare_size=sc.BareSize.model_construct(references=[])),
+        "models": sc.ModelsFile.model_construct(models=[], bare_size=sc.BareSize.model_construct(references=[]),
+                                               config_defaults=sc.ConfigDefaults.model_construct(source="")),
         "formulas": sc.FormulasFile.model_construct(inputs={}, constants={}, formulas={}),
         "runtimes": sc.RuntimesFile.model_construct(runtimes=[], defaults=None),
     }
@@ -158,6 +159,8 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
             errs.add(docs["models"].error(("models", i, "params_active"),
                                           "params_active is larger than params_total"))
     refs = list(parsed["models"].bare_size.references)
+    config_defaults = parsed["models"].config_defaults
+    need_source(docs["models"], ("config_defaults", "source"), config_defaults.source)
     for i, ref in enumerate(refs):
         if ref not in models:
             errs.add(docs["models"].error(("bare_size", "references", i),
@@ -259,6 +262,7 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
     return derive(Knowledge(root=str(root), gpus=gpus, models=models, precisions=precisions, sources=sources,
                      inputs=inputs, constants=constants, formulas=formulas, closure=closure,
                      flows=flows, claims=claims, query=query, bare_size_refs=refs,
+                     config_defaults=config_defaults.model_dump(exclude={"source"}),
                      gpu_alias=gpu_alias, model_alias=model_alias, precision_alias=precision_alias,
                      runtimes=runtimes, runtime_alias=runtime_alias, runtime_defaults=rdefaults,
                      sharding=sharding, objectives=objectives,

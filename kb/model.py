@@ -150,6 +150,7 @@ class Knowledge:
     claims: list[Claim]
     query: QueryRules
     bare_size_refs: list[str]
+    config_defaults: dict[str, int]           # models.yaml config_defaults: what --model-config fills in
     gpu_alias: dict[str, str]
     model_alias: dict[str, str]
     precision_alias: dict[str, str]

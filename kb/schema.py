@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from kb.schema_base import (Count, Month, NodeId, NonNeg, Optimizer, Positive, Slug, SortKey, SortName,
                             Strict, Text)
-from kb.schema_catalogue import (BareSize, Claim, Gpu, GpusFile, Interconnect, Mla, Model,
+from kb.schema_catalogue import (BareSize, Claim, ConfigDefaults, Gpu, GpusFile, Interconnect, Mla, Model,
                                  ModelsFile, Moe, Objective, PerLayerEmbedding, Precision,
                                  PrecisionsFile, Recipe, RecipeSet, RecipeWhen, Recurrent,
                                  Runtime, RuntimeDefaults, RuntimesFile, Sharding, ShardingFile,
@@ -21,7 +21,7 @@ from kb.schema_catalogue import (BareSize, Claim, Gpu, GpusFile, Interconnect, M
 
 # The catalogue files' models (kb.schema_catalogue) and the shared types (kb.schema_base), read
 # from here as from one module.
-__all__ = ["BareSize", "Claim", "Gpu", "GpusFile", "Interconnect", "Mla", "Model", "ModelsFile",
+__all__ = ["BareSize", "Claim", "ConfigDefaults", "Gpu", "GpusFile", "Interconnect", "Mla", "Model", "ModelsFile",
            "Moe", "Objective", "PerLayerEmbedding", "Precision", "PrecisionsFile", "Recipe",
            "RecipeSet", "RecipeWhen", "Recurrent", "Runtime", "RuntimeDefaults", "RuntimesFile",
            "Sharding", "ShardingFile", "Source", "SourcesFile", "TensorPrecision", "TensorTflops",

@@ -294,6 +294,20 @@ class BareSize(Strict):
     references: list[Slug] = Field(min_length=1)
 
 
+class ConfigDefaults(Strict):
+    """What `--model-config` takes where a config.json leaves a field out (or sets it to 0):
+    the default of the transformers configuration class that reads that field."""
+    full_attention_interval: Count      # Qwen3-Next: every Nth layer has full attention
+    linear_conv_kernel_dim: Count       # Qwen3-Next: the Gated DeltaNet's convolution width
+    mamba_n_heads: Count                # Falcon-H1, Granite 4.0-H, Bamba: Mamba2 heads
+    mamba_expand: Count                 # the Mamba2 inner width over the hidden size
+    mamba_n_groups: Count               # Mamba2 state groups
+    mamba_d_conv: Count                 # Mamba2 convolution width
+    no_rope_layer_interval: Count       # Llama 4: every Nth layer is global (no RoPE, not chunked)
+    source: Slug
+
+
 class ModelsFile(Strict):
     models: list[Model]
     bare_size: BareSize
+    config_defaults: ConfigDefaults

@@ -43,7 +43,7 @@ from kb.record import fields
 if TYPE_CHECKING:
     from pathlib import Path
 
-FORMAT = 10
+FORMAT = 11
 RACY_NS = 3_000_000_000         # stats of a file changed this recently (or later) are not kept
 Stats = tuple[tuple[str, int, int, int, int], ...]
 
@@ -208,7 +208,8 @@ def to_data(kn: Knowledge) -> dict[str, object]:
     return {
         "gpus": kn.gpus, "models": kn.models, "precisions": kn.precisions, "sources": kn.sources,
         "inputs": kn.inputs, "constants": kn.constants, "query": kn.query,
-        "bare_size_refs": kn.bare_size_refs, "gpu_alias": kn.gpu_alias,
+        "bare_size_refs": kn.bare_size_refs, "config_defaults": kn.config_defaults,
+        "gpu_alias": kn.gpu_alias,
         "model_alias": kn.model_alias, "precision_alias": kn.precision_alias,
         "runtimes": kn.runtimes, "runtime_alias": kn.runtime_alias,
         "runtime_defaults": kn.runtime_defaults, "error_bands": kn.error_bands,
@@ -262,7 +263,8 @@ def from_data(d: dict[str, Any], root: str | Path) -> Knowledge:
         root=os.fspath(root), gpus=d["gpus"], models=d["models"], precisions=d["precisions"],
         sources=d["sources"], inputs=d["inputs"], constants=d["constants"], formulas=formulas,
         closure={k: tuple(v) for k, v in d["closure"].items()}, flows=flows, claims=claims,
-        query=d["query"], bare_size_refs=d["bare_size_refs"], gpu_alias=d["gpu_alias"],
+        query=d["query"], bare_size_refs=d["bare_size_refs"], config_defaults=d["config_defaults"],
+        gpu_alias=d["gpu_alias"],
         model_alias=d["model_alias"], precision_alias=d["precision_alias"],
         runtimes=d["runtimes"], runtime_alias=d["runtime_alias"],
         runtime_defaults=d["runtime_defaults"], error_bands=d["error_bands"],

@@ -125,6 +125,22 @@ def test_model_config_parameter_count_of_a_hybrid_moe(tmp_path):
     assert m["attention_layers"] == 12 and m["recurrent"]["layers"] == 36
 
 
+def test_a_field_the_config_leaves_out_takes_its_default_from_the_rules(tmp_path):
+    from kb import get_knowledge
+    from kb.hfconfig import read
+    from kb.record import replace
+
+    kn = get_knowledge()
+    omitted = {k: v for k, v in QWEN3_NEXT_CONFIG.items() if k not in ("full_attention_interval",
+                                                                        "linear_conv_kernel_dim")}
+    # Qwen3NextConfig's own defaults (4 and 4), as models.yaml config_defaults says: 48 / 4 = 12
+    m = read(_config(tmp_path, **omitted), kn)
+    assert m["attention_layers"] == 12 and m["recurrent"]["conv_kernel"] == 4
+    # the number comes from the rules, not from the code: another default gives 48 / 2 = 24
+    other = replace(kn, config_defaults={**kn.config_defaults, "full_attention_interval": 2})
+    assert read(_config(tmp_path, **omitted), other)["attention_layers"] == 24
+
+
 def test_model_config_reads_quantization_config(tmp_path):
     from kb import get_knowledge
     from kb.hfconfig import read
