@@ -36,7 +36,10 @@ MIN_QUERIES = 600
 # Runs in both venvs: argv lists on stdin → [exit code, stdout, stderr] per list on stdout.
 DRIVER = r"""
 import io, json, sys
-from kb.cli.main import main
+try:
+    from kb.cli.main import main        # kb/ in packages by stage
+except ImportError:
+    from kb.cli import main             # a base from before the packages
 out = []
 for argv in json.load(sys.stdin):
     real_out, real_err = sys.stdout, sys.stderr
