@@ -36,7 +36,7 @@ def ask(query: str, rules_dir: str | Path | None = None,
     model is added to a view of the knowledge for this answer only (kb.knowledge.derived.with_model).
     `prices`: a price file (rules/prices.yaml schema) used instead of the shipped prices;
     `sort`: value, cost, speed, memory or power; `options`: list what to change so it fits."""
-    from kb.engine import answer
+    from kb.engine.pipeline import respond
     from kb.query.parse import parse
 
     kn = get_knowledge(rules_dir)
@@ -50,39 +50,19 @@ def ask(query: str, rules_dir: str | Path | None = None,
     model = read(model_config, kn)
     view = with_model(kn, model)
     w = parse(query, view, model_given=True)
-    w.sort = sort or w.sort
-    w.want_options = options or w.want_options
     w.model_id = model["id"]
     w.notes.append(f"model: {model['name']}, read from {model_config}; parameters computed "
                    "from its architecture (arch_params_total)")
-    return _with_options(answer(w, view, query), w, view, query)
+    return respond(view, query, w, sort=sort, options=options)
 
 
 def answer_in(kn: "Knowledge", query: str, *, sort: str | None = None, options: bool = False) -> "Answer":
     """Answer one query with a given knowledge: the path every surface shares (the CLI, a
     batch line, the JSON API). `sort` and `options` as for ask(); a sort the query's own words
     chose gives way to `sort`. Raises kb.errors.QueryError for a query it cannot read."""
-    from kb.engine import answer
-    from kb.query.parse import parse
+    from kb.engine.pipeline import respond
 
-    w = parse(query, kn)
-    w.sort = sort or w.sort
-    w.want_options = options or w.want_options
-    return _with_options(answer(w, kn, query), w, kn, query)
-
-
-def _with_options(a: "Answer", w: object, kn: "Knowledge", query: str) -> "Answer":
-    """Options when asked for, or when the GPUs asked about do not hold the job (kb.engine.options)."""
-    asked = [g for g in a.gpus if g.requested]
-    if getattr(w, "want_options", None) or (asked and not any(g.fits for g in asked)):
-        from kb.engine.options import compute
-
-        a.options = compute(kn, query, a)
-        top = [o for o in a.options if o["fits"]][:3]
-        if top:
-            a.verdict += " What would fit: " + "; ".join(
-                f"{o['change_only']} on {o['count']}× {o['gpu']} ({o['per_gpu_gb']:.1f} GB per GPU)" for o in top) + "."
-    return a
+    return respond(kn, query, sort=sort, options=options)
 
 
 def _priced(kn: "Knowledge", prices: str | Path, rules_dir: str | Path | None) -> "Knowledge":

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from kb.engine.answer import Step
 from kb.engine.evaluate import Evaluated, Scope, condition, evaluate, formula_order
 from kb.errors import EvalError
+from kb.figures import num
 from kb.knowledge.data import TEMPLATE_FIELD, TEMPLATE_SPEC, Flow, Formula, Knowledge, Node
 
 if TYPE_CHECKING:
@@ -90,9 +91,9 @@ def render_template(text: str, scope: Scope) -> str:
             return "n/a"
         if isinstance(value, bool) or isinstance(value, str):
             return str(value)
-        spec = m.group(2) or ".3g"
-        if not TEMPLATE_SPEC.match(spec):
-            spec = ".3g"
+        spec = m.group(2)
+        if not spec or not TEMPLATE_SPEC.match(spec):
+            return num(value)           # as the answer shows every figure (kb.figures)
         try:
             return format(value, spec)
         except (ValueError, TypeError):
