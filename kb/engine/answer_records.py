@@ -127,8 +127,8 @@ class ClaimChecked(TypedDict):
     source: str
     source_title: str | None
     claim: str
-    claimed: float | list[float]                # a figure, or a [low, high] range
-    computed: float
+    claimed: float | list[float] | None         # a figure, or a [low, high] range (None: a flowchart's outcome)
+    computed: float | None
     unit: str
     difference_pct: float | None
     agrees: bool

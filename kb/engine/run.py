@@ -10,7 +10,7 @@ first (kb.engine.solve), then answered at its value. Pure: no I/O, no printing.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from kb.engine import advice as rightsize
 from kb.engine import training as tr
@@ -24,7 +24,7 @@ from kb.engine.evaluate import Evaluated, evaluate
 from kb.engine.gpus import catalogue_columns, layout_columns, layouts_of
 from kb.engine.scope import base_scope, capacity_gpu, resolve
 from kb.expr.gpu_names import gpu_columns, runs_on
-from kb.engine.walk import Tracer, walk
+from kb.engine.walk import Tracer, applies, differs, walk
 from kb.expr.parse import Col
 from kb.knowledge.data import Knowledge
 from kb.figures import num
@@ -32,7 +32,7 @@ from kb.query.workload import GpuRequest, Workload
 
 if TYPE_CHECKING:
     from kb.knowledge.records import GPU
-    from kb.engine.answer_records import Advice, Outcome, Question
+    from kb.engine.answer_records import Advice, ClaimChecked, Outcome, Question
 
 
 def answer(w: Workload, kn: Knowledge, query: str = "", *, brief: bool = False) -> Answer:
@@ -45,7 +45,7 @@ def answer(w: Workload, kn: Knowledge, query: str = "", *, brief: bool = False) 
         result = _answer_question(w, kn, query, brief)
     else:
         result = _answer(w, kn, query, brief)
-        result.question = {**(result.question or {}), **_plain_question(w, result)}
+        result.question = _plain_question(w, result, result.question)
     if brief:
         return result
     from kb.present.verdict import compose      # the text is composed once, from the data above
@@ -54,7 +54,7 @@ def answer(w: Workload, kn: Knowledge, query: str = "", *, brief: bool = False) 
     return result
 
 
-def _plain_question(w: Workload, a: Answer) -> Question:
+def _plain_question(w: Workload, a: Answer, facts: Question | None) -> Question:
     """What a question without a solve asks: the fit on the GPUs named (one configuration, or
     several compared), which GPU (none named), or its cost; the figure it leads with."""
     asked = [g for g in a.gpus if g.requested]
@@ -62,9 +62,9 @@ def _plain_question(w: Workload, a: Answer) -> Question:
     if w.focus == "cost" and len(asked) < 2 and w.question != "which_gpu":
         kind = "cost"
     first = a.gpus[0] if a.gpus else None
-    q: Question = {"kind": kind, "vary": None, "unit": None,
-                   "value": first.name if kind == "which_gpu" and first else None,
-                   "gpu": first.name if first else None}
+    q: Question = cast("Question", {**(facts or {}), "kind": kind, "vary": None, "unit": None,
+                                    "value": first.name if kind == "which_gpu" and first else None,
+                                    "gpu": first.name if first else None})
     if kind == "which_gpu":
         q["ranking"] = [g.id for g in a.gpus if g.fits]
     return q
@@ -104,25 +104,27 @@ def _answer_question(w: Workload, kn: Knowledge, query: str, brief: bool = False
         for g in w2.gpus:
             g.count = int(primary["value"])
     result = _answer(w2, kn, query, brief)
-    facts = result.question or {}
+    facts: Question | dict[str, object] = result.question or {}
     if spec.get("holds") == "serves_at_floor":
         floor = w.speed_floor_tok_s or kn.constants["decode_speed_floor_tok_s"]["value"]
         result.assumptions.append(f"speed floor: every user decodes at {floor:g} tokens/s or more"
                                   + ("" if w.speed_floor_tok_s else " (formulas.yaml decode_speed_floor_tok_s)"))
-    result.question = {**facts, "kind": question, "vary": spec["vary"], "unit": spec["unit"],
-                       "value": primary["value"], "gpu": primary["gpu"], "answer": primary,
-                       "lower": spec["lower"], "upper": spec["upper"],
-                       "per_gpu": [{"gpu": r["gpu"], "gpu_id": r["gpu_id"], "value": r["value"]} for r in rows]}
+    q: Question = cast("Question", {
+        **facts, "kind": question, "vary": spec["vary"], "unit": spec["unit"],
+        "value": primary["value"], "gpu": primary["gpu"], "answer": primary,
+        "lower": spec["lower"], "upper": spec["upper"],
+        "per_gpu": [{"gpu": r["gpu"], "gpu_id": r["gpu_id"], "value": r["value"]} for r in rows]})
+    result.question = q
     if question == "how_many_gpus" and not primary["found"]:
-        result.question["note"] = tr.no_count_note(kn, result.memory).strip() or None
+        q["note"] = tr.no_count_note(kn, result.memory).strip() or None
     if question == "largest_model" and primary["found"]:
-        result.question["value_b"] = primary["value"] / kn.billion
-        result.question["next_b"] = (primary.get("next") or 0) / kn.billion
+        q["value_b"] = primary["value"] / kn.billion
+        q["next_b"] = (primary.get("next") or 0) / kn.billion
     if question == "how_many_gpus" and primary["found"] and result.gpus:
-        result.question["fewest_by_memory"] = result.gpus[0].gpus_needed
+        q["fewest_by_memory"] = result.gpus[0].gpus_needed
     if limit is not None:
-        result.question["model_max_context"] = limit
-        result.question["memory_allows"] = allows
+        q["model_max_context"] = limit
+        q["memory_allows"] = allows or 0.0
         result.warnings.append(f"memory allows {num(allows, 6)} tokens, but the model's "
                                f"maximum context is {num(limit, 6)}")
     result.path.insert(0, f"question/{question}")
@@ -221,7 +223,10 @@ def _answer(w: Workload, kn: Knowledge, query: str = "", brief: bool = False) ->
     path: list[str] = []
     outcome: Outcome = {"outcome": None, "outcome_text": None, "unknown": None}
     advice: list[Advice] = []
+    seeds: list[ClaimChecked] = []
     for flow in kn.flows:
+        if flow.applies is not None and not applies(kn, flow, primary):
+            continue                        # a flowchart that does not bear on this question
         flow_path, text = walk(flow, kn, primary, tracer)
         path.extend(flow_path)
         if flow.role == "sizing":
@@ -230,12 +235,14 @@ def _answer(w: Workload, kn: Knowledge, query: str = "", brief: bool = False) ->
         else:
             advice.append({"flow": flow.id, "title": flow.title, "source": flow.source,
                            "conclusion": text, "node": flow_path[-1]})
+            seeds += differs(kn, flow, flow.nodes[flow_path[-1].split("/", 1)[1]], text, primary)
     shown, throughput, withheld = shown_figures(kn, r, primary, rows)
     for name in shown:
         tracer.formula("answer", name)
     warnings = list(r.warnings) + gpu_warnings(every, candidates, r) + [
         f"{name} could not be computed: {msg}" for name, msg in primary.errors.items()]
     disagreements, agreements = check_claims(kn, every, primary, order)
+    disagreements += seeds
     s = primary.scope
     bands = error_bands(kn, r)
     warnings += withheld
@@ -244,7 +251,9 @@ def _answer(w: Workload, kn: Knowledge, query: str = "", brief: bool = False) ->
     question: Question = {"kind": "", "vary": None, "unit": None, "value": None, "gpu": None,
                           "focus": w.focus, "total_gb": s.get("total_gb"),
                           "fitting_gpus": s.get("fitting_gpus"), "gpu_candidates": n,
-                          "fewest_gpus_needed": s.get("fewest_gpus_needed"), **outcome}
+                          "fewest_gpus_needed": s.get("fewest_gpus_needed"),
+                          "outcome": outcome["outcome"], "outcome_text": outcome["outcome_text"],
+                          "unknown": outcome["unknown"]}
     return Answer(
         query=query, workload=workload_dict(r), assumptions=r.assumptions,
         memory=memory(s, r),

@@ -20,8 +20,11 @@ from typing import TYPE_CHECKING
 from kb.figures import duration, num
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from kb.engine.answer import Answer, GpuRow
     from kb.engine.answer_records import Question
+    from kb.knowledge.records import Value
 
 MAX_WORDS = 45
 SOLVED = ("max_users", "max_context", "largest_model", "how_many_gpus", "max_batch")
@@ -117,8 +120,8 @@ def _lead(a: Answer, focus: str | None, g: GpuRow) -> str | None:
 
 def _borderline(a: Answer, g: GpuRow) -> str | None:
     """A fit whose headroom is inside the memory estimate's p90 error band."""
-    band = a.error_bands.get("total_gb") or {}
-    pct = band.get("p90_pct")
+    band = a.error_bands.get("total_gb")
+    pct = band.get("p90_pct") if band else None
     if not g.fits or pct is None or g.per_gpu_gb is None or g.headroom_gb is None:
         return None
     if g.headroom_gb >= g.per_gpu_gb * pct / 100:
@@ -148,7 +151,7 @@ def _fit(a: Answer, q: Question) -> list[str]:
         return [str(q.get("outcome_text") or "")]
     lead = _lead(a, q.get("focus"), g)
     text = str(q.get("outcome_text") or "")
-    parts = [lead, text] if lead else [text]
+    parts: list[str | None] = [lead, text] if lead else [text]
     if g.fits:
         s = speed(g, _training(a))
         parts += [_borderline(a, g), f"Speed: {s}." if s and not lead else None]
@@ -177,7 +180,7 @@ def _cost(a: Answer, q: Question) -> list[str] | None:
                  f"user{'s' if users != 1 else ''} ({usd(g.config_usd_per_hour)}/h).")
     buy = f"To buy: {usd(g.config_price_usd)}" + (f", paid back in {num(g.breakeven_months)} months of renting."
                                                   if g.breakeven_months else ".")
-    return [first, buy if g.config_price_usd else None, str(q.get("outcome_text") or "")]
+    return [x for x in (first, buy if g.config_price_usd else None, str(q.get("outcome_text") or "")) if x]
 
 
 def _compare(a: Answer) -> list[str]:
@@ -313,17 +316,17 @@ def _solved(a: Answer, q: Question) -> list[str]:
     return [first, why, stop]
 
 
-def _how_many(a: Answer, q: Question, row: dict[str, object]) -> list[str]:
+def _how_many(a: Answer, q: Question, row: Mapping[str, Value]) -> list[str]:
     n = row["value"]
     first = (f"{n}× {row.get('gpu')} ({num(row.get('per_gpu_gb'))} of {num(row.get('usable_gb'))} GB "
-             f"per GPU).")  # type: ignore[arg-type]
+             f"per GPU).")
     by_memory = q.get("fewest_by_memory")
     if row.get("layout_binding"):
         mem = f"Memory alone needs {by_memory}; " if by_memory and by_memory != n else ""
         why = (f"{mem}fewer than {n} form no valid layout (tensor parallel divides the {row.get('heads')} "
                f"attention heads within a node of {row.get('node')}).")
     elif row.get("previous"):
-        why = f"Memory binds: {row['previous']} would need {num(row.get('per_gpu_gb_at_previous'))} GB per GPU."  # type: ignore[arg-type]
+        why = f"Memory binds: {row['previous']} would need {num(row.get('per_gpu_gb_at_previous'))} GB per GPU."
     else:
         why = ""
     g = a.gpus[0] if a.gpus else None
