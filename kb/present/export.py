@@ -77,7 +77,7 @@ def _dash(value: float | None) -> str:
 
 def gpus_page(kn: Knowledge) -> str:
     precisions = ("tf32", "fp16", "bf16", "fp8", "int8", "int4", "fp4")
-    head = ["GPU", "id", "vendor", "segment", "architecture", "year", "VRAM GB", "memory",
+    head = ["GPU", "id", "vendor", "segment", "architecture", "year", "memory GB", "memory",
             "GB/s", "FP32", *(p.upper() for p in precisions), "TDP W", "interconnect", "ECC",
             "form factor", *(["what it costs"] if kn.prices else []), "source"]
     rows = []
@@ -86,15 +86,15 @@ def gpus_page(kn: Knowledge) -> str:
         inter = " ".join(str(x) for x in (link["kind"], link.get("generation")) if x)
         inter += f", {number(link['gb_s'])} GB/s" if link.get("gb_s") else ""
         rows.append([md(g["name"]), code(g["id"]), g["vendor"], g["segment"],
-                     md(g["architecture"]), str(g["release_year"]), number(g["vram_gb"]),
+                     md(g["architecture"]), str(g["release_year"]), number(g["memory_gb"]),
                      md(g["memory_type"]), number(g["bandwidth_gb_s"]), _dash(g["fp32_tflops"]),
                      *(_dash(g["tensor_tflops"][p]) for p in precisions), _dash(g["tdp_w"]),
                      md(inter), "yes" if g["ecc"] else "no", md(g["form_factor"]),
                      *([cost_cell(kn, g)] if kn.prices else []), src_link(g["source"])])
     body = [(f"{len(kn.gpus)} accelerators. Tensor TFLOPS are dense (vendors' sparse figures halved), "
              "FP16/BF16 with FP32 accumulate (as PyTorch/cuBLAS run them); – means the precision "
-             "has no native tensor support. VRAM GB is the vendor's label; every comparison uses "
-             "the capacity in bytes (memory_bytes), in decimal GB."), "",
+             "has no native tensor support. Memory GB is the capacity in bytes (memory_bytes) in "
+             "decimal GB (10^9 bytes), the unit of every answer; the name keeps the vendor's label."), "",
             *table(head, rows, "lllllrrlrrrrrrrrrr"), "", "## Aliases, per-figure sources and notes", ""]
     for g in kn.gpus.values():
         parts = [f"aliases: {', '.join(code(a) for a in g['aliases'])}" if g["aliases"] else ""]

@@ -149,8 +149,7 @@ def text(a: Answer, limit: int | None = TOP_ROWS, trace: bool = True, explain: b
         out += ["", "ASSUMPTIONS"] + ["  " + line for line in _wrap(_short_list(a.assumptions))]
         if a.warnings:
             out += ["WARNINGS"] + [f"  ! {w}" for w in a.warnings[:2]]
-        out += ["", "More: kbq --explain (trace, the sources' flowcharts and claims, every assumption), "
-                    "--all (every GPU), --json (everything)."]
+        out += ["", "More: --explain (trace, sources, every assumption), --all (every GPU), --json."]
     return "\n".join(out) + "\n"
 
 
