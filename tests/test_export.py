@@ -115,7 +115,7 @@ def test_gpu_table_has_every_gpu_and_its_figures(pages: dict[str, str], kn: Know
     rows = _table_rows(pages["gpus.md"], "GPU")
     assert [r[1].strip("`") for r in rows] == list(kn.gpus)
     for row, gpu in zip(rows, kn.gpus.values()):
-        assert row[6] == number(gpu["vram_gb"])
+        assert row[6] == number(gpu["memory_gb"])           # decimal GB, as every answer shows memory
         assert row[8] == number(gpu["bandwidth_gb_s"])
         fp16 = gpu["tensor_tflops"]["fp16"]
         assert row[11] == ("–" if fp16 is None else number(fp16))
@@ -413,7 +413,7 @@ def test_a_new_gpu_goes_from_yaml_to_answer_and_wiki(tmp_path: Path) -> None:
 
     files = export(tmp_path / "wiki", "--rules", str(root))
     rows = _table_rows(files["gpus.md"].decode("utf-8"), "GPU")
-    assert ["Acme X1 64GB", "`acme-x1-64gb`", "amd", "datacenter", "Test", "2025", "64", "HBM3",
+    assert ["Acme X1 64GB", "`acme-x1-64gb`", "amd", "datacenter", "Test", "2025", "68.7", "HBM3",      # 64 GiB in GB
             "2000", "50", "200", "400", "400", "800", "800", "–", "–", "500",
             "pcie 5, 128 GB/s", "yes", "PCIe dual-slot", "–",        # no price in prices.yaml
             "[kbq-defaults](sources.md#src-kbq-defaults)"] in rows

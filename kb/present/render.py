@@ -11,17 +11,13 @@ import re
 from typing import TYPE_CHECKING
 
 from kb.figures import duration, num
+from kb.present.explain import BREAKDOWN_LABELS as BREAKDOWN_LABELS  # re-exported for the server
+from kb.present.explain import _values, explained
 
 if TYPE_CHECKING:
     from kb.engine.answer import Answer, GpuRow
     from kb.engine.answer_records import Question
-    from kb.knowledge.records import Value
 
-BREAKDOWN_LABELS = {
-    "weights_gb": "weights", "kv_cache_gb": "KV cache", "activations_gb": "activations",
-    "gradients_gb": "gradients", "optimizer_gb": "optimizer", "adapters_gb": "adapters",
-    "overhead_gb": "runtime overhead", "other_models_gb": "other models",
-}
 
 
 def _gpu_table(a: Answer, limit: int | None) -> tuple[list[str], list[list[str]], int]:
@@ -116,10 +112,6 @@ def _columns(head: list[str], rows: list[list[str]]) -> list[str]:
     return [line(head), line(["-" * w for w in widths]), *[line(r) for r in rows]]
 
 
-def _values(values: dict[str, Value]) -> str:
-    return ", ".join(f"{k} = {num(v, 4)}" for k, v in values.items())
-
-
 TOP_ROWS = 5          # GPU rows the plain text answer shows (--all: every row)
 TEXT_WIDTH = 100     # the assumptions' short list wraps here
 SHORT_ITEM = 60      # and each of its items is cut to this many characters
@@ -142,8 +134,6 @@ def text(a: Answer, limit: int | None = TOP_ROWS, trace: bool = True, explain: b
         out += ["", options_heading(a)]
         out += [f"  - {line}" for line in options_lines(a)[: None if explain else 3]]
     if explain:
-        from kb.present.explain import explained
-
         out += explained(a, trace)
     else:
         out += ["", "ASSUMPTIONS"] + ["  " + line for line in _wrap(_short_list(a.assumptions))]
@@ -312,10 +302,10 @@ def markdown(a: Answer, limit: int | None = 12) -> str:
         add("**Where the sources disagree**")
         add("")
         for d in a.disagreements:
-            on = f" ({d['gpu']})" if d.get("gpu") else ""
             on = f" ({md(d['gpu'])})" if d.get("gpu") else ""
-            add(f"- *{md(d['source'])}*{on}: “{md(d['claim'])}” — claims {num(d['claimed'])} {d['unit']}, "
-                f"kbq computes {num(d['computed'])} {d['unit']}. {md(d['note'])}")
+            figures = (f"claims {num(d['claimed'])} {d['unit']}, kbq computes {num(d['computed'])} {d['unit']}. "
+                       if d.get("claimed") is not None else "")
+            add(f"- *{md(d['source'])}*{on}: “{md(d['claim'])}” — {figures}{md(d['note'])}")
     add("")
     add("**Assumptions:** " + "; ".join(md(x) for x in a.assumptions or ["none"]))
     if a.warnings:
@@ -333,10 +323,6 @@ def markdown(a: Answer, limit: int | None = 12) -> str:
     add("")
     add("</details>")
     return "\n".join(out) + "\n"
-
-
-def _u(unit: str) -> str:
-    return "" if unit in ("1", "") else unit
 
 
 def _band(a: Answer, figure: str) -> str:

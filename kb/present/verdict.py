@@ -138,8 +138,8 @@ def _fixes(a: Answer, most: int = 2) -> list[str]:
     for i, o in enumerate(found):
         on = f"{o['count']}×" + ("" if o["gpu_id"] == asked else f" {o['gpu']}")
         what = f"{o['change_only']} on {on}"
-        out.append(f"{what} holds it ({num(o['per_gpu_gb'])} GB per GPU)." if i == 0
-                   else f"So does {what}.")
+        out.append(f"With {what}, it fits ({num(o['per_gpu_gb'])} GB per GPU)." if i == 0
+                   else f"Or with {what}.")
     return out
 
 
@@ -158,8 +158,9 @@ def _fit(a: Answer, q: Question) -> list[str]:
         if g.meets_target is False:
             parts.append("It misses the target asked for.")
             parts += _fixes(a)
-    else:
-        parts += _fixes(a)
+    else:           # the refusal's first sentence, then what would fit, then the rest of why
+        first, *why = SENTENCE.split(text)
+        parts = [lead, first, *_fixes(a), *why]
     return [p for p in parts if p]
 
 
