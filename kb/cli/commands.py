@@ -104,8 +104,10 @@ def gpus(as_json: bool, min_vram: float | None, min_bandwidth: float | None, ven
     if as_json:
         click.echo(dump(items), nl=False)
         return
+    from kb.figures import num
+
     head = ["id", "name", "memory GB", "GB/s", "FP16 TFLOPS", "FP8", "FP4", "TDP W", "link", "buy $", "rent $/h"]
-    rows = [[g["id"], g["name"], f"{g['memory_gb']:.1f}", f"{g['bandwidth_gb_s']:g}",
+    rows = [[g["id"], g["name"], num(g["memory_gb"]), f"{g['bandwidth_gb_s']:g}",
              _f(g["tensor_tflops"]["fp16"]), _f(g["tensor_tflops"]["fp8"]), _f(g["tensor_tflops"]["fp4"]),
              _f(g["tdp_w"]), f"{g['interconnect']['kind']} {g['interconnect'].get('generation') or ''}".strip(),
              _f(g.get("price_usd")), _f(g.get("cloud_usd_per_hour"))]

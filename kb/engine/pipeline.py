@@ -20,7 +20,7 @@ def respond(kn: Knowledge, query: str, w: Workload | None = None, *, sort: str |
             options: bool = False) -> Answer:
     """The answer to `query` (read with `kn` unless its Workload `w` is given); `sort` and
     `options` as kb.ask takes them. Raises kb.errors.QueryError for a query it cannot read."""
-    from kb.engine.run import answer
+    from kb.engine import answer
 
     if w is None:
         from kb.query.parse import parse

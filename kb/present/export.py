@@ -21,6 +21,7 @@ from kb.present.export_prices import cost_cell, prices_page
 from kb.present.export_text import anchor, code, math, number, page, src_link, table, with_unit
 from kb.knowledge.data import Claim, Knowledge
 from kb.expr.nodes_base import literal
+from kb.figures import num
 from kb.present.render import md
 
 if TYPE_CHECKING:
@@ -86,7 +87,7 @@ def gpus_page(kn: Knowledge) -> str:
         inter = " ".join(str(x) for x in (link["kind"], link.get("generation")) if x)
         inter += f", {number(link['gb_s'])} GB/s" if link.get("gb_s") else ""
         rows.append([md(g["name"]), code(g["id"]), g["vendor"], g["segment"],
-                     md(g["architecture"]), str(g["release_year"]), number(g["memory_gb"]),
+                     md(g["architecture"]), str(g["release_year"]), num(g["memory_gb"]),
                      md(g["memory_type"]), number(g["bandwidth_gb_s"]), _dash(g["fp32_tflops"]),
                      *(_dash(g["tensor_tflops"][p]) for p in precisions), _dash(g["tdp_w"]),
                      md(inter), "yes" if g["ecc"] else "no", md(g["form_factor"]),
