@@ -46,11 +46,13 @@ def check(query: str) -> list[str]:
     verdict = a.verdict
     if verdict.startswith("Unknown: "):
         return []
+    plain = render.text(a)
+    problems = [f"{len(plain.splitlines())} lines"] if len(plain.splitlines()) > 45 else []
+    problems += [f"{len(verdict.split())} words"] if len(verdict.split()) > 45 else []
     body = render.text(a, None, explain=False).split("\n", 3)[3]       # all but query, rule, verdict
     body += "\n".join(render.options_lines(a))
     shown = {n.replace(",", "") for n in NUMBER.findall(body)}
     configs = {(g.count, g.name) for g in a.gpus} | {(o["count"], o["gpu"]) for o in a.options or []}
-    problems = []
     rest = verdict
     for count, name in sorted(configs, key=lambda c: -len(c[1])):
         rest = rest.replace(f"{count}× {name}", "")
@@ -66,5 +68,6 @@ def check(query: str) -> list[str]:
 
 
 def test_every_verdict_figure_is_the_table_figure():
+    # and every plain answer is at most 45 lines, every verdict at most 45 words (issue 23)
     bad = {q: p for q in corpus() if (p := check(q))}
     assert not bad, "\n".join(f"{q}: {p[:2]}" for q, p in list(bad.items())[:15]) + f"\n({len(bad)} queries)"
