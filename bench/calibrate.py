@@ -49,7 +49,7 @@ MIN_POINTS = 2           # a runtime with a single fit point keeps its documente
 
 def loss(kn, points) -> float:
     from kb.engine import answer
-    from kb.query import parse
+    from kb.query.parse import parse
 
     total = 0.0
     for m in points:
@@ -68,7 +68,7 @@ def loss(kn, points) -> float:
 def group_of(kn, m) -> tuple[str, str]:
     """The runtime a point measures and the group of figures it fits."""
     from kb.engine import resolve
-    from kb.query import parse
+    from kb.query.parse import parse
 
     w = parse(query_of(m), kn)
     r = resolve(w, kn)

@@ -13,7 +13,7 @@ import yaml
 
 from kb import get_knowledge
 from kb.engine import Evaluated, answer, base_scope, evaluate, gpu_scope, layout_of, resolve
-from kb.query import parse
+from kb.query.parse import parse
 
 KN = get_knowledge()
 CALIBRATION = Path(__file__).parent / "data" / "calibration.yaml"

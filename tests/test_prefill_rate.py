@@ -13,7 +13,7 @@ import yaml
 
 from kb import get_knowledge
 from kb.engine import answer
-from kb.query import parse
+from kb.query.parse import parse
 
 KN = get_knowledge()
 RULES = Path(KN.root)
