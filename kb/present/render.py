@@ -294,7 +294,8 @@ def markdown(a: Answer, limit: int | None = 12) -> str:
         add(f"\nGPUs {ranked_by(a)}.")
     if a.options:
         add("")
-        add("**What to change so it fits** (least change first)")
+        what = options_heading(a).startswith("WHAT")
+        add("**What would fit** (least change first)" if what else "**Other configurations**")
         add("")
         out.extend(f"- {line}" for line in options_lines(a))
     if a.disagreements:
