@@ -229,7 +229,7 @@ def _which(a: Answer, q: Question) -> list[str]:
     sort = (a.workload.get("sort") or "")
     head = {"cost": "Cheapest", "speed": "Fastest"}.get(sort, "Pick")
     s = speed(pick, training)
-    figures = ", ".join(x for x in (usd(pick.config_price_usd) if pick.config_price_usd else None, s) if x)
+    figures = ", ".join(x for x in (_price(a, pick), s) if x)
     first = f"{head}: {config(pick)}" + (f" ({figures})" if figures else "") + "."
     focus = q.get("focus")
     lead = _lead(a, focus, pick) if focus in ("memory", "speed", "time") and focus != sort else None
@@ -238,6 +238,13 @@ def _which(a: Answer, q: Question) -> list[str]:
         cost = f"{usd(pick.usd_per_million_tokens)} per million tokens rented."
     alts = _alternatives(a, pick, training)
     return [x for x in (lead, first, cost, *alts) if x]
+
+
+def _price(a: Answer, g: GpuRow) -> str | None:
+    """What a configuration costs as the question counts it: per hour when renting, else to buy."""
+    if a.workload.get("rent") and g.config_usd_per_hour is not None:
+        return f"{usd(g.config_usd_per_hour)}/h"
+    return usd(g.config_price_usd) if g.config_price_usd else None
 
 
 def _none_fit(a: Answer, q: Question) -> list[str]:
@@ -260,16 +267,21 @@ def _alternatives(a: Answer, pick: GpuRow, training: bool) -> list[str]:
     faster = [g for g in fitting if rate(g) > rate(pick)]
     if faster:
         g = faster[0]
-        out.append(f"Faster: {config(g)} ({usd(g.config_price_usd)}, {speed(g, training)}).")
-    cheaper = [g for g in fitting if g.config_price_usd and pick.config_price_usd
-               and g.config_price_usd < pick.config_price_usd]
+        out.append(f"Faster: {config(g)} ({_price(a, g)}, {speed(g, training)}).")
+    rent = bool(a.workload.get("rent"))
+
+    def cost(g: GpuRow) -> float | None:
+        return g.config_usd_per_hour if rent else g.config_price_usd
+    mine = cost(pick)
+    cheaper = [g for g in fitting if (c := cost(g)) and mine and c < mine]
     if cheaper:
-        g = min(cheaper, key=lambda x: x.config_price_usd or 0.0)
-        out.append(f"Cheaper: {config(g)} ({usd(g.config_price_usd)}, {speed(g, training)}).")
+        g = min(cheaper, key=lambda x: cost(x) or 0.0)
+        out.append(f"Cheaper: {config(g)} ({_price(a, g)}, {speed(g, training)}).")
     rentable = [g for g in [pick, *fitting] if g.config_usd_per_hour is not None]
-    if rentable:
+    if rentable and not rent:
         g = min(rentable, key=lambda x: x.config_usd_per_hour or 0.0)
-        out.append(f"To rent: {config(g)} at {usd(g.config_usd_per_hour)}/h.")
+        if g is not pick:
+            out.append(f"To rent: {config(g)} at {usd(g.config_usd_per_hour)}/h.")
     return out[:2]
 
 
@@ -319,8 +331,8 @@ def _solved(a: Answer, q: Question) -> list[str]:
 
 def _how_many(a: Answer, q: Question, row: Mapping[str, Value]) -> list[str]:
     n = row["value"]
-    first = (f"{n}× {row.get('gpu')} ({num(row.get('per_gpu_gb'))} of {num(row.get('usable_gb'))} GB "
-             f"per GPU).")
+    first = (f"{n}× {row.get('gpu')} {'hold' if n != 1 else 'holds'} it ({num(row.get('per_gpu_gb'))} of "
+             f"{num(row.get('usable_gb'))} GB per GPU).")
     by_memory = q.get("fewest_by_memory")
     if row.get("layout_binding"):
         mem = f"Memory alone needs {by_memory}; " if by_memory and by_memory != n else ""
