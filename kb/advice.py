@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 ROW_COST = ("needs_server_board", "cloud_usd_per_hour", "config_price_usd", "config_usd_per_hour", "breakeven_months",
             "meets_target", "within_budget", "config_power_w", "roomy_fit")
 SERVE_COST = ("usd_per_million_tokens",)
-TRAIN_COST = ("run_hours", "run_cost_usd")
+TRAIN_COST = ("run_hours", "run_cost_usd", "gpu_hours")
 CLASSES = {"consumer": "consumer/workstation", "workstation": "consumer/workstation",
            "apple": "consumer/workstation", "datacenter": "datacenter"}
 

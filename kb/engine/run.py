@@ -131,6 +131,10 @@ def _first_ranked(w: Workload, kn: Knowledge) -> str:
 
 def _answer(w: Workload, kn: Knowledge, query: str = "", brief: bool = False) -> Answer:
     r = resolve(w, kn)
+    if r.is_training and w.gpus and not (w.tp or w.pp) and tr.is_model_parallel(w, kn):
+        req = w.gpus[0]
+        solve.choose_split(kn, r, capacity_gpu(req, kn) if req.gpu_id is None else kn.gpus[req.gpu_id],
+                           tr.gpu_count(w))
     sizing = next(f for f in kn.flows if f.role == "sizing")
 
     # every candidate GPU at once: per-GPU names hold one value per candidate (kb.expr.Col)
@@ -166,6 +170,8 @@ def _answer(w: Workload, kn: Knowledge, query: str = "", brief: bool = False) ->
     primary = every.view(order[0])
     if layouts[order[0]].note:
         r.assumptions.append(f"layout: {layouts[order[0]].note}")
+    if r.is_training and (note := tr.time_note(primary.scope)):
+        r.assumptions.append(note)
     r.workload_parallel = (tr.parallel(w, kn, layouts[order[0]]) if r.is_training
                            else layouts[order[0]].as_dict())
     if w.gpus and not r.is_training and r.runtime.get("multi_gpu") == "tensor_parallel":

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from kb.engine.evaluate import Evaluated, evaluate
 from kb.engine.gpus import gpu_scope, layout_of
-from kb.engine.scope import base_scope, resolve
+from kb import training as tr
+from kb.engine.scope import Resolved, base_scope, resolve
 from kb.model import Knowledge
 from kb.record import record
 from kb.render import num
@@ -73,6 +74,26 @@ def probe(kn: Knowledge, w: Workload, vary: str, value: float, gpu: GPU, count: 
     if vary == "gpu_count":
         count = int(value)
     r = resolve(w2, kn)
+    if r.is_training and not (w2.tp or w2.pp) and tr.is_model_parallel(w2, kn):
+        choose_split(kn, r, gpu, count)
+    return _probe(kn, r, w, gpu, count, holds)
+
+
+def choose_split(kn: Knowledge, r: Resolved, gpu: GPU, count: int) -> None:
+    """A model-parallel training stack with no tp / pp asked: the first valid split
+    (kb.training.model_parallel_layouts, fewest model-parallel GPUs first) that holds the job on
+    `count` of this GPU, set on the workload (the last tried where none does)."""
+    m, w = r.model, r.workload
+    splits = tr.model_parallel_layouts(count, int(m["attention_heads"]), int(m["kv_heads"]), int(m["layers"]),
+                                       int(kn.constants["gpus_per_node"]["value"]))
+    for t, p in splits:
+        w.tp, w.pp = t, p
+        if _probe(kn, r, w, gpu, count, "fits").fits:
+            return
+    w.tp, w.pp = splits[-1] if splits else (None, None)
+
+
+def _probe(kn: Knowledge, r: Resolved, w: Workload, gpu: GPU, count: int, holds: str) -> Probe:
     ev = Evaluated(gpu_scope(base_scope(r, kn), gpu, count, r.precision, layout_of(r, kn, count)))
     targets = targets_asked(w)
     names = ["fits", "per_gpu_gb", "usable_vram_gb"]
