@@ -50,6 +50,7 @@ def gpu_values(gpu: GPU, count: int, precision: Precision, accumulate: str = "fp
         "gpu.compute_tflops": tflops, "gpu.tdp_w": gpu.get("tdp_w"),
         "gpu.interconnect_gb_s": (gpu.get("interconnect") or {}).get("gb_s") or 0,
         "gpu.module": str(gpu.get("form_factor", "")).upper().startswith(("SXM", "OAM", "SUPERCHIP", "SH5")),
+        "gpu.pcie_generation": gpu.get("pcie_generation") or 0,
         "gpu.price_usd": gpu.get("price_usd"), "gpu.cloud_usd_per_hour": gpu.get("cloud_usd_per_hour"),
         "gpu_count": count, "_compute_precision": key,
     }

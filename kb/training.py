@@ -223,3 +223,19 @@ def time_note(s: Scope) -> str:
     return (f"training time: {s.get('train_flops_per_token'):.3g} FLOP a token × {s.get('train_tokens'):.3g} tokens "
             f"over {count} × {s.get('gpu.compute_tflops'):g} TFLOPS at {s.get('training_mfu'):.0%} MFU = "
             f"{s.get('run_hours'):,.0f} h; {hours:,.0f} GPU-hours{rent}")
+
+
+def paged_note(s: Scope) -> str:
+    """A paged optimizer: where its states live on this GPU, and the peak on a card where they
+    would go the other way (the figures of paged_states_gb, paged_out and per_gpu_gb)."""
+    states = s.get("paged_states_gb")
+    if not s.get("paged") or not states:
+        return ""
+    peak = s.get("per_gpu_gb") or 0.0
+    if s.get("paged_out"):
+        return (f"paged optimizer: {s.get('gpu.name')} cannot hold its {states:.1f} GB of states beside the rest "
+                f"({peak:.1f} GB), so they page out to CPU memory and each step waits on PCIe; a card with "
+                f"{peak + states:.1f} GB or more keeps them on the GPU, and its peak includes them [bitsandbytes-paged-optimizers]")
+    return (f"paged optimizer: its {states:.1f} GB of states fit on {s.get('gpu.name')}, so they stay there and the "
+            f"peak ({peak:.1f} GB) includes them; on a card that cannot hold them they page out to CPU memory "
+            f"(peak {peak - states:.1f} GB, each step waiting on PCIe) [bitsandbytes-paged-optimizers]")

@@ -170,8 +170,9 @@ def _answer(w: Workload, kn: Knowledge, query: str = "", brief: bool = False) ->
     primary = every.view(order[0])
     if layouts[order[0]].note:
         r.assumptions.append(f"layout: {layouts[order[0]].note}")
-    if r.is_training and (note := tr.time_note(primary.scope)):
-        r.assumptions.append(note)
+    if r.is_training:
+        evaluate(kn, primary, ("paged_states_gb", "paged_out"))
+        r.assumptions.extend(n for n in (tr.time_note(primary.scope), tr.paged_note(primary.scope)) if n)
     r.workload_parallel = (tr.parallel(w, kn, layouts[order[0]]) if r.is_training
                            else layouts[order[0]].as_dict())
     if w.gpus and not r.is_training and r.runtime.get("multi_gpu") == "tensor_parallel":
