@@ -52,6 +52,7 @@ def gpu_values(gpu: GPU, count: int, precision: Precision, accumulate: str = "fp
         "gpu.module": str(gpu.get("form_factor", "")).upper().startswith(("SXM", "OAM", "SUPERCHIP", "SH5")),
         "gpu.pcie_generation": gpu.get("pcie_generation") or 0,
         "gpu.price_usd": gpu.get("price_usd"), "gpu.cloud_usd_per_hour": gpu.get("cloud_usd_per_hour"),
+        "gpu.native_compute": key == precision["compute"],
         "gpu_count": count, "_compute_precision": key,
     }
 

@@ -22,7 +22,7 @@ from kb.engine.assemble import (ROW_FORMULAS, brief_answer, bottleneck, error_ba
                                 gpu_warnings, memory, rank_order, rows_of, shown_figures, workload_dict)
 from kb.engine.claims import check_claims
 from kb.engine.evaluate import Evaluated, evaluate
-from kb.engine.gpus import catalogue_columns, layout_columns, layouts_of
+from kb.engine.gpus import catalogue_columns, layout_columns, layout_of, layouts_of
 from kb.engine.scope import base_scope, capacity_gpu, resolve
 from kb.gpu_names import gpu_columns, runs_on
 from kb.engine.walk import Tracer, walk
@@ -129,7 +129,29 @@ def _first_ranked(w: Workload, kn: Knowledge) -> str:
     return _answer(plain, kn).gpus[0].id
 
 
+def _scaled_gpus_needed(kn: Knowledge, asked: Workload, rows: list[GpuRow],
+                        candidates: list[tuple[GPU, int, bool]], order: list[int], primary: Evaluated) -> None:
+    """A training job no count holds under the runtime's own data parallel (gpus_needed 0):
+    several GPUs run it in the layout people use at that scale (kb.training.resolve_at_scale),
+    so the fewest that hold it come from the forward model over the count."""
+    upper = int(kn.query["solve"]["how_many_gpus"]["upper"])
+    for rank, i in enumerate(order):
+        row = rows[rank]
+        if row.fits or row.gpus_needed != 0 or not row.usable_vram_gb:
+            continue
+        found = solve.smallest_fitting(kn, asked, 2, upper, candidates[i][0])
+        if found is not None:
+            row.gpus_needed = found
+            if rank == 0:
+                primary.scope["gpus_needed"] = found
+
+
 def _answer(w: Workload, kn: Knowledge, query: str = "", brief: bool = False) -> Answer:
+    import copy
+
+    scalable = (w.gpus and w.sharding is None and not w.offload and w.task in ("full_ft", "pretrain", "train")
+                and kn.sharding.get("at_scale"))
+    asked = copy.deepcopy(w) if scalable else None
     r = resolve(w, kn)
     if r.is_training and w.gpus and not (w.tp or w.pp) and tr.is_model_parallel(w, kn):
         req = w.gpus[0]
@@ -154,7 +176,8 @@ def _answer(w: Workload, kn: Knowledge, query: str = "", brief: bool = False) ->
     # judging each GPU at the fewest cards that hold the job needs only that count at one card
     evaluate(kn, every, ("gpus_needed",) if rightsizing else ROW_FORMULAS[r.is_training])
     if rightsizing:
-        candidates = rightsize.configurations(kn, every.scope.get("gpus_needed"), [g for g, _, _ in candidates])
+        candidates = rightsize.configurations(kn, every.scope.get("gpus_needed"), [g for g, _, _ in candidates],
+                                              lambda n: layout_of(r, kn, n).canonical)
         layouts = layouts_of(r, kn, candidates)
         counts = Col.of(c for _, c, _ in candidates)   # the same cards, each at its own count
         gpus = {**gpus, "gpu_count": counts if any(c != counts[0] for c in counts) else counts[0],
@@ -177,6 +200,8 @@ def _answer(w: Workload, kn: Knowledge, query: str = "", brief: bool = False) ->
                            else layouts[order[0]].as_dict())
     if w.gpus and not r.is_training and r.runtime.get("multi_gpu") == "tensor_parallel":
         _exact_gpus_needed(kn, w, rows, candidates, order, primary)
+    if asked is not None and r.is_training and not brief:
+        _scaled_gpus_needed(kn, asked, rows, candidates, order, primary)
     primary.scope["gpu_candidates"] = n
     primary.scope["fitting_gpus"] = sum(map(bool, fits)) if fits.__class__ is Col else n * bool(fits)
     primary.scope["fewest_gpus_needed"] = rightsize.fewest_needed(rows)
