@@ -13,15 +13,15 @@ from typing import TYPE_CHECKING, Any
 
 from kb.engine.evaluate import Evaluated, evaluate
 from kb.engine.gpus import gpu_scope, layout_of
-from kb import training as tr
+from kb.engine import training as tr
 from kb.engine.scope import Resolved, base_scope, resolve
-from kb.model import Knowledge
-from kb.record import record
-from kb.render import num
-from kb.workload import Workload
+from kb.knowledge.data import Knowledge
+from kb.recordtype import record
+from kb.figures import num
+from kb.query.workload import Workload
 
 if TYPE_CHECKING:
-    from kb.records import GPU
+    from kb.knowledge.records import GPU
 
 
 @record
@@ -81,7 +81,7 @@ def probe(kn: Knowledge, w: Workload, vary: str, value: float, gpu: GPU, count: 
 
 def choose_split(kn: Knowledge, r: Resolved, gpu: GPU, count: int) -> None:
     """A model-parallel training stack with no tp / pp asked: the first valid split
-    (kb.training.model_parallel_layouts, fewest model-parallel GPUs first) that holds the job on
+    (kb.engine.training.model_parallel_layouts, fewest model-parallel GPUs first) that holds the job on
     `count` of this GPU, set on the workload (the last tried where none does)."""
     m, w = r.model, r.workload
     splits = tr.model_parallel_layouts(count, int(m["attention_heads"]), int(m["kv_heads"]), int(m["layers"]),
@@ -134,7 +134,7 @@ def largest_fitting(kn: Knowledge, w: Workload, vary: str, lower: float, upper: 
 
 
 def smallest_fitting(kn: Knowledge, w: Workload, lower: int, upper: int, gpu: GPU) -> int | None:
-    """Fewest GPUs that hold the job in a canonical layout (kb.layout: tensor parallel that
+    """Fewest GPUs that hold the job in a canonical layout (kb.engine.layout: tensor parallel that
     divides the heads inside a node, whole nodes as pipeline stages). Memory falls as GPUs are
     added, so a bisection finds the fewest that hold it; then the next canonical count up."""
     if not probe(kn, w, "gpu_count", upper, gpu, upper).fits:

@@ -1,0 +1,241 @@
+"""Training jobs: objective, framework recipe and sharding, resolved from the rules.
+
+In: a Workload being resolved by kb.engine, the Knowledge (runtimes.yaml `objectives`,
+`sharding` and each runtime's `recipes`), the runtime and model chosen. Out: the Workload's
+training fields filled (each default said in the assumptions, with its source), the scope values
+the training formulas read, and the training keys of the answer's memory dict.
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kb.engine.layout import Layout
+from kb.knowledge.data import Knowledge
+from kb.query.workload import Workload
+
+if TYPE_CHECKING:
+    from kb.engine.evaluate import Scope
+    from kb.knowledge.records import AtScale, Model, Runtime, Value
+    from kb.engine.answer_records import Memory, MemoryExtras, Parallel
+
+RECIPE_FIELDS = ("optimizer", "checkpointing", "paged", "optimizer_in_backward", "offload",
+                 "checkpoint_offload", "lora_attention_only")
+# memory dict key → formula: what one GPU (one rank) holds
+PER_GPU_BREAKDOWN = {"weights_gb": "rank_weights_gb", "gradients_gb": "rank_gradients_gb",
+                     "optimizer_gb": "rank_optimizer_states_gb",
+                     "optimizer_step_gb": "rank_optimizer_step_extra_gb", "adapters_gb": "adapters_gb",
+                     "activations_gb": "rank_activations_gb",
+                     "other_models_gb": "rank_other_models_gb", "overhead_gb": "runtime.overhead_gb"}
+
+
+def gpu_count(w: Workload) -> int:
+    """GPUs the job runs on: the largest count the query names (1 when it names none)."""
+    return max((g.count for g in w.gpus), default=w.gpu_count or 1)
+
+
+def resolve_objective(w: Workload, kn: Knowledge, assumptions: list[str]) -> None:
+    """A preference or RL objective: the task becomes its training method (full fine-tune unless
+    a LoRA/QLoRA word was given) and the answer says what the objective holds."""
+    if w.task in kn.objectives:
+        w.objective = w.objective or w.task
+        w.task = kn.objectives[w.task]["method"]
+    if w.objective is None:
+        return
+    obj = kn.objectives[w.objective]
+    assumptions.append(f"objective: {obj['text']}; method: {w.task} [{obj['source']}]")
+
+
+def apply_recipes(w: Workload, kn: Knowledge, runtime: Runtime, model: Model,
+                  assumptions: list[str]) -> None:
+    """The runtime's documented recipe for this kind of job fills what the query left out."""
+    count = gpu_count(w)
+    for recipe in runtime.get("recipes") or []:
+        when = recipe["when"]
+        if (when["tasks"] and w.task not in when["tasks"]) or count < when["min_gpus"] or (
+                when["max_gpus"] is not None and count > when["max_gpus"]) or (
+                model["params_total"] < when["min_params"]):
+            continue
+        changed = False
+        for name in RECIPE_FIELDS:
+            value = recipe["set"].get(name)
+            if value is not None and getattr(w, name) is None:
+                setattr(w, name, value)
+                changed = True
+        if changed:
+            assumptions.append(f"recipe: {recipe['text']} [{recipe['source']}]")
+
+
+def resolve_at_scale(w: Workload, kn: Knowledge, runtime: Runtime, params: float,
+                     assumptions: list[str]) -> AtScale | None:
+    """A full fine-tune or pretraining too large for one GPU's copy, on several GPUs, with no
+    sharding named and a runtime that would copy the model state to every GPU: the layout people
+    run at that scale (_at_scale), with the checkpointing its published runs use unless asked."""
+    strategies = kn.sharding.get("strategies", {})
+    if w.sharding in strategies:
+        return None
+    own = strategies.get(runtime.get("sharding") or kn.sharding.get("default", ""))
+    if own is None or own["stage"] > 0:
+        return None
+    row = _at_scale(w, kn, params)
+    if row is None:
+        return None
+    w.sharding = row["strategy"]
+    if row.get("checkpointing") is not None and w.checkpointing is None:
+        w.checkpointing = row["checkpointing"]
+        assumptions.append(f"activation checkpointing: {'on' if w.checkpointing else 'off'} "
+                           f"(as the published runs of {strategies[w.sharding]['name'].split(' (')[0]} at this scale)")
+    return row
+
+
+def resolve_sharding(w: Workload, kn: Knowledge, runtime: Runtime, assumptions: list[str],
+                     scaled: AtScale | None = None) -> None:
+    """How the GPUs share the job: as asked, else the runtime's way, else plain data parallel.
+    "cpu offload" with no sharding runs as DeepSpeed ZeRO-Offload."""
+    table = kn.sharding
+    strategies = table.get("strategies", {})
+    if not strategies:
+        return
+    why = f"{gpu_count(w)} GPUs: {scaled['text']}" if scaled else "as asked"
+    if w.sharding not in strategies:
+        rt = runtime.get("sharding")
+        if w.offload and rt in (None, table["default"]):
+            w.sharding, why = table["offload_default"], "cpu offload with no sharding named"
+        elif rt is not None:
+            w.sharding, why = rt, f"{runtime['name']} default"
+        else:
+            w.sharding, why = table["default"], "the default"
+    st = strategies[w.sharding]
+    if gpu_count(w) > 1 or w.offload:
+        hint = "; name fsdp or zero3 to shard the model" if st["stage"] < 3 and not st.get("model_parallel") else ""
+        mfu = (f"; model FLOPS utilisation {st['mfu']:.0%}, as published for this stack [{st['mfu_source']}]"
+               if st.get("mfu") else "")
+        assumptions.append(f"several GPUs: {st['name']} ({why}) [{st['source']}]{hint}{mfu}")
+
+
+def _at_scale(w: Workload, kn: Knowledge, params: float) -> AtScale | None:
+    """The layout people run a full fine-tune or pretraining in on this many GPUs
+    (runtimes.yaml sharding.at_scale), when the query named no sharding, the runtime's own way
+    keeps a full copy of the model state per GPU, and one GPU asked about cannot hold that copy."""
+    rows = kn.sharding.get("at_scale") or []
+    count = gpu_count(w)
+    if not rows or w.offload or w.task not in ("full_ft", "pretrain") or count < 2:
+        return None
+    c = {k: float(v["value"]) for k, v in kn.constants.items()}
+    # 16-bit weights and gradients, FP32 master weights and AdamW's two FP32 moments
+    state_gb = params * (2 * c["grad_bytes"] + c["master_weight_bytes"]
+                                       + c["adamw_state_bytes"]) / c["bytes_per_gb"]
+    smallest = min((kn.gpus[g.gpu_id]["memory_gb"] for g in w.gpus if g.gpu_id in kn.gpus), default=None)
+    if smallest is None or state_gb <= smallest:
+        return None
+    found = [r for r in rows if count >= r["min_gpus"]]
+    return max(found, key=lambda r: r["min_gpus"]) if found else None
+
+
+def layout(count: int, w: Workload | None = None, kn: Knowledge | None = None) -> Layout:
+    """A training job's GPUs as the training formulas model them: every GPU a data-parallel rank
+    running its own micro-batch (no tensor or pipeline split), sharding only changing what each
+    rank keeps of the model state; under a model-parallel stack (Megatron) the tp × pp split the
+    job holds (model_parallel_layouts), the rest data parallel."""
+    st = kn.sharding.get("strategies", {}).get(w.sharding or "") if w is not None and kn is not None else None
+    if w is None or not (st and st.get("model_parallel")):
+        return Layout(tp=1, pp=1, dp=count, canonical=True, note=None)
+    t, p = w.tp or 1, w.pp or 1
+    if count % (t * p):
+        t, p = 1, 1
+    return Layout(tp=t, pp=p, dp=max(1, count // (t * p)), canonical=True,
+                  note=f"{count} GPUs: tensor parallel {t} × pipeline {p} × data parallel {max(1, count // (t * p))}")
+
+
+def model_parallel_layouts(count: int, heads: int, kv_heads: int, layers: int, node: int) -> list[tuple[int, int]]:
+    """Valid (tp, pp) splits of `count` GPUs for a model-parallel stack, fewest model-parallel GPUs
+    first and tensor before pipeline: tp divides the query and KV heads and stays inside a node,
+    pp divides the layers, and tp × pp divides the count (Megatron-LM checks each at start-up)."""
+    out = [(t, p) for t in range(1, node + 1) if heads % t == 0 and kv_heads % t == 0
+           for p in range(1, layers + 1) if layers % p == 0 and count % (t * p) == 0]
+    return sorted(out, key=lambda tp: (tp[0] * tp[1], tp[1]))
+
+
+def is_model_parallel(w: Workload, kn: Knowledge) -> bool:
+    st = kn.sharding.get("strategies", {}).get(w.sharding or "")
+    return bool(st and st.get("model_parallel"))
+
+
+def parallel(w: Workload, kn: Knowledge, lay: Layout) -> Parallel:
+    """The answer's workload.parallel for a training job: tp, pp, dp as `layout` gives them, the
+    sharding the ranks run (a runtime's own name reported as the strategy it runs as) and whether
+    model state is offloaded to CPU memory."""
+    st = kn.sharding.get("strategies", {}).get(w.sharding or "")
+    return {**lay.as_dict(), "sharding": (st["layout"] if st else None) or w.sharding,
+            "offload": bool(w.offload)}
+
+
+def scope_values(w: Workload, kn: Knowledge) -> dict[str, Value]:
+    """The names the training formulas read about sharding and the objective."""
+    st = kn.sharding.get("strategies", {}).get(w.sharding or "")
+    obj = kn.objectives.get(w.objective or "")
+    return {
+        "zero_stage": st["stage"] if st else 0, "sharding": w.sharding or "",
+        "model_parallel": bool(st and st.get("model_parallel")),
+        "stack_mfu": (st.get("mfu") or 0.0) if st else 0.0,
+        "objective_sequences": obj["sequences"] if obj else 1,
+        "reference_model": bool(obj and obj["reference"]), "critic_model": bool(obj and obj["critic"]),
+        "rollout_engine": bool(obj and obj["rollout"]), "rollout_generations": obj["generations"] if obj else 1,
+    }
+
+
+def memory_extras(s: Scope, w: Workload, is_training: bool) -> MemoryExtras:
+    """The answer's training memory keys: host RAM, sharding and what one GPU holds (None for
+    inference)."""
+    if not is_training:
+        return {"host_ram_gb": None, "sharding": None, "zero_stage": None, "per_gpu_breakdown": None}
+    return {"host_ram_gb": s.get("host_ram_gb"), "sharding": w.sharding,
+            "zero_stage": s.get("zero_stage"),
+            "per_gpu_breakdown": {k: s.get(name) for k, name in PER_GPU_BREAKDOWN.items()}}
+
+
+def shown(is_training: bool, breakdown: tuple[str, ...], names: dict[str, str]) -> tuple[str, ...]:
+    """The formulas the answer's memory section reads (computed and traced)."""
+    if not is_training:
+        return breakdown
+    return tuple(names.get(k, k) for k in breakdown) + tuple(PER_GPU_BREAKDOWN.values())[:-1] + (
+        "per_gpu_gb", "host_ram_gb")
+
+
+def no_count_note(kn: Knowledge, memory: Memory) -> str:
+    """Why no number of GPUs holds a training job that shards less than its weights."""
+    stage = memory.get("zero_stage")
+    if stage is None or stage >= 3 or not kn.sharding:
+        return ""
+    return f" Under {memory.get('sharding')}, {kn.sharding['no_count_note']}."
+
+
+def time_note(s: Scope) -> str:
+    """On several GPUs: the training time as 6·N·D over the GPUs' peak at the stack's MFU, with
+    the GPU-hours and what renting them costs (the figures of the formulas train_time_s,
+    gpu_hours and run_cost_usd)."""
+    count, hours = s.get("gpu_count"), s.get("gpu_hours")
+    if not isinstance(count, int) or count < 2 or not hours or not s.get("fits"):
+        return ""
+    cost = s.get("run_cost_usd")
+    rent = f", ${cost:,.0f} at ${s.get('cloud_usd_per_hour'):,.2f} per GPU-hour" if cost else ""
+    return (f"training time: {s.get('train_flops_per_token'):.3g} FLOP a token × {s.get('train_tokens'):.3g} tokens "
+            f"over {count} × {s.get('gpu.compute_tflops'):g} TFLOPS at {s.get('training_mfu'):.0%} MFU = "
+            f"{s.get('run_hours'):,.0f} h; {hours:,.0f} GPU-hours{rent}")
+
+
+def paged_note(s: Scope) -> str:
+    """A paged optimizer: where its states live on this GPU, and the peak on a card where they
+    would go the other way (the figures of paged_states_gb, paged_out and per_gpu_gb)."""
+    states = s.get("paged_states_gb")
+    if not s.get("paged") or not states:
+        return ""
+    peak = s.get("per_gpu_gb") or 0.0
+    if s.get("paged_out"):
+        return (f"paged optimizer: {s.get('gpu.name')} cannot hold its {states:.1f} GB of states beside the rest "
+                f"({peak:.1f} GB), so they page out to CPU memory and each step waits on PCIe; a card with "
+                f"{peak + states:.1f} GB or more keeps them on the GPU, and its peak includes them [bitsandbytes-paged-optimizers]")
+    return (f"paged optimizer: its {states:.1f} GB of states fit on {s.get('gpu.name')}, so they stay there and the "
+            f"peak ({peak:.1f} GB) includes them; on a card that cannot hold them they page out to CPU memory "
+            f"(peak {peak - states:.1f} GB, each step waiting on PCIe) [bitsandbytes-paged-optimizers]")
