@@ -47,7 +47,9 @@ def sort_keys(kn: Knowledge, w: Workload, fallback: list[tuple[str, str]]) -> li
     name = sort_name(kn, w)
     if name is None:
         return fallback
-    keys: list[tuple[str, str]] = [(k["by"], k["order"]) for k in kn.advice["sorts"][name]]
+    training = w.task in kn.query["training_tasks"]
+    keys: list[tuple[str, str]] = [(k["by"], k["order"]) for k in kn.advice["sorts"][name]
+                                   if training or k["by"] not in kn.advice.get("training_only", [])]
     if w.rent:
         keys = [(kn.advice["rent_cost_key"] if k == "config_price_usd" else k, o) for k, o in keys
                 if k not in kn.advice.get("rent_ignores", [])]

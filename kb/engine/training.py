@@ -124,9 +124,9 @@ def _at_scale(w: Workload, kn: Knowledge, params: float) -> AtScale | None:
         return None
     c = {k: float(v["value"]) for k, v in kn.constants.items()}
     # 16-bit weights and gradients, FP32 master weights and AdamW's two FP32 moments
-    state_gb = params * (2 * c["grad_bytes"] + c["master_weight_bytes"]
-                                       + c["adamw_state_bytes"]) / c["bytes_per_gb"]
-    smallest = min((kn.gpus[g.gpu_id]["memory_gb"] for g in w.gpus if g.gpu_id in kn.gpus), default=None)
+    state_gb = params * (2 * c["grad_bytes"] + c["master_weight_bytes"] + c["adamw_state_bytes"]) / c["bytes_per_gb"]
+    sizes = [float(kn.gpus[g.gpu_id]["memory_gb"] or 0) for g in w.gpus if g.gpu_id in kn.gpus]
+    smallest = min(sizes, default=None)
     if smallest is None or state_gb <= smallest:
         return None
     found = [r for r in rows if count >= r["min_gpus"]]

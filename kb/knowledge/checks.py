@@ -50,8 +50,8 @@ def training_tables(rfile: sc.RuntimesFile, rdoc: Doc, need_source: NeedSource,
             errs.add(rdoc.error(("sharding", key), f"unknown sharding '{named}'",
                                 nearest(named, strategies)))
     for name, st in strategies.items():
-        if st.get("mfu_source"):
-            need_source(rdoc, ("sharding", "strategies", name, "mfu_source"), st["mfu_source"])
+        if (mfu_source := st.get("mfu_source")) is not None:
+            need_source(rdoc, ("sharding", "strategies", name, "mfu_source"), mfu_source)
     for i, row in enumerate(sharding.get("at_scale", [])):
         need_source(rdoc, ("sharding", "at_scale", i, "source"), row["source"])
         if row["strategy"] not in strategies:
