@@ -108,3 +108,16 @@ def test_the_more_gpus_option_is_a_valid_count():
     heads = KN.models[a.workload["model"]]["attention_heads"]
     more = [o for o in a.options if o["change_only"] == "more GPUs"]
     assert more and all(choose(o["count"], heads, True, 8).canonical for o in more)
+
+
+def test_a_budget_ranking_picks_the_format_that_needs_fewest_cards():
+    # 32B at FP16 is 64 GB of weights: under $1,500 that takes several cards (64 / 25.8 GB > 2);
+    # at 4 bits (AWQ/GPTQ: 32.8e9 × ~0.5 B ≈ 17 GB plus the KV cache) one 24 GB card holds it,
+    # within a few percent of FP16's perplexity (Lin et al. 2023, AWQ)
+    a = ask("what gpu for 32b models under $1500")
+    pick = a.recommendation["pick"]
+    assert pick["count"] == 1 and pick["price_usd"] <= 1500
+    assert a.workload["precision"] == "int4"
+    assert any(s.startswith("precision: int4, for the budget of $1,500") for s in a.assumptions)
+    # without a budget the default precision stays
+    assert ask("what gpu for 32b models").workload["precision"] == "fp16"

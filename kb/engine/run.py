@@ -42,13 +42,47 @@ def answer(w: Workload, kn: Knowledge, query: str = "", *, brief: bool = False) 
     trace, the claims and the advice text: what an option (kb.engine.options) shows of its answer."""
     if w.question in kn.query["solve"]:
         return lead_with_focus(_answer_question(w, kn, query, brief), kn.query.get("focus_lead", {}))
+    import copy
+
+    plain = copy.deepcopy(w) if w.budget_usd is not None and w.precision is None and not w.gpus else None
     result = _answer(w, kn, query, brief)
+    if plain is not None and "training" not in result.bottleneck:
+        result = _budget_precision(plain, kn, query, brief, result) or result
     if w.question == "which_gpu":
         result.question = {"kind": "which_gpu", "vary": None, "unit": None,
                            "value": result.gpus[0].name if result.gpus else None,
                            "gpu": result.gpus[0].name if result.gpus else None,
                            "ranking": [g.id for g in result.gpus if g.fits]}
     return lead_with_focus(result, kn.query.get("focus_lead", {}))
+
+
+def _budget_precision(w: Workload, kn: Knowledge, query: str, brief: bool, plain: Answer) -> Answer | None:
+    """A ranking with a budget and no precision named: the weight format an expert would buy for,
+    the default or one of the rules' precision options (prices.yaml advice options): the one
+    whose best configuration within the budget takes the fewest cards, then the least quality
+    cost; said in the assumptions. None when the default is that format."""
+    import copy
+
+    first = next((r for r in plain.gpus if r.fits and r.within_budget), None)
+    found: list[tuple[int, int, Answer, str]] = [(first.count if first else 1 << 30, 0, plain, "")]
+    for rule in kn.advice.get("options") or []:
+        precision = rule.get("precision")
+        if not precision or "inference" not in rule["tasks"]:
+            continue
+        trial = copy.deepcopy(w)
+        trial.precision = precision
+        a = _answer(trial, kn, query, brief)
+        best = next((r for r in a.gpus if r.fits and r.within_budget), None)
+        if best is not None:
+            said = (f"precision: {precision}, for the budget of ${w.budget_usd:,.0f}: {rule['change']} holds it on "
+                    f"{best.count}× {best.name}, fewer cards than the default precision needs within the budget "
+                    f"(quality: {rule['quality']}) [{rule['source']}]")
+            found.append((best.count, int(rule["quality_rank"]), a, said))
+    _, _, a, said = min(found, key=lambda f: (f[0], f[1]))
+    if a is plain:
+        return None
+    a.assumptions.append(said)
+    return a
 
 
 def _answer_question(w: Workload, kn: Knowledge, query: str, brief: bool = False) -> Answer:
