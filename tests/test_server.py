@@ -254,9 +254,9 @@ def test_training_page_shows_training_speed(client):
 
 
 def test_training_that_does_not_fit_shows_memory_not_speed(client):
-    # under plain DDP every rank holds 7B × 16 bytes of weights, gradients and Adam state
-    # (112 GB) — more than an 80 GB H100 — so there is no speed to show, and no inference tiles
-    body = client.get("/?q=" + q("full fine-tune 7B on 8x H100 for 20B tokens")).get_data(as_text=True)
+    # under plain DDP (asked for) every rank holds 7B × 16 bytes of weights, gradients and Adam
+    # state (112 GB) — more than an 80 GB H100 — so there is no speed to show, and no inference tiles
+    body = client.get("/?q=" + q("full fine-tune 7B on 8x H100 ddp for 20B tokens")).get_data(as_text=True)
     assert 'class="verdict nofit"' in body
     assert '<th scope="col" class="num key">needs GB/GPU</th>' in body
     assert "train tok/s" not in body and "decode per user" not in body and "prefill tok/s" not in body

@@ -27,16 +27,20 @@ def step(a, rule):
 
 def test_pretraining_on_hundreds_of_gpus_runs_megatron_at_its_published_mfu():
     # "pretrain 13b on 300b tokens on 128 h100" said "does not fit under ddp". Hundreds of GPUs
-    # run Megatron-LM TP × PP × DP with the distributed optimizer (Narayanan et al. 2021). Per GPU
-    # (Megatron distributed-optimizer doc: bf16 params + fp32 grads = 6 B a parameter of the
-    # slice, plus 12 B / all GPUs): at TP 1 the 13B job needs 13e9·6/1e9 = 78 GB + 156/128 GB +
-    # 20.9 GB of activations > 85.5 GB; at TP 2: 39 + 1.22 + 20.9/2 + 0.5 = 51.2 GB.
+    # run Megatron-LM TP × PP × DP with the distributed optimizer and activation recomputation
+    # (Narayanan et al. 2021). Per GPU (Megatron distributed-optimizer doc: bf16 params + fp32
+    # grads = 6 B a parameter of the slice, plus 12 B / all GPUs): at TP 1 the 13B job needs
+    # 13e9·6/1e9 = 78 GB + 156/128 GB + its checkpointed activations + 0.5 ≈ 82 GB of 85.5: it
+    # holds, but with less than the 10% headroom a recommendation keeps (recommend_headroom_fraction,
+    # the memory estimate's p90 error); at TP 2: 39 + 1.22 + activations/2 + 0.5.
     a = answer("pretrain 13b on 300b tokens on 128 h100")
     par = a["workload"]["parallel"]
     assert (par["tp"], par["pp"], par["dp"], par["sharding"]) == (2, 1, 64, "megatron")
+    assert a["workload"]["checkpointing"] is True
     row = a["gpus"][0]
     assert row["fits"]
     acts = step(a, "activations_gb")
+    assert 78 + 156 / 128 + acts + 0.5 > 85.52 * (1 - 0.1) and 78 + 156 / 128 + acts + 0.5 < 85.52
     assert row["per_gpu_gb"] == pytest.approx(13e9 * 6 / 2 / 1e9 + 13e9 * 12 / 128 / 1e9 + acts / 2 + 0.5, rel=REL)
     # time = 6·N·D / (GPUs × peak × MFU), MFU 43%: Llama 3 paper Table 4 (8,192 H100, TP 8 ×
     # PP 16, 430 TFLOPS a GPU); Megatron-LM reports 44-52% on A100. Exact arithmetic.
@@ -60,10 +64,10 @@ def test_megatron_split_is_a_valid_layout():
     splits = model_parallel_layouts(128, 64, 8, 80, 8)
     assert splits[0] == (1, 1)
     for t, p in splits:
-        assert 64 % t == 0 and 8 % t == 0 and t <= 8 and 80 % p == 0 and 128 % (t * p) == 0
+        assert 64 % t == 0 and 8 % t == 0 and t <= 8 and p <= 80 and 128 % (t * p) == 0
     a = answer("pretrain llama-3.1-70b on 1t tokens on 256 h100")
     par = a["workload"]["parallel"]
-    assert par["tp"] * par["pp"] * par["dp"] == 256 and 8 % par["tp"] == 0 and 80 % par["pp"] == 0
+    assert par["tp"] * par["pp"] * par["dp"] == 256 and 8 % par["tp"] == 0 and par["pp"] <= 80
     assert a["gpus"][0]["fits"]
 
 

@@ -173,7 +173,7 @@ def _scaled_gpus_needed(kn: Knowledge, asked: Workload, rows: list[GpuRow],
         row = rows[rank]
         if row.fits or row.gpus_needed != 0 or not row.usable_vram_gb:
             continue
-        found = solve.smallest_fitting(kn, asked, 2, upper, candidates[i][0])
+        found = solve.fewest_scanned(kn, asked, candidates[i][0], upper)
         if found is not None:
             row.gpus_needed = found
             if rank == 0:

@@ -82,14 +82,16 @@ def probe(kn: Knowledge, w: Workload, vary: str, value: float, gpu: GPU, count: 
 def choose_split(kn: Knowledge, r: Resolved, gpu: GPU, count: int) -> None:
     """A model-parallel training stack with no tp / pp asked: the first valid split
     (kb.engine.training.model_parallel_layouts, fewest model-parallel GPUs first) that holds the job on
-    `count` of this GPU, set on the workload (the last tried where none does)."""
+    `count` of this GPU with the headroom a recommendation keeps (roomy_fit), else the first that
+    holds it, set on the workload (the last tried where none does)."""
     m, w = r.model, r.workload
     splits = tr.model_parallel_layouts(count, int(m["attention_heads"]), int(m["kv_heads"]), int(m["layers"]),
                                        int(kn.constants["gpus_per_node"]["value"]))
-    for t, p in splits:
-        w.tp, w.pp = t, p
-        if _probe(kn, r, w, gpu, count, "fits").fits:
-            return
+    for holds in ("roomy_fit", "fits"):      # with the headroom a recommendation keeps, else just holding it
+        for t, p in splits:
+            w.tp, w.pp = t, p
+            if _probe(kn, r, w, gpu, count, holds).fits:
+                return
     w.tp, w.pp = splits[-1] if splits else (None, None)
 
 
@@ -131,6 +133,26 @@ def largest_fitting(kn: Knowledge, w: Workload, vary: str, lower: float, upper: 
         else:
             hi_i = mid
     return float(lo_i), False
+
+
+def fewest_scanned(kn: Knowledge, w: Workload, gpu: GPU, upper: int) -> int | None:
+    """The fewest GPUs from 2 up to `upper` that hold a training job whose layout changes with
+    the count (kb.engine.training.resolve_at_scale: FSDP on tens, Megatron on hundreds), so memory
+    need not fall as GPUs are added: counts are tried one by one up to a node, then in whole nodes
+    doubling by halves (12, 16, 24, 32, 48…: counts a model-parallel split divides), and the gap
+    below the first that holds it is bisected."""
+    node = int(kn.constants["gpus_per_node"]["value"])
+    prev, n = 1, 2
+    while n <= upper:
+        if probe(kn, w, "gpu_count", n, gpu, n).fits:
+            step = node if prev >= node else 1          # past a node, whole nodes
+            lo, hi = prev // step, n // step
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                lo, hi = (lo, mid) if probe(kn, w, "gpu_count", mid * step, gpu, mid * step).fits else (mid, hi)
+            return hi * step
+        prev, n = n, n + 1 if n < node else (n * 3 // 2 if n & (n - 1) == 0 else n * 4 // 3)
+    return None
 
 
 def smallest_fitting(kn: Knowledge, w: Workload, lower: int, upper: int, gpu: GPU) -> int | None:

@@ -151,9 +151,11 @@ def layout(count: int, w: Workload | None = None, kn: Knowledge | None = None) -
 def model_parallel_layouts(count: int, heads: int, kv_heads: int, layers: int, node: int) -> list[tuple[int, int]]:
     """Valid (tp, pp) splits of `count` GPUs for a model-parallel stack, fewest model-parallel GPUs
     first and tensor before pipeline: tp divides the query and KV heads and stays inside a node,
-    pp divides the layers, and tp × pp divides the count (Megatron-LM checks each at start-up)."""
+    pp is at most the layers (Megatron-Core gives the first and last stages fewer layers where pp
+    does not divide them, as Llama 3 405B's 126 layers over 16 stages), and tp × pp divides the
+    count (Megatron-LM checks each at start-up)."""
     out = [(t, p) for t in range(1, node + 1) if heads % t == 0 and kv_heads % t == 0
-           for p in range(1, layers + 1) if layers % p == 0 and count % (t * p) == 0]
+           for p in range(1, layers + 1) if count % (t * p) == 0]
     return sorted(out, key=lambda tp: (tp[0] * tp[1], tp[1]))
 
 
