@@ -138,14 +138,14 @@ def largest_fitting(kn: Knowledge, w: Workload, vary: str, lower: float, upper: 
 def fewest_scanned(kn: Knowledge, w: Workload, gpu: GPU, upper: int) -> int | None:
     """The fewest GPUs from 2 up to `upper` that hold a training job whose layout changes with
     the count (kb.engine.training.resolve_at_scale: FSDP on tens, Megatron on hundreds), so memory
-    need not fall as GPUs are added: counts are tried one by one up to a node, then in whole nodes
-    doubling by halves (12, 16, 24, 32, 48…: counts a model-parallel split divides), and the gap
-    below the first that holds it is bisected."""
+    need not fall as GPUs are added: counts are tried one by one up to a node, then doubling by
+    halves (12, 16, 24, 32, 48…: counts a model-parallel split divides), and the gap below the
+    first that holds it is bisected (in whole nodes past a node's square of GPUs)."""
     node = int(kn.constants["gpus_per_node"]["value"])
     prev, n = 1, 2
     while n <= upper:
         if probe(kn, w, "gpu_count", n, gpu, n).fits:
-            step = node if prev >= node else 1          # past a node, whole nodes
+            step = node if prev >= node * node and prev % node == 0 and n % node == 0 else 1  # past tens, whole nodes
             lo, hi = prev // step, n // step
             while hi - lo > 1:
                 mid = (lo + hi) // 2
