@@ -13,8 +13,8 @@ from typing import Any
 from flask import Flask, render_template, request
 from werkzeug.exceptions import HTTPException
 
-from kb.model import readable_template
-from kb.render import duration, num
+from kb.knowledge.data import readable_template
+from kb.figures import duration, num
 
 
 def unit(text: Any) -> str:
@@ -39,7 +39,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         MAX_CONTENT_LENGTH=64 * 1024,
         KBQ_ANSWER_SLOTS=2,         # answers computed at once per process (server.fairness)
         KBQ_CLIENT_SLOTS=1,         # of which one address may hold this many
-        KBQ_ANSWER_BUDGET_S=0,      # CPU seconds for an answer's costliest searches (kb.budget); 0: none
+        KBQ_ANSWER_BUDGET_S=0,      # CPU seconds for an answer's costliest searches (kb.engine.budget); 0: none
     )
     if test_config:
         app.config.from_mapping(test_config)

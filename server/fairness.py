@@ -11,7 +11,7 @@ cheap never waits behind them. Limits, per process:
 - `slots` answers are computed at once (`kbq serve --threads`);
 - one address has at most `per_client` of them computing; its further questions wait their turn
   in order, so a client that opens many connections gets no more than one that opens one;
-- each computation runs under a time budget (kb.budget, CPU seconds): the costliest searches
+- each computation runs under a time budget (kb.engine.budget, CPU seconds): the costliest searches
   stop when it is spent and the answer says what they did not try.
 
 Outside a server (the Flask test client, a script) the work runs on the calling thread. The
@@ -33,7 +33,7 @@ from typing import Any, TypeVar
 
 from werkzeug.exceptions import HTTPException
 
-from kb.budget import Budget, within
+from kb.engine.budget import Budget, within
 
 T = TypeVar("T")
 POLL_SECONDS = 0.25        # how often a waiting request looks whether its client is still there
@@ -77,6 +77,19 @@ def gone(sock: Any) -> bool:
         return True
     finally:
         probe.detach()
+
+
+def readable(sock: Any) -> bool:
+    """Whether bytes (a request) wait to be read on a connected socket. Never blocks."""
+    if _poll is None:
+        return False
+    try:
+        fd = sock.fileno()
+    except OSError:
+        return False
+    poller = _poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(0))
 
 
 class Gate:

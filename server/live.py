@@ -24,7 +24,7 @@ from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any
 
-from kb.knowledge import Knowledge, build
+from kb.knowledge.build import Knowledge, build
 from kb.paths import rule_files
 from server.answer_cache import AnswerCache
 from server.fairness import Gate

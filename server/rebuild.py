@@ -6,10 +6,10 @@ with the rule errors (the dicts /api/health shows).
 Building knowledge from YAML is seconds of CPU and, for a large edit, hundreds of MB at its
 peak. Done inside a serving process it would hold the interpreter from the requests (the GIL)
 and leave that process at its peak size after the build. Here a child process of lower
-priority (nice 10) builds and checks the rules and writes the result as a snapshot's plain data
-(kb.snapshot.stored, written with marshal: values only, nothing that runs when read) on its
-standard output; the serving process reads it and makes the Knowledge from it (kb.snapshot.
-from_data), a small fraction of the build. When the child exits, all it used goes back to the
+priority (nice 10) builds and checks the rules and writes the result as a snapshot's plain
+data (kb.knowledge.snapshot.stored, written with marshal: values only, nothing that runs when
+read) on its standard output; the serving process reads it and makes the Knowledge from it
+(kb.knowledge.snapshot.from_data), a small fraction of the build. When the child exits, all it used goes back to the
 system. The child is `python -m server.rebuild ROOT`; exit 0 with the data, 2 with the errors.
 """
 
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from kb.errors import KbError, RuleErrors
-from kb.model import Knowledge
+from kb.knowledge.data import Knowledge
 
 CHILD_SECONDS = 600        # a build that takes longer than this is stopped and reported
 NICENESS = 10              # the child yields the cores to the processes answering requests
@@ -39,7 +39,7 @@ class RebuildFailed(Exception):
 def rebuild(root: Path, offload: Callable[[Callable[[], Any]], Any] | None = None) -> Knowledge:
     """The knowledge of `root`, built in a child process; the data it sends is made into the
     Knowledge through `offload(fn)` when given (a thread of the server's pool)."""
-    from kb.snapshot import from_data
+    from kb.knowledge.snapshot import from_data
 
     try:
         done = subprocess.run([sys.executable, "-m", "server.rebuild", os.fspath(root)],
@@ -71,8 +71,8 @@ def error_dicts(err: Exception) -> list[dict[str, Any]]:
 
 
 def _child(root: str) -> int:
-    from kb.knowledge import build
-    from kb.snapshot import stored
+    from kb.knowledge.build import build
+    from kb.knowledge.snapshot import stored
 
     try:
         os.nice(NICENESS)

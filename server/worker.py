@@ -19,7 +19,8 @@ What it adds to gunicorn's GeventWorker:
 - a request whose client closed its connection before the request was read is dropped unread
   by the app (server.fairness.gone);
 - SIGINT drains the requests in flight as SIGTERM does, and on either a connection waiting for
-  its next request is closed at once, so a stop waits only for answers in flight.
+  its next request (none has arrived on it) is closed at once, so a stop waits only for the
+  requests in flight.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from gunicorn.workers.ggevent import GeventWorker
 from werkzeug.exceptions import BadRequest
 
 from server import serving
-from server.fairness import gone
+from server.fairness import gone, readable
 from server.server_errors import json_error
 
 SWITCH_SECONDS = 0.001     # how long a thread may hold the interpreter before the event loop's turn
@@ -56,6 +57,7 @@ class KbqWorker(GeventWorker):  # type: ignore[misc]
         util.write_error = write_error      # gunicorn's error writer, in this process only
         self._idle: set[gevent.Greenlet] = set()     # connections waiting for a next request
         self._served: set[gevent.Greenlet] = set()   # connections that had a response
+        self._sockets: dict[gevent.Greenlet, Any] = {}   # each connection's socket
         super().init_process()
 
     def init_signals(self) -> None:
@@ -78,7 +80,8 @@ class KbqWorker(GeventWorker):  # type: ignore[misc]
     def handle_exit(self, sig: int, frame: Any) -> None:
         super().handle_exit(sig, frame)
         for g in list(self._idle):            # nothing asked on these: close them now
-            g.kill(StopIteration, block=False)
+            if not readable(self._sockets.get(g)):
+                g.kill(StopIteration, block=False)
 
     def timeout_ctx(self) -> Any:
         # a connection that had a response and waits for another may be closed on a stop (a
@@ -97,10 +100,13 @@ class KbqWorker(GeventWorker):  # type: ignore[misc]
             self._dropped()
             util.close(client)
             return
+        me = gevent.getcurrent()
+        self._sockets[me] = client
         try:
             super().handle(listener, client, addr)
         finally:
-            self._served.discard(gevent.getcurrent())
+            self._served.discard(me)
+            self._sockets.pop(me, None)
 
     def _dropped(self) -> None:
         if self._gate is not None:

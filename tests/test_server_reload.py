@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from kb import answer_in
-from kb.knowledge import build
+from kb.knowledge.build import build
 from kb.paths import rules_dir
 from server.rebuild import RebuildFailed, rebuild
 from tests.test_server_limits import tree_rss_mb
