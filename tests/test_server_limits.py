@@ -119,10 +119,12 @@ def tree_rss_mb(pid: int) -> float:
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads memory from /proc")
-def test_pipelined_requests_whose_responses_are_never_read_hold_one_response(serve):
-    # waitress kept every response of a connection that never read them: ~14 MB a connection,
-    # 400 connections took the workers from 278 MB to 5.7 GB
-    served = serve("--processes", "2", "--cache-mb", "32")
+def test_pipelined_requests_whose_responses_are_never_read_hold_one_response(serve, tmp_path):
+    # waitress kept every response of a connection that never read them (~14 MB a connection:
+    # 400 connections took the workers from 278 MB to 5.7 GB), in memory and in temporary files
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    served = serve("--processes", "2", "--cache-mb", "32", env={"TMPDIR": str(temp)})
     path = "/api/answer?q=" + urllib.parse.quote_plus("serve 70B int4 16 users")
     assert get(served.base, path)[0] == 200
     time.sleep(0.5)
@@ -142,6 +144,7 @@ def test_pipelined_requests_whose_responses_are_never_read_hold_one_response(ser
         time.sleep(3)
         grown = tree_rss_mb(served.proc.pid) - before
         assert grown < 80, f"the server grew by {grown:.0f} MB for 40 unread connections"
+        assert _big_files(temp) == [], "unread responses went to temporary files"
         assert get(served.base, "/api/health")[0] == 200
     finally:
         for s in conns:
