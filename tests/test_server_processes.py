@@ -102,7 +102,7 @@ def wait_port_free(port: int, seconds: float = 15) -> bool:
     return False
 
 
-def _in_flight(served, n: int = 12) -> tuple[list[socket.socket], list[str]]:
+def _in_flight(served, n: int = 6) -> tuple[list[socket.socket], list[str]]:
     """n keep-alive connections, each already accepted (one /api/health answered on it), then each
     sent a page that must be computed (each query distinct, so no cache has it)."""
     conns, paths = [], []
