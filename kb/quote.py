@@ -90,10 +90,10 @@ def _money(v: float | None) -> str:
 
 def _config(answer: Answer, kn: Knowledge, row: GpuRow, role: str) -> Config:
     training = "training" in answer.bottleneck
-    used = (answer.prices.get("gpus") or {}).get(row.id) or {}
-    entry = kn.prices.get(row.id) or {}
+    used = (answer.prices.get("gpus") or {}).get(row.id)
+    entry = kn.prices.get(row.id)
     question_rate = answer.prices.get("usd_per_gpu_hour") is not None
-    rent = [] if question_rate else [
+    rent = [] if question_rate or entry is None else [
         Rent(str(c["provider"]), float(c["usd_per_hour"]), str(c["date"]), str(c["source"]))
         for c in entry.get("cloud") or []]
     if training:
@@ -108,8 +108,9 @@ def _config(answer: Answer, kn: Knowledge, row: GpuRow, role: str) -> Config:
                 if row.fits and row.usd_per_million_tokens is not None else "n/a")
     return Config(role=role, gpu=row.name, gpu_id=row.id, count=row.count, fits=row.fits,
                   per_gpu_gb=row.per_gpu_gb, usable_gb=row.usable_vram_gb, speed=speed, cost=cost,
-                  buy_usd=row.config_price_usd, buy_kind=used.get("purchase_kind"),
-                  buy_date=used.get("purchase_date"), buy_source=used.get("purchase_source"),
+                  buy_usd=row.config_price_usd, buy_kind=used["purchase_kind"] if used else None,
+                  buy_date=used["purchase_date"] if used else None,
+                  buy_source=used["purchase_source"] if used else None,
                   rent_usd_per_hour=row.config_usd_per_hour, rent=rent)
 
 

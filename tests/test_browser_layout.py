@@ -66,14 +66,18 @@ def pages(browser, live_server):
         context = browser.new_context(viewport=viewport)
         try:
             pg = context.new_page()
-            requests: list[str] = []
-            pg.on("request", lambda r: requests.append(r.url))
             for kind, query in KINDS.items():
-                requests.clear()
+                requests: list = []
+
+                def seen(request, requests=requests) -> None:
+                    requests.append(request)
+
+                pg.on("request", seen)
                 pg.goto(live_server + _link(query))
                 got = pg.evaluate(MEASURE)
-                got["hosts"] = {urllib.parse.urlsplit(u).netloc for u in requests
-                                if not u.startswith(("data:", "about:"))}
+                pg.remove_listener("request", seen)
+                got["hosts"] = {urllib.parse.urlsplit(r.url).netloc for r in requests
+                                if not r.url.startswith(("data:", "about:"))}
                 if size == "phone":
                     got["table"] = _first_gpu_row(pg)
                     if kind == "serve":
