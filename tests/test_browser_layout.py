@@ -212,7 +212,7 @@ def test_exported_flowcharts_are_narrow_enough_to_read(browser, mermaid_js):
     """Each Mermaid chart of the exported wiki, drawn by Mermaid in Chromium, is at most
     WIDEST_PX wide at natural size (issue 23, item 7)."""
     from kb import get_knowledge
-    from kb.export import markdown_pages
+    from kb.present.export import markdown_pages
 
     charts = [(path, chart) for path, text in markdown_pages(get_knowledge()).items()
               for chart in re.findall(r"```mermaid\n(.*?)```", text, re.S)]

@@ -1,4 +1,4 @@
-"""`kbq export`: wiki pages and Mermaid charts from the rules (kb.export).
+"""`kbq export`: wiki pages and Mermaid charts from the rules (kb.present.export).
 
 The pages are written by the installed console script. Their figures are checked against the
 engine itself (kb.engine.answer on the same query), the Mermaid charts are parsed back and
@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 
 from kb.engine import answer
-from kb.export import code, literal, math, mermaid, mermaid_ids, number, with_unit
-from kb.knowledge import Edge, Flow, Knowledge, Node, build
-from kb.model import readable_template
+from kb.present.export import code, literal, math, mermaid, mermaid_ids, number, with_unit
+from kb.knowledge.build import Edge, Flow, Knowledge, Node, build
+from kb.knowledge.data import readable_template
 from kb.paths import rules_dir
-from kb.query import parse
+from kb.query.parse import parse
 
 RULES = rules_dir()
 
@@ -234,7 +234,7 @@ def unescape(text: str) -> str:
 
 def parse_mermaid(chart: str) -> tuple[dict[str, tuple[str, str]], list[tuple[str, str, str | None]], dict[str, str]]:
     """nodes {id: (kind, text)}, edges [(from, to, label)], styles {id: class}. An "or else" step
-    of a ladder (kb.export_layout) is folded back: the edges that hang from it are its node's."""
+    of a ladder (kb.present.export_layout) is folded back: the edges that hang from it are its node's."""
     lines = chart.rstrip("\n").split("\n")
     assert lines[0] == "flowchart TD"
     nodes: dict[str, tuple[str, str]] = {}
@@ -409,8 +409,7 @@ def _shipped_expressions(kn: Knowledge) -> list[Any]:
 
 def test_math_reads_back_as_the_same_expression(kn: Knowledge) -> None:
     """The readable math keeps every parenthesis the meaning needs, and no more than that."""
-    from kb import expr as ex
-
+    from kb.expr import parse as ex
     for compiled in [ex.parse(t) for t in TRICKY] + _shipped_expressions(kn):
         shown = math(compiled.ast)
         assert ex.parse(_ascii(shown)).ast == compiled.ast, shown

@@ -1,4 +1,4 @@
-"""The quote (kb.quote): `kbq --quote "…"` (Markdown) and `/quote?q=…` (HTML) from one Quote.
+"""The quote (kb.present.quote): `kbq --quote "…"` (Markdown) and `/quote?q=…` (HTML) from one Quote.
 
 Reference values come from the rule files themselves (rules/prices.yaml read here with
 yaml.safe_load, not through kb), and from the Answer the quote is built from.
@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from kb import answer_in, get_knowledge
-from kb.quote import build, markdown, to_quote
+from kb.present.quote import build, markdown, to_quote
 
 ROOT = Path(__file__).resolve().parent.parent
 PRICES = {p["gpu"]: p for p in yaml.safe_load((ROOT / "rules" / "prices.yaml").read_text())["prices"]}
