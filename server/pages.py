@@ -203,8 +203,8 @@ def _answer_page(template: str, query: str, kn: Knowledge, ctx: dict[str, Any]) 
     if template == QUOTE:
         from kb.present.quote import buy_text, build, memory_text, rent_text, to_quote
 
-        quoted, asked = to_quote(found, kn, lambda q: answer_in(kn, q))
-        return render_template(template, **ctx, quote=build(quoted, kn, asked), link=page_link(query),
+        quoted, asked, wider = to_quote(found, kn, lambda q: answer_in(kn, q))
+        return render_template(template, **ctx, quote=build(quoted, kn, asked, wider), link=page_link(query),
                                buy_text=buy_text, rent_text=rent_text, memory_text=memory_text)
     if not template.endswith("embed.html") and found.options is None and needs_change(found):
         found.options = compute(kn, query, found)   # what to change, where it does not fit or is too slow

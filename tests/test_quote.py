@@ -29,8 +29,8 @@ NO_FIT = ["serve 70B fp16 on rtx 4090", "full fine-tune 7B on 8x H100 for 20B to
 
 def quoted(query: str):
     kn = get_knowledge()
-    a, asked = to_quote(answer_in(kn, query), kn, lambda q: answer_in(kn, q))
-    return a, asked, build(a, kn, asked)
+    a, asked, wider = to_quote(answer_in(kn, query), kn, lambda q: answer_in(kn, q))
+    return a, asked, build(a, kn, asked, wider)
 
 
 @pytest.mark.parametrize("query", FITS)
@@ -58,6 +58,18 @@ def test_quote_recommends_the_answers_pick_with_its_dated_prices(query):
 def test_quote_of_a_question_with_runners_up_lists_two_alternatives():
     _, _, q = quoted("serve 70B int4 16 users")
     assert len(q.alternatives) == 2
+
+
+def test_quote_of_a_named_gpu_offers_the_cards_picked_with_no_gpu_named():
+    """A question on one named card has no other card in its answer: the alternatives are the
+    pick and a runner-up of the same question with no GPU named."""
+    kn = get_knowledge()
+    _, _, q = quoted("serve 7B fp16 on rtx 4090")
+    wider = answer_in(kn, "serve 7B fp16")
+    assert len(q.alternatives) == 2
+    assert q.alternatives[0].gpu_id == wider.recommendation["pick"]["gpu_id"]
+    assert q.alternatives[0].role == "the pick with no GPU named"
+    assert all(a.gpu_id != "rtx-4090" for a in q.alternatives)
 
 
 @pytest.mark.parametrize("query", NO_FIT)

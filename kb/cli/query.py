@@ -172,11 +172,11 @@ def run(args: QueryArgs, usage: str) -> int:
 
         kn = get_knowledge(args.rules)
         try:
-            quoted, asked = to_quote(result, kn, lambda q: ask(q, args.rules, args.config, prices=args.prices,
-                                                               sort=args.sort))
+            quoted, asked, wider = to_quote(result, kn, lambda q: ask(q, args.rules, args.config,
+                                                                      prices=args.prices, sort=args.sort))
         except KbError as err:
             return fail(str(err), err.exit_code)
-        sys.stdout.write(markdown(build(quoted, kn, asked)))
+        sys.stdout.write(markdown(build(quoted, kn, asked, wider)))
     elif args.fmt == "json":
         import orjson
 

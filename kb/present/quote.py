@@ -119,24 +119,35 @@ def _row(answer: Answer, gpu_id: str, count: int) -> GpuRow | None:
         next((g for g in answer.gpus if g.id == gpu_id), None)
 
 
-def _configs(answer: Answer, kn: Knowledge) -> tuple[Config | None, list[Config]]:
+def _configs(answer: Answer, kn: Knowledge, wider: Answer | None = None) -> tuple[Config | None, list[Config]]:
     """The recommended configuration (the answer's pick, else the first that fits) and up to
-    ALTERNATIVES others: the recommendation's runners-up, then the next rows that fit."""
+    ALTERNATIVES others: the recommendation's runners-up, then the next rows that fit, then
+    (where the question named its GPUs) the cards `wider`, the same question with no GPU named,
+    ranks first."""
     rec = answer.recommendation
     pick = _row(answer, rec["pick"]["gpu_id"], rec["pick"]["count"]) if rec else None
     pick = pick or next((g for g in answer.gpus if g.fits), None)
     if pick is None:
         return None, []
-    others: list[tuple[GpuRow, str]] = []
+    others: list[tuple[Answer, GpuRow, str]] = []
     for role, brief in (rec["runners_up"] if rec else {}).items():
         row = _row(answer, brief["gpu_id"], brief["count"])
         if row is not None and row.id != pick.id:
-            others.append((row, f"{role} alternative"))
-    for row in answer.gpus:
-        if row.fits and row.id != pick.id and all(row.id != o.id for o, _ in others):
-            others.append((row, f"ranked #{row.rank}" if row.rank else "also fits"))
+            others.append((answer, row, f"{role} alternative"))
+    rows = [(answer, r, f"ranked #{r.rank}" if r.rank else "also fits") for r in answer.gpus]
+    if wider is not None:
+        wrec = wider.recommendation
+        picks = [("the pick", wrec["pick"]), *wrec["runners_up"].items()] if wrec else []
+        for role, brief in picks:
+            row = _row(wider, brief["gpu_id"], brief["count"])
+            if row is not None:
+                rows.append((wider, row, f"{role} with no GPU named"))
+        rows += [(wider, r, f"#{r.rank} with no GPU named") for r in wider.gpus]
+    for source, row, role in rows:
+        if row.fits and row.id != pick.id and all(row.id != o.id for _, o, _ in others):
+            others.append((source, row, role))
     return (_config(answer, kn, pick, "recommended"),
-            [_config(answer, kn, r, role) for r, role in others[:ALTERNATIVES]])
+            [_config(a, kn, r, role) for a, r, role in others[:ALTERNATIVES]])
 
 
 def _sources(answer: Answer, kn: Knowledge, configs: list[Config]) -> tuple[list[Source], int]:
@@ -157,26 +168,39 @@ def _sources(answer: Answer, kn: Knowledge, configs: list[Config]) -> tuple[list
     return out[:SOURCES], max(0, len(out) - SOURCES)
 
 
-def to_quote(answer: Answer, kn: Knowledge, ask: Callable[[str], Answer]) -> tuple[Answer, Answer | None]:
-    """Which answer a quote is built from: `answer` when a configuration in it fits; else the
-    first change that fits (kb.engine.options; computed here when the answer has none), asked again
-    with `ask`, returned with the answer as asked."""
-    if any(g.fits for g in answer.gpus):
-        return answer, None
-    if answer.options is None:
-        from kb.engine.options import compute
+def to_quote(answer: Answer, kn: Knowledge,
+             ask: Callable[[str], Answer]) -> tuple[Answer, Answer | None, Answer | None]:
+    """The answers a quote is built from: (the one quoted, the one asked when that differs, a
+    wider one). The one quoted is `answer` when a configuration in it fits; else the first change
+    that fits (kb.engine.options; computed here when the answer has none), asked again with `ask`.
+    Where it names GPUs and holds fewer than ALTERNATIVES other cards that fit, the wider one is
+    the same question with no GPU named (asked with `ask`), for the alternatives; else None."""
+    asked = None
+    if not any(g.fits for g in answer.gpus):
+        if answer.options is None:
+            from kb.engine.options import compute
 
-        answer.options = compute(kn, answer.query, answer)
-    first = next((o for o in answer.options if o["fits"]), None)
-    return (answer, None) if first is None else (ask(first["query"]), answer)
+            answer.options = compute(kn, answer.query, answer)
+        first = next((o for o in answer.options if o["fits"]), None)
+        if first is None:
+            return answer, None, None
+        answer, asked = ask(first["query"]), answer
+    wider = None
+    if len({g.id for g in answer.gpus if g.fits}) <= ALTERNATIVES:
+        from kb.engine.options import _without_gpus      # the query less its GPU phrase
+
+        head = _without_gpus(kn, answer.query)
+        if head is not None and head != answer.query:
+            wider = ask(head)
+    return answer, asked, wider
 
 
-def build(answer: Answer, kn: Knowledge, asked: Answer | None = None) -> Quote:
-    """The quote's data: the configurations from `answer`; when that answers a change to the
-    question (see to_quote), the question and verdict from `asked`, and the other changes that
-    fit from its options."""
+def build(answer: Answer, kn: Knowledge, asked: Answer | None = None, wider: Answer | None = None) -> Quote:
+    """The quote's data: the configurations from `answer` (and `wider`, see to_quote); when
+    `answer` answers a change to the question, the question and verdict from `asked`, and the
+    other changes that fit from its options."""
     first = asked or answer
-    recommended, alternatives = _configs(answer, kn)
+    recommended, alternatives = _configs(answer, kn, wider)
     options = [o for o in (first.options or []) if o["fits"]]
     change = next((o["change"] for o in options if o["query"] == answer.query), None)
     changes = [f"{o['change']}: {o['count']}× {o['gpu']}, {num(o['per_gpu_gb'])} GB per GPU"
@@ -250,7 +274,7 @@ def markdown(q: Quote) -> str:
     if q.alternatives:
         out += ["## Alternatives", ""]
         for a in q.alternatives:
-            out.append(f"- **{_md(a.role.capitalize())}: {a.count}× {_md(a.gpu)}**: {memory_text(a)}; {_md(a.speed)}; "
+            out.append(f"- **{_md(a.role[:1].upper() + a.role[1:])}: {a.count}× {_md(a.gpu)}**: {memory_text(a)}; {_md(a.speed)}; "
                        f"running cost {_md(a.cost)}; buy {_md(buy_text(a))}; rent {_md(rent_text(a))}")
         out.append("")
     out += ["## Assumptions", ""] + [f"- {_md(x)}" for x in q.assumptions]
