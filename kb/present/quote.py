@@ -287,4 +287,6 @@ def markdown(q: Quote) -> str:
         out.append(f"- {', '.join(x for x in (title, _md(s.publisher), _md(s.date)) if x)} ({_md(s.id)})")
     if q.more_sources:
         out.append(f"- and {q.more_sources} more in the full answer")
+    out += ["", f"Computed by kbq from rules you can read: ask kbq “{_md(q.query)}” for the full answer, "
+            "with every step and source."]
     return "\n".join(out).rstrip() + "\n"
