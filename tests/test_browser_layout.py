@@ -203,7 +203,9 @@ def mermaid_js() -> Path:
         member = tar.getmember("package/dist/mermaid.min.js")
         source = tar.extractfile(member)
         assert source is not None
-        target.write_bytes(source.read())
+        partial = target.with_suffix(".part")
+        partial.write_bytes(source.read())
+    partial.replace(target)                  # whole, or not there at all
     tarball.unlink()
     return target
 
