@@ -144,3 +144,28 @@ def test_quote_page_errors_are_400(client):
     assert client.get("/quote").status_code == 400
     r = client.get("/quote?q=" + urllib.parse.quote_plus("serve 70B on h10"))
     assert r.status_code == 400 and "^^^" in r.get_data(as_text=True)
+
+
+PRICE_FILE = """as_of: "2026-11"
+prices:
+  - gpu: h100-sxm5
+    purchase_usd: 20000
+    purchase_kind: list
+    purchase_date: "2026-10"
+    purchase_source: quote-1
+    cloud:
+      - {usd_per_hour: 2.0, provider: A, date: "2026-10", source: quote-1}
+      - {usd_per_hour: 4.0, provider: B, date: "2026-10", source: quote-1}
+"""
+
+
+def test_cli_quote_with_a_price_file_quotes_its_prices(tmp_path):
+    """`kbq --quote --prices FILE`: the buy price, its kind and date, and the hourly price are the
+    file's (the median of its two pages, $3.00), said to come from that file."""
+    (tmp_path / "p.yaml").write_text(PRICE_FILE, encoding="utf-8")
+    result = cli("--quote", "--prices", str(tmp_path / "p.yaml"), "serve 70b int4 on h100 sxm")
+    assert result.returncode == 0, result.stderr
+    rec = result.stdout.split("## Recommended configuration", 1)[1].split("##", 1)[0]
+    assert "**1× NVIDIA H100 SXM5 80GB**" in rec
+    assert "- Buy: $20,000 (list, 2026-10)" in rec
+    assert "- Rent: $3.00/h (from " in rec and "p.yaml" in rec

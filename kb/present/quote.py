@@ -56,6 +56,7 @@ class Config:
     buy_source: str | None
     rent_usd_per_hour: float | None
     rent: list[Rent] = field(default_factory=list)     # the price pages the hourly price comes from
+    price_file: str | None = None   # the price file the prices come from, when not prices.yaml
 
 
 @record
@@ -93,7 +94,8 @@ def _config(answer: Answer, kn: Knowledge, row: GpuRow, role: str) -> Config:
     used = (answer.prices.get("gpus") or {}).get(row.id)
     entry = kn.prices.get(row.id)
     question_rate = answer.prices.get("usd_per_gpu_hour") is not None
-    rent = [] if question_rate or entry is None else [
+    price_file = used["file"] if used else None
+    rent = [] if question_rate or price_file or entry is None else [
         Rent(str(c["provider"]), float(c["usd_per_hour"]), str(c["date"]), str(c["source"]))
         for c in entry.get("cloud") or []]
     if training:
@@ -111,7 +113,7 @@ def _config(answer: Answer, kn: Knowledge, row: GpuRow, role: str) -> Config:
                   buy_usd=row.config_price_usd, buy_kind=used["purchase_kind"] if used else None,
                   buy_date=used["purchase_date"] if used else None,
                   buy_source=used["purchase_source"] if used else None,
-                  rent_usd_per_hour=row.config_usd_per_hour, rent=rent)
+                  rent_usd_per_hour=row.config_usd_per_hour, rent=rent, price_file=price_file)
 
 
 def _row(answer: Answer, gpu_id: str, count: int) -> GpuRow | None:
@@ -239,6 +241,8 @@ def rent_text(c: Config) -> str:
     if c.rent_usd_per_hour is None:
         return "not rented"
     head = f"{_money(c.rent_usd_per_hour)}/h"
+    if c.price_file:
+        return head + f" (from {c.price_file})"
     if not c.rent:
         return head + " (the rate the question set)"
     rates = sorted(r.usd_per_hour for r in c.rent)
