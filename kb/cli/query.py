@@ -32,6 +32,9 @@ class Opt:
 QUERY_OPTIONS = (
     Opt("--json", "fmt", "json", help="print the Answer as JSON"),
     Opt("--markdown", "fmt", "markdown", help="print a Markdown version for a wiki"),
+    Opt("--quote", "fmt", "quote",
+        help="print a one-page quote in Markdown: the recommended configuration with\n"
+             "buy and rent prices and their dates, two alternatives, assumptions, sources"),
     Opt("--all", "limit", 0, help="list every GPU judged (text shows the first 5, Markdown 12)"),
     Opt("--explain", "explain", True,
         help="add the trace, the sources' flowcharts, where they agree or disagree, every\n"
@@ -57,7 +60,7 @@ _BY_FLAG = {o.flag: o for o in QUERY_OPTIONS}
 
 @record
 class QueryArgs:
-    fmt: str = "text"                   # text, markdown or json
+    fmt: str = "text"                   # text, markdown, json or quote
     limit: int | None = None            # 0 (--all): every GPU row; None: text 5, Markdown 12
     explain: bool = False               # the trace and the sources behind the plain answer
     trace: bool = True
@@ -168,7 +171,18 @@ def run(args: QueryArgs, usage: str) -> int:
                      options=args.options)
     except KbError as err:
         return fail(str(err), err.exit_code)
-    if args.fmt == "json":
+    if args.fmt == "quote":
+        from kb import get_knowledge
+        from kb.present.quote import build, markdown, to_quote
+
+        kn = get_knowledge(args.rules)
+        try:
+            quoted, asked, wider = to_quote(result, kn, lambda q: ask(q, args.rules, args.config,
+                                                                      prices=args.prices, sort=args.sort))
+        except KbError as err:
+            return fail(str(err), err.exit_code)
+        sys.stdout.write(markdown(build(quoted, kn, asked, wider)))
+    elif args.fmt == "json":
         import orjson
 
         sys.stdout.buffer.write(orjson.dumps(result.to_dict(), option=orjson.OPT_INDENT_2) + b"\n")
