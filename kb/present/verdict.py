@@ -160,7 +160,10 @@ def _fit(a: Answer, q: Question) -> list[str]:
             parts += _fixes(a)
     else:           # the refusal's first sentence, then what would fit, then the rest of why
         first, *why = SENTENCE.split(text)
-        parts = [lead, first, *_fixes(a), *why]
+        if q.get("outcome") in ("replicas_verdict", "too_small_verdict"):   # why no count holds it comes first
+            parts = [lead, first, *why[:1], *_fixes(a), *why[1:]]
+        else:
+            parts = [lead, first, *_fixes(a), *why]
     return [p for p in parts if p]
 
 
