@@ -15,7 +15,7 @@ from kb.errors import QueryError
 from kb.model import Knowledge, norm
 from kb.query_finish import Finisher
 from kb.query_unknown import Entry, Unknown
-from kb.query_words import money, number, scaled
+from kb.query_words import has_prefix, money, number, scaled
 from kb.record import record
 from kb.workload import GpuRequest, Workload
 
@@ -124,7 +124,7 @@ class Resolver(Finisher, Unknown):
     def match(self, i: int, table: Mapping[str, Entry]) -> tuple[Entry, int] | None:
         """The longest phrase of `table` from toks[i] over words, numbers and sizes; a last
         word may be a plural ('4090s', 'h100s')."""
-        toks, keys, prefixes = self.toks, self.keys, self.vocab.prefixes
+        toks, keys, vocab = self.toks, self.keys, self.vocab
         found: tuple[Entry, int] | None = None
         key = ""
         for j in range(i, min(len(toks), i + self.vocab.max_tokens)):
@@ -146,7 +146,7 @@ class Resolver(Finisher, Unknown):
                 hit = table.get(key.rstrip("."))
             if hit is not None:
                 found = (hit, j + 1)
-            if key not in prefixes:
+            if not has_prefix(vocab, key):
                 break
         return found
 

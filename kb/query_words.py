@@ -9,6 +9,7 @@ and aliases of GPUs, models, precisions and runtimes). Out: a Vocab, built once 
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from typing import Any
 
 from kb.model import Knowledge, norm
@@ -23,7 +24,7 @@ class Vocab:
     table: dict[str, tuple[str, str]]
     display: dict[str, str]
     max_tokens: int
-    prefixes: frozenset[str]        # every leading part of a key (the keys too)
+    keys: tuple[str, ...]           # every key of table and units, sorted: has_prefix reads it
     units: dict[str, str]           # unit phrase key → unit name, whatever else the key means
     gpu_words: frozenset[str]       # words of GPU names (query.yaml gpu_words)
     gpu_keys: frozenset[str]        # every key that names a GPU
@@ -89,7 +90,7 @@ def vocabulary(kn: Knowledge) -> Vocab:
     for family in sorted({m["family"] for m in kn.models.values()}):
         add(family, "family", family)
     longest = max((len(p.split()) for p in display.values()), default=1)
-    prefixes = frozenset({key[:i] for key in (*table, *units) for i in range(1, len(key) + 1)})
+    keys = tuple(sorted({*table, *units}))     # linear in the names' length, unlike their prefixes
     gpu_words = frozenset(norm(w) for w in q.get("gpu_words", []))
     gpu_keys = frozenset(k for k, (kind, _) in table.items() if kind == "gpu")
     precision_keys = {k: v for k, (kind, v) in table.items() if kind == "precision"}
@@ -98,7 +99,7 @@ def vocabulary(kn: Knowledge) -> Vocab:
     name_formats = {norm(k): v for k, v in q.get("format_suffixes", {}).items()}
     for key, pid in precision_keys.items():         # '-Q4_K_M', '-IQ4_XS'
         name_formats.setdefault(key, pid)
-    vocab = Vocab(table, display, min(MAX_PHRASE_TOKENS, longest + 2), prefixes, units, gpu_words,
+    vocab = Vocab(table, display, min(MAX_PHRASE_TOKENS, longest + 2), keys, units, gpu_words,
                   gpu_keys, precision_keys, {},
                   training_tasks=frozenset(q["training_tasks"]),
                   inference_tasks=frozenset(q["inference_tasks"]),
@@ -111,20 +112,31 @@ def vocabulary(kn: Knowledge) -> Vocab:
     return vocab
 
 
+def has_prefix(vocab: Vocab, text: str) -> bool:
+    """Some key of the vocabulary (a phrase or a unit word) starts with `text` (non-empty): a
+    binary search of the sorted keys, so the vocabulary holds each key once, not every prefix
+    of it (quadratic in a name's length)."""
+    keys = vocab.keys
+    i = bisect_left(keys, text)
+    return bool(text) and i < len(keys) and keys[i].startswith(text)
+
+
 def vocab_to_data(vocab: Vocab) -> dict[str, Any]:
-    """A Vocab as JSON-able data (kb.snapshot stores it): sets as sorted lists; `words`, built
-    on first use, is left out."""
+    """A Vocab as JSON-able data (kb.snapshot stores it): sets as sorted lists, tuples as lists;
+    `words`, built on first use, is left out."""
     out: dict[str, Any] = {}
     for f in fields(vocab):
         value = getattr(vocab, f.name)
         if f.name != "words":
-            out[f.name] = sorted(value) if isinstance(value, frozenset) else value
+            out[f.name] = sorted(value) if isinstance(value, frozenset) else \
+                list(value) if isinstance(value, tuple) else value
     return out
 
 
 def vocab_from_data(d: dict[str, Any]) -> Vocab:
     """The Vocab vocab_to_data stored, equal to the one it was made from."""
-    args: dict[str, Any] = {f.name: frozenset(d[f.name]) if f.type == "frozenset[str]" else d[f.name]
+    args: dict[str, Any] = {f.name: frozenset(d[f.name]) if f.type == "frozenset[str]" else
+            tuple(d[f.name]) if f.type == "tuple[str, ...]" else d[f.name]
             for f in fields(Vocab) if f.name != "words"}
     args["table"] = {k: (kind, value) for k, (kind, value) in args["table"].items()}
     return Vocab(**args, words={})

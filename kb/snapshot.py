@@ -43,7 +43,7 @@ from kb.record import fields
 if TYPE_CHECKING:
     from pathlib import Path
 
-FORMAT = 11
+FORMAT = 12
 RACY_NS = 3_000_000_000         # stats of a file changed this recently (or later) are not kept
 Stats = tuple[tuple[str, int, int, int, int], ...]
 
@@ -275,6 +275,6 @@ def from_data(d: dict[str, Any], root: str | Path) -> Knowledge:
 def _vocab(d: dict[str, Any]) -> Vocab:
     """The query vocabulary: as made, from the marshal snapshot (its sets and tuples kept), or
     from the JSON form (to_data)."""
-    if isinstance(d.get("prefixes"), frozenset):
+    if isinstance(d.get("keys"), tuple):
         return Vocab(**d, words={})
     return vocab_from_data(d)
