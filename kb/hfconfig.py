@@ -43,6 +43,7 @@ def read(path: str | Path, kn: Knowledge) -> Model:
         raise ConfigError(f"{p}: a config.json holds one JSON object")
     text_config = raw.get("text_config")
     cfg: Config = text_config if isinstance(text_config, dict) else raw
+    _check_names(p, raw, cfg)
     try:
         model = extend(_model(cfg, p), cfg, raw, kn.config_defaults)
     except (TypeError, ValueError, KeyError, OverflowError, ZeroDivisionError) as exc:
@@ -84,6 +85,24 @@ def _parse(p: Path, data: bytes) -> JSON:
         raise ConfigError(f"{p}: JSON nested too deep for a config.json") from None
     except ValueError as exc:   # an integer longer than Python converts
         raise ConfigError(f"{p}: a number is too long to read ({str(exc).split(';')[0]})") from None
+
+
+NAME_KEYS = ("model_type", "_name_or_path", "architectures")    # the names a config.json gives
+
+
+def _check_names(p: Path, *configs: Config) -> None:
+    """Refuse a name longer than any name (kb.paths.MAX_NAME_CHARS): it would become the
+    model's family, a word of the query vocabulary, and its name in every answer."""
+    from kb.paths import MAX_NAME_CHARS
+
+    for cfg in configs:
+        for key in NAME_KEYS:
+            value = cfg.get(key)
+            for v in value if key == "architectures" and isinstance(value, list) else [value]:
+                n = 0 if v is None else len(v) if isinstance(v, str) else len(str(v))
+                if n > MAX_NAME_CHARS:
+                    raise ConfigError(f"{p}: {key} is {n} characters long; a name has at most "
+                                      f"{MAX_NAME_CHARS}")
 
 
 def _check_sizes(model: Model, cfg: Config, p: Path) -> None:

@@ -275,6 +275,8 @@ def validate(doc: Doc, model: type[M]) -> tuple[M | None, list[RuleError]]:
 def _to_rule_error(doc: Doc, model: type[BaseModel], err: ErrorDetails) -> RuleError:
     loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and _is_union_tag(p)))
     kind = err["type"]
+    if kind == "string_too_long":       # a name past the cap: said short, at the key if it is one
+        return _too_long(doc, loc, err, is_key=err["loc"][-1:] == ("[key]",))
     where = record_path(doc.data, loc)
     if kind == "extra_forbidden":
         key = loc[-1]
@@ -288,7 +290,20 @@ def _to_rule_error(doc: Doc, model: type[BaseModel], err: ErrorDetails) -> RuleE
         value = err.get("input")
         return doc.error(loc, f"{where}: '{value}' is not one of {', '.join(allowed)}",
                          nearest(str(value), allowed) if allowed else None)
-    return doc.error(loc, f"{where}: {err['msg']}")
+    message = err["msg"].removeprefix("Value error, ")     # a validator's own sentence
+    return doc.error(loc, f"{where}: {message}")
+
+
+def _too_long(doc: Doc, loc: Path_, err: ErrorDetails, is_key: bool) -> RuleError:
+    value = str(err.get("input", ""))
+    most = (err.get("ctx") or {}).get("max_length")
+    shown = value if len(value) <= 40 else value[:40] + "…"
+    if is_key:
+        where = record_path(doc.data, loc[:-1])
+        return doc.error(loc + ("<key>",), f"{where + ': ' if where else ''}the name '{shown}' is "
+                         f"{len(value)} characters long; a name has at most {most}")
+    return doc.error(loc, f"{record_path(doc.data, loc)}: '{shown}' is {len(value)} characters "
+                          f"long; a name has at most {most}")
 
 
 def record_path(data: JSON, loc: Path_) -> str:

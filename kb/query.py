@@ -207,10 +207,23 @@ def parse(query: str, kn: Knowledge, model_given: bool = False) -> Workload:
     if not query.strip():
         raise QueryError(query, 1, "the query is empty",
                          expected=["a task (serve, infer, train, lora, qlora)", "a model or size"])
+    toks = _lex(query)
+    _names_bounded(query, toks)
     try:
-        return Resolver(query, _lex(query), kn, model_given).run()
+        return Resolver(query, toks, kn, model_given).run()
     except QueryError as err:
         raise _checked_suggestion(err, kn, model_given) from None
+
+
+def _names_bounded(query: str, toks: list[Tok]) -> None:
+    """A word longer than any name (kb.paths.MAX_NAME_CHARS) is refused as such, before it is
+    looked up or compared with every known word."""
+    from kb.paths import MAX_NAME_CHARS
+
+    for tok in toks:
+        if tok.kind == "word" and len(tok.text) > MAX_NAME_CHARS:
+            raise QueryError(query, tok.col, f"a word of {len(tok.text)} characters; a name has at "
+                             f"most {MAX_NAME_CHARS}", width=len(tok.text))
 
 
 def _checked_suggestion(err: QueryError, kn: Knowledge, model_given: bool) -> QueryError:

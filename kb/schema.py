@@ -11,8 +11,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-from kb.schema_base import (Count, Month, NodeId, NonNeg, Optimizer, Positive, Slug, SortKey, SortName,
-                            Strict, Text)
+from kb.schema_base import (Count, Month, Name, NodeId, NonNeg, Optimizer, Positive, PurchaseUsd, Slug,
+                            SortKey, SortName, Strict, Text, UsdPerHour)
 from kb.schema_catalogue import (BareSize, Claim, ConfigDefaults, Gpu, GpusFile, Interconnect, Mla, Model,
                                  ModelsFile, Moe, Objective, PerLayerEmbedding, Precision,
                                  PrecisionsFile, Recipe, RecipeSet, RecipeWhen, Recurrent,
@@ -25,8 +25,8 @@ __all__ = ["BareSize", "Claim", "ConfigDefaults", "Gpu", "GpusFile", "Interconne
            "Moe", "Objective", "PerLayerEmbedding", "Precision", "PrecisionsFile", "Recipe",
            "RecipeSet", "RecipeWhen", "Recurrent", "Runtime", "RuntimeDefaults", "RuntimesFile",
            "Sharding", "ShardingFile", "Source", "SourcesFile", "TensorPrecision", "TensorTflops",
-           "Month", "NodeId", "NonNeg", "Optimizer", "Positive", "Slug", "SortKey", "SortName",
-           "Strict", "Text", "FILES", "json_schema"]
+           "Month", "Name", "NodeId", "NonNeg", "Optimizer", "Positive", "PurchaseUsd", "Slug",
+           "SortKey", "SortName", "Strict", "Text", "UsdPerHour", "FILES", "json_schema"]
 
 
 # ---------------------------------------------------------------- formulas.yaml
@@ -69,9 +69,9 @@ class Formula(Strict):
 
 
 class FormulasFile(Strict):
-    inputs: dict[str, Input]
-    constants: dict[str, Constant]
-    formulas: dict[str, Formula]
+    inputs: dict[Name, Input]
+    constants: dict[Name, Constant]
+    formulas: dict[Name, Formula]
 
 
 # ---------------------------------------------------------------- flows/*.yaml
@@ -148,7 +148,7 @@ class Unit(Strict):
                    "output_tokens", "tokens", "tp", "pp", "speed_floor_tok_s", "tokens_per_day",
                    "hours_per_day", "duration", "gpu_count"]
     limit: LimitName
-    words: list[str] = Field(min_length=1)
+    words: list[Name] = Field(min_length=1)
     scale: Positive = 1.0
     binary_k: bool = False
     focus: Literal["memory", "speed", "time", "fit", "cost"] | None = None
@@ -158,33 +158,33 @@ class Phrase(Strict):
     """Words that set Workload fields (query.yaml `phrases`)."""
     set: dict[Literal["focus", "question", "sort", "rent", "want_options", "sharding", "runtime",
                       "dp_attention", "hours_per_day", "gpu_count", "vs"], str | bool | int | float]
-    words: list[str] = Field(min_length=1)
+    words: list[Name] = Field(min_length=1)
 
 
 class QueryFile(Strict):
-    tasks: dict[str, list[str]]
-    task_resolution: dict[str, str] = {}
-    training_tasks: list[str]
-    inference_tasks: list[str]
+    tasks: dict[Name, list[Name]]
+    task_resolution: dict[Name, Name] = {}
+    training_tasks: list[Name]
+    inference_tasks: list[Name]
     questions: dict[Literal["which_gpu", "max_users", "max_context", "largest_model",
-                            "how_many_gpus", "max_batch"], list[str]]
+                            "how_many_gpus", "max_batch"], list[Name]]
     solve: dict[Literal["max_users", "max_context", "largest_model", "how_many_gpus", "max_batch"], Solve]
     billion: Positive
     limits: dict[LimitName, tuple[NonNeg, Positive]]
-    fillers: list[str]
-    units: dict[str, Unit] = {}
-    ttft_words: list[str] = []
-    per_hour_words: list[str] = []
+    fillers: list[Name]
+    units: dict[Name, Unit] = {}
+    ttft_words: list[Name] = []
+    per_hour_words: list[Name] = []
     phrases: list[Phrase] = []
-    model_suffixes: list[str] = []
-    model_prefixes: list[str] = []
-    format_suffixes: dict[str, str] = {}
-    gpu_words: list[str] = []
+    model_suffixes: list[Name] = []
+    model_prefixes: list[Name] = []
+    format_suffixes: dict[Name, Name] = {}
+    gpu_words: list[Name] = []
     focus_lead: dict[str, str] = {}
     reference_queries: list[str] = []
     knobs: dict[Literal["checkpointing", "no_checkpointing", "flash", "eager", "adam8bit", "sgd",
                         "adamw", "offload", "fp8_kv", "int8_kv", "optimizer_in_backward", "paged",
-                        "lora_attention_only", "quantized_inputs_kept"], list[str]]
+                        "lora_attention_only", "quantized_inputs_kept"], list[Name]]
     defaults: Defaults
 
 
@@ -217,7 +217,7 @@ class ErrorBandsFile(Strict):
 
 
 class CloudPrice(Strict):
-    usd_per_hour: Positive
+    usd_per_hour: UsdPerHour
     provider: str
     date: Month
     source: Slug
@@ -225,7 +225,7 @@ class CloudPrice(Strict):
 
 class Price(Strict):
     gpu: Slug
-    purchase_usd: Positive | None
+    purchase_usd: PurchaseUsd | None
     purchase_kind: Literal["list", "street", "used", "estimate"]
     purchase_date: Month
     purchase_source: Slug
@@ -248,7 +248,7 @@ class OptionRule(Strict):
 class CloudRule(Strict):
     """Which of a card's on-demand prices an answer uses, and when the price pages disagree."""
     use: Literal["median", "lowest", "highest"]
-    disagree_ratio: Annotated[float, Field(ge=1)]   # highest / lowest at or above this: they disagree
+    disagree_ratio: Annotated[float, Field(ge=1, allow_inf_nan=False)]   # highest / lowest at or above this: they disagree
     source: Slug
 
 

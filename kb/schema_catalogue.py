@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from kb.schema_base import Count, Fraction, NonNeg, Optimizer, Positive, Slug, Strict, Text, Vendor
+from kb.schema_base import Count, Fraction, Name, NonNeg, Optimizer, Positive, Slug, Strict, Text, Vendor
 
 # ---------------------------------------------------------------- sources.yaml
 
@@ -52,14 +52,14 @@ TensorPrecision = Literal["fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4",
 
 class Precision(Strict):
     id: Slug
-    name: str
+    name: Name
     kind: Literal["float", "int", "quant"]
     bits_per_weight: Positive
     compute: TensorPrecision
     quantizes_embeddings: bool = True
     experts_only: bool = False
     fallback: list[TensorPrecision] = []
-    aliases: list[str] = []
+    aliases: list[Name] = []
     source: Slug
     notes: str | None = None
 
@@ -99,7 +99,7 @@ class Recipe(Strict):
 
 class Sharding(Strict):
     stage: int = Field(ge=0, le=3)
-    name: str
+    name: Name
     source: Slug
     layout: Slug | None = None      # the strategy it runs as, when it is a runtime's name for one
 
@@ -108,7 +108,7 @@ class ShardingFile(Strict):
     default: Slug
     offload_default: Slug
     no_count_note: str
-    strategies: dict[str, Sharding]
+    strategies: dict[Name, Sharding]
 
 
 class Objective(Strict):
@@ -124,9 +124,9 @@ class Objective(Strict):
 
 class Runtime(Strict):
     id: Slug
-    name: str
+    name: Name
     kind: Literal["inference", "training", "both"]
-    aliases: list[str] = []
+    aliases: list[Name] = []
     multi_gpu: Literal["tensor_parallel", "layer_split"]
     platforms: list[Vendor] = Field(min_length=1)
     decode_bandwidth_efficiency: Fraction | None = None
@@ -165,7 +165,7 @@ class RuntimeDefaults(Strict):
 class RuntimesFile(Strict):
     runtimes: list[Runtime]
     sharding: ShardingFile | None = None
-    objectives: dict[str, Objective] = {}
+    objectives: dict[Name, Objective] = {}
     defaults: RuntimeDefaults
 
 
@@ -190,12 +190,12 @@ class Interconnect(Strict):
 
 class Gpu(Strict):
     id: Slug
-    name: str
+    name: Name
     vendor: Vendor
     segment: Literal["datacenter", "workstation", "consumer", "apple"]
     architecture: str
     release_year: int = Field(ge=2010, le=2035)
-    aliases: list[str] = []
+    aliases: list[Name] = []
     vram_gb: Positive
     memory_bytes: Count
     memory_type: str
@@ -256,9 +256,9 @@ class PerLayerEmbedding(Strict):
 
 class Model(Strict):
     id: Slug
-    name: str
-    family: str
-    aliases: list[str] = []
+    name: Name
+    family: Name
+    aliases: list[Name] = []
     params_total: Positive
     params_active: Positive
     layers: Count
