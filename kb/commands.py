@@ -38,6 +38,30 @@ rules_option = click.option("--rules", "rules", metavar="DIR", default=None,
                             help="Rule files to use instead of the shipped ones.")
 
 
+class Amount(click.ParamType[float]):
+    """A finite number, 0 or more: a memory size, a bandwidth, a price, a cache size. 'nan',
+    'inf' and negatives are usage errors (exit 2) that say so, rather than a filter that
+    silently keeps nothing or a failure further on."""
+
+    name = "amount"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        import math
+
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"'{value}' is not a number", param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"'{value}' is not a finite number", param, ctx)
+        if number < 0:
+            self.fail(f"'{value}' is negative; give 0 or more", param, ctx)
+        return number
+
+
+AMOUNT = Amount()
+
+
 @click.group(help="kbq: GPU sizing answers for LLM work, from rules you can read.")
 @click.version_option(package_name="kbq", prog_name="kbq")
 def cli() -> None:
@@ -80,14 +104,14 @@ def ask(query: tuple[str, ...], **given: Any) -> None:
 
 @cli.command(help="List the GPU catalogue.")
 @click.option("--json", "as_json", is_flag=True)
-@click.option("--min-vram", type=float, default=None, metavar="GB",
+@click.option("--min-vram", type=AMOUNT, default=None, metavar="GB",
               help="At least this much memory, read as GiB like a capacity in a query.")
-@click.option("--min-bandwidth", type=float, default=None, metavar="GB_S",
+@click.option("--min-bandwidth", type=AMOUNT, default=None, metavar="GB_S",
               help="At least this memory bandwidth in GB/s.")
 @click.option("--vendor", type=click.Choice(["nvidia", "amd", "intel", "apple", "google", "aws"]), default=None)
 @click.option("--segment", type=click.Choice(["datacenter", "workstation", "consumer", "apple"]), default=None)
 @click.option("--runtime", default=None, metavar="NAME", help="only the GPUs this runtime runs on (runtimes.yaml platforms)")
-@click.option("--max-price", type=float, default=None, metavar="USD",
+@click.option("--max-price", type=AMOUNT, default=None, metavar="USD",
               help="only cards whose purchase price (rules/prices.yaml) is at most USD")
 @rules_option
 def gpus(as_json: bool, min_vram: float | None, min_bandwidth: float | None, vendor: str | None,
@@ -131,7 +155,7 @@ def _runtime_platforms(kn: Knowledge, name: str | None) -> list[str] | None:
 @cli.command(help="List the model architectures (by family, then size). --families groups their ids.")
 @click.option("--json", "as_json", is_flag=True, help="Every field of each model, as models.yaml has it.")
 @click.option("--family", default=None)
-@click.option("--min-params", type=float, default=None, metavar="BILLIONS")
+@click.option("--min-params", type=AMOUNT, default=None, metavar="BILLIONS")
 @click.option("--search", default=None, metavar="TEXT", help="Part of an id, name, family or alias.")
 @click.option("--moe", is_flag=True, help="Mixture-of-experts models only.")
 @click.option("--min-context", default=None, metavar="TOKENS", help="At least this context (32768, 128k, 1M).")
@@ -261,7 +285,7 @@ def schema(name: str) -> None:
 @click.option("--embed-origin", "embed_origins", multiple=True, metavar="ORIGIN",
               help="An origin (https://wiki.example.com) that may frame /embed; repeat for more. "
                    "Adds to KBQ_EMBED_ORIGINS (space-separated).")
-@click.option("--cache-mb", default=32.0, show_default=True, type=click.FloatRange(min=0),
+@click.option("--cache-mb", default=32.0, show_default=True, type=AMOUNT, metavar="MB",
               help="Answers already given, kept per process to give again while the rules are "
                    "unchanged (0: none).")
 @rules_option
