@@ -7,8 +7,9 @@ formula's evaluation order and each flow's layers), or
 
 Checks beyond the schema: ids and aliases unique, every source id known, every expression
 parses, every name resolves, units agree, no cycles between formulas, flows acyclic with every
-node reachable and every question's branches covered; and every formula a finite number on at
-least one reference workload (kb.reference). The checks are in kb.knowledge_checks, the
+node reachable and every question's branches covered; every formula a finite number on at
+least one reference workload (kb.reference), and on at least one workload of every task it
+applies to (kb.sweep). The checks are in kb.knowledge_checks, the
 compiling of formulas, flows and claims in kb.knowledge_compile; this module loads the files
 and assembles the Knowledge.
 """
@@ -63,9 +64,9 @@ def build(root: str | Path) -> Knowledge:
         _check_the_rest(root, docs, parsed, errs)
         raise RuleErrors(errs.errors)
     kn = _assemble(root, docs, parsed, errs)
-    from kb import reference
+    from kb import reference, sweep
 
-    problems = reference.check(kn, docs["query"], docs["formulas"])
+    problems = reference.check(kn, docs["query"], docs["formulas"]) or sweep.check(kn, docs["formulas"])
     if problems:
         raise RuleErrors(problems)
     return kn
