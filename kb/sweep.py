@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from kb.engine import Evaluated
     from kb.loader import Doc, Path_
     from kb.model import Case, Knowledge
+    from kb.records_rules import QueryRules
 
 PER_TASK = 16       # workloads of each task: users × context lengths, each with its own model
 
@@ -58,12 +59,13 @@ def workload_queries(kn: Knowledge) -> list[tuple[str, str]]:
     return out
 
 
-def _axis(q: dict[str, Any], unit: str) -> tuple[list[int], str]:
+def _axis(q: QueryRules, unit: str) -> tuple[list[int], str]:
     """A unit's values (the lowest of its limits, the default and the geometric middle of the
     limits) and the first word that names it."""
     spec = q["units"][unit]
     lo, hi = q["limits"][spec["limit"]]
-    values = [max(1, int(lo)), int(q["defaults"][spec["field"]]), int(math.sqrt(max(lo, 1) * hi))]
+    defaults: dict[str, Any] = dict(q["defaults"])
+    values = [max(1, int(lo)), int(defaults[spec["field"]]), int(math.sqrt(max(lo, 1) * hi))]
     return list(dict.fromkeys(values)), spec["words"][0]
 
 
