@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, cast
 
 from kb.errors import KbError
 from kb.hflayers import extend, whole
+from kb.paths import MAX_NAME_CHARS
 
 if TYPE_CHECKING:
     from kb.model import Knowledge
@@ -32,6 +33,7 @@ def _first(cfg: Config, *keys: str, default: JSON = None) -> JSON:
     return default
 
 
+_SHOWN_AS = " (config.json)"     # after the model's name in every answer
 MAX_CONFIG_BYTES = 4_000_000     # the rule-file cap; real config.json files are a few kB
 MAX_CONFIG_VALUE = 2 ** 53       # larger sizes are not a model; exact as a float up to here
 
@@ -93,8 +95,6 @@ NAME_KEYS = ("model_type", "_name_or_path", "architectures")    # the names a co
 def _check_names(p: Path, *configs: Config) -> None:
     """Refuse a name longer than any name (kb.paths.MAX_NAME_CHARS): it would become the
     model's family, a word of the query vocabulary, and its name in every answer."""
-    from kb.paths import MAX_NAME_CHARS
-
     for cfg in configs:
         for key in NAME_KEYS:
             value = cfg.get(key)
@@ -146,9 +146,11 @@ def _model(cfg: Config, p: Path) -> Model:
         types = cfg.get("layer_types")
         window_layers = sum(1 for t in types if "sliding" in str(t)) if isinstance(types, list) else layers
     name = str(cfg.get("_name_or_path") or p.parent.name or "config")
+    if len(name) + len(_SHOWN_AS) > MAX_NAME_CHARS:          # a name at the cap, shown with its origin
+        name = name[:MAX_NAME_CHARS - len(_SHOWN_AS) - 1] + "…"
     model: Model = {
         "id": "config-" + "".join(c if c.isalnum() or c in ".-_" else "-" for c in name.lower()).strip("-")[:60] or "config",
-        "name": f"{name} (config.json)", "family": str(cfg.get("model_type", "custom")).lower(),
+        "name": name + _SHOWN_AS, "family": str(cfg.get("model_type", "custom")).lower(),
         "params_total": 1.0, "params_active": 1.0, "layers": layers, "hidden_size": hidden,
         "intermediate_size": inter, "attention_heads": heads, "kv_heads": kv, "head_dim": head_dim,
         "vocab_size": whole(_first(cfg, "vocab_size", "padded_vocab_size")),
