@@ -39,8 +39,7 @@ QUERY_OPTIONS = (
         help="answer one query per line of FILE ('-' for stdin) as JSON Lines, with\n"
              "--model-config, --prices, --sort and --options as given"),
     Opt("--jobs", "jobs", metavar="N", batch_only=True,
-        help="worker processes for --batch (default: one per core; at most one per\n"
-             "64 lines of a block of 4,096, so at most 64)"),
+        help="worker processes for --batch (default: one per core)"),
     Opt("--model-config", "config", metavar="PATH",
         help="a Hugging Face config.json for a model not in the rules"),
     Opt("--prices", "prices", metavar="FILE",

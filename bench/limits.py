@@ -1,17 +1,19 @@
-"""Long names: the query vocabulary's cost grows with the names' length, and a name past the cap
-is refused before it costs anything.
+"""Limits on what enters kbq: long names, and what validation's workload sweep costs.
 
-    python bench/names.py            # about 20 seconds
+    python bench/limits.py           # about 20 seconds
 
 1. The vocabulary (kb.query_words.vocabulary) of the shipped knowledge plus one model whose
    family is N characters long, built in this process with the name cap bypassed (the model is
-   added as a --model-config view would add it): wall time and tracemalloc peak, for N from
-   1,000 to 300,000. Next to it, the set of every prefix of that one name, which is what the
-   vocabulary held before (its size alone, measured up to 10,000 characters and then
+   added as a --model-config view would add it): CPU time (other work on the machine does not
+   count) and tracemalloc peak, for N from 1,000 to 300,000. Next to it, the set of every prefix
+   of that one name, which is what the vocabulary held before (its size alone, measured up to 10,000 characters and then
    extrapolated as N²/2 bytes, since building it for 100,000 characters takes ~5 GB).
 2. The installed `kbq`: `--model-config` with a model_type of 100,000 and 300,000 characters,
-   and `kbq validate` of a rules copy with a 100,000-character GPU alias: exit status, wall
+   and `kbq validate` of a rules copy with a 100,000-character GPU alias: exit status, CPU
    time and the process's peak resident memory (GNU time, /usr/bin/time).
+3. Validation: CPU time of building the shipped knowledge (kb.knowledge.build, what `kbq
+   validate` runs), with the workload sweep of kb.sweep and with it left out, first build in a
+   fresh process and the best of three after, and `kbq validate`'s own wall and CPU time.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ LLAMA = {"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32
 
 
 def vocabulary_cost(n: int) -> tuple[float, float]:
-    """Seconds and peak MB to build the vocabulary with one family name of n characters."""
+    """CPU seconds and peak MB to build the vocabulary with one family name of n characters."""
     from kb import get_knowledge
     from kb.query_words import vocabulary
     from kb.record import replace
@@ -43,9 +45,9 @@ def vocabulary_cost(n: int) -> tuple[float, float]:
     model = {**next(iter(kn.models.values())), "id": "bench-long", "family": "x" * n, "aliases": []}
     view = replace(kn, models={**kn.models, "bench-long": model})
     tracemalloc.start()
-    t = time.perf_counter()
+    t = time.process_time()
     vocabulary(view)
-    seconds = time.perf_counter() - t
+    seconds = time.process_time() - t
     peak = tracemalloc.get_traced_memory()[1] / 1e6
     tracemalloc.stop()
     return seconds, peak
@@ -63,15 +65,34 @@ def prefix_set_mb(n: int) -> float:
 
 
 def run_kbq(args: list[str], cwd: Path) -> tuple[int, float, float, str]:
-    """Exit status, wall seconds, peak RSS in MB (GNU time's %M: the process's own, not the
-    forking parent's, which a child's rusage would count) and the first line of stderr."""
+    """Exit status, CPU seconds, peak RSS in MB (GNU time's %U, %S and %M: the process's own,
+    not the forking parent's, which a child's rusage would count) and the first line of stderr."""
     kbq = shutil.which("kbq") or "kbq"
-    t = time.perf_counter()
-    p = subprocess.run(["/usr/bin/time", "-f", "%M", kbq, *args], cwd=cwd, stdout=subprocess.DEVNULL,
+    p = subprocess.run(["/usr/bin/time", "-f", "%U %S %M", kbq, *args], cwd=cwd, stdout=subprocess.DEVNULL,
                        stderr=subprocess.PIPE, text=True, errors="replace", check=False)
-    seconds = time.perf_counter() - t
     lines = p.stderr.splitlines()
-    return p.returncode, seconds, int(lines[-1]) / 1024, lines[0]
+    user, system, rss = lines[-1].split()
+    return p.returncode, float(user) + float(system), int(rss) / 1024, lines[0]
+
+
+BUILD = """
+import sys, time
+if sys.argv[1] == "without":
+    import kb.sweep
+    kb.sweep.check = lambda kn, doc: []
+from kb.knowledge import build
+t = time.process_time(); build(sys.argv[2]); first = time.process_time() - t
+later = []
+for _ in range(3):
+    t = time.process_time(); build(sys.argv[2]); later.append(time.process_time() - t)
+print(first, min(later))
+"""
+
+
+def build_cpu(mode: str) -> tuple[float, float]:
+    out = subprocess.run([sys.executable, "-c", BUILD, mode, str(ROOT / "rules")], capture_output=True,
+                         text=True, check=True).stdout.split()
+    return float(out[0]), float(out[1])
 
 
 def main() -> int:
@@ -88,7 +109,7 @@ def main() -> int:
         for n in (100_000, 300_000):
             (where / "config.json").write_text(json.dumps({**LLAMA, "model_type": "x" * n}))
             code, seconds, rss, err = run_kbq(["--model-config", "config.json", "serve 4 users"], where)
-            print(f"| kbq --model-config, model_type of {n:,} characters | exit {code} in "
+            print(f"| kbq --model-config, model_type of {n:,} characters | exit {code}, CPU "
                   f"{seconds * 1000:.0f} ms, peak RSS {rss:.0f} MB: {err.split(': ', 2)[-1]} |", flush=True)
         rules = where / "rules"
         shutil.copytree(ROOT / "rules", rules)
@@ -97,8 +118,22 @@ def main() -> int:
         gpus.write_text(text.replace("    aliases: [", "    aliases: [" + "x" * 100_000 + ", ", 1),
                         encoding="utf-8")
         code, seconds, rss, err = run_kbq(["validate", str(rules)], where)
-        print(f"| kbq validate, a GPU alias of 100,000 characters | exit {code} in {seconds * 1000:.0f} ms, "
+        print(f"| kbq validate, a GPU alias of 100,000 characters | exit {code}, CPU {seconds * 1000:.0f} ms, "
               f"peak RSS {rss:.0f} MB: {err.split(': ', 1)[-1][:60]}… |", flush=True)
+    from kb.sweep import PER_TASK, workload_queries
+    from kb import get_knowledge
+
+    n = len(workload_queries(get_knowledge()))
+    for mode in ("without", "with"):
+        first, later = build_cpu(mode)
+        print(f"| build of the shipped rules, {mode} the sweep ({n} workloads, {PER_TASK} a task) | "
+              f"CPU {first * 1000:.0f} ms first, {later * 1000:.0f} ms after |", flush=True)
+    t = time.perf_counter()
+    r = subprocess.run(["/usr/bin/time", "-f", "%U %S", shutil.which("kbq") or "kbq", "validate"],
+                       capture_output=True, text=True, check=False)
+    user, system = map(float, r.stderr.split()[-2:])
+    print(f"| kbq validate (shipped rules), exit {r.returncode} | {time.perf_counter() - t:.2f} s wall, "
+          f"{user + system:.2f} s CPU |", flush=True)
     return 0
 
 
