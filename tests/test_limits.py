@@ -209,6 +209,8 @@ def test_the_generated_workloads_span_every_task_precision_and_size() -> None:
     (["gpus", "--min-bandwidth", "nan"], "'--min-bandwidth': 'nan' is not a finite number"),
     (["gpus", "--max-price", "nan"], "'--max-price': 'nan' is not a finite number"),
     (["models", "--min-params", "inf"], "'--min-params': 'inf' is not a finite number"),
+    (["models", "--min-context", "9" * 400], "--min-context: '9999999999999999999999999999999999999999…' "
+     "is not a token count"),
     (["serve", "--cache-mb", "nan"], "'--cache-mb': 'nan' is not a finite number"),
     (["serve", "--cache-mb", "inf"], "'--cache-mb': 'inf' is not a finite number"),
     (["--batch", "-", "--jobs", "²"], "--jobs needs a number of processes"),
