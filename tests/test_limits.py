@@ -214,7 +214,7 @@ def test_the_generated_workloads_span_every_task_precision_and_size() -> None:
     (["serve", "--cache-mb", "nan"], "'--cache-mb': 'nan' is not a finite number"),
     (["serve", "--cache-mb", "inf"], "'--cache-mb': 'inf' is not a finite number"),
     (["--batch", "-", "--jobs", "²"], "--jobs needs a number of processes"),
-], ids=lambda v: " ".join(v) if isinstance(v, list) else None)
+], ids=lambda v: " ".join(v)[:40] if isinstance(v, list) else None)
 def test_a_bad_number_is_a_usage_error_that_says_what_was_wrong(tmp_path: Path, args: list[str],
                                                                  fragment: str) -> None:
     refused(run(*args, cwd=tmp_path), fragment)
