@@ -70,7 +70,7 @@ def measured_value(m: dict[str, Any]) -> float:
 def _runtime_word(text: str) -> str:
     """The words of a source's runtime name that the rules know ('NVIDIA NIM' → 'nim')."""
     from kb import get_knowledge
-    from kb.knowledge import norm
+    from kb.knowledge.build import norm
 
     aliases = get_knowledge().runtime_alias
     plain = text.split("(")[0].strip()
@@ -108,7 +108,7 @@ def predict(m: dict[str, Any], kn: Any) -> tuple[float | None, dict[str, float],
     """kbq's figure and the simple rules' figures for one measurement."""
     from kb.engine import answer
     from kb.errors import KbError
-    from kb.query import parse
+    from kb.query.parse import parse
 
     q = query_of(m)
     try:
@@ -140,7 +140,7 @@ SPEED_FORMULA = {"decode_tokens_per_s": "decode_tokens_per_s",
 
 def speed_if_it_fitted(q: str, kn: Any, name: str) -> float | None:
     from kb.engine import Evaluated, base_scope, evaluate, gpu_scope, layout_of, resolve
-    from kb.query import parse
+    from kb.query.parse import parse
 
     w = parse(q, kn)
     r = resolve(w, kn)
@@ -295,7 +295,7 @@ def write_bands(result: dict[str, Any]) -> None:
 
 def runtime_id(query: str, kn: Any) -> str:
     from kb.engine import resolve
-    from kb.query import parse
+    from kb.query.parse import parse
 
     return resolve(parse(query, kn), kn).runtime["id"]
 

@@ -37,7 +37,7 @@ MIN_POINTS = 2           # a runtime with a single fit point keeps its documente
 
 def loss(kn, points) -> float:
     from kb.engine import answer
-    from kb.query import parse
+    from kb.query.parse import parse
 
     total = 0.0
     for m in points:
@@ -54,7 +54,7 @@ def loss(kn, points) -> float:
 
 def runtime_of(kn, m) -> str:
     from kb.engine import resolve
-    from kb.query import parse
+    from kb.query.parse import parse
 
     return resolve(parse(query_of(m), kn), kn).runtime["id"]
 

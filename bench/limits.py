@@ -2,7 +2,7 @@
 
     python bench/limits.py           # about 20 seconds
 
-1. The vocabulary (kb.query_words.vocabulary) of the shipped knowledge plus one model whose
+1. The vocabulary (kb.query.words.vocabulary) of the shipped knowledge plus one model whose
    family is N characters long, built in this process with the name cap bypassed (the model is
    added as a --model-config view would add it): CPU time (other work on the machine does not
    count) and tracemalloc peak, for N from 1,000 to 300,000. Next to it, the set of every prefix
@@ -12,7 +12,7 @@
    and `kbq validate` of a rules copy with a 100,000-character GPU alias: exit status, CPU
    time and the process's peak resident memory (GNU time, /usr/bin/time).
 3. Validation: CPU time of building the shipped knowledge (kb.knowledge.build, what `kbq
-   validate` runs), with the workload sweep of kb.sweep and with it left out, first build in a
+   validate` runs), with the workload sweep of kb.engine.sweep and with it left out, first build in a
    fresh process and the best of three after, and `kbq validate`'s own wall and CPU time.
 """
 
@@ -38,8 +38,8 @@ LLAMA = {"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32
 def vocabulary_cost(n: int) -> tuple[float, float]:
     """CPU seconds and peak MB to build the vocabulary with one family name of n characters."""
     from kb import get_knowledge
-    from kb.query_words import vocabulary
-    from kb.record import replace
+    from kb.query.words import vocabulary
+    from kb.recordtype import replace
 
     kn = get_knowledge()
     model = {**next(iter(kn.models.values())), "id": "bench-long", "family": "x" * n, "aliases": []}
@@ -78,9 +78,9 @@ def run_kbq(args: list[str], cwd: Path) -> tuple[int, float, float, str]:
 BUILD = """
 import sys, time
 if sys.argv[1] == "without":
-    import kb.sweep
-    kb.sweep.check = lambda kn, doc: []
-from kb.knowledge import build
+    import kb.engine.sweep
+    kb.engine.sweep.check = lambda kn, doc: []
+from kb.knowledge.build import build
 t = time.process_time(); build(sys.argv[2]); first = time.process_time() - t
 later = []
 for _ in range(3):
@@ -120,7 +120,7 @@ def main() -> int:
         code, seconds, rss, err = run_kbq(["validate", str(rules)], where)
         print(f"| kbq validate, a GPU alias of 100,000 characters | exit {code}, CPU {seconds * 1000:.0f} ms, "
               f"peak RSS {rss:.0f} MB: {err.split(': ', 1)[-1][:60]}… |", flush=True)
-    from kb.sweep import PER_TASK, workload_queries
+    from kb.engine.sweep import PER_TASK, workload_queries
     from kb import get_knowledge
 
     n = len(workload_queries(get_knowledge()))

@@ -102,7 +102,7 @@ def cold_start(n: int) -> None:
         py, kbq = str(venv / "bin" / "python"), str(venv / "bin" / "kbq")
         environ = {**env(), "KBQ_CACHE_DIR": str(where / "cache")}   # its own snapshot, not evicted
         # the first run builds the snapshot; the second, once the installed rule files are a
-        # few seconds old, keeps their stats in it (kb.snapshot), as any later run of kbq finds it
+        # few seconds old, keeps their stats in it (kb.knowledge.snapshot), as any later run of kbq finds it
         subprocess.run([kbq, QUERIES[0]], stdout=subprocess.DEVNULL, env=environ, check=True)
         time.sleep(3)
         subprocess.run([kbq, QUERIES[0]], stdout=subprocess.DEVNULL, env=environ, check=True)
@@ -132,7 +132,7 @@ def engine(seconds: float, million: int) -> None:
     print("2. engine in process", flush=True)
     from kb import get_knowledge
     from kb.engine import answer
-    from kb.query import parse
+    from kb.query.parse import parse
 
     kn = get_knowledge()
     for q in QUERIES:
@@ -172,10 +172,10 @@ def engine(seconds: float, million: int) -> None:
 
 
 def parse_time(kn: Any, repeats: int) -> None:
-    """The parse of a query alone (kb.query.parse: lexer, the LALR parse of lark's tables, the words resolved
+    """The parse of a query alone (kb.query.parse.parse: lexer, the LALR parse of lark's tables, the words resolved
     into a Workload), each query's median over `repeats` calls after the warm-up, then the
     median over the queries. Nothing is cached between calls."""
-    from kb.query import parse
+    from kb.query.parse import parse
 
     per_query = []
     for q in QUERIES:
@@ -222,8 +222,8 @@ def floor(seconds: float) -> None:
     # the module, not the function kb.engine re-exports under the same name
     evaluation = importlib.import_module("kb.engine.evaluate")
     from kb import get_knowledge
-    from kb.expr import Col
-    from kb.query import _lex, parse
+    from kb.expr.parse import Col
+    from kb.query.parse import _lex, parse
 
     kn = get_knowledge()
 
@@ -333,7 +333,7 @@ def distinct_paths(kn: Any) -> Callable[[int], str]:
     """The i-th query of a stream in which no query repeats: the bench queries in turn, each
     with a context (serving) or sequence length (training) of its own, so every answer is
     computed afresh (no answer cache can serve it)."""
-    from kb.query import parse
+    from kb.query.parse import parse
 
     training = set(kn.query["training_tasks"])
     kinds = [parse(q, kn).task in training for q in QUERIES]
@@ -431,9 +431,9 @@ def scaling(repeats: int) -> None:
     import yaml
 
     from kb.engine import answer
-    from kb.knowledge import build
+    from kb.knowledge.build import build
     from kb.paths import rules_dir
-    from kb.query import parse
+    from kb.query.parse import parse
 
     def timed(kn: object) -> float:
         best = []
@@ -473,7 +473,7 @@ def million(n: int) -> None:
     print(f"6. engine memory over {n:,} answers", flush=True)
     from kb import get_knowledge
     from kb.engine import answer
-    from kb.query import parse
+    from kb.query.parse import parse
 
     kn = get_knowledge()
     for q in QUERIES * 20:

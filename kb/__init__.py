@@ -15,15 +15,15 @@ from kb.version import __version__
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from kb.answer import Answer
-    from kb.knowledge import Knowledge
+    from kb.engine.answer import Answer
+    from kb.knowledge.build import Knowledge
 
 __all__ = ["answer_in", "ask", "cpu_cores", "get_knowledge", "__version__"]
 
 
 def get_knowledge(rules_dir: str | Path | None = None) -> "Knowledge":
     """The validated knowledge of a rules directory (default: the shipped rules), cached."""
-    from kb.store import LOADED
+    from kb.knowledge.store import LOADED
 
     return LOADED.get(rules_dir)
 
@@ -33,19 +33,19 @@ def ask(query: str, rules_dir: str | Path | None = None,
         sort: str | None = None, options: bool = False) -> "Answer":
     """Answer one query. Raises kb.errors.QueryError for a query it cannot read.
     `model_config`: a Hugging Face config.json for a model that is not in models.yaml. The
-    model is added to a view of the knowledge for this answer only (kb.derived.with_model).
+    model is added to a view of the knowledge for this answer only (kb.knowledge.derived.with_model).
     `prices`: a price file (rules/prices.yaml schema) used instead of the shipped prices;
     `sort`: value, cost, speed, memory or power; `options`: list what to change so it fits."""
     from kb.engine import answer
-    from kb.query import parse
+    from kb.query.parse import parse
 
     kn = get_knowledge(rules_dir)
     if prices is not None:
         kn = _priced(kn, prices, rules_dir)
     if model_config is None:
         return answer_in(kn, query, sort=sort, options=options)
-    from kb.derived import with_model
-    from kb.hfconfig import read
+    from kb.knowledge.derived import with_model
+    from kb.engine.hfconfig import read
 
     model = read(model_config, kn)
     view = with_model(kn, model)
@@ -63,7 +63,7 @@ def answer_in(kn: "Knowledge", query: str, *, sort: str | None = None, options: 
     batch line, the JSON API). `sort` and `options` as for ask(); a sort the query's own words
     chose gives way to `sort`. Raises kb.errors.QueryError for a query it cannot read."""
     from kb.engine import answer
-    from kb.query import parse
+    from kb.query.parse import parse
 
     w = parse(query, kn)
     w.sort = sort or w.sort
@@ -72,10 +72,10 @@ def answer_in(kn: "Knowledge", query: str, *, sort: str | None = None, options: 
 
 
 def _with_options(a: "Answer", w: object, kn: "Knowledge", query: str) -> "Answer":
-    """Options when asked for, or when the GPUs asked about do not hold the job (kb.options)."""
+    """Options when asked for, or when the GPUs asked about do not hold the job (kb.engine.options)."""
     asked = [g for g in a.gpus if g.requested]
     if getattr(w, "want_options", None) or (asked and not any(g.fits for g in asked)):
-        from kb.options import compute
+        from kb.engine.options import compute
 
         a.options = compute(kn, query, a)
         top = [o for o in a.options if o["fits"]][:3]
@@ -86,8 +86,8 @@ def _with_options(a: "Answer", w: object, kn: "Knowledge", query: str) -> "Answe
 
 
 def _priced(kn: "Knowledge", prices: str | Path, rules_dir: str | Path | None) -> "Knowledge":
-    """The knowledge with another price file (kb.prices.with_prices), cached per file."""
-    from kb.store import LOADED
+    """The knowledge with another price file (kb.knowledge.prices.with_prices), cached per file."""
+    from kb.knowledge.store import LOADED
 
     return LOADED.priced(rules_dir, prices)
 

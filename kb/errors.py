@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from kb.record import field, record
+from kb.recordtype import field, record
 
 
 def nearest(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str | None:

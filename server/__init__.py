@@ -13,8 +13,8 @@ from typing import Any
 from flask import Flask, render_template, request
 from werkzeug.exceptions import HTTPException
 
-from kb.model import readable_template
-from kb.render import duration, num
+from kb.knowledge.data import readable_template
+from kb.figures import duration, num
 
 
 def unit(text: Any) -> str:

@@ -24,7 +24,7 @@ from server.live import LiveKnowledge, NoKnowledge
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
 
-    from kb.answer import Answer
+    from kb.engine.answer import Answer
 
 bp = Blueprint("api", __name__, url_prefix="/api")
 
@@ -213,15 +213,15 @@ def _list_of(text: str) -> dict[str, Any]:
 @cache
 def answer_model() -> TypeAdapter[Answer]:
     """The Answer as pydantic sees it: its JSON schema, and a check of an answer's JSON.
-    kb.answer names the types of its parts (kb.records, kb.records_answer) for the type checker
+    kb.engine.answer names the types of its parts (kb.knowledge.records, kb.engine.answer_records) for the type checker
     only, so that a query does not import them; they are imported here, where pydantic finds
     them (a TypeAdapter resolves the names its type leaves open in its caller's scope)."""
     from pydantic import TypeAdapter
 
-    from kb.answer import Answer
-    from kb.record import as_dataclass
-    from kb.records import Value  # noqa: F401
-    from kb.records_answer import (Advice, Bottleneck, ClaimChecked, ErrorBand,  # noqa: F401
+    from kb.engine.answer import Answer
+    from kb.recordtype import as_dataclass
+    from kb.knowledge.records import Value  # noqa: F401
+    from kb.engine.answer_records import (Advice, Bottleneck, ClaimChecked, ErrorBand,  # noqa: F401
                                    Memory, Option, PricesUsed, Question, Recommendation, Throughput,
                                    WorkloadDict)
 
@@ -250,7 +250,7 @@ def openapi_document() -> dict[str, Any]:
          "schema": {"type": "string", "maxLength": 500}}
     from typing import get_args
 
-    from kb.schema import SortName
+    from kb.knowledge.schema import SortName
 
     sorts = list(get_args(SortName))
     sort = {"name": "sort", "in": "query", "required": False,

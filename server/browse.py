@@ -12,7 +12,7 @@ from typing import Any
 from flask import Blueprint, abort, current_app, render_template
 from markupsafe import Markup
 
-from kb.knowledge import Knowledge
+from kb.knowledge.build import Knowledge
 from server import charts
 from server.live import LiveKnowledge
 

@@ -1,6 +1,6 @@
 """Charts drawn on the server: Answer (or Flow) → an SVG string.
 
-In: a kb.answer.Answer or a kb.knowledge.Flow. Out: inline SVG markup with a
+In: a kb.engine.answer.Answer or a kb.knowledge.build.Flow. Out: inline SVG markup with a
 <title> and <desc> for screen readers; every piece of text is XML-escaped here, so the markup
 can be placed in a page as is. Presentation lives in SVG attributes (no style attributes), so
 the page's Content-Security-Policy needs no 'unsafe-inline'.
@@ -21,13 +21,14 @@ from html import escape
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
-from kb.model import readable_template
-from kb.render import BREAKDOWN_LABELS, num
+from kb.knowledge.data import readable_template
+from kb.figures import num
+from kb.present.render import BREAKDOWN_LABELS
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from kb.answer import Answer, GpuRow
+    from kb.engine.answer import Answer, GpuRow
 
 FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif"
 INK, MUTED, GRID = "#1f2937", "#6b7280", "#e5e7eb"
@@ -161,11 +162,11 @@ NODE_W, NODE_GAP, LAYER_GAP, LINE_H, MARGIN = 200, 36, 76, 15, 12
 
 
 def _layers(flow: Any) -> list[list[str]]:
-    """Nodes in layers, from the knowledge graph (kb.graph.flow_layers): a node sits one layer
+    """Nodes in layers, from the knowledge graph (kb.knowledge.graph.flow_layers): a node sits one layer
     below the lowest of its parents. A flow made by hand has none yet: built from its own graph."""
     layers = flow.layers
     if not layers:
-        from kb.graph import layers_of
+        from kb.knowledge.graph import layers_of
 
         layers = layers_of(flow)
     return [list(layer) for layer in layers]

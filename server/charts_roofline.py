@@ -1,6 +1,6 @@
 """The roofline chart drawn on the server: Answer → an SVG string.
 
-In: a kb.answer.Answer. Out: a log-log roofline of the GPU the bottleneck was judged on, with
+In: a kb.engine.answer.Answer. Out: a log-log roofline of the GPU the bottleneck was judged on, with
 the workload's operating points, as inline SVG markup (made and escaped with server.charts'
 pieces), or None when that GPU has no bandwidth or compute figures.
 
@@ -12,11 +12,11 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from kb.render import num
+from kb.figures import num
 from server.charts import BAD, CHAR_W, GRID, INK, MUTED, PHASE_COLOURS, WALKED, _svg, _text, esc
 
 if TYPE_CHECKING:
-    from kb.answer import Answer, GpuRow
+    from kb.engine.answer import Answer, GpuRow
 
 
 def roofline_gpu(answer: Answer) -> GpuRow | None:

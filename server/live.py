@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from kb.errors import KbError, RuleErrors
-from kb.knowledge import Knowledge, build
+from kb.knowledge.build import Knowledge, build
 from kb.paths import rule_files
 from server.answer_cache import AnswerCache
 

@@ -1,13 +1,13 @@
 """The page: ask a question, see the numbers, follow the trace.
 
 In: `/?q=…` (a query from the form) or `/embed?q=…`. Out: HTML rendered on the server from
-the typed Answer (kb.answer): verdict, memory bar, roofline, GPU table, the walked flowcharts,
+the typed Answer (kb.engine.answer): verdict, memory bar, roofline, GPU table, the walked flowcharts,
 sources that agree or disagree, assumptions and the trace. A query the parser rejects gives
 status 400 with the caret message and a link to the query with the nearest valid word.
 
 Templates get the Answer itself, `answer`, and one context object made from it, `view` (see
 `answer_view`). Nothing here reads a string the engine built to take it apart: a trace step's
-rule, place and sources are its own fields (kb.answer.Step). The JSON API alone uses
+rule, place and sources are its own fields (kb.engine.answer.Step). The JSON API alone uses
 `Answer.to_dict()`.
 """
 
@@ -23,14 +23,14 @@ from flask import Blueprint, current_app, render_template, request
 from markupsafe import Markup
 
 from kb.errors import KbError, QueryError
-from kb.knowledge import Knowledge
-from kb.render import BREAKDOWN_LABELS
+from kb.knowledge.build import Knowledge
+from kb.present.render import BREAKDOWN_LABELS
 from server import charts, charts_roofline
 from server.trace_deps import relevant
 from server.live import LiveKnowledge
 
 if TYPE_CHECKING:
-    from kb.answer import Answer, Step
+    from kb.engine.answer import Answer, Step
 
 bp = Blueprint("pages", __name__)
 
@@ -192,11 +192,11 @@ def _render(template: str, query: str | None, finish: Callable[[str], str] = str
 
 def _answer_page(template: str, query: str, kn: Knowledge, ctx: dict[str, Any]) -> str:
     from kb import answer_in
-    from kb.options import compute
+    from kb.engine.options import compute
 
     found = answer_in(kn, query)            # with its options where the GPUs asked about are too small
     if not template.endswith("embed.html") and found.options is None:
-        found.options = compute(kn, query, found)   # the page always lists what to change (kb.options)
+        found.options = compute(kn, query, found)   # the page always lists what to change (kb.engine.options)
     view = answer_view(found, kn, embed=template.endswith("embed.html"))
     return render_template(template, **ctx, answer=found, view=view)
 

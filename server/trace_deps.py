@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from kb.knowledge import Knowledge
+from kb.knowledge.build import Knowledge
 
 if TYPE_CHECKING:
-    from kb.answer import Answer, Step
+    from kb.engine.answer import Answer, Step
 
 
 def figure_roots(answer: Answer, kn: Knowledge) -> set[str]:

@@ -37,7 +37,7 @@ def _free_port() -> int:
 
 def _serve_command(port: int, *args: str) -> list[str]:
     kbq = shutil.which("kbq")
-    base = [kbq] if kbq else [sys.executable, "-m", "kb.cli"]
+    base = [kbq] if kbq else [sys.executable, "-m", "kb.cli.main"]
     return [*base, "serve", "--host", "127.0.0.1", "--port", str(port), *args]
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from kb import get_knowledge
 from kb.engine import answer
-from kb.query import parse
+from kb.query.parse import parse
 
 KN = get_knowledge()
 

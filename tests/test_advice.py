@@ -9,8 +9,8 @@ import pytest
 from kb import ask, get_knowledge
 from kb.engine import answer
 from kb.errors import RuleErrors
-from kb.prices import with_prices
-from kb.query import parse
+from kb.knowledge.prices import with_prices
+from kb.query.parse import parse
 
 KN = get_knowledge()
 

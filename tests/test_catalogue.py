@@ -178,7 +178,7 @@ def test_hybrid_layers_add_up():
 def _models(*args: str) -> Any:
     from click.testing import CliRunner
 
-    from kb.commands import cli
+    from kb.cli.commands import cli
 
     r = CliRunner().invoke(cli, ["models", *args])
     return r
@@ -233,7 +233,7 @@ def test_models_bad_min_context_is_a_usage_error():
 def test_arch_formulas_agree_with_the_hand_count(model_id):
     # rules/formulas.yaml arch_params_* (what --model-config uses) against the count above
     from kb.engine import Evaluated, base_scope, evaluate, resolve
-    from kb.workload import Workload
+    from kb.query.workload import Workload
 
     m = KN.models[model_id]
     ev = Evaluated(base_scope(resolve(Workload(model_id=model_id), KN), KN))

@@ -273,14 +273,14 @@ def test_ask_and_the_plain_query_read_the_same_options():
 @pytest.mark.parametrize("args", [["--all", "--json", "serve 70B int4 16 users"],
                                   ["serve 70B int4 on h100 and qzx9"], ["--sort", "spead", "serve 7B"]])
 def test_the_one_shot_exit_gives_the_same_bytes_and_status_as_main(args, tmp_path):
-    """A plain query leaves without tearing the interpreter down (kb.cli.console): its output,
+    """A plain query leaves without tearing the interpreter down (kb.cli.main.console): its output,
     the longest one included (every GPU as JSON, well past a pipe's buffer), must still be
-    flushed whole, with the same exit status and stderr as kb.cli.main run in a process that
+    flushed whole, with the same exit status and stderr as kb.cli.main.main run in a process that
     exits as usual."""
     import sys
 
     r = run(*args, cwd=tmp_path)
-    code = ("import sys; from kb.cli import main; sys.exit(main(sys.argv[1:]))")
+    code = ("import sys; from kb.cli.main import main; sys.exit(main(sys.argv[1:]))")
     want = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
                           cwd=tmp_path, timeout=120)
     assert (r.returncode, r.stderr) == (want.returncode, want.stderr)

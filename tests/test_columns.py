@@ -1,4 +1,4 @@
-"""Evaluating over every candidate GPU at once (kb.expr.Col) gives what evaluating each GPU on its
+"""Evaluating over every candidate GPU at once (kb.expr.parse.Col) gives what evaluating each GPU on its
 own gives: the same value, the same failure, the same case, the same error.
 
 The reference is the one-value-per-scope evaluation (Expr.__call__ on a plain scope); nothing
@@ -15,11 +15,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kb import get_knowledge
-from kb import expr as ex
+from kb.expr import parse as ex
 from kb.engine import ROW_FORMULAS, Evaluated, answer, base_scope, evaluate, gpu_scope, layout_of, resolve
-from kb.margins import SPEEDS
+from kb.engine.margins import SPEEDS
 from kb.errors import EvalError
-from kb.query import parse
+from kb.query.parse import parse
 
 KN = get_knowledge()
 N = 4   # candidates per column in the expression properties
@@ -174,10 +174,10 @@ def test_random_workloads_over_the_catalogue_equal_each_gpu_alone(model: str, pr
 
 
 def test_the_catalogue_columns_built_once_equal_the_columns_built_per_answer() -> None:
-    """kb.derived builds the catalogue's GPU columns once per precision key, sharing the card's
+    """kb.knowledge.derived builds the catalogue's GPU columns once per precision key, sharing the card's
     own names between keys; each must equal gpu_columns over the same cards (the per-answer
     construction), name for name, in order, with the same element types and holes."""
-    from kb.gpu_names import gpu_columns, precision_key, runs_on
+    from kb.expr.gpu_names import gpu_columns, precision_key, runs_on
 
     for precision in KN.precisions.values():
         for runtime in KN.runtimes.values():

@@ -1,4 +1,4 @@
-"""`kbq export`: wiki pages and Mermaid charts from the rules (kb.export).
+"""`kbq export`: wiki pages and Mermaid charts from the rules (kb.present.export).
 
 The pages are written by the installed console script. Their figures are checked against the
 engine itself (kb.engine.answer on the same query), the Mermaid charts are parsed back and
@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 
 from kb.engine import answer
-from kb.export import literal, math, mermaid, mermaid_ids, number, with_unit
-from kb.knowledge import Edge, Flow, Knowledge, Node, build
-from kb.model import readable_template
+from kb.present.export import literal, math, mermaid, mermaid_ids, number, with_unit
+from kb.knowledge.build import Edge, Flow, Knowledge, Node, build
+from kb.knowledge.data import readable_template
 from kb.paths import rules_dir
-from kb.query import parse
+from kb.query.parse import parse
 
 RULES = rules_dir()
 
@@ -354,8 +354,7 @@ def _shipped_expressions(kn: Knowledge) -> list[Any]:
 
 def test_math_reads_back_as_the_same_expression(kn: Knowledge) -> None:
     """The readable math keeps every parenthesis the meaning needs, and no more than that."""
-    from kb import expr as ex
-
+    from kb.expr import parse as ex
     for compiled in [ex.parse(t) for t in TRICKY] + _shipped_expressions(kn):
         shown = math(compiled.ast)
         assert ex.parse(_ascii(shown)).ast == compiled.ast, shown

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from kb import expr as ex
+from kb.expr import parse as ex
 from kb.errors import EvalError
 
 
@@ -131,14 +131,14 @@ def test_parse_unit_counts_drop_out():
 
 
 def test_nodes_are_immutable_values():
-    """kb.nodes writes its records out by hand (no dataclass at import): two parses of one text
+    """kb.expr.nodes writes its records out by hand (no dataclass at import): two parses of one text
     are equal and hash alike, a different operator or operand is not equal, a node cannot be
     changed, and it survives copying and its JSON form unchanged."""
     import copy
     import pickle
     from dataclasses import FrozenInstanceError
 
-    from kb.nodes import Bin, Name, Num, from_list
+    from kb.expr.nodes import Bin, Name, Num, from_list
 
     a = ex.parse("2 * x + y").ast
     b = Bin("+", Bin("*", Num(2.0), Name("x")), Name("y"))     # built apart from the parse

@@ -12,8 +12,8 @@ import urllib.parse
 import pytest
 
 from kb import ask, get_knowledge
-from kb.export import markdown_pages, mermaid
-from kb.model import readable_name, readable_template
+from kb.present.export import markdown_pages, mermaid
+from kb.knowledge.data import readable_name, readable_template
 
 PLACEHOLDER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_.]*(?::[^{}]*)?\}")
 
@@ -42,7 +42,7 @@ def test_mermaid_and_wiki_pages_have_no_placeholders():
 
 
 def test_kbq_export_flow_has_no_placeholders():
-    r = subprocess.run([sys.executable, "-m", "kb.cli", "export", "flow", "sizing"],
+    r = subprocess.run([sys.executable, "-m", "kb.cli.main", "export", "flow", "sizing"],
                        capture_output=True, text=True, check=True)
     assert "‹per-GPU› GB" in r.stdout and not PLACEHOLDER.search(r.stdout)
 

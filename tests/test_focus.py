@@ -13,7 +13,7 @@ from kb import ask
     ("how long to qlora llama 3 8b on 4090 for 10m tokens", "Time: ", ("throughput", "train_time_s")),
 ])
 def test_the_verdict_leads_with_the_asked_figure(query, starts, figure):
-    from kb.render import duration, num
+    from kb.figures import duration, num
 
     a = ask(query).to_dict()
     assert a["verdict"].startswith(starts), a["verdict"]

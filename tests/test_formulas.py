@@ -134,7 +134,7 @@ def test_decode_bound_matches_article_formula():
     # 000: 7B FP16 (14 GB) on RTX 4000 Ada (360 GB/s) → ~26 tok/s upper bound: 360 / 14 = 25.71
     from kb import get_knowledge
     from kb.engine import Evaluated, evaluate, gpu_scope, base_scope, resolve
-    from kb.query import parse
+    from kb.query.parse import parse
 
     kn = get_knowledge()
     r = resolve(parse("infer 7B fp16", kn), kn)

@@ -5,7 +5,7 @@ ids and aliases, fillers, numbers with units), then mutated (swaps, deletions, i
 unicode: RTL marks, emoji, combining marks, NUL and other control characters), plus raw text,
 bytes decoded leniently and very long input. Each query must give an Answer that serialises to
 JSON, or a QueryError whose column lies in 1..len(query)+1 and whose text has a caret under
-that column. Formulas from rules/formulas.yaml are mutated the same way: `kb.expr.parse` gives
+that column. Formulas from rules/formulas.yaml are mutated the same way: `kb.expr.parse.parse` gives
 an Expr or an ExprSyntaxError, and a parsed expression evaluated on random finite floats gives
 a value or an EvalError.
 
@@ -31,9 +31,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kb import ask, get_knowledge
-from kb import expr as ex
+from kb.expr import parse as ex
 from kb.errors import EvalError, QueryError
-from kb.query import MAX_QUERY_CHARS
+from kb.query.parse import MAX_QUERY_CHARS
 
 KN = get_knowledge()
 
@@ -640,7 +640,7 @@ def _gpu_aliases(with_memory_size: bool) -> list[tuple[str, str]]:
 
 def test_every_id_and_alias_reads_as_its_item() -> None:
     """Model, precision and runtime ids and aliases, and GPU ones without a memory size."""
-    from kb.query import parse
+    from kb.query.parse import parse
 
     wrong = []
     for alias, gpu_id in _gpu_aliases(with_memory_size=False):
@@ -661,7 +661,7 @@ def test_every_id_and_alias_reads_as_its_item() -> None:
 
 
 def test_gpu_aliases_with_a_memory_size_read_as_their_gpu() -> None:
-    from kb.query import parse
+    from kb.query.parse import parse
 
     aliases = _gpu_aliases(with_memory_size=True)
     assert len(aliases) >= 30

@@ -1,4 +1,4 @@
-"""The knowledge graph (kb.graph): formulas and flow nodes in one networkx DiGraph, and what
+"""The knowledge graph (kb.knowledge.graph): formulas and flow nodes in one networkx DiGraph, and what
 the engine and the pictures read from it: each formula's evaluation order, each flow's layers.
 
 The expectations are checked against the rule files' own text (each formula's `deps`, each
@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from kb import expr as ex
-from kb.graph import (evaluation_orders, flow_key, flow_layers, formula_cycles,
+from kb.expr import parse as ex
+from kb.knowledge.graph import (evaluation_orders, flow_key, flow_layers, formula_cycles,
                       knowledge_graph, layers_of)
-from kb.knowledge import build
-from kb.model import Case, Edge, Flow, Formula, Node
+from kb.knowledge.build import build
+from kb.knowledge.data import Case, Edge, Flow, Formula, Node
 from kb.paths import rules_dir
-from kb.snapshot import from_data, to_data
+from kb.knowledge.snapshot import from_data, to_data
 
 KN = build(rules_dir())
 
@@ -133,7 +133,7 @@ def test_a_query_from_the_snapshot_does_not_import_networkx(tmp_path: Path, quer
     env.pop("KBQ_NO_CACHE", None)
     subprocess.run([sys.executable, "-c", "from kb import get_knowledge; get_knowledge()"],
                    env=env, check=True)
-    code = (f"import sys; from kb.cli import main; main(['--json', {query!r}]); "
+    code = (f"import sys; from kb.cli.main import main; main(['--json', {query!r}]); "
             "print('networkx' in sys.modules, file=sys.stderr)")
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                           check=True)

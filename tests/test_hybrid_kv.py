@@ -117,7 +117,7 @@ def test_model_config_reads_a_gated_deltanet_hybrid(tmp_path):
 
 def test_model_config_parameter_count_of_a_hybrid_moe(tmp_path):
     from kb import get_knowledge
-    from kb.hfconfig import read
+    from kb.engine.hfconfig import read
 
     m = read(_config(tmp_path, **QWEN3_NEXT_CONFIG), get_knowledge())
     # the card: 80B total; within 3% (hand count from these figures: 79.6B)
@@ -127,8 +127,8 @@ def test_model_config_parameter_count_of_a_hybrid_moe(tmp_path):
 
 def test_a_field_the_config_leaves_out_takes_its_default_from_the_rules(tmp_path):
     from kb import get_knowledge
-    from kb.hfconfig import read
-    from kb.record import replace
+    from kb.engine.hfconfig import read
+    from kb.recordtype import replace
 
     kn = get_knowledge()
     omitted = {k: v for k, v in QWEN3_NEXT_CONFIG.items() if k not in ("full_attention_interval",
@@ -143,7 +143,7 @@ def test_a_field_the_config_leaves_out_takes_its_default_from_the_rules(tmp_path
 
 def test_model_config_reads_quantization_config(tmp_path):
     from kb import get_knowledge
-    from kb.hfconfig import read
+    from kb.engine.hfconfig import read
 
     kn = get_knowledge()
     oss = dict(model_type="gpt_oss", hidden_size=2880, num_hidden_layers=24, num_attention_heads=64,
@@ -163,7 +163,7 @@ def test_model_config_reads_quantization_config(tmp_path):
 
 def test_model_config_gemma3_pattern_and_llama4_chunks(tmp_path):
     from kb import get_knowledge
-    from kb.hfconfig import read
+    from kb.engine.hfconfig import read
 
     kn = get_knowledge()
     gemma = dict(model_type="gemma3_text", hidden_size=1152, num_hidden_layers=26, num_attention_heads=4,

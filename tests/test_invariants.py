@@ -30,9 +30,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kb import ask, get_knowledge
-from kb.answer import Answer
+from kb.engine.answer import Answer
 from kb.errors import QueryError
-from kb.record import is_record, replace
+from kb.recordtype import is_record, replace
 from test_fuzz import Drawn, vocab_query   # the fuzzing's query generator (tests/test_fuzz.py)
 
 KN = get_knowledge()
@@ -43,7 +43,7 @@ ONE_CARD = replace(KN, advice={})
 
 def one_card(q: str) -> Any:
     from kb.engine import answer
-    from kb.query import parse
+    from kb.query.parse import parse
 
     return answer(parse(q, ONE_CARD), ONE_CARD, q)
 

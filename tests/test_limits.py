@@ -73,8 +73,8 @@ def test_the_vocabulary_does_not_grow_with_the_square_of_a_name() -> None:
     """Every prefix of a 20,000-character name is 20,000 strings of 10,000 characters on
     average: ~200 MB. The name itself is 20 kB; building the vocabulary with it must cost
     about that, not its square (5 MB allows the shipped vocabulary's own ~1 MB several times)."""
-    from kb.query_words import vocabulary
-    from kb.record import replace
+    from kb.query.words import vocabulary
+    from kb.recordtype import replace
 
     kn = get_knowledge()
     model = {**next(iter(kn.models.values())), "id": "long-family", "family": "x" * 20_000, "aliases": []}
@@ -92,7 +92,7 @@ def test_the_vocabulary_does_not_grow_with_the_square_of_a_name() -> None:
 def test_a_key_prefix_is_found_exactly_as_the_set_of_every_prefix_found_it() -> None:
     """The reference is the former structure itself, built here: every non-empty prefix of
     every key of the table and the unit words."""
-    from kb.query_words import has_prefix
+    from kb.query.words import has_prefix
 
     vocab = get_knowledge().derived.vocabulary
     keys = [*vocab.table, *vocab.units]
@@ -182,8 +182,8 @@ def test_a_formula_finite_on_some_workloads_of_each_kind_still_validates(tmp_pat
 
 def test_the_generated_workloads_span_every_task_precision_and_size() -> None:
     from kb.engine import resolve
-    from kb.query import parse
-    from kb.sweep import AXES, PER_TASK, workload_queries
+    from kb.query.parse import parse
+    from kb.engine.sweep import AXES, PER_TASK, workload_queries
 
     kn = get_knowledge()
     made = workload_queries(kn)
@@ -250,10 +250,10 @@ class _Pools:
 def test_batch_jobs_are_capped_by_the_lines_and_a_maximum(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                           lines: int, started: list[int]) -> None:
     """--jobs 1000: a 2-line batch starts no worker; 300 lines, shared 64 at a time, fill 5;
-    a block of 4,096 lines fills 64 (kb.cli_query.MAX_JOBS), however many were asked for."""
+    a block of 4,096 lines fills 64 (kb.cli.query.MAX_JOBS), however many were asked for."""
     import multiprocessing
 
-    from kb import cli_query
+    from kb.cli import query as cli_query
 
     pools = _Pools()
     monkeypatch.setattr(multiprocessing, "get_context", pools)

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-import kb.loader
+import kb.knowledge.loader
 from kb.errors import RuleError
-from kb.loader import load
+from kb.knowledge.loader import load
 
 RULES = Path(__file__).resolve().parent.parent / "rules"
 FILES = sorted(RULES.rglob("*.yaml"))
@@ -22,17 +22,17 @@ needs_libyaml = pytest.mark.skipif(not yaml.__with_libyaml__, reason="PyYAML bui
 @pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(RULES)))
 def test_both_loaders_read_each_rule_file_alike(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     used = []
-    real = kb.loader._fast_node
+    real = kb.knowledge.loader._fast_node
 
     def spy(text: str):  # type: ignore[no-untyped-def]
         got = real(text)
         used.append(got is not None)
         return got
 
-    monkeypatch.setattr(kb.loader, "_fast_node", spy)
+    monkeypatch.setattr(kb.knowledge.loader, "_fast_node", spy)
     fast = load(path, RULES)
     assert used == [True]                       # the shipped files take the fast path
-    monkeypatch.setattr(kb.loader, "_fast_node", lambda text: None)
+    monkeypatch.setattr(kb.knowledge.loader, "_fast_node", lambda text: None)
     slow = load(path, RULES)
     assert fast.data == slow.data
     assert fast.positions == slow.positions

@@ -12,8 +12,8 @@ import markdown
 import pytest
 
 from kb import get_knowledge
-from kb.export import markdown_pages, md
-from kb.knowledge import build
+from kb.present.export import markdown_pages, md
+from kb.knowledge.build import build
 from kb.paths import rules_dir
 
 # MkDocs' default Markdown plus the extensions kbq's README asks for
@@ -71,7 +71,7 @@ def test_kbq_markdown_escapes_a_gpu_name_from_a_rule_file(tmp_path: Path):
     name = "NVIDIA GeForce RTX 4090 24GB"
     path.write_text(source.replace(f"name: {name}", "name: \"<img src=x onerror=alert(1)> 4090\"", 1),
                     encoding="utf-8")
-    r = subprocess.run([sys.executable, "-m", "kb.cli", "--markdown", "--rules", str(root),
+    r = subprocess.run([sys.executable, "-m", "kb.cli.main", "--markdown", "--rules", str(root),
                         "serve 7B fp16 on rtx-4090"], capture_output=True, text=True, check=False)
     assert r.returncode == 0, r.stderr
     assert "<img" not in r.stdout and "&lt;img src=x" in r.stdout

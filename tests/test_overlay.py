@@ -10,8 +10,8 @@ import threading
 from pathlib import Path
 
 from kb import ask, get_knowledge
-from kb.derived import with_model
-from kb.hfconfig import read
+from kb.knowledge.derived import with_model
+from kb.engine.hfconfig import read
 
 CONFIG = Path(__file__).parent / "data" / "llama-3.1-8b-config.json"
 WITH_CONFIG = "serve int4 16 users on rtx 4090"

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from kb import get_knowledge
-from kb.query import parse
+from kb.query.parse import parse
 
 KN = get_knowledge()
 TABLE = yaml.safe_load((Path(__file__).parent / "data" / "phrasings.yaml").read_text(encoding="utf-8"))

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from kb import get_knowledge
 from kb.errors import QueryError
-from kb.query import parse
+from kb.query.parse import parse
 
 KN = get_knowledge()
 
@@ -193,11 +193,10 @@ def _outcome(query):
 def test_lark_reads_queries_as_the_generated_parser_does(monkeypatch):
     """kb/_query_parser.py's tables stand in for lark only while they match the grammar; lark
     itself, used otherwise, must read every query the same way."""
-    from kb import _query_parser
-    from kb import query
-
+    from kb.query import _query_parser
+    from kb.query import parse as query
     query._get_parser()
-    assert query._errors.__name__ == "kb.lalr"      # the shipped grammar runs on the tables
+    assert query._errors.__name__ == "kb.query.lalr"      # the shipped grammar runs on the tables
     generated = [_outcome(q) for q in SAME_BOTH_WAYS]
     monkeypatch.setattr(_query_parser, "GRAMMAR", "stale")
     monkeypatch.setattr(query, "_parser", None)
@@ -207,7 +206,7 @@ def test_lark_reads_queries_as_the_generated_parser_does(monkeypatch):
 
 
 def test_control_character_check_matches_its_definition():
-    from kb.query import _UNPRINTABLE, _unprintable
+    from kb.query.parse import _UNPRINTABLE, _unprintable
 
     found = {i for i in range(0x110000) if _UNPRINTABLE.match(chr(i))}
     assert found == {i for i in range(0x110000) if _unprintable(chr(i))}
@@ -217,7 +216,7 @@ def test_control_character_check_matches_its_definition():
 def _lark_parser():
     import lark
 
-    from kb import query
+    from kb.query import parse as query
     from kb.paths import grammar_dir
 
     return lark.Lark.open(str(grammar_dir() / "query.lark"), parser="lalr", maybe_placeholders=False,
@@ -235,8 +234,7 @@ def _lark_cut(q):
 
 
 def _kbq_cut(q):
-    from kb import query
-
+    from kb.query import parse as query
     try:
         return [(t.type, t.text, t.col) for t in query._lex(q)]
     except QueryError as err:
@@ -248,11 +246,10 @@ _PHRASINGS = [c["q"] for c in yaml.safe_load(
 
 
 def test_the_lexer_cuts_queries_as_lark_does():
-    """kb.query cuts a query with one pattern of the grammar's terminals and kb.lalr parses the
+    """kb.query.parse cuts a query with one pattern of the grammar's terminals and kb.query.lalr parses the
     items; lark's own lexer, run by lark's parser, is the reference: the same items, terminals
     and columns."""
-    from kb import query
-
+    from kb.query import parse as query
     query._get_parser()
     assert query._lexer is not None                 # the shipped grammar takes the one-pattern lexer
     for q in [*_PHRASINGS, *SAME_BOTH_WAYS, "  serve 70B  ", "8×h100 vs 2 x a100", "$1.89/h 24/7",

@@ -123,7 +123,7 @@ def test_model_config_errors_are_clear(tmp_path):
 def test_architecture_formula_reproduces_published_counts(model_id):
     # published parameter counts (model cards) vs arch_params_total on the config values
     from kb.engine import Evaluated, base_scope, evaluate, resolve
-    from kb.workload import Workload
+    from kb.query.workload import Workload
 
     r = resolve(Workload(model_id=model_id), KN)
     ev = Evaluated(base_scope(r, KN))

@@ -1,4 +1,4 @@
-"""kb.record makes classes that behave as the same class body under @dataclass does: the
+"""kb.recordtype makes classes that behave as the same class body under @dataclass does: the
 reference is the dataclasses module itself, on twin classes declared both ways."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from kb.record import as_dataclass, field, fields, is_record, record, replace
+from kb.recordtype import as_dataclass, field, fields, is_record, record, replace
 
 
 def _twins(frozen: bool) -> tuple[type, type]:

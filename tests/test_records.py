@@ -1,4 +1,4 @@
-"""The typed dicts of kb.records and kb.records_rules have the keys of the schema models they
+"""The typed dicts of kb.knowledge.records and kb.knowledge.records_rules have the keys of the schema models they
 mirror: a key added to or dropped from a rule file's schema must be added to or dropped from the
 record the engine is type-checked against."""
 
@@ -6,16 +6,15 @@ from __future__ import annotations
 
 import pytest
 
-from kb import records as rec
-from kb import records_rules as rr
-from kb import schema as sc
-
+from kb.knowledge import records as rec
+from kb.knowledge import records_rules as rr
+from kb.knowledge import schema as sc
 # record → (schema model, the keys kbq adds after validation, and where)
 PAIRS = [
     (rec.Source, sc.Source, set()),
     (rec.Precision, sc.Precision, set()),
     (rec.Interconnect, sc.Interconnect, set()),
-    # capacities (kb.knowledge_checks) and prices (kb.prices.merge)
+    # capacities (kb.knowledge.checks) and prices (kb.knowledge.prices.merge)
     (rec.GPU, sc.Gpu, {"memory_gb", "memory_gib", "price_usd", "cloud_usd_per_hour"}),
     (rec.Mla, sc.Mla, set()),
     (rec.Moe, sc.Moe, set()),
@@ -42,7 +41,7 @@ PAIRS = [
     (rr.Band, sc.Band, set()),
     (rr.ErrorBands, sc.ErrorBandsFile, set()),
     (rr.CloudPrice, sc.CloudPrice, set()),
-    # the cloud price an answer uses and its spread (kb.prices.table), the file (with_prices)
+    # the cloud price an answer uses and its spread (kb.knowledge.prices.table), the file (with_prices)
     (rr.Price, sc.Price, {"cloud_usd_per_hour", "cloud_rule", "cloud_low", "cloud_high",
                           "cloud_pages", "cloud_disagree", "as_of", "file"}),
     (rr.SortKey, sc.SortKey, set()),

@@ -3,7 +3,7 @@
 import pytest
 
 from kb import get_knowledge
-from kb.knowledge import build
+from kb.knowledge.build import build
 from kb.paths import rules_dir
 
 KN = get_knowledge()
@@ -132,7 +132,7 @@ def test_capacity_bytes_agree_with_the_label():
     ("gb200", "gb200"), ("arc pro b60", "arc-pro-b60"), ("p40", "tesla-p40"),
 ])
 def test_gpus_as_people_say_them(words, gpu_id):
-    from kb.query import parse
+    from kb.query.parse import parse
 
     w = parse(f"infer 8B on {words}", KN)
     assert [g.gpu_id for g in w.gpus] == [gpu_id]

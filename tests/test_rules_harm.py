@@ -22,10 +22,10 @@ import pytest
 
 from kb.engine import answer
 from kb.errors import KbError, RuleErrors
-from kb.knowledge import build
+from kb.knowledge.build import build
 from kb.paths import rules_dir
-from kb.query import parse
-from kb.record import replace
+from kb.query.parse import parse
+from kb.recordtype import replace
 
 SHAPE = re.compile(r"^rules/[\w./-]+:\d+:\d+: \S")
 
@@ -392,8 +392,8 @@ def test_a_power_of_workload_integers_does_not_hang(rules: Path, tmp_path: Path)
         import json, sys
         from kb.engine import answer
         from kb.errors import KbError
-        from kb.knowledge import build
-        from kb.query import parse
+        from kb.knowledge.build import build
+        from kb.query.parse import parse
         kn = build(sys.argv[1])
         q = "serve 7B 1000 users 100000000 context on h100"
         try:

@@ -7,7 +7,7 @@ first queries whose exit code, stdout or stderr differ.
 
 The base is built as a wheel (`pip wheel --no-deps` of `git archive BASE`) and installed in a
 temporary venv that sees this interpreter's site-packages (no download). Each side runs the
-same driver, which calls `kb.cli.main([...])` in one process with stdout and stderr captured,
+same driver, which calls `kb.cli.main.main([...])` in one process with stdout and stderr captured,
 so the bytes compared are the CLI's own. Both sides first build their knowledge snapshot, so the
 answers are read from the snapshot, as a normal `kbq` run reads them.
 
@@ -36,7 +36,10 @@ MIN_QUERIES = 600
 # Runs in both venvs: argv lists on stdin → [exit code, stdout, stderr] per list on stdout.
 DRIVER = r"""
 import io, json, sys
-from kb.cli import main
+try:
+    from kb.cli.main import main        # kb/ in packages by stage
+except ImportError:
+    from kb.cli import main             # a base from before the packages
 out = []
 for argv in json.load(sys.stdin):
     real_out, real_err = sys.stdout, sys.stderr

@@ -21,9 +21,9 @@ from itertools import pairwise
 import pytest
 
 from kb import ask, get_knowledge
-from kb.knowledge import Edge, Flow, Node
+from kb.knowledge.build import Edge, Flow, Node
 from kb.paths import rules_dir
-from kb.render import num
+from kb.figures import num
 from server import charts, charts_roofline, create_app
 
 QUERY = "serve 70B int4 16 users"

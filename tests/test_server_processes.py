@@ -138,7 +138,7 @@ def test_workers_is_the_former_name_of_threads(serve):
 
 def _serve_on(port: int, cwd: Path) -> subprocess.CompletedProcess[str]:
     kbq = shutil.which("kbq")
-    command = [kbq] if kbq else [sys.executable, "-m", "kb.cli"]
+    command = [kbq] if kbq else [sys.executable, "-m", "kb.cli.main"]
     return subprocess.run([*command, "serve", "--host", "127.0.0.1", "--port", str(port)],
                           capture_output=True, text=True, cwd=cwd, timeout=60, check=False)
 
@@ -297,7 +297,7 @@ def test_embed_origin_option_lets_that_origin_frame_embed(serve):
 
 def test_an_embed_origin_that_is_not_an_origin_is_refused(tmp_path):
     kbq = shutil.which("kbq")
-    command = [kbq] if kbq else [sys.executable, "-m", "kb.cli"]
+    command = [kbq] if kbq else [sys.executable, "-m", "kb.cli.main"]
     r = subprocess.run([*command, "serve", "--port", "0", "--embed-origin", "wiki.example.com/x"],
                        capture_output=True, text=True, cwd=tmp_path, timeout=60, check=False)
     assert r.returncode == 2 and "is not an origin" in r.stderr and "Traceback" not in r.stderr

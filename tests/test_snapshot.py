@@ -6,12 +6,12 @@ import shutil
 
 import pytest
 
-from kb import snapshot
+from kb.knowledge import snapshot
 from kb.engine import answer
-from kb.knowledge import build
-from kb.parsergen import grammar_text, tables
+from kb.knowledge.build import build
+from kb.query.parsergen import grammar_text, tables
 from kb.paths import rules_dir
-from kb.query import parse
+from kb.query.parse import parse
 
 QUERIES = ["serve 70B int4 16 users", "full fine-tune 7B", "infer 7B fp16 on rtx 4000 ada vs rtx 6000 ada",
            "max users for 70B int4 on h200 at 32k context", "qlora llama-3.1-8b seq 2048 batch 2 with torchtune on rtx 4090"]
@@ -27,10 +27,10 @@ def test_snapshot_round_trip_answers_the_same():
 
 def test_the_stored_vocabulary_equals_the_one_built_from_the_rules():
     """The snapshot keeps the query vocabulary rather than building it at load: read back, it
-    must equal kb.query_words.vocabulary of the knowledge (field by field, with the same types:
+    must equal kb.query.words.vocabulary of the knowledge (field by field, with the same types:
     the resolver tests membership in sets and unpacks the table's (kind, value) tuples)."""
-    from kb.query_words import vocabulary
-    from kb.record import fields
+    from kb.query.words import vocabulary
+    from kb.recordtype import fields
 
     built = build(rules_dir())
     again = snapshot.from_data(json.loads(json.dumps(snapshot.to_data(built))), built.root)
@@ -46,7 +46,7 @@ def test_the_stored_vocabulary_equals_the_one_built_from_the_rules():
 def test_the_vocabulary_read_from_a_saved_snapshot_equals_the_built_one(cache):
     """The saved snapshot keeps the vocabulary as made (frozensets, tuples), not in its JSON
     form: read back through load_or_build it equals the built one, with the same types."""
-    from kb.record import fields
+    from kb.recordtype import fields
 
     directory, rules = cache
     built = snapshot.load_or_build(rules)               # builds and saves
@@ -107,24 +107,24 @@ def test_unchanged_files_are_trusted_by_their_stats_and_a_changed_one_is_hashed(
     puts its mtime back still changes its ctime, so it is hashed and rebuilt."""
     import os
 
-    import kb.knowledge
+    import kb.knowledge.build
 
     directory, rules = cache
     monkeypatch.setattr(snapshot, "RACY_NS", 0)          # the copied files count as settled
     snapshot.load_or_build(rules)
     with monkeypatch.context() as m:
         m.setattr(snapshot, "content_key", _no_hashing)
-        m.setattr(kb.knowledge, "build", _no_build)
+        m.setattr(kb.knowledge.build, "build", _no_build)
         assert snapshot.load_or_build(rules).gpus["h100-sxm5"]["bandwidth_gb_s"] == 3350
     gpus = rules / "gpus.yaml"
     st = gpus.stat()
     os.utime(gpus, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))        # touched only
     with monkeypatch.context() as m:
-        m.setattr(kb.knowledge, "build", _no_build)
+        m.setattr(kb.knowledge.build, "build", _no_build)
         assert snapshot.load_or_build(rules).gpus["h100-sxm5"]["bandwidth_gb_s"] == 3350
     with monkeypatch.context() as m:                      # the new stats were kept
         m.setattr(snapshot, "content_key", _no_hashing)
-        m.setattr(kb.knowledge, "build", _no_build)
+        m.setattr(kb.knowledge.build, "build", _no_build)
         snapshot.load_or_build(rules)
     st = gpus.stat()
     gpus.write_text(gpus.read_text().replace("bandwidth_gb_s: 3350", "bandwidth_gb_s: 3351", 1))
@@ -150,22 +150,21 @@ def test_stats_of_files_changed_just_now_are_not_trusted(cache, monkeypatch):
 
 
 def test_generated_query_parser_matches_the_grammar():
-    from kb import _query_parser
-
-    assert _query_parser.GRAMMAR == grammar_text(), "run: python -m kb.parsergen"
+    from kb.query import _query_parser
+    assert _query_parser.GRAMMAR == grammar_text(), "run: python -m kb.query.parsergen"
     made = tables()             # what lark computes now: the same tables, in the same numbering
     if made["SRE"][:3] != _query_parser.SRE[:3]:    # the lexer's regex code of another Python
         del made["SRE"]
-    assert {name: getattr(_query_parser, name) for name in made} == made, "run: python -m kb.parsergen"
+    assert {name: getattr(_query_parser, name) for name in made} == made, "run: python -m kb.query.parsergen"
 
 
 def test_the_stored_regex_code_is_the_pattern_compiled():
-    """kb.query hands the regex engine the code kb.parsergen stored for the lexer's pattern
+    """kb.query.parse hands the regex engine the code kb.query.parsergen stored for the lexer's pattern
     (when this Python made it): the Pattern is the one re.compile gives, and it cuts alike."""
     import re
 
-    from kb import _query_parser as t
-    from kb.query import lexer_pattern
+    from kb.query import _query_parser as t
+    from kb.query.parse import lexer_pattern
 
     stored, fresh = lexer_pattern(t.PATTERN, t.FLAGS, t.SRE), re.compile(t.PATTERN, t.FLAGS)
     assert (stored.pattern, stored.flags, stored.groups, stored.groupindex) == \
@@ -177,12 +176,12 @@ def test_the_stored_regex_code_is_the_pattern_compiled():
 
 
 def test_generated_query_parser_needs_neither_lark_nor_logging_nor_pickle():
-    """The generated module is data and kb.lalr runs it, so reading a query imports neither
+    """The generated module is data and kb.query.lalr runs it, so reading a query imports neither
     lark nor what lark's runtime would bring (logging, pickle, base64)."""
     import subprocess
     import sys
 
-    code = ("import sys; from kb import query; query._get_parser(); "
+    code = ("import sys; from kb.query import parse as query; query._get_parser(); "
             "items = query._lex('serve 70B int4 16 users'); "
             "print(sorted(m for m in ('lark', 'logging', 'pickle', 'base64') if m in sys.modules)); "
             "print([t.type for t in items])")

@@ -9,7 +9,7 @@ import pytest
 
 from kb import ask, get_knowledge
 from kb.engine import answer
-from kb.query import parse
+from kb.query.parse import parse
 
 REL = 1e-3        # exact arithmetic on the inputs; 0.1% covers rounding
 GIB = 1.073741824

@@ -2,7 +2,7 @@
 finds nothing in kb/ and server/.
 
 `Any` switches the type checker off for a value; the engine's records and the answer's parts
-have TypedDicts (kb.records, kb.records_rules, kb.records_answer) so that most code does
+have TypedDicts (kb.knowledge.records, kb.knowledge.records_rules, kb.engine.answer_records) so that most code does
 without it. The generated parser (kb/_query_parser.py) is not ours and is not counted.
 """
 

@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from kb.commands import dump
+from kb.cli.commands import dump
 from kb.paths import rules_dir
-from kb.schema import FILES, json_schema
+from kb.knowledge.schema import FILES, json_schema
 
 RULES = rules_dir()
 SCHEMA_NAMES = ("sources", "precisions", "gpus", "models", "formulas", "query", "flow")
@@ -416,7 +416,7 @@ def test_yaml_aliases_are_refused(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- JSON Schema files
 
 def _cli_schema_names() -> set[str]:
-    from kb.commands import schema
+    from kb.cli.commands import schema
 
     return set(schema.params[0].type.choices)  # type: ignore[attr-defined]
 
@@ -425,7 +425,7 @@ def _schema_name_params() -> list[Any]:
     offered = _cli_schema_names()
     return [pytest.param(name, marks=[] if name in offered else [pytest.mark.xfail(
         strict=True, reason=f"kbq schema does not offer '{name}': its list of names in "
-        "kb/commands.py is written out by hand instead of taken from kb.schema.FILES")])
+        "kb/commands.py is written out by hand instead of taken from kb.knowledge.schema.FILES")])
         for name in FILES]
 
 
@@ -443,7 +443,7 @@ def test_committed_schema_is_what_kbq_prints(name: str) -> None:
 
 @pytest.mark.parametrize("name", list(FILES))
 def test_committed_schema_is_current(name: str) -> None:
-    """The same check without the CLI, for every kind kb.schema knows."""
+    """The same check without the CLI, for every kind kb.knowledge.schema knows."""
     committed = (RULES / "schema" / f"{name}.schema.json").read_text(encoding="utf-8")
     assert committed == dump(json_schema(name)), f"regenerate rules/schema/{name}.schema.json"
 
@@ -475,7 +475,7 @@ def _schema_params() -> list[Any]:
 def test_shipped_rule_files_pass_their_published_schema(path: Path) -> None:
     """What an editor checks with the JSON Schema agrees with kbq on the shipped files."""
     jsonschema = pytest.importorskip("jsonschema")
-    from kb.loader import load
+    from kb.knowledge.loader import load
 
     kind = "flow" if path.parent.name == "flows" else path.stem
     schema = json.loads((RULES / "schema" / f"{kind}.schema.json").read_text(encoding="utf-8"))
@@ -488,7 +488,7 @@ def test_shipped_rule_files_pass_their_published_schema(path: Path) -> None:
 def test_schema_rejects_a_misspelt_key_as_kbq_does() -> None:
     jsonschema = pytest.importorskip("jsonschema")
     schema = json.loads((RULES / "schema" / "gpus.schema.json").read_text(encoding="utf-8"))
-    from kb.loader import load
+    from kb.knowledge.loader import load
 
     data = load(RULES / "gpus.yaml", RULES).data
     gpu = dict(data["gpus"][0])
@@ -503,8 +503,8 @@ DOC = Path(__file__).resolve().parent.parent / "docs" / "rules.md"
 
 
 def test_the_guide_covers_the_expression_language() -> None:
-    from kb import expr as ex
-    from kb.schema import Node
+    from kb.expr import parse as ex
+    from kb.knowledge.schema import Node
 
     text = DOC.read_text(encoding="utf-8")
     for fn in ex.FUNCTIONS:

@@ -1,8 +1,8 @@
 """The engine: Workload + Knowledge → Answer, as a package of small modules.
 
-In: a Workload (kb.query) and the Knowledge (kb.knowledge). Out: an Answer (kb.answer).
+In: a Workload (kb.query.parse) and the Knowledge (kb.knowledge.build). Out: an Answer (kb.engine.answer).
 The modules, each below the ones it imports:
-  evaluate  formulas over a scope of scalars and kb.expr.Col columns, in dependency order
+  evaluate  formulas over a scope of scalars and kb.expr.parse.Col columns, in dependency order
   scope     workload → Resolved (defaults and assumptions) → the names formulas read
   gpus      the candidate GPUs and their parallel layouts as scope names (columns)
   walk      the flows, walked from their entries, and the trace
@@ -20,7 +20,7 @@ from kb.engine.evaluate import Evaluated, Scope, evaluate
 from kb.engine.gpus import gpu_scope, layout_of
 from kb.engine.run import answer
 from kb.engine.scope import Resolved, base_scope, resolve
-from kb.gpu_names import gpu_columns, gpu_values, runs_on
+from kb.expr.gpu_names import gpu_columns, gpu_values, runs_on
 
 __all__ = ["ROW_FORMULAS", "Evaluated", "Resolved", "Scope", "answer", "base_scope", "error_bands",
            "evaluate", "gpu_columns", "gpu_scope", "gpu_values", "layout_of", "resolve", "runs_on"]

@@ -1,7 +1,7 @@
 """Assembling an Answer from evaluated scopes: GPU rows, ranking, memory, speed, bands.
 
 In: the Resolved workload, the Evaluated scope over the candidates and the first GPU's view,
-the Knowledge. Out: the parts of an Answer (kb.answer): rows in rank order, the memory
+the Knowledge. Out: the parts of an Answer (kb.engine.answer): rows in rank order, the memory
 breakdown, the bottleneck, error bands per figure, warnings; and the brief Answer of the
 figures alone (no walk, trace, claims or advice).
 """
@@ -10,17 +10,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast
 
-from kb import margins
-from kb import training as tr
-from kb.answer import Answer, GpuRow
+from kb.engine import margins
+from kb.engine import training as tr
+from kb.engine.answer import Answer, GpuRow
 from kb.engine.evaluate import Evaluated, Scope, evaluate
 from kb.engine.scope import Resolved
-from kb.expr import Col, at
-from kb.model import Knowledge
+from kb.expr.parse import Col, at
+from kb.knowledge.data import Knowledge
 
 if TYPE_CHECKING:
-    from kb.records import GPU, Value
-    from kb.records_answer import Bottleneck, ErrorBand, Memory, Throughput, WorkloadDict
+    from kb.knowledge.records import GPU, Value
+    from kb.engine.answer_records import Bottleneck, ErrorBand, Memory, Throughput, WorkloadDict
 
 # Answer keys → formula names (what the answer shows); the names live in rules/formulas.yaml.
 BREAKDOWN = ("weights_gb", "kv_cache_gb", "activations_gb", "gradients_gb", "optimizer_gb",
@@ -79,7 +79,7 @@ def rank_order(ranking: list[tuple[str, str]], ev: Evaluated, n: int) -> list[in
 def shown_figures(kn: Knowledge, r: Resolved, primary: Evaluated,
                   rows: list[GpuRow]) -> tuple[tuple[str, ...], Throughput, list[str]]:
     """The memory parts, total and speeds an answer shows, computed; its throughput, with the
-    speeds of what does not fit withheld (kb.margins), and the warnings that says so."""
+    speeds of what does not fit withheld (kb.engine.margins), and the warnings that says so."""
     shown = tr.shown(r.is_training, BREAKDOWN, TRAINING_BREAKDOWN) + ("total_gb",) + (
         TRAINING_SPEED if r.is_training else INFERENCE_SPEED)
     evaluate(kn, primary, shown)

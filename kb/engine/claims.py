@@ -11,12 +11,12 @@ import math
 from typing import TYPE_CHECKING
 
 from kb.engine.evaluate import Evaluated, evaluate
-from kb.expr import Col, Failed, at, guarded
-from kb.model import Claim, Knowledge
+from kb.expr.parse import Col, Failed, at, guarded
+from kb.knowledge.data import Claim, Knowledge
 
 if TYPE_CHECKING:
-    from kb.records import Value
-    from kb.records_answer import ClaimChecked
+    from kb.knowledge.records import Value
+    from kb.engine.answer_records import ClaimChecked
 
 
 def check_claims(kn: Knowledge, every: Evaluated, primary: Evaluated,

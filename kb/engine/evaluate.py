@@ -1,7 +1,7 @@
 """Evaluating formulas over a scope: one value per name, or a Col per candidate GPU.
 
 In: the Knowledge (compiled formulas and each one's dependency order) and an Evaluated scope
-(a workload's inputs, the constants, and the GPU names as scalars or kb.expr.Col columns).
+(a workload's inputs, the constants, and the GPU names as scalars or kb.expr.parse.Col columns).
 Out: the formulas asked for, and what they depend on, written into the scope in dependency
 order, with the case each used and any error (per candidate where the scope holds columns).
 """
@@ -13,9 +13,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kb.errors import EvalError
-from kb.expr import MISSING, RAISED, Col, Failed, at, filled, guarded
-from kb.model import Formula, Knowledge
-from kb.record import field, record
+from kb.expr.parse import MISSING, RAISED, Col, Failed, at, filled, guarded
+from kb.knowledge.data import Formula, Knowledge
+from kb.recordtype import field, record
 
 Scope = dict[str, Any]
 
@@ -23,7 +23,7 @@ Scope = dict[str, Any]
 @record
 class Evaluated:
     """A scope and, for each formula computed in it, the index of the case used and any error.
-    In a scope over several candidate GPUs a value, case or error may be a Col (kb.expr): one
+    In a scope over several candidate GPUs a value, case or error may be a Col (kb.expr.parse): one
     entry per candidate (its name is then in `columns`); `view(i)` is candidate i's own scope."""
     scope: Scope
     cases: dict[str, int | Col] = field(default_factory=dict)

@@ -1,8 +1,8 @@
 """The candidate GPUs as scope names: one GPU, or every candidate at once as columns.
 
 In: GPU entries (gpus.yaml, or a bare capacity), the resolved precision and runtime, and a
-parallel layout per GPU count (kb.layout). Out: the `gpu.*`, `gpu_count`, `tp`, `pp` and `dp`
-names a formula reads, per GPU or as kb.expr.Col columns over the candidates (one value where
+parallel layout per GPU count (kb.engine.layout). Out: the `gpu.*`, `gpu_count`, `tp`, `pp` and `dp`
+names a formula reads, per GPU or as kb.expr.parse.Col columns over the candidates (one value where
 every candidate has the same).
 """
 
@@ -10,16 +10,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kb import training as tr
+from kb.engine import training as tr
 from kb.engine.evaluate import Scope
 from kb.engine.scope import Resolved
-from kb.expr import Col
-from kb.gpu_names import gpu_columns, gpu_values, precision_key, runs_on
-from kb.layout import Layout, choose, scope_values
-from kb.model import Knowledge
+from kb.expr.parse import Col
+from kb.expr.gpu_names import gpu_columns, gpu_values, precision_key, runs_on
+from kb.engine.layout import Layout, choose, scope_values
+from kb.knowledge.data import Knowledge
 
 if TYPE_CHECKING:
-    from kb.records import GPU, Precision, Runtime
+    from kb.knowledge.records import GPU, Precision, Runtime
 
 
 def gpu_scope(base: Scope, gpu: GPU, count: int, precision: Precision,
@@ -32,7 +32,7 @@ def gpu_scope(base: Scope, gpu: GPU, count: int, precision: Precision,
 
 
 def layout_of(r: Resolved, kn: Knowledge, count: int) -> Layout:
-    """The parallel layout of `count` GPUs for this job (kb.layout); training keeps its split."""
+    """The parallel layout of `count` GPUs for this job (kb.engine.layout); training keeps its split."""
     if r.is_training:
         return tr.layout(count)
     w = r.workload

@@ -1,6 +1,6 @@
 """The engine's entry: Workload + Knowledge → Answer.
 
-In: a Workload (kb.query) and the Knowledge. Out: an Answer (kb.answer).
+In: a Workload (kb.query.parse) and the Knowledge. Out: an Answer (kb.engine.answer).
 Steps: resolve the model, precision and defaults (kb.engine.scope); evaluate every candidate GPU
 at once (kb.engine.gpus, kb.engine.evaluate); rank them by the sizing flow's ranking; on the
 first GPU's own view, walk each flow (kb.engine.walk); check the sources' claims
@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kb import advice as rightsize
-from kb import margins
-from kb import training as tr
-from kb import unknown
-from kb.answer import Answer, GpuRow
+from kb.engine import advice as rightsize
+from kb.engine import margins
+from kb.engine import training as tr
+from kb.engine import unknown
+from kb.engine.answer import Answer, GpuRow
 from kb.engine import solve
 from kb.engine.assemble import (ROW_FORMULAS, brief_answer, bottleneck, error_bands,
                                 gpu_warnings, memory, rank_order, rows_of, shown_figures, workload_dict)
@@ -24,22 +24,22 @@ from kb.engine.claims import check_claims
 from kb.engine.evaluate import Evaluated, evaluate
 from kb.engine.gpus import catalogue_columns, layout_columns, layouts_of
 from kb.engine.scope import base_scope, capacity_gpu, resolve
-from kb.gpu_names import gpu_columns, runs_on
+from kb.expr.gpu_names import gpu_columns, runs_on
 from kb.engine.walk import Tracer, walk
-from kb.expr import Col
-from kb.focus import lead_with_focus
-from kb.model import Knowledge
-from kb.workload import GpuRequest, Workload
+from kb.expr.parse import Col
+from kb.engine.focus import lead_with_focus
+from kb.knowledge.data import Knowledge
+from kb.query.workload import GpuRequest, Workload
 
 if TYPE_CHECKING:
-    from kb.records import GPU
-    from kb.records_answer import Advice
+    from kb.knowledge.records import GPU
+    from kb.engine.answer_records import Advice
 
 
 def answer(w: Workload, kn: Knowledge, query: str = "", *, brief: bool = False) -> Answer:
     """The answer to a workload; a capacity question is solved first, then answered at its value.
     `brief`: only the figures (GPU rows, memory, speed and cost), without the flows' walk, the
-    trace, the claims and the advice text: what an option (kb.options) shows of its answer."""
+    trace, the claims and the advice text: what an option (kb.engine.options) shows of its answer."""
     if w.question in kn.query["solve"]:
         return lead_with_focus(_answer_question(w, kn, query, brief), kn.query.get("focus_lead", {}))
     result = _answer(w, kn, query, brief)
@@ -133,7 +133,7 @@ def _answer(w: Workload, kn: Knowledge, query: str = "", brief: bool = False) ->
     r = resolve(w, kn)
     sizing = next(f for f in kn.flows if f.role == "sizing")
 
-    # every candidate GPU at once: per-GPU names hold one value per candidate (kb.expr.Col)
+    # every candidate GPU at once: per-GPU names hold one value per candidate (kb.expr.parse.Col)
     if w.gpus:
         candidates = [(capacity_gpu(req, kn) if req.gpu_id is None else kn.gpus[req.gpu_id], req.count, True)
                       for req in w.gpus]

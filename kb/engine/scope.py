@@ -1,6 +1,6 @@
 """Workload → scope: every field the query left out filled in, and the names formulas read.
 
-In: a Workload (kb.query) and the Knowledge. Out: Resolved (the workload with its defaults, the
+In: a Workload (kb.query.parse) and the Knowledge. Out: Resolved (the workload with its defaults, the
 model, precision, KV precision and runtime, and the assumptions and warnings that say what was
 assumed) and base_scope (the workload's inputs, the constants and the model's and runtime's
 figures, as rules/formulas.yaml `inputs` names them).
@@ -11,16 +11,16 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Literal
 
-from kb import training as tr
+from kb.engine import training as tr
 from kb.engine.evaluate import Scope
-from kb.gpu_names import runs_on
-from kb.model import Knowledge, capacity_fields
-from kb.record import record
-from kb.workload import GpuRequest, Workload
+from kb.expr.gpu_names import runs_on
+from kb.knowledge.data import Knowledge, capacity_fields
+from kb.recordtype import record
+from kb.query.workload import GpuRequest, Workload
 
 if TYPE_CHECKING:
-    from kb.records import GPU, Model, Precision, Runtime, Value
-    from kb.records_answer import Parallel
+    from kb.knowledge.records import GPU, Model, Precision, Runtime, Value
+    from kb.engine.answer_records import Parallel
 
 
 @record
@@ -130,7 +130,7 @@ def _context_holds_the_work(w: Workload, assumptions: list[str]) -> None:
 
 def _resolve_runtime(w: Workload, kn: Knowledge, is_training: bool, assumptions: list[str]) -> Runtime:
     rd = kn.runtime_defaults
-    if w.runtime is not None:     # kb.query has checked that its kind suits the task
+    if w.runtime is not None:     # kb.query.parse has checked that its kind suits the task
         return kn.runtimes[w.runtime]
     key: Literal["training", "gguf", "inference"]
     if is_training:

@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any
 from kb.engine.evaluate import Evaluated, evaluate
 from kb.engine.gpus import gpu_scope, layout_of
 from kb.engine.scope import base_scope, resolve
-from kb.model import Knowledge
-from kb.record import record
-from kb.render import num
-from kb.workload import Workload
+from kb.knowledge.data import Knowledge
+from kb.recordtype import record
+from kb.figures import num
+from kb.query.workload import Workload
 
 if TYPE_CHECKING:
-    from kb.records import GPU
+    from kb.knowledge.records import GPU
 
 
 @record
@@ -113,7 +113,7 @@ def largest_fitting(kn: Knowledge, w: Workload, vary: str, lower: float, upper: 
 
 
 def smallest_fitting(kn: Knowledge, w: Workload, lower: int, upper: int, gpu: GPU) -> int | None:
-    """Fewest GPUs that hold the job in a canonical layout (kb.layout: tensor parallel that
+    """Fewest GPUs that hold the job in a canonical layout (kb.engine.layout: tensor parallel that
     divides the heads inside a node, whole nodes as pipeline stages). Memory falls as GPUs are
     added, so a bisection finds the fewest that hold it; then the next canonical count up."""
     if not probe(kn, w, "gpu_count", upper, gpu, upper).fits:

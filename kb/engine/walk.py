@@ -1,6 +1,6 @@
 """Walking the flows: from each flow's entry, the first edge whose condition holds, with a trace.
 
-The edges a node leaves by are its out-edges in the knowledge graph (kb.graph.out_edges, read
+The edges a node leaves by are its out-edges in the knowledge graph (kb.knowledge.graph.out_edges, read
 into each Node when the knowledge is built), tried in the order the rule file lists them.
 
 In: a Flow, the Knowledge and one GPU's Evaluated scope. Out: the path of node ids walked, the
@@ -13,13 +13,13 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from kb.answer import Step
+from kb.engine.answer import Step
 from kb.engine.evaluate import Evaluated, Scope, condition, evaluate, formula_order
 from kb.errors import EvalError
-from kb.model import TEMPLATE_FIELD, TEMPLATE_SPEC, Flow, Formula, Knowledge, Node
+from kb.knowledge.data import TEMPLATE_FIELD, TEMPLATE_SPEC, Flow, Formula, Knowledge, Node
 
 if TYPE_CHECKING:
-    from kb.model import Edge
+    from kb.knowledge.data import Edge
 
 
 class Tracer:

@@ -1,0 +1,5 @@
+"""`python -m kb.cli` runs the kbq command line."""
+
+from kb.cli.main import console
+
+console()

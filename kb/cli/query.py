@@ -1,0 +1,339 @@
+"""Answering from the command line: `kbq "QUERY"`, `kbq --batch FILE` and `kbq ask`, without click.
+
+In: the query options, declared once in QUERY_OPTIONS: read from argv by `parse` (the plain
+`kbq "QUERY"`, which must start fast, so it imports neither click nor the server), turned into
+click options for `kbq ask` by kb.cli.commands, and listed in `kbq --help` by `options_help`.
+Out: `run(QueryArgs)` → an answer on stdout (text, Markdown or JSON) or JSON Lines for a batch,
+errors on stderr as `Error: …`; exit 0 on an answer, 2 on a query or rule error.
+"""
+
+from __future__ import annotations
+
+import sys
+import typing
+from collections.abc import Iterator
+from typing import Any
+
+from kb.recordtype import field, record
+
+SORTS = ("value", "cost", "speed", "memory", "power")
+
+
+@record(frozen=True)
+class Opt:
+    flag: str
+    dest: str               # the QueryArgs field it sets
+    value: Any = None       # what a flag sets; None: the option takes a value (see metavar)
+    metavar: str = ""
+    help: str = ""          # as `kbq --help` shows it; a newline breaks the line there
+    batch_only: bool = False
+
+
+QUERY_OPTIONS = (
+    Opt("--json", "fmt", "json", help="print the Answer as JSON"),
+    Opt("--markdown", "fmt", "markdown", help="print a Markdown version for a wiki"),
+    Opt("--all", "limit", 0, help="list every GPU judged (text and Markdown show the first 12)"),
+    Opt("--no-trace", "trace", False, help="leave the trace out of the text answer"),
+    Opt("--rules", "rules", metavar="DIR", help="use the rule files in DIR instead of the shipped ones"),
+    Opt("--batch", "batch", metavar="FILE", batch_only=True,
+        help="answer one query per line of FILE ('-' for stdin) as JSON Lines, with\n"
+             "--model-config, --prices, --sort and --options as given"),
+    Opt("--jobs", "jobs", metavar="N", batch_only=True,
+        help="worker processes for --batch (default: one per core)"),
+    Opt("--model-config", "config", metavar="PATH",
+        help="a Hugging Face config.json for a model not in the rules"),
+    Opt("--prices", "prices", metavar="FILE",
+        help="use the prices in FILE (the rules/prices.yaml schema) instead of the shipped ones"),
+    Opt("--sort", "sort", metavar="NAME",
+        help="order the GPU configurations: value (default), cost, speed, memory or power"),
+    Opt("--options", "options", True, help="list what to change so it fits (other precisions, context, GPUs…)"),
+)
+_BY_FLAG = {o.flag: o for o in QUERY_OPTIONS}
+
+
+@record
+class QueryArgs:
+    fmt: str = "text"                   # text, markdown or json
+    limit: int | None = 12              # GPU rows shown in text and Markdown (0: all)
+    trace: bool = True
+    rules: str | None = None
+    batch: str | None = None
+    jobs: int | None = None
+    config: str | None = None
+    prices: str | None = None
+    sort: str | None = None
+    options: bool = False
+    words: list[str] = field(default_factory=list)
+
+    def set(self, opt: Opt, value: Any = None) -> str | None:
+        """Apply one option (a flag, or an option with its value); an error message if the
+        value is not one it takes."""
+        if opt.value is not None:
+            setattr(self, opt.dest, opt.value)
+            return None
+        if opt.dest == "jobs":
+            text = str(value).strip()
+            if not (text.isascii() and text.isdigit()) or not text.strip("0"):
+                return "--jobs needs a number of processes, e.g. --jobs 2"
+            value = min(int(text[:9]) if len(text) <= 9 else MAX_JOBS, MAX_JOBS)
+        if opt.dest == "sort" and value not in SORTS:
+            from kb.errors import nearest
+
+            hint = nearest(value, SORTS)
+            return f"--sort must be one of {', '.join(SORTS)}" + (f" (did you mean '{hint}'?)" if hint else "")
+        setattr(self, opt.dest, value)
+        return None
+
+
+def options_help() -> str:
+    """The Options lines of `kbq --help`, from QUERY_OPTIONS."""
+    lines = []
+    for o in QUERY_OPTIONS:
+        head = f"{o.flag} {o.metavar}".strip()
+        first, *rest = o.help.split("\n")
+        if len(head) > 13:
+            lines += [f"  {head}", f"{'':17}{first}"]
+        else:
+            lines.append(f"  {head:<15}{first}")
+        lines += [f"{'':17}{r}" for r in rest]
+    lines += ["  --version      print the version", "  -h, --help     show this message"]
+    return "\n".join(lines) + "\n"
+
+
+def fail(message: str, code: int = 2) -> int:
+    sys.stderr.write(f"Error: {message}\n")
+    return code
+
+
+def parse(argv: list[str], usage: str) -> QueryArgs | int:
+    """kbq [options] QUERY… → QueryArgs, or the exit code once help, the version or an error
+    has been written."""
+    args = QueryArgs()
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            args.words.extend(argv[i + 1:])
+            break
+        if arg in ("-h", "--help"):
+            sys.stdout.write(usage)
+            return 0
+        if arg == "--version":
+            from kb import __version__
+
+            sys.stdout.write(f"kbq {__version__}\n")
+            return 0
+        flag, eq, inline = arg.partition("=")
+        opt = _BY_FLAG.get(arg) or (_BY_FLAG.get(flag) if eq and flag == "--rules" else None)
+        if opt is None:
+            if arg.startswith("--") and len(arg) > 2:
+                return fail(f"no such option: {arg}\nTry 'kbq --help'.")
+            args.words.append(arg)
+        elif opt.value is not None:
+            args.set(opt)
+        else:
+            if eq:
+                value = inline
+            elif i + 1 < len(argv):
+                value = argv[i + 1]
+                i += 1
+            elif opt.dest == "jobs":
+                return fail(args.set(opt, "") or "")
+            else:
+                return fail(f"{arg} needs a value")
+            error = args.set(opt, value)
+            if error:
+                return fail(error)
+        i += 1
+    return args
+
+
+def run(args: QueryArgs, usage: str) -> int:
+    if args.batch is not None:
+        return _batch(args.batch, args.rules, args.jobs,
+                      Settings(args.config, args.prices, args.sort, args.options))
+    query = " ".join(args.words).strip()
+    if not query:
+        sys.stdout.write(usage)
+        return 2
+    from kb import ask
+    from kb.errors import KbError
+
+    try:
+        result = ask(query, args.rules, args.config, prices=args.prices, sort=args.sort,
+                     options=args.options)
+    except KbError as err:
+        return fail(str(err), err.exit_code)
+    if args.fmt == "json":
+        import orjson
+
+        sys.stdout.buffer.write(orjson.dumps(result.to_dict(), option=orjson.OPT_INDENT_2) + b"\n")
+    else:
+        from kb.present import render
+        limit = args.limit or None
+        out = render.markdown(result, limit) if args.fmt == "markdown" else render.text(result, limit, args.trace)
+        sys.stdout.write(out)
+    return 0
+
+
+# ---------------------------------------------------------------- --batch
+
+@record(frozen=True)
+class Settings:
+    """What a batch line is answered with besides its query: the options of the command line
+    that the plain `kbq "QUERY"` takes (--model-config, --prices, --sort, --options)."""
+
+    config: str | None = None
+    prices: str | None = None
+    sort: str | None = None
+    options: bool = False
+
+
+# A batch is read in blocks of CHUNK_LINES lines; a block longer than PARALLEL_FROM lines is
+# shared among worker processes TASK_LINES at a time, so more than MAX_JOBS workers would have
+# nothing to do, and a short batch starts none.
+CHUNK_LINES = 4096
+TASK_LINES = 64
+PARALLEL_FROM = 256
+MAX_JOBS = CHUNK_LINES // TASK_LINES
+
+_RULES: str | None = None      # the --rules of a batch, read by its worker processes
+_SETTINGS = Settings()         # and the rest of its options
+ECHO_CHARS = 80                 # a refused query longer than this is echoed cut, with its length
+KEEP_BYTES = 4096               # a batch line longer than any query is kept only this far
+
+
+def _answer_line(item: tuple[str, int]) -> bytes:
+    """One batch line (its text, cut at KEEP_BYTES, and its length in bytes) → one JSON line
+    (an answer or an error); b'' for a blank or # line."""
+    import orjson
+
+    from kb import ask
+    from kb.errors import KbError
+
+    line, length = item
+    query = line.strip()
+    if not query or query.startswith("#"):
+        return b""
+    s = _SETTINGS
+    try:
+        return ask(query, _RULES, s.config, prices=s.prices, sort=s.sort, options=s.options).to_json() + b"\n"
+    except KbError as err:
+        if len(query) <= ECHO_CHARS and length <= KEEP_BYTES:
+            return orjson.dumps({"query": query, "error": err.to_dict()}) + b"\n"
+        return orjson.dumps({"query": query[:ECHO_CHARS] + "…", "query_bytes": length,
+                             "error": err.to_dict()}) + b"\n"
+
+
+class _LineTooLong(Exception):
+    def __init__(self, number: int) -> None:
+        super().__init__(number)
+        self.number = number
+
+
+def _lines(raw: typing.BinaryIO, state: dict[str, Any]) -> Iterator[tuple[str, int]]:
+    """The lines of a batch as (text, length in bytes); at most MAX_FILE_BYTES read into one line,
+    so /dev/zero or a file without newlines is refused, not held. A line that is not UTF-8
+    becomes a query error of its own, not the end of the batch."""
+    from kb.paths import MAX_FILE_BYTES
+
+    while True:
+        try:
+            line = raw.readline(MAX_FILE_BYTES + 1)
+        except OSError as exc:          # /proc/self/mem, a device that fails: the batch ends here
+            state["unreadable"] = state["number"] + 1
+            state["reason"] = exc.strerror or str(exc)
+            return
+        if not line:
+            return
+        state["number"] += 1
+        if len(line) > MAX_FILE_BYTES and not line.endswith(b"\n"):
+            state["too_long"] = state["number"]
+            return
+        yield line[:KEEP_BYTES].decode("utf-8", errors="replace"), len(line.rstrip(b"\r\n"))
+
+
+def _batch(path: str, rules: str | None, jobs: int | None = None, settings: Settings | None = None) -> int:
+    """One query per line → one JSON object per line, in the same order; errors are lines too.
+    Large batches are shared among worker processes (one per core unless --jobs says).
+    A price file or model config that cannot be read stops the batch before its first line."""
+    import multiprocessing
+    import signal
+    from itertools import islice
+
+    from kb import cpu_cores, get_knowledge
+    from kb.errors import KbError
+    from kb.paths import MAX_FILE_BYTES
+
+    global _RULES, _SETTINGS
+    settings = settings or Settings()
+    _RULES, _SETTINGS = rules, settings
+    try:
+        kn = get_knowledge(rules)       # load once, before any worker starts (they inherit it)
+        if settings.prices is not None:
+            from kb.knowledge.store import LOADED
+
+            LOADED.priced(rules, settings.prices)
+        if settings.config is not None:
+            from kb.engine.hfconfig import read
+
+            read(settings.config, kn)
+    except KbError as err:
+        return fail(str(err), err.exit_code)
+    try:
+        raw = sys.stdin.buffer if path == "-" else open(path, "rb")
+    except OSError as exc:
+        return fail(f"cannot read {path}: {exc.strerror or exc}")
+    out = sys.stdout.buffer
+    jobs = min(jobs or cpu_cores(), MAX_JOBS)
+    forks = jobs > 1 and "fork" in multiprocessing.get_all_start_methods()
+    pool = None
+    before = None
+    finished = False
+    state: dict[str, Any] = {"number": 0, "too_long": 0, "unreadable": 0, "reason": ""}
+    lines = _lines(raw, state)
+    try:
+        while chunk := list(islice(lines, CHUNK_LINES)):
+            parallel = forks and len(chunk) > PARALLEL_FROM
+            if parallel and pool is None:   # started for the first long block: no more workers
+                # than its lines fill. SIGTERM to this process alone: stop the workers, then end
+                # as SIGTERM does, rather than leave them writing into a closed pipe
+                before = signal.signal(signal.SIGTERM, _terminated)
+                pool = multiprocessing.get_context("fork").Pool(
+                    min(jobs, -(-len(chunk) // TASK_LINES)), initializer=_worker_signals)
+            answers = pool.imap(_answer_line, chunk, chunksize=TASK_LINES) if parallel and pool \
+                else map(_answer_line, chunk)
+            for line in answers:
+                out.write(line)
+        out.flush()
+        finished = True
+    finally:
+        if pool is not None:
+            if finished:
+                pool.close()
+            else:                   # interrupted, or the output closed: stop the workers now
+                pool.terminate()
+            pool.join()
+            signal.signal(signal.SIGTERM, before)
+        if path != "-":
+            raw.close()
+    name = "stdin" if path == "-" else path
+    if state["too_long"]:
+        return fail(f"{name}: line {state['too_long']} is longer than "
+                     f"{MAX_FILE_BYTES} bytes; a query is one short line (stopped there)")
+    if state["unreadable"]:
+        return fail(f"cannot read {name} at line {state['unreadable']}: {state['reason']} (stopped there)")
+    return 0
+
+
+def _terminated(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)      # through _batch's finally, which stops the workers
+
+
+def _worker_signals() -> None:
+    """In a batch worker: Ctrl-C reaches the whole process group, and the parent handles it;
+    SIGTERM (sent by the parent when it stops the pool) ends the worker quietly."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)

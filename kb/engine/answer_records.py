@@ -1,0 +1,242 @@
+"""The parts of an Answer as the type checker sees them: typed dicts, no code.
+
+In: nothing. Out: `TypedDict` types for the plain-data parts of a kb.engine.answer.Answer (its
+workload, memory, throughput, bottleneck, the claims checked, the flows' advice, the
+recommendation, the prices used, the error bands, the question solved and the options), keyed
+as the `kbq --json` contract writes them.
+
+At run time these are plain dicts built by kb.engine. Import this module only under
+`if TYPE_CHECKING:` so that a plain query pays nothing for it.
+"""
+
+from __future__ import annotations
+
+from typing_extensions import NotRequired, TypedDict
+
+from kb.knowledge.records import Value
+
+
+class GpuAsked(TypedDict):          # kb.query.workload.GpuRequest as a dict
+    gpu_id: str | None
+    count: int
+    capacity_gb: float | None
+
+
+class WorkloadDict(TypedDict):
+    """The answer's workload: kb.query.workload.Workload's fields (but task_explicit and notes) and
+    what the engine resolved: the model, its sizes and the parallel layout."""
+    task: str
+    question: str | None
+    model_id: str | None
+    params: float | None
+    precision: str | None
+    kv_precision: str | None
+    gpus: list[GpuAsked]
+    users: int | None
+    batch: int | None
+    context_tokens: int | None
+    prompt_tokens: int | None
+    output_tokens: int | None
+    seq_len: int | None
+    lora_rank: int | None
+    train_tokens: float | None
+    checkpointing: bool | None
+    flash_attention: bool | None
+    optimizer: str | None
+    offload: bool | None
+    optimizer_in_backward: bool | None
+    paged: bool | None
+    lora_attention_only: bool | None
+    quantized_inputs_kept: bool | None
+    runtime: str | None
+    tp: int | None
+    pp: int | None
+    sharding: str | None
+    dp_attention: bool | None
+    speed_floor_tok_s: float | None
+    ttft_max_s: float | None
+    tokens_per_day: float | None
+    deadline_hours: float | None
+    usd_per_gpu_hour: float | None
+    budget_usd: float | None
+    hours_per_day: float | None
+    rent: bool | None
+    sort: str | None
+    want_options: bool | None
+    focus: str | None
+    gpu_count: int | None
+    objective: str | None
+    checkpoint_offload: bool | None
+    model: str
+    model_name: str
+    active_params: float
+    parallel: Parallel | None
+
+
+class Parallel(TypedDict):
+    """The layout the answer's GPUs run (kb.engine.layout.Layout.as_dict); a training job's also says
+    its sharding and offload (kb.engine.training.parallel)."""
+    tp: int
+    pp: int
+    dp: int
+    sharding: NotRequired[str | None]
+    offload: NotRequired[bool]
+
+
+class MemoryExtras(TypedDict):
+    """The training memory keys (kb.engine.training.memory_extras); None for inference."""
+    host_ram_gb: float | None
+    sharding: str | None
+    zero_stage: int | None
+    per_gpu_breakdown: dict[str, float | None] | None
+
+
+class Memory(MemoryExtras):
+    total_gb: float | None
+    breakdown: dict[str, float | None]          # kb.engine.assemble.BREAKDOWN → GB
+    per_gpu_gb: float | None
+    kv_cache_gb_per_user: float | None
+    gpu: str | None
+    gpu_count: int | None
+
+
+class Throughput(TypedDict):
+    decode_tokens_per_s: float | None
+    decode_tokens_per_s_aggregate: float | None
+    prefill_tokens_per_s: float | None
+    ttft_s: float | None
+    train_tokens_per_s: float | None
+    train_time_s: float | None
+
+
+class Bottleneck(TypedDict):
+    """What bounds each phase: "memory-bound" or "compute-bound" (None without a figure);
+    decode and prefill for inference, training for a training job."""
+    decode: NotRequired[str | None]
+    prefill: NotRequired[str | None]
+    training: NotRequired[str | None]
+    arithmetic_intensity: dict[str, float | None]   # phase → FLOP per byte
+    ridge_point: float | None
+    gpu: str | None
+    gpu_id: str | None
+
+
+class ClaimChecked(TypedDict):
+    """A source's claim against the engine's figure (Answer.disagreements, .claims_checked)."""
+    id: str
+    source: str
+    source_title: str | None
+    claim: str
+    claimed: float | list[float]                # a figure, or a [low, high] range
+    computed: float
+    unit: str
+    difference_pct: float | None
+    agrees: bool
+    gpu: str | None
+    formula: str
+    note: str
+    rule: str
+
+
+class Advice(TypedDict):
+    """Where an advice flow's walk ended (Answer.advice)."""
+    flow: str
+    title: str
+    source: str
+    conclusion: str
+    node: str
+
+
+class Brief(TypedDict):
+    """One configuration of a recommendation."""
+    gpu: str
+    gpu_id: str
+    count: int
+    price_usd: float | None
+    usd_per_hour: float | None
+    meets_target: bool | None
+    headroom_gb: float | None
+
+
+class Recommendation(TypedDict):
+    pick: Brief
+    runners_up: dict[str, Brief]                # class (consumer, datacenter, cloud…) → config
+    sort: str | None
+    why: str
+
+
+class PriceUsed(TypedDict):
+    purchase_usd: float | None
+    purchase_kind: str | None
+    purchase_date: str | None
+    purchase_source: str | None
+    cloud_usd_per_hour: float | None
+    cloud_rule: str | None
+    cloud_low: float | None
+    cloud_high: float | None
+    cloud_pages: int | None
+    cloud_disagree: bool | None
+    cloud: list[str]
+    file: str | None
+
+
+class PricesUsed(TypedDict, total=False):      # {} in a brief answer (kb.engine.options)
+    as_of: str | None
+    usd_per_gpu_hour: float | None
+    budget_usd: float | None
+    hours_per_day: float | None
+    rent: bool
+    gpus: dict[str, PriceUsed]
+
+
+class ErrorBand(TypedDict):
+    """How far one kind of figure has been from published measurements (kb.knowledge.derived)."""
+    median_pct: float
+    p90_pct: float
+    n: int
+    basis: str
+    measurements: tuple[str, ...] | list[str]   # a tuple in the knowledge, a list in an answer
+    source: str | None
+
+
+class PerGpuValue(TypedDict):
+    gpu: str
+    gpu_id: str
+    value: float | None
+
+
+class Question(TypedDict):
+    """The question an answer solved (Answer.question): a capacity question's value and how
+    it was found on each GPU, or which GPU ranks first."""
+    kind: str
+    vary: str | None
+    unit: str | None
+    value: float | str | None
+    gpu: str | None
+    answer: NotRequired[dict[str, Value]]     # kb.engine.solve.solve_row
+    per_gpu: NotRequired[list[PerGpuValue]]
+    ranking: NotRequired[list[str]]
+
+
+class Option(TypedDict):
+    """One change that would make it fit, answered (kb.engine.options)."""
+    change: str
+    change_only: str
+    workload_changes: dict[str, object]         # workload key → its new value (or the GPUs)
+    fits: bool
+    per_gpu_gb: float | None
+    total_gb: float | None
+    gpu: str
+    gpu_id: str
+    count: int
+    quality: str
+    quality_source: str
+    query: str
+    meets_target: bool | None
+    train_tokens_per_s: NotRequired[float | None]
+    run_cost_usd: NotRequired[float | None]
+    decode_tokens_per_s: NotRequired[float | None]
+    usd_per_million_tokens: NotRequired[float | None]
+    _rank: NotRequired[int]                     # the sort keys, dropped once sorted
+    _hardware: NotRequired[int]
+    _price: NotRequired[float | None]

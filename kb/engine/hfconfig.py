@@ -1,0 +1,191 @@
+"""A model not in models.yaml: a Hugging Face config.json → a model entry.
+
+In: the path of a config.json. Out: a model dict shaped like a models.yaml entry (validated by
+kb.knowledge.schema.Model), with parameter counts from the arch_params_* formulas of rules/formulas.yaml.
+Reads the file only; no network.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, cast
+
+from kb.errors import KbError
+from kb.engine.hflayers import extend, whole
+from kb.paths import MAX_NAME_CHARS
+
+if TYPE_CHECKING:
+    from kb.knowledge.data import Knowledge
+    from kb.knowledge.records import JSON, Config, Mla, Model
+
+
+class ConfigError(KbError):
+    """A config.json that cannot be read as a model."""
+
+
+def _first(cfg: Config, *keys: str, default: JSON = None) -> JSON:
+    for k in keys:
+        if cfg.get(k) is not None:
+            return cfg[k]
+    return default
+
+
+_SHOWN_AS = " (config.json)"     # after the model's name in every answer
+MAX_CONFIG_BYTES = 4_000_000     # the rule-file cap; real config.json files are a few kB
+MAX_CONFIG_VALUE = 2 ** 53       # larger sizes are not a model; exact as a float up to here
+
+
+def read(path: str | Path, kn: Knowledge) -> Model:
+    p = Path(path)
+    raw = _parse(p, _read_capped(p))
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{p}: a config.json holds one JSON object")
+    text_config = raw.get("text_config")
+    cfg: Config = text_config if isinstance(text_config, dict) else raw
+    _check_names(p, raw, cfg)
+    try:
+        model = extend(_model(cfg, p), cfg, raw, kn.config_defaults)
+    except (TypeError, ValueError, KeyError, OverflowError, ZeroDivisionError) as exc:
+        raise ConfigError(f"{p}: {exc}") from None   # int(1e999), hidden_size // 0 heads …
+    _check_sizes(model, cfg, p)
+    from pydantic import ValidationError
+
+    from kb.knowledge.schema import Model as ModelSchema
+
+    try:
+        ModelSchema.model_validate({k: v for k, v in model.items()})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise ConfigError(f"{p}: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+    return _with_params(model, kn)
+
+
+def _read_capped(p: Path) -> bytes:
+    """At most MAX_CONFIG_BYTES + 1 bytes: /dev/zero or a huge file is refused, not read whole."""
+    try:
+        with p.open("rb") as fh:
+            data = fh.read(MAX_CONFIG_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"{p}: cannot read: {exc.strerror}") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{p}: larger than {MAX_CONFIG_BYTES} bytes; a config.json is a few kB")
+    return data
+
+
+def _parse(p: Path, data: bytes) -> JSON:
+    try:
+        value: JSON = json.loads(data.decode("utf-8"))
+        return value
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{p}: not UTF-8 text at byte {exc.start}") from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{p}:{exc.lineno}:{exc.colno}: not a JSON config: {exc.msg}") from None
+    except RecursionError:
+        raise ConfigError(f"{p}: JSON nested too deep for a config.json") from None
+    except ValueError as exc:   # an integer longer than Python converts
+        raise ConfigError(f"{p}: a number is too long to read ({str(exc).split(';')[0]})") from None
+
+
+NAME_KEYS = ("model_type", "_name_or_path", "architectures")    # the names a config.json gives
+
+
+def _check_names(p: Path, *configs: Config) -> None:
+    """Refuse a name longer than any name (kb.paths.MAX_NAME_CHARS): it would become the
+    model's family, a word of the query vocabulary, and its name in every answer."""
+    for cfg in configs:
+        for key in NAME_KEYS:
+            value = cfg.get(key)
+            for v in value if key == "architectures" and isinstance(value, list) else [value]:
+                n = 0 if v is None else len(v) if isinstance(v, str) else len(str(v))
+                if n > MAX_NAME_CHARS:
+                    raise ConfigError(f"{p}: {key} is {n} characters long; a name has at most "
+                                      f"{MAX_NAME_CHARS}")
+
+
+def _check_sizes(model: Model, cfg: Config, p: Path) -> None:
+    """Refuse sizes no model has (sliding_window: 1e20), naming the config.json key."""
+    for key, value in _numbers(cast("Config", model)):
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) > MAX_CONFIG_VALUE:
+            source = next((k for k, v in cfg.items() if isinstance(v, (int, float))
+                           and not isinstance(v, bool) and v == value), key)
+            raise ConfigError(f"{p}: {source} = {value:.3g} is larger than any model size "
+                              f"(at most {MAX_CONFIG_VALUE})")
+
+
+def _numbers(d: Config, prefix: str = "") -> list[tuple[str, JSON]]:
+    out: list[tuple[str, JSON]] = []
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out += _numbers(v, f"{prefix}{k}.")
+        else:
+            out.append((prefix + k, v))
+    return out
+
+
+def _model(cfg: Config, p: Path) -> Model:
+    hidden = whole(_first(cfg, "hidden_size", "n_embd", "d_model"))
+    heads = whole(_first(cfg, "num_attention_heads", "n_head", "num_heads"))
+    kv = whole(_first(cfg, "num_key_value_heads", "num_kv_heads", default=heads))
+    if cfg.get("multi_query"):
+        kv = 1
+    layers = whole(_first(cfg, "num_hidden_layers", "n_layer", "num_layers"))
+    head_dim = whole(_first(cfg, "head_dim", default=hidden // heads))
+    inter = whole(_first(cfg, "moe_intermediate_size", "intermediate_size", "ffn_hidden_size", "n_inner",
+                         default=4 * hidden))
+    experts = _first(cfg, "num_local_experts", "n_routed_experts", "num_experts")
+    mla: Mla | None = None
+    if cfg.get("kv_lora_rank"):
+        mla = {"kv_lora_rank": whole(cfg["kv_lora_rank"]),
+               "qk_rope_head_dim": whole(cfg.get("qk_rope_head_dim", 0))}
+    window = cfg.get("sliding_window") if cfg.get("use_sliding_window", True) else None
+    window_layers = None
+    if window:
+        types = cfg.get("layer_types")
+        window_layers = sum(1 for t in types if "sliding" in str(t)) if isinstance(types, list) else layers
+    name = str(cfg.get("_name_or_path") or p.parent.name or "config")
+    if len(name) + len(_SHOWN_AS) > MAX_NAME_CHARS:          # a name at the cap, shown with its origin
+        name = name[:MAX_NAME_CHARS - len(_SHOWN_AS) - 1] + "…"
+    model: Model = {
+        "id": "config-" + "".join(c if c.isalnum() or c in ".-_" else "-" for c in name.lower()).strip("-")[:60] or "config",
+        "name": name + _SHOWN_AS, "family": str(cfg.get("model_type", "custom")).lower(),
+        "params_total": 1.0, "params_active": 1.0, "layers": layers, "hidden_size": hidden,
+        "intermediate_size": inter, "attention_heads": heads, "kv_heads": kv, "head_dim": head_dim,
+        "vocab_size": whole(_first(cfg, "vocab_size", "padded_vocab_size")),
+        "max_context": whole(_first(cfg, "max_position_embeddings", "n_positions", "seq_length", default=4096)),
+        "attention": "mla" if mla else ("mqa" if kv == 1 else "mha" if kv == heads else "gqa"),
+        "tie_embeddings": bool(cfg.get("tie_word_embeddings", False)),
+        "source": "kbq-defaults",
+    }
+    if window:
+        model["sliding_window"] = whole(window)
+        model["sliding_window_layers"] = whole(window_layers or layers)
+    if mla:
+        model["mla"] = mla
+    if experts:
+        model["moe"] = {"experts": whole(experts),
+                        "experts_per_token": whole(_first(cfg, "num_experts_per_tok", "moe_topk", default=2)),
+                        "shared_experts": whole(cfg.get("n_shared_experts") or 0)}
+    return model
+
+
+def _with_params(model: Model, kn: Knowledge) -> Model:
+    """Parameter counts from the arch_params_* formulas."""
+    from kb.knowledge.derived import with_model
+    from kb.engine import Evaluated, base_scope, evaluate, resolve
+    from kb.query.workload import Workload
+
+    view = with_model(kn, model, words=False)
+    r = resolve(Workload(model_id=model["id"]), view)
+    ev = Evaluated(base_scope(r, view))
+    evaluate(view, ev, ["arch_params_total", "arch_params_active"])
+    total, active = ev.scope.get("arch_params_total"), ev.scope.get("arch_params_active")
+    most = kn.query["limits"]["params"][1]
+    if total is None or active is None or not 0 < active <= total <= most:
+        why = ev.errors.get("arch_params_total") or ev.errors.get("arch_params_active") or (
+            "its sizes give no finite count" if total is None or active is None
+            else f"{total:.3g} parameters, outside 1 to {most:.0e} (query.yaml limits)")
+        raise ConfigError(f"{model['name']}: no parameter count ({why})")
+    model["params_total"] = float(total)
+    model["params_active"] = float(active)
+    return model

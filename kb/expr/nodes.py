@@ -1,0 +1,242 @@
+"""Typed nodes of the expression language.
+
+In: built by kb.expr.parse from a parse tree, or by `from_list` from the JSON form a snapshot stores.
+Out: immutable nodes, each knowing how to compile itself into a closure over a scope (scalars
+and kb.expr.columns.Col alike), infer its unit (kb.expr.units), list the names it reads, write itself as
+text or as Markdown math, and turn itself back into its JSON form.
+
+Constant sub-expressions are folded once, when a node is compiled: a subtree that reads no name
+is evaluated then, unless evaluating it raises (it then raises, with its message, when used).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
+
+from kb.expr import units as u
+from kb.expr.columns import Fn, Op, and_, lift1, lift2, or_, short_circuit
+from kb.errors import EvalError
+from kb.expr.functions import FUNCTIONS, num
+from kb.expr.units import BOOL, ONE, TEXT, Unit, UnitError, format_unit
+from kb.expr.nodes_base import (  # noqa: F401 - the leaves and helpers, re-exported for kb.expr.parse and kb.present.export
+    _COMPARE, ATOM, ASCII, MATH, Literal, Name, Node, Num, Show, Str, Symbols, _infix, _wrap, literal,
+    plain_exponent)
+
+def _pow(a: object, b: object) -> float:
+    a, b = num(a, "base"), num(b, "exponent")
+    try:
+        result: float | complex = float(a) ** float(b)   # floats: an int power could run without bound
+    except (OverflowError, ZeroDivisionError) as exc:
+        raise EvalError(f"{a} ^ {b}: {exc}") from None
+    if isinstance(result, complex):
+        raise EvalError(f"{a} ^ {b} is not a real number")
+    return result
+
+
+def _neg(a: object) -> float:
+    return -num(a, "operand")
+
+
+_ARITH: dict[str, Op] = {
+    "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv, "^": _pow}
+_STRENGTH = {"+": 5, "-": 5, "*": 6, "/": 6, "^": 7}
+
+
+class Binary(Node):
+    """A node of an operator and its two operands."""
+    op: str
+    left: Node
+    right: Node
+    __slots__ = ("op", "left", "right")
+    FIELDS = ("op", "left", "right")
+
+    def __init__(self, op: str, left: Node, right: Node) -> None:
+        object.__setattr__(self, "op", op)
+        object.__setattr__(self, "left", left)
+        object.__setattr__(self, "right", right)
+
+    def children(self) -> tuple[Node, ...]:
+        return (self.left, self.right)
+
+
+class Unary(Node):
+    """A node of an operator and its one operand."""
+    inner: Node
+    __slots__ = ("inner",)
+    FIELDS = ("inner",)
+
+    def __init__(self, inner: Node) -> None:
+        object.__setattr__(self, "inner", inner)
+
+    def children(self) -> tuple[Node, ...]:
+        return (self.inner,)
+
+
+class Bin(Binary):
+    """Arithmetic: + - * / ^ (the parser writes ** as ^)."""
+    __slots__ = ()
+
+    def _compile(self) -> Fn:
+        # Operand types are settled at load by the unit check (kb.knowledge.build); a None (a figure
+        # the workload lacks) or text raises TypeError here, which Expr.__call__ reports.
+        # x / 0 raises ZeroDivisionError, which Expr.message reports as "division by zero"
+        return lift2(_ARITH[self.op], self.left.compile(), self.right.compile())
+
+    def unit(self, units: Mapping[str, Unit]) -> Unit:
+        a, b = self.left.unit(units), self.right.unit(units)
+        if self.op in "+-":
+            return u.same(a, b, f"'{self.op}'")
+        if self.op in "*/":
+            if a is None and b is None:
+                return None
+            return u.mul(a, b, 1 if self.op == "*" else -1)
+        if b not in (None, ONE):
+            raise UnitError("an exponent must be a plain number")
+        if a is None or a == ONE:
+            return a
+        if not isinstance(self.right, Num) or not float(self.right.value).is_integer():
+            raise UnitError(f"{format_unit(a)} raised to a non-integer power")
+        return u.power(a, int(self.right.value))
+
+    def render(self, show: Show, symbols: Symbols) -> tuple[str, int]:
+        p = _STRENGTH[self.op]
+        # left-associative, except ^
+        sides = (p, ATOM, p) if self.op == "^" else (p, p, p + 1)
+        return _infix(self.left, self.op, self.right, show, symbols, sides)
+
+    def to_list(self) -> list[object]:
+        return ["bin", self.op, self.left.to_list(), self.right.to_list()]
+
+
+class Cmp(Binary):
+    __slots__ = ()
+
+    def _compile(self) -> Fn:
+        # None == x is a plain False, as in one GPU's scope; only ordering raises on None
+        return lift2(_COMPARE[self.op], self.left.compile(), self.right.compile(),
+                     none_fails=self.op not in ("==", "!="))
+
+    def unit(self, units: Mapping[str, Unit]) -> Unit:
+        a, b = self.left.unit(units), self.right.unit(units)
+        if TEXT in (a, b) and a != b and None not in (a, b):
+            raise UnitError("comparing text with a number")
+        u.same(a, b, f"'{self.op}'")
+        return BOOL
+
+    def render(self, show: Show, symbols: Symbols) -> tuple[str, int]:
+        return _infix(self.left, self.op, self.right, show, symbols, (4, 5, 5))  # no chaining
+
+    def to_list(self) -> list[object]:
+        return ["cmp", self.op, self.left.to_list(), self.right.to_list()]
+
+
+def _truth(tag: str, operands: tuple[Node, ...], units: Mapping[str, Unit]) -> Unit:
+    for sub in operands:
+        got = sub.unit(units)
+        if got not in (BOOL, None):
+            raise UnitError(f"'{tag}' needs true/false operands, got {format_unit(got)}")
+    return BOOL
+
+
+class Logic(Binary):
+    """`and` / `or`: the right side is read only where the left does not decide."""
+    _STRENGTH: ClassVar[dict[str, int]] = {"or": 1, "and": 2}
+    __slots__ = ()
+
+    def _compile(self) -> Fn:
+        both = and_ if self.op == "and" else or_
+        return short_circuit(both, self.left.compile(), self.right.compile(), self.op == "or")
+
+    def unit(self, units: Mapping[str, Unit]) -> Unit:
+        return _truth(self.op, self.children(), units)
+
+    def render(self, show: Show, symbols: Symbols) -> tuple[str, int]:
+        p = self._STRENGTH[self.op]
+        return _infix(self.left, self.op, self.right, show, symbols, (p, p, p + 1))
+
+    def to_list(self) -> list[object]:
+        return [self.op, self.left.to_list(), self.right.to_list()]
+
+
+class Not(Unary):
+    __slots__ = ()
+
+    def _compile(self) -> Fn:
+        return lift1(operator.not_, self.inner.compile(), none_fails=False)
+
+    def unit(self, units: Mapping[str, Unit]) -> Unit:
+        return _truth("not", self.children(), units)
+
+    def render(self, show: Show, symbols: Symbols) -> tuple[str, int]:
+        return f"not {_wrap(self.inner, show, symbols, 3)}", 3
+
+    def to_list(self) -> list[object]:
+        return ["not", self.inner.to_list()]
+
+
+class Neg(Unary):
+    __slots__ = ()
+
+    def _compile(self) -> Fn:
+        return lift1(_neg, self.inner.compile())
+
+    def unit(self, units: Mapping[str, Unit]) -> Unit:
+        return self.inner.unit(units)
+
+    def render(self, show: Show, symbols: Symbols) -> tuple[str, int]:
+        return f"-{_wrap(self.inner, show, symbols, ATOM)}", 8
+
+    def to_list(self) -> list[object]:
+        return ["neg", self.inner.to_list()]
+
+
+class Call(Node):
+    """A call of one of the fixed FUNCTIONS ; the parser checks name and arity."""
+    fn: str
+    args: tuple[Node, ...]
+    __slots__ = ("fn", "args")
+    FIELDS = ("fn", "args")
+
+    def __init__(self, fn: str, args: tuple[Node, ...]) -> None:
+        object.__setattr__(self, "fn", fn)
+        object.__setattr__(self, "args", args)
+
+    def children(self) -> tuple[Node, ...]:
+        return self.args
+
+    def _compile(self) -> Fn:
+        return FUNCTIONS[self.fn].build([a.compile() for a in self.args])
+
+    def unit(self, units: Mapping[str, Unit]) -> Unit:
+        return FUNCTIONS[self.fn].unit([a.unit(units) for a in self.args])
+
+    def render(self, show: Show, symbols: Symbols) -> tuple[str, int]:
+        return f"{self.fn}({', '.join(a.render(show, symbols)[0] for a in self.args)})", ATOM
+
+    def to_list(self) -> list[object]:
+        return ["call", self.fn, [a.to_list() for a in self.args]]
+
+
+_FROM_LIST: dict[str, Callable[[list[Any]], Node]] = {
+    "num": lambda a: Num(a[1]),
+    "str": lambda a: Str(a[1]),
+    "name": lambda a: Name(a[1]),
+    "bin": lambda a: Bin(a[1], from_list(a[2]), from_list(a[3])),
+    "cmp": lambda a: Cmp(a[1], from_list(a[2]), from_list(a[3])),
+    "and": lambda a: Logic("and", from_list(a[1]), from_list(a[2])),
+    "or": lambda a: Logic("or", from_list(a[1]), from_list(a[2])),
+    "not": lambda a: Not(from_list(a[1])),
+    "neg": lambda a: Neg(from_list(a[1])),
+    "call": lambda a: Call(a[1], tuple(from_list(x) for x in a[2])),
+}
+
+
+def from_list(data: list[Any]) -> Node:
+    """The node a `to_list()` form describes."""
+    build = _FROM_LIST.get(data[0])
+    if build is None:
+        raise ValueError(f"unknown AST node {data[0]!r}")
+    return build(data)
+

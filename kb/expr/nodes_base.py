@@ -1,0 +1,225 @@
+"""The expression language's node base class and its leaves: numbers, text and names.
+
+In: values and names from kb.expr.parse's parse (or kb.expr.nodes.from_list). Out: the Node base class (compile
+with constant folding, units, names, text and Markdown, JSON form), its leaves Num, Str and Name,
+and the precedence helpers kb.expr.nodes' operator nodes share.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
+
+from kb.expr.columns import RAISED, Fn, Op, Scope
+from kb.errors import EvalError
+from kb.recordtype import frozen_error
+from kb.expr.units import TEXT, Unit
+
+Show = Callable[[str], str]
+Symbols = Mapping[str, str]
+
+ASCII: Symbols = {}
+MATH: Symbols = {"*": "×", "/": "÷", "<=": "≤", ">=": "≥", "!=": "≠", "==": "="}
+ATOM = 9                                 # binding strength of a name, number or call
+
+_COMPARE: dict[str, Op] = {
+    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+    "==": operator.eq, "!=": operator.ne,
+}
+
+
+def literal(value: float) -> str:
+    """A number written in a rule, in full: 2, 0.75, 1e9, 3e10."""
+    if float(value).is_integer() and abs(value) < 1e6:
+        return str(int(value))
+    for digits in range(1, 18):  # the shortest text that reads back as the same number
+        text = f"{value:.{digits}g}"
+        if float(text) == value:
+            break
+    return plain_exponent(text)
+
+
+def plain_exponent(text: str) -> str:
+    """'7e+09' → '7e9'."""
+    if "e" not in text:
+        return text
+    mantissa, exp = text.split("e")
+    return f"{mantissa}e{int(exp)}"
+
+
+# ---------------------------------------------------------------- the nodes
+
+class Node:
+    """One node of an expression. Subclasses say how they evaluate, type and print.
+
+    Immutable records with slots, written out rather than made by the dataclass decorator: a
+    plain query imports this module, and dataclasses would write and compile seven methods per
+    class at import. `FIELDS` lists a class's fields in order; equality, hashing, repr, copying
+    and the refusal to be changed are the ones a frozen dataclass with slots has."""
+
+    __slots__ = ()
+    FIELDS: ClassVar[tuple[str, ...]] = ()
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self.FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(" + ", ".join(
+            f"{name}={getattr(self, name)!r}" for name in self.FIELDS) + ")"
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise frozen_error(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise frozen_error(f"cannot delete field {name!r}")
+
+    def __getstate__(self) -> tuple[Any, ...]:
+        return self._values()
+
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        for name, value in zip(self.FIELDS, state):
+            object.__setattr__(self, name, value)
+
+    def children(self) -> tuple[Node, ...]:
+        return ()
+
+    def names(self, out: list[str]) -> None:
+        """Append the names read, left to right (with repeats)."""
+        for child in self.children():
+            child.names(out)
+
+    def constant(self) -> bool:
+        return all(child.constant() for child in self.children())
+
+    def compile(self) -> Fn:
+        """A closure scope → value (a Col where a name read holds one)."""
+        fn = self._compile()
+        if not self.constant():
+            return fn
+        try:
+            value = fn({})
+        except RAISED:
+            return fn
+        return lambda s: value
+
+    def _compile(self) -> Fn:
+        raise NotImplementedError
+
+    def unit(self, units: Mapping[str, Unit]) -> Unit:
+        """The unit of the value, given the unit of every name. Raises UnitError."""
+        raise NotImplementedError
+
+    def render(self, show: Show, symbols: Symbols) -> tuple[str, int]:
+        """(text, binding strength): the fewest parentheses that keep the meaning."""
+        raise NotImplementedError
+
+    def to_list(self) -> list[object]:
+        """The JSON form: ["num", x] ["name", n] ["bin", op, a, b] … (see from_list)."""
+        raise NotImplementedError
+
+    def text(self, show: Show = str) -> str:
+        """As typed in a rule: `a * b / c`."""
+        return self.render(show, ASCII)[0]
+
+    def markdown(self, show: Show = str) -> str:
+        """As readable math: `a × b ÷ c`. `show` renders a name (or its value)."""
+        return self.render(show, MATH)[0]
+
+
+def _wrap(node: Node, show: Show, symbols: Symbols, need: int) -> str:
+    text, strength = node.render(show, symbols)
+    return f"({text})" if strength < need else text
+
+
+def _infix(left: Node, op: str, right: Node, show: Show, symbols: Symbols,
+           strengths: tuple[int, int, int]) -> tuple[str, int]:
+    p, lp, rp = strengths
+    return (f"{_wrap(left, show, symbols, lp)} {symbols.get(op, op)} "
+            f"{_wrap(right, show, symbols, rp)}", p)
+
+
+class Literal(Node):
+    """A value written in the rule: it compiles to itself and reads no name. `tag` names its
+    JSON form ([tag, value])."""
+    __slots__ = ("value",)
+    FIELDS = ("value",)
+    value: object
+    tag: ClassVar[str]
+
+    def __init__(self, value: object) -> None:
+        object.__setattr__(self, "value", value)
+
+    def _compile(self) -> Fn:
+        value = self.value
+        return lambda s: value
+
+    def to_list(self) -> list[object]:
+        return [self.tag, self.value]
+
+
+class Num(Literal):
+    __slots__ = ()
+    value: float
+    tag: ClassVar[str] = "num"
+
+    def unit(self, units: Mapping[str, Unit]) -> Unit:
+        return None
+
+    def render(self, show: Show, symbols: Symbols) -> tuple[str, int]:
+        return literal(self.value), ATOM
+
+
+class Str(Literal):
+    __slots__ = ()
+    value: str
+    tag: ClassVar[str] = "str"
+
+    def unit(self, units: Mapping[str, Unit]) -> Unit:
+        return TEXT
+
+    def render(self, show: Show, symbols: Symbols) -> tuple[str, int]:
+        return f'"{self.value}"', ATOM
+
+
+class Name(Node):
+    name: str
+    __slots__ = ("name",)
+    FIELDS = ("name",)
+
+    def __init__(self, name: str) -> None:
+        object.__setattr__(self, "name", name)
+
+    def names(self, out: list[str]) -> None:
+        out.append(self.name)
+
+    def constant(self) -> bool:
+        return False
+
+    def _compile(self) -> Fn:
+        key = self.name
+
+        def lookup(s: Scope) -> object:
+            try:
+                return s[key]
+            except KeyError:
+                raise EvalError(f"'{key}' has no value for this workload") from None
+        return lookup
+
+    def unit(self, units: Mapping[str, Unit]) -> Unit:
+        return units[self.name]
+
+    def render(self, show: Show, symbols: Symbols) -> tuple[str, int]:
+        text = show(self.name)
+        return (f"({text})", ATOM) if text.startswith("-") else (text, ATOM)
+
+    def to_list(self) -> list[object]:
+        return ["name", self.name]

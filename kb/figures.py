@@ -1,0 +1,43 @@
+"""Figures for people: a number or a duration as the answer shows it (3 significant digits,
+thousands separated, n/a for a figure that is not there). Every surface and the engine's
+figure text use these, so one figure reads the same everywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kb.knowledge.records import Value
+
+
+def num(value: Value | Sequence[Value], digits: int = 3) -> str:
+    """A figure for people: 3 significant digits, thousands separated; n/a for None."""
+    if value is None:
+        return "n/a"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, (int, float)):         # a range: low–high
+        return "–".join(num(v, digits) for v in value)
+    v = float(value)
+    if v == 0:
+        return "0"
+    if abs(v) >= 1e15 or abs(v) < 1e-3:
+        return f"{v:.{digits}g}"
+    if abs(v) >= 10 ** digits:
+        return f"{v:,.0f}"
+    text = f"{v:.{digits}g}"
+    return f"{float(text):,}".rstrip("0").rstrip(".") if "e" not in text else text
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "n/a"
+    s = float(seconds)
+    for unit, size in (("days", 86400), ("h", 3600), ("min", 60)):
+        if s >= size * 2:
+            return f"{num(s / size)} {unit}"
+    return f"{num(s)} s"

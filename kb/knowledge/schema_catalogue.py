@@ -1,0 +1,313 @@
+"""The schemas of the catalogue rule files: sources.yaml, precisions.yaml, runtimes.yaml,
+gpus.yaml and models.yaml (unknown keys are errors).
+
+In: plain data from YAML (kb.knowledge.loader). Out: validated models (SourcesFile, PrecisionsFile,
+RuntimesFile, GpusFile, ModelsFile and the records in them); kb.knowledge.schema lists them with the
+other files' models in FILES.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from kb.knowledge.schema_base import Count, Fraction, Name, NonNeg, Optimizer, Positive, Slug, Strict, Text, Vendor
+
+# ---------------------------------------------------------------- sources.yaml
+
+class Source(Strict):
+    id: Slug
+    title: str
+    publisher: str | None = None
+    date: str | None = None
+    url: str | None = None
+    kind: Literal["seed", "datasheet", "whitepaper", "spec-page", "paper", "measurement",
+                  "model-card", "documentation", "review", "blog", "kbq"]
+    notes: str | None = None
+
+
+class Claim(Strict):
+    id: Slug
+    source: Slug
+    text: str
+    computed: str
+    unit: Text
+    value: float | tuple[float, float]
+    tolerance: NonNeg = 0.1
+    applies_when: str
+    example_query: str
+    note: str
+
+
+class SourcesFile(Strict):
+    sources: list[Source]
+    claims: list[Claim] = []
+
+
+# ---------------------------------------------------------------- precisions.yaml
+
+TensorPrecision = Literal["fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4", "fp4"]
+
+
+class Precision(Strict):
+    id: Slug
+    name: Name
+    kind: Literal["float", "int", "quant"]
+    bits_per_weight: Positive
+    compute: TensorPrecision
+    quantizes_embeddings: bool = True
+    experts_only: bool = False
+    fallback: list[TensorPrecision] = []
+    aliases: list[Name] = []
+    source: Slug
+    notes: str | None = None
+
+
+class PrecisionsFile(Strict):
+    precisions: list[Precision]
+
+
+# ---------------------------------------------------------------- runtimes.yaml
+
+
+
+class RecipeWhen(Strict):
+    tasks: list[Slug] = []
+    min_gpus: int = Field(default=1, gt=0)
+    max_gpus: int | None = Field(default=None, gt=0)
+    min_params: NonNeg = 0
+
+
+class RecipeSet(Strict):
+    optimizer: Optimizer | None = None
+    checkpointing: bool | None = None
+    paged: bool | None = None
+    optimizer_in_backward: bool | None = None
+    offload: bool | None = None
+    checkpoint_offload: bool | None = None
+    lora_attention_only: bool | None = None
+
+
+class Recipe(Strict):
+    """What a runtime's documented recipe does for a kind of job (a default, said in the answer)."""
+    when: RecipeWhen
+    set: RecipeSet
+    text: str
+    source: Slug
+
+
+class Sharding(Strict):
+    stage: int = Field(ge=0, le=3)
+    name: Name
+    source: Slug
+    layout: Slug | None = None      # the strategy it runs as, when it is a runtime's name for one
+
+
+class ShardingFile(Strict):
+    default: Slug
+    offload_default: Slug
+    no_count_note: str
+    strategies: dict[Name, Sharding]
+
+
+class Objective(Strict):
+    method: Literal["full_ft", "lora", "qlora"]
+    sequences: int = Field(default=1, gt=0)
+    reference: bool = False
+    critic: bool = False
+    rollout: bool = False
+    generations: int = Field(default=1, gt=0)
+    text: str
+    source: Slug
+
+
+class Runtime(Strict):
+    id: Slug
+    name: Name
+    kind: Literal["inference", "training", "both"]
+    aliases: list[Name] = []
+    multi_gpu: Literal["tensor_parallel", "layer_split"]
+    platforms: list[Vendor] = Field(min_length=1)
+    decode_bandwidth_efficiency: Fraction | None = None
+    quant_kernel_efficiency: Fraction | None = None
+    hbm_decode_efficiency: Fraction = 1.0
+    moe_expert_kernel_s: NonNeg = 0.0
+    decode_step_overhead_s: NonNeg | None = None
+    prefill_compute_efficiency: Fraction | None = None
+    gemm_accumulate: Literal["fp32", "fp16"] = "fp32"
+    gemm_accumulate_source: Slug | None = None
+    memory_utilization: Fraction = 1.0
+    overhead_gb: NonNeg
+    training_mfu: Fraction | None = None
+    logits_memory_fraction: Fraction = 1.0
+    master_weights: bool = True
+    lora_dropout: Fraction = 0.0
+    lora_dropout_source: Slug | None = None
+    quantizes_output_head: bool = False
+    quantizes_output_head_source: Slug | None = None
+    default_context_tokens: int | None = Field(default=None, gt=0)
+    checkpointing: bool | None = None
+    optimizer: Optimizer | None = None
+    sharding: Slug | None = None
+    recipes: list[Recipe] = []
+    source: Slug
+    notes: str | None = None
+
+
+class RuntimeDefaults(Strict):
+    inference: Slug
+    gguf: Slug
+    training: Slug
+    source: Slug
+
+
+class RuntimesFile(Strict):
+    runtimes: list[Runtime]
+    sharding: ShardingFile | None = None
+    objectives: dict[Name, Objective] = {}
+    defaults: RuntimeDefaults
+
+
+# ---------------------------------------------------------------- gpus.yaml
+
+class TensorTflops(Strict):
+    tf32: NonNeg | None
+    fp16: NonNeg | None
+    bf16: NonNeg | None
+    fp8: NonNeg | None
+    int8: NonNeg | None
+    int4: NonNeg | None
+    fp4: NonNeg | None
+    fp16_acc16: NonNeg | None = None   # FP16 with FP16 accumulate, where a card runs it faster
+
+
+class Interconnect(Strict):
+    kind: Literal["nvlink", "xgmi", "infinity-fabric", "pcie", "ethernet", "unified", "ici", "neuronlink"]
+    generation: str | None = None
+    gb_s: NonNeg | None = None
+
+
+class Gpu(Strict):
+    id: Slug
+    name: Name
+    vendor: Vendor
+    segment: Literal["datacenter", "workstation", "consumer", "apple"]
+    architecture: str
+    release_year: int = Field(ge=2010, le=2035)
+    aliases: list[Name] = []
+    vram_gb: Positive
+    memory_bytes: Count
+    memory_type: str
+    bandwidth_gb_s: Positive
+    bus_width_bits: int | None = Field(default=None, gt=0)
+    memory_data_rate_gbps: Positive | None = None
+    fp32_tflops: NonNeg | None
+    tensor_tflops: TensorTflops
+    tdp_w: Positive | None
+    interconnect: Interconnect
+    pcie_generation: int | None = None
+    ecc: bool
+    form_factor: str
+    source: Slug
+    field_sources: dict[str, Slug] = {}
+    notes: str | None = None
+
+
+class GpusFile(Strict):
+    gpus: list[Gpu]
+
+
+# ---------------------------------------------------------------- models.yaml
+
+class Mla(Strict):
+    kv_lora_rank: Count
+    qk_rope_head_dim: int = Field(ge=0)
+    qk_nope_head_dim: int | None = None
+    v_head_dim: int | None = None
+    q_lora_rank: int | None = None
+
+
+class Moe(Strict):
+    experts: Count
+    experts_per_token: Count
+    shared_experts: int = Field(default=0, ge=0)
+    moe_layers: int | None = None
+    shared_expert_intermediate_size: int | None = Field(default=None, gt=0)
+    dense_intermediate_size: int | None = Field(default=None, gt=0)
+
+
+class Recurrent(Strict):
+    """Linear-attention or state-space layers: a fixed-size state per sequence, no KV cache."""
+    kind: Literal["mamba2", "gated-deltanet"]
+    layers: Count
+    heads: Count
+    head_dim: Count
+    state_dim: Count
+    groups: Count
+    conv_kernel: Count
+
+
+class PerLayerEmbedding(Strict):
+    """Gemma 3n per-layer embeddings: each layer looks up its own vocab_size × width table (no matmul)."""
+    vocab_size: Count
+    width: Count
+
+
+class Model(Strict):
+    id: Slug
+    name: Name
+    family: Name
+    aliases: list[Name] = []
+    params_total: Positive
+    params_active: Positive
+    layers: Count
+    hidden_size: Count
+    intermediate_size: Count
+    attention_heads: Count
+    kv_heads: Count
+    head_dim: Count
+    vocab_size: Count
+    max_context: Count
+    attention: Literal["mha", "gqa", "mqa", "mla"]
+    tie_embeddings: bool = False
+    mlp: Literal["gated", "plain"] = "gated"
+    active_embeddings: Literal["both", "output", "none"] = "both"
+    encoder_params: NonNeg | None = None
+    card_rounding: float | None = Field(default=None, gt=0, lt=0.5)
+    sliding_window: int | None = Field(default=None, gt=0)
+    sliding_window_layers: int | None = Field(default=None, ge=0)
+    local_attention: Literal["sliding", "chunked"] | None = None
+    attention_layers: int | None = Field(default=None, ge=0)
+    kv_shared_layers: int | None = Field(default=None, ge=0)
+    per_layer_embedding: PerLayerEmbedding | None = None
+    mla: Mla | None = None
+    moe: Moe | None = None
+    recurrent: Recurrent | None = None
+    native_precision: Slug | None = None
+    native_source: Slug | None = None
+    source: Slug
+    notes: str | None = None
+
+
+class BareSize(Strict):
+    references: list[Slug] = Field(min_length=1)
+
+
+class ConfigDefaults(Strict):
+    """What `--model-config` takes where a config.json leaves a field out (or sets it to 0):
+    the default of the transformers configuration class that reads that field."""
+    full_attention_interval: Count      # Qwen3-Next: every Nth layer has full attention
+    linear_conv_kernel_dim: Count       # Qwen3-Next: the Gated DeltaNet's convolution width
+    mamba_n_heads: Count                # Falcon-H1, Granite 4.0-H, Bamba: Mamba2 heads
+    mamba_expand: Count                 # the Mamba2 inner width over the hidden size
+    mamba_n_groups: Count               # Mamba2 state groups
+    mamba_d_conv: Count                 # Mamba2 convolution width
+    no_rope_layer_interval: Count       # Llama 4: every Nth layer is global (no RoPE, not chunked)
+    source: Slug
+
+
+class ModelsFile(Strict):
+    models: list[Model]
+    bare_size: BareSize
+    config_defaults: ConfigDefaults

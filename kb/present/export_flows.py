@@ -1,0 +1,112 @@
+"""The flows as Mermaid flowcharts, and the wiki's flows/<id>.md pages.
+
+In: a compiled Flow (its nodes, edges and layers from the knowledge graph, kb.knowledge.graph) and the
+Knowledge (sources, formula links). Out: `mermaid(flow)`, one flowchart as text, and
+`flow_page(kn, flow)`, its page: the chart, then every node with what it computes and its edges.
+"""
+
+from __future__ import annotations
+
+from kb.present.export_text import anchor, code, math, name_link, page, src_link
+from kb.knowledge.data import Edge, Flow, Knowledge, Node, readable_template
+from kb.present.render import md
+
+_SHAPES = {"start": ('(["', '"])'), "question": ('{"', '"}'), "compute": ('["', '"]'),
+           "verdict": ('("', '")')}
+_STYLES = {"compute": "fill:#fde8e4,stroke:#c0392b,color:#222",
+           "bandwidth": "fill:#e4eefb,stroke:#2c6fbb,color:#222",
+           "good": "fill:#e5f5ea,stroke:#1e8449,color:#222",
+           "warn": "fill:#fdf3e1,stroke:#b9770e,color:#222"}
+_MERMAID_ESCAPES = str.maketrans({"#": "#35;", '"': "#quot;", "<": "#lt;", ">": "#gt;",
+                                  "|": "#124;", "&": "#amp;", "`": "#96;"})
+_MERMAID_RESERVED = frozenset({"end", "graph", "flowchart", "subgraph", "style", "class",
+                               "classdef", "click", "linkstyle", "direction", "call", "href",
+                               "default", "interpolate"})
+
+
+def mermaid_text(text: str) -> str:
+    """Text for a quoted Mermaid label: one line, with #quot; #lt; #gt; #35; #124; #amp;."""
+    return " ".join(text.split()).translate(_MERMAID_ESCAPES)
+
+
+def shown_text(node: Node) -> str:
+    """A node's text where no answer fills it: a verdict's {placeholders} read as ‹names›."""
+    return readable_template(node.text) if node.kind == "verdict" else node.text
+
+
+def mermaid_ids(flow: Flow) -> dict[str, str]:
+    """Node id → Mermaid id (the same, unless it is a Mermaid keyword)."""
+    ids: dict[str, str] = {}
+    for nid in flow.nodes:
+        mid = nid
+        while mid.lower() in _MERMAID_RESERVED or mid in ids.values() or (
+                mid != nid and mid in flow.nodes):
+            mid = f"n_{mid}"
+        ids[nid] = mid
+    return ids
+
+
+def mermaid(flow: Flow) -> str:
+    """The flow as a Mermaid flowchart: every node with its text, declared layer by layer,
+    top to bottom, in the layers the knowledge graph gives it (kb.knowledge.graph.flow_layers), every edge with its label and condition, nodes styled by their `style`."""
+    ids = mermaid_ids(flow)
+    lines = ["flowchart TD"]
+    layers = flow.layers
+    if not layers:                       # a flow made by hand: layered from its own graph
+        from kb.knowledge.graph import layers_of
+
+        layers = layers_of(flow)
+    for node in (flow.nodes[n] for layer in layers for n in layer):   # top to bottom
+        left, right = _SHAPES[node.kind]
+        lines.append(f"    {ids[node.id]}{left}{mermaid_text(shown_text(node))}{right}")
+    for node in flow.nodes.values():
+        for edge in node.edges:
+            label = _edge_label(node, edge)
+            arrow = f' -->|"{label}"| ' if label else " --> "
+            lines.append(f"    {ids[node.id]}{arrow}{ids[edge.to]}")
+    styled: dict[str, list[str]] = {}
+    for node in flow.nodes.values():
+        if node.style:
+            styled.setdefault(node.style, []).append(ids[node.id])
+    for style in sorted(styled):
+        lines.append(f"    classDef {style} {_STYLES[style]}")
+        lines.append(f"    class {','.join(styled[style])} {style}")
+    return "\n".join(lines) + "\n"
+
+
+def _edge_label(node: Node, edge: Edge) -> str:
+    parts = [mermaid_text(edge.label)] if edge.label else []
+    if edge.when is not None:
+        parts.append("when " + mermaid_text(edge.when.text))
+    elif any(e.when is not None for e in node.edges):
+        parts.append("otherwise")
+    return "<br/>".join(parts)
+
+
+def flow_page(kn: Knowledge, flow: Flow) -> str:
+    src = kn.sources[flow.source]
+    body = [(f"Flow {code(flow.id)} ({flow.role}, order {flow.order}), from "
+            f"{src_link(flow.source, '../')} ({md(src['title'])}). Rule file: {code(flow.where)}. "
+            f"Starts at {code(flow.entry)}; edges are tried in order, the first whose condition "
+            "holds is followed, and an edge without a condition is the otherwise branch."), ""]
+    if flow.ranking:
+        body += ["GPUs are ranked by " + ", then ".join(
+            f"{name_link(by, kn, '../')} ({'highest' if order == 'desc' else 'lowest'} first)"
+            for by, order in flow.ranking) + ".", ""]
+    body += ["```mermaid", mermaid(flow).rstrip("\n"), "```", "", "## Nodes", ""]
+    for node in flow.nodes.values():
+        body.append(f"{anchor('node-' + node.id)}**{md(node.id)}** ({node.kind}"
+                    + (f", {node.style}" if node.style else "") + f"): {md(shown_text(node))}")
+        body.append("")
+        if node.compute:
+            body.append("- computes " + ", ".join(name_link(n, kn, "../") for n in node.compute))
+        branches = any(e.when is not None for e in node.edges)
+        for edge in node.edges:
+            cond = f" when {code(math(edge.when.ast))}" if edge.when else (
+                " otherwise" if branches else "")
+            label = f" ({md(edge.label)})" if edge.label else ""
+            body.append(f"- → [{md(edge.to)}](#node-{edge.to}){cond}{label}")
+        if node.compute or node.edges:
+            body.append("")
+    return page(flow.title, body)
+

@@ -1,0 +1,167 @@
+"""What a query's words mean together, once all are read: the task, tokens as prompt or
+training budget, a bare length, durations, GPU counts, formats from pasted names, knobs.
+
+In: the state kb.query.resolve.Resolver collected. Out: the finished Workload, or a QueryError
+where the words contradict each other (training and inference, a runtime of the other kind,
+a size that is not the named model's).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from kb.errors import QueryError
+from kb.query.words import Vocab, number
+from kb.query.workload import Workload
+
+if TYPE_CHECKING:
+    from kb.knowledge.data import Knowledge
+    from kb.query.tokens import Tok
+    from kb.knowledge.records_rules import QueryRules
+
+
+class Finisher:
+    """The end of kb.query.resolve.Resolver (its attributes are declared there)."""
+
+    w: Workload
+    q: str
+    kn: Knowledge
+    query_rules: QueryRules
+    vocab: Vocab
+    limits: dict[str, tuple[float, float]]
+    tasks: list[str]
+    toks: list[Tok]
+    runtime_tok: Tok | None
+    size_tok: Tok | None
+    tokens_tok: Tok | None
+    length_tok: Tok | None
+    durations: list[tuple[Tok, float]]
+    ttft: bool
+    formats: list[str]
+    counted: set[int]
+    model_given: bool
+
+    def fail(self, tok: Tok, message: str, suggestion: str | None = None,
+             expected: list[str] | None = None, width: int | None = None) -> QueryError:
+        raise NotImplementedError
+
+    def check_range(self, tok: Tok, value: float, lo: float, hi: float) -> None:
+        raise NotImplementedError
+
+    def knob(self, knob: str) -> None:
+        w = self.w
+        if knob == "checkpointing":
+            w.checkpointing = True
+        elif knob == "no_checkpointing":
+            w.checkpointing = False
+        elif knob == "flash":
+            w.flash_attention = True
+        elif knob == "eager":
+            w.flash_attention = False
+        elif knob in ("adam8bit", "sgd", "adamw"):
+            w.optimizer = knob
+            if "paged" in self.q.lower():
+                w.paged = True
+        elif knob in ("offload", "optimizer_in_backward", "paged", "lora_attention_only",
+                      "quantized_inputs_kept"):
+            setattr(w, knob, True)
+        elif knob == "fp8_kv":
+            w.kv_precision = "fp8"
+        elif knob == "int8_kv":
+            w.kv_precision = "int8"
+
+    def resolve_task(self) -> None:
+        w, v = self.w, self.vocab
+        tasks = list(dict.fromkeys(self.tasks))
+        resolution = self.query_rules["task_resolution"]
+        resolved = [resolution.get(t, t) for t in tasks]
+        # a specific training kind wins over the generic "train"/"fine-tune"
+        training = v.training_tasks
+        specific = [t for t in tasks if t in training and t not in v.generic_tasks]
+        if "full_ft" in tasks:
+            specific = ["full_ft"]
+        if specific or "lora" in tasks:
+            first = specific[0] if specific else "lora"
+            resolved = [first] + [t for t in resolved if t not in training]
+        kinds = set(resolved)
+        if not kinds.isdisjoint(training) and not kinds.isdisjoint(v.inference_tasks):
+            raise self.fail(self.toks[0], "a query is either training or inference, not both",
+                            expected=["train …", "serve …"])
+        if resolved:
+            w.task = resolved[0]
+            w.task_explicit = True
+        objectives = [t for t in tasks if t in self.kn.objectives]
+        if objectives:              # "dpo … lora": the objective, trained the way the query says
+            w.objective = objectives[0]
+        if w.precision == "nf4" and w.task in ("lora", "full_ft") and "full_ft" not in tasks:
+            w.task = "qlora"
+
+    def check_runtime_and_size(self) -> None:
+        w = self.w
+        training = w.task in self.vocab.training_tasks
+        if w.runtime is not None and self.runtime_tok is not None:
+            rt = self.kn.runtimes[w.runtime]
+            wrong = "inference" if training else "training"
+            if rt["kind"] == wrong:
+                others = sorted(r["id"] for r in self.kn.runtimes.values() if r["kind"] != wrong)
+                raise self.fail(self.runtime_tok, f"{rt['name']} is for {wrong}, and this is "
+                                f"{'a training' if training else 'an inference'} question",
+                                others[0] if others else None, expected=others[:6])
+        if w.model_id is not None and w.params is not None and self.size_tok is not None:
+            m = self.kn.models[w.model_id]
+            if abs(math.log(w.params / m["params_total"])) > 0.3:
+                size = f"{m['params_total'] / self.kn.billion:.3g}B"
+                raise self.fail(self.size_tok, f"{m['name']} has {size} parameters, not "
+                                f"{self.size_tok.text}", size)
+
+    def apply_formats(self) -> None:
+        """Formats a pasted name carries ('-AWQ', '-GGUF'): a precision, or a runtime."""
+        for fmt in self.formats:
+            if fmt in self.kn.precisions and self.w.precision is None:
+                self.w.precision = fmt
+            elif fmt in self.kn.runtimes and self.w.runtime is None:
+                training = self.w.task in self.vocab.training_tasks
+                if self.kn.runtimes[fmt]["kind"] != ("inference" if training else "training"):
+                    self.w.runtime = fmt
+
+    def lengths(self) -> None:
+        w, training = self.w, self.w.task in self.vocab.training_tasks
+        if self.tokens_tok is not None:
+            if training:
+                w.train_tokens = self.tokens_tok.value
+            else:
+                self.check_range(self.tokens_tok, self.tokens_tok.value, *self.limits["prompt"])
+                w.prompt_tokens = int(self.tokens_tok.value)
+        if self.length_tok is not None:             # "128k" alone: the context (seq to train)
+            field, limit = ("seq_len", "seq") if training else ("context_tokens", "context")
+            value = number(self.length_tok.text, binary_k=True)
+            self.check_range(self.length_tok, value, *self.limits[limit])
+            if getattr(w, field) is None:
+                setattr(w, field, int(value))
+                w.notes.append(f"read '{self.length_tok.text}' as the "
+                               f"{'sequence length' if training else 'context length'}")
+        for _tok, seconds in self.durations:
+            if self.ttft:
+                w.ttft_max_s = seconds
+            else:
+                w.deadline_hours = seconds / 3600.0
+
+    def counts(self) -> None:
+        """'on h100 with 4 gpus': a named GPU whose count was not typed takes the count."""
+        if self.w.gpu_count is None:
+            return
+        for g in self.w.gpus:
+            if g.gpu_id is not None and id(g) not in self.counted:
+                g.count = self.w.gpu_count
+
+    def finish(self) -> None:
+        w = self.w
+        self.resolve_task()
+        self.apply_formats()
+        self.check_runtime_and_size()
+        self.lengths()
+        self.counts()
+        if w.model_id is None and w.params is None and w.question != "largest_model" and not self.model_given:
+            raise QueryError(self.q, len(self.q.rstrip()) + 1, "which model? add a size or a name",
+                             None, ["a size like 13B", "a name like llama-3.1-8b"])

@@ -1,0 +1,189 @@
+"""Words the vocabulary lacks, and what they most likely mean: a pasted repository name, a
+number run on to its unit ('16users'), a near miss ('lamma'), a GPU the catalogue lacks.
+
+In: one unmatched word of kb.query.resolve.Resolver. Out: the word read (with a note saying how)
+or a QueryError with the nearest real words; a suggestion always names a real item.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, TypeVar
+
+from kb.errors import QueryError, nearest
+from kb.knowledge.data import norm
+from kb.query.words import near_misses, read_name
+
+if TYPE_CHECKING:
+    from kb.knowledge.data import Knowledge
+    from kb.query.tokens import Tok, TokValue
+    from kb.query.words import Vocab
+    from kb.knowledge.records_rules import QueryRules
+    from kb.query.workload import Workload
+
+# what a phrase table holds per key: (kind, value) in Vocab.table, a unit name in Vocab.units
+Entry = TypeVar("Entry", tuple[str, str], str)
+
+_LEADING_NUMBER = r"^(\d+(?:\.\d+)?)([a-z/].*)$"      # these compile on first use (re caches them):
+_PHRASE_KINDS = frozenset(("word", "num", "size", "moe", "mem"))
+_NAME_PARTS = r"[-_]"                                  # only unknown words reach them
+_HAS_SIZE = r"\d+(\.\d+)?b"
+_WORDS = r"[\s_-]+"
+
+
+class Unknown:
+    """Part of kb.query.resolve.Resolver (its attributes are declared there)."""
+
+    q: str
+    kn: Knowledge
+    w: Workload
+    vocab: Vocab
+    toks: list[Tok]
+    keys: list[str]
+    query_rules: QueryRules
+    limits: dict[str, tuple[float, float]]
+    size_tok: Tok | None
+    formats: list[str]
+    gpu_span: tuple[int, int]
+
+    def match(self, i: int, table: Mapping[str, Entry]) -> tuple[Entry, int] | None:
+        raise NotImplementedError
+
+    def apply(self, hit: tuple[str, str], toks: list[Tok]) -> None:
+        raise NotImplementedError
+
+    def bare_size(self, tok: Tok) -> None:
+        raise NotImplementedError
+
+    def fail(self, tok: Tok, message: str, suggestion: str | None = None,
+             expected: list[str] | None = None, width: int | None = None) -> QueryError:
+        raise NotImplementedError
+
+    def check_range(self, tok: Tok, value: float, lo: float, hi: float) -> None:
+        raise NotImplementedError
+
+    def _tok(self, kind: str, text: str, col: int, value: TokValue = None) -> Tok:
+        raise NotImplementedError
+
+    def word(self, i: int) -> int:
+        tok = self.toks[i]
+        if self.pasted_name(tok):
+            return i + 1
+        m = re.match(_LEADING_NUMBER, tok.text, re.I)
+        if m:                                     # "16users", "500ms", "1s": a number and a unit
+            num = self._tok("num", m.group(1), tok.col, m.group(1))
+            rest = self._tok("word", m.group(2), tok.col + len(m.group(1)))
+            self.toks[i:i + 1] = [num, rest]
+            self.keys[i:i + 1] = [norm(num.text), norm(rest.text)]
+            if self.match(i + 1, self.vocab.units) is not None:
+                return i
+            self.toks[i:i + 2], self.keys[i:i + 2] = [tok], [norm(tok.text)]
+        candidates = near_misses(tok.text, self.vocab) if not any(c.isdigit() for c in tok.text) else []
+        meanings = {self.vocab.words[c] for c in candidates}
+        if len(candidates) == 1 or (candidates and len(meanings) == 1):
+            shown = self.vocab.display.get(candidates[0], candidates[0])
+            self.keys[i] = candidates[0]
+            if self.match(i, self.vocab.table) is not None:
+                self.w.notes.append(f"read '{tok.text}' as '{shown}'")
+                return i
+            self.keys[i] = norm(tok.text)
+        elif len(candidates) > 1:
+            options = [self.vocab.display.get(c, c) for c in candidates][:6]
+            raise self.fail(tok, f"unknown word '{tok.text}': it could be "
+                            + " or ".join(f"'{o}'" for o in options), None, expected=options)
+        raise self.unknown(i)
+
+    def pasted_name(self, tok: Tok) -> bool:
+        """'meta-llama/Llama-3.1-8B-Instruct', 'Qwen2.5-72B-Instruct-AWQ', 'foo-13b': the model,
+        its format, or the bare size of an unknown model."""
+        if not any(c in tok.text for c in "-/_.") or len(tok.text) < 3:
+            return False
+        reading = read_name(tok.text, self.vocab)
+        hit = self.vocab.table.get(reading.key)
+        if hit is None and reading.size_b is not None:
+            hit = self._shorter(tok.text)
+        if hit is not None and hit[0] == "model":
+            self.apply(hit, [tok])
+            self.w.notes.append(f"read '{tok.text}' as {hit[1]}")
+        elif reading.size_b is not None and reading.key and not reading.key[0].isdigit():
+            params = reading.size_b * self.kn.billion
+            self.check_range(tok, params, *self.limits["params"])
+            self.w.params = params
+            self.size_tok = tok
+            self.w.notes.append(f"no model '{tok.text}' in models.yaml: answered for the bare "
+                                f"{reading.size_b:g}B reference architecture")
+        elif reading.size_b is not None:
+            self.bare_size(self._tok("size", tok.text, tok.col, reading.size_b * self.kn.billion))
+        else:
+            return False
+        self.formats.extend(reading.formats)
+        return True
+
+    def _shorter(self, text: str) -> tuple[str, str] | None:
+        """'Qwen3-30B-A3B-Instruct-2507': the name without trailing parts after its size."""
+        parts = [p for p in re.split(_NAME_PARTS, text.rpartition("/")[2]) if p]
+        for n in range(len(parts) - 1, 0, -1):
+            key = read_name("-".join(parts[:n]), self.vocab).key
+            hit = self.vocab.table.get(key)
+            if hit is not None and hit[0] == "model":
+                return hit
+            if not re.search(_HAS_SIZE, key):
+                break
+        return None
+
+    def gpu_like(self, i: int) -> bool:
+        """A word of a GPU name ('rx', 'macbook', 'ti'), or a known card's name run on ('3090ti')."""
+        key = self.keys[i]
+        if key in self.vocab.gpu_words:
+            return True
+        return any(key.startswith(k) for k in self.vocab.gpu_keys if len(k) >= 3)
+
+    def unknown(self, i: int) -> QueryError:
+        if self.gpu_like(i):
+            start = self.gpu_span[0] if self.gpu_span[1] == i else i
+            return self.missing_gpu(start)
+        toks = [t for t in self.toks[i:] if t.kind in _PHRASE_KINDS][: self.vocab.max_tokens]
+        run = toks if toks else [self.toks[i]]
+        tok = run[0]
+        import difflib
+
+        best: tuple[float, str, int] | None = None
+        keys = list(self.vocab.table)
+        for n in range(1, len(run) + 1):
+            phrase = norm("".join(t.text for t in run[:n]))
+            for hit in difflib.get_close_matches(phrase, keys, n=1, cutoff=0.75):
+                score = difflib.SequenceMatcher(None, phrase, hit).ratio() + 0.01 * n
+                if best is None or score > best[0]:
+                    best = (score, hit, n)
+        if best is not None:
+            _, hit, n = best
+            span = run[n - 1].end - tok.col
+            bad = next((t for t in run[:n] if norm(t.text) not in norm(self.vocab.display[hit])), tok)
+            parts = re.split(_WORDS, self.vocab.display[hit])
+            if n > 1 and bad is not tok and len(parts) == n:      # the one wrong word, put right
+                return QueryError(self.q, bad.col, f"unknown word '{bad.text}'",
+                                  parts[run.index(bad)], [self.vocab.display[hit]], max(1, len(bad.text)))
+            return QueryError(self.q, tok.col, f"unknown word '{tok.text}'",
+                              self.vocab.display[hit], [], span)
+        words = [d for d in self.vocab.display.values() if " " not in d]
+        return self.fail(tok, f"unknown word '{tok.text}'", nearest(tok.text, words),
+                         expected=["a task, model, size, precision or GPU"])
+
+    def missing_gpu(self, start: int) -> QueryError:
+        """'rx 7900 xtx', '3090 ti': a GPU name the catalogue lacks, with the nearest cards."""
+        import difflib
+
+        n = start + 1
+        while n < len(self.toks) and self.toks[n].kind in ("word", "num", "mem") and (
+                self.keys[n] in self.vocab.gpu_words or self.keys[n] not in self.vocab.table):
+            n += 1
+        first, last = self.toks[start], self.toks[n - 1]
+        name = self.q[first.col - 1:last.end - 1]
+        names = self.vocab.gpu_names
+        close = difflib.get_close_matches(norm(name), list(names), n=8, cutoff=0.3)
+        ids = list(dict.fromkeys(names[c] for c in close))[:3]
+        shown = [self.kn.gpus[g]["name"] for g in ids]
+        return QueryError(self.q, first.col, f"no GPU called '{name}' in the catalogue (gpus.yaml)"
+                          + (f"; nearest: {', '.join(shown)}" if shown else ""),
+                          ids[0] if ids else None, shown, len(name))

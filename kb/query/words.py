@@ -1,0 +1,280 @@
+"""The words of the query language, as data: the phrase table, numbers with their scale,
+near misses, and pasted model repository names.
+
+In: a Knowledge (query.yaml's tasks, questions, units, phrases, fillers and name lists; the ids
+and aliases of GPUs, models, precisions and runtimes). Out: a Vocab, built once per Knowledge
+(kb.knowledge.derived); helpers kb.query.parse uses to read one word. Nothing is built at import.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left
+from typing import Any
+
+from kb.knowledge.data import Knowledge, norm
+from kb.recordtype import fields, record
+
+MAX_PHRASE_TOKENS = 7
+
+
+@record
+class Vocab:
+    """Every phrase the resolver knows: normalised key → (kind, value), plus display forms."""
+    table: dict[str, tuple[str, str]]
+    display: dict[str, str]
+    max_tokens: int
+    keys: tuple[str, ...]           # every key of table and units, sorted: has_prefix reads it
+    units: dict[str, str]           # unit phrase key → unit name, whatever else the key means
+    gpu_words: frozenset[str]       # words of GPU names (query.yaml gpu_words)
+    gpu_keys: frozenset[str]        # every key that names a GPU
+    precision_keys: dict[str, str]  # every key that names a precision → its id
+    words: dict[str, tuple[str, str]]   # single-token keys, for near misses (built on first use)
+    # query.yaml's lists as the resolver tests them, made once here rather than per query
+    training_tasks: frozenset[str]
+    inference_tasks: frozenset[str]
+    generic_tasks: frozenset[str]   # a task a specific training kind overrides ("train", "lora", "dpo")
+    per_hour: frozenset[str]        # keys of the words that make money a rate ("per hour")
+    name_suffixes: frozenset[str]   # pasted names: variant words dropped ('instruct')
+    name_prefixes: frozenset[str]   # leading words dropped ('meta')
+    name_formats: dict[str, str]    # format words kept apart ('awq', 'q4km') → precision or runtime
+    gpu_names: dict[str, str]       # key of every GPU's name and alias → its id
+
+
+_RTX = r"^(?:nvidia\s+)?(?:geforce\s+)?rtx\s*(\d{4}(?:\s*ti)?(?:\s*super)?)$"   # compiled on first use
+
+
+def vocabulary(kn: Knowledge) -> Vocab:
+    """The phrase table of one Knowledge (built once, with its derived tables)."""
+    table: dict[str, tuple[str, str]] = {}
+    display: dict[str, str] = {}
+
+    def add(phrase: str, kind: str, value: str) -> None:
+        key = norm(phrase)
+        if key and key not in table:
+            table[key] = (kind, value)
+            display.setdefault(key, phrase)
+
+    q = kn.query
+    for section, kind in ((q["tasks"], "task"), (q["questions"], "question"), (q["knobs"], "knob")):
+        for name, words in section.items():
+            for w in words:
+                add(w, kind, name)
+    for i, phrase in enumerate(q.get("phrases", [])):
+        for w in phrase["words"]:
+            add(w, "set", str(i))
+    for w in q.get("ttft_words", []):
+        add(w, "ttft", "ttft")
+    for kind, items in (("precision", kn.precisions), ("gpu", kn.gpus), ("model", kn.models),
+                        ("runtime", kn.runtimes)):
+        for item_id, item in items.items():
+            add(item_id, kind, item_id)
+            for a in item.get("aliases", []):
+                add(a, kind, item_id)
+        alias = {"precision": kn.precision_alias, "gpu": kn.gpu_alias, "model": kn.model_alias,
+                 "runtime": kn.runtime_alias}[kind]
+        for key, item_id in alias.items():
+            table.setdefault(key, (kind, item_id))
+    units: dict[str, str] = {}
+    for unit, spec in q.get("units", {}).items():
+        for w in spec["words"]:
+            add(w, "unit", unit)
+            units.setdefault(norm(w), unit)
+    for w in q["fillers"]:
+        add(str(w), "filler", str(w))
+    for gpu_id, gpu in kn.gpus.items():          # "4090", "3090 ti": an RTX card by its number
+        for a in [gpu["name"], *gpu.get("aliases", [])]:
+            m = re.match(_RTX, a.lower())
+            if m:
+                add(m.group(1), "gpu", gpu_id)
+    for family in sorted({m["family"] for m in kn.models.values()}):
+        add(family, "family", family)
+    longest = max((len(p.split()) for p in display.values()), default=1)
+    keys = tuple(sorted({*table, *units}))     # linear in the names' length, unlike their prefixes
+    gpu_words = frozenset(norm(w) for w in q.get("gpu_words", []))
+    gpu_keys = frozenset(k for k, (kind, _) in table.items() if kind == "gpu")
+    precision_keys = {k: v for k, (kind, v) in table.items() if kind == "precision"}
+    gpu_names = {norm(g["name"]): gid for gid, g in kn.gpus.items()}     # an alias wins over a name
+    gpu_names.update({norm(a): gid for gid, g in kn.gpus.items() for a in g.get("aliases", [])})
+    name_formats = {norm(k): v for k, v in q.get("format_suffixes", {}).items()}
+    for key, pid in precision_keys.items():         # '-Q4_K_M', '-IQ4_XS'
+        name_formats.setdefault(key, pid)
+    vocab = Vocab(table, display, min(MAX_PHRASE_TOKENS, longest + 2), keys, units, gpu_words,
+                  gpu_keys, precision_keys, {},
+                  training_tasks=frozenset(q["training_tasks"]),
+                  inference_tasks=frozenset(q["inference_tasks"]),
+                  generic_tasks=frozenset([*q["task_resolution"], "lora", *kn.objectives]),
+                  per_hour=frozenset(norm(w) for w in q.get("per_hour_words", [])),
+                  name_suffixes=frozenset(s.lower() for s in q.get("model_suffixes", [])),
+                  name_prefixes=frozenset(p.lower() for p in q.get("model_prefixes", [])),
+                  name_formats=name_formats,
+                  gpu_names=gpu_names)
+    return vocab
+
+
+def has_prefix(vocab: Vocab, text: str) -> bool:
+    """Some key of the vocabulary (a phrase or a unit word) starts with `text` (non-empty): a
+    binary search of the sorted keys, so the vocabulary holds each key once, not every prefix
+    of it (quadratic in a name's length)."""
+    keys = vocab.keys
+    i = bisect_left(keys, text)
+    return bool(text) and i < len(keys) and keys[i].startswith(text)
+
+
+def vocab_to_data(vocab: Vocab) -> dict[str, Any]:
+    """A Vocab as JSON-able data (kb.knowledge.snapshot stores it): sets as sorted lists, tuples as
+    lists; `words`, built on first use, is left out."""
+    out: dict[str, Any] = {}
+    for f in fields(vocab):
+        value = getattr(vocab, f.name)
+        if f.name != "words":
+            out[f.name] = sorted(value) if isinstance(value, frozenset) else \
+                list(value) if isinstance(value, tuple) else value
+    return out
+
+
+def vocab_from_data(d: dict[str, Any]) -> Vocab:
+    """The Vocab vocab_to_data stored, equal to the one it was made from."""
+    args: dict[str, Any] = {f.name: frozenset(d[f.name]) if f.type == "frozenset[str]" else
+            tuple(d[f.name]) if f.type == "tuple[str, ...]" else d[f.name]
+            for f in fields(Vocab) if f.name != "words"}
+    args["table"] = {k: (kind, value) for k, (kind, value) in args["table"].items()}
+    return Vocab(**args, words={})
+
+
+# ---------------------------------------------------------------- numbers
+
+_SCALE = {"k": 1e3, "m": 1e6, "t": 1e12}
+_BINARY = {"k": 1024.0, "m": 1024.0 ** 2, "t": 1024.0 ** 4}
+
+
+def number(text: str, binary_k: bool = False) -> float:
+    """'16' 16, '8k' 8000 (8192 where binary_k), '1e6', '1,000', '1M', '1t' 1e12."""
+    text = text.strip().lower().replace(",", "")
+    suffix = text[-1:]
+    if suffix in _SCALE:
+        return float(text[:-1]) * (_BINARY if binary_k else _SCALE)[suffix]
+    return float(text)
+
+
+def scaled(text: str) -> bool:
+    """A number typed with a k/m suffix ('128k', '1m'), which alone reads as a length."""
+    return text.strip().lower()[-1:] in ("k", "m")
+
+
+_MONEY = r"\$\s*([\d,]+(?:\.\d+)?[km]?)(.*)"      # compiled on first use (with re.I)
+
+
+def money(text: str) -> tuple[float, bool]:
+    """'$2/h' → (2.0, True: per GPU hour); '$5k' → (5000.0, False)."""
+    m = re.match(_MONEY, text.strip(), re.I)
+    assert m is not None                  # the grammar's MONEY terminal
+    return number(m.group(1)), bool(m.group(2).strip())
+
+
+# ---------------------------------------------------------------- near misses
+
+def _distance(a: str, b: str, cap: int) -> int:
+    """Optimal-string-alignment distance (a swap of two neighbours counts one), or cap + 1."""
+    if abs(len(a) - len(b)) > cap:
+        return cap + 1
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        cur = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = 0 if a[i - 1] == b[j - 1] else 1
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                cur[j] = min(cur[j], prev2[j - 2] + 1)
+        if min(cur) > cap:
+            return cap + 1
+        prev2, prev = prev, cur
+    return prev[-1]
+
+
+def _single_words(vocab: Vocab) -> dict[str, tuple[str, str]]:
+    if not vocab.words:
+        for key, phrase in vocab.display.items():
+            parts = phrase.split()
+            if len(parts) == 1 and any(c.isalpha() for c in key):
+                vocab.words[key] = vocab.table[key]
+            else:
+                for part in parts:
+                    k = norm(part)
+                    if len(k) >= 3 and any(c.isalpha() for c in k):
+                        vocab.words.setdefault(k, ("part", k))
+    return vocab.words
+
+
+def near_misses(word: str, vocab: Vocab) -> list[str]:
+    """The known words nearest to `word` within a small edit distance (1 for 4 letters, 2 from
+    5), nearest first; empty for short words and words with digits."""
+    key = norm(word)
+    if len(key) < 4 or not key.isalpha():
+        return []
+    cap = 1 if len(key) < 5 else 2
+    found: dict[tuple[int, bool, bool], list[str]] = {}
+    words = _single_words(vocab)
+    for known, meaning in words.items():
+        if known[0] != key[0] and known[-1] != key[-1]:
+            continue
+        d = _distance(key, known, cap)
+        if d <= cap:       # ties go to the same first letter, then to whole words over parts
+            found.setdefault((d, known[0] != key[0], meaning[0] == "part"), []).append(known)
+    return sorted(found[min(found)]) if found else []
+
+
+# ---------------------------------------------------------------- pasted names
+
+_SIZE_PART = r"^(\d+(?:\.\d+)?)b$"        # compiled on first use
+
+
+@record
+class NameReading:
+    """What a pasted model name says: the model key left, formats, dropped parts, a size."""
+    key: str
+    formats: list[str]
+    dropped: list[str]
+    size_b: float | None
+
+
+def read_name(text: str, vocab: Vocab) -> NameReading:
+    """'Qwen/Qwen2.5-72B-Instruct-AWQ' → key 'qwen2.572b', formats ['awq'], dropped
+    ['Qwen/', 'Instruct']; the organisation and variant words go, format words (query.yaml
+    format_suffixes, and every precision's name: '-Q4_K_M') are kept apart."""
+    dropped: list[str] = []
+    name = text
+    if "/" in name:
+        org, _, name = name.rpartition("/")
+        dropped.append(org + "/")
+    if name.lower().endswith(".gguf"):
+        name = name[:-5]
+        dropped.append(".gguf")
+    parts = name.split("-")
+    suffixes, formats_map = vocab.name_suffixes, vocab.name_formats
+    formats: list[str] = []
+    kept: list[str] = []
+    i = 0
+    while i < len(parts):
+        part = parts[i].lower()
+        pair = norm(part + (parts[i + 1] if i + 1 < len(parts) else "")).lower()
+        if i > 0 and i + 1 < len(parts) and pair in formats_map:      # bnb-4bit
+            formats.append(formats_map[pair])
+            i += 2
+            continue
+        if i > 0 and norm(part) in formats_map:
+            formats.append(formats_map[norm(part)])
+        elif i > 0 and part in suffixes:
+            dropped.append(parts[i])
+        else:
+            kept.append(parts[i])
+        i += 1
+    while len(kept) > 1 and kept[0].lower() in vocab.name_prefixes:
+        dropped.append(kept.pop(0))
+    size_b = None
+    for part in kept:
+        m = re.match(_SIZE_PART, part.lower())
+        if m:
+            size_b = float(m.group(1))
+    return NameReading(norm("-".join(kept)), formats, dropped, size_b)

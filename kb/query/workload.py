@@ -1,0 +1,84 @@
+"""What a query asks: the Workload.
+
+In: built by kb.query.parse from a query's words. Out: a plain dataclass the engine reads (pydantic
+validates it at the API edge). Fields left None are filled by the engine from
+rules/query.yaml defaults, and each default used is listed in the answer's assumptions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kb.recordtype import field, record
+
+
+@record
+class GpuRequest:
+    gpu_id: str | None          # None: a bare capacity ("on 20GB")
+    count: int = 1
+    capacity_gb: float | None = None
+
+
+@record
+class Workload:
+    task: str = "infer"                       # infer serve prefill full_ft lora qlora pretrain
+    question: str | None = None               # which_gpu max_users max_context largest_model how_many_gpus
+    model_id: str | None = None
+    params: float | None = None               # a bare size ("13B")
+    precision: str | None = None
+    kv_precision: str | None = None
+    gpus: list[GpuRequest] = field(default_factory=list)
+    users: int | None = None
+    batch: int | None = None
+    context_tokens: int | None = None
+    prompt_tokens: int | None = None
+    output_tokens: int | None = None
+    seq_len: int | None = None
+    lora_rank: int | None = None
+    train_tokens: float | None = None
+    checkpointing: bool | None = None
+    flash_attention: bool | None = None
+    optimizer: str | None = None
+    offload: bool | None = None
+    optimizer_in_backward: bool | None = None
+    paged: bool | None = None
+    lora_attention_only: bool | None = None
+    quantized_inputs_kept: bool | None = None   # bitsandbytes < 0.43.2: 4-bit layers keep their inputs
+    runtime: str | None = None
+    # Parallel layout and sharding asked for ("tp 2", "pp 2", "with fsdp", "zero3", "deepspeed",
+    # "dp attention"); None: the engine chooses and says so.
+    tp: int | None = None
+    pp: int | None = None
+    sharding: str | None = None               # ddp zero1 zero2 zero3 fsdp deepspeed
+    dp_attention: bool | None = None
+    # Targets the question sets ("at 20 tok/s", "ttft under 1 s", "for 5M tokens a day",
+    # "finish in 24 hours").
+    speed_floor_tok_s: float | None = None
+    ttft_max_s: float | None = None
+    tokens_per_day: float | None = None
+    deadline_hours: float | None = None
+    # Money ("at $2/h", "budget $5000", "under $8000", "at 24/7", "rent", "cheapest", "what if").
+    usd_per_gpu_hour: float | None = None
+    budget_usd: float | None = None
+    hours_per_day: float | None = None
+    rent: bool | None = None
+    sort: str | None = None                   # value cost speed memory power
+    want_options: bool | None = None
+    # The figure the question asks for first ("how much vram" → memory, "how fast" → speed,
+    # "how long to train" → time, "can i run" → fit, "what does it cost" → cost).
+    focus: str | None = None
+    task_explicit: bool = False
+    notes: list[str] = field(default_factory=list)   # how the query's words were read
+    # A GPU count without a GPU name ("on 4 gpus", "two gpus"); a named GPU without its own
+    # count takes it.
+    gpu_count: int | None = None
+    # Training objective beyond supervised fine-tuning (dpo orpo kto grpo ppo cpt; runtimes.yaml
+    # objectives), and Unsloth-style offload of the checkpointed layer inputs to CPU memory.
+    objective: str | None = None
+    checkpoint_offload: bool | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dict(self.__dict__)         # every field is a plain value, but for these two lists
+        d["gpus"] = [dict(g.__dict__) for g in self.gpus]
+        d["notes"] = list(self.notes)
+        return d
