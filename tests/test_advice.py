@@ -115,7 +115,7 @@ def ask_with(kn, query):
 
 def test_price_file_errors_have_file_line_col(tmp_path):
     path = tmp_path / "p.yaml"
-    path.write_text('as_of: "2026-11"\nprices:\n  - gpu: h100-sxn5\n    purchase_usd: 1\n'
+    path.write_text('as_of: "2026-11"\nprices:\n  - gpu: h100-sxn5\n    purchase_usd: 25000\n'
                     '    purchase_kind: list\n    purchase_date: "2026-13"\n    purchase_source: x\n',
                     encoding="utf-8")
     with pytest.raises(RuleErrors) as err:
