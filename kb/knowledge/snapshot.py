@@ -43,7 +43,7 @@ from kb.recordtype import fields
 if TYPE_CHECKING:
     from pathlib import Path
 
-FORMAT = 11
+FORMAT = 12
 RACY_NS = 3_000_000_000         # stats of a file changed this recently (or later) are not kept
 Stats = tuple[tuple[str, int, int, int, int], ...]
 

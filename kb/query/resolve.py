@@ -13,8 +13,9 @@ from collections.abc import Mapping
 from kb.errors import QueryError
 from kb.knowledge.data import Knowledge, norm
 from kb.query.finish import Finisher
+from kb.query.phrases import Phrases, merge_number_words, tok_number
 from kb.query.unknown_words import Entry, Unknown
-from kb.query.words import money, number, scaled
+from kb.query.words import money, scaled
 from kb.query.tokens import Tok, TokValue
 from kb.query.workload import GpuRequest, Workload
 
@@ -25,7 +26,13 @@ _SPACED = frozenset(("count", "mem", "money"))        # items whose text may hol
 Hit = tuple[str, str]
 
 
-class Resolver(Finisher, Unknown):
+def spec_takes_tokens(rules: Mapping[str, object], unit: str) -> bool:
+    """A length unit ('prompt', 'output', 'context') may be followed by 'tokens'."""
+    units = rules["units"]
+    return isinstance(units, dict) and units[unit]["field"] in ("prompt_tokens", "output_tokens", "context_tokens", "seq_len")
+
+
+class Resolver(Finisher, Unknown, Phrases):
     def __init__(self, query: str, toks: list[Tok], kn: Knowledge, model_given: bool = False) -> None:
         self.model_given = model_given
         self.q = query
@@ -36,6 +43,7 @@ class Resolver(Finisher, Unknown):
             # norm(): the grammar's words, numbers and sizes hold no white space to drop
             keys.append(norm(tok.text) if tok.kind in _SPACED else
                         tok.text.lower().replace("-", "").replace("_", ""))
+        merge_number_words(toks, keys, kn.query.get("number_words", {}), query)
         self.toks = toks
         self.keys = keys
         self.kn = kn
@@ -55,6 +63,8 @@ class Resolver(Finisher, Unknown):
         self.formats: list[str] = []
         self.counted: set[int] = set()           # ids of GpuRequests whose count was typed
         self.gpu_span = (-1, -1)                  # the tokens of the last GPU name read
+        self.join: Tok | None = None              # the last 'vs', 'or', 'compared to'
+        self.seen: dict[str, Tok] = {}            # the item that gave each compared field
 
     def fail(self, tok: Tok, message: str, suggestion: str | None = None,
              expected: list[str] | None = None, width: int | None = None) -> QueryError:
@@ -91,7 +101,11 @@ class Resolver(Finisher, Unknown):
         if tok.kind == "money":
             return self.money(i)
         if tok.kind == "vs":
+            self.join = tok
             return i + 1
+        cost = self.cost_phrase(i)
+        if cost is not None:
+            return cost
         found = self.match(i, self.vocab.table)
         if found is not None:
             hit, end = found
@@ -100,6 +114,7 @@ class Resolver(Finisher, Unknown):
             self.apply(hit, self.toks[i:end])
             if hit[0] == "gpu":
                 self.gpu_span = (i, end)
+                return self.gpu_variant(i, end)
             return end
         return self.unmatched(i)
 
@@ -144,10 +159,13 @@ class Resolver(Finisher, Unknown):
         """'seq 4096', 'batch 8': a unit word takes the number after it."""
         if end < len(self.toks) and self.toks[end].kind == "num":
             self.set_unit(unit, self.toks[i], self.toks[end])
-            return end + 1
+            after = self.match(end + 1, self.vocab.units) if spec_takes_tokens(self.query_rules, unit) else None
+            return after[1] if after is not None and after[0] == "tokens" else end + 1   # 'prompt 2000 tokens'
         spec = self.query_rules["units"][unit]
         if spec.get("focus"):
             self.w.focus = self.w.focus or spec["focus"]
+            return end
+        if spec.get("alone") == "filler":
             return end
         if spec["field"] == "gpu_count" and self.pending_count is not None:
             self.w.gpu_count = self.take_count()
@@ -190,7 +208,7 @@ class Resolver(Finisher, Unknown):
         tok = self.toks[i]
         nxt = self.match(i + 1, self.vocab.table) if i + 1 < len(self.toks) else None
         if nxt is not None and nxt[0][0] == "gpu":         # "2 4090s", "8 h100"
-            count = number(tok.text)
+            count = tok_number(tok)
             if count != int(count):
                 raise self.fail(tok, f"{tok.text} GPUs is not a whole number")
             lo, hi = self.limits["gpu_count"]
@@ -213,14 +231,14 @@ class Resolver(Finisher, Unknown):
         if num.kind == "size":
             value = float(num.value)
         else:
-            value = number(num.text, spec.get("binary_k", False)) * spec.get("scale", 1.0)
+            value = tok_number(num, spec.get("binary_k", False)) * spec.get("scale", 1.0)
         self.check_range(span, value, *self.limits[spec["limit"]])
         field = spec["field"]
         if field == "tokens":
             self.tokens_tok = Tok("tokens", span.text, span.col, value)
         elif field == "duration":
             self.durations.append((span, value))
-        elif field in ("speed_floor_tok_s", "tokens_per_day", "hours_per_day"):
+        elif field in ("speed_floor_tok_s", "tokens_per_day", "hours_per_day", "budget_usd"):
             setattr(self.w, field, value)
         else:
             setattr(self.w, field, int(round(value)))
@@ -272,20 +290,23 @@ class Resolver(Finisher, Unknown):
         elif kind == "knob":
             self.knob(value)
         elif kind == "precision":
-            w.precision = value
+            if self.one_value("precision", value, first):
+                w.precision = value
         elif kind == "gpu":
             counted = self.pending_count is not None
             self.add_gpu(GpuRequest(value, self.take_count()), counted)
         elif kind == "model":
-            if w.model_id is not None and w.model_id != value:
-                raise self.fail(first, "one model per query", expected=["compare GPUs with 'vs'"])
-            w.model_id = value
+            if self.one_value("model_id", value, first):
+                w.model_id = value
             self.family = None
         elif kind == "family":
             self.family = (value, first)
         elif kind == "runtime":
-            w.runtime = value
-            self.runtime_tok = first
+            if self.one_value("runtime", value, first):
+                w.runtime = value
+                self.runtime_tok = first
+        elif kind == "situation":
+            w.segment = value
         elif kind == "set":
             self.set_fields(self.query_rules["phrases"][int(value)]["set"], first)
         elif kind == "ttft":
@@ -295,11 +316,12 @@ class Resolver(Finisher, Unknown):
         for name, value in fields.items():
             if name == "gpu_count":
                 self.pending_count = Tok("count", first.text, first.col, int(value))
-            elif name == "runtime":
-                self.w.runtime = str(value)
-                self.runtime_tok = first
+            elif name == "runtime":         # 'fsdp': its runtime, unless one is named
+                if self.w.runtime is None:
+                    self.w.runtime = str(value)
+                    self.runtime_tok = first
             elif name == "vs":
-                continue
+                self.join = first
             elif name in ("question", "focus") and getattr(self.w, name) is not None:
                 continue                          # the first question form decides
             else:
@@ -313,14 +335,14 @@ class Resolver(Finisher, Unknown):
             if model is None:
                 raise self.fail(ftok, f"no {fam} model near {tok.text} in models.yaml",
                                 self._family_example(fam), width=tok.end - ftok.col)
-            self.w.model_id = model
+            if self.one_value("model_id", model, ftok, width=tok.end - ftok.col):
+                self.w.model_id = model
             self.w.notes.append(f"'{self.q[ftok.col - 1:tok.end - 1]}' read as {model}")
             self.family = None
             return
-        if self.w.params is not None and self.w.params != tok.value:
-            raise self.fail(tok, "one model size per query")
-        self.w.params = tok.value
-        self.size_tok = tok
+        if self.one_value("params", tok.value, tok):
+            self.w.params = tok.value
+            self.size_tok = tok
 
     def _family_model(self, family: str, params: float) -> str | None:
         best = None

@@ -76,9 +76,17 @@ class Workload:
     # objectives), and Unsloth-style offload of the checkpointed layer inputs to CPU memory.
     objective: str | None = None
     checkpoint_offload: bool | None = None
+    # Where the question is asked from (query.yaml situations: "at home"): its market segments
+    # are the candidates, its runtime and format the defaults.
+    segment: str | None = None
+    # Two or more values of one field joined by "vs", "or", "compared to":
+    # {"field": "precision", "values": ["fp8", "int4"]}; the field itself holds the first.
+    compare: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = dict(self.__dict__)         # every field is a plain value, but for these two lists
         d["gpus"] = [dict(g.__dict__) for g in self.gpus]
         d["notes"] = list(self.notes)
+        if self.compare is not None:
+            d["compare"] = {"field": self.compare["field"], "values": list(self.compare["values"])}
         return d
