@@ -240,3 +240,21 @@ class Option(TypedDict):
     _rank: NotRequired[int]                     # the sort keys, dropped once sorted
     _hardware: NotRequired[int]
     _price: NotRequired[float | None]
+
+
+class Side(TypedDict):
+    """One side of a comparison ("fp8 vs int4"): the value and its answer's figures (kb.engine.compare)."""
+    field: str
+    value: object
+    query: str
+    verdict: str
+    fits: bool | None
+    gpu: str | None
+    count: int | None
+    total_gb: float | None
+    per_gpu_gb: float | None
+    decode_tokens_per_s: float | None
+    prefill_tokens_per_s: float | None
+    train_tokens_per_s: float | None
+    usd_per_million_tokens: float | None
+    run_cost_usd: float | None

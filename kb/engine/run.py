@@ -138,6 +138,11 @@ def _answer(w: Workload, kn: Knowledge, query: str = "", brief: bool = False) ->
         candidates = [(capacity_gpu(req, kn) if req.gpu_id is None else kn.gpus[req.gpu_id], req.count, True)
                       for req in w.gpus]
         gpus = gpu_columns([(g, c) for g, c, _ in candidates], r.precision, r.runtime.get("gemm_accumulate", "fp32"))
+    elif w.segment in kn.query.get("situations", {}):       # "at home": that place's cards
+        segments = kn.query["situations"][w.segment]["segments"]
+        candidates = [(g, 1, False) for g in kn.gpus.values()
+                      if runs_on(r.runtime, g) and g.get("segment") in segments]
+        gpus = gpu_columns([(g, 1) for g, _, _ in candidates], r.precision, r.runtime.get("gemm_accumulate", "fp32"))
     else:
         candidates = [(g, 1, False) for g in kn.gpus.values() if runs_on(r.runtime, g)]
         gpus = catalogue_columns(kn, r.precision, r.runtime)
