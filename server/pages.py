@@ -193,10 +193,11 @@ def _render(template: str, query: str | None, finish: Callable[[str], str] = str
 def _answer_page(template: str, query: str, kn: Knowledge, ctx: dict[str, Any]) -> str:
     from kb import answer_in
     from kb.engine.options import compute
+    from kb.query.parse import parse
 
     found = answer_in(kn, query)            # with its options where the GPUs asked about are too small
     if not template.endswith("embed.html") and found.options is None:
-        found.options = compute(kn, query, found)   # the page always lists what to change (kb.engine.options)
+        found.options = compute(kn, parse(query, kn), found)   # the page always lists what to change
     view = answer_view(found, kn, embed=template.endswith("embed.html"))
     return render_template(template, **ctx, answer=found, view=view)
 
