@@ -110,7 +110,10 @@ def _changed(kn: Knowledge, rule: OptionRule, asked: Workload, row: GpuRow,
     gpu = (GpuRequest(row.id, row.count) if row.id in kn.gpus else
            GpuRequest(None, row.count, row.vram_gb))
     if kind == "words":
-        first = _with(asked, **_words(kn, rule["words"]))
+        said = _words(kn, rule["words"])
+        if all(getattr(asked, k) == v for k, v in said.items()):
+            return []                   # the job already has it: not an option
+        first = _with(asked, **said)
         more = _with(first, gpus=[GpuRequest(gpu.gpu_id, 0, gpu.capacity_gb)])   # count: found by _ask
         return [(first, None), (more, "more GPUs")]
     if kind == "context":
