@@ -72,9 +72,9 @@ class Phrases:
              expected: list[str] | None = None, width: int | None = None) -> QueryError:
         raise NotImplementedError
 
-    def cost_phrase(self, i: int) -> int | None:
-        """'per 1M output tokens', 'per million tokens', 'per 1k requests': the focus is cost
-        and the number is what is priced (not a length); the index after it, else None."""
+    def cost_end(self, i: int) -> tuple[int, tuple[str, int]] | None:
+        """Where 'per 1M output tokens', 'per million tokens', 'per 1k requests' ends: the end
+        of its cost words and (unit, end of the unit words); None when no cost phrase is here."""
         spec = self.query_rules.get("cost_per")
         if not spec:
             return None
@@ -91,19 +91,24 @@ class Phrases:
         unit = self.match(end + 1, self.kn.derived.vocabulary.units)
         if unit is None or unit[0] not in spec["units"]:
             return None
+        return end, unit
+
+    def cost_phrase(self, first: Tok, last: Tok) -> None:
+        """The cost phrase's meaning: the focus is cost (the number is what is priced, not a
+        length), said in the notes."""
+        spec = self.query_rules["cost_per"]
+        if spec is None:
+            return
         if self.w.focus is None:
             self.w.focus = spec["focus"]
-        self.w.notes.append(f"'{self.q[self.toks[i].col - 1:self.toks[unit[1] - 1].end - 1]}' read as a cost question")
-        return unit[1]
+        self.w.notes.append(f"'{self.q[first.col - 1:last.end - 1]}' read as a cost question")
 
-    def gpu_variant(self, i: int, end: int) -> int:
+    def gpu_variant(self, gpu: Tok, memory: Tok) -> None:
         """A memory size right after a card's name is that card's variant ('3060 12gb',
         'h100 94gb'): the catalogue card whose name holds the words typed and has that memory."""
-        if end >= len(self.toks) or self.toks[end].kind != "mem":
-            return end
-        mem = self.toks[end]
+        mem = memory.value[1][0]
         req = self.w.gpus[-1]
-        typed = [k for k in self.keys[i:end] if k]
+        typed = [norm(t.text) for t in gpu.value[1]]
         same: list[tuple[str, float]] = []
         for gid, g in self.kn.gpus.items():
             words = {norm(p) for name in (g["name"], *g.get("aliases", [])) for p in name.split()}
@@ -112,10 +117,10 @@ class Phrases:
                 same.append((gid, float(g["vram_gb"])))
         fit = [gid for gid, gb in same if abs(gb - mem.value) <= 0.02 * mem.value + 0.5]
         if req.gpu_id in fit:
-            return end + 1
+            return
         if fit:
             req.gpu_id = fit[0]
-            return end + 1
+            return
         name = self.kn.gpus[str(req.gpu_id)]["name"]
         sizes = sorted({f"{gb:g}gb" for _, gb in same})
         raise self.fail(mem, f"gpus.yaml has no {mem.text} variant of {name}",
