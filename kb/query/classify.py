@@ -32,6 +32,10 @@ TERMINALS = {"task": "TASK", "question": "QUESTION", "knob": "KNOB", "precision"
 # a unit's field → its terminal (the rest are UNIT)
 UNIT_TERMINALS = {"context_tokens": "LENGTH", "prompt_tokens": "LENGTH", "output_tokens": "LENGTH",
                   "seq_len": "LENGTH", "tokens": "TOKENS", "tokens_per_day": "DAILY", "gpu_count": "GPUS"}
+_COMPARED = frozenset(("PRECISION", "RUNTIME", "MODEL", "SIZE"))     # one value each
+_CARD_ENDS = frozenset(("GPU", "MEMORY"))
+_CARD_STARTS = frozenset(("GPU", "MEMORY", "COUNT", "COUNT_WORD", "NUMBER"))
+_COUNTS = frozenset(("COUNT", "COUNT_WORD"))
 _ITEM_TERMINALS = {"count": "COUNT", "money": "MONEY", "vs": "VS", "num": "NUMBER", "size": "SIZE",
                    "mem": "MEMORY"}
 
@@ -63,8 +67,25 @@ class Classifier:
             while i < len(self.toks):
                 i = self.classify_at(i)
         except QueryError as err:
+            self.versus()
             return err
+        self.versus()
         return None
+
+    def versus(self) -> None:
+        """A 'vs', 'or', 'compared to' between two values of one thing is VERSUS: two
+        precisions, runtimes, models or sizes, two cards or capacities, two counts."""
+        p = self.phrases
+        for k in range(1, len(p) - 1):
+            if p[k].type not in ("VS", "JOIN"):
+                continue
+            before, after = p[k - 1].type, p[k + 1].type
+            after2 = p[k + 2].type if k + 2 < len(p) else None
+            if (before == after and before in _COMPARED and (before != "SIZE" or after2 not in ("TOKENS", "DAILY"))) \
+                    or (before in _CARD_ENDS and after in _CARD_STARTS) \
+                    or (before in _COUNTS and after in _COUNTS) \
+                    or (before in ("MODEL", "SIZE") and after == "SIZE" and after2 not in ("TOKENS", "DAILY")):
+                p[k].type = "VERSUS"
 
     def emit(self, terminal: str, start: int, end: int, value: object = None) -> None:
         """One terminal over items start..end-1; notes waiting for it go with it."""

@@ -77,7 +77,7 @@ def lexer_pattern(pattern: str, flags: int, sre: tuple[Any, ...] | None) -> re.P
 
 
 # grammar/query.lark's phrase rules (kb.query.resolve reads each with its on_<rule> method)
-RULES = ("gpu", "capacity", "count", "quantity", "unit", "number", "cost", "money", "model", "family",
+RULES = ("gpu", "cards", "comparison", "capacity", "count", "quantity", "unit", "number", "cost", "money", "model", "family",
          "size", "task", "question", "knob", "precision", "runtime", "setting", "situation", "ttft",
          "join", "unknown")
 

@@ -82,9 +82,7 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
         each phrase in order (the on_* methods), then what the words mean together."""
         stopped = self.classify()
         for rule, children in self.grammar(self.phrases):
-            for tok in children:
-                self.w.notes.extend(tok.value[2])           # 'read lamma as llama'
-            getattr(self, "on_" + rule)(children)
+            self.read(rule, children)
         if stopped is not None:
             raise stopped
         if self.pending_count is not None:
@@ -99,15 +97,42 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
 
     # ------------------------------------------------------------ the grammar's phrases
 
+    def read(self, rule: str, children: list[Tok]) -> None:
+        """One phrase of the grammar (its on_<rule>), after the notes its words carry."""
+        for tok in children:
+            if isinstance(tok, Tok):
+                self.w.notes.extend(tok.value[2])           # 'read lamma as llama'
+        getattr(self, "on_" + rule)(children)
+
     def on_gpu(self, children: list[Tok]) -> None:
-        """[count] GPU [memory]: '2x rtx 3080 10gb', 'a single l40s', '8 h100'."""
-        if len(children) > 1 and children[0].type != "GPU":
-            self.on_count(children[:1])
-            children = children[1:]
-        hit, toks, _ = children[0].value
-        self.apply(hit, toks)
-        if len(children) > 1:
-            self.gpu_variant(children[0], children[1])
+        """[count [vs count…]] GPU [memory]: '2x rtx 3080 10gb', 'a single l40s', '2x or 4x h100'."""
+        card = next(t for t in children if t.type == "GPU")
+        memory = children[-1] if children[-1].type == "MEMORY" else None
+        counts = [t for t in children if t.type in ("COUNT", "COUNT_WORD", "NUMBER")] or [None]
+        for count in counts:
+            if count is not None:
+                self.on_count([count])
+            self.apply(card.value[0], card.value[1])
+            if memory is not None:
+                self.gpu_variant(card, memory)
+
+    def on_cards(self, children: list[object]) -> None:
+        """Cards compared: each read as a GPU phrase of its own."""
+        for child in children:
+            if isinstance(child, tuple):
+                self.read(*child)
+            else:
+                self.on_join([child])      # type: ignore[list-item]
+
+    def on_comparison(self, children: list[Tok]) -> None:
+        """Values of one thing joined by 'vs', 'or', 'compared to' (kb.query.phrases.one_value)."""
+        for tok in children:
+            if tok.type == "VERSUS":
+                self.on_join([tok])
+            elif tok.type == "SIZE":
+                self.on_size([tok])
+            else:
+                self.apply(tok.value[0], tok.value[1])
 
     def on_capacity(self, children: list[Tok]) -> None:
         """[count] memory: a bare capacity ('on 20GB', '2x 24gb')."""
@@ -179,14 +204,39 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
             self.w.budget_usd = value
 
     def on_model(self, children: list[Tok]) -> None:
-        if children[0].type == "NAME":
-            self.apply_pasted(self.item(children[0]), children[0].value[0])
+        """A model by name, a pasted name, or family and size; sizes after 'vs' are the same
+        family's other models ('qwen 7b vs 14b')."""
+        first = children[0]
+        if first.type == "NAME":
+            self.apply_pasted(self.item(first), first.value[0])
             return
-        for phrase in children:
-            if phrase.type == "SIZE":
-                self.on_size([phrase])
-            else:
-                self.apply(phrase.value[0], phrase.value[1])
+        self.apply(first.value[0], first.value[1])
+        family = (str(first.value[0][1]) if first.type == "FAMILY" else
+                  self.kn.models[str(first.value[0][1])]["family"], self.item(first))
+        versus = False
+        for phrase in children[1:]:
+            if phrase.type == "VERSUS":
+                self.on_join([phrase])
+                versus = True
+                continue
+            sibling = self.sibling(first, phrase) if versus else None
+            if sibling is not None:               # 'llama 3.1 8b vs 70b': llama 3.1 70b
+                self.apply(sibling, [self.item(phrase)])
+                continue
+            if versus:
+                self.family = (family[0], self.item(phrase))
+            self.on_size([phrase])
+
+    def sibling(self, model: Tok, size: Tok) -> Hit | None:
+        """The model named like `model` with `size` in place of its size ('llama 3.1 8b' and
+        '70b': 'llama 3.1 70b'), when the vocabulary has that name."""
+        keys = [norm(t.text) for t in model.value[1]]
+        sized = [k for k, t in enumerate(model.value[1]) if t.kind == "size"]
+        if model.type != "MODEL" or not sized:
+            return None
+        keys[sized[-1]] = norm(size.text)
+        hit = self.vocab.table.get("".join(keys))
+        return hit if hit is not None and hit[0] == "model" else None
 
     def on_size(self, children: list[Tok]) -> None:
         self.bare_size(self.item(children[0]))
