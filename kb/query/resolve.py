@@ -108,8 +108,8 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
         """[count [vs count…]] GPU [memory]: '2x rtx 3080 10gb', 'a single l40s', '2x or 4x h100'."""
         card = next(t for t in children if t.type == "GPU")
         memory = children[-1] if children[-1].type == "MEMORY" else None
-        counts = [t for t in children if t.type in ("COUNT", "COUNT_WORD", "NUMBER")] or [None]
-        for count in counts:
+        counts: list[Tok | None] = [t for t in children if t.type in ("COUNT", "COUNT_WORD", "NUMBER")]
+        for count in counts or [None]:
             if count is not None:
                 self.on_count([count])
             self.apply(card.value[0], card.value[1])
