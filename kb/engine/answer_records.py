@@ -22,6 +22,11 @@ class GpuAsked(TypedDict):          # kb.query.workload.GpuRequest as a dict
     capacity_gb: float | None
 
 
+class Compare(TypedDict):
+    field: str
+    values: list[object]
+
+
 class WorkloadDict(TypedDict):
     """The answer's workload: kb.query.workload.Workload's fields (but task_explicit and notes) and
     what the engine resolved: the model, its sizes and the parallel layout."""
@@ -67,6 +72,8 @@ class WorkloadDict(TypedDict):
     gpu_count: int | None
     objective: str | None
     checkpoint_offload: bool | None
+    segment: str | None                 # query.yaml situations ("at home")
+    compare: Compare | None             # "fp8 vs int4": the field and its values
     model: str
     model_name: str
     active_params: float
