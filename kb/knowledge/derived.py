@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Generic, TypeVar
 
-from kb.expr.gpu_names import Scope, gpu_columns, precision_key, runs_on
+from kb.expr.gpu_names import Gemm, Scope, gemm_of, gpu_columns, precision_key, runs_on
 from kb.knowledge.data import Claim, Formula, Knowledge
 from kb.query.words import Vocab, vocabulary
 from kb.recordtype import record, replace
@@ -43,7 +43,7 @@ BAND_KINDS = {
 CaseText = tuple[tuple[str, ...], str, str | None, str, str]
 # what the catalogue's columns at one precision key are made of: the cards (one each), the
 # precision and the runtime's GEMM accumulation
-CardsAt = tuple[list[tuple["GPU", int]], "Precision", str]
+CardsAt = tuple[list[tuple["GPU", int]], "Precision", Gemm]
 
 
 K = TypeVar("K")
@@ -132,7 +132,7 @@ def _catalogue_columns(kn: Knowledge) -> Lazy[tuple[str, ...], CardsAt, Scope]:
                 if on is None:
                     on = cards[platforms] = [(g, 1) for g in gpus.values() if runs_on(runtime, g)]
                 if on:
-                    out[key] = (on, precision, runtime.get("gemm_accumulate", "fp32"))
+                    out[key] = (on, precision, gemm_of(runtime))
         return out
 
     return Lazy(index, lambda arg: gpu_columns(*arg))
