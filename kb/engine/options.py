@@ -17,6 +17,7 @@ import copy
 from typing import TYPE_CHECKING
 
 from kb.engine.answer import Answer, GpuRow
+from kb.engine.budget import note, spent
 from kb.errors import KbError
 from kb.knowledge.data import Knowledge
 from kb.query.workload import GpuRequest, Workload
@@ -38,7 +39,14 @@ def compute(kn: Knowledge, asked: Workload, base: Answer) -> list[Option]:
     training = "training" in base.bottleneck
     w = base.workload
     out: list[Option] = []
-    for rule in rules:
+    for done, rule in enumerate(rules):
+        if (budget := spent()) is not None:    # the server's time budget (kb.budget) ran out
+            left = len(rules) - done
+            text = (f"{left} of the {len(rules)} kinds of change were not tried: this answer's "
+                    f"time budget ({budget.seconds:g} s of computing) ran out")
+            note(budget, text)
+            base.warnings.append(text)
+            break
         if not _applies(rule, w, training, kn):
             continue
         found = [o for changed, extra in _changed(kn, rule, asked, row, base)

@@ -144,16 +144,21 @@ def load_or_build(root: str | Path) -> Knowledge:
         key = content_key(root, files)
     kn = build(root)
     if path is not None:
-        import json                         # the stored values are exactly the JSON form's
-
-        data = json.loads(json.dumps(to_data(kn), separators=(",", ":")))
-        vocab = kn.derived.vocabulary       # kept as made: its sets and tuples
-        data["vocabulary"] = {f.name: getattr(vocab, f.name) for f in fields(Vocab) if f.name != "words"}
-        shared = _shared(data, {})
-        assert isinstance(shared, dict)     # _shared gives a dict for a dict
         _save(path, {"format": FORMAT, "root": root, "key": key,
-                     "stats": _settled(stats, time.time_ns())}, shared)
+                     "stats": _settled(stats, time.time_ns())}, stored(kn))
     return kn
+
+
+def stored(kn: Knowledge) -> dict[str, object]:
+    """The knowledge as the plain data a snapshot holds (marshal writes it; from_data reads it)."""
+    import json                         # the stored values are exactly the JSON form's
+
+    data = json.loads(json.dumps(to_data(kn), separators=(",", ":")))
+    vocab = kn.derived.vocabulary       # kept as made: its sets and tuples
+    data["vocabulary"] = {f.name: getattr(vocab, f.name) for f in fields(Vocab) if f.name != "words"}
+    shared = _shared(data, {})
+    assert isinstance(shared, dict)     # _shared gives a dict for a dict
+    return shared
 
 
 def _shared(value: object, seen: dict[str, str]) -> object:
