@@ -51,7 +51,8 @@ def test_every_generated_query_reads_back_the_same():
     {"precision": "int4"}, {"precision": "q4_k_m"}, {"kv_precision": "fp8"}, {"users": 8},
     {"context_tokens": 2048}, {"checkpointing": True}, {"optimizer": "adam8bit"}, {"offload": True},
     {"task": "qlora", "task_explicit": True}, {"gpus": [GpuRequest("h100-sxm5", 4)]},
-    {"gpus": [GpuRequest(None, 2, 48.0)]}, {"budget_usd": 1500.0}, {"segment": "home"},
+    {"gpus": [GpuRequest(None, 2, 48.0)]}, {"budget_usd": 1500.0},
+    {"segment": "home", "segments": KN.query["situations"]["home"]["segments"]},
 ])
 def test_a_changed_workload_reads_back_the_same(change):
     for q in ("serve llama-3.1-70b awq 32 users 8k context on 2x l40s",

@@ -72,6 +72,7 @@ class WorkloadDict(TypedDict):
     gpu_count: int | None
     objective: str | None
     checkpoint_offload: bool | None
+    segments: list[str]                 # the classes of card asked about
     segment: str | None                 # query.yaml situations ("at home")
     compare: Compare | None             # "fp8 vs int4": the field and its values
     model: str

@@ -24,6 +24,7 @@ from kb.query.workload import GpuRequest, Workload
 
 if TYPE_CHECKING:
     from kb.engine.answer_records import Option, WorkloadDict
+    from kb.knowledge.records import GPU
     from kb.knowledge.records_rules import OptionRule
 
 IGNORED = ("gpus", "notes", "question", "model_name", "active_params", "parallel", "compare")
@@ -130,11 +131,12 @@ def _changed(kn: Knowledge, rule: OptionRule, asked: Workload, row: GpuRow,
     if kind == "users":
         return [(_with(asked, users=int(base.workload["users"] or 1) // 2), None)]
     if kind == "gpus":
-        needed = row.gpus_needed or 0
         most = int(kn.advice.get("max_gpus_per_config", 1))
+        needed = valid_count(kn, base.workload, row.gpus_needed or 0, most)
         return ([(_with(asked, gpus=[GpuRequest(gpu.gpu_id, needed, gpu.capacity_gb)]), None)]
-                if row.count < needed <= most else [])
-    bigger = sorted((g for g in kn.gpus.values() if g["vram_gb"] > (row.vram_gb or 0) and g.get("price_usd")),
+                if needed and row.count < needed <= most else [])
+    bigger = sorted((g for g in kn.gpus.values() if g["vram_gb"] > (row.vram_gb or 0) and g.get("price_usd")
+                     and _same_shelf(kn, row.id, g, str(base.workload.get("runtime") or ""))),
                     key=lambda g: (g["price_usd"], g["vram_gb"]))
     need = base.memory.get("total_gb") or 0
     tries = int(kn.advice.get("next_card_tries", 1))
@@ -150,11 +152,13 @@ def _ask(kn: Knowledge, w: Workload, base: Answer, rule: OptionRule, extra: str 
     try:
         if w.gpus and w.gpus[0].count == 0:         # as many cards as then hold it
             probe = _with(w, gpus=[GpuRequest(w.gpus[0].gpu_id, 1, w.gpus[0].capacity_gb)])
-            row = _base_row(answer(probe, kn, "", brief=True))
+            probed = answer(probe, kn, "", brief=True)
+            row = _base_row(probed)
             most = int(kn.advice.get("max_gpus_per_config", 1))
-            if row is None or row.fits or not row.gpus_needed or not 1 < row.gpus_needed <= most:
+            needed = valid_count(kn, probed.workload, row.gpus_needed or 0, most) if row is not None else None
+            if row is None or row.fits or not needed or not 1 < needed <= most:
                 return None
-            w.gpus[0].count = row.gpus_needed
+            w.gpus[0].count = needed
         q = unparse(w, kn)
         a = answer(copy.deepcopy(w), kn, q, brief=True)
     except KbError:
@@ -164,6 +168,8 @@ def _ask(kn: Knowledge, w: Workload, base: Answer, rule: OptionRule, extra: str 
         return None
     training = "training" in a.bottleneck
     changes: dict[str, object] = {k: v for k, v in a.workload.items() if k not in IGNORED and base.workload.get(k) != v}
+    if not row.fits or row.suits_job is False or (rule["kind"] == "words" and not changes):
+        return None     # still does not fit, is no job to recommend, or is what the job already has
     first = _base_row(base)
     hardware = 0 if (row.id, row.count) == (first.id, first.count) else 1 if row.id == first.id else 2  # type: ignore[union-attr]
     if hardware:
@@ -184,3 +190,37 @@ def _ask(kn: Knowledge, w: Workload, base: Answer, rule: OptionRule, extra: str 
         opt["decode_tokens_per_s"] = row.decode_tokens_per_s
         opt["usd_per_million_tokens"] = row.usd_per_million_tokens
     return opt
+
+
+def _same_shelf(kn: Knowledge, asked: str, g: GPU, runtime: str) -> bool:
+    """A card the next-card-up option may offer for the card asked about: the same vendor and
+    class of buyer (consumer/workstation cards, datacenter cards; kb.engine.advice.CLASSES), and one the
+    runtime runs on (a bare capacity keeps every card)."""
+    from kb.engine.advice import CLASSES
+    from kb.expr.gpu_names import runs_on
+
+    was = kn.gpus.get(asked)
+    rt = kn.runtimes.get(runtime)
+    if was is None:
+        return rt is None or runs_on(rt, g)
+    def cls(x: GPU) -> str:
+        return CLASSES.get(str(x.get("segment")), "datacenter")
+    return (g["vendor"] == was["vendor"] and cls(g) == cls(was) and g.get("segment") != "apple" or
+            was.get("segment") == g.get("segment") == "apple") and (rt is None or runs_on(rt, g))
+
+
+def valid_count(kn: Knowledge, w: WorkloadDict, needed: int, most: int) -> int | None:
+    """The fewest GPUs from `needed` up that make a canonical layout for the job (kb.engine.layout:
+    tensor parallel that divides the heads inside a node, whole nodes as pipeline stages; any
+    count for a layer split or data-parallel training), at most `most`; None if none does."""
+    from kb.engine.layout import choose
+
+    model = kn.models.get(str(w.get("model")))
+    rt = kn.runtimes.get(str(w.get("runtime")))
+    if model is None or rt is None or w.get("task") in kn.query["training_tasks"]:
+        return needed if needed <= most else None
+    node = int(kn.constants["gpus_per_node"]["value"])
+    for n in range(max(1, needed), most + 1):
+        if choose(n, int(model["attention_heads"]), rt.get("multi_gpu") == "tensor_parallel", node).canonical:
+            return n
+    return None

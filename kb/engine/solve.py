@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from kb.engine.evaluate import Evaluated, evaluate
 from kb.engine.gpus import gpu_scope, layout_of
-from kb.engine.scope import base_scope, resolve
+from kb.engine import training as tr
+from kb.engine.scope import Resolved, base_scope, resolve
 from kb.knowledge.data import Knowledge
 from kb.recordtype import record
 from kb.figures import num
@@ -73,6 +74,28 @@ def probe(kn: Knowledge, w: Workload, vary: str, value: float, gpu: GPU, count: 
     if vary == "gpu_count":
         count = int(value)
     r = resolve(w2, kn)
+    if r.is_training and not (w2.tp or w2.pp) and tr.is_model_parallel(w2, kn):
+        choose_split(kn, r, gpu, count)
+    return _probe(kn, r, w, gpu, count, holds)
+
+
+def choose_split(kn: Knowledge, r: Resolved, gpu: GPU, count: int) -> None:
+    """A model-parallel training stack with no tp / pp asked: the first valid split
+    (kb.engine.training.model_parallel_layouts, fewest model-parallel GPUs first) that holds the job on
+    `count` of this GPU with the headroom a recommendation keeps (roomy_fit), else the first that
+    holds it, set on the workload (the last tried where none does)."""
+    m, w = r.model, r.workload
+    splits = tr.model_parallel_layouts(count, int(m["attention_heads"]), int(m["kv_heads"]), int(m["layers"]),
+                                       int(kn.constants["gpus_per_node"]["value"]))
+    for holds in ("roomy_fit", "fits"):      # with the headroom a recommendation keeps, else just holding it
+        for t, p in splits:
+            w.tp, w.pp = t, p
+            if _probe(kn, r, w, gpu, count, holds).fits:
+                return
+    w.tp, w.pp = splits[-1] if splits else (None, None)
+
+
+def _probe(kn: Knowledge, r: Resolved, w: Workload, gpu: GPU, count: int, holds: str) -> Probe:
     ev = Evaluated(gpu_scope(base_scope(r, kn), gpu, count, r.precision, layout_of(r, kn, count)))
     targets = targets_asked(w)
     names = ["fits", "per_gpu_gb", "usable_vram_gb"]
@@ -110,6 +133,26 @@ def largest_fitting(kn: Knowledge, w: Workload, vary: str, lower: float, upper: 
         else:
             hi_i = mid
     return float(lo_i), False
+
+
+def fewest_scanned(kn: Knowledge, w: Workload, gpu: GPU, upper: int) -> int | None:
+    """The fewest GPUs from 2 up to `upper` that hold a training job whose layout changes with
+    the count (kb.engine.training.resolve_at_scale: FSDP on tens, Megatron on hundreds), so memory
+    need not fall as GPUs are added: counts are tried one by one up to a node, then doubling by
+    halves (12, 16, 24, 32, 48…: counts a model-parallel split divides), and the gap below the
+    first that holds it is bisected (in whole nodes past a node's square of GPUs)."""
+    node = int(kn.constants["gpus_per_node"]["value"])
+    prev, n = 1, 2
+    while n <= upper:
+        if probe(kn, w, "gpu_count", n, gpu, n).fits:
+            step = node if prev >= node * node and prev % node == 0 and n % node == 0 else 1  # past tens, whole nodes
+            lo, hi = prev // step, n // step
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                lo, hi = (lo, mid) if probe(kn, w, "gpu_count", mid * step, gpu, mid * step).fits else (mid, hi)
+            return hi * step
+        prev, n = n, n + 1 if n < node else (n * 3 // 2 if n & (n - 1) == 0 else n * 4 // 3)
+    return None
 
 
 def smallest_fitting(kn: Knowledge, w: Workload, lower: int, upper: int, gpu: GPU) -> int | None:

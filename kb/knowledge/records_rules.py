@@ -200,6 +200,7 @@ class Advice(TypedDict, total=False):           # {} without an advice section
     sorts: dict[str, list[SortKey]]
     rent_cost_key: str
     rent_ignores: list[str]
+    training_only: list[str]
     says: dict[str, str]
     max_gpus_per_config: int
     next_card_tries: int

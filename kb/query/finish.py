@@ -168,6 +168,7 @@ class Finisher:
                 w.precision = sit["precision"]
             if sit["runtime"] is not None and w.runtime is None:
                 w.runtime = sit["runtime"]
+        w.segments = list(sit["segments"])
         w.notes.append(f"{sit['text']} [{sit['source']}]")
 
     def finish(self) -> None:
