@@ -13,7 +13,10 @@ from typing import TYPE_CHECKING
 from kb.version import __version__
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
+
+    from kb.query.workload import Workload
 
     from kb.engine.answer import Answer
     from kb.knowledge.build import Knowledge
@@ -55,7 +58,12 @@ def ask(query: str, rules_dir: str | Path | None = None,
     w.model_id = model["id"]
     w.notes.append(f"model: {model['name']}, read from {model_config}; parameters computed "
                    "from its architecture (arch_params_total)")
-    return _with_options(answer(w, view, query), w, view, query)
+    def asked() -> "Workload":
+        w0 = parse(query, view, model_given=True)
+        w0.model_id = model["id"]
+        return w0
+
+    return _with_options(answer(w, view, query), w, view, asked)
 
 
 def answer_in(kn: "Knowledge", query: str, *, sort: str | None = None, options: bool = False) -> "Answer":
@@ -65,19 +73,29 @@ def answer_in(kn: "Knowledge", query: str, *, sort: str | None = None, options: 
     from kb.engine import answer
     from kb.query.parse import parse
 
-    w = parse(query, kn)
-    w.sort = sort or w.sort
-    w.want_options = options or w.want_options
-    return _with_options(answer(w, kn, query), w, kn, query)
+    def asked() -> "Workload":
+        w0 = parse(query, kn)
+        w0.sort = sort or w0.sort
+        w0.want_options = options or w0.want_options
+        return w0
+
+    w = asked()
+    return _with_options(answer(w, kn, query), w, kn, asked)
 
 
-def _with_options(a: "Answer", w: object, kn: "Knowledge", query: str) -> "Answer":
-    """Options when asked for, or when the GPUs asked about do not hold the job (kb.engine.options)."""
-    asked = [g for g in a.gpus if g.requested]
-    if getattr(w, "want_options", None) or (asked and not any(g.fits for g in asked)):
+def _with_options(a: "Answer", w: "Workload", kn: "Knowledge", asked: "Callable[[], Workload]") -> "Answer":
+    """Options when asked for, or when the GPUs asked about do not hold the job
+    (kb.engine.options); the sides of a comparison ("fp8 vs int4": kb.engine.compare). `asked`
+    reads the query again (the engine fills `w`'s defaults in place)."""
+    if w.compare is not None:
+        from kb.engine.compare import sides
+
+        a.comparison = sides(kn, asked(), a)
+    rows = [g for g in a.gpus if g.requested]
+    if w.want_options or (rows and not any(g.fits for g in rows)):
         from kb.engine.options import compute
 
-        a.options = compute(kn, query, a)
+        a.options = compute(kn, asked(), a)
         top = [o for o in a.options if o["fits"]][:3]
         if top:
             a.verdict += " What would fit: " + "; ".join(

@@ -22,6 +22,11 @@ class GpuAsked(TypedDict):          # kb.query.workload.GpuRequest as a dict
     capacity_gb: float | None
 
 
+class Compare(TypedDict):
+    field: str
+    values: list[object]
+
+
 class WorkloadDict(TypedDict):
     """The answer's workload: kb.query.workload.Workload's fields (but task_explicit and notes) and
     what the engine resolved: the model, its sizes and the parallel layout."""
@@ -67,6 +72,9 @@ class WorkloadDict(TypedDict):
     gpu_count: int | None
     objective: str | None
     checkpoint_offload: bool | None
+    segments: list[str]                 # the classes of card asked about
+    segment: str | None                 # query.yaml situations ("at home")
+    compare: Compare | None             # "fp8 vs int4": the field and its values
     model: str
     model_name: str
     active_params: float
@@ -240,3 +248,21 @@ class Option(TypedDict):
     _rank: NotRequired[int]                     # the sort keys, dropped once sorted
     _hardware: NotRequired[int]
     _price: NotRequired[float | None]
+
+
+class Side(TypedDict):
+    """One side of a comparison ("fp8 vs int4"): the value and its answer's figures (kb.engine.compare)."""
+    field: str
+    value: object
+    query: str
+    verdict: str
+    fits: bool | None
+    gpu: str | None
+    count: int | None
+    total_gb: float | None
+    per_gpu_gb: float | None
+    decode_tokens_per_s: float | None
+    prefill_tokens_per_s: float | None
+    train_tokens_per_s: float | None
+    usd_per_million_tokens: float | None
+    run_cost_usd: float | None

@@ -228,6 +228,11 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
     query = parsed["query"].model_dump()
     qdoc = docs["query"]
     need_source(qdoc, ("defaults", "source"), parsed["query"].defaults.source)
+    for name, sit in parsed["query"].situations.items():
+        need_source(qdoc, ("situations", name, "source"), sit.source)
+        if not skip_precisions and sit.precision is not None and sit.precision not in precisions:
+            errs.add(qdoc.error(("situations", name, "precision"), f"unknown precision '{sit.precision}'",
+                                nearest(sit.precision, precisions)))
     most = constants.get("max_gpu_count", {}).get("value")
     counts = parsed["query"].limits.get("gpu_count")
     if most is not None and counts is not None and counts[1] != most:

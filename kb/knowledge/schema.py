@@ -146,12 +146,30 @@ class Unit(Strict):
     """A unit word and what the number beside it sets (query.yaml `units`)."""
     field: Literal["users", "context_tokens", "seq_len", "batch", "lora_rank", "prompt_tokens",
                    "output_tokens", "tokens", "tp", "pp", "speed_floor_tok_s", "tokens_per_day",
-                   "hours_per_day", "duration", "gpu_count"]
+                   "hours_per_day", "duration", "gpu_count", "budget_usd"]
     limit: LimitName
     words: list[Name] = Field(min_length=1)
     scale: Positive = 1.0
     binary_k: bool = False
     focus: Literal["memory", "speed", "time", "fit", "cost"] | None = None
+    alone: Literal["filler"] | None = None      # the word without a number: a filler
+
+
+class CostPer(Strict):
+    """Words that make a number and its unit the quantity priced (query.yaml `cost_per`)."""
+    words: list[str] = Field(min_length=1)
+    units: list[str] = Field(min_length=1)
+    focus: Literal["memory", "speed", "time", "fit", "cost"]
+
+
+class Situation(Strict):
+    """Where a question is asked from (query.yaml `situations`)."""
+    words: list[str] = Field(min_length=1)
+    segments: list[Literal["datacenter", "workstation", "consumer", "apple"]] = Field(min_length=1)
+    runtime: str | None = None
+    precision: str | None = None
+    text: str
+    source: str
 
 
 class Phrase(Strict):
@@ -175,6 +193,9 @@ class QueryFile(Strict):
     units: dict[Name, Unit] = {}
     ttft_words: list[Name] = []
     per_hour_words: list[Name] = []
+    number_words: dict[Name, Positive] = {}
+    cost_per: CostPer | None = None
+    situations: dict[Name, Situation] = {}
     phrases: list[Phrase] = []
     model_suffixes: list[Name] = []
     model_prefixes: list[Name] = []

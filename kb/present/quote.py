@@ -181,19 +181,26 @@ def to_quote(answer: Answer, kn: Knowledge,
     if not any(g.fits for g in answer.gpus):
         if answer.options is None:
             from kb.engine.options import compute
+            from kb.query.parse import parse
 
-            answer.options = compute(kn, answer.query, answer)
+            answer.options = compute(kn, parse(answer.query, kn), answer)
         first = next((o for o in answer.options if o["fits"]), None)
         if first is None:
             return answer, None, None
         answer, asked = ask(first["query"]), answer
     wider = None
     if len({g.id for g in answer.gpus if g.fits}) <= ALTERNATIVES:
-        from kb.engine.options import _without_gpus      # the query less its GPU phrase
+        from kb.errors import KbError
+        from kb.query.parse import parse
+        from kb.query.unparse import unparse
 
-        head = _without_gpus(kn, answer.query)
-        if head is not None and head != answer.query:
-            wider = ask(head)
+        try:                                # the same Workload with no GPU named, as query text
+            w = parse(answer.query, kn)
+        except KbError:
+            w = None
+        if w is not None and (w.gpus or w.gpu_count is not None):
+            w.gpus, w.gpu_count = [], None
+            wider = ask(unparse(w, kn))
     return answer, asked, wider
 
 

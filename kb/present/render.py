@@ -77,6 +77,18 @@ def options_lines(a: Answer) -> list[str]:
     return out
 
 
+def comparison_lines(a: Answer) -> list[str]:
+    """One line per side of a comparison: the value, fit, memory, speed or cost, its query."""
+    out = []
+    for side in a.comparison or []:
+        fit = "fits" if side["fits"] else "does not fit"
+        speed = (f"{num(side['train_tokens_per_s'])} training tokens/s" if side["train_tokens_per_s"] is not None
+                 else f"{num(side['decode_tokens_per_s'])} tokens/s per user")
+        out.append(f"{side['value']}: {fit} on {side['count']}× {side['gpu']}, {num(side['per_gpu_gb'])} GB per GPU "
+                   f"({num(side['total_gb'])} GB in all), {speed} — {side['query']}")
+    return out
+
+
 def _columns(head: list[str], rows: list[list[str]]) -> list[str]:
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
 
@@ -96,6 +108,10 @@ def text(a: Answer, limit: int | None = 12, trace: bool = True) -> str:
     add("=" * min(78, max(len(a.query), 10)))
     add(f"VERDICT  {a.verdict}")
     add("")
+    if a.comparison:
+        add("COMPARED side by side (each side alone: kbq \"<query>\")")
+        out.extend(f"  - {line}" for line in comparison_lines(a))
+        add("")
     mem = a.memory
     add(f"MEMORY   {num(mem['total_gb'])} GB in all (GB = 10^9 bytes){_band(a, 'total_gb')}")
     total = mem["total_gb"] or 0

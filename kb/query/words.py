@@ -63,6 +63,9 @@ def vocabulary(kn: Knowledge) -> Vocab:
     for i, phrase in enumerate(q.get("phrases", [])):
         for w in phrase["words"]:
             add(w, "set", str(i))
+    for name, situation in q.get("situations", {}).items():
+        for w in situation["words"]:
+            add(w, "situation", name)
     for w in q.get("ttft_words", []):
         add(w, "ttft", "ttft")
     for kind, items in (("precision", kn.precisions), ("gpu", kn.gpus), ("model", kn.models),
