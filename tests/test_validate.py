@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from kb.cli.commands import dump
+from kb.cli.common import dump
 from kb.paths import rules_dir
 from kb.knowledge.schema import FILES, json_schema
 
@@ -416,7 +416,7 @@ def test_yaml_aliases_are_refused(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- JSON Schema files
 
 def _cli_schema_names() -> set[str]:
-    from kb.cli.commands import schema
+    from kb.cli.rulefiles import schema
 
     return set(schema.params[0].type.choices)  # type: ignore[attr-defined]
 
@@ -425,7 +425,7 @@ def _schema_name_params() -> list[Any]:
     offered = _cli_schema_names()
     return [pytest.param(name, marks=[] if name in offered else [pytest.mark.xfail(
         strict=True, reason=f"kbq schema does not offer '{name}': its list of names in "
-        "kb/commands.py is written out by hand instead of taken from kb.knowledge.schema.FILES")])
+        "kb/cli/rulefiles.py is written out by hand instead of taken from kb.knowledge.schema.FILES")])
         for name in FILES]
 
 

@@ -4,7 +4,10 @@ In: a rules directory. Out: Knowledge — from `<cache>/knowledge-<name>.marshal
 for exactly these rule files exists, else built and validated from the YAML (kb.knowledge.build.build)
 and then saved. The snapshot is keyed by a SHA-256 of every rule file's path and bytes (only
 the files the knowledge names, kb.paths.rule_files: never a walk of the tree), the grammars,
-the package version and the rules directory, so an edited rule file is never served stale.
+the package version, the Python version (marshal's format is one Python's) and the rules
+directory, so an edited rule file is never served stale. Each rules directory, kbq version and
+Python has its own snapshot file; a save never deletes another's but keeps the KEEP written
+last, so alternating between two rules directories builds each once.
 
 Hashing every file (and importing hashlib) on each run is a sixth of a cold query's work, so
 the snapshot also keeps each file's stat (size, mtime and ctime in ns, inode) as it was when
@@ -32,6 +35,7 @@ from __future__ import annotations
 
 import marshal
 import os
+import sys
 from typing import TYPE_CHECKING, Any
 
 from kb.expr import parse as ex
@@ -44,6 +48,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 FORMAT = 11
+KEEP = 8                        # snapshots kept in the cache directory, the most recently written
 RACY_NS = 3_000_000_000         # stats of a file changed this recently (or later) are not kept
 Stats = tuple[tuple[str, int, int, int, int], ...]
 
@@ -70,7 +75,7 @@ def content_key(root: str, files: list[str] | None = None) -> str:
     from kb.paths import MAX_FILE_BYTES
     from kb.version import __version__
 
-    h = hashlib.sha256(f"kbq {__version__} snapshot {FORMAT}\n".encode())
+    h = hashlib.sha256(f"kbq {__version__} snapshot {FORMAT} python {_python()}\n".encode())
     for p in _files(root) if files is None else files:
         # a grammar by its directory and name (grammar/query.lark), a rule file from the root
         h.update((os.path.join(*p.rsplit(os.sep, 2)[-2:]) if p.endswith(".lark")
@@ -105,13 +110,18 @@ def _settled(stats: Stats | None, now_ns: int) -> Stats | None:
     return stats
 
 
+def _python() -> str:
+    """The interpreter a snapshot is for: marshal's format is that of one Python version."""
+    return f"{sys.implementation.cache_tag}-{marshal.version}"
+
+
 def snapshot_path(directory: str, root: str) -> str:
     from kb.version import __version__
 
-    # one file per rules directory (the header says which; a name collision only rebuilds),
-    # named by a 32-bit FNV-1a of its path, version and format
+    # one file per rules directory, kbq version, Python and format (the header says which; a
+    # name collision only rebuilds), named by a 32-bit FNV-1a of the four
     h = 0x811C9DC5
-    for byte in f"{root}|{__version__}|{FORMAT}".encode():
+    for byte in f"{root}|{__version__}|{_python()}|{FORMAT}".encode():
         h = ((h ^ byte) * 0x01000193) & 0xFFFFFFFF
     return os.path.join(directory, f"knowledge-{h:08x}.marshal")
 
@@ -183,15 +193,27 @@ def _save(path: str, header: dict[str, object], data: dict[str, object]) -> None
             f.write(marshal.dumps((header, data)))
         os.chmod(tmp, 0o600)
         os.replace(tmp, path)
-        for name in os.listdir(directory):
-            old = os.path.join(directory, name)
-            if name.startswith("knowledge-") and old != path:
-                try:
-                    os.unlink(old)
-                except FileNotFoundError:
-                    pass
+        _prune(directory, path)
     except OSError:
         pass  # a read-only home is fine: the next run builds again
+
+
+def _prune(directory: str, kept: str) -> None:
+    """Keep the KEEP snapshots written last (the one just written among them): another rules
+    directory, kbq version or Python keeps its own snapshot until KEEP newer ones push it out."""
+    found = []
+    for name in os.listdir(directory):
+        path = os.path.join(directory, name)
+        if name.startswith("knowledge-") and name.endswith(".marshal") and path != kept:
+            try:
+                found.append((os.stat(path).st_mtime_ns, path))
+            except FileNotFoundError:
+                pass
+    for _, path in sorted(found, reverse=True)[KEEP - 1:]:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
 
 
 # ---------------------------------------------------------------- Knowledge ⇄ JSON
