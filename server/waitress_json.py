@@ -30,19 +30,21 @@ def error_body(message: str) -> bytes:
     return json.dumps({"error": {"message": message, "column": None, "suggestion": None}}).encode()
 
 
-class JsonErrorTask(ErrorTask):  # type: ignore[misc]
+class JsonErrorTask(ErrorTask):
     def execute(self) -> None:
-        err = self.request.error
+        request: Any = self.request         # an HTTPRequestParser; types-waitress says Error
+        err = request.error
         message = f"{err.reason.lower()}: {err.body}" if err.body else err.reason.lower()
         body = error_body(message)
         self.status = f"{err.code} {err.reason}"
-        self.response_headers.append(("Content-Type", "application/json"))
+        headers: list[tuple[str, str]] = self.response_headers    # type: ignore[assignment]
+        headers.append(("Content-Type", "application/json"))
         self.set_close_on_finish()
         self.content_length = len(body)
         self.write(body)
 
 
-class TimedParser(HTTPRequestParser):  # type: ignore[misc]
+class TimedParser(HTTPRequestParser):
     """A request parser that remembers when its first byte arrived."""
 
     def __init__(self, adj: Adjustments) -> None:
@@ -50,19 +52,20 @@ class TimedParser(HTTPRequestParser):  # type: ignore[misc]
         self.started = time.monotonic()
 
 
-class Channel(HTTPChannel):  # type: ignore[misc]
+class Channel(HTTPChannel):
     error_task_class = JsonErrorTask
     parser_class = TimedParser
 
 
-class Server(TcpWSGIServer):  # type: ignore[misc]
+class Server(TcpWSGIServer):
     channel_class = Channel
     header_timeout = 10.0
 
-    def maintenance(self, now: float) -> None:
+    def maintenance(self, now: int) -> None:
         super().maintenance(now)
         cutoff = time.monotonic() - self.header_timeout
-        for channel in list(self.active_channels.values()):
+        active: dict[int, Any] = self.active_channels       # type: ignore[assignment]
+        for channel in list(active.values()):
             request = channel.request
             if request is not None and not request.headers_finished and request.started < cutoff:
                 channel.will_close = True

@@ -27,22 +27,18 @@ def test_snapshot_round_trip_answers_the_same():
 
 
 
-def test_the_stored_vocabulary_equals_the_one_built_from_the_rules():
-    """The snapshot keeps the query vocabulary rather than building it at load: read back, it
-    must equal kb.query.words.vocabulary of the knowledge (field by field, with the same types:
-    the resolver tests membership in sets and unpacks the table's (kind, value) tuples)."""
-    from kb.query.words import vocabulary
+def test_the_json_form_leaves_the_later_stages_tables_out():
+    """to_data is the knowledge alone: read back, its Derived.tables is empty and the query
+    vocabulary is made from the knowledge on first use, equal to the built one's."""
+    from kb.query.words import vocab_of, vocabulary
     from kb.recordtype import fields
 
     built = build(rules_dir())
     again = snapshot.from_data(json.loads(json.dumps(snapshot.to_data(built))), built.root)
-    want, got = vocabulary(built), again.derived.vocabulary
-    assert got is not built.derived.vocabulary
+    assert again.derived.tables == {}
+    want, got = vocabulary(built), vocab_of(again)
     for f in fields(want):
-        mine, theirs = getattr(got, f.name), getattr(want, f.name)
-        assert mine == theirs and type(mine) is type(theirs), f.name
-    assert all(type(v) is tuple for v in got.table.values())
-    assert list(got.table) == list(want.table)        # the table keeps its order of first entry
+        assert getattr(got, f.name) == getattr(want, f.name), f.name
 
 
 def test_the_vocabulary_read_from_a_saved_snapshot_equals_the_built_one(cache):
@@ -50,11 +46,18 @@ def test_the_vocabulary_read_from_a_saved_snapshot_equals_the_built_one(cache):
     form: read back through load_or_build it equals the built one, with the same types."""
     from kb.recordtype import fields
 
+    from kb import STORED
+    from kb.query.words import Vocab, vocab_of
+
     directory, rules = cache
-    built = snapshot.load_or_build(rules)               # builds and saves
-    again = snapshot.load_or_build(rules)               # reads
+    built = snapshot.load_or_build(rules, STORED)       # builds and saves
+    again = snapshot.load_or_build(rules, STORED)       # reads
     assert again is not built
-    want, got = built.derived.vocabulary, again.derived.vocabulary
+    assert type(again.derived.tables["vocabulary"]) is dict     # stored, not made again
+    want, got = vocab_of(built), vocab_of(again)
+    assert type(got) is Vocab and again.derived.tables["vocabulary"] is got
+    assert all(type(v) is tuple for v in got.table.values())
+    assert list(got.table) == list(want.table)        # the table keeps its order of first entry
     for f in fields(want):
         mine, theirs = getattr(got, f.name), getattr(want, f.name)
         assert mine == theirs and type(mine) is type(theirs), f.name

@@ -73,7 +73,7 @@ class LazyChoice(click.Choice):  # type: ignore[type-arg]
         self._make = choices
         self._made: Sequence[str] | None = None
 
-    @property  # type: ignore[override]
+    @property
     def choices(self) -> Sequence[str]:
         if self._made is None:
             self._made = tuple(self._make())

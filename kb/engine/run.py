@@ -24,7 +24,7 @@ from kb.engine.claims import check_claims
 from kb.engine.evaluate import Evaluated, evaluate
 from kb.engine.gpus import catalogue_columns, layout_columns, layouts_of
 from kb.engine.scope import base_scope, capacity_gpu, resolve
-from kb.expr.gpu_names import gpu_columns, runs_on
+from kb.knowledge.gpu_names import gpu_columns, runs_on
 from kb.engine.walk import Tracer, walk
 from kb.expr.parse import Col
 from kb.engine.focus import lead_with_focus

@@ -23,8 +23,9 @@ the JSON form (`to_data` → JSON → back), never code and nothing that can run
 (no pickle). Expressions are stored as their parsed ASTs with the names they read, built into
 nodes when first read (kb.expr.parse.StoredExpr) and compiled when first evaluated. What the
 knowledge graph gave (each formula's evaluation order, each flow's layers) is stored, not the
-graph, so a query never imports networkx; so is the query vocabulary (kb.query.words), which
-is only read from the rest (kept as made: marshal stores its sets and tuples as they are). A
+graph, so a query never imports networkx; so are the tables a later stage asks it to keep
+(`stored`: the query vocabulary, kb.query.words, kept as made: marshal stores its sets and
+tuples as they are), which come back in Derived.tables without this package importing that stage. A
 snapshot that fails to read or does not match is rebuilt, never trusted.
 
 Cache directory: $KBQ_CACHE_DIR, else $XDG_CACHE_HOME/kbq, else ~/.cache/kbq. KBQ_NO_CACHE=1
@@ -41,11 +42,13 @@ from typing import TYPE_CHECKING, Any
 from kb.expr import parse as ex
 from kb.knowledge.derived import derive
 from kb.knowledge.data import Case, Claim, Edge, Flow, Formula, Knowledge, Node
-from kb.query.words import Vocab, vocab_from_data, vocab_to_data
-from kb.recordtype import fields
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
     from pathlib import Path
+
+    # name → what a later stage keeps of its table made from a knowledge (plain data)
+    Stored = Mapping[str, Callable[[Knowledge], object]]
 
 FORMAT = 11
 KEEP = 8                        # snapshots kept in the cache directory, the most recently written
@@ -126,7 +129,10 @@ def snapshot_path(directory: str, root: str) -> str:
     return os.path.join(directory, f"knowledge-{h:08x}.marshal")
 
 
-def load_or_build(root: str | Path) -> Knowledge:
+def load_or_build(root: str | Path, stored: Stored | None = None) -> Knowledge:
+    """`stored`: the tables later stages make from a knowledge (kb.query.words' vocabulary) that
+    a saved snapshot keeps too, each as its function gives it (plain data marshal can write);
+    they come back in Derived.tables. This package imports none of those stages."""
     import time
 
     root = os.fspath(root)
@@ -157,8 +163,7 @@ def load_or_build(root: str | Path) -> Knowledge:
         import json                         # the stored values are exactly the JSON form's
 
         data = json.loads(json.dumps(to_data(kn), separators=(",", ":")))
-        vocab = kn.derived.vocabulary       # kept as made: its sets and tuples
-        data["vocabulary"] = {f.name: getattr(vocab, f.name) for f in fields(Vocab) if f.name != "words"}
+        data["tables"] = {name: make(kn) for name, make in (stored or {}).items()}   # kept as made
         shared = _shared(data, {})
         assert isinstance(shared, dict)     # _shared gives a dict for a dict
         _save(path, {"format": FORMAT, "root": root, "key": key,
@@ -258,7 +263,6 @@ def to_data(kn: Knowledge) -> dict[str, object]:
             "applies_when": _expr(c.applies_when), "example_query": c.example_query,
             "note": c.note, "per_gpu": c.per_gpu, "where": c.where,
         } for c in kn.claims],
-        "vocabulary": vocab_to_data(kn.derived.vocabulary),
     }
 
 
@@ -291,12 +295,4 @@ def from_data(d: dict[str, Any], root: str | Path) -> Knowledge:
         runtimes=d["runtimes"], runtime_alias=d["runtime_alias"],
         runtime_defaults=d["runtime_defaults"], error_bands=d["error_bands"],
         sharding=d["sharding"], objectives=d["objectives"],
-        prices=d["prices"], advice=d["advice"]), _vocab(d["vocabulary"]))
-
-
-def _vocab(d: dict[str, Any]) -> Vocab:
-    """The query vocabulary: as made, from the marshal snapshot (its sets and tuples kept), or
-    from the JSON form (to_data)."""
-    if isinstance(d.get("prefixes"), frozenset):
-        return Vocab(**d, words={})
-    return vocab_from_data(d)
+        prices=d["prices"], advice=d["advice"]), dict(d.get("tables") or {}))

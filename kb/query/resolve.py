@@ -14,7 +14,7 @@ from kb.errors import QueryError
 from kb.knowledge.data import Knowledge, norm
 from kb.query.finish import Finisher
 from kb.query.unknown_words import Entry, Unknown
-from kb.query.words import money, number, scaled
+from kb.query.words import money, number, scaled, vocab_of
 from kb.query.tokens import Tok, TokValue
 from kb.query.workload import GpuRequest, Workload
 
@@ -41,7 +41,7 @@ class Resolver(Finisher, Unknown):
         self.kn = kn
         self.query_rules = kn.query
         self.limits = kn.query["limits"]
-        self.vocab = kn.derived.vocabulary
+        self.vocab = vocab_of(kn)
         self.w = Workload()
         self.tasks: list[str] = []
         self.pending_count: Tok | None = None
