@@ -504,7 +504,7 @@ DOC = Path(__file__).resolve().parent.parent / "docs" / "rules.md"
 
 def test_the_guide_covers_the_expression_language() -> None:
     from kb.expr import parse as ex
-    from kb.knowledge.schema import Node
+    from kb.knowledge.schema import NodeSchema
 
     text = DOC.read_text(encoding="utf-8")
     for fn in ex.FUNCTIONS:
@@ -515,7 +515,7 @@ def test_the_guide_covers_the_expression_language() -> None:
         assert f"`a {op} b`" in text, op
     assert "`not a`" in text and "`-a`" in text
     for field_name in ("kind", "style"):
-        for word in _literals(Node.model_fields[field_name].annotation):
+        for word in _literals(NodeSchema.model_fields[field_name].annotation):
             assert f" {word} " in text or f" {word}\n" in text, word
     for command in ("kbq validate", "kbq export --format markdown --out", "kbq export flow",
                     "kbq schema NAME"):

@@ -21,7 +21,7 @@ from kb.knowledge.checks import (Collector, NeedSource, check_unit, col_offset, 
                                  unique)
 from kb.knowledge.loader import Doc
 from kb.knowledge.data import GPU_INPUT_PREFIX, TEMPLATE_FIELD, TEMPLATE_SPEC, Case, Claim, Edge, Flow, Formula, Node
-from kb.knowledge.schema import Flow as FlowFile
+from kb.knowledge.schema import FlowFile
 from kb.knowledge.schema import FormulasFile, SourcesFile
 
 

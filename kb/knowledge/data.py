@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from kb.knowledge.gpu_names import Scope
     from kb.knowledge.records import (GPU, ErrorBand, Model, Objective, Precision, Runtime, RuntimeDefaults,
                                       ShardingTable, Source)
-    from kb.knowledge.records_rules import Advice, Constant, Defaults, ErrorBands, Input, Price, QueryRules
+    from kb.knowledge.records_rules import PriceAdvice, Constant, Defaults, ErrorBands, Input, Price, QueryRules
 
 GPU_INPUT_PREFIX = "gpu."
 PER_GPU_INPUTS = frozenset({"gpu_count"})
@@ -163,7 +163,7 @@ class Knowledge:
     objectives: dict[str, Objective]
     error_bands: ErrorBands                   # rules/error_bands.yaml ({} without one)
     prices: dict[str, Price]                  # gpu id → prices.yaml entry
-    advice: Advice                            # prices.yaml advice: sort orders ({} without one)
+    advice: PriceAdvice                            # prices.yaml advice: sort orders ({} without one)
     # the tables derived from the rest, set once by kb.knowledge.derived.derive (None only before that)
     derived: Derived = field(default=None, repr=False, compare=False)
     # the networkx graph of formulas and flow nodes (kb.knowledge.graph) when built from YAML; None when

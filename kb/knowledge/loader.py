@@ -288,7 +288,13 @@ def _to_rule_error(doc: Doc, model: type[BaseModel], err: ErrorDetails) -> RuleE
         value = err.get("input")
         return doc.error(loc, f"{where}: '{value}' is not one of {', '.join(allowed)}",
                          nearest(str(value), allowed) if allowed else None)
-    return doc.error(loc, f"{where}: {err['msg']}")
+    message = err["msg"]
+    if kind == "model_type":              # "… instance of ModelSchema": the record's public name
+        from kb.knowledge.schema import public_name
+
+        cls = str((err.get("ctx") or {}).get("class_name", ""))
+        message = message.replace(cls, public_name(cls)) if cls else message
+    return doc.error(loc, f"{where}: {message}")
 
 
 def record_path(data: JSON, loc: Path_) -> str:
