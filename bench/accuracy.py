@@ -6,7 +6,8 @@
 
 The measurements are tests/data/calibration.yaml. The hold-out half (see `held_out`: a
 split stratified by kind, runtime and memory technology) is never used by bench/calibrate.py and
-is reported separately.
+is reported separately. A point marked `superseded_by` (a runtime release measured again, much
+faster, on the same hardware and architecture) is printed with its error but counted in no row.
 Simple rules, as other calculators use them: decode = weights ÷ bandwidth at 100%, 80% and a flat
 55%; prefill = peak TFLOPS ÷ 2·N; inference memory = 1.2 × weights; training memory = 16 bytes
 per parameter.
@@ -212,7 +213,7 @@ def summary(errors: list[float]) -> dict[str, float]:
 
 
 def evaluate(kn: Any, subset: str = "all") -> dict[str, Any]:
-    points, skipped = [], []
+    points, skipped, superseded = [], [], []
     for m in measurements():
         if subset == "fit" and held_out(m["id"]) or subset == "holdout" and not held_out(m["id"]):
             continue
@@ -221,6 +222,11 @@ def evaluate(kn: Any, subset: str = "all") -> dict[str, Any]:
             skipped.append({"id": m["id"], "query": m["query"], "reason": err or "no figure"})
             continue
         true = measured_value(m)
+        if m.get("superseded_by"):
+            superseded.append({"id": m["id"], "query": query_of(m), "measured": true, "kbq": pred,
+                               "kbq_ape": ape(pred, true), "superseded_by": m["superseded_by"],
+                               "why": m.get("superseded_why", "")})
+            continue
         points.append({"id": m["id"], "kind": m["kind"], "group": point_group(m), "query": query_of(m),
                        "measured": true,
                        "kbq": pred, "kbq_ape": ape(pred, true), "held_out": held_out(m["id"]),
@@ -242,7 +248,7 @@ def evaluate(kn: Any, subset: str = "all") -> dict[str, Any]:
             for rule in pts[0]["rules"]:
                 row[rule] = summary([p["rules"][rule]["ape"] for p in pts if rule in p["rules"]])
             table[group] = row
-    return {"table": table, "points": points, "skipped": skipped}
+    return {"table": table, "points": points, "skipped": skipped, "superseded": superseded}
 
 
 def print_table(result: dict[str, Any], title: str) -> None:
@@ -322,6 +328,10 @@ def main() -> int:
         print("\nSkipped (the query does not parse or gives no figure):")
         for s in results["all"]["skipped"]:
             print(f"  {s['id']}: {s['reason']}")
+    if results["all"]["superseded"]:
+        print("\nSuperseded (a later release measured on the same hardware; in no row):")
+        for p in results["all"]["superseded"]:
+            print(f"  {p['measured']:>9.1f} kbq {p['kbq']:>9.1f} ({p['kbq_ape']:5.1f}%)  {p['query']}")
     if args.points:
         print("\nPoints:")
         for p in results["all"]["points"]:

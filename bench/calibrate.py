@@ -1,10 +1,14 @@
 """Fit the runtimes' efficiencies on the fit half of tests/data/calibration.yaml.
 
     python bench/calibrate.py          # prints the fitted figures per runtime (paste into rules/runtimes.yaml)
+    python bench/calibrate.py --groups "moe decode,prefill"   # fit only these groups, the rest as in the rules
 
 One figure per runtime and quantity (decode bandwidth efficiency, extra loss of dequantizing
-kernels, fixed cost per decode step, prefill efficiency, training MFU), fitted by coordinate
-descent on the squared log error; never a figure per GPU-and-model pair. The hold-out half
+kernels, fixed cost per decode step, the MoE layer's fixed and per-expert cost, prefill
+efficiency and its Apple-GPU figure, training MFU), fitted by coordinate descent on the squared
+log error; never a figure per GPU-and-model pair. Each group of points fits its own figures: a
+dense model's decode, a mixture-of-experts decode (the MoE costs, with the decode figures held),
+prefill on NVIDIA/AMD cards, prefill on Apple GPUs, training. The hold-out half
 (bench/accuracy.py held_out) is left out of the fit so the README can show errors on unseen points.
 """
 
@@ -21,16 +25,24 @@ sys.path.insert(0, str(ROOT / "bench"))
 from accuracy import held_out, measured_value, measurements, query_of  # noqa: E402
 
 PARAMS = {
-    "decode_tokens_per_s": ["decode_bandwidth_efficiency", "quant_kernel_efficiency", "decode_step_overhead_s",
-                            "hbm_decode_efficiency"],
-    "prefill_tokens_per_s": ["prefill_compute_efficiency", "quant_kernel_efficiency"],
-    "train_tokens_per_s": ["training_mfu"],
+    "decode": ["decode_bandwidth_efficiency", "quant_kernel_efficiency", "decode_step_overhead_s",
+               "hbm_decode_efficiency"],
+    "moe decode": ["moe_layer_kernel_s", "moe_expert_kernel_s"],
+    "prefill": ["prefill_compute_efficiency"],    # quant_kernel_efficiency is the decode group's
+    "apple prefill": ["apple_prefill_compute_efficiency"],
+    "training": ["training_mfu"],
 }
 BOUNDS = {"decode_step_overhead_s": (0.0, 0.05), "training_mfu": (0.05, 0.8),
+          "moe_layer_kernel_s": (0.0, 1e-3), "moe_expert_kernel_s": (0.0, 1e-3),
           # DRAM rarely delivers more than ~92% of its peak to any kernel
           "decode_bandwidth_efficiency": (0.05, 0.92)}
-PRIMARY = {"decode_tokens_per_s": "decode_bandwidth_efficiency",
-           "prefill_tokens_per_s": "prefill_compute_efficiency", "train_tokens_per_s": "training_mfu"}
+START = {"moe_layer_kernel_s": 1e-5, "moe_expert_kernel_s": 1e-6}   # where a figure at 0 starts
+PRIMARY = {"decode": "decode_bandwidth_efficiency", "moe decode": "moe_layer_kernel_s",
+           "prefill": "prefill_compute_efficiency", "apple prefill": "apple_prefill_compute_efficiency",
+           "training": "training_mfu"}
+KINDS = {"decode_tokens_per_s": "decode", "aggregate_tokens_per_s": "decode",
+         "prefill_tokens_per_s": "prefill", "train_tokens_per_s": "training"}
+ORDER = ["decode", "moe decode", "prefill", "apple prefill", "training"]
 MIN_POINTS_FOR_ALL = 4   # with fewer points only one figure per kind is fitted
 MIN_POINTS = 2           # a runtime with a single fit point keeps its documented prior
 
@@ -45,6 +57,7 @@ def loss(kn, points) -> float:
         a = answer(parse(q, kn), kn, q).to_dict()
         g = a["gpus"][0]
         pred = {"decode_tokens_per_s": g["decode_tokens_per_s"], "prefill_tokens_per_s": g["prefill_tokens_per_s"],
+                "aggregate_tokens_per_s": g["decode_tokens_per_s_aggregate"],
                 "train_tokens_per_s": g["train_tokens_per_s"]}[m["kind"]]
         if not pred:
             continue
@@ -52,54 +65,78 @@ def loss(kn, points) -> float:
     return total
 
 
-def runtime_of(kn, m) -> str:
+def group_of(kn, m) -> tuple[str, str]:
+    """The runtime a point measures and the group of figures it fits."""
     from kb.engine import resolve
     from kb.query.parse import parse
 
-    return resolve(parse(query_of(m), kn), kn).runtime["id"]
+    w = parse(query_of(m), kn)
+    r = resolve(w, kn)
+    group = KINDS[m["kind"]]
+    gpu = kn.gpus.get(w.gpus[0].gpu_id) if w.gpus and w.gpus[0].gpu_id else None
+    if group == "decode" and r.model.get("moe"):
+        group = "moe decode"
+    elif m["kind"] == "aggregate_tokens_per_s":
+        group = "batched"       # a dense model's batched serving is not fitted (the scheduler's share)
+    if group == "prefill" and gpu and gpu["vendor"] == "apple":
+        group = "apple prefill"
+    return r.runtime["id"], group
 
 
 def main() -> int:
+    import argparse
+
     from kb import get_knowledge
 
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--groups", default=",".join(ORDER), help="comma-separated groups to fit (default: all)")
+    groups = [g.strip() for g in ap.parse_args().groups.split(",")]
     kn = get_knowledge()
-    fit = [m for m in measurements() if not held_out(m["id"]) and m["kind"] in PARAMS]
-    by_runtime: dict[str, list] = {}
-    for m in fit:
+    by_group: dict[tuple[str, str], list] = {}
+    for m in measurements():
+        if held_out(m["id"]) or m.get("superseded_by") or m["kind"] not in KINDS:
+            continue
         try:
-            by_runtime.setdefault(runtime_of(kn, m), []).append(m)
+            key = group_of(kn, m)
         except Exception:  # a query the rules cannot read is reported by accuracy.py
             continue
-    for rt_id, points in sorted(by_runtime.items()):
+        if key[1] in PARAMS and key[1] in groups:
+            by_group.setdefault(key, []).append(m)
+    for (rt_id, group), points in sorted(by_group.items(), key=lambda kv: (kv[0][0], ORDER.index(kv[0][1]))):
         rt = kn.runtimes[rt_id]
+        label = f"{rt_id:14} {group:13} n={len(points):2}"
         if len(points) < MIN_POINTS:
-            print(f"{rt_id:14} n={len(points):2}  too few points: keeps its prior")
+            print(f"{label}  too few points: keeps its prior")
             continue
-        if len(points) >= MIN_POINTS_FOR_ALL:
-            names = sorted({p for m in points for p in PARAMS[m["kind"]] if rt.get(p) is not None})
-        else:
-            names = sorted({PRIMARY[m["kind"]] for m in points if rt.get(PRIMARY[m["kind"]]) is not None})
-        best = loss(kn, points)
-        for _ in range(4):
-            for name in names:
-                lo, hi = BOUNDS.get(name, (0.05, 1.0))
-                for factor in (1.3, 1.1, 1.03):
-                    improved = True
-                    while improved:
-                        improved = False
-                        for f in (factor, 1 / factor):
-                            old = rt[name]
-                            new = min(hi, max(lo, (old or 0.001) * f))
-                            rt[name] = new
-                            value = loss(kn, points)
-                            if value < best - 1e-9:
-                                best, improved = value, True
-                                break
-                            rt[name] = old
-        fitted = ", ".join(f"{n}: {rt[n]:.3g}" for n in names)
-        print(f"{rt_id:14} n={len(points):2}  rms log error {math.sqrt(best / len(points)):.3f}  {fitted}")
+        fitted = fit(kn, rt, group, points)
+        print(f"{label}  rms log error {math.sqrt(loss(kn, points) / len(points)):.3f}  {fitted}")
     return 0
 
+
+def fit(kn, rt, group: str, points) -> str:
+    """Coordinate descent on the group's figures of one runtime (the runtime's entry is changed in place)."""
+    if len(points) >= MIN_POINTS_FOR_ALL:
+        names = [p for p in PARAMS[group] if rt.get(p) is not None]
+    else:
+        names = [PRIMARY[group]]
+    best = loss(kn, points)
+    for _ in range(4):
+        for name in names:
+            lo, hi = BOUNDS.get(name, (0.05, 1.0))
+            for factor in (1.3, 1.1, 1.03):
+                improved = True
+                while improved:
+                    improved = False
+                    for f in (factor, 1 / factor):
+                        old = rt.get(name)
+                        new = min(hi, max(lo, (old or START.get(name, 0.001)) * f))
+                        rt[name] = new
+                        value = loss(kn, points)
+                        if value < best - 1e-9:
+                            best, improved = value, True
+                            break
+                        rt[name] = old
+    return ", ".join(f"{n}: {rt[n]:.3g}" for n in names)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -177,12 +177,12 @@ def test_the_catalogue_columns_built_once_equal_the_columns_built_per_answer() -
     """kb.knowledge.derived builds the catalogue's GPU columns once per precision key, sharing the card's
     own names between keys; each must equal gpu_columns over the same cards (the per-answer
     construction), name for name, in order, with the same element types and holes."""
-    from kb.knowledge.gpu_names import gpu_columns, precision_key, runs_on
+    from kb.knowledge.gpu_names import gemm_of, gpu_columns, precision_key, runs_on
 
     for precision in KN.precisions.values():
         for runtime in KN.runtimes.values():
             cards = [(g, 1) for g in KN.gpus.values() if runs_on(runtime, g)]
-            want = gpu_columns(cards, precision, runtime.get("gemm_accumulate", "fp32"))
+            want = gpu_columns(cards, precision, gemm_of(runtime))
             got = KN.derived.gpu_columns[precision_key(precision, runtime)]
             assert list(got) == list(want)
             for name, value in want.items():

@@ -186,15 +186,17 @@ def test_a_fit_inside_the_error_band_is_borderline() -> None:
 
 
 def test_giant_moe_decode_on_a_node_matches_published_measurements() -> None:
-    # SGLang PR #2643 (https://github.com/sgl-project/sglang/pull/2643), v0.4.1.post2, DeepSeek-V3
-    # FP8 on 8× H200, --tp 8, input 128 / output 256: batch 1 30.29 tok/s; batch 8 206.32 tok/s in
-    # all (held out of the fit). Tolerance 15% (the decode band's p90 is 18%).
-    one = ask("serve deepseek-v3 fp8 1 users prompt 128 output 256 on 8x h200 with sglang").to_dict()
-    assert one["throughput"]["decode_tokens_per_s"] == pytest.approx(30.29, rel=0.15)
-    eight = ask("serve deepseek-v3 fp8 8 users prompt 128 output 256 on 8x h200 with sglang").to_dict()
-    assert eight["throughput"]["decode_tokens_per_s_aggregate"] == pytest.approx(206.32, rel=0.15)
+    # InferenceX issue #870 (https://github.com/SemiAnalysisAI/InferenceX/issues/870): DeepSeek-R1
+    # FP8 on 8× H200 with SGLang v0.5.7, TP 8, 1k in / 1k out: mean TPOT 12.8 ms at 8 users and
+    # 25.6 ms at 32 (the 32-user point is held out of the fit). Tolerance 15% (the decode band's
+    # p90 is 22%). SGLang 0.4.1's release-day figures on the same node (PR #2643: 30.29 tok/s at
+    # batch 1, 206.32 in all at 8) are superseded: the same step at 8 users now takes a third.
+    eight = ask("serve deepseek-r1 fp8 8 users prompt 1024 output 1024 on 8x h200 with sglang").to_dict()
+    assert eight["throughput"]["decode_tokens_per_s"] == pytest.approx(1000 / 12.8, rel=0.15)
+    many = ask("serve deepseek-r1 fp8 32 users prompt 1024 output 1024 on 8x h200 with sglang").to_dict()
+    assert many["throughput"]["decode_tokens_per_s"] == pytest.approx(1000 / 25.6, rel=0.15)
     # far below the bandwidth bound: 37B active at 1 byte over 8 × 4.8 TB/s is about 1,000 tok/s
-    assert one["throughput"]["decode_tokens_per_s"] < 8 * 4800 / 37 / 5
+    assert eight["throughput"]["decode_tokens_per_s"] < 8 * 4800 / 37 / 5
 
 
 @pytest.mark.parametrize("query, measured", [
@@ -206,5 +208,5 @@ def test_giant_moe_decode_on_a_node_matches_published_measurements() -> None:
     ("serve deepseek-v2-lite q4_0 1 users prompt 1 output 512 on rtx 3090 with llama.cpp", 180.53),
 ])
 def test_moe_decode_on_one_gpu_matches_published_measurements(query: str, measured: float) -> None:
-    # tolerance 15%: the decode band's p90 is 18%
-    assert ask(query).to_dict()["throughput"]["decode_tokens_per_s"] == pytest.approx(measured, rel=0.15)
+    # tolerance 20%: the decode band's p90 is 22%
+    assert ask(query).to_dict()["throughput"]["decode_tokens_per_s"] == pytest.approx(measured, rel=0.20)

@@ -81,6 +81,9 @@ FIRST_REFERENCE = "serve 70B int4 16 users on h100"      # the first of query.ya
 CYCLE_MSG = "the flow has a cycle: TASK → FT → TASK"
 
 CASES = [
+    Case("unknown-native-gemm-precision", "runtimes.yaml", "    native_gemm: [fp8, int8]\n",
+         "    native_gemm: [fp8, int88]\n",
+         (("int88", "unknown precision 'int88' (did you mean 'int8'?)"),)),
     Case("unknown-key-suggestion", "gpus.yaml", V100,
          V100.replace("bandwidth_gb_s: 900", "bandwith_gb_s: 900"),
          (("bandwith_gb_s", "unknown key 'bandwith_gb_s' (did you mean 'bandwidth_gb_s'?)"),

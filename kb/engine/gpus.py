@@ -14,7 +14,7 @@ from kb.engine import training as tr
 from kb.engine.evaluate import Scope
 from kb.engine.scope import Resolved
 from kb.expr.parse import Col
-from kb.knowledge.gpu_names import gpu_columns, gpu_values, precision_key, runs_on
+from kb.knowledge.gpu_names import FP32_GEMM, gemm_of, gpu_columns, gpu_values, precision_key, runs_on
 from kb.engine.layout import Layout, choose, scope_values
 from kb.knowledge.data import Knowledge
 
@@ -26,7 +26,7 @@ def gpu_scope(base: Scope, gpu: GPU, count: int, precision: Precision,
               layout: Layout | None = None) -> Scope:
     """The scope of one GPU (and the parallel layout of `count` of them)."""
     scope = dict(base)
-    scope.update(gpu_values(gpu, count, precision, base.get("_gemm_accumulate", "fp32")))
+    scope.update(gpu_values(gpu, count, precision, base.get("_gemm", FP32_GEMM)))
     scope.update(scope_values(layout or Layout(count, 1, 1, True, None)))
     return scope
 
@@ -67,5 +67,5 @@ def catalogue_columns(kn: Knowledge, precision: Precision, runtime: Runtime) -> 
     found = kn.derived.gpu_columns.get(precision_key(precision, runtime))
     if found is None:       # no catalogue GPU runs the runtime
         return gpu_columns([(g, 1) for g in kn.gpus.values() if runs_on(runtime, g)],
-                           precision, runtime.get("gemm_accumulate", "fp32"))
+                           precision, gemm_of(runtime))
     return dict(found)

@@ -26,7 +26,7 @@ from kb.engine.layout import Layout, scope_values
 from kb.engine.scope import Resolved, base_scope, resolve
 from kb.expr.parse import Col
 from kb.knowledge.data import Knowledge
-from kb.knowledge.gpu_names import gpu_columns, gpu_values
+from kb.knowledge.gpu_names import FP32_GEMM, gpu_columns, gpu_values
 from kb.query.workload import Workload
 from kb.recordtype import record
 
@@ -180,7 +180,7 @@ class Probes:
         else:
             scope = dict(shared)
             precision = self.resolved(vary, value).precision
-            scope.update(gpu_values(gpu, count, precision, shared.get("_gemm_accumulate", "fp32")))
+            scope.update(gpu_values(gpu, count, precision, shared.get("_gemm", FP32_GEMM)))
             ev = Evaluated(scope)
             evaluate(self.kn, ev, names)
             s = ev.scope
@@ -196,7 +196,7 @@ class Probes:
         columns = self._columns.get(key)
         if columns is None:
             precision = self.resolved(vary, value).precision
-            accumulate = shared.get("_gemm_accumulate", "fp32")
+            accumulate = shared.get("_gemm", FP32_GEMM)
             cards = self._card_columns.get((id(precision), accumulate))
             if cards is None:               # gpu_values reads the count only as gpu_count
                 cards = self._card_columns[(id(precision), accumulate)] = gpu_columns(

@@ -25,7 +25,7 @@ from kb.engine.claims import check_claims
 from kb.engine.evaluate import Evaluated, evaluate
 from kb.engine.gpus import catalogue_columns, layout_columns, layouts_of
 from kb.engine.scope import base_scope, capacity_gpu, resolve
-from kb.knowledge.gpu_names import gpu_columns, runs_on
+from kb.knowledge.gpu_names import gemm_of, gpu_columns, runs_on
 from kb.engine.walk import Tracer, walk
 from kb.expr.parse import Col
 from kb.engine.focus import lead_with_focus
@@ -140,7 +140,7 @@ def _answer(w: Workload, kn: Knowledge, query: str = "", brief: bool = False) ->
     if w.gpus:
         candidates = [(capacity_gpu(req, kn) if req.gpu_id is None else kn.gpus[req.gpu_id], req.count, True)
                       for req in w.gpus]
-        gpus = gpu_columns([(g, c) for g, c, _ in candidates], r.precision, r.runtime.get("gemm_accumulate", "fp32"))
+        gpus = gpu_columns([(g, c) for g, c, _ in candidates], r.precision, gemm_of(r.runtime))
     else:
         candidates = [(g, 1, False) for g in kn.gpus.values() if runs_on(r.runtime, g)]
         gpus = catalogue_columns(kn, r.precision, r.runtime)

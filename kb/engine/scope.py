@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Literal
 
 from kb.engine import training as tr
 from kb.engine.evaluate import Scope
-from kb.knowledge.gpu_names import runs_on
+from kb.knowledge.gpu_names import gemm_of, runs_on
 from kb.knowledge.data import Knowledge, capacity_fields
 from kb.recordtype import record
 from kb.query.workload import GpuRequest, Workload
@@ -242,9 +242,14 @@ def base_scope(r: Resolved, kn: Knowledge) -> Scope:
         "runtime.quant_kernel_efficiency": rt.get("quant_kernel_efficiency"),
         "runtime.hbm_decode_efficiency": rt.get("hbm_decode_efficiency", 1.0),
         "runtime.moe_expert_kernel_s": rt.get("moe_expert_kernel_s", 0.0),
+        "runtime.moe_layer_kernel_s": rt.get("moe_layer_kernel_s", 0.0),
         "runtime.decode_step_overhead_s": rt.get("decode_step_overhead_s"),
         "runtime.prefill_compute_efficiency": rt.get("prefill_compute_efficiency"),
-        "_gemm_accumulate": rt.get("gemm_accumulate", "fp32"),
+        # a runtime calibrated on no Apple or Hopper point uses its own prefill efficiency there
+        "runtime.apple_prefill_compute_efficiency": (rt.get("apple_prefill_compute_efficiency")
+                                                      or rt.get("prefill_compute_efficiency")),
+        "runtime.hopper_warpgroup_mma": rt.get("hopper_warpgroup_mma", True),
+        "_gemm": gemm_of(rt),
         "runtime.memory_utilization": rt.get("memory_utilization", 1.0),
         "runtime.overhead_gb": rt.get("overhead_gb"),
         "runtime.training_mfu": rt.get("training_mfu"),

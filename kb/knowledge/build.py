@@ -167,7 +167,8 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
     rdoc = docs["runtimes"]
     for i, rt in enumerate(parsed["runtimes"].runtimes):
         need_source(rdoc, ("runtimes", i, "source"), rt.source)
-        for key in ("gemm_accumulate_source", "lora_dropout_source", "quantizes_output_head_source"):
+        for key in ("gemm_accumulate_source", "lora_dropout_source", "quantizes_output_head_source",
+                    "native_gemm_source", "hopper_warpgroup_mma_source"):
             if getattr(rt, key):
                 need_source(rdoc, ("runtimes", i, key), getattr(rt, key))
         if rt.kind in ("inference", "both"):
@@ -191,6 +192,11 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
     precisions, precision_alias = catalogue(docs["precisions"], "precisions", [p.model_dump() for p in parsed["precisions"].precisions], errs)
     for i, p in enumerate(parsed["precisions"].precisions):
         need_source(docs["precisions"], ("precisions", i, "source"), p.source)
+    for i, rt in enumerate(parsed["runtimes"].runtimes):
+        for j, pid in enumerate(rt.native_gemm):
+            if precisions and pid not in precisions:
+                errs.add(rdoc.error(("runtimes", i, "native_gemm", j), f"unknown precision '{pid}'",
+                                    nearest(pid, precisions)))
     if not skip_precisions:
         check_native(docs["models"], parsed["models"].models, precisions, need_source, errs)
 

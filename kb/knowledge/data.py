@@ -18,7 +18,7 @@ from kb.recordtype import field, record
 if TYPE_CHECKING:
     import networkx as nx
 
-    from kb.knowledge.gpu_names import Scope
+    from kb.knowledge.gpu_names import Gemm, Scope
     from kb.knowledge.records import (GPU, ErrorBand, Model, Objective, Precision, Runtime, RuntimeDefaults,
                                       ShardingTable, Source)
     from kb.knowledge.records_rules import PriceAdvice, Constant, Defaults, ErrorBands, Input, Price, QueryRules
@@ -200,7 +200,7 @@ def capacity_fields(memory_bytes: float, per_gb: float | None,
 CaseText = tuple[tuple[str, ...], str, str | None, str, str]
 # what the catalogue's columns at one precision key are made of: the cards (one each), the
 # precision and the runtime's GEMM accumulation
-CardsAt = tuple[list[tuple["GPU", int]], "Precision", str]
+CardsAt = tuple[list[tuple["GPU", int]], "Precision", "Gemm"]
 
 
 K = TypeVar("K")

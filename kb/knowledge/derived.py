@@ -22,7 +22,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from kb.knowledge.data import CardsAt, CaseText, Claim, Derived, Formula, Knowledge, Lazy
-from kb.knowledge.gpu_names import Scope, gpu_columns, precision_key, runs_on
+from kb.knowledge.gpu_names import Scope, gemm_of, gpu_columns, precision_key, runs_on
 from kb.recordtype import replace
 
 if TYPE_CHECKING:
@@ -72,7 +72,7 @@ def _catalogue_columns(kn: Knowledge) -> Lazy[tuple[str, ...], CardsAt, Scope]:
                 if on is None:
                     on = cards[platforms] = [(g, 1) for g in gpus.values() if runs_on(runtime, g)]
                 if on:
-                    out[key] = (on, precision, runtime.get("gemm_accumulate", "fp32"))
+                    out[key] = (on, precision, gemm_of(runtime))
         return out
 
     return Lazy(index, lambda arg: gpu_columns(*arg))

@@ -43,7 +43,9 @@ class Precision(TypedDict):
     compute: str
     quantizes_embeddings: bool
     experts_only: bool
+    weight_only: bool
     fallback: list[str]
+    dequantized: list[str]
     aliases: list[str]
     source: str
     notes: str | None
@@ -199,8 +201,14 @@ class Runtime(TypedDict):
     quant_kernel_efficiency: float | None
     hbm_decode_efficiency: float
     moe_expert_kernel_s: float
+    moe_layer_kernel_s: float
     decode_step_overhead_s: float | None
     prefill_compute_efficiency: float | None
+    apple_prefill_compute_efficiency: float | None
+    hopper_warpgroup_mma: bool
+    hopper_warpgroup_mma_source: str | None
+    native_gemm: list[str]
+    native_gemm_source: str | None
     gemm_accumulate: Literal["fp32", "fp16"]
     gemm_accumulate_source: str | None
     memory_utilization: float

@@ -58,7 +58,9 @@ class PrecisionSchema(Strict):
     compute: TensorPrecision
     quantizes_embeddings: bool = True
     experts_only: bool = False
+    weight_only: bool = False
     fallback: list[TensorPrecision] = []
+    dequantized: list[TensorPrecision] = []
     aliases: list[str] = []
     source: Slug
     notes: str | None = None
@@ -133,8 +135,14 @@ class RuntimeSchema(Strict):
     quant_kernel_efficiency: Fraction | None = None
     hbm_decode_efficiency: Fraction = 1.0
     moe_expert_kernel_s: NonNeg = 0.0
+    moe_layer_kernel_s: NonNeg = 0.0
     decode_step_overhead_s: NonNeg | None = None
     prefill_compute_efficiency: Fraction | None = None
+    apple_prefill_compute_efficiency: Fraction | None = None
+    hopper_warpgroup_mma: bool = True
+    hopper_warpgroup_mma_source: Slug | None = None
+    native_gemm: list[Slug] = []
+    native_gemm_source: Slug | None = None
     gemm_accumulate: Literal["fp32", "fp16"] = "fp32"
     gemm_accumulate_source: Slug | None = None
     memory_utilization: Fraction = 1.0
