@@ -13,7 +13,11 @@ that each typed dict has the keys of the schema model it mirrors.
 
 from __future__ import annotations
 
-from typing import Literal, NotRequired, TypeAlias, TypedDict
+from typing import Literal, NotRequired, TypeAlias
+
+# typing_extensions' TypedDict: pydantic reads ErrorBand in the Answer's schema, and on Python
+# < 3.12 it takes only this one
+from typing_extensions import TypedDict
 
 from kb.figures import Value as Value      # one scalar of a record or a scope
 
