@@ -37,16 +37,22 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         KBQ_RELOAD_SECONDS=1.0,
         KBQ_CACHE_MB=0,             # answers kept per process (server.answer_cache); kbq serve sets it
         MAX_CONTENT_LENGTH=64 * 1024,
+        KBQ_ANSWER_SLOTS=2,         # answers computed at once per process (server.fairness)
+        KBQ_CLIENT_SLOTS=1,         # of which one address may hold this many
+        KBQ_ANSWER_BUDGET_S=0,      # CPU seconds for an answer's costliest searches (kb.engine.budget); 0: none
     )
     if test_config:
         app.config.from_mapping(test_config)
     app.debug = False
 
     from server import api, browse, pages, security
+    from server.fairness import ClientGone, Gate
     from server.live import LiveKnowledge, NoKnowledge
 
+    gate = Gate(app.config["KBQ_ANSWER_SLOTS"], app.config["KBQ_CLIENT_SLOTS"],
+                app.config["KBQ_ANSWER_BUDGET_S"])
     app.extensions["kbq"] = LiveKnowledge(app.config["KBQ_RULES"], app.config["KBQ_RELOAD_SECONDS"],
-                                           int(app.config["KBQ_CACHE_MB"] * 1024 * 1024))
+                                           int(app.config["KBQ_CACHE_MB"] * 1024 * 1024), gate)
     app.json = api.SafeJSON(app)
     app.jinja_env.filters.update(num=num, duration=duration, unit=unit, quantity=quantity,
                                  readable=readable_template)
@@ -77,6 +83,10 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         response = app.make_response(body)
         response.headers.update(headers)
         return response
+
+    @app.errorhandler(ClientGone)
+    def client_gone(err: ClientGone) -> Any:
+        return "", 499            # no one reads it: nothing rendered (server.fairness)
 
     @app.errorhandler(NoKnowledge)
     def no_knowledge(err: NoKnowledge) -> Any:

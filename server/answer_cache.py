@@ -31,8 +31,10 @@ class AnswerCache:
         self._entries: OrderedDict[Hashable, bytes] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, knowledge: object, key: Hashable, compute: Callable[[], bytes]) -> bytes:
-        """The cached bytes for `key` under `knowledge`, else compute() (stored when it fits)."""
+    def get(self, knowledge: object, key: Hashable, compute: Callable[[], bytes],
+            keep: Callable[[], bool] = lambda: True) -> bytes:
+        """The cached bytes for `key` under `knowledge`, else compute() (stored when it fits and
+        keep() says so after it)."""
         if self.max_bytes == 0:
             return compute()
         with self._lock:
@@ -46,7 +48,8 @@ class AnswerCache:
             self.misses += 1
         body = compute()              # outside the lock: other threads keep answering
         with self._lock:
-            if self._owner is knowledge and len(body) <= self.max_bytes and key not in self._entries:
+            if (self._owner is knowledge and len(body) <= self.max_bytes and key not in self._entries
+                    and keep()):
                 self._entries[key] = body
                 self._bytes += len(body)
                 while self._bytes > self.max_bytes:

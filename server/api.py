@@ -189,7 +189,8 @@ def health() -> Any:
     # each `kbq serve` process holds and reloads its own rules: say which one answered
     state = ("degraded" if status["errors"] else "ok") if ok else "error"
     body = {"status": state, "rules": status, "warnings": warnings,
-            "process": os.getpid(), "answer_cache": live().cache.stats()}
+            "process": os.getpid(), "answer_cache": live().cache.stats(),
+            "computing": live().gate.stats()}
     return jsonify(body), 200 if ok else 503
 
 

@@ -20,14 +20,15 @@ import logging
 import threading
 import time
 from datetime import UTC, datetime
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any
 
-from kb.errors import KbError, RuleErrors
 from kb.knowledge.build import Knowledge, build
 from kb.paths import rule_files
 from server.answer_cache import AnswerCache
+from server.fairness import Gate
+from server.rebuild import RebuildFailed, error_dicts
 
 Fingerprint = tuple[tuple[str, int, int], ...]
 
@@ -58,12 +59,17 @@ def fingerprint(root: Path) -> Fingerprint:
     return tuple(out)
 
 
-def error_dicts(err: Exception) -> list[dict[str, Any]]:
-    if isinstance(err, RuleErrors):
-        return [e.to_dict() for e in err.errors]
-    if isinstance(err, KbError):
-        return [err.to_dict()]
-    return [{"message": f"{type(err).__name__}: {err}"}]
+PROXIES = ("127.0.0.1", "::1")    # a proxy on this machine may say whom it forwards
+
+
+def client_of(environ: dict[str, Any]) -> str:
+    """Who asked: the peer's address, or, from a proxy on this machine, the address the proxy
+    put last in X-Forwarded-For (nginx: `proxy_set_header X-Forwarded-For $remote_addr`)."""
+    peer = environ.get("REMOTE_ADDR") or ""
+    forwarded = environ.get("HTTP_X_FORWARDED_FOR")
+    if forwarded and peer in PROXIES:
+        return forwarded.rsplit(",", 1)[-1].strip()[:64] or peer
+    return peer
 
 
 def _now() -> str:
@@ -71,7 +77,8 @@ def _now() -> str:
 
 
 class LiveKnowledge:
-    def __init__(self, rules_dir: str | Path | None, interval: float = 1.0, cache_bytes: int = 0) -> None:
+    def __init__(self, rules_dir: str | Path | None, interval: float = 1.0, cache_bytes: int = 0,
+                 gate: Gate | None = None) -> None:
         self.root = Path(rules_dir).expanduser().resolve() if rules_dir else None
         self.interval = interval
         self.knowledge: Knowledge | None = None
@@ -81,6 +88,7 @@ class LiveKnowledge:
         self._checked = float("-inf")
         self._lock = threading.Lock()
         self.cache = AnswerCache(cache_bytes)      # answers already given (server.answer_cache)
+        self.gate = gate or Gate()                 # who computes next (server.fairness)
         self._builder: threading.Thread | None = None
 
     def get(self) -> Knowledge:
@@ -117,15 +125,20 @@ class LiveKnowledge:
         if self.knowledge is None:            # nothing to answer from yet: wait for the build
             self._build(self.root)
             return
-        self._builder = threading.Thread(target=self._build, args=(self.root,),
+        self._builder = threading.Thread(target=self._build, args=(self.root, True),
                                          name="kbq-rules-rebuild", daemon=True)
         self._builder.start()
 
-    def _build(self, root: Path) -> None:
+    def _build(self, root: Path, child: bool = False) -> None:
         try:
-            fresh = build(root)
+            if child:
+                from server.rebuild import rebuild
+
+                fresh = rebuild(root, self.gate.offload)
+            else:
+                fresh = build(root)
         except Exception as err:  # noqa: BLE001 - any failure keeps the last good knowledge
-            self.errors = error_dicts(err)
+            self.errors = err.errors if isinstance(err, RebuildFailed) else error_dicts(err)
             first = self.errors[0]["message"] if self.errors else ""
             log.error("the rule files do not validate (%d error(s); first: %s); serving the "
                       "last good knowledge", len(self.errors), first)
@@ -152,8 +165,23 @@ class LiveKnowledge:
     def answer_bytes(self, query: str, dump: Callable[[Any], bytes], kn: Knowledge, *,
                      sort: str | None = None, options: bool = False) -> bytes:
         """The answer's JSON bytes, from the answer cache while the same knowledge is served."""
-        return self.cache.get(kn, ("api", query, sort, options),
-                              lambda: dump(self.answer(query, kn, sort=sort, options=options)))
+        return self.cached(kn, ("api", query, sort, options),
+                           lambda: dump(self.answer(query, kn, sort=sort, options=options)))
+
+    def cached(self, kn: Knowledge, key: Hashable, compute: Callable[[], bytes]) -> bytes:
+        """The bytes kept for `key` under `kn`, else compute() when the gate lets this request's
+        client compute (server.fairness); an answer its time budget cut short is not kept."""
+        from flask import has_request_context, request
+
+        environ = request.environ if has_request_context() else {}
+        cut: list[bool] = []
+
+        def gated() -> bytes:
+            body, budget = self.gate.run(compute, client_of(environ), environ.get("gunicorn.socket"))
+            cut.append(bool(budget and budget.cut))
+            return body
+
+        return self.cache.get(kn, key, gated, keep=lambda: not any(cut))
 
     def status(self) -> dict[str, Any]:
         try:

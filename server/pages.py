@@ -182,7 +182,7 @@ def _render(template: str, query: str | None, finish: Callable[[str], str] = str
     # the rules banner it shows are the same; its bytes go out as they are kept
     key = (template, query, repr(live().degraded()), live().loaded_at)
     try:
-        page = live().cache.get(kn, key, lambda: finish(_answer_page(template, query, kn, ctx)).encode())
+        page = live().cached(kn, key, lambda: finish(_answer_page(template, query, kn, ctx)).encode())
     except QueryError as err:
         return finish(render_template(template, **ctx, error=query_error_view(err, query))), 400
     except KbError as err:

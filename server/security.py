@@ -1,7 +1,7 @@
 """Security headers on every response.
 
-In: the app config KBQ_EMBED_ORIGINS (origins allowed to frame /embed). Out: an after_request
-hook that sets Content-Security-Policy (no inline script or style, nothing from another host),
+In: the app config KBQ_EMBED_ORIGINS (origins allowed to frame /embed). Out: SERVER_HEADERS
+(for the responses the server writes without the app) and an after_request hook that sets Content-Security-Policy (no inline script or style, nothing from another host),
 X-Content-Type-Options, Referrer-Policy, redirects as paths on this site, and framing rules: no page may be framed except /embed,
 which its own origin and the configured origins may frame.
 """
@@ -39,11 +39,17 @@ def frame_ancestors(path: str, origins: list[str]) -> str:
     return "'none'"
 
 
+COMMON = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
+          "Cross-Origin-Opener-Policy": "same-origin"}
+# what a response of no page carries: the server's own errors (server.server_errors)
+SERVER_HEADERS = {"Content-Security-Policy": POLICY.format(ancestors="'none'"), **COMMON,
+                  "X-Frame-Options": "DENY"}
+
+
 def init_app(app: Flask) -> None:
     origins = check_origins(app.config.get("KBQ_EMBED_ORIGINS") or [])
     # the same for every response but /embed: written once, not per request
-    common = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
-              "Cross-Origin-Opener-Policy": "same-origin"}
+    common = COMMON
     page = {"Content-Security-Policy": POLICY.format(ancestors=frame_ancestors("/", origins)),
             **common, "X-Frame-Options": "DENY"}
     embed = {"Content-Security-Policy": POLICY.format(ancestors=frame_ancestors(EMBED_PATH, origins)),

@@ -56,9 +56,9 @@ class Served:
         self.base = f"http://127.0.0.1:{self.port}"
         self.log_path = tmp / "serve.log"
         self._log = open(self.log_path, "w+b")   # closed in stop()
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", **popen.pop("env", {})}  # type: ignore[dict-item]
         self.proc = subprocess.Popen(_serve_command(self.port, *args), stdout=self._log,
-                                     stderr=subprocess.STDOUT, cwd=tmp,
-                                     env={**os.environ, "PYTHONUNBUFFERED": "1"}, **popen)
+                                     stderr=subprocess.STDOUT, cwd=tmp, env=env, **popen)
         try:
             _wait_until_up(self.base, self.proc, self.log_path)
         except BaseException:

@@ -1,5 +1,7 @@
-"""`kbq serve` as several processes, over real HTTP on 127.0.0.1: every worker answers, each
-reloads edited rules on its own, and SIGTERM or Ctrl-C stops them all without a traceback."""
+"""`kbq serve` under gunicorn's arbiter, over real HTTP on 127.0.0.1 with real processes: every
+worker answers, each reloads edited rules on its own; SIGTERM and Ctrl-C finish the requests in
+flight and stop every process; SIGHUP replaces the workers without closing the port; workers
+whose parent is killed exit and free the port. Limits per connection: server/test_server_limits."""
 
 from __future__ import annotations
 
@@ -69,7 +71,8 @@ def wait_gone(pids, seconds: float = 15) -> list[int]:
 def test_two_processes_both_answer(serve):
     served = serve("--processes", "2", "--threads", "2")
     assert served.output().startswith(
-        f"kbq serving on {served.base}/  (2 processes x 2 threads; Ctrl-C to stop)")
+        f"kbq serving on {served.base}/  (2 processes x 2 answer threads, gunicorn with gevent; "
+        "Ctrl-C to stop)")
     workers = answering_processes(served.base, 2)
     assert len(workers) == 2, f"only {list(workers)} answered"
     assert served.proc.pid not in workers          # the master only supervises
@@ -79,25 +82,118 @@ def test_two_processes_both_answer(serve):
         assert status == 200 and body == expected
 
 
-@needs_fork
-def test_sigterm_stops_every_process(serve):
-    served = serve("--processes", "2", "--threads", "2")
-    workers = list(answering_processes(served.base, 2))
-    served.proc.send_signal(signal.SIGTERM)
-    assert served.proc.wait(timeout=20) == 0
-    assert wait_gone(workers) == []
-    assert "Traceback" not in served.output()
+def port_is_free(port: int) -> bool:
+    """Whether a new server could listen on the port now (as `kbq serve` binds it)."""
+    from server import serving
+
+    try:
+        serving.listen("127.0.0.1", port).close()
+    except OSError:
+        return False
+    return True
+
+
+def wait_port_free(port: int, seconds: float = 15) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if port_is_free(port):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def _in_flight(served, n: int = 6) -> tuple[list[socket.socket], list[str]]:
+    """n keep-alive connections, each already accepted (one /api/health answered on it), then each
+    sent a page that must be computed (each query distinct, so no cache has it)."""
+    conns, paths = [], []
+    for i in range(n):
+        s = socket.create_connection(("127.0.0.1", served.port), timeout=30)
+        s.sendall(b"GET /api/health HTTP/1.1\r\nHost: x\r\n\r\n")
+        _read_response(s)
+        conns.append(s)
+        paths.append("/?q=" + urllib.parse.quote_plus(f"max users for llama-3.1-8b at {4096 + i} context"))
+    for s, path in zip(conns, paths):
+        s.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    time.sleep(0.3)           # read by the workers: in flight
+    return conns, paths
+
+
+def _read_response(s: socket.socket) -> int:
+    """The status of one HTTP/1.1 response read whole from `s` (Content-Length framed)."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = s.recv(65536)
+        if not chunk:
+            raise ConnectionError("closed before a response")
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
+                      if line.lower().startswith(b"content-length:")))
+    while len(body) < length:
+        chunk = s.recv(65536)
+        if not chunk:
+            raise ConnectionError("closed inside a response")
+        body += chunk
+    return int(head.split()[1])
 
 
 @needs_fork
-def test_ctrl_c_stops_every_process(serve):
-    # a terminal's Ctrl-C sends SIGINT to the whole foreground process group
+@pytest.mark.parametrize("how", ["SIGTERM", "Ctrl-C"])
+def test_a_stop_finishes_the_requests_in_flight(serve, how):
+    # the former supervisor killed its workers at once: 32 of a 16-connection run failed
     served = serve("--processes", "2", "--threads", "2", start_new_session=True)
     workers = list(answering_processes(served.base, 2))
-    os.killpg(served.proc.pid, signal.SIGINT)
-    assert served.proc.wait(timeout=20) == 0
+    conns, _ = _in_flight(served)
+    if how == "SIGTERM":
+        served.proc.send_signal(signal.SIGTERM)
+    else:                     # a terminal's Ctrl-C: SIGINT to the whole foreground process group
+        os.killpg(served.proc.pid, signal.SIGINT)
+    try:
+        statuses = [_read_response(s) for s in conns]
+    finally:
+        for s in conns:
+            s.close()
+    assert statuses == [200] * len(conns)
+    assert served.proc.wait(timeout=30) == 0
     assert wait_gone(workers) == []
+    assert port_is_free(served.port)
     assert "Traceback" not in served.output()
+
+
+@needs_fork
+def test_sighup_replaces_the_workers_without_closing_the_port(serve):
+    served = serve("--processes", "2", "--threads", "2")
+    old = set(answering_processes(served.base, 2))
+    served.proc.send_signal(signal.SIGHUP)
+    seen: set[int] = set()
+    deadline = time.monotonic() + 20
+    while not (seen - old and len(seen - old) >= 2 and not any(alive(p) for p in old)) \
+            and time.monotonic() < deadline:
+        status, body = get(served.base, "/api/health")     # every one answered, none refused
+        assert status == 200
+        seen.add(body["process"])
+        time.sleep(0.02)
+    assert len(seen - old) >= 2, f"no new workers answered: {seen}"
+    assert wait_gone(old) == []
+    assert served.proc.poll() is None          # the same master goes on
+
+
+@needs_fork
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGUSR1])
+def test_workers_never_outlive_their_parent(serve, sig):
+    # the former supervisor's workers were orphaned by SIGKILL, SIGHUP or SIGUSR1 to the parent
+    # and kept the port, so a restart failed with "Address already in use"
+    served = serve("--processes", "2", "--threads", "2")
+    workers = list(answering_processes(served.base, 2))
+    served.proc.send_signal(sig)
+    if sig == signal.SIGKILL:
+        served.proc.wait(timeout=10)
+        assert wait_gone(workers) == []
+        assert wait_port_free(served.port)
+    else:                                      # gunicorn: reopen the log files, go on serving
+        time.sleep(1)
+        assert served.proc.poll() is None
+        assert get(served.base, "/api/health")[0] == 200
 
 
 @needs_fork
@@ -133,7 +229,7 @@ def test_each_process_reloads_edited_rules(serve, tmp_path):
 @needs_fork
 def test_workers_is_the_former_name_of_threads(serve):
     served = serve("--processes", "1", "--workers", "3")
-    assert "(1 process x 3 threads; Ctrl-C to stop)" in served.output()
+    assert "(1 process x 3 answer threads, gunicorn with gevent; Ctrl-C to stop)" in served.output()
 
 
 def _serve_on(port: int, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -168,25 +264,6 @@ def test_a_port_out_of_range_is_refused_before_serving(tmp_path):
     assert r.returncode == 2
     assert "serving on" not in r.stdout and "Traceback" not in r.stderr
     assert "99999 is not in the range 0<=x<=65535" in r.stderr
-
-
-def test_without_fork_one_process_serves(monkeypatch):
-    from server import serving
-
-    said, ran = [], {}
-    monkeypatch.delattr(os, "fork")
-    monkeypatch.setattr(serving, "_run", lambda app, sock, threads: ran.update(app=app, threads=threads))
-    sock = serving.listen("127.0.0.1", 0)
-    port = sock.getsockname()[1]
-    try:
-        serving.serve("127.0.0.1", port, 4, 6, None, lambda url, how: said.append((url, how)),
-                      sock=sock)
-    finally:
-        sock.close()
-    assert said == [(f"http://127.0.0.1:{port}/", "1 process x 6 threads: this platform cannot "
-                                                  "fork, so one process serves")]
-    assert ran["threads"] == 6
-    assert ran["app"].extensions["kbq"].knowledge is not None      # loaded before serving
 
 
 def _timed_answer(base: str) -> float:
@@ -243,37 +320,6 @@ def test_a_request_whose_headers_never_end_is_closed(serve, monkeypatch):
                 break
             assert time.monotonic() - start < serving.HEADER_SECONDS + 15, "never closed"
     assert time.monotonic() - start >= serving.HEADER_SECONDS - 1
-
-
-def _raw(port: int, data: bytes) -> tuple[int, dict, dict]:
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-        s.sendall(data)
-        reply = b""
-        try:
-            while chunk := s.recv(65536):
-                reply += chunk
-        except ConnectionResetError:   # closed with part of the refused request unread
-            pass
-    head, _, body = reply.partition(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    headers = dict(line.lower().split(": ", 1) for line in lines[1:])
-    return int(lines[0].split()[1]), headers, json.loads(body)
-
-
-@needs_fork
-@pytest.mark.parametrize(("request_bytes", "status"), [
-    # a request line just over the header limit (a 10,000-character query is under it)
-    (b"GET /api/answer?q=" + b"a" * 17_000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", 431),
-    # a chunked body whose chunk size is not hexadecimal
-    (b"POST /api/answer HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
-     b"Content-Type: application/json\r\n\r\nzz\r\n{}\r\n0\r\n\r\n", 400),
-], ids=["request-line-too-long", "bad-chunk-size"])
-def test_errors_the_server_answers_itself_are_json(serve, request_bytes, status):
-    served = serve("--processes", "1")
-    code, headers, body = _raw(served.port, request_bytes)
-    assert code == status
-    assert headers["content-type"] == "application/json"
-    assert set(body["error"]) >= {"message", "column", "suggestion"} and body["error"]["message"]
 
 
 def test_a_ten_thousand_character_query_is_a_json_400(client):

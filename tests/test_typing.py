@@ -47,7 +47,7 @@ def test_the_count_sees_an_any(tmp_path: Path) -> None:
 
 
 def test_mypy_reads_every_library_typed() -> None:
-    """No ignore_missing_imports: a library without type hints (PyYAML, networkx, waitress) is
+    """No ignore_missing_imports: a library without type hints (PyYAML, networkx, gunicorn, gevent) is
     read from its stub package (the test extras), not taken as Any."""
     import tomllib
 

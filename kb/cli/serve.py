@@ -10,14 +10,16 @@ import click
 from kb.cli.common import rules_option
 
 
-@click.command(help="Run the web page and JSON API: one process per core, each with threads.")
+@click.command(help="Run the web page and JSON API under gunicorn: one gevent worker process per "
+                    "core, each computing answers on a few threads.")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535))
-@click.option("--processes", type=click.IntRange(min=1), default=None,
+@click.option("--processes", type=click.IntRange(min=1, max=256), default=None,
               help="Worker processes.  [default: one per CPU core]")
 @click.option("--threads", "--workers", "threads", default=2, show_default=True,
-              type=click.IntRange(min=1),
-              help="Threads in each process (--workers is its former name).")
+              type=click.IntRange(min=1, max=64),
+              help="Answers computed at once in each process, each on a thread of its own "
+                   "(--workers is its former name).")
 @click.option("--embed-origin", "embed_origins", multiple=True, metavar="ORIGIN",
               help="An origin (https://wiki.example.com) that may frame /embed; repeat for more. "
                    "Adds to KBQ_EMBED_ORIGINS (space-separated).")
@@ -45,6 +47,9 @@ def serve(host: str, port: int, processes: int | None, threads: int, embed_origi
         sock = serving.listen(host, port)
     except OSError as err:
         raise click.ClickException(f"cannot listen on {host}:{port}: {err.strerror or err}") from None
-    serving.serve(host, port, processes or cpu_cores(), threads, rules, ready, origins, sock, cache_mb)
+    try:
+        serving.serve(host, port, processes or cpu_cores(), threads, rules, ready, origins, sock, cache_mb)
+    except OSError as err:
+        raise click.ClickException(f"cannot serve: {err.strerror or err}") from None
 
 

@@ -16,6 +16,7 @@ import re
 from typing import TYPE_CHECKING
 
 from kb.engine.answer import Answer, GpuRow
+from kb.engine.budget import note, spent
 from kb.errors import KbError
 from kb.knowledge.data import Knowledge
 
@@ -36,7 +37,14 @@ def compute(kn: Knowledge, query: str, base: Answer) -> list[Option]:
     w = base.workload
     stripped = _without_gpus(kn, query)
     out: list[Option] = []
-    for rule in rules:
+    for done, rule in enumerate(rules):
+        if (budget := spent()) is not None:    # the server's time budget (kb.budget) ran out
+            left = len(rules) - done
+            text = (f"{left} of the {len(rules)} kinds of change were not tried: this answer's "
+                    f"time budget ({budget.seconds:g} s of computing) ran out")
+            note(budget, text)
+            base.warnings.append(text)
+            break
         if not _applies(rule, w, training, kn):
             continue
         found = [o for q, extra in _queries(kn, rule, query, stripped, row, w, base)

@@ -24,7 +24,7 @@ the JSON form (`to_data` → JSON → back), never code and nothing that can run
 nodes when first read (kb.expr.parse.StoredExpr) and compiled when first evaluated. What the
 knowledge graph gave (each formula's evaluation order, each flow's layers) is stored, not the
 graph, so a query never imports networkx; so are the tables a later stage asks it to keep
-(`stored`: the query vocabulary, kb.query.words, kept as made: marshal stores its sets and
+(`tables`: the query vocabulary, kb.query.words, kept as made: marshal stores its sets and
 tuples as they are), which come back in Derived.tables without this package importing that stage. A
 snapshot that fails to read or does not match is rebuilt, never trusted.
 
@@ -129,8 +129,8 @@ def snapshot_path(directory: str, root: str) -> str:
     return os.path.join(directory, f"knowledge-{h:08x}.marshal")
 
 
-def load_or_build(root: str | Path, stored: Stored | None = None) -> Knowledge:
-    """`stored`: the tables later stages make from a knowledge (kb.query.words' vocabulary) that
+def load_or_build(root: str | Path, tables: Stored | None = None) -> Knowledge:
+    """`tables`: the tables later stages make from a knowledge (kb.query.words' vocabulary) that
     a saved snapshot keeps too, each as its function gives it (plain data marshal can write);
     they come back in Derived.tables. This package imports none of those stages."""
     import time
@@ -160,15 +160,21 @@ def load_or_build(root: str | Path, stored: Stored | None = None) -> Knowledge:
         key = content_key(root, files)
     kn = build(root)
     if path is not None:
-        import json                         # the stored values are exactly the JSON form's
-
-        data = json.loads(json.dumps(to_data(kn), separators=(",", ":")))
-        data["tables"] = {name: make(kn) for name, make in (stored or {}).items()}   # kept as made
-        shared = _shared(data, {})
-        assert isinstance(shared, dict)     # _shared gives a dict for a dict
         _save(path, {"format": FORMAT, "root": root, "key": key,
-                     "stats": _settled(stats, time.time_ns())}, shared)
+                     "stats": _settled(stats, time.time_ns())}, stored(kn, tables))
     return kn
+
+
+def stored(kn: Knowledge, tables: Stored | None = None) -> dict[str, object]:
+    """The knowledge as the plain data a snapshot holds (marshal writes it; from_data reads it),
+    with the later stages' `tables` as their functions make them (kept as made)."""
+    import json                         # the stored values are exactly the JSON form's
+
+    data = json.loads(json.dumps(to_data(kn), separators=(",", ":")))
+    data["tables"] = {name: make(kn) for name, make in (tables or {}).items()}
+    shared = _shared(data, {})
+    assert isinstance(shared, dict)     # _shared gives a dict for a dict
+    return shared
 
 
 def _shared(value: object, seen: dict[str, str]) -> object:
