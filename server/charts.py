@@ -91,11 +91,17 @@ def per_gpu_parts(breakdown: Mapping[str, float | None], row: GpuRow) -> dict[st
     return parts
 
 
-def memory_bar(answer: Answer, limit: int = 8, ident: str = "memory") -> str:
+NARROW = 360                         # a phone's chart width: drawn at its size, not shrunk
+
+
+def memory_bar(answer: Answer, limit: int = 8, ident: str = "memory", width: int = 780) -> str:
+    """The bars, one row per GPU. At a phone's width (`width` < 500) the GPU's name and its figures
+    go on a line above its bar, so the bar has the whole width and no text is shrunk."""
     rows = answer.gpus[:limit]
     breakdown = answer.memory["breakdown"]
-    width, label_w, value_w, row_h = 780, 270, 150, 30
-    bar_w = width - label_w - value_w
+    narrow = width < 500
+    label_w, value_w, row_h = (0, 0, 40) if narrow else (250, 130, 30)
+    bar_w = width - label_w - value_w - (8 if narrow else 0)
     legend = [(k, BREAKDOWN_LABELS[k], v) for k, v in breakdown.items()
               if k in BREAKDOWN_LABELS and v]
     body: list[str] = []
@@ -118,9 +124,17 @@ def memory_bar(answer: Answer, limit: int = 8, ident: str = "memory") -> str:
         name = (f"{row.count}× " if row.count > 1 else "") + row.name
         fits = bool(row.fits)
         verdict = "fits" if fits else "does not fit"
+        figures = f"{num(need)} / {num(cap)} GB"
         body.append(f'<g><title>{esc(name)}: needs {esc(num(need))} GB per GPU of '
                     f'{esc(num(cap))} GB usable; {verdict}</title>')
-        body.append(_text(label_w - 10, ry + 16, _clip(name, 35), anchor="end"))
+        if narrow:
+            room = int((width - len(figures) * CHAR_W - 12) / CHAR_W)
+            body.append(_text(0, ry + 11, _clip(name, room)))
+            body.append(_text(width, ry + 11, figures, anchor="end", fill=OK if fits else BAD, weight="600"))
+            ry += 12
+        else:
+            body.append(_text(label_w - 10, ry + 16, _clip(name, 35), anchor="end"))
+            body.append(_text(label_w + bar_w + 10, ry + 16, figures, fill=OK if fits else BAD, weight="600"))
         body.append(f'<rect x="{label_w}" y="{ry + 4}" width="{cap * sx:.1f}" height="18" '
                     f'fill="#f3f4f6" stroke="#9ca3af" stroke-width="1"/>')
         sx0 = float(label_w)
@@ -133,20 +147,21 @@ def memory_bar(answer: Answer, limit: int = 8, ident: str = "memory") -> str:
         cx = label_w + cap * sx
         body.append(f'<line x1="{cx:.1f}" y1="{ry + 1}" x2="{cx:.1f}" y2="{ry + 25}" '
                     f'stroke="{INK}" stroke-width="2"/>')
-        body.append(_text(label_w + bar_w + 10, ry + 16, f"{num(need)} / {num(cap)} GB",
-                          fill=OK if fits else BAD, weight="600"))
         body.append("</g>")
-    axis_y = top + len(rows) * row_h + 4
+    axis_y = top + len(rows) * row_h + (16 if narrow else 4)
     body.append(f'<line x1="{label_w}" y1="{axis_y}" x2="{label_w + bar_w}" y2="{axis_y}" stroke="{MUTED}"/>')
-    step = _nice_step(scale_max)
+    step = _nice_step(scale_max, 4 if narrow else 5)
     tick = 0.0
     while tick <= scale_max:
         tx = label_w + tick * sx
         body.append(f'<line x1="{tx:.1f}" y1="{axis_y}" x2="{tx:.1f}" y2="{axis_y + 4}" stroke="{MUTED}"/>')
-        body.append(_text(tx, axis_y + 16, num(tick), anchor="middle", fill=MUTED, size=11))
+        body.append(_text(max(tx, 8.0), axis_y + 16, num(tick), anchor="middle", fill=MUTED, size=11))
         tick += step
-    body.append(_text(label_w + bar_w + 10, axis_y + 16, "GB per GPU", fill=MUTED, size=11))
-    height = axis_y + 24
+    if narrow:
+        body.append(_text(width, axis_y + 32, "GB per GPU", anchor="end", fill=MUTED, size=11))
+    else:
+        body.append(_text(label_w + bar_w + 10, axis_y + 16, "GB per GPU", fill=MUTED, size=11))
+    height = axis_y + (40 if narrow else 24)
     fitting = sum(1 for r in rows if r.fits)
     title = f"Memory per GPU against each GPU's usable memory (top {len(rows)} GPUs)"
     desc = (f"The job needs {num(answer.memory['total_gb'])} GB in all; "

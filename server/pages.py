@@ -44,7 +44,7 @@ EXAMPLES = (
     "which gpu for 13B lora",
     "mixtral 8x7b q4_k_m on 2x 3090",
 )
-TABLE_ROWS = 12          # GPUs in the main table; the rest fold away
+TABLE_ROWS = 5           # GPUs in the main table; the rest fold away (a phone's screen or two)
 EMBED_RULES = ("weights_gb", "kv_cache_gb", "activations_gb", "gradients_gb", "optimizer_gb",
                "adapters_gb", "overhead_gb", "total_gb", "per_gpu_gb", "fits",
                "decode_tokens_per_s", "prefill_tokens_per_s", "train_tokens_per_s")
@@ -121,7 +121,8 @@ def answer_view(answer: Answer, kn: Knowledge, embed: bool = False) -> dict[str,
     shares = charts.per_gpu_parts(whole, primary) if primary else {}
     breakdown = [{"key": k, "label": label, "gb": whole.get(k), "per_gpu_gb": shares.get(k)}
                  for k, label in BREAKDOWN_LABELS.items() if whole.get(k)]
-    roof = charts_roofline.roofline(answer, ident="roofline")
+    roof = charts_roofline.roofline(answer, ident="roofline", width=640)
+    roof_narrow = charts_roofline.roofline(answer, ident="roofline-narrow", width=charts.NARROW)
     trace = trace_view(relevant(answer, kn), kn)
     if embed:
         trace = [s for s in trace if s.step.rule_id in EMBED_RULES]
@@ -130,14 +131,18 @@ def answer_view(answer: Answer, kn: Knowledge, embed: bool = False) -> dict[str,
         "training": answer.workload["task"] in kn.query["training_tasks"],
         "gpu_columns": gpu_columns(answer, kn),
         "breakdown": breakdown,
-        "memory_svg": Markup(charts.memory_bar(answer)),
-        "memory_rows": gpus[:8],
+        "memory_svg": Markup(charts.memory_bar(answer, limit=6, width=700)),
+        "memory_svg_narrow": Markup(charts.memory_bar(answer, limit=5, ident="memory-narrow",
+                                                      width=charts.NARROW)),
+        "memory_rows": gpus[:6],
         "roofline_svg": Markup(roof) if roof else None,
+        "roofline_svg_narrow": Markup(roof_narrow) if roof_narrow else None,
         "roofline_gpu": charts_roofline.roofline_gpu(answer),
         "gpus_main": gpus[:TABLE_ROWS], "gpus_more": gpus[TABLE_ROWS:],
         "flows": [] if embed else flows_view(answer, kn),
         "trace": trace,
         "link": page_link(answer.query),
+        "quote_link": "/quote?" + urlencode({"q": answer.query}),
     }
 
 
@@ -195,15 +200,41 @@ def _answer_page(template: str, query: str, kn: Knowledge, ctx: dict[str, Any]) 
     from kb.engine.options import compute
 
     found = answer_in(kn, query)            # with its options where the GPUs asked about are too small
-    if not template.endswith("embed.html") and found.options is None:
-        found.options = compute(kn, query, found)   # the page always lists what to change (kb.engine.options)
+    if template == QUOTE:
+        from kb.present.quote import buy_text, build, memory_text, rent_text, to_quote
+
+        quoted, asked, wider = to_quote(found, kn, lambda q: answer_in(kn, q))
+        return render_template(template, **ctx, quote=build(quoted, kn, asked, wider), link=page_link(query),
+                               buy_text=buy_text, rent_text=rent_text, memory_text=memory_text)
+    if not template.endswith("embed.html") and found.options is None and needs_change(found):
+        found.options = compute(kn, query, found)   # what to change, where it does not fit or is too slow
     view = answer_view(found, kn, embed=template.endswith("embed.html"))
     return render_template(template, **ctx, answer=found, view=view)
+
+
+def needs_change(answer: Answer) -> bool:
+    """Whether the page lists what to change: the first configuration does not fit, or misses
+    the speed or time target the question set."""
+    row = next((g for g in answer.gpus if g.requested), answer.gpus[0] if answer.gpus else None)
+    return row is not None and (not row.fits or row.meets_target is False)
 
 
 @bp.get("/")
 def index() -> Any:
     return _render("pages/index.html", request.args.get("q"))
+
+
+QUOTE = "pages/quote.html"
+
+
+@bp.get("/quote")
+def quote() -> Any:
+    """A one-page quote (kb.present.quote) to print or send: the recommended configuration with its
+    prices and their dates, two alternatives, the assumptions and the sources."""
+    query = request.args.get("q")
+    if query is None or not query.strip():
+        return render_template(QUOTE, q="", error={"caret": "missing ?q=…, e.g. /quote?q=serve+70B+int4+16+users"}), 400
+    return _render(QUOTE, query)
 
 
 @bp.get("/embed")

@@ -118,3 +118,32 @@ def _wait_until_up(base: str, proc: subprocess.Popen, log_path: Path, timeout: f
         except (urllib.error.URLError, ConnectionError, TimeoutError):
             time.sleep(0.1)
     pytest.fail(f"kbq serve did not answer within {timeout} s:\n{log_path.read_text()}")
+
+
+# ---------------------------------------------------------------- a real browser
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def unavailable(reason: str) -> None:
+    """Skip a browser test for want of a tool, but fail under CI=true, where they must run."""
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{reason} (CI=true: browser tests must run)")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Debian's headless Chromium through Playwright (no browser download), one per session."""
+    if not Path(CHROMIUM).exists():
+        unavailable(f"{CHROMIUM} is missing: apt-get install chromium")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        unavailable("playwright is not installed")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()

@@ -259,9 +259,13 @@ def test_the_order_is_said_in_the_rules_words(tmp_path):
     assert a.recommendation["sort"] == "value (holds the job, then fewest watts)"
     watts = [g.count * kn.gpus[g.id]["tdp_w"] for g in a.gpus if g.fits and kn.gpus[g.id]["tdp_w"]]
     assert watts == sorted(watts)                                     # and ranked so
-    # the shipped order names every key of rules/prices.yaml advice.sorts.value, in order
+    # the shipped order names every key of rules/prices.yaml advice.sorts.value, in order (an
+    # inference ranking leaves out the keys advice.training_only reads for training jobs only)
     text = ask("which gpu for 7b").recommendation["sort"]
     says = KN.advice["says"]
+    words = [says[k["by"]] for k in KN.advice["sorts"]["value"] if k["by"] not in KN.advice["training_only"]]
+    assert text == "value (" + ", ".join(words[:-1]) + ", then " + words[-1] + ")"
+    text = ask("which gpu for 7b lora").recommendation["sort"]
     words = [says[k["by"]] for k in KN.advice["sorts"]["value"]]
     assert text == "value (" + ", ".join(words[:-1]) + ", then " + words[-1] + ")"
 

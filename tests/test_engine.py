@@ -57,7 +57,7 @@ def test_every_node_of_every_flow_is_walked_by_some_query():
                "full fine-tune 70B", "full fine-tune 13B", "pretrain 7B", "serve 70B int4 on h100",
                "serve 70B fp16 on h100", "serve 70B int4", "full fine-tune 405B", "serve 7B on 1GB",
                "serve llama-3.1-8b int4 2048 users 256 context prompt 32 output 224 fp8 kv cache on h100",
-               "full fine-tune 70B on 16x h100", "serve 7B 999999 users on h100",
+               "full fine-tune 70B on 16x h100 ddp", "serve 7B 999999 users on h100",
                "serve 7B 999999 users", "serve 7B 200000 users"]
     seen = set()
     for q in queries:

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from kb.engine import answer
-from kb.present.export import literal, math, mermaid, mermaid_ids, number, with_unit
+from kb.present.export import code, literal, math, mermaid, mermaid_ids, number, with_unit
 from kb.knowledge.build import Edge, Flow, Knowledge, Node, build
 from kb.knowledge.data import readable_template
 from kb.paths import rules_dir
@@ -54,7 +54,7 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 # ---------------------------------------------------------------- the pages
 
 def test_every_page_is_written(pages: dict[str, str], kn: Knowledge) -> None:
-    expected = {"index.md", "gpus.md", "models.md", "precisions.md", "runtimes.md",
+    expected = {"index.md", "gpus.md", "gpus-full.md", "models.md", "precisions.md", "runtimes.md",
                 "formulas.md", "sources.md", "prices.md"}
     expected |= {f"flows/{f.id}.md" for f in kn.flows}
     assert set(pages) == expected
@@ -111,8 +111,25 @@ def _table_rows(text: str, first_header: str) -> list[list[str]]:
     return rows
 
 
-def test_gpu_table_has_every_gpu_and_its_figures(pages: dict[str, str], kn: Knowledge) -> None:
+def test_gpu_page_leads_with_the_figures_people_compare(pages: dict[str, str], kn: Knowledge) -> None:
+    """gpus.md: name, VRAM, bandwidth, FP16 and FP8 TFLOPS, power and price (issue 23), each GPU
+    linked to its entry on the full table's page."""
+    header = next(line for line in pages["gpus.md"].splitlines() if line.startswith("| GPU |"))
+    assert [c.strip() for c in header.split("|")[1:-1]] == [
+        "GPU", "VRAM GB", "GB/s", "FP16 TFLOPS", "FP8 TFLOPS", "TDP W", "buy; rent"]
     rows = _table_rows(pages["gpus.md"], "GPU")
+    assert len(rows) == len(kn.gpus)
+    for row, gpu in zip(rows, kn.gpus.values()):
+        assert row[0].endswith(f"(gpus-full.md#gpu-{gpu['id']})")
+        fp8 = gpu["tensor_tflops"]["fp8"]
+        assert row[1:5] == [number(gpu["vram_gb"]), number(gpu["bandwidth_gb_s"]),
+                            "–" if gpu["tensor_tflops"]["fp16"] is None else number(gpu["tensor_tflops"]["fp16"]),
+                            "–" if fp8 is None else number(fp8)]
+    assert "[the full table](gpus-full.md)" in pages["gpus.md"]
+
+
+def test_gpu_table_has_every_gpu_and_its_figures(pages: dict[str, str], kn: Knowledge) -> None:
+    rows = _table_rows(pages["gpus-full.md"], "GPU")
     assert [r[1].strip("`") for r in rows] == list(kn.gpus)
     for row, gpu in zip(rows, kn.gpus.values()):
         assert row[6] == number(gpu["vram_gb"])
@@ -205,8 +222,8 @@ def test_every_source_and_claim_with_the_engines_comparison(pages: dict[str, str
 
 ENTITIES = {"quot": '"', "lt": "<", "gt": ">", "amp": "&", "35": "#", "124": "|", "96": "`"}
 SHAPES = {("([", "])"): "start", ("{", "}"): "question", ("[", "]"): "compute",
-          ("(", ")"): "verdict"}
-NODE = re.compile(r'^    (\w+)(\(\[|\{|\[|\()"([^"]*)"(\]\)|\}|\]|\))$')
+          ("(", ")"): "verdict", ("{{", "}}"): "else"}
+NODE = re.compile(r'^    (\w+)(\(\[|\{\{|\{|\[|\()"([^"]*)"(\]\)|\}\}|\}|\]|\))$')
 EDGE = re.compile(r'^    (\w+) -->(?:\|"([^"]*)"\|)? (\w+)$')
 CLASS = re.compile(r"^    class ([\w,]+) (\w+)$")
 
@@ -215,56 +232,94 @@ def unescape(text: str) -> str:
     return re.sub(r"#(\w+);", lambda m: ENTITIES[m.group(1)], text)
 
 
-def parse_mermaid(chart: str) -> tuple[dict[str, tuple[str, str]], list[tuple[str, str, str | None, str | None]], dict[str, str]]:
-    """nodes {id: (kind, text)}, edges [(from, to, label, when)], styles {id: class}."""
+def parse_mermaid(chart: str) -> tuple[dict[str, tuple[str, str]], list[tuple[str, str, str | None]], dict[str, str]]:
+    """nodes {id: (kind, text)}, edges [(from, to, label)], styles {id: class}. An "or else" step
+    of a ladder (kb.present.export_layout) is folded back: the edges that hang from it are its node's."""
     lines = chart.rstrip("\n").split("\n")
     assert lines[0] == "flowchart TD"
     nodes: dict[str, tuple[str, str]] = {}
-    edges: list[tuple[str, str, str | None, str | None]] = []
+    drawn: list[tuple[str, str, str | None]] = []
     styles: dict[str, str] = {}
     for line in lines[1:]:
         if m := NODE.match(line):
             assert m.group(1) not in nodes
             nodes[m.group(1)] = (SHAPES[(m.group(2), m.group(4))], unescape(m.group(3)))
         elif m := EDGE.match(line):
-            label = when = None
-            for part in (m.group(2) or "").split("<br/>") if m.group(2) else []:
-                if part.startswith("when "):
-                    when = unescape(part[5:])
-                elif part != "otherwise":
-                    label = unescape(part)
-            edges.append((m.group(1), m.group(3), label, when))
+            drawn.append((m.group(1), m.group(3), unescape(m.group(2)) if m.group(2) else None))
         elif m := CLASS.match(line):
             styles.update({nid: m.group(2) for nid in m.group(1).split(",")})
         else:
             assert line.startswith("    classDef "), line
-    return nodes, edges, styles
+    steps = {n for n, (kind, _) in nodes.items() if kind == "else"}
+    owner = {b: a for a, b, _ in drawn if b in steps}
+    assert all(nodes[s][1] == "or else" for s in steps)
+
+    def origin(n: str) -> str:
+        return origin(owner[n]) if n in steps else n
+
+    edges = [(origin(a), b, label) for a, b, label in drawn if b not in steps]
+    return {n: v for n, v in nodes.items() if n not in steps}, edges, styles
+
+
+def _charts(page: str) -> list[str]:
+    return [c.split("\n```", 1)[0] + "\n" for c in page.split("```mermaid\n")[1:]]
 
 
 def _chart(page: str) -> str:
-    return page.split("```mermaid\n", 1)[1].split("\n```", 1)[0] + "\n"
+    return _charts(page)[0]
+
+
+def _edge_label(node: Any, edge: Any) -> str | None:
+    """What the chart writes on an edge: its label, else its condition, else "otherwise" where
+    its siblings have conditions."""
+    if edge.label:
+        return edge.label
+    if edge.when is not None:
+        return edge.when.text
+    return "otherwise" if any(e.when is not None for e in node.edges) else None
 
 
 def test_every_node_and_edge_is_in_its_chart(pages: dict[str, str], kn: Knowledge) -> None:
+    """Every node and edge of a flow is drawn, on one chart or across its sections (a node that
+    heads a section is drawn twice, the same); every condition is listed under the charts."""
     for flow in kn.flows:
-        nodes, edges, styles = parse_mermaid(_chart(pages[f"flows/{flow.id}.md"]))
+        page = pages[f"flows/{flow.id}.md"]
+        nodes: dict[str, tuple[str, str]] = {}
+        edges: set[tuple[str, str, str | None]] = set()
+        styles: dict[str, str] = {}
+        for chart in _charts(page):
+            n, e, s = parse_mermaid(chart)
+            assert all(nodes.get(k, v) == v for k, v in n.items())
+            nodes.update(n)
+            edges |= set(e)
+            styles.update(s)
         # a verdict's placeholders read as ‹per-GPU› GB where no answer fills them
         assert nodes == {n.id: (n.kind, " ".join(
             (readable_template(n.text) if n.kind == "verdict" else n.text).split()))
             for n in flow.nodes.values()}
-        assert sorted(edges, key=str) == sorted(
-            ((n.id, e.to, e.label, e.when.text if e.when else None)
-             for n in flow.nodes.values() for e in n.edges), key=str)
+        assert edges == {(n.id, e.to, _edge_label(n, e)) for n in flow.nodes.values() for e in n.edges}
         assert styles == {n.id: n.style for n in flow.nodes.values() if n.style}
+        nodes_list = page.split("## Nodes", 1)[1]
         for node in flow.nodes.values():
-            assert f'<a id="node-{node.id}"></a>' in pages[f"flows/{flow.id}.md"]
+            assert f'<a id="node-{node.id}"></a>' in page
+            for e in node.edges:
+                if e.when is not None:
+                    assert f"when {code(math(e.when.ast))}" in nodes_list
+
+
+def test_whole_flow_chart_has_every_edge(kn: Knowledge) -> None:
+    """`kbq export flow ID` prints the whole flow as one chart."""
+    for flow in kn.flows:
+        _, edges, _ = parse_mermaid(mermaid(flow))
+        assert sorted(edges, key=str) == sorted(
+            ((n.id, e.to, _edge_label(n, e)) for n in flow.nodes.values() for e in n.edges), key=str)
 
 
 def test_export_flow_prints_the_pages_chart(pages: dict[str, str], kn: Knowledge) -> None:
     for flow in kn.flows:
         result = kbq("export", "flow", flow.id)
         assert result.returncode == 0, result.stderr
-        assert result.stdout == _chart(pages[f"flows/{flow.id}.md"])
+        assert result.stdout == mermaid(flow)
 
 
 def test_export_flow_unknown_id_suggests() -> None:
@@ -312,8 +367,8 @@ def test_mermaid_escapes_awkward_text(tmp_path: Path) -> None:
            '#35;1 #amp; #96;c#96;; done"}' in chart
     nodes, edges, _ = parse_mermaid(chart)
     assert nodes["INF_SIZE"] == ("question", AWKWARD)
-    assert ("INF_SIZE", "INF_MULTI", 'Needs >48 GB | "multi" [GPU]', None) in edges
-    assert ("INF_SIZE", "INF_SMALL", "Fits in 20 GB", "total_gb <= 20") in edges
+    assert ("INF_SIZE", "INF_MULTI", 'Needs >48 GB | "multi" [GPU]') in edges
+    assert ("INF_SIZE", "INF_SMALL", "Fits in 20 GB") in edges
 
 
 def test_mermaid_renames_its_keywords_as_node_ids() -> None:
@@ -325,7 +380,7 @@ def test_mermaid_renames_its_keywords_as_node_ids() -> None:
     assert mermaid_ids(flow) == {"end": "n_end", "graph": "n_graph"}
     parsed_nodes, edges, styles = parse_mermaid(mermaid(flow))
     assert parsed_nodes == {"n_end": ("question", "Done?"), "n_graph": ("verdict", "yes")}
-    assert edges == [("n_end", "n_graph", None, None)]
+    assert edges == [("n_end", "n_graph", None)]
     assert styles == {"n_graph": "good"}
 
 
@@ -412,7 +467,7 @@ def test_a_new_gpu_goes_from_yaml_to_answer_and_wiki(tmp_path: Path) -> None:
     assert as_json["gpus"][0]["fits"] is True
 
     files = export(tmp_path / "wiki", "--rules", str(root))
-    rows = _table_rows(files["gpus.md"].decode("utf-8"), "GPU")
+    rows = _table_rows(files["gpus-full.md"].decode("utf-8"), "GPU")
     assert ["Acme X1 64GB", "`acme-x1-64gb`", "amd", "datacenter", "Test", "2025", "64", "HBM3",
             "2000", "50", "200", "400", "400", "800", "800", "–", "–", "500",
             "pcie 5, 128 GB/s", "yes", "PCIe dual-slot", "–",        # no price in prices.yaml

@@ -44,6 +44,7 @@ PAGES = [
     ("/", "text/html", "Your question"),
     (f"/?q={q(QUERY)}", "text/html", "Verdict"),
     (f"/embed?q={q(QUERY)}", "text/html", "Verdict"),
+    (f"/quote?q={q(QUERY)}", "text/html", "Recommended configuration"),
     ("/gpus", "text/html", "H100"),
     ("/models", "text/html", "Llama"),
     ("/rules", "text/html", "total_gb"),
@@ -162,9 +163,14 @@ def test_page_shows_the_answer_in_order(client):
     a = ask(QUERY)
     assert unescape(a.verdict) in unescape(body)
     order = [body.index(x) for x in ('class="verdict', 'class="figures key"', 'id="rec-h"',
-                                      'id="memory-h"', 'id="gpus-h"', 'id="speed-h"',
-                                      'id="flows-h"', 'id="assumptions-h"', 'id="trace-h"')]
+                                      'id="gpus-h"', 'id="memory-h"', 'id="speed-h"',
+                                      'id="assumptions-h"', 'id="worked-h"', '<details class="trace">',
+                                      '<details class="flows">', '<details class="claims">')]
     assert order == sorted(order)                # the verdict, what to do, then the figures
+    # how it was worked out: the trace, the flowcharts and the sources, each folded (issue 23)
+    worked = body[body.index('id="worked-h"'):]
+    assert worked.count("<svg") == body.count('class="chart flowchart"') > 0
+    assert "<details open" not in body
     assert 'class="verdict fits"' in body                      # green: the first GPU fits
     shown = [s for s in a.trace if f'<a href="/rules#{s.rule_id}">' in body]
     assert shown
@@ -206,7 +212,12 @@ def test_page_has_both_charts_with_text_alternatives(client):
     titles = [re.search(r"<title[^>]*>([^<]*)</title>", s).group(1) for s in svgs]
     assert any(t.startswith("Memory per GPU") for t in titles)
     assert any(t.startswith("Roofline of") for t in titles)
-    assert body.count("<figcaption>") >= len(svgs)
+    figures = re.findall(r"<figure\b.*?</figure>", body, re.DOTALL)
+    assert sum(f.count("<svg") for f in figures) == len(svgs)  # every chart is in a figure
+    assert all("<figcaption>" in f for f in figures)           # with its caption
+    # the memory bar and the roofline come twice: as wide as a desktop, and at a phone's width
+    assert [t.startswith("Memory per GPU") for t in titles].count(True) == 2
+    assert [t.startswith("Roofline of") for t in titles].count(True) == 2
     assert "<caption>Memory by part" in body                   # the memory bar's numbers as a table
     assert "<caption>Arithmetic intensity of each phase" in body
 
@@ -254,9 +265,9 @@ def test_training_page_shows_training_speed(client):
 
 
 def test_training_that_does_not_fit_shows_memory_not_speed(client):
-    # under plain DDP every rank holds 7B × 16 bytes of weights, gradients and Adam state
-    # (112 GB) — more than an 80 GB H100 — so there is no speed to show, and no inference tiles
-    body = client.get("/?q=" + q("full fine-tune 7B on 8x H100 for 20B tokens")).get_data(as_text=True)
+    # under plain DDP (asked for) every rank holds 7B × 16 bytes of weights, gradients and Adam
+    # state (112 GB) — more than an 80 GB H100 — so there is no speed to show, and no inference tiles
+    body = client.get("/?q=" + q("full fine-tune 7B on 8x H100 ddp for 20B tokens")).get_data(as_text=True)
     assert 'class="verdict nofit"' in body
     assert '<th scope="col" class="num key">needs GB/GPU</th>' in body
     assert "train tok/s" not in body and "decode per user" not in body and "prefill tok/s" not in body
@@ -328,8 +339,8 @@ def test_embed_is_a_standalone_fragment(client):
     body = r.get_data(as_text=True)
     assert r.status_code == 200
     assert 'class="site"' not in body                          # no site header or footer
-    assert "Memory per GPU" in body and 'class="data gpus"' in body and 'class="trace"' in body
-    assert len(re.findall(r"<svg\b", body)) == 1
+    assert "Memory per GPU" in body and 'class="data gpus' in body and 'class="trace"' in body
+    assert len(re.findall(r"<svg\b", body)) == 2              # the memory bar, wide and narrow
 
 
 def test_embed_without_query(client):
@@ -426,14 +437,23 @@ def test_api_lists_options_when_the_gpu_asked_about_is_too_small_like_the_cli(cl
     assert got == ask(query).to_dict()
 
 
-@pytest.mark.parametrize("query", ["serve 70B int4 16 users", "can I run llama 3 70B on a 4090",
-                                   "train 13B qlora on 20GB"])
+@pytest.mark.parametrize("query", ["serve 70B int4 16 users on rtx 4090", "can I run llama 3 70B on a 4090",
+                                   "train 13B qlora on 8GB"])
 def test_an_option_without_a_price_says_na_not_na_per_unit(client, query):
     # an option on a card nobody rents has no $/M tok (and a run without a price no cost):
     # the options table says "n/a", never "n/a/M tok"
     page = client.get(f"/?q={q(query)}").get_data(as_text=True)
     assert "What to change" in page
     assert "n/a/M tok" not in page and "n/a/run" not in page
+
+
+@pytest.mark.parametrize("query", ["serve 70B int4 16 users", "train 13B qlora on 20GB",
+                                   "serve 70B int4 on h100 sxm"])
+def test_what_to_change_only_when_it_does_not_fit(client, query):
+    """A job that fits (and meets any target) lists no changes on the page (issue 23, item 4)."""
+    a = ask(query)
+    assert a.gpus[0].fits and a.gpus[0].meets_target is not False
+    assert "What to change" not in client.get(f"/?q={q(query)}").get_data(as_text=True)
 
 
 def test_api_answer_keeps_the_contract_key_order(client):

@@ -32,6 +32,9 @@ class Opt:
 QUERY_OPTIONS = (
     Opt("--json", "fmt", "json", help="print the Answer as JSON"),
     Opt("--markdown", "fmt", "markdown", help="print a Markdown version for a wiki"),
+    Opt("--quote", "fmt", "quote",
+        help="print a one-page quote in Markdown: the recommended configuration with\n"
+             "buy and rent prices and their dates, two alternatives, assumptions, sources"),
     Opt("--all", "limit", 0, help="list every GPU judged (text and Markdown show the first 12)"),
     Opt("--no-trace", "trace", False, help="leave the trace out of the text answer"),
     Opt("--rules", "rules", metavar="DIR", help="use the rule files in DIR instead of the shipped ones"),
@@ -53,7 +56,7 @@ _BY_FLAG = {o.flag: o for o in QUERY_OPTIONS}
 
 @record
 class QueryArgs:
-    fmt: str = "text"                   # text, markdown or json
+    fmt: str = "text"                   # text, markdown, json or quote
     limit: int | None = 12              # GPU rows shown in text and Markdown (0: all)
     trace: bool = True
     rules: str | None = None
@@ -172,7 +175,18 @@ def run(args: QueryArgs, usage: str) -> int:
                      options=args.options)
     except KbError as err:
         return fail(str(err), err.exit_code)
-    if args.fmt == "json":
+    if args.fmt == "quote":
+        from kb import get_knowledge
+        from kb.present.quote import build, markdown, to_quote
+
+        kn = get_knowledge(args.rules)
+        try:
+            quoted, asked, wider = to_quote(result, kn, lambda q: ask(q, args.rules, args.config,
+                                                                      prices=args.prices, sort=args.sort))
+        except KbError as err:
+            return fail(str(err), err.exit_code)
+        sys.stdout.write(markdown(build(quoted, kn, asked, wider)))
+    elif args.fmt == "json":
         import orjson
 
         sys.stdout.buffer.write(orjson.dumps(result.to_dict(), option=orjson.OPT_INDENT_2) + b"\n")

@@ -9,7 +9,7 @@ that hold the job), the sort keys, the cost fields of each GPU row, and the reco
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from kb.engine.answer import GpuRow
 from kb.expr.parse import Col, at
@@ -24,9 +24,9 @@ if TYPE_CHECKING:
 
 # cost figures of a row → formula names (rules/formulas.yaml)
 ROW_COST = ("needs_server_board", "cloud_usd_per_hour", "config_price_usd", "config_usd_per_hour", "breakeven_months",
-            "meets_target", "within_budget", "config_power_w", "roomy_fit")
+            "meets_target", "within_budget", "suits_job", "config_power_w", "roomy_fit")
 SERVE_COST = ("usd_per_million_tokens",)
-TRAIN_COST = ("run_hours", "run_cost_usd")
+TRAIN_COST = ("run_hours", "run_cost_usd", "gpu_hours")
 CLASSES = {"consumer": "consumer/workstation", "workstation": "consumer/workstation",
            "apple": "consumer/workstation", "datacenter": "datacenter"}
 
@@ -47,7 +47,9 @@ def sort_keys(kn: Knowledge, w: Workload, fallback: list[tuple[str, str]]) -> li
     name = sort_name(kn, w)
     if name is None:
         return fallback
-    keys: list[tuple[str, str]] = [(k["by"], k["order"]) for k in kn.advice["sorts"][name]]
+    training = w.task in kn.query["training_tasks"]
+    keys: list[tuple[str, str]] = [(k["by"], k["order"]) for k in kn.advice["sorts"][name]
+                                   if training or k["by"] not in kn.advice.get("training_only", [])]
     if w.rent:
         keys = [(kn.advice["rent_cost_key"] if k == "config_price_usd" else k, o) for k, o in keys
                 if k not in kn.advice.get("rent_ignores", [])]
@@ -71,14 +73,16 @@ def fewest_needed(rows: list[GpuRow]) -> int:
     return min((r.gpus_needed for r in rows if r.gpus_needed), default=0)
 
 
-def configurations(kn: Knowledge, needed: object, gpus: list[GPU]) -> list[tuple[GPU, int, bool]]:
-    """Each catalogue GPU at the fewest cards that hold the job (one where none or too many do:
-    more than the rules' max_gpus_per_config is not one box)."""
+def configurations(kn: Knowledge, needed: object, gpus: list[GPU],
+                   valid: Callable[[int], bool] = lambda n: True) -> list[tuple[GPU, int, bool]]:
+    """Each catalogue GPU at the fewest cards that hold the job in a valid layout (`valid`: the
+    count splits the model the way the runtime can, kb.engine.layout), one where none or too many do:
+    more than the rules' max_gpus_per_config is not one box."""
     most = int(kn.advice.get("max_gpus_per_config", 1))
     out = []
     for i, g in enumerate(gpus):
         n = at(needed, i)
-        count = int(n) if n and 1 <= n <= most else 1
+        count = next((c for c in range(int(n), most + 1) if valid(c)), 1) if n and 1 <= n <= most else 1
         out.append((g, count, False))
     return out
 
@@ -96,6 +100,7 @@ def fill_rows(scope: Scope, rows: list[GpuRow], order: list[int], is_training: b
         row.breakeven_months = vals["breakeven_months"]
         row.meets_target = None if vals["meets_target"] is None else bool(vals["meets_target"])
         row.within_budget = None if vals["within_budget"] is None else bool(vals["within_budget"])
+        row.suits_job = None if vals["suits_job"] is None else bool(vals["suits_job"])
         if is_training:
             row.run_hours = vals["run_hours"]
             row.run_cost_usd = vals["run_cost_usd"]
@@ -111,7 +116,8 @@ def _num(scope: Scope, name: str, i: int) -> float | None:
 def recommendation(kn: Knowledge, w: Workload, rows: list[GpuRow], is_training: bool) -> Recommendation | None:
     """The first fitting row, and one runner-up per class (consumer/workstation, datacenter)
     plus the cheapest to rent; None when nothing fits."""
-    fitting = [r for r in rows if r.fits]
+    fitting = ([r for r in rows if r.fits and r.suits_job is not False and r.within_budget is not False]
+               or [r for r in rows if r.fits and r.suits_job is not False] or [r for r in rows if r.fits])
     if not fitting:
         return None
     pick = fitting[0]

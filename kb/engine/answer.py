@@ -66,6 +66,7 @@ class GpuRow:
     breakeven_months: float | None = None
     meets_target: bool | None = None             # speed floor (serving) or time floor (training)
     within_budget: bool | None = None
+    suits_job: bool | None = None                # training: native tensor cores and a usable run time
 
 
 _NO_PRICES: PricesUsed = {}

@@ -34,7 +34,7 @@ def gpu_scope(base: Scope, gpu: GPU, count: int, precision: Precision,
 def layout_of(r: Resolved, kn: Knowledge, count: int) -> Layout:
     """The parallel layout of `count` GPUs for this job (kb.engine.layout); training keeps its split."""
     if r.is_training:
-        return tr.layout(count)
+        return tr.layout(count, r.workload, kn)
     w = r.workload
     return choose(count, int(r.model["attention_heads"]), r.runtime.get("multi_gpu") == "tensor_parallel",
                   int(kn.constants["gpus_per_node"]["value"]), w.tp, w.pp)

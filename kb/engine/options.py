@@ -22,6 +22,7 @@ from kb.knowledge.data import Knowledge
 
 if TYPE_CHECKING:
     from kb.engine.answer_records import Option, WorkloadDict
+    from kb.knowledge.records import GPU
     from kb.knowledge.records_rules import OptionRule
 
 IGNORED = ("gpus", "notes", "question", "model_name", "active_params", "parallel")
@@ -97,6 +98,8 @@ def _queries(kn: Knowledge, rule: OptionRule, query: str, stripped: str | None, 
     kind = rule["kind"]
     gpu = row.id if row.id in kn.gpus else f"{row.vram_gb:g}gb"
     if kind == "words":
+        if rule["words"] in kn.query["tasks"]:      # another task: its word replaces the job's own
+            query, stripped = _without_task(kn, query, w), (_without_task(kn, stripped, w) if stripped else None)
         first = f"{query} {rule['words']}"
         out: list[tuple[str, str | None]] = [(first, None)]
         if stripped is not None:     # with the cards that would then hold it
@@ -110,10 +113,11 @@ def _queries(kn: Knowledge, rule: OptionRule, query: str, stripped: str | None, 
     if stripped is None:
         return []
     if kind == "gpus":
-        needed = row.gpus_needed or 0
         most = int(kn.advice.get("max_gpus_per_config", 1))
-        return [(f"{stripped} on {needed}x {gpu}", None)] if row.count < needed <= most else []
-    bigger = sorted((g for g in kn.gpus.values() if g["vram_gb"] > (row.vram_gb or 0) and g.get("price_usd")),
+        needed = valid_count(kn, w, row.gpus_needed or 0, most)
+        return [(f"{stripped} on {needed}x {gpu}", None)] if needed and row.count < needed <= most else []
+    bigger = sorted((g for g in kn.gpus.values() if g["vram_gb"] > (row.vram_gb or 0) and g.get("price_usd")
+                     and _same_shelf(kn, row.id, g, str(w.get("runtime") or ""))),
                     key=lambda g: (g["price_usd"], g["vram_gb"]))
     need = base.memory.get("total_gb") or 0
     tries = int(kn.advice.get("next_card_tries", 1))
@@ -132,9 +136,10 @@ def _ask(kn: Knowledge, q: str, base: Answer, rule: OptionRule, extra: str | Non
             probe = answer(parse(q.replace("{needed}", "1"), kn), kn, q, brief=True)
             row = _base_row(probe)
             most = int(kn.advice.get("max_gpus_per_config", 1))
-            if row is None or row.fits or not row.gpus_needed or not 1 < row.gpus_needed <= most:
+            needed = valid_count(kn, probe.workload, row.gpus_needed or 0, most) if row is not None else None
+            if row is None or row.fits or not needed or not 1 < needed <= most:
                 return None
-            q = q.replace("{needed}", str(row.gpus_needed))
+            q = q.replace("{needed}", str(needed))
         a = answer(parse(q, kn), kn, q, brief=True)
     except KbError:
         return None
@@ -143,6 +148,8 @@ def _ask(kn: Knowledge, q: str, base: Answer, rule: OptionRule, extra: str | Non
         return None
     training = "training" in a.bottleneck
     changes: dict[str, object] = {k: v for k, v in a.workload.items() if k not in IGNORED and base.workload.get(k) != v}
+    if not row.fits or row.suits_job is False or (rule["kind"] == "words" and not changes):
+        return None     # still does not fit, is no job to recommend, or is what the job already has
     first = _base_row(base)
     hardware = 0 if (row.id, row.count) == (first.id, first.count) else 1 if row.id == first.id else 2  # type: ignore[union-attr]
     if hardware:
@@ -191,3 +198,47 @@ def _without_gpus(kn: Knowledge, query: str) -> str | None:
         if all(a[k] == b[k] for k in a if k not in ("gpus", "notes")):
             return head
     return None
+
+
+def _same_shelf(kn: Knowledge, asked: str, g: GPU, runtime: str) -> bool:
+    """A card the next-card-up option may offer for the card asked about: the same vendor and
+    class of buyer (consumer/workstation cards, datacenter cards; kb.engine.advice.CLASSES), and one the
+    runtime runs on (a bare capacity keeps every card)."""
+    from kb.engine.advice import CLASSES
+    from kb.knowledge.gpu_names import runs_on
+
+    was = kn.gpus.get(asked)
+    rt = kn.runtimes.get(runtime)
+    if was is None:
+        return rt is None or runs_on(rt, g)
+    def cls(x: GPU) -> str:
+        return CLASSES.get(str(x.get("segment")), "datacenter")
+    return (g["vendor"] == was["vendor"] and cls(g) == cls(was) and g.get("segment") != "apple" or
+            was.get("segment") == g.get("segment") == "apple") and (rt is None or runs_on(rt, g))
+
+
+def valid_count(kn: Knowledge, w: WorkloadDict, needed: int, most: int) -> int | None:
+    """The fewest GPUs from `needed` up that make a canonical layout for the job (kb.engine.layout:
+    tensor parallel that divides the heads inside a node, whole nodes as pipeline stages; any
+    count for a layer split or data-parallel training), at most `most`; None if none does."""
+    from kb.engine.layout import choose
+
+    model = kn.models.get(str(w.get("model")))
+    rt = kn.runtimes.get(str(w.get("runtime")))
+    if model is None or rt is None or w.get("task") in kn.query["training_tasks"]:
+        return needed if needed <= most else None
+    node = int(kn.constants["gpus_per_node"]["value"])
+    for n in range(max(1, needed), most + 1):
+        if choose(n, int(model["attention_heads"]), rt.get("multi_gpu") == "tensor_parallel", node).canonical:
+            return n
+    return None
+
+
+def _without_task(kn: Knowledge, query: str, w: WorkloadDict) -> str:
+    """The query without the words that named its task ("full fine-tune"), so an option that
+    changes the task ("lora") is read as that task."""
+    for word in sorted(kn.query["tasks"].get(str(w.get("task")), []), key=len, reverse=True):
+        found = re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", query, flags=re.IGNORECASE)
+        if found:
+            return _clean(query[:found.start()] + " " + query[found.end():])
+    return query

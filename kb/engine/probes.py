@@ -21,7 +21,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kb.engine.evaluate import Evaluated, Scope, evaluate
-from kb.engine.gpus import layout_of
+from kb.engine import training as tr
+from kb.engine.gpus import gpu_scope, layout_of
 from kb.engine.layout import Layout, scope_values
 from kb.engine.scope import Resolved, base_scope, resolve
 from kb.expr.parse import Col
@@ -166,6 +167,10 @@ class Probes:
         return found
 
     def probe(self, vary: str, value: float, gpu: GPU, count: int, holds: str = "fits") -> Probe:
+        r = self.resolved(vary, value)
+        w = r.workload
+        if r.is_training and not (w.tp or w.pp) and tr.is_model_parallel(w, self.kn):
+            return _split_probe(self.kn, self.w, vary, value, gpu, count, holds)
         if vary == "gpu_count":
             count = int(value)
         names: Names = ("fits", "per_gpu_gb", "usable_vram_gb")
@@ -208,3 +213,47 @@ class Probes:
             evaluate(self.kn, ev, names)
             columns = self._columns[key] = {n: ev.scope.get(n) for n in (*names, "speed_floor_tok_s")}
         return {n: v[i] if v.__class__ is Col else v for n, v in columns.items()}
+
+
+def _split_probe(kn: Knowledge, w: Workload, vary: str, value: float, gpu: GPU, count: int,
+                 holds: str) -> Probe:
+    """A model-parallel training stack with no tp / pp asked: its split depends on the card and
+    the count (choose_split sets it on the workload), so nothing is shared: the probe is made
+    from scratch."""
+    w2 = at_value(w, vary, value, kn)
+    if vary == "gpu_count":
+        count = int(value)
+    r = resolve(w2, kn)
+    choose_split(kn, r, gpu, count)
+    return _probe(kn, r, w, gpu, count, holds)
+
+
+def choose_split(kn: Knowledge, r: Resolved, gpu: GPU, count: int) -> None:
+    """A model-parallel training stack with no tp / pp asked: the first valid split
+    (kb.engine.training.model_parallel_layouts, fewest model-parallel GPUs first) that holds the job on
+    `count` of this GPU with the headroom a recommendation keeps (roomy_fit), else the first that
+    holds it, set on the workload (the last tried where none does)."""
+    m, w = r.model, r.workload
+    splits = tr.model_parallel_layouts(count, int(m["attention_heads"]), int(m["kv_heads"]), int(m["layers"]),
+                                       int(kn.constants["gpus_per_node"]["value"]))
+    for holds in ("roomy_fit", "fits"):      # with the headroom a recommendation keeps, else just holding it
+        for t, p in splits:
+            w.tp, w.pp = t, p
+            if _probe(kn, r, w, gpu, count, holds).fits:
+                return
+    w.tp, w.pp = splits[-1] if splits else (None, None)
+
+
+def _probe(kn: Knowledge, r: Resolved, w: Workload, gpu: GPU, count: int, holds: str) -> Probe:
+    ev = Evaluated(gpu_scope(base_scope(r, kn), gpu, count, r.precision, layout_of(r, kn, count)))
+    targets = targets_asked(w)
+    names = ["fits", "per_gpu_gb", "usable_vram_gb"]
+    if holds != "fits":
+        names += [holds, "decode_tokens_per_s"]
+    if targets:
+        names.append("meets_target")
+    evaluate(kn, ev, names)
+    s = ev.scope
+    meets = bool(s.get("meets_target")) if targets else None
+    return Probe(bool(s.get(holds)) and meets is not False, s.get("per_gpu_gb"), s.get("usable_vram_gb"),
+                 bool(s.get("fits")), s.get("decode_tokens_per_s"), s.get("speed_floor_tok_s"), meets)

@@ -18,12 +18,12 @@ from kb.engine import training as tr
 from kb.engine import unknown
 from kb.engine.answer import Answer, GpuRow
 from kb.engine import solve
-from kb.engine.probes import Probes, at_value
+from kb.engine.probes import Probes, at_value, choose_split
 from kb.engine.assemble import (ROW_FORMULAS, brief_answer, bottleneck, error_bands,
                                 gpu_warnings, memory, rank_order, rows_of, shown_figures, workload_dict)
 from kb.engine.claims import check_claims
 from kb.engine.evaluate import Evaluated, evaluate
-from kb.engine.gpus import catalogue_columns, layout_columns, layouts_of
+from kb.engine.gpus import catalogue_columns, layout_columns, layout_of, layouts_of
 from kb.engine.scope import base_scope, capacity_gpu, resolve
 from kb.knowledge.gpu_names import gemm_of, gpu_columns, runs_on
 from kb.engine.walk import Tracer, walk
@@ -43,13 +43,47 @@ def answer(w: Workload, kn: Knowledge, query: str = "", *, brief: bool = False) 
     trace, the claims and the advice text: what an option (kb.engine.options) shows of its answer."""
     if w.question in kn.query["solve"]:
         return lead_with_focus(_answer_question(w, kn, query, brief), kn.query.get("focus_lead", {}))
+    import copy
+
+    plain = copy.deepcopy(w) if w.budget_usd is not None and w.precision is None and not w.gpus else None
     result = _answer(w, kn, query, brief)
+    if plain is not None and "training" not in result.bottleneck:
+        result = _budget_precision(plain, kn, query, brief, result) or result
     if w.question == "which_gpu":
         result.question = {"kind": "which_gpu", "vary": None, "unit": None,
                            "value": result.gpus[0].name if result.gpus else None,
                            "gpu": result.gpus[0].name if result.gpus else None,
                            "ranking": [g.id for g in result.gpus if g.fits]}
     return lead_with_focus(result, kn.query.get("focus_lead", {}))
+
+
+def _budget_precision(w: Workload, kn: Knowledge, query: str, brief: bool, plain: Answer) -> Answer | None:
+    """A ranking with a budget and no precision named: the weight format an expert would buy for,
+    the default or one of the rules' precision options (prices.yaml advice options): the one
+    whose best configuration within the budget takes the fewest cards, then the least quality
+    cost; said in the assumptions. None when the default is that format."""
+    import copy
+
+    first = next((r for r in plain.gpus if r.fits and r.within_budget), None)
+    found: list[tuple[int, int, Answer, str]] = [(first.count if first else 1 << 30, 0, plain, "")]
+    for rule in kn.advice.get("options") or []:
+        precision = rule.get("precision")
+        if not precision or "inference" not in rule["tasks"]:
+            continue
+        trial = copy.deepcopy(w)
+        trial.precision = precision
+        a = _answer(trial, kn, query, brief)
+        best = next((r for r in a.gpus if r.fits and r.within_budget), None)
+        if best is not None:
+            said = (f"precision: {precision}, for the budget of ${w.budget_usd:,.0f}: {rule['change']} holds it on "
+                    f"{best.count}× {best.name}, fewer cards than the default precision needs within the budget "
+                    f"(quality: {rule['quality']}) [{rule['source']}]")
+            found.append((best.count, int(rule["quality_rank"]), a, said))
+    _, _, a, said = min(found, key=lambda f: (f[0], f[1]))
+    if a is plain:
+        return None
+    a.assumptions.append(said)
+    return a
 
 
 def _answer_question(w: Workload, kn: Knowledge, query: str, brief: bool = False) -> Answer:
@@ -132,8 +166,34 @@ def _first_ranked(w: Workload, kn: Knowledge) -> str:
     return _answer(plain, kn).gpus[0].id
 
 
+def _scaled_gpus_needed(kn: Knowledge, asked: Workload, rows: list[GpuRow],
+                        candidates: list[tuple[GPU, int, bool]], order: list[int], primary: Evaluated) -> None:
+    """A training job no count holds under the runtime's own data parallel (gpus_needed 0):
+    several GPUs run it in the layout people use at that scale (kb.engine.training.resolve_at_scale),
+    so the fewest that hold it come from the forward model over the count."""
+    upper = int(kn.query["solve"]["how_many_gpus"]["upper"])
+    for rank, i in enumerate(order):
+        row = rows[rank]
+        if row.fits or row.gpus_needed != 0 or not row.usable_vram_gb:
+            continue
+        found = solve.fewest_scanned(kn, asked, candidates[i][0], upper)
+        if found is not None:
+            row.gpus_needed = found
+            if rank == 0:
+                primary.scope["gpus_needed"] = found
+
+
 def _answer(w: Workload, kn: Knowledge, query: str = "", brief: bool = False) -> Answer:
+    import copy
+
+    scalable = (w.gpus and w.sharding is None and not w.offload and w.task in ("full_ft", "pretrain", "train")
+                and kn.sharding.get("at_scale"))
+    asked = copy.deepcopy(w) if scalable else None
     r = resolve(w, kn)
+    if r.is_training and w.gpus and not (w.tp or w.pp) and tr.is_model_parallel(w, kn):
+        req = w.gpus[0]
+        choose_split(kn, r, capacity_gpu(req, kn) if req.gpu_id is None else kn.gpus[req.gpu_id],
+                           tr.gpu_count(w))
     sizing = next(f for f in kn.flows if f.role == "sizing")
 
     # every candidate GPU at once: per-GPU names hold one value per candidate (kb.expr.parse.Col)
@@ -141,6 +201,11 @@ def _answer(w: Workload, kn: Knowledge, query: str = "", brief: bool = False) ->
         candidates = [(capacity_gpu(req, kn) if req.gpu_id is None else kn.gpus[req.gpu_id], req.count, True)
                       for req in w.gpus]
         gpus = gpu_columns([(g, c) for g, c, _ in candidates], r.precision, gemm_of(r.runtime))
+    elif w.segments:        # the classes of card asked about: judge only those
+        candidates = [(g, 1, False) for g in kn.gpus.values()
+                      if runs_on(r.runtime, g) and g.get("segment") in w.segments] or [
+            (g, 1, False) for g in kn.gpus.values() if runs_on(r.runtime, g)]
+        gpus = gpu_columns([(g, 1) for g, _, _ in candidates], r.precision, gemm_of(r.runtime))
     else:
         candidates = [(g, 1, False) for g in kn.gpus.values() if runs_on(r.runtime, g)]
         gpus = catalogue_columns(kn, r.precision, r.runtime)
@@ -153,7 +218,8 @@ def _answer(w: Workload, kn: Knowledge, query: str = "", brief: bool = False) ->
     # judging each GPU at the fewest cards that hold the job needs only that count at one card
     evaluate(kn, every, ("gpus_needed",) if rightsizing else ROW_FORMULAS[r.is_training])
     if rightsizing:
-        candidates = rightsize.configurations(kn, every.scope.get("gpus_needed"), [g for g, _, _ in candidates])
+        candidates = rightsize.configurations(kn, every.scope.get("gpus_needed"), [g for g, _, _ in candidates],
+                                              lambda n: layout_of(r, kn, n).canonical)
         layouts = layouts_of(r, kn, candidates)
         counts = Col.of(c for _, c, _ in candidates)   # the same cards, each at its own count
         gpus = {**gpus, "gpu_count": counts if any(c != counts[0] for c in counts) else counts[0],
@@ -169,10 +235,15 @@ def _answer(w: Workload, kn: Knowledge, query: str = "", brief: bool = False) ->
     primary = every.view(order[0])
     if layouts[order[0]].note:
         r.assumptions.append(f"layout: {layouts[order[0]].note}")
+    if r.is_training:
+        evaluate(kn, primary, ("paged_states_gb", "paged_out"))
+        r.assumptions.extend(n for n in (tr.time_note(primary.scope), tr.paged_note(primary.scope)) if n)
     r.workload_parallel = (tr.parallel(w, kn, layouts[order[0]]) if r.is_training
                            else layouts[order[0]].as_dict())
     if w.gpus and not r.is_training and r.runtime.get("multi_gpu") == "tensor_parallel":
         _exact_gpus_needed(kn, w, rows, candidates, order, primary)
+    if asked is not None and r.is_training and not brief:
+        _scaled_gpus_needed(kn, asked, rows, candidates, order, primary)
     primary.scope["gpu_candidates"] = n
     primary.scope["fitting_gpus"] = sum(map(bool, fits)) if fits.__class__ is Col else n * bool(fits)
     primary.scope["fewest_gpus_needed"] = rightsize.fewest_needed(rows)

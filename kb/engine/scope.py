@@ -60,8 +60,10 @@ def resolve(w: Workload, kn: Knowledge) -> Resolved:
     if w.precision is None and native and not is_training:
         default("precision", native, f"precision: {native}, {model['name']}'s published checkpoint format "
                 f"({kn.precisions[native]['name']}; name another, e.g. 'fp16' or 'int4', to change it)")
+    scaled = None
     if is_training:
         tr.apply_recipes(w, kn, runtime, model, assumptions)
+        scaled = tr.resolve_at_scale(w, kn, runtime, float(model["params_total"]), assumptions)
     if w.precision is None:
         key: Literal["qlora_precision", "training_precision", "inference_precision"] = (
             "qlora_precision") if w.task == "qlora" else (
@@ -107,7 +109,7 @@ def resolve(w: Workload, kn: Knowledge) -> Resolved:
         if getattr(w, attr) is None:
             setattr(w, attr, d.get(attr, 1))
     if is_training:
-        tr.resolve_sharding(w, kn, runtime, assumptions)
+        tr.resolve_sharding(w, kn, runtime, assumptions, scaled)
     assumptions[:] = [a for a in assumptions if a]
     held = w.context_tokens if not is_training else w.seq_len
     if held and held > model["max_context"]:

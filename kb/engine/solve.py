@@ -99,6 +99,26 @@ def _boundary(p: Probes, vary: str, gpu: GPU, count: int, holds: str, low: tuple
     return lo
 
 
+def fewest_scanned(kn: Knowledge, w: Workload, gpu: GPU, upper: int) -> int | None:
+    """The fewest GPUs from 2 up to `upper` that hold a training job whose layout changes with
+    the count (kb.engine.training.resolve_at_scale: FSDP on tens, Megatron on hundreds), so memory
+    need not fall as GPUs are added: counts are tried one by one up to a node, then doubling by
+    halves (12, 16, 24, 32, 48…: counts a model-parallel split divides), and the gap below the
+    first that holds it is bisected (in whole nodes past a node's square of GPUs)."""
+    node = int(kn.constants["gpus_per_node"]["value"])
+    prev, n = 1, 2
+    while n <= upper:
+        if probe(kn, w, "gpu_count", n, gpu, n).fits:
+            step = node if prev >= node * node and prev % node == 0 and n % node == 0 else 1  # past tens, whole nodes
+            lo, hi = prev // step, n // step
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                lo, hi = (lo, mid) if probe(kn, w, "gpu_count", mid * step, gpu, mid * step).fits else (mid, hi)
+            return hi * step
+        prev, n = n, n + 1 if n < node else (n * 3 // 2 if n & (n - 1) == 0 else n * 4 // 3)
+    return None
+
+
 def smallest_fitting(kn: Knowledge, w: Workload, lower: int, upper: int, gpu: GPU,
                      probes: Probes | None = None) -> int | None:
     """Fewest GPUs that hold the job in a canonical layout (kb.engine.layout: tensor parallel that

@@ -17,7 +17,7 @@ from kb.query.workload import Workload
 
 if TYPE_CHECKING:
     from kb.engine.evaluate import Scope
-    from kb.knowledge.records import Model, Runtime, Value
+    from kb.knowledge.records import AtScale, Model, Runtime, Value
     from kb.engine.answer_records import Memory, MemoryExtras, Parallel
 
 RECIPE_FIELDS = ("optimizer", "checkpointing", "paged", "optimizer_in_backward", "offload",
@@ -67,14 +67,37 @@ def apply_recipes(w: Workload, kn: Knowledge, runtime: Runtime, model: Model,
             assumptions.append(f"recipe: {recipe['text']} [{recipe['source']}]")
 
 
-def resolve_sharding(w: Workload, kn: Knowledge, runtime: Runtime, assumptions: list[str]) -> None:
+def resolve_at_scale(w: Workload, kn: Knowledge, runtime: Runtime, params: float,
+                     assumptions: list[str]) -> AtScale | None:
+    """A full fine-tune or pretraining too large for one GPU's copy, on several GPUs, with no
+    sharding named and a runtime that would copy the model state to every GPU: the layout people
+    run at that scale (_at_scale), with the checkpointing its published runs use unless asked."""
+    strategies = kn.sharding.get("strategies", {})
+    if w.sharding in strategies:
+        return None
+    own = strategies.get(runtime.get("sharding") or kn.sharding.get("default", ""))
+    if own is None or own["stage"] > 0:
+        return None
+    row = _at_scale(w, kn, params)
+    if row is None:
+        return None
+    w.sharding = row["strategy"]
+    if row.get("checkpointing") is not None and w.checkpointing is None:
+        w.checkpointing = row["checkpointing"]
+        assumptions.append(f"activation checkpointing: {'on' if w.checkpointing else 'off'} "
+                           f"(as the published runs of {strategies[w.sharding]['name'].split(' (')[0]} at this scale)")
+    return row
+
+
+def resolve_sharding(w: Workload, kn: Knowledge, runtime: Runtime, assumptions: list[str],
+                     scaled: AtScale | None = None) -> None:
     """How the GPUs share the job: as asked, else the runtime's way, else plain data parallel.
     "cpu offload" with no sharding runs as DeepSpeed ZeRO-Offload."""
     table = kn.sharding
     strategies = table.get("strategies", {})
     if not strategies:
         return
-    why = "as asked"
+    why = f"{gpu_count(w)} GPUs: {scaled['text']}" if scaled else "as asked"
     if w.sharding not in strategies:
         rt = runtime.get("sharding")
         if w.offload and rt in (None, table["default"]):
@@ -85,15 +108,60 @@ def resolve_sharding(w: Workload, kn: Knowledge, runtime: Runtime, assumptions: 
             w.sharding, why = table["default"], "the default"
     st = strategies[w.sharding]
     if gpu_count(w) > 1 or w.offload:
-        hint = "; name fsdp or zero3 to shard the model" if st["stage"] < 3 else ""
-        assumptions.append(f"several GPUs: {st['name']} ({why}) [{st['source']}]{hint}")
+        hint = "; name fsdp or zero3 to shard the model" if st["stage"] < 3 and not st.get("model_parallel") else ""
+        mfu = (f"; model FLOPS utilisation {st['mfu']:.0%}, as published for this stack [{st['mfu_source']}]"
+               if st.get("mfu") else "")
+        assumptions.append(f"several GPUs: {st['name']} ({why}) [{st['source']}]{hint}{mfu}")
 
 
-def layout(count: int) -> Layout:
+def _at_scale(w: Workload, kn: Knowledge, params: float) -> AtScale | None:
+    """The layout people run a full fine-tune or pretraining in on this many GPUs
+    (runtimes.yaml sharding.at_scale), when the query named no sharding, the runtime's own way
+    keeps a full copy of the model state per GPU, and one GPU asked about cannot hold that copy."""
+    rows = kn.sharding.get("at_scale") or []
+    count = gpu_count(w)
+    if not rows or w.offload or w.task not in ("full_ft", "pretrain") or count < 2:
+        return None
+    c = {k: float(v["value"]) for k, v in kn.constants.items()}
+    # 16-bit weights and gradients, FP32 master weights and AdamW's two FP32 moments
+    state_gb = params * (2 * c["grad_bytes"] + c["master_weight_bytes"] + c["adamw_state_bytes"]) / c["bytes_per_gb"]
+    sizes = [float(kn.gpus[g.gpu_id]["memory_gb"] or 0) for g in w.gpus if g.gpu_id in kn.gpus]
+    smallest = min(sizes, default=None)
+    if smallest is None or state_gb <= smallest:
+        return None
+    found = [r for r in rows if count >= r["min_gpus"]]
+    return max(found, key=lambda r: r["min_gpus"]) if found else None
+
+
+def layout(count: int, w: Workload | None = None, kn: Knowledge | None = None) -> Layout:
     """A training job's GPUs as the training formulas model them: every GPU a data-parallel rank
-    running its own micro-batch (no tensor or pipeline split); sharding only changes what each
-    rank keeps of the model state."""
-    return Layout(tp=1, pp=1, dp=count, canonical=True, note=None)
+    running its own micro-batch (no tensor or pipeline split), sharding only changing what each
+    rank keeps of the model state; under a model-parallel stack (Megatron) the tp × pp split the
+    job holds (model_parallel_layouts), the rest data parallel."""
+    st = kn.sharding.get("strategies", {}).get(w.sharding or "") if w is not None and kn is not None else None
+    if w is None or not (st and st.get("model_parallel")):
+        return Layout(tp=1, pp=1, dp=count, canonical=True, note=None)
+    t, p = w.tp or 1, w.pp or 1
+    if count % (t * p):
+        t, p = 1, 1
+    return Layout(tp=t, pp=p, dp=max(1, count // (t * p)), canonical=True,
+                  note=f"{count} GPUs: tensor parallel {t} × pipeline {p} × data parallel {max(1, count // (t * p))}")
+
+
+def model_parallel_layouts(count: int, heads: int, kv_heads: int, layers: int, node: int) -> list[tuple[int, int]]:
+    """Valid (tp, pp) splits of `count` GPUs for a model-parallel stack, fewest model-parallel GPUs
+    first and tensor before pipeline: tp divides the query and KV heads and stays inside a node,
+    pp is at most the layers (Megatron-Core gives the first and last stages fewer layers where pp
+    does not divide them, as Llama 3 405B's 126 layers over 16 stages), and tp × pp divides the
+    count (Megatron-LM checks each at start-up)."""
+    out = [(t, p) for t in range(1, node + 1) if heads % t == 0 and kv_heads % t == 0
+           for p in range(1, layers + 1) if count % (t * p) == 0]
+    return sorted(out, key=lambda tp: (tp[0] * tp[1], tp[1]))
+
+
+def is_model_parallel(w: Workload, kn: Knowledge) -> bool:
+    st = kn.sharding.get("strategies", {}).get(w.sharding or "")
+    return bool(st and st.get("model_parallel"))
 
 
 def parallel(w: Workload, kn: Knowledge, lay: Layout) -> Parallel:
@@ -111,6 +179,8 @@ def scope_values(w: Workload, kn: Knowledge) -> dict[str, Value]:
     obj = kn.objectives.get(w.objective or "")
     return {
         "zero_stage": st["stage"] if st else 0, "sharding": w.sharding or "",
+        "model_parallel": bool(st and st.get("model_parallel")),
+        "stack_mfu": (st.get("mfu") or 0.0) if st else 0.0,
         "objective_sequences": obj["sequences"] if obj else 1,
         "reference_model": bool(obj and obj["reference"]), "critic_model": bool(obj and obj["critic"]),
         "rollout_engine": bool(obj and obj["rollout"]), "rollout_generations": obj["generations"] if obj else 1,
@@ -141,3 +211,33 @@ def no_count_note(kn: Knowledge, memory: Memory) -> str:
     if stage is None or stage >= 3 or not kn.sharding:
         return ""
     return f" Under {memory.get('sharding')}, {kn.sharding['no_count_note']}."
+
+
+def time_note(s: Scope) -> str:
+    """On several GPUs: the training time as 6·N·D over the GPUs' peak at the stack's MFU, with
+    the GPU-hours and what renting them costs (the figures of the formulas train_time_s,
+    gpu_hours and run_cost_usd)."""
+    count, hours = s.get("gpu_count"), s.get("gpu_hours")
+    if not isinstance(count, int) or count < 2 or not hours or not s.get("fits"):
+        return ""
+    cost = s.get("run_cost_usd")
+    rent = f", ${cost:,.0f} at ${s.get('cloud_usd_per_hour'):,.2f} per GPU-hour" if cost else ""
+    return (f"training time: {s.get('train_flops_per_token'):.3g} FLOP a token × {s.get('train_tokens'):.3g} tokens "
+            f"over {count} × {s.get('gpu.compute_tflops'):g} TFLOPS at {s.get('training_mfu'):.0%} MFU = "
+            f"{s.get('run_hours'):,.0f} h; {hours:,.0f} GPU-hours{rent}")
+
+
+def paged_note(s: Scope) -> str:
+    """A paged optimizer: where its states live on this GPU, and the peak on a card where they
+    would go the other way (the figures of paged_states_gb, paged_out and per_gpu_gb)."""
+    states = s.get("paged_states_gb")
+    if not s.get("paged") or not states:
+        return ""
+    peak = s.get("per_gpu_gb") or 0.0
+    if s.get("paged_out"):
+        return (f"paged optimizer: {s.get('gpu.name')} cannot hold its {states:.1f} GB of states beside the rest "
+                f"({peak:.1f} GB), so they page out to CPU memory and each step waits on PCIe; a card with "
+                f"{peak + states:.1f} GB or more keeps them on the GPU, and its peak includes them [bitsandbytes-paged-optimizers]")
+    return (f"paged optimizer: its {states:.1f} GB of states fit on {s.get('gpu.name')}, so they stay there and the "
+            f"peak ({peak:.1f} GB) includes them; on a card that cannot hold them they page out to CPU memory "
+            f"(peak {peak - states:.1f} GB, each step waiting on PCIe) [bitsandbytes-paged-optimizers]")

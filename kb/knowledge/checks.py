@@ -49,6 +49,14 @@ def training_tables(rfile: sc.RuntimesFile, rdoc: Doc, need_source: NeedSource,
         if named is not None and named not in strategies:
             errs.add(rdoc.error(("sharding", key), f"unknown sharding '{named}'",
                                 nearest(named, strategies)))
+    for name, st in strategies.items():
+        if (mfu_source := st.get("mfu_source")) is not None:
+            need_source(rdoc, ("sharding", "strategies", name, "mfu_source"), mfu_source)
+    for i, row in enumerate(sharding.get("at_scale", [])):
+        need_source(rdoc, ("sharding", "at_scale", i, "source"), row["source"])
+        if row["strategy"] not in strategies:
+            errs.add(rdoc.error(("sharding", "at_scale", i, "strategy"), f"unknown sharding '{row['strategy']}'",
+                                nearest(row["strategy"], strategies)))
     for i, rt in enumerate(rfile.runtimes):
         if rt.sharding is not None and rt.sharding not in strategies:
             errs.add(rdoc.error(("runtimes", i, "sharding"), f"unknown sharding '{rt.sharding}'",

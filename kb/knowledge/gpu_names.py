@@ -77,7 +77,9 @@ def gpu_values(gpu: GPU, count: int, precision: Precision, gemm: Gemm = FP32_GEM
         "gpu.architecture": gpu.get("architecture") or "",
         "gpu.interconnect_gb_s": (gpu.get("interconnect") or {}).get("gb_s") or 0,
         "gpu.module": str(gpu.get("form_factor", "")).upper().startswith(("SXM", "OAM", "SUPERCHIP", "SH5")),
+        "gpu.pcie_generation": gpu.get("pcie_generation") or 0,
         "gpu.price_usd": gpu.get("price_usd"), "gpu.cloud_usd_per_hour": gpu.get("cloud_usd_per_hour"),
+        "gpu.native_compute": bool(keys) and key == keys[0],
         "gpu_count": count, "_compute_precision": key,
     }
 

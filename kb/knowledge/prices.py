@@ -61,9 +61,10 @@ def check(doc: Doc, pfile: PricesFile, gpus: dict[str, GPU], formulas: set[str],
     for name in says:
         if name not in formulas:
             add(doc.error(("advice", "says", name), f"unknown name '{name}'", nearest(name, formulas)))
-    for j, name in enumerate(pfile.advice.rent_ignores):
-        if name not in formulas:
-            add(doc.error(("advice", "rent_ignores", j), f"unknown name '{name}'", nearest(name, formulas)))
+    for key, names in (("rent_ignores", pfile.advice.rent_ignores), ("training_only", pfile.advice.training_only)):
+        for j, name in enumerate(names):
+            if name not in formulas:
+                add(doc.error(("advice", key, j), f"unknown name '{name}'", nearest(name, formulas)))
     if pfile.advice.rent_cost_key not in formulas:
         add(doc.error(("advice", "rent_cost_key"), f"unknown formula '{pfile.advice.rent_cost_key}'",
                       nearest(pfile.advice.rent_cost_key, formulas)))

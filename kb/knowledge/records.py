@@ -245,6 +245,17 @@ class Sharding(TypedDict):
     name: str
     source: str
     layout: str | None
+    model_parallel: bool
+    mfu: float | None
+    mfu_source: str | None
+
+
+class AtScale(TypedDict):
+    min_gpus: int
+    strategy: str
+    checkpointing: bool | None
+    text: str
+    source: str
 
 
 class ShardingTable(TypedDict, total=False):    # {} when runtimes.yaml has no sharding
@@ -252,6 +263,7 @@ class ShardingTable(TypedDict, total=False):    # {} when runtimes.yaml has no s
     offload_default: str
     no_count_note: str
     strategies: dict[str, Sharding]
+    at_scale: list[AtScale]
 
 
 class Objective(TypedDict):

@@ -181,6 +181,7 @@ class PriceAdvice(TypedDict, total=False):           # {} without an advice sect
     sorts: dict[str, list[SortKey]]
     rent_cost_key: str
     rent_ignores: list[str]
+    training_only: list[str]
     says: dict[str, str]
     max_gpus_per_config: int
     next_card_tries: int

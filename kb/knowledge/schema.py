@@ -259,6 +259,7 @@ class AdviceSchema(Strict):
     sorts: dict[SortName, list[SortKeySchema]]
     rent_cost_key: str
     rent_ignores: list[str] = []
+    training_only: list[str] = []   # keys read only when ranking a training job
     says: dict[str, str]            # each sort key's words in "ranked by value (fits, …, then fastest)"
     max_gpus_per_config: Annotated[int, Field(ge=1, le=64)]
     next_card_tries: Annotated[int, Field(ge=1, le=8)] = 3

@@ -104,6 +104,17 @@ class ShardingSchema(Strict):
     name: str
     source: Slug
     layout: Slug | None = None      # the strategy it runs as, when it is a runtime's name for one
+    model_parallel: bool = False    # splits each layer (tensor) and the layers (pipeline) over GPUs
+    mfu: Fraction | None = None     # model FLOPS utilisation published for this stack at scale
+    mfu_source: Slug | None = None
+
+
+class AtScaleSchema(Strict):
+    min_gpus: int = Field(gt=1)
+    strategy: Slug
+    checkpointing: bool | None = None   # what the stack's published runs do, unless the query says
+    text: str
+    source: Slug
 
 
 class ShardingFile(Strict):
@@ -111,6 +122,7 @@ class ShardingFile(Strict):
     offload_default: Slug
     no_count_note: str
     strategies: dict[str, ShardingSchema]
+    at_scale: list[AtScaleSchema] = []
 
 
 class ObjectiveSchema(Strict):

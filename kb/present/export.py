@@ -1,7 +1,7 @@
 """Wiki export: Knowledge → Markdown pages with Mermaid flowcharts.
 
 In: a validated Knowledge (kb.knowledge.build). Out: `markdown_pages(kn)` → {relative path: text}
-(index.md, gpus.md, models.md, precisions.md, runtimes.md, formulas.md, sources.md,
+(index.md, gpus.md, gpus-full.md, models.md, precisions.md, runtimes.md, formulas.md, sources.md,
 flows/<id>.md), and
 `mermaid(flow)` → one flowchart. The CLI writes the pages (`kbq export`); nothing here does I/O.
 
@@ -38,6 +38,7 @@ def markdown_pages(kn: Knowledge) -> dict[str, str]:
     pages = {
         "index.md": index_page(kn),
         "gpus.md": gpus_page(kn),
+        "gpus-full.md": gpus_full_page(kn),
         "models.md": models_page(kn),
         "precisions.md": precisions_page(kn),
         "runtimes.md": runtimes_page(kn),
@@ -57,7 +58,8 @@ def index_page(kn: Knowledge) -> str:
         "kbq answers GPU sizing questions for LLM training and inference from these rules.",
         "Units: GB = 10⁹ bytes (decimal); GPU memory as marketed; TFLOPS dense (no sparsity).",
         "",
-        f"- [GPUs](gpus.md): {len(kn.gpus)} GPUs",
+        f"- [GPUs](gpus.md): {len(kn.gpus)} GPUs, the figures people compare "
+        "([every figure](gpus-full.md))",
         f"- [Models](models.md): {len(kn.models)} model architectures",
         f"- [Precisions](precisions.md): {len(kn.precisions)} number formats",
         f"- [Runtimes](runtimes.md): {len(kn.runtimes)} serving and training runtimes",
@@ -76,6 +78,24 @@ def _dash(value: float | None) -> str:
 
 
 def gpus_page(kn: Knowledge) -> str:
+    """The GPUs with the figures people compare first: name, VRAM, bandwidth, FP16 and FP8
+    tensor TFLOPS, power and price; every other figure is on gpus-full.md."""
+    head = ["GPU", "VRAM GB", "GB/s", "FP16 TFLOPS", "FP8 TFLOPS", "TDP W",
+            *(["buy; rent"] if kn.prices else [])]
+    rows = [[f"[{md(g['name'])}](gpus-full.md#gpu-{g['id']})", number(g["vram_gb"]),
+             number(g["bandwidth_gb_s"]), _dash(g["tensor_tflops"]["fp16"]),
+             _dash(g["tensor_tflops"]["fp8"]), _dash(g["tdp_w"]),
+             *([cost_cell(kn, g)] if kn.prices else [])] for g in kn.gpus.values()]
+    body = [(f"{len(kn.gpus)} accelerators, with the figures people compare. Tensor TFLOPS are "
+             "dense (vendors' sparse figures halved), FP16 with FP32 accumulate; – means no native "
+             "tensor support. VRAM GB is the vendor's label. Every figure, its source and the "
+             "GPU's aliases: [the full table](gpus-full.md)."
+             + (" Prices: [prices](prices.md)." if kn.prices else "")), "",
+            *table(head, rows, "lrrrrrl")]
+    return page("GPUs", body)
+
+
+def gpus_full_page(kn: Knowledge) -> str:
     precisions = ("tf32", "fp16", "bf16", "fp8", "int8", "int4", "fp4")
     head = ["GPU", "id", "vendor", "segment", "architecture", "year", "VRAM GB", "memory",
             "GB/s", "FP32", *(p.upper() for p in precisions), "TDP W", "interconnect", "ECC",
@@ -100,8 +120,9 @@ def gpus_page(kn: Knowledge) -> str:
         parts = [f"aliases: {', '.join(code(a) for a in g['aliases'])}" if g["aliases"] else ""]
         parts += [f"{md(k)} from {src_link(v)}" for k, v in sorted(g["field_sources"].items())]
         parts += [md(g["notes"])] if g.get("notes") else []
-        body.append(f"- **{md(g['name'])}** ({code(g['id'])}): " + "; ".join(p for p in parts if p))
-    return page("GPUs", body)
+        body.append(f"- {anchor('gpu-' + g['id'])}**{md(g['name'])}** ({code(g['id'])}): "
+                    + "; ".join(p for p in parts if p))
+    return page("GPUs: every figure", body)
 
 
 def models_page(kn: Knowledge) -> str:

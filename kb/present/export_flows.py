@@ -7,12 +7,13 @@ Knowledge (sources, formula links). Out: `mermaid(flow)`, one flowchart as text,
 
 from __future__ import annotations
 
+from kb.knowledge.data import Flow, Knowledge, Node, readable_template
+from kb.present.export_layout import Chart, drawn, sections
 from kb.present.export_text import anchor, code, math, name_link, page, src_link
-from kb.knowledge.data import Edge, Flow, Knowledge, Node, readable_template
 from kb.present.render import md
 
 _SHAPES = {"start": ('(["', '"])'), "question": ('{"', '"}'), "compute": ('["', '"]'),
-           "verdict": ('("', '")')}
+           "verdict": ('("', '")'), "else": ('{{"', '"}}')}
 _STYLES = {"compute": "fill:#fde8e4,stroke:#c0392b,color:#222",
            "bandwidth": "fill:#e4eefb,stroke:#2c6fbb,color:#222",
            "good": "fill:#e5f5ea,stroke:#1e8449,color:#222",
@@ -46,41 +47,46 @@ def mermaid_ids(flow: Flow) -> dict[str, str]:
     return ids
 
 
-def mermaid(flow: Flow) -> str:
-    """The flow as a Mermaid flowchart: every node with its text, declared layer by layer,
-    top to bottom, in the layers the knowledge graph gives it (kb.knowledge.graph.flow_layers), every edge with its label and condition, nodes styled by their `style`."""
-    ids = mermaid_ids(flow)
-    lines = ["flowchart TD"]
+def _order(flow: Flow) -> list[str]:
+    """The flow's nodes top to bottom, in the layers the knowledge graph gives it
+    (kb.knowledge.graph.flow_layers); a flow made by hand is layered from its own graph."""
     layers = flow.layers
-    if not layers:                       # a flow made by hand: layered from its own graph
+    if not layers:
         from kb.knowledge.graph import layers_of
 
         layers = layers_of(flow)
-    for node in (flow.nodes[n] for layer in layers for n in layer):   # top to bottom
-        left, right = _SHAPES[node.kind]
-        lines.append(f"    {ids[node.id]}{left}{mermaid_text(shown_text(node))}{right}")
-    for node in flow.nodes.values():
-        for edge in node.edges:
-            label = _edge_label(node, edge)
-            arrow = f' -->|"{label}"| ' if label else " --> "
-            lines.append(f"    {ids[node.id]}{arrow}{ids[edge.to]}")
+    return [n for layer in layers for n in layer]
+
+
+def mermaid(flow: Flow) -> str:
+    """The whole flow as one Mermaid flowchart (`kbq export flow ID`); the wiki page splits a
+    wide one into sections (flow_page, kb.present.export_layout.sections)."""
+    order = _order(flow)
+    return chart_text(flow, drawn(flow, order, {n: shown_text(flow.nodes[n]) for n in order}))
+
+
+def chart_text(flow: Flow, chart: Chart) -> str:
+    """A chart (kb.present.export_layout.drawn) as a Mermaid flowchart, drawn top-down: every node with
+    its text and shape, declared top to bottom; each edge with its label (its condition when it
+    has no label: the conditions are listed under the chart on the page); the "or else" steps of
+    a node with many edges, tried in order as the engine does; nodes styled by their `style`."""
+    ids = mermaid_ids(flow)
+    ids.update({s: s for s in chart.steps})
+    lines = ["flowchart TD"]
+    for nid, kind, text in chart.texts:
+        left, right = _SHAPES[kind]
+        lines.append(f"    {ids[nid]}{left}{mermaid_text(text)}{right}")
+    for a, b, label in chart.edges:
+        arrow = f' -->|"{mermaid_text(label)}"| ' if label else " --> "
+        lines.append(f"    {ids[a]}{arrow}{ids[b]}")
     styled: dict[str, list[str]] = {}
-    for node in flow.nodes.values():
-        if node.style:
-            styled.setdefault(node.style, []).append(ids[node.id])
+    for nid in chart.nodes:
+        if flow.nodes[nid].style:
+            styled.setdefault(str(flow.nodes[nid].style), []).append(ids[nid])
     for style in sorted(styled):
         lines.append(f"    classDef {style} {_STYLES[style]}")
         lines.append(f"    class {','.join(styled[style])} {style}")
     return "\n".join(lines) + "\n"
-
-
-def _edge_label(node: Node, edge: Edge) -> str:
-    parts = [mermaid_text(edge.label)] if edge.label else []
-    if edge.when is not None:
-        parts.append("when " + mermaid_text(edge.when.text))
-    elif any(e.when is not None for e in node.edges):
-        parts.append("otherwise")
-    return "<br/>".join(parts)
 
 
 def flow_page(kn: Knowledge, flow: Flow) -> str:
@@ -93,7 +99,16 @@ def flow_page(kn: Knowledge, flow: Flow) -> str:
         body += ["GPUs are ranked by " + ", then ".join(
             f"{name_link(by, kn, '../')} ({'highest' if order == 'desc' else 'lowest'} first)"
             for by, order in flow.ranking) + ".", ""]
-    body += ["```mermaid", mermaid(flow).rstrip("\n"), "```", "", "## Nodes", ""]
+    order = _order(flow)
+    parts = sections(flow, order, {n: shown_text(flow.nodes[n]) for n in order})
+    if len(parts) > 1:
+        body += [f"The flow is drawn in {len(parts)} charts, each narrow enough to read: the top, then "
+                 "each branch from its first node.", ""]
+    for head, chart in parts:
+        if head is not None:
+            body += [f"## From {md(head)}: {md(shown_text(flow.nodes[head]))}", ""]
+        body += ["```mermaid", chart_text(flow, chart).rstrip("\n"), "```", ""]
+    body += ["## Nodes", ""]
     for node in flow.nodes.values():
         body.append(f"{anchor('node-' + node.id)}**{md(node.id)}** ({node.kind}"
                     + (f", {node.style}" if node.style else "") + f"): {md(shown_text(node))}")

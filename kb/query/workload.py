@@ -76,9 +76,14 @@ class Workload:
     # objectives), and Unsloth-style offload of the checkpointed layer inputs to CPU memory.
     objective: str | None = None
     checkpoint_offload: bool | None = None
+    # The classes of card the question is about (gpus.yaml segment: consumer, workstation,
+    # datacenter, apple; "at home" reads as consumer and workstation); empty: every card. A
+    # ranking judges only these.
+    segments: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         d = dict(self.__dict__)         # every field is a plain value, but for these two lists
         d["gpus"] = [dict(g.__dict__) for g in self.gpus]
         d["notes"] = list(self.notes)
+        d["segments"] = list(self.segments)
         return d
