@@ -28,7 +28,18 @@ def get_knowledge(rules_dir: str | Path | None = None) -> "Knowledge":
     """The validated knowledge of a rules directory (default: the shipped rules), cached."""
     from kb.knowledge.store import LOADED
 
-    return LOADED.get(rules_dir)
+    return LOADED.get(rules_dir, STORED)
+
+
+def _stored_vocabulary(kn: "Knowledge") -> object:
+    from kb.query.words import stored_vocabulary
+
+    return stored_vocabulary(kn)
+
+
+# what a saved knowledge snapshot keeps besides the knowledge: the query vocabulary, made by
+# kb.query from the knowledge (the knowledge package does not import the query package)
+STORED = {"vocabulary": _stored_vocabulary}
 
 
 def ask(query: str, rules_dir: str | Path | None = None,
@@ -107,7 +118,7 @@ def _priced(kn: "Knowledge", prices: str | Path, rules_dir: str | Path | None) -
     """The knowledge with another price file (kb.knowledge.prices.with_prices), cached per file."""
     from kb.knowledge.store import LOADED
 
-    return LOADED.priced(rules_dir, prices)
+    return LOADED.priced(rules_dir, prices, STORED)
 
 
 def cpu_cores() -> int:

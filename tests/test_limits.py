@@ -23,6 +23,7 @@ import pytest
 
 from kb import get_knowledge
 from kb.paths import rules_dir
+from kb.query.words import vocab_of
 
 KBQ = shutil.which("kbq")
 pytestmark = pytest.mark.skipif(KBQ is None, reason="the kbq console script is not installed")
@@ -94,7 +95,7 @@ def test_a_key_prefix_is_found_exactly_as_the_set_of_every_prefix_found_it() -> 
     every key of the table and the unit words."""
     from kb.query.words import has_prefix
 
-    vocab = get_knowledge().derived.vocabulary
+    vocab = vocab_of(get_knowledge())
     keys = [*vocab.table, *vocab.units]
     every = {k[:i] for k in keys for i in range(1, len(k) + 1)}
     probes = every | {p + c for p in list(every)[::7] for c in "az09.~"} | {"", "~", "zzzzzz"}

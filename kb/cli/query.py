@@ -88,10 +88,13 @@ class QueryArgs:
         return None
 
 
-def options_help() -> str:
-    """The Options lines of `kbq --help`, from QUERY_OPTIONS."""
+def options_help(batch: bool = True) -> str:
+    """The Options lines of `kbq --help` (and, without --batch and --jobs, of `kbq ask --help`),
+    from QUERY_OPTIONS."""
     lines = []
     for o in QUERY_OPTIONS:
+        if o.batch_only and not batch:
+            continue
         head = f"{o.flag} {o.metavar}".strip()
         first, *rest = o.help.split("\n")
         if len(head) > 13:
@@ -99,7 +102,8 @@ def options_help() -> str:
         else:
             lines.append(f"  {head:<15}{first}")
         lines += [f"{'':17}{r}" for r in rest]
-    lines += ["  --version      print the version", "  -h, --help     show this message"]
+    lines += ["  --version      print the version"] if batch else []
+    lines += ["  -h, --help     show this message"]
     return "\n".join(lines) + "\n"
 
 
@@ -108,9 +112,10 @@ def fail(message: str, code: int = 2) -> int:
     return code
 
 
-def parse(argv: list[str], usage: str) -> QueryArgs | int:
+def parse(argv: list[str], usage: str, batch: bool = True) -> QueryArgs | int:
     """kbq [options] QUERY… → QueryArgs, or the exit code once help, the version or an error
-    has been written."""
+    has been written. Every option that takes a value takes it as `--opt VALUE` or `--opt=VALUE`;
+    `batch=False` (kbq ask) refuses --batch and --jobs."""
     args = QueryArgs()
     i = 0
     while i < len(argv):
@@ -127,12 +132,16 @@ def parse(argv: list[str], usage: str) -> QueryArgs | int:
             sys.stdout.write(f"kbq {__version__}\n")
             return 0
         flag, eq, inline = arg.partition("=")
-        opt = _BY_FLAG.get(arg) or (_BY_FLAG.get(flag) if eq and flag == "--rules" else None)
+        opt = _BY_FLAG.get(arg) or (_BY_FLAG.get(flag) if eq and arg.startswith("--") else None)
+        if opt is not None and opt.batch_only and not batch:
+            opt = None
         if opt is None:
             if arg.startswith("--") and len(arg) > 2:
-                return fail(f"no such option: {arg}\nTry 'kbq --help'.")
+                return fail(f"no such option: {flag if eq else arg}\nTry 'kbq --help'.")
             args.words.append(arg)
         elif opt.value is not None:
+            if eq:
+                return fail(f"{flag} takes no value")
             args.set(opt)
         else:
             if eq:

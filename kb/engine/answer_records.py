@@ -2,7 +2,7 @@
 
 In: nothing. Out: `TypedDict` types for the plain-data parts of a kb.engine.answer.Answer (its
 workload, memory, throughput, bottleneck, the claims checked, the flows' advice, the
-recommendation, the prices used, the error bands, the question solved and the options), keyed
+recommendation, the prices used, the error bands (kb.knowledge.records.ErrorBand, re-exported), the question solved and the options), keyed
 as the `kbq --json` contract writes them.
 
 At run time these are plain dicts built by kb.engine. Import this module only under
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing_extensions import NotRequired, TypedDict
 
+from kb.knowledge.records import ErrorBand as ErrorBand  # the knowledge derives it (kb.knowledge.derived)
 from kb.knowledge.records import Value
 
 
@@ -195,16 +196,6 @@ class PricesUsed(TypedDict, total=False):      # {} in a brief answer (kb.engine
     hours_per_day: float | None
     rent: bool
     gpus: dict[str, PriceUsed]
-
-
-class ErrorBand(TypedDict):
-    """How far one kind of figure has been from published measurements (kb.knowledge.derived)."""
-    median_pct: float
-    p90_pct: float
-    n: int
-    basis: str
-    measurements: tuple[str, ...] | list[str]   # a tuple in the knowledge, a list in an answer
-    source: str | None
 
 
 class PerGpuValue(TypedDict):

@@ -1,7 +1,7 @@
 """A model not in models.yaml: a Hugging Face config.json → a model entry.
 
 In: the path of a config.json. Out: a model dict shaped like a models.yaml entry (validated by
-kb.knowledge.schema.Model), with parameter counts from the arch_params_* formulas of rules/formulas.yaml.
+kb.knowledge.schema.ModelSchema), with parameter counts from the arch_params_* formulas of rules/formulas.yaml.
 Reads the file only; no network.
 """
 
@@ -51,7 +51,7 @@ def read(path: str | Path, kn: Knowledge) -> Model:
     _check_sizes(model, cfg, p)
     from pydantic import ValidationError
 
-    from kb.knowledge.schema import Model as ModelSchema
+    from kb.knowledge.schema import ModelSchema
 
     try:
         ModelSchema.model_validate({k: v for k, v in model.items()})

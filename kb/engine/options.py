@@ -197,7 +197,7 @@ def _same_shelf(kn: Knowledge, asked: str, g: GPU, runtime: str) -> bool:
     class of buyer (consumer/workstation cards, datacenter cards; kb.engine.advice.CLASSES), and one the
     runtime runs on (a bare capacity keeps every card)."""
     from kb.engine.advice import CLASSES
-    from kb.expr.gpu_names import runs_on
+    from kb.knowledge.gpu_names import runs_on
 
     was = kn.gpus.get(asked)
     rt = kn.runtimes.get(runtime)

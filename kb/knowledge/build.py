@@ -64,9 +64,9 @@ def build(root: str | Path) -> Knowledge:
         _check_the_rest(root, docs, parsed, errs)
         raise RuleErrors(errs.errors)
     kn = _assemble(root, docs, parsed, errs)
-    from kb.engine import reference, sweep
+    from kb.engine import reference
 
-    problems = reference.check(kn, docs["query"], docs["formulas"]) or sweep.check(kn, docs["formulas"])
+    problems = reference.check_all(kn, docs["query"], docs["formulas"])
     if problems:
         raise RuleErrors(problems)
     return kn
@@ -87,8 +87,8 @@ def _check_the_rest(root: Path, docs: dict[str, Doc], parsed: dict[str, Any], er
         "sources": sc.SourcesFile.model_construct(sources=[], claims=[]),
         "precisions": sc.PrecisionsFile.model_construct(precisions=[]),
         "gpus": sc.GpusFile.model_construct(gpus=[]),
-        "models": sc.ModelsFile.model_construct(models=[], bare_size=sc.BareSize.model_construct(references=[]),
-                                               config_defaults=sc.ConfigDefaults.model_construct(source="")),
+        "models": sc.ModelsFile.model_construct(models=[], bare_size=sc.BareSizeSchema.model_construct(references=[]),
+                                               config_defaults=sc.ConfigDefaultsSchema.model_construct(source="")),
         "formulas": sc.FormulasFile.model_construct(inputs={}, constants={}, formulas={}),
         "runtimes": sc.RuntimesFile.model_construct(runtimes=[], defaults=None),
     }

@@ -193,7 +193,7 @@ class CloudRule(TypedDict):
     source: str
 
 
-class Advice(TypedDict, total=False):           # {} without an advice section
+class PriceAdvice(TypedDict, total=False):           # {} without an advice section
     cloud_price: CloudRule
     options: list[OptionRule]
     default_sort: str

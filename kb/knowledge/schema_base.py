@@ -2,7 +2,7 @@
 
 In: nothing (pydantic types). Out: `Strict` (unknown keys are errors, frozen), the field types
 every rule file uses (Slug, NodeId, Name, PurchaseUsd, UsdPerHour, Positive, NonNeg, Count,
-Fraction, Month, Text), the shared literals (Optimizer, Vendor, SortName) and `SortKey`. The files'
+Fraction, Month, Text), the shared literals (Optimizer, Vendor, SortName) and `SortKeySchema`. The files'
 models are in kb.knowledge.schema and kb.knowledge.schema_catalogue.
 """
 
@@ -63,7 +63,7 @@ Fraction = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
 Month = Annotated[str, Field(pattern=r"^\d{4}(-(0[1-9]|1[0-2])(-(0[1-9]|[12]\d|3[01]))?)?$")]
 
 
-class SortKey(Strict):               # a figure to order by: flows' ranking, prices' sorts
+class SortKeySchema(Strict):               # a figure to order by: flows' ranking, prices' sorts
     by: str
     order: Literal["asc", "desc"]
 

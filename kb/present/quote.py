@@ -60,7 +60,7 @@ class Config:
 
 
 @record
-class Source:
+class QuotedSource:
     id: str
     title: str
     publisher: str
@@ -80,7 +80,7 @@ class Quote:
     changes: list[str]              # what would make it fit, when nothing asked for does
     assumptions: list[str]
     more_assumptions: int
-    sources: list[Source]
+    sources: list[QuotedSource]
     more_sources: int
     units: str
 
@@ -152,7 +152,7 @@ def _configs(answer: Answer, kn: Knowledge, wider: Answer | None = None) -> tupl
             [_config(a, kn, r, role) for a, r, role in others[:ALTERNATIVES]])
 
 
-def _sources(answer: Answer, kn: Knowledge, configs: list[Config]) -> tuple[list[Source], int]:
+def _sources(answer: Answer, kn: Knowledge, configs: list[Config]) -> tuple[list[QuotedSource], int]:
     """The sources of the prices quoted and of the steps behind the key figures, each once."""
     ids: list[str] = []
     for c in configs:
@@ -165,7 +165,7 @@ def _sources(answer: Answer, kn: Knowledge, configs: list[Config]) -> tuple[list
     for sid in dict.fromkeys(ids):
         s = kn.sources.get(sid)
         if s is not None:
-            out.append(Source(sid, str(s["title"]), str(s.get("publisher") or ""), str(s.get("date") or ""),
+            out.append(QuotedSource(sid, str(s["title"]), str(s.get("publisher") or ""), str(s.get("date") or ""),
                               s.get("url")))
     return out[:SOURCES], max(0, len(out) - SOURCES)
 

@@ -52,7 +52,7 @@ def _get_parser() -> Any:
         if current:
             _parser = lalr.Parser(tables.STATES, tables.RULES, tables.START_STATE, tables.END_STATE, _Phrases())
             _errors = lalr
-            _lexer = _Lexer(lexer_pattern(tables.PATTERN, tables.FLAGS, getattr(tables, "SRE", None)),
+            _lexer = _Lexer(re.compile(tables.PATTERN, tables.FLAGS),
                             frozenset(tables.IGNORE))
         else:
             import lark
@@ -63,17 +63,6 @@ def _get_parser() -> Any:
             _errors = exceptions
             _lexer = _Lexer.of(_parser)
     return _parser
-
-
-def lexer_pattern(pattern: str, flags: int, sre: tuple[Any, ...] | None) -> re.Pattern[str]:
-    """re.compile(pattern, flags), from the regex engine's code kb.query.parsergen stored (sre_code)
-    when it was made by this Python's re for this engine; compiled afresh otherwise."""
-    import _sre
-    import sys
-
-    if sre is not None and sre[:3] == ((sys.version_info[0], sys.version_info[1]), _sre.MAGIC, _sre.CODESIZE):
-        return _sre.compile(pattern, sre[3], list(sre[4]), sre[5], sre[6], sre[7])  # type: ignore[no-any-return]
-    return re.compile(pattern, flags)
 
 
 # grammar/query.lark's phrase rules (kb.query.resolve reads each with its on_<rule> method)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from kb.knowledge.data import norm
 from kb.query.tokens import Tok
 from kb.query.unknown_words import Entry
-from kb.query.words import number
+from kb.query.words import number, vocab_of
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -88,7 +88,7 @@ class Phrases:
                 end = j + 1
         if end is None or end >= len(self.toks) or self.toks[end].kind not in ("num", "size"):
             return None
-        unit = self.match(end + 1, self.kn.derived.vocabulary.units)
+        unit = self.match(end + 1, vocab_of(self.kn).units)
         if unit is None or unit[0] not in spec["units"]:
             return None
         return end, unit

@@ -16,7 +16,7 @@ from kb.query.classify import Classifier
 from kb.query.finish import Finisher
 from kb.query.phrases import Phrases, merge_number_words, tok_number
 from kb.query.unknown_words import Unknown
-from kb.query.words import money, scaled
+from kb.query.words import money, scaled, vocab_of
 from kb.query.tokens import Tok, TokValue
 from kb.query.workload import GpuRequest, Workload
 
@@ -52,7 +52,7 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
         self.kn = kn
         self.query_rules = kn.query
         self.limits = kn.query["limits"]
-        self.vocab = kn.derived.vocabulary
+        self.vocab = vocab_of(kn)
         self.w = Workload()
         self.tasks: list[str] = []
         self.pending_count: Tok | None = None

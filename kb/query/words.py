@@ -2,15 +2,16 @@
 near misses, and pasted model repository names.
 
 In: a Knowledge (query.yaml's tasks, questions, units, phrases, fillers and name lists; the ids
-and aliases of GPUs, models, precisions and runtimes). Out: a Vocab, built once per Knowledge
-(kb.knowledge.derived); helpers kb.query.parse uses to read one word. Nothing is built at import.
+and aliases of GPUs, models, precisions and runtimes). Out: a Vocab, made once per Knowledge on
+first use and kept with it (vocab_of; a knowledge snapshot stores it through stored_vocabulary,
+which kb.get_knowledge hands the snapshot); helpers kb.query.parse uses to read one word.
+Nothing is built at import.
 """
 
 from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from typing import Any
 
 from kb.knowledge.data import Knowledge, norm
 from kb.recordtype import fields, record
@@ -124,25 +125,24 @@ def has_prefix(vocab: Vocab, text: str) -> bool:
     return bool(text) and i < len(keys) and keys[i].startswith(text)
 
 
-def vocab_to_data(vocab: Vocab) -> dict[str, Any]:
-    """A Vocab as JSON-able data (kb.knowledge.snapshot stores it): sets as sorted lists, tuples as
-    lists; `words`, built on first use, is left out."""
-    out: dict[str, Any] = {}
-    for f in fields(vocab):
-        value = getattr(vocab, f.name)
-        if f.name != "words":
-            out[f.name] = sorted(value) if isinstance(value, frozenset) else \
-                list(value) if isinstance(value, tuple) else value
-    return out
+def vocab_of(kn: Knowledge) -> Vocab:
+    """The vocabulary of a Knowledge: made on first use and kept with it (Derived.tables, which
+    the snapshot fills with what stored_vocabulary gave when it saved this knowledge). Two
+    threads that make it at once make the same one."""
+    tables = kn.derived.tables
+    found = tables.get("vocabulary")
+    if type(found) is Vocab:
+        return found
+    vocab = Vocab(**found, words={}) if type(found) is dict else vocabulary(kn)
+    tables["vocabulary"] = vocab
+    return vocab
 
 
-def vocab_from_data(d: dict[str, Any]) -> Vocab:
-    """The Vocab vocab_to_data stored, equal to the one it was made from."""
-    args: dict[str, Any] = {f.name: frozenset(d[f.name]) if f.type == "frozenset[str]" else
-            tuple(d[f.name]) if f.type == "tuple[str, ...]" else d[f.name]
-            for f in fields(Vocab) if f.name != "words"}
-    args["table"] = {k: (kind, value) for k, (kind, value) in args["table"].items()}
-    return Vocab(**args, words={})
+def stored_vocabulary(kn: Knowledge) -> dict[str, object]:
+    """What a knowledge snapshot keeps of the vocabulary: its fields as made (marshal keeps its
+    sets and tuples), but `words`, built on first use."""
+    vocab = vocab_of(kn)
+    return {f.name: getattr(vocab, f.name) for f in fields(Vocab) if f.name != "words"}
 
 
 # ---------------------------------------------------------------- numbers
