@@ -15,6 +15,8 @@ from kb.version import __version__
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from kb.query.workload import Workload
+
     from kb.engine.answer import Answer
     from kb.knowledge.build import Knowledge
 
@@ -25,7 +27,18 @@ def get_knowledge(rules_dir: str | Path | None = None) -> "Knowledge":
     """The validated knowledge of a rules directory (default: the shipped rules), cached."""
     from kb.knowledge.store import LOADED
 
-    return LOADED.get(rules_dir)
+    return LOADED.get(rules_dir, STORED)
+
+
+def _stored_vocabulary(kn: "Knowledge") -> object:
+    from kb.query.words import stored_vocabulary
+
+    return stored_vocabulary(kn)
+
+
+# what a saved knowledge snapshot keeps besides the knowledge: the query vocabulary, made by
+# kb.query from the knowledge (the knowledge package does not import the query package)
+STORED = {"vocabulary": _stored_vocabulary}
 
 
 def ask(query: str, rules_dir: str | Path | None = None,
@@ -53,7 +66,12 @@ def ask(query: str, rules_dir: str | Path | None = None,
     w.model_id = model["id"]
     w.notes.append(f"model: {model['name']}, read from {model_config}; parameters computed "
                    "from its architecture (arch_params_total)")
-    return respond(view, query, w, sort=sort, options=options)
+    def asked() -> "Workload":
+        w0 = parse(query, view, model_given=True)
+        w0.model_id = model["id"]
+        return w0
+
+    return respond(view, query, w, sort=sort, options=options, asked=asked)
 
 
 def answer_in(kn: "Knowledge", query: str, *, sort: str | None = None, options: bool = False) -> "Answer":
@@ -69,7 +87,7 @@ def _priced(kn: "Knowledge", prices: str | Path, rules_dir: str | Path | None) -
     """The knowledge with another price file (kb.knowledge.prices.with_prices), cached per file."""
     from kb.knowledge.store import LOADED
 
-    return LOADED.priced(rules_dir, prices)
+    return LOADED.priced(rules_dir, prices, STORED)
 
 
 def cpu_cores() -> int:

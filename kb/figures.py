@@ -6,10 +6,9 @@ figure text use these, so one figure reads the same everywhere.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TypeAlias
 
-if TYPE_CHECKING:
-    from kb.knowledge.records import Value
+Value: TypeAlias = "float | int | str | bool | None"      # one scalar of a record or a scope
 
 
 def num(value: Value | Sequence[Value], digits: int = 3) -> str:

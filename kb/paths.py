@@ -53,6 +53,10 @@ def grammar_dir() -> Path:
 
 
 MAX_FILE_BYTES = 4_000_000      # a rule file, a config.json, a batch line: read no more than this
+# A name, wherever it enters: an id, name, alias or family in the rules, a word of query.yaml, a
+# formula's name, a config.json's model_type, _name_or_path or architectures, a word of a query.
+# The longest shipped is 59 characters; a Hugging Face repository id is at most 96 + 1 + 96.
+MAX_NAME_CHARS = 200
 
 # The rule files the knowledge is built from: no other file under a rules directory is read.
 REQUIRED_RULE_FILES = ("sources", "precisions", "gpus", "models", "formulas", "query", "runtimes")

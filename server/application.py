@@ -18,13 +18,13 @@ from gunicorn.app.base import BaseApplication
 from gunicorn.arbiter import Arbiter
 
 
-class KbqArbiter(Arbiter):  # type: ignore[misc]
+class KbqArbiter(Arbiter):
     def handle_int(self) -> None:
         """Ctrl-C: the graceful stop of SIGTERM."""
         self.handle_term()
 
 
-class KbqApplication(BaseApplication):  # type: ignore[misc]
+class KbqApplication(BaseApplication):
     def __init__(self, app: Any, options: dict[str, Any], ready: Callable[[], None]) -> None:
         self.application, self.options, self.ready = app, options, ready
         super().__init__()

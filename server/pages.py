@@ -198,6 +198,7 @@ def _render(template: str, query: str | None, finish: Callable[[str], str] = str
 def _answer_page(template: str, query: str, kn: Knowledge, ctx: dict[str, Any]) -> str:
     from kb import answer_in
     from kb.engine.options import compute
+    from kb.query.parse import parse
 
     found = answer_in(kn, query)            # with its options where the GPUs asked about are too small
     if template == QUOTE:
@@ -207,7 +208,7 @@ def _answer_page(template: str, query: str, kn: Knowledge, ctx: dict[str, Any]) 
         return render_template(template, **ctx, quote=build(quoted, kn, asked, wider), link=page_link(query),
                                buy_text=buy_text, rent_text=rent_text, memory_text=memory_text)
     if not template.endswith("embed.html") and found.options is None and needs_change(found):
-        found.options = compute(kn, query, found)   # what to change, where it does not fit or is too slow
+        found.options = compute(kn, parse(query, kn), found)   # what to change, where it does not fit or is too slow
     view = answer_view(found, kn, embed=template.endswith("embed.html"))
     return render_template(template, **ctx, answer=found, view=view)
 

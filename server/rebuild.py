@@ -71,6 +71,7 @@ def error_dicts(err: Exception) -> list[dict[str, Any]]:
 
 
 def _child(root: str) -> int:
+    from kb import STORED
     from kb.knowledge.build import build
     from kb.knowledge.snapshot import stored
 
@@ -79,7 +80,7 @@ def _child(root: str) -> int:
     except OSError:
         pass
     try:
-        out: tuple[str, Any] = ("knowledge", stored(build(root)))
+        out: tuple[str, Any] = ("knowledge", stored(build(root), STORED))
         code = 0
     except Exception as err:  # noqa: BLE001 - every failure is reported as rule errors
         out, code = ("errors", error_dicts(err)), 2

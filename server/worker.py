@@ -45,19 +45,19 @@ from server.server_errors import json_error
 SWITCH_SECONDS = 0.001     # how long a thread may hold the interpreter before the event loop's turn
 
 
-def write_error(sock: Any, status: int, reason: str, message: str) -> None:
+def write_error(sock: socket.socket, status_int: int, reason: str, mesg: str) -> None:
     """gunicorn's own error responses, as the API's JSON error shape with the security headers."""
-    util.write_nonblock(sock, json_error(status, reason, message))
+    util.write_nonblock(sock, json_error(status_int, reason, mesg))
 
 
-class KbqWorker(GeventWorker):  # type: ignore[misc]
+class KbqWorker(GeventWorker):
     wsgi: Any                               # the app, as gunicorn's Worker.load_wsgi sets it
 
     def init_process(self) -> None:
         util.write_error = write_error      # gunicorn's error writer, in this process only
-        self._idle: set[gevent.Greenlet] = set()     # connections waiting for a next request
-        self._served: set[gevent.Greenlet] = set()   # connections that had a response
-        self._sockets: dict[gevent.Greenlet, Any] = {}   # each connection's socket
+        self._idle: set[Any] = set()     # connections waiting for a next request
+        self._served: set[Any] = set()   # connections that had a response
+        self._sockets: dict[Any, Any] = {}   # each connection's socket
         super().init_process()
 
     def init_signals(self) -> None:
@@ -180,7 +180,7 @@ class _Waiting:
     which closes the connection at once when it is told to stop."""
 
     def __init__(self, idle: set[Any], seconds: float) -> None:
-        self.idle, self.timeout = idle, gevent.Timeout(seconds, False)
+        self.idle, self.timeout = idle, gevent.Timeout(seconds, False)  # type: ignore[arg-type]  # False: end quietly (gevent's documented form)
 
     def __enter__(self) -> None:
         self.me = gevent.getcurrent()
@@ -189,4 +189,4 @@ class _Waiting:
 
     def __exit__(self, *exc: Any) -> bool | None:
         self.idle.discard(self.me)
-        return self.timeout.__exit__(*exc)  # type: ignore[no-any-return]
+        return self.timeout.__exit__(*exc)

@@ -6,7 +6,6 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.error
@@ -35,10 +34,18 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.fixture
+def kbq_installed() -> None:
+    """Suites that run the installed console script fail, never skip, without it."""
+    if shutil.which("kbq") is None:
+        pytest.fail("the kbq console script is not installed (pip install -e .)")
+
+
 def _serve_command(port: int, *args: str) -> list[str]:
     kbq = shutil.which("kbq")
-    base = [kbq] if kbq else [sys.executable, "-m", "kb.cli.main"]
-    return [*base, "serve", "--host", "127.0.0.1", "--port", str(port), *args]
+    if kbq is None:
+        pytest.fail("the kbq console script is not installed (pip install -e .)")
+    return [kbq, "serve", "--host", "127.0.0.1", "--port", str(port), *args]
 
 
 class Served:

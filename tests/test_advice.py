@@ -115,7 +115,7 @@ def ask_with(kn, query):
 
 def test_price_file_errors_have_file_line_col(tmp_path):
     path = tmp_path / "p.yaml"
-    path.write_text('as_of: "2026-11"\nprices:\n  - gpu: h100-sxn5\n    purchase_usd: 1\n'
+    path.write_text('as_of: "2026-11"\nprices:\n  - gpu: h100-sxn5\n    purchase_usd: 25000\n'
                     '    purchase_kind: list\n    purchase_date: "2026-13"\n    purchase_source: x\n',
                     encoding="utf-8")
     with pytest.raises(RuleErrors) as err:
@@ -342,7 +342,9 @@ def test_page_shows_recommendation_costs_and_options():
     client = create_app().test_client()
     page = client.get("/", query_string={"q": "can I run llama 3 70B on a 4090"}).data.decode()
     assert "What it costs" in page and "What to change so it fits" in page
-    assert 'href="/?q=can+I+run+llama+3+70B+int4+on+2x+rtx-4090"' in page
+    # an option links the Workload with its change, written back by kb.query.unparse: the
+    # first words query.yaml lists (focus 'can i run'), the catalogue's ids
+    assert 'href="/?q=can+i+run+llama-3-70b+int4+on+2x+rtx-4090"' in page
     page = client.get("/", query_string={"q": "which gpu for 13b lora"}).data.decode()
     assert "Recommendation" in page and "Ranked by value" in page and "<script" not in page
 

@@ -177,7 +177,7 @@ def test_the_catalogue_columns_built_once_equal_the_columns_built_per_answer() -
     """kb.knowledge.derived builds the catalogue's GPU columns once per precision key, sharing the card's
     own names between keys; each must equal gpu_columns over the same cards (the per-answer
     construction), name for name, in order, with the same element types and holes."""
-    from kb.expr.gpu_names import gemm_of, gpu_columns, precision_key, runs_on
+    from kb.knowledge.gpu_names import gemm_of, gpu_columns, precision_key, runs_on
 
     for precision in KN.precisions.values():
         for runtime in KN.runtimes.values():

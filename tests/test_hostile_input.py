@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-KBQ = shutil.which("kbq")
-pytestmark = pytest.mark.skipif(KBQ is None, reason="the kbq console script is not installed")
+KBQ = shutil.which("kbq") or "kbq"
+pytestmark = pytest.mark.usefixtures("kbq_installed")     # fails, never skips, without kbq
 
 # A Llama-3.1-8B-shaped config.json (figures from meta-llama/Llama-3.1-8B config.json)
 LLAMA = {"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,

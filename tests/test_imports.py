@@ -1,8 +1,15 @@
 """The import graph of kb/ and server/, read from the source with `ast`: no cycles, and the
 library never imports the server.
 
-Every import counts, at module level or inside a function (a lazy import is still a
-dependency); imports under `if TYPE_CHECKING:` do not run and do not count.
+Every import counts, at module level, inside a function (a lazy import is still a dependency)
+or under `if TYPE_CHECKING:` (a type a module names is part of what it depends on: a cycle there
+is still two modules that each need the other to be read).
+
+The stage packages import only downward, in the order a question goes through them backwards:
+the command line and the server, then kb.present, kb.engine, kb.query, kb.knowledge, kb.expr,
+and the ground floor (kb.errors, kb.paths, kb.recordtype, kb.figures, kb.version). The package
+`kb` itself (kb.ask, kb.get_knowledge) sits above the stages and below the surfaces. An
+exception is listed in LAYER_EXCEPTIONS with its reason, and docs/structure.md names it.
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("kb", "server")
 GENERATED = {"kb.query._query_parser"}       # the query grammar's LALR tables, written by kb.query.parsergen
 # The entry points, which may import the server lazily (`kbq serve`).
-CLI = {"kb.cli.main", "kb.cli.commands"}
+CLI = {"kb.cli.serve"}
 
 
 def modules() -> dict[str, Path]:
@@ -29,12 +36,6 @@ def modules() -> dict[str, Path]:
     return out
 
 
-def _type_checking(node: ast.If) -> bool:
-    test = node.test
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
-
-
 def _target(name: str, known: dict[str, Path]) -> str | None:
     """The module of ours `import name` loads, if any (import kb.expr.parse → kb.expr.parse)."""
     while name and name not in known:
@@ -43,17 +44,13 @@ def _target(name: str, known: dict[str, Path]) -> str | None:
 
 
 def imports(module: str, known: dict[str, Path]) -> list[tuple[str, bool]]:
-    """(imported module of ours, at module level?) for every import that runs."""
+    """(imported module of ours, at module level?) for every import, run or type-only."""
     path = known[module]
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found: list[tuple[str, bool]] = []
 
     def visit(node: ast.AST, top: bool) -> None:
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and _type_checking(child):
-                for other in child.orelse:
-                    visit(other, top)
-                continue
             if isinstance(child, ast.Import):
                 found.extend((t, top) for a in child.names if (t := _target(a.name, known)))
             elif isinstance(child, ast.ImportFrom):
@@ -96,13 +93,57 @@ def test_the_graph_is_read() -> None:
     g = graph()
     assert g.has_edge("kb.engine.evaluate", "kb.expr.parse") and g.has_edge("server.api", "kb")
     assert g.has_edge("kb.engine", "kb.engine.run") and g.has_edge("kb.engine.run", "kb.engine.solve")
-    assert g.has_edge("kb.cli.commands", "server.serving")
-    assert not g.edges["kb.cli.commands", "server.serving"]["top"]     # lazily, in `kbq serve`
+    assert g.has_edge("kb.cli.serve", "server.serving")
+    assert not g.edges["kb.cli.serve", "server.serving"]["top"]     # lazily, in `kbq serve`
 
 
 def test_no_import_cycles() -> None:
     cycles = sorted(_canonical(c) for c in nx.simple_cycles(graph()))
     assert cycles == []
+
+
+GROUND = {"kb.errors", "kb.paths", "kb.recordtype", "kb.figures", "kb.version"}
+STAGES = ("kb.expr", "kb.knowledge", "kb.query", "kb.engine", "kb.present")
+# (importer, imported) → why it runs upward; docs/structure.md lists each one
+LAYER_EXCEPTIONS = {
+    ("kb.knowledge.build", "kb.engine.reference"):
+        "validation evaluates every formula on the reference queries, which needs the query "
+        "parser and the engine; imported lazily, only when a rules directory is built",
+}
+
+
+def layer(module: str) -> int:
+    """0 the ground floor, 1-5 the stages from kb.expr up to kb.present, 6 the package kb,
+    7 the surfaces (kb.cli, server)."""
+    if module in GROUND:
+        return 0
+    for i, stage in enumerate(STAGES, 1):
+        if module == stage or module.startswith(stage + "."):
+            return i
+    if module == "kb":
+        return 6
+    if module.startswith(("kb.cli", "server")):
+        return 7
+    raise AssertionError(f"{module} is in no layer: add it to one")
+
+
+def test_the_stages_import_only_downward() -> None:
+    upward = {(a, b) for a, b in graph().edges if layer(b) > layer(a) or (layer(a) == layer(b) == 6)}
+    assert upward == set(LAYER_EXCEPTIONS)
+
+
+def test_each_layer_exception_is_documented() -> None:
+    doc = (ROOT / "docs" / "structure.md").read_text(encoding="utf-8")
+    for importer, imported in LAYER_EXCEPTIONS:
+        assert f"`{importer}` → `{imported}`" in doc, (importer, imported)
+
+
+def test_the_layers_are_read() -> None:
+    """The layer check sees a real downward import and would see an upward one."""
+    g = graph()
+    assert g.has_edge("kb.engine.run", "kb.query.workload") and layer("kb.engine.run") > layer("kb.query.workload")
+    assert g.has_edge("kb.knowledge.build", "kb.engine.reference")     # the one listed exception
+    assert layer("kb.figures") == 0 and layer("kb.cli.main") == layer("server.api") == 7
 
 
 def test_the_library_never_imports_the_server() -> None:

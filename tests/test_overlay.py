@@ -11,6 +11,7 @@ from pathlib import Path
 
 from kb import ask, get_knowledge
 from kb.knowledge.derived import with_model
+from kb.query.words import vocab_of
 from kb.engine.hfconfig import read
 
 CONFIG = Path(__file__).parent / "data" / "llama-3.1-8b-config.json"
@@ -25,9 +26,9 @@ def test_with_model_leaves_the_knowledge_as_it_was() -> None:
     view = with_model(kn, model)
     assert view.models[model["id"]] is model and model["id"] not in kn.models
     assert kn.models == before and view.gpus is kn.gpus
-    assert view.derived.vocabulary is not kn.derived.vocabulary
-    assert ("model", model["id"]) in view.derived.vocabulary.table.values()
-    assert ("model", model["id"]) not in kn.derived.vocabulary.table.values()
+    assert vocab_of(view) is not vocab_of(kn)
+    assert ("model", model["id"]) in vocab_of(view).table.values()
+    assert ("model", model["id"]) not in vocab_of(kn).table.values()
     assert view.derived.gpu_columns is kn.derived.gpu_columns      # not read from the models
 
 

@@ -46,3 +46,13 @@ def test_phrasing(case):
             assert got is not None and got == pytest.approx(want, rel=1e-9), (key, got)
         else:
             assert getattr(w, key) == want, (key, getattr(w, key))
+
+
+@pytest.mark.parametrize("case", TABLE["two_values"], ids=[c["q"] for c in TABLE["two_values"]])
+def test_a_second_value_without_a_joining_word_is_an_error(case):
+    from kb.errors import QueryError
+
+    with pytest.raises(QueryError) as err:
+        parse(case["q"], KN)
+    assert err.value.column == case["column"], str(err.value)
+    assert err.value.suggestion == case["suggestion"], str(err.value)

@@ -220,15 +220,15 @@ def _lark_parser():
     from kb.paths import grammar_dir
 
     return lark.Lark.open(str(grammar_dir() / "query.lark"), parser="lalr", maybe_placeholders=False,
-                          transformer=query._Items())
+                          transformer=query._Phrases())
 
 
 def _lark_cut(q):
-    """lark's own lexer and LALR parser on the query: the items (terminal, text, column)."""
+    """lark's own lexer on the query: the items (terminal, text, column), the ignored ones skipped."""
     from lark.exceptions import UnexpectedCharacters
 
     try:
-        return [(t.type, str(t), t.column) for t in _lark_parser().parse(q)]
+        return [(t.type, str(t), t.column) for t in _lark_parser().lex(q)]
     except UnexpectedCharacters as exc:
         return ("no item starts at", exc.column)
 
@@ -246,9 +246,8 @@ _PHRASINGS = [c["q"] for c in yaml.safe_load(
 
 
 def test_the_lexer_cuts_queries_as_lark_does():
-    """kb.query.parse cuts a query with one pattern of the grammar's terminals and kb.query.lalr parses the
-    items; lark's own lexer, run by lark's parser, is the reference: the same items, terminals
-    and columns."""
+    """kb.query.parse cuts a query with one pattern of the grammar's item terminals; lark's own
+    lexer is the reference: the same items, terminals and columns."""
     from kb.query import parse as query
     query._get_parser()
     assert query._lexer is not None                 # the shipped grammar takes the one-pattern lexer

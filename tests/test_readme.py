@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-KBQ = shutil.which("kbq")
-pytestmark = pytest.mark.skipif(KBQ is None, reason="the kbq console script is not installed")
+KBQ = shutil.which("kbq") or "kbq"
+pytestmark = pytest.mark.usefixtures("kbq_installed")     # fails, never skips, without kbq
 
 EXAMPLES = re.findall(r"```\n\$ (kbq [^\n]*)\n(.*?)```", README, re.S)
 

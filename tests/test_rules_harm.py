@@ -344,13 +344,19 @@ def test_division_by_a_zero_constant_is_a_warning_naming_the_formula(
     assert d["verdict"]
 
 
-def test_a_formula_that_overflows_inside_ceil_is_a_warning(rules: Path) -> None:
-    edit(rules, "formulas.yaml",
-         "expr: max(1, ceil((total_gb - overhead_gb) / (usable_vram_gb - runtime.overhead_gb)))",
-         "expr: max(1, ceil((total_gb - overhead_gb) / (usable_vram_gb - runtime.overhead_gb) "
-         "* 1e300 * 1e300))")
-    d = ask_with(rules, "serve 7B on h100")
-    assert any(w.startswith("gpus_needed could not be computed") for w in d["warnings"])
+def test_a_formula_that_overflows_inside_ceil_is_a_load_error(rules: Path) -> None:
+    """It overflows on every inference workload, so validation refuses it at its expression
+    (kb.engine.sweep) rather than let every inference answer carry the warning."""
+    line, column = edit(rules, "formulas.yaml",
+                        "expr: max(1, ceil((total_gb - overhead_gb) / (usable_vram_gb - runtime.overhead_gb)))",
+                        "expr: max(1, ceil((total_gb - overhead_gb) / (usable_vram_gb - runtime.overhead_gb) "
+                        "* 1e300 * 1e300))")
+    with pytest.raises(RuleErrors) as err:
+        ask_with(rules, "serve 7B on h100")
+    text = str(err.value)
+    assert text.startswith(f"rules/formulas.yaml:{line}:{column + len('expr: ')}: gpus_needed is never "
+                           "a finite number for infer, serve and prefill workloads"), text
+    assert "cannot convert float infinity to integer" in text
 
 
 def test_round_to_a_text_number_of_digits_is_an_error(rules: Path) -> None:

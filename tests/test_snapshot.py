@@ -2,7 +2,9 @@
 
 import json
 import marshal
+import os
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -25,22 +27,18 @@ def test_snapshot_round_trip_answers_the_same():
 
 
 
-def test_the_stored_vocabulary_equals_the_one_built_from_the_rules():
-    """The snapshot keeps the query vocabulary rather than building it at load: read back, it
-    must equal kb.query.words.vocabulary of the knowledge (field by field, with the same types:
-    the resolver tests membership in sets and unpacks the table's (kind, value) tuples)."""
-    from kb.query.words import vocabulary
+def test_the_json_form_leaves_the_later_stages_tables_out():
+    """to_data is the knowledge alone: read back, its Derived.tables is empty and the query
+    vocabulary is made from the knowledge on first use, equal to the built one's."""
+    from kb.query.words import vocab_of, vocabulary
     from kb.recordtype import fields
 
     built = build(rules_dir())
     again = snapshot.from_data(json.loads(json.dumps(snapshot.to_data(built))), built.root)
-    want, got = vocabulary(built), again.derived.vocabulary
-    assert got is not built.derived.vocabulary
+    assert again.derived.tables == {}
+    want, got = vocabulary(built), vocab_of(again)
     for f in fields(want):
-        mine, theirs = getattr(got, f.name), getattr(want, f.name)
-        assert mine == theirs and type(mine) is type(theirs), f.name
-    assert all(type(v) is tuple for v in got.table.values())
-    assert list(got.table) == list(want.table)        # the table keeps its order of first entry
+        assert getattr(got, f.name) == getattr(want, f.name), f.name
 
 
 def test_the_vocabulary_read_from_a_saved_snapshot_equals_the_built_one(cache):
@@ -48,11 +46,18 @@ def test_the_vocabulary_read_from_a_saved_snapshot_equals_the_built_one(cache):
     form: read back through load_or_build it equals the built one, with the same types."""
     from kb.recordtype import fields
 
+    from kb import STORED
+    from kb.query.words import Vocab, vocab_of
+
     directory, rules = cache
-    built = snapshot.load_or_build(rules)               # builds and saves
-    again = snapshot.load_or_build(rules)               # reads
+    built = snapshot.load_or_build(rules, STORED)       # builds and saves
+    again = snapshot.load_or_build(rules, STORED)       # reads
     assert again is not built
-    want, got = built.derived.vocabulary, again.derived.vocabulary
+    assert type(again.derived.tables["vocabulary"]) is dict     # stored, not made again
+    want, got = vocab_of(built), vocab_of(again)
+    assert type(got) is Vocab and again.derived.tables["vocabulary"] is got
+    assert all(type(v) is tuple for v in got.table.values())
+    assert list(got.table) == list(want.table)        # the table keeps its order of first entry
     for f in fields(want):
         mine, theirs = getattr(got, f.name), getattr(want, f.name)
         assert mine == theirs and type(mine) is type(theirs), f.name
@@ -153,26 +158,18 @@ def test_generated_query_parser_matches_the_grammar():
     from kb.query import _query_parser
     assert _query_parser.GRAMMAR == grammar_text(), "run: python -m kb.query.parsergen"
     made = tables()             # what lark computes now: the same tables, in the same numbering
-    if made["SRE"][:3] != _query_parser.SRE[:3]:    # the lexer's regex code of another Python
-        del made["SRE"]
     assert {name: getattr(_query_parser, name) for name in made} == made, "run: python -m kb.query.parsergen"
 
 
-def test_the_stored_regex_code_is_the_pattern_compiled():
-    """kb.query.parse hands the regex engine the code kb.query.parsergen stored for the lexer's pattern
-    (when this Python made it): the Pattern is the one re.compile gives, and it cuts alike."""
-    import re
-
+def test_the_lexer_uses_no_private_regex_api():
+    """The query lexer compiles its pattern with re.compile: no regex engine code is stored or
+    handed to `_sre` (a private API whose code format changes between Python versions)."""
     from kb.query import _query_parser as t
-    from kb.query.parse import lexer_pattern
 
-    stored, fresh = lexer_pattern(t.PATTERN, t.FLAGS, t.SRE), re.compile(t.PATTERN, t.FLAGS)
-    assert (stored.pattern, stored.flags, stored.groups, stored.groupindex) == \
-        (fresh.pattern, fresh.flags, fresh.groups, fresh.groupindex)
-    for q in ["serve 70B int4 16 users on 2x h100", "8×h100 vs 2 x a100 $1.89/h 24/7 é 1e6 -- x",
-              "MIXTRAL 8X7B Q4_K_M, 1,000 users; 20GiB?", "\u212a k ß ǅ"]:
-        assert [(m.lastgroup, m.span()) for m in stored.finditer(q)] == \
-            [(m.lastgroup, m.span()) for m in fresh.finditer(q)], q
+    assert not hasattr(t, "SRE")
+    for module in ("kb/query/parse.py", "kb/query/parsergen.py", "kb/query/lalr.py"):
+        text = (Path(__file__).resolve().parent.parent / module).read_text(encoding="utf-8")
+        assert "_sre" not in text and "re._compiler" not in text and "re._parser" not in text, module
 
 
 def test_generated_query_parser_needs_neither_lark_nor_logging_nor_pickle():
@@ -189,3 +186,37 @@ def test_generated_query_parser_needs_neither_lark_nor_logging_nor_pickle():
     unwanted, tokens = out.splitlines()
     assert unwanted == "[]"
     assert tokens == "['WORD', 'SIZE', 'WORD', 'NUMBER', 'WORD']"
+
+
+def test_two_rules_directories_keep_their_own_snapshots(cache, monkeypatch):
+    """Alternating --rules DIR with another rules directory builds each once (issue 24): a save
+    keeps the other directory's snapshot, and the cache holds at most KEEP of them."""
+    directory, rules = cache
+    other = rules.parent / "other"
+    shutil.copytree(rules, other)
+    snapshot.load_or_build(rules)
+    snapshot.load_or_build(other)
+    assert len(list(directory.glob("knowledge-*"))) == 2
+    built: list[str] = []
+    import kb.knowledge.build as kbuild
+
+    real = kbuild.build
+    monkeypatch.setattr(kbuild, "build", lambda root: built.append(str(root)) or real(root))
+    for _ in range(2):
+        snapshot.load_or_build(rules)
+        snapshot.load_or_build(other)
+    assert built == []
+    # the bound: the oldest beyond KEEP go, the newest stay
+    names = [directory / f"knowledge-{i:08x}.marshal" for i in range(snapshot.KEEP + 3)]
+    for i, path in enumerate(names):
+        path.write_bytes(b"x")
+        os.utime(path, ns=(i * 10**9, i * 10**9))
+    snapshot._prune(str(directory), str(names[-1]))
+    left = sorted(directory.glob("knowledge-*"))
+    assert len(left) == snapshot.KEEP and names[-1] in left and names[0] not in left
+
+
+def test_the_snapshot_name_depends_on_the_python(monkeypatch, tmp_path):
+    a = snapshot.snapshot_path(str(tmp_path), "/rules")
+    monkeypatch.setattr(snapshot.sys.implementation, "cache_tag", "cpython-399")
+    assert snapshot.snapshot_path(str(tmp_path), "/rules") != a

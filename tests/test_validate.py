@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from kb.cli.commands import dump
+from kb.cli.common import dump
 from kb.paths import rules_dir
 from kb.knowledge.schema import FILES, json_schema
 
@@ -419,7 +419,7 @@ def test_yaml_aliases_are_refused(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- JSON Schema files
 
 def _cli_schema_names() -> set[str]:
-    from kb.cli.commands import schema
+    from kb.cli.rulefiles import schema
 
     return set(schema.params[0].type.choices)  # type: ignore[attr-defined]
 
@@ -428,7 +428,7 @@ def _schema_name_params() -> list[Any]:
     offered = _cli_schema_names()
     return [pytest.param(name, marks=[] if name in offered else [pytest.mark.xfail(
         strict=True, reason=f"kbq schema does not offer '{name}': its list of names in "
-        "kb/commands.py is written out by hand instead of taken from kb.knowledge.schema.FILES")])
+        "kb/cli/rulefiles.py is written out by hand instead of taken from kb.knowledge.schema.FILES")])
         for name in FILES]
 
 
@@ -507,7 +507,7 @@ DOC = Path(__file__).resolve().parent.parent / "docs" / "rules.md"
 
 def test_the_guide_covers_the_expression_language() -> None:
     from kb.expr import parse as ex
-    from kb.knowledge.schema import Node
+    from kb.knowledge.schema import NodeSchema
 
     text = DOC.read_text(encoding="utf-8")
     for fn in ex.FUNCTIONS:
@@ -518,7 +518,7 @@ def test_the_guide_covers_the_expression_language() -> None:
         assert f"`a {op} b`" in text, op
     assert "`not a`" in text and "`-a`" in text
     for field_name in ("kind", "style"):
-        for word in _literals(Node.model_fields[field_name].annotation):
+        for word in _literals(NodeSchema.model_fields[field_name].annotation):
             assert f" {word} " in text or f" {word}\n" in text, word
     for command in ("kbq validate", "kbq export --format markdown --out", "kbq export flow",
                     "kbq schema NAME"):

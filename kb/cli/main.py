@@ -2,9 +2,9 @@
 
 In: argv. Out: an answer on stdout, errors on stderr as `Error: …`, exit 0 on an answer and 2 on a
 query or rule error. `kbq "QUERY"` and `kbq --batch` go through kb.cli.query, which imports neither
-click nor the server; the subcommands (ask, gpus, models, rules, validate, schema, export, serve)
-are one click group (kb.cli.commands), imported only when a subcommand is named, and `kbq ask` runs
-the same kb.cli.query code with the same options.
+click nor the server, and so does `kbq ask` (the same reader, the same options but --batch and
+--jobs); the other subcommands (kb.cli.subcommands) are one click group (kb.cli.commands), imported
+only when a subcommand is named, which imports a subcommand's module only when it runs.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import sys
 from collections.abc import Sequence
 
 from kb.cli.query import fail, options_help, parse, run
+from kb.cli.subcommands import SUBCOMMANDS, commands_help
 
-SUBCOMMANDS = ("gpus", "models", "rules", "validate", "schema", "export", "serve", "ask")
 QUERY_HELP = """Usage: kbq [OPTIONS] "QUERY"
        kbq COMMAND [ARGS]...
 
@@ -27,24 +27,29 @@ QUERY_HELP = """Usage: kbq [OPTIONS] "QUERY"
 Options:
 """ + options_help() + """
 Commands:
-  gpus       list the GPU catalogue (--json, --min-vram, --min-bandwidth, --vendor, --segment, --runtime)
-  models     list the model architectures (--json, --family, --min-params)
-  rules      list the formulas with their meaning and sources
-  validate   check rule files; every error as file:line:col
-  schema     print the JSON Schema of a rule file
-  export     write wiki pages (Markdown + Mermaid) from the rules
-  serve      run the web page and JSON API
-"""
+""" + commands_help()
+ASK_HELP = """Usage: kbq ask [OPTIONS] "QUERY"
+
+  Answer QUERY, as kbq "QUERY" does, with the same options (but --batch and --jobs).
+
+Options:
+""" + options_help(batch=False)
 
 
-def _ask(argv: list[str]) -> int:
-    args = parse(argv, QUERY_HELP)
-    return args if isinstance(args, int) else run(args, QUERY_HELP)
+def _ask(argv: list[str], usage: str = QUERY_HELP, batch: bool = True) -> int:
+    args = parse(argv, usage, batch)
+    if isinstance(args, int):
+        return args
+    if not batch and not " ".join(args.words).strip():
+        return fail("missing QUERY, e.g. kbq ask \"serve 70B int4 16 users\"")
+    return run(args, usage)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     try:
+        if args and args[0] == "ask":
+            return _ask(args[1:], ASK_HELP, batch=False)
         if args and args[0] in SUBCOMMANDS:
             from kb.cli.commands import cli
 
@@ -77,7 +82,7 @@ def console() -> None:
     and object by object, ~7% of its cold start's work). Every other command exits as usual,
     and so does any run whose output cannot be flushed (the usual message and exit status)."""
     args = sys.argv[1:]
-    one_shot = not (args and args[0] in SUBCOMMANDS) and not any(
+    one_shot = not (args and args[0] in SUBCOMMANDS and args[0] != "ask") and not any(
         a == "--batch" or a.startswith("--batch=") for a in args)
     if one_shot:
         import gc

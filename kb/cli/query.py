@@ -80,9 +80,10 @@ class QueryArgs:
             setattr(self, opt.dest, opt.value)
             return None
         if opt.dest == "jobs":
-            if not str(value).isdigit() or int(value) < 1:
+            text = str(value).strip()
+            if not (text.isascii() and text.isdigit()) or not text.strip("0"):
                 return "--jobs needs a number of processes, e.g. --jobs 2"
-            value = int(value)
+            value = min(int(text[:9]) if len(text) <= 9 else MAX_JOBS, MAX_JOBS)
         if opt.dest == "sort" and value not in SORTS:
             from kb.errors import nearest
 
@@ -92,10 +93,13 @@ class QueryArgs:
         return None
 
 
-def options_help() -> str:
-    """The Options lines of `kbq --help`, from QUERY_OPTIONS."""
+def options_help(batch: bool = True) -> str:
+    """The Options lines of `kbq --help` (and, without --batch and --jobs, of `kbq ask --help`),
+    from QUERY_OPTIONS."""
     lines = []
     for o in QUERY_OPTIONS:
+        if o.batch_only and not batch:
+            continue
         head = f"{o.flag} {o.metavar}".strip()
         first, *rest = o.help.split("\n")
         if len(head) > 13:
@@ -103,7 +107,8 @@ def options_help() -> str:
         else:
             lines.append(f"  {head:<15}{first}")
         lines += [f"{'':17}{r}" for r in rest]
-    lines += ["  --version      print the version", "  -h, --help     show this message"]
+    lines += ["  --version      print the version"] if batch else []
+    lines += ["  -h, --help     show this message"]
     return "\n".join(lines) + "\n"
 
 
@@ -112,9 +117,10 @@ def fail(message: str, code: int = 2) -> int:
     return code
 
 
-def parse(argv: list[str], usage: str) -> QueryArgs | int:
+def parse(argv: list[str], usage: str, batch: bool = True) -> QueryArgs | int:
     """kbq [options] QUERY… → QueryArgs, or the exit code once help, the version or an error
-    has been written."""
+    has been written. Every option that takes a value takes it as `--opt VALUE` or `--opt=VALUE`;
+    `batch=False` (kbq ask) refuses --batch and --jobs."""
     args = QueryArgs()
     i = 0
     while i < len(argv):
@@ -131,12 +137,16 @@ def parse(argv: list[str], usage: str) -> QueryArgs | int:
             sys.stdout.write(f"kbq {__version__}\n")
             return 0
         flag, eq, inline = arg.partition("=")
-        opt = _BY_FLAG.get(arg) or (_BY_FLAG.get(flag) if eq and flag == "--rules" else None)
+        opt = _BY_FLAG.get(arg) or (_BY_FLAG.get(flag) if eq and arg.startswith("--") else None)
+        if opt is not None and opt.batch_only and not batch:
+            opt = None
         if opt is None:
             if arg.startswith("--") and len(arg) > 2:
-                return fail(f"no such option: {arg}\nTry 'kbq --help'.")
+                return fail(f"no such option: {flag if eq else arg}\nTry 'kbq --help'.")
             args.words.append(arg)
         elif opt.value is not None:
+            if eq:
+                return fail(f"{flag} takes no value")
             args.set(opt)
         else:
             if eq:
@@ -209,6 +219,14 @@ class Settings:
     options: bool = False
 
 
+# A batch is read in blocks of CHUNK_LINES lines; a block longer than PARALLEL_FROM lines is
+# shared among worker processes TASK_LINES at a time, so more than MAX_JOBS workers would have
+# nothing to do, and a short batch starts none.
+CHUNK_LINES = 4096
+TASK_LINES = 64
+PARALLEL_FROM = 256
+MAX_JOBS = CHUNK_LINES // TASK_LINES
+
 _RULES: str | None = None      # the --rules of a batch, read by its worker processes
 _SETTINGS = Settings()         # and the rest of its options
 ECHO_CHARS = 80                 # a refused query longer than this is echoed cut, with its length
@@ -243,13 +261,21 @@ class _LineTooLong(Exception):
         self.number = number
 
 
-def _lines(raw: typing.BinaryIO, state: dict[str, int]) -> Iterator[tuple[str, int]]:
+def _lines(raw: typing.BinaryIO, state: dict[str, Any]) -> Iterator[tuple[str, int]]:
     """The lines of a batch as (text, length in bytes); at most MAX_FILE_BYTES read into one line,
     so /dev/zero or a file without newlines is refused, not held. A line that is not UTF-8
     becomes a query error of its own, not the end of the batch."""
     from kb.paths import MAX_FILE_BYTES
 
-    while line := raw.readline(MAX_FILE_BYTES + 1):
+    while True:
+        try:
+            line = raw.readline(MAX_FILE_BYTES + 1)
+        except OSError as exc:          # /proc/self/mem, a device that fails: the batch ends here
+            state["unreadable"] = state["number"] + 1
+            state["reason"] = exc.strerror or str(exc)
+            return
+        if not line:
+            return
         state["number"] += 1
         if len(line) > MAX_FILE_BYTES and not line.endswith(b"\n"):
             state["too_long"] = state["number"]
@@ -289,20 +315,23 @@ def _batch(path: str, rules: str | None, jobs: int | None = None, settings: Sett
     except OSError as exc:
         return fail(f"cannot read {path}: {exc.strerror or exc}")
     out = sys.stdout.buffer
-    jobs = jobs or cpu_cores()
+    jobs = min(jobs or cpu_cores(), MAX_JOBS)
+    forks = jobs > 1 and "fork" in multiprocessing.get_all_start_methods()
     pool = None
     before = None
-    if jobs > 1 and "fork" in multiprocessing.get_all_start_methods():
-        # SIGTERM to this process alone: stop the workers, then end as SIGTERM does, rather than
-        # leave them writing into a closed pipe
-        before = signal.signal(signal.SIGTERM, _terminated)
-        pool = multiprocessing.get_context("fork").Pool(jobs, initializer=_worker_signals)
     finished = False
-    state = {"number": 0, "too_long": 0}
+    state: dict[str, Any] = {"number": 0, "too_long": 0, "unreadable": 0, "reason": ""}
     lines = _lines(raw, state)
     try:
-        while chunk := list(islice(lines, 4096)):
-            answers = pool.imap(_answer_line, chunk, chunksize=64) if pool and len(chunk) > 256 \
+        while chunk := list(islice(lines, CHUNK_LINES)):
+            parallel = forks and len(chunk) > PARALLEL_FROM
+            if parallel and pool is None:   # started for the first long block: no more workers
+                # than its lines fill. SIGTERM to this process alone: stop the workers, then end
+                # as SIGTERM does, rather than leave them writing into a closed pipe
+                before = signal.signal(signal.SIGTERM, _terminated)
+                pool = multiprocessing.get_context("fork").Pool(
+                    min(jobs, -(-len(chunk) // TASK_LINES)), initializer=_worker_signals)
+            answers = pool.imap(_answer_line, chunk, chunksize=TASK_LINES) if parallel and pool \
                 else map(_answer_line, chunk)
             for line in answers:
                 out.write(line)
@@ -318,9 +347,12 @@ def _batch(path: str, rules: str | None, jobs: int | None = None, settings: Sett
             signal.signal(signal.SIGTERM, before)
         if path != "-":
             raw.close()
+    name = "stdin" if path == "-" else path
     if state["too_long"]:
-        return fail(f"{'stdin' if path == '-' else path}: line {state['too_long']} is longer than "
+        return fail(f"{name}: line {state['too_long']} is longer than "
                      f"{MAX_FILE_BYTES} bytes; a query is one short line (stopped there)")
+    if state["unreadable"]:
+        return fail(f"cannot read {name} at line {state['unreadable']}: {state['reason']} (stopped there)")
     return 0
 
 

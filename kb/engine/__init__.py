@@ -20,7 +20,7 @@ from kb.engine.evaluate import Evaluated, Scope, evaluate
 from kb.engine.gpus import gpu_scope, layout_of
 from kb.engine.run import answer
 from kb.engine.scope import Resolved, base_scope, resolve
-from kb.expr.gpu_names import gpu_columns, gpu_values, runs_on
+from kb.knowledge.gpu_names import gpu_columns, gpu_values, runs_on
 
 __all__ = ["ROW_FORMULAS", "Evaluated", "Resolved", "Scope", "answer", "base_scope", "error_bands",
            "evaluate", "gpu_columns", "gpu_scope", "gpu_values", "layout_of", "resolve", "runs_on"]

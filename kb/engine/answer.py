@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from kb.knowledge.records import Value
     from kb.engine.answer_records import (Advice, Bottleneck, ClaimChecked, ErrorBand, Memory, Option,
-                                   PricesUsed, Question, Recommendation, Throughput, WorkloadDict)
+                                   PricesUsed, Question, Recommendation, Side, Throughput, WorkloadDict)
 
 from kb.recordtype import field, record
 
@@ -94,6 +94,7 @@ class Answer:
     recommendation: Recommendation | None = None    # the pick and one runner-up per class
     options: list[Option] | None = None     # what to change so it fits (when computed)
     prices: PricesUsed = field(default_factory=lambda: _NO_PRICES.copy())   # which prices were used, as of when
+    comparison: list[Side] | None = None    # "fp8 vs int4": each side's figures (kb.engine.compare)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON contract. Built by hand (dataclasses.asdict deep-copies every value).

@@ -2,7 +2,7 @@
 
 In: nothing. Out: `TypedDict` types for the plain-data parts of a kb.engine.answer.Answer (its
 workload, memory, throughput, bottleneck, the claims checked, the flows' advice, the
-recommendation, the prices used, the error bands, the question solved and the options), keyed
+recommendation, the prices used, the error bands (kb.knowledge.records.ErrorBand, re-exported), the question solved and the options), keyed
 as the `kbq --json` contract writes them.
 
 At run time these are plain dicts built by kb.engine. Import this module only under
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing_extensions import NotRequired, TypedDict
 
+from kb.knowledge.records import ErrorBand as ErrorBand  # the knowledge derives it (kb.knowledge.derived)
 from kb.knowledge.records import Value
 
 
@@ -20,6 +21,11 @@ class GpuAsked(TypedDict):          # kb.query.workload.GpuRequest as a dict
     gpu_id: str | None
     count: int
     capacity_gb: float | None
+
+
+class Compare(TypedDict):
+    field: str
+    values: list[object]
 
 
 class WorkloadDict(TypedDict):
@@ -67,6 +73,9 @@ class WorkloadDict(TypedDict):
     gpu_count: int | None
     objective: str | None
     checkpoint_offload: bool | None
+    segments: list[str]                 # the classes of card asked about
+    segment: str | None                 # query.yaml situations ("at home")
+    compare: Compare | None             # "fp8 vs int4": the field and its values
     model: str
     model_name: str
     active_params: float
@@ -189,16 +198,6 @@ class PricesUsed(TypedDict, total=False):      # {} in a brief answer (kb.engine
     gpus: dict[str, PriceUsed]
 
 
-class ErrorBand(TypedDict):
-    """How far one kind of figure has been from published measurements (kb.knowledge.derived)."""
-    median_pct: float
-    p90_pct: float
-    n: int
-    basis: str
-    measurements: tuple[str, ...] | list[str]   # a tuple in the knowledge, a list in an answer
-    source: str | None
-
-
 class PerGpuValue(TypedDict):
     gpu: str
     gpu_id: str
@@ -216,7 +215,7 @@ class Question(TypedDict):
     answer: NotRequired[dict[str, Value]]     # kb.engine.solve.solve_row
     per_gpu: NotRequired[list[PerGpuValue]]
     ranking: NotRequired[list[str]]
-    # what kb.present.verdict composes the verdict from, besides the rows and the recommendation
+    # what kb.engine.verdict composes the verdict from, besides the rows and the recommendation
     focus: NotRequired[str | None]              # the figure asked for first (Workload.focus)
     outcome: NotRequired[str | None]            # the sizing flow's verdict node reached
     outcome_text: NotRequired[str | None]       # that node's text, filled in
@@ -264,3 +263,21 @@ class Option(TypedDict):
     _rank: NotRequired[int]                     # the sort keys, dropped once sorted
     _hardware: NotRequired[int]
     _price: NotRequired[float | None]
+
+
+class Side(TypedDict):
+    """One side of a comparison ("fp8 vs int4"): the value and its answer's figures (kb.engine.compare)."""
+    field: str
+    value: object
+    query: str
+    verdict: str
+    fits: bool | None
+    gpu: str | None
+    count: int | None
+    total_gb: float | None
+    per_gpu_gb: float | None
+    decode_tokens_per_s: float | None
+    prefill_tokens_per_s: float | None
+    train_tokens_per_s: float | None
+    usd_per_million_tokens: float | None
+    run_cost_usd: float | None

@@ -14,7 +14,7 @@ from kb.engine import training as tr
 from kb.engine.evaluate import Scope
 from kb.engine.scope import Resolved
 from kb.expr.parse import Col
-from kb.expr.gpu_names import FP32_GEMM, gemm_of, gpu_columns, gpu_values, precision_key, runs_on
+from kb.knowledge.gpu_names import FP32_GEMM, gemm_of, gpu_columns, gpu_values, precision_key, runs_on
 from kb.engine.layout import Layout, choose, scope_values
 from kb.knowledge.data import Knowledge
 

@@ -1,7 +1,7 @@
 """A model not in models.yaml: a Hugging Face config.json → a model entry.
 
 In: the path of a config.json. Out: a model dict shaped like a models.yaml entry (validated by
-kb.knowledge.schema.Model), with parameter counts from the arch_params_* formulas of rules/formulas.yaml.
+kb.knowledge.schema.ModelSchema), with parameter counts from the arch_params_* formulas of rules/formulas.yaml.
 Reads the file only; no network.
 """
 
@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, cast
 
 from kb.errors import KbError
 from kb.engine.hflayers import extend, whole
+from kb.paths import MAX_NAME_CHARS
 
 if TYPE_CHECKING:
     from kb.knowledge.data import Knowledge
@@ -30,6 +31,7 @@ def _first(cfg: Config, *keys: str, default: JSON = None) -> JSON:
     return default
 
 
+_SHOWN_AS = " (config.json)"     # after the model's name in every answer
 MAX_CONFIG_BYTES = 4_000_000     # the rule-file cap; real config.json files are a few kB
 MAX_CONFIG_VALUE = 2 ** 53       # larger sizes are not a model; exact as a float up to here
 
@@ -41,6 +43,7 @@ def read(path: str | Path, kn: Knowledge) -> Model:
         raise ConfigError(f"{p}: a config.json holds one JSON object")
     text_config = raw.get("text_config")
     cfg: Config = text_config if isinstance(text_config, dict) else raw
+    _check_names(p, raw, cfg)
     try:
         model = extend(_model(cfg, p), cfg, raw, kn.config_defaults)
     except (TypeError, ValueError, KeyError, OverflowError, ZeroDivisionError) as exc:
@@ -48,7 +51,7 @@ def read(path: str | Path, kn: Knowledge) -> Model:
     _check_sizes(model, cfg, p)
     from pydantic import ValidationError
 
-    from kb.knowledge.schema import Model as ModelSchema
+    from kb.knowledge.schema import ModelSchema
 
     try:
         ModelSchema.model_validate({k: v for k, v in model.items()})
@@ -82,6 +85,22 @@ def _parse(p: Path, data: bytes) -> JSON:
         raise ConfigError(f"{p}: JSON nested too deep for a config.json") from None
     except ValueError as exc:   # an integer longer than Python converts
         raise ConfigError(f"{p}: a number is too long to read ({str(exc).split(';')[0]})") from None
+
+
+NAME_KEYS = ("model_type", "_name_or_path", "architectures")    # the names a config.json gives
+
+
+def _check_names(p: Path, *configs: Config) -> None:
+    """Refuse a name longer than any name (kb.paths.MAX_NAME_CHARS): it would become the
+    model's family, a word of the query vocabulary, and its name in every answer."""
+    for cfg in configs:
+        for key in NAME_KEYS:
+            value = cfg.get(key)
+            for v in value if key == "architectures" and isinstance(value, list) else [value]:
+                n = 0 if v is None else len(v) if isinstance(v, str) else len(str(v))
+                if n > MAX_NAME_CHARS:
+                    raise ConfigError(f"{p}: {key} is {n} characters long; a name has at most "
+                                      f"{MAX_NAME_CHARS}")
 
 
 def _check_sizes(model: Model, cfg: Config, p: Path) -> None:
@@ -125,9 +144,11 @@ def _model(cfg: Config, p: Path) -> Model:
         types = cfg.get("layer_types")
         window_layers = sum(1 for t in types if "sliding" in str(t)) if isinstance(types, list) else layers
     name = str(cfg.get("_name_or_path") or p.parent.name or "config")
+    if len(name) + len(_SHOWN_AS) > MAX_NAME_CHARS:          # a name at the cap, shown with its origin
+        name = name[:MAX_NAME_CHARS - len(_SHOWN_AS) - 1] + "…"
     model: Model = {
         "id": "config-" + "".join(c if c.isalnum() or c in ".-_" else "-" for c in name.lower()).strip("-")[:60] or "config",
-        "name": f"{name} (config.json)", "family": str(cfg.get("model_type", "custom")).lower(),
+        "name": name + _SHOWN_AS, "family": str(cfg.get("model_type", "custom")).lower(),
         "params_total": 1.0, "params_active": 1.0, "layers": layers, "hidden_size": hidden,
         "intermediate_size": inter, "attention_heads": heads, "kv_heads": kv, "head_dim": head_dim,
         "vocab_size": whole(_first(cfg, "vocab_size", "padded_vocab_size")),

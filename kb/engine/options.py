@@ -1,42 +1,44 @@
 """What to change so it fits: the same question with one or two things changed, each answered.
 
-In: the query text, its answer and the Knowledge (the option rules of rules/prices.yaml
+In: the Workload the query gave, its answer and the Knowledge (the option rules of rules/prices.yaml
 `advice.options`). Out: `options[{change, workload_changes, fits, per_gpu_gb, total_gb, gpu,
 count, decode_tokens_per_s | train_tokens_per_s, usd_per_million_tokens | run_cost_usd, query,
 quality, quality_source, meets_target}]`: fits first, then those that meet the speed or time
 target, then least change to the hardware (the GPUs asked about, more of them, another card),
-then least quality cost, then price. Each option's
-`query` is written in the query language and its figures are that query's answer (it is asked,
-not estimated), so `kbq "<query>"` shows the same numbers.
+then least quality cost, then price. An option is
+the Workload with the rule's change applied (new words read by the query language, a count, a
+card); its `query` is that Workload written back by kb.query.unparse, and its figures are that
+Workload's answer (asked, not estimated), so `kbq "<query>"` shows the same numbers.
 """
 
 from __future__ import annotations
 
-import re
+import copy
 from typing import TYPE_CHECKING
 
 from kb.engine.answer import Answer, GpuRow
 from kb.engine.budget import note, spent
 from kb.errors import KbError
 from kb.knowledge.data import Knowledge
+from kb.query.workload import GpuRequest, Workload
 
 if TYPE_CHECKING:
     from kb.engine.answer_records import Option, WorkloadDict
     from kb.knowledge.records import GPU
     from kb.knowledge.records_rules import OptionRule
 
-IGNORED = ("gpus", "notes", "question", "model_name", "active_params", "parallel")
+IGNORED = ("gpus", "notes", "question", "model_name", "active_params", "parallel", "compare")
 
 
-def compute(kn: Knowledge, query: str, base: Answer) -> list[Option]:
-    """Every option the rules offer for this answer's task, answered; best first."""
+def compute(kn: Knowledge, asked: Workload, base: Answer) -> list[Option]:
+    """Every option the rules offer for this answer's task, answered; best first. `asked`: the
+    Workload as the query gave it (before the engine filled its defaults)."""
     rules = kn.advice.get("options") or []
     row = _base_row(base)
     if row is None or not rules:
         return []
     training = "training" in base.bottleneck
     w = base.workload
-    stripped = _without_gpus(kn, query)
     out: list[Option] = []
     for done, rule in enumerate(rules):
         if (budget := spent()) is not None:    # the server's time budget (kb.budget) ran out
@@ -48,8 +50,8 @@ def compute(kn: Knowledge, query: str, base: Answer) -> list[Option]:
             break
         if not _applies(rule, w, training, kn):
             continue
-        found = [o for q, extra in _queries(kn, rule, query, stripped, row, w, base)
-                 if (o := _ask(kn, q, base, rule, extra)) is not None]
+        found = [o for changed, extra in _changed(kn, rule, asked, row, base)
+                 if (o := _ask(kn, changed, base, rule, extra)) is not None]
         if rule["kind"] == "next_card" and found:     # the best of the cards tried
             found = [min(found, key=_order)]
         out.extend(found)
@@ -92,55 +94,73 @@ def _applies(rule: OptionRule, w: WorkloadDict, training: bool, kn: Knowledge) -
     return True
 
 
-def _queries(kn: Knowledge, rule: OptionRule, query: str, stripped: str | None, row: GpuRow,
-             w: WorkloadDict, base: Answer) -> list[tuple[str, str | None]]:
-    """(query, second change) pairs for one rule."""
+def _with(w: Workload, **changes: object) -> Workload:
+    """A copy of the Workload with fields changed (the comparison, if any, dropped)."""
+    out = copy.deepcopy(w)
+    out.compare = None
+    for name, value in changes.items():
+        setattr(out, name, value)
+    return out
+
+
+def _words(kn: Knowledge, words: str) -> dict[str, object]:
+    """What an option's words (prices.yaml advice.options) set, read by the query language."""
+    from kb.query.parse import parse
+
+    plain = Workload().to_dict()
+    said = parse(words, kn, model_given=True).to_dict()
+    return {k: v for k, v in said.items() if k != "notes" and v != plain[k]}
+
+
+def _changed(kn: Knowledge, rule: OptionRule, asked: Workload, row: GpuRow,
+             base: Answer) -> list[tuple[Workload, str | None]]:
+    """(Workload with the rule's change applied, second change) pairs for one rule."""
     kind = rule["kind"]
-    gpu = row.id if row.id in kn.gpus else f"{row.vram_gb:g}gb"
+    gpu = (GpuRequest(row.id, row.count) if row.id in kn.gpus else
+           GpuRequest(None, row.count, row.vram_gb))
     if kind == "words":
-        if rule["words"] in kn.query["tasks"]:      # another task: its word replaces the job's own
-            query, stripped = _without_task(kn, query, w), (_without_task(kn, stripped, w) if stripped else None)
-        first = f"{query} {rule['words']}"
-        out: list[tuple[str, str | None]] = [(first, None)]
-        if stripped is not None:     # with the cards that would then hold it
-            out.append((f"{stripped} {rule['words']} on {{needed}}x {gpu}", "more GPUs"))
-        return out
+        said = _words(kn, rule["words"])
+        if all(getattr(asked, k) == v for k, v in said.items()):
+            return []                   # the job already has it: not an option
+        first = _with(asked, **said)
+        more = _with(first, gpus=[GpuRequest(gpu.gpu_id, 0, gpu.capacity_gb)])   # count: found by _ask
+        return [(first, None), (more, "more GPUs")]
     if kind == "context":
-        ctx = w.get("context_tokens") if "training" not in base.bottleneck else None
-        return [(f"{query} {int(ctx) // 2} context", None)] if ctx and ctx >= 2 else []
+        ctx = base.workload.get("context_tokens") if "training" not in base.bottleneck else None
+        return [(_with(asked, context_tokens=int(ctx) // 2), None)] if ctx and ctx >= 2 else []
     if kind == "users":
-        return [(f"{query} {int(w['users'] or 1) // 2} users", None)]
-    if stripped is None:
-        return []
+        return [(_with(asked, users=int(base.workload["users"] or 1) // 2), None)]
     if kind == "gpus":
         most = int(kn.advice.get("max_gpus_per_config", 1))
-        needed = valid_count(kn, w, row.gpus_needed or 0, most)
-        return [(f"{stripped} on {needed}x {gpu}", None)] if needed and row.count < needed <= most else []
+        needed = valid_count(kn, base.workload, row.gpus_needed or 0, most)
+        return ([(_with(asked, gpus=[GpuRequest(gpu.gpu_id, needed, gpu.capacity_gb)]), None)]
+                if needed and row.count < needed <= most else [])
     bigger = sorted((g for g in kn.gpus.values() if g["vram_gb"] > (row.vram_gb or 0) and g.get("price_usd")
-                     and _same_shelf(kn, row.id, g, str(w.get("runtime") or ""))),
+                     and _same_shelf(kn, row.id, g, str(base.workload.get("runtime") or ""))),
                     key=lambda g: (g["price_usd"], g["vram_gb"]))
     need = base.memory.get("total_gb") or 0
     tries = int(kn.advice.get("next_card_tries", 1))
-    on = f"{row.count}x " if row.count > 1 else ""
-    fitting: list[tuple[str, str | None]] = [(f"{stripped} on {on}{g['id']}", None) for g in bigger
-                                              if g["vram_gb"] * row.count >= need]
-    return fitting[:tries]
+    fitting = [(_with(asked, gpus=[GpuRequest(g["id"], row.count)]), None) for g in bigger
+               if g["vram_gb"] * row.count >= need]
+    return fitting[:tries]   # type: ignore[return-value]
 
 
-def _ask(kn: Knowledge, q: str, base: Answer, rule: OptionRule, extra: str | None) -> Option | None:
+def _ask(kn: Knowledge, w: Workload, base: Answer, rule: OptionRule, extra: str | None) -> Option | None:
     from kb.engine import answer
-    from kb.query.parse import parse
+    from kb.query.unparse import unparse
 
     try:
-        if "{needed}" in q:
-            probe = answer(parse(q.replace("{needed}", "1"), kn), kn, q, brief=True)
-            row = _base_row(probe)
+        if w.gpus and w.gpus[0].count == 0:         # as many cards as then hold it
+            probe = _with(w, gpus=[GpuRequest(w.gpus[0].gpu_id, 1, w.gpus[0].capacity_gb)])
+            probed = answer(probe, kn, "", brief=True)
+            row = _base_row(probed)
             most = int(kn.advice.get("max_gpus_per_config", 1))
-            needed = valid_count(kn, probe.workload, row.gpus_needed or 0, most) if row is not None else None
+            needed = valid_count(kn, probed.workload, row.gpus_needed or 0, most) if row is not None else None
             if row is None or row.fits or not needed or not 1 < needed <= most:
                 return None
-            q = q.replace("{needed}", str(needed))
-        a = answer(parse(q, kn), kn, q, brief=True)
+            w.gpus[0].count = needed
+        q = unparse(w, kn)
+        a = answer(copy.deepcopy(w), kn, q, brief=True)
     except KbError:
         return None
     row = _base_row(a)
@@ -159,7 +179,7 @@ def _ask(kn: Knowledge, q: str, base: Answer, rule: OptionRule, extra: str | Non
         "change_only": rule["change"],
         "workload_changes": changes, "fits": row.fits, "per_gpu_gb": row.per_gpu_gb,
         "total_gb": a.memory.get("total_gb"), "gpu": row.name, "gpu_id": row.id, "count": row.count,
-        "quality": rule["quality"], "quality_source": rule["source"], "query": _clean(q),
+        "quality": rule["quality"], "quality_source": rule["source"], "query": q,
         "meets_target": row.meets_target,
         "_rank": rule["quality_rank"], "_hardware": hardware, "_price": row.config_price_usd,
     }
@@ -172,40 +192,12 @@ def _ask(kn: Knowledge, q: str, base: Answer, rule: OptionRule, extra: str | Non
     return opt
 
 
-def _clean(q: str) -> str:
-    return re.sub(r"\s+", " ", q).strip()
-
-
-def _without_gpus(kn: Knowledge, query: str) -> str | None:
-    """The query without its GPU phrase (the text before its last ' on '), when that reads as
-    the same question with no GPU named; None when it does not."""
-    from kb.query.parse import parse
-
-    try:
-        w = parse(query, kn)
-    except KbError:
-        return None
-    if not w.gpus:
-        return query
-    m = list(re.finditer(r"\s(on|with|using)\s", query, flags=re.IGNORECASE))
-    for cut in reversed([x.start() for x in m if x.group(1).lower() == "on"]):
-        head = query[:cut]
-        try:
-            w2 = parse(head, kn)
-        except KbError:
-            continue
-        a, b = w.to_dict(), w2.to_dict()
-        if all(a[k] == b[k] for k in a if k not in ("gpus", "notes")):
-            return head
-    return None
-
-
 def _same_shelf(kn: Knowledge, asked: str, g: GPU, runtime: str) -> bool:
     """A card the next-card-up option may offer for the card asked about: the same vendor and
     class of buyer (consumer/workstation cards, datacenter cards; kb.engine.advice.CLASSES), and one the
     runtime runs on (a bare capacity keeps every card)."""
     from kb.engine.advice import CLASSES
-    from kb.expr.gpu_names import runs_on
+    from kb.knowledge.gpu_names import runs_on
 
     was = kn.gpus.get(asked)
     rt = kn.runtimes.get(runtime)
@@ -232,13 +224,3 @@ def valid_count(kn: Knowledge, w: WorkloadDict, needed: int, most: int) -> int |
         if choose(n, int(model["attention_heads"]), rt.get("multi_gpu") == "tensor_parallel", node).canonical:
             return n
     return None
-
-
-def _without_task(kn: Knowledge, query: str, w: WorkloadDict) -> str:
-    """The query without the words that named its task ("full fine-tune"), so an option that
-    changes the task ("lora") is read as that task."""
-    for word in sorted(kn.query["tasks"].get(str(w.get("task")), []), key=len, reverse=True):
-        found = re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", query, flags=re.IGNORECASE)
-        if found:
-            return _clean(query[:found.start()] + " " + query[found.end():])
-    return query

@@ -91,3 +91,11 @@ def check(kn: Knowledge, query_doc: Doc, formulas_doc: Doc) -> list[RuleError]:
 
 def _names(found: list[str]) -> str:
     return found[0] if len(found) == 1 else ", ".join(found[:-1]) + " and " + found[-1]
+
+
+def check_all(kn: Knowledge, query_doc: Doc, formulas_doc: Doc) -> list[RuleError]:
+    """The reference queries first (check); when they pass, every formula over the workloads
+    generated for each task (kb.engine.sweep), so the earlier messages stay as they were."""
+    from kb.engine import sweep
+
+    return check(kn, query_doc, formulas_doc) or sweep.check(kn, formulas_doc)

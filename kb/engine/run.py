@@ -17,13 +17,14 @@ from kb.engine import training as tr
 from kb.engine import unknown
 from kb.engine.answer import Answer, GpuRow
 from kb.engine import solve
+from kb.engine.probes import Probes, at_value, choose_split
 from kb.engine.assemble import (ROW_FORMULAS, brief_answer, bottleneck, error_bands,
                                 gpu_warnings, memory, rank_order, rows_of, shown_figures, workload_dict)
 from kb.engine.claims import check_claims
 from kb.engine.evaluate import Evaluated, evaluate
 from kb.engine.gpus import catalogue_columns, layout_columns, layout_of, layouts_of
 from kb.engine.scope import base_scope, capacity_gpu, resolve
-from kb.expr.gpu_names import gemm_of, gpu_columns, runs_on
+from kb.knowledge.gpu_names import gemm_of, gpu_columns, runs_on
 from kb.engine.walk import Tracer, applies, differs, walk
 from kb.expr.parse import Col
 from kb.knowledge.data import Knowledge
@@ -40,7 +41,7 @@ def answer(w: Workload, kn: Knowledge, query: str = "", *, brief: bool = False) 
     `brief`: only the figures (GPU rows, memory, speed and cost), without the flows' walk, the
     trace, the claims and the advice text: what an option (kb.engine.options) shows of its answer.
     The engine puts what was asked and what answers it on `Answer.question` (its kind, the figure,
-    the sizing flow's outcome); the verdict text is composed from that by kb.present.verdict."""
+    the sizing flow's outcome); the verdict text is composed from that by kb.engine.verdict."""
     if w.question in kn.query["solve"]:
         result = _answer_question(w, kn, query, brief)
     else:
@@ -53,7 +54,7 @@ def answer(w: Workload, kn: Knowledge, query: str = "", *, brief: bool = False) 
         result.question = _plain_question(w, result, result.question)
     if brief:
         return result
-    from kb.present.verdict import compose      # the text is composed once, from the data above
+    from kb.engine.verdict import compose      # the text is composed once, from the data above
 
     result.verdict = compose(result)
     return result
@@ -115,7 +116,8 @@ def _answer_question(w: Workload, kn: Knowledge, query: str, brief: bool = False
         targets = [(g, 1) for g in kn.gpus.values() if runs_on(rt, g)]
     else:
         targets = [(kn.gpus[_first_ranked(w, kn)], 1)]
-    rows = [solve.solve_row(kn, w, question, gpu, count) for gpu, count in targets]
+    probes = Probes(kn, w, [gpu for gpu, _ in targets])     # what every card's search shares
+    rows = [solve.solve_row(kn, w, question, gpu, count, probes) for gpu, count in targets]
     found = [r for r in rows if r["found"]]
     if w.gpus or not found:
         primary = rows[0]
@@ -128,7 +130,7 @@ def _answer_question(w: Workload, kn: Knowledge, query: str, brief: bool = False
     if limit is not None:
         primary = {**primary, "value": float(limit), "binds": "the model's maximum context",
                    "at_upper_bound": False}
-    w2 = solve.at_value(w, spec["vary"], primary["value"], kn) if primary["found"] else solve.at_value(w, "users", w.users or 1)
+    w2 = at_value(w, spec["vary"], primary["value"], kn) if primary["found"] else at_value(w, "users", w.users or 1)
     w2.gpus = [g for g in w2.gpus] or []
     if not w.gpus:
         w2.gpus = [GpuRequest(primary["gpu_id"], int(primary.get("count") or 1))]
@@ -184,11 +186,12 @@ def _exact_gpus_needed(kn: Knowledge, w: Workload, rows: list[GpuRow],
     """Rows that do not fit get the fewest GPUs that hold the job by the forward model (the
     even-split formula can be too few when the KV cache is replicated over tensor-parallel ranks)."""
     steps = int(kn.constants["gpus_per_node"]["value"]) ** 2
+    probes = Probes(kn, w)
     for rank, i in enumerate(order):
         row = rows[rank]
         if row.fits or not row.gpus_needed:
             continue
-        found = solve.fewest_gpus(kn, w, candidates[i][0], row.gpus_needed, steps)
+        found = solve.fewest_gpus(kn, w, candidates[i][0], row.gpus_needed, steps, probes)
         if found is not None:
             row.gpus_needed = found
             if rank == 0:
@@ -231,7 +234,7 @@ def _answer(w: Workload, kn: Knowledge, query: str = "", brief: bool = False) ->
     r = resolve(w, kn)
     if r.is_training and w.gpus and not (w.tp or w.pp) and tr.is_model_parallel(w, kn):
         req = w.gpus[0]
-        solve.choose_split(kn, r, capacity_gpu(req, kn) if req.gpu_id is None else kn.gpus[req.gpu_id],
+        choose_split(kn, r, capacity_gpu(req, kn) if req.gpu_id is None else kn.gpus[req.gpu_id],
                            tr.gpu_count(w))
     sizing = next(f for f in kn.flows if f.role == "sizing")
 

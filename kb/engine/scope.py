@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Literal
 
 from kb.engine import training as tr
 from kb.engine.evaluate import Scope
-from kb.expr.gpu_names import gemm_of, runs_on
+from kb.knowledge.gpu_names import gemm_of, runs_on
 from kb.knowledge.data import Knowledge, capacity_fields
 from kb.recordtype import record
 from kb.query.workload import GpuRequest, Workload

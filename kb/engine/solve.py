@@ -11,12 +11,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from kb.engine.evaluate import Evaluated, evaluate
-from kb.engine.gpus import gpu_scope, layout_of
-from kb.engine import training as tr
-from kb.engine.scope import Resolved, base_scope, resolve
+from kb.engine.probes import Probe, Probes
 from kb.knowledge.data import Knowledge
-from kb.recordtype import record
 from kb.figures import num
 from kb.query.workload import Workload
 
@@ -24,115 +20,83 @@ if TYPE_CHECKING:
     from kb.knowledge.records import GPU
 
 
-@record
-class Probe:
-    fits: bool                      # the search's condition holds (memory, the speed floor, the targets asked)
-    per_gpu_gb: float | None
-    usable_gb: float | None
-    fits_memory: bool = False
-    speed: float | None = None      # per-user decode tokens/s
-    floor: float | None = None
-    meets_target: bool | None = None  # speed floor, ttft bound, tokens a day (None: not asked)
-
-
-def targets_asked(w: Workload) -> bool:
-    """The query set a speed, time to first token or volume target: solve under it too."""
-    return any(v is not None for v in (w.speed_floor_tok_s, w.ttft_max_s, w.tokens_per_day))
-
-
-def at_value(w: Workload, vary: str, value: float, kn: Knowledge | None = None) -> Workload:
-    """The workload at `value`. A context the query did not split into prompt and output is
-    prompt + output: the default output, and the rest is prompt."""
-    import copy                 # capacity questions only: copy is kept off the plain query's path
-
-    w2 = copy.deepcopy(w)
-    w2.question = None
-    if vary == "users":
-        w2.users = int(value)
-    elif vary == "context_tokens":
-        w2.context_tokens = int(value)
-        if w2.prompt_tokens is None and kn is not None:
-            out = w2.output_tokens or int(kn.defaults["output_tokens"])
-            w2.output_tokens = min(out, int(value) - 1) if value > 1 else out
-            w2.prompt_tokens = max(1, int(value) - w2.output_tokens)
-        if w2.prompt_tokens is not None and w2.prompt_tokens > value:
-            w2.prompt_tokens = int(value)
-    elif vary == "params":
-        w2.model_id = None
-        w2.params = float(value)
-    elif vary == "gpu_count":
-        for g in w2.gpus:
-            g.count = int(value)
-    elif vary == "batch":
-        w2.batch = int(value)
-    return w2
-
-
 def probe(kn: Knowledge, w: Workload, vary: str, value: float, gpu: GPU, count: int,
           holds: str = "fits") -> Probe:
-    w2 = at_value(w, vary, value, kn)
-    if vary == "gpu_count":
-        count = int(value)
-    r = resolve(w2, kn)
-    if r.is_training and not (w2.tp or w2.pp) and tr.is_model_parallel(w2, kn):
-        choose_split(kn, r, gpu, count)
-    return _probe(kn, r, w, gpu, count, holds)
-
-
-def choose_split(kn: Knowledge, r: Resolved, gpu: GPU, count: int) -> None:
-    """A model-parallel training stack with no tp / pp asked: the first valid split
-    (kb.engine.training.model_parallel_layouts, fewest model-parallel GPUs first) that holds the job on
-    `count` of this GPU with the headroom a recommendation keeps (roomy_fit), else the first that
-    holds it, set on the workload (the last tried where none does)."""
-    m, w = r.model, r.workload
-    splits = tr.model_parallel_layouts(count, int(m["attention_heads"]), int(m["kv_heads"]), int(m["layers"]),
-                                       int(kn.constants["gpus_per_node"]["value"]))
-    for holds in ("roomy_fit", "fits"):      # with the headroom a recommendation keeps, else just holding it
-        for t, p in splits:
-            w.tp, w.pp = t, p
-            if _probe(kn, r, w, gpu, count, holds).fits:
-                return
-    w.tp, w.pp = splits[-1] if splits else (None, None)
-
-
-def _probe(kn: Knowledge, r: Resolved, w: Workload, gpu: GPU, count: int, holds: str) -> Probe:
-    ev = Evaluated(gpu_scope(base_scope(r, kn), gpu, count, r.precision, layout_of(r, kn, count)))
-    targets = targets_asked(w)
-    names = ["fits", "per_gpu_gb", "usable_vram_gb"]
-    if holds != "fits":
-        names += [holds, "decode_tokens_per_s"]
-    if targets:
-        names.append("meets_target")
-    evaluate(kn, ev, names)
-    s = ev.scope
-    meets = bool(s.get("meets_target")) if targets else None
-    return Probe(bool(s.get(holds)) and meets is not False, s.get("per_gpu_gb"), s.get("usable_vram_gb"),
-                 bool(s.get("fits")), s.get("decode_tokens_per_s"), s.get("speed_floor_tok_s"), meets)
+    return Probes(kn, w).probe(vary, value, gpu, count, holds)
 
 
 def largest_fitting(kn: Knowledge, w: Workload, vary: str, lower: float, upper: float,
-                    gpu: GPU, count: int, holds: str = "fits") -> tuple[float | None, bool]:
+                    gpu: GPU, count: int, holds: str = "fits",
+                    probes: Probes | None = None) -> tuple[float | None, bool]:
     """The largest value in [lower, upper] that fits (None if even `lower` does not), and
     whether the search hit `upper`. Integers, except params (searched to 3 significant digits)."""
-    if not probe(kn, w, vary, lower, gpu, count, holds).fits:
+    p = probes or Probes(kn, w)
+    probe = p.probe
+    at_lower = probe(vary, lower, gpu, count, holds)
+    if not at_lower.fits:
         return None, False
-    if probe(kn, w, vary, upper, gpu, count, holds).fits:
+    at_upper = probe(vary, upper, gpu, count, holds)
+    if at_upper.fits:
         return upper, True
     lo, hi = lower, upper
     if vary == "params":
         while hi / lo > 1.001:
             mid = math.sqrt(lo * hi)
-            lo, hi = (mid, hi) if probe(kn, w, vary, mid, gpu, count, holds).fits else (lo, mid)
+            lo, hi = (mid, hi) if probe(vary, mid, gpu, count, holds).fits else (lo, mid)
         scale = 10 ** (math.floor(math.log10(lo)) - 2)          # keep 3 significant digits,
         return math.floor(lo / scale) * scale, False             # rounded down so it still fits
     lo_i, hi_i = int(lo), int(hi)
-    while hi_i - lo_i > 1:
-        mid = (lo_i + hi_i) // 2
-        if probe(kn, w, vary, mid, gpu, count, holds).fits:
-            lo_i = mid
+    return float(_boundary(p, vary, gpu, count, holds, (lo_i, at_lower), (hi_i, at_upper))), False
+
+
+def _margin(p: Probe) -> float | None:
+    """How far a probe is from the boundary, positive past it: the memory per GPU over what the
+    card holds, as a share of it, and where a speed floor counts, the floor over the speed
+    (the speed per user falls about as 1 / users, so this grows about linearly too); None
+    without the figures."""
+    if p.per_gpu_gb is None or not p.usable_gb:
+        return None
+    margin = (float(p.per_gpu_gb) - float(p.usable_gb)) / float(p.usable_gb)
+    if p.floor is not None and p.speed is not None:
+        if p.speed <= 0:
+            return None
+        margin = max(margin, float(p.floor) / float(p.speed) - 1)
+    return margin
+
+
+def _boundary(p: Probes, vary: str, gpu: GPU, count: int, holds: str, low: tuple[int, Probe],
+              high: tuple[int, Probe]) -> int:
+    """The largest integer value that fits, between `low` (fits) and `high` (does not). The
+    bracket is narrowed at the value where the margin (_margin), drawn as a straight line
+    between the bracket's ends, crosses zero (regula falsi, with the Illinois rule: an end kept
+    twice in a row counts half its margin): memory grows about linearly with users, context or
+    batch, so this lands next to the boundary in a few probes. Where the line gives nothing, or
+    three steps have not halved the bracket, the step is a bisection's. Each probe keeps the
+    bracket (fits below, does not above), so the value found is the bisection's: the largest
+    that fits, with the next one not fitting."""
+    (lo, at_lo), (hi, at_hi) = low, high
+    m_lo, m_hi = _margin(at_lo), _margin(at_hi)
+    last, slow, width = "", 0, hi - lo
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if m_lo is not None and m_hi is not None and m_hi > m_lo and slow < 3:
+            mid = min(max(int(lo + (hi - lo) * (-m_lo / (m_hi - m_lo))), lo + 1), hi - 1)
+        at = p.probe(vary, mid, gpu, count, holds)
+        if at.fits:
+            lo, m_lo = mid, _margin(at)
+            if last == "lo" and m_hi is not None:
+                m_hi /= 2
+            last = "lo"
         else:
-            hi_i = mid
-    return float(lo_i), False
+            hi, m_hi = mid, _margin(at)
+            if last == "hi" and m_lo is not None:
+                m_lo /= 2
+            last = "hi"
+        if hi - lo <= width // 2:
+            slow, width = 0, hi - lo
+        else:
+            slow += 1
+    return lo
 
 
 def fewest_scanned(kn: Knowledge, w: Workload, gpu: GPU, upper: int) -> int | None:
@@ -155,21 +119,24 @@ def fewest_scanned(kn: Knowledge, w: Workload, gpu: GPU, upper: int) -> int | No
     return None
 
 
-def smallest_fitting(kn: Knowledge, w: Workload, lower: int, upper: int, gpu: GPU) -> int | None:
+def smallest_fitting(kn: Knowledge, w: Workload, lower: int, upper: int, gpu: GPU,
+                     probes: Probes | None = None) -> int | None:
     """Fewest GPUs that hold the job in a canonical layout (kb.engine.layout: tensor parallel that
     divides the heads inside a node, whole nodes as pipeline stages). Memory falls as GPUs are
     added, so a bisection finds the fewest that hold it; then the next canonical count up."""
-    if not probe(kn, w, "gpu_count", upper, gpu, upper).fits:
+    p = probes or Probes(kn, w)
+    probe = p.probe
+    if not probe("gpu_count", upper, gpu, upper).fits:
         return None
     lo, hi = lower - 1, upper
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if probe(kn, w, "gpu_count", mid, gpu, mid).fits:
+        if probe("gpu_count", mid, gpu, mid).fits:
             hi = mid
         else:
             lo = mid
     for n in range(hi, upper + 1):
-        if _canonical(kn, w, n) and probe(kn, w, "gpu_count", n, gpu, n).fits:
+        if _canonical(p, n) and probe("gpu_count", n, gpu, n).fits:
             return n
     return hi
 
@@ -179,13 +146,13 @@ def smallest_fitting(kn: Knowledge, w: Workload, lower: int, upper: int, gpu: GP
 Row = dict[str, Any]
 
 
-def _layout_facts(kn: Knowledge, w: Workload, count: int) -> dict[str, int]:
-    r = resolve(at_value(w, "gpu_count", count), kn)
+def _layout_facts(p: Probes, count: int) -> dict[str, int]:
+    kn, r = p.kn, p.resolved("gpu_count", count)
     return {"heads": r.model["attention_heads"], "node": int(kn.constants["gpus_per_node"]["value"])}
 
 
-def _canonical(kn: Knowledge, w: Workload, count: int) -> bool:
-    return layout_of(resolve(at_value(w, "gpu_count", count), kn), kn, count).canonical
+def _canonical(p: Probes, count: int) -> bool:
+    return p.layout("gpu_count", count, count).canonical
 
 
 def step_of(vary: str, value: float) -> float:
@@ -194,27 +161,31 @@ def step_of(vary: str, value: float) -> float:
     return value + 1
 
 
-def solve_row(kn: Knowledge, w: Workload, question: str, gpu: GPU, count: int) -> Row:
+def solve_row(kn: Knowledge, w: Workload, question: str, gpu: GPU, count: int,
+              probes: Probes | None = None) -> Row:
+    """The question solved on `count` of `gpu`; `probes`: shared by the rows of one question."""
+    p = probes or Probes(kn, w)
+    probe = p.probe
     spec = kn.query["solve"][question]
     vary = spec["vary"]
     if question == "how_many_gpus":
-        n = smallest_fitting(kn, w, int(spec["lower"]), int(spec["upper"]), gpu)
+        n = smallest_fitting(kn, w, int(spec["lower"]), int(spec["upper"]), gpu, p)
         if n is None:
             return {"gpu": gpu["name"], "gpu_id": gpu["id"], "value": None, "found": False}
-        at = probe(kn, w, vary, n, gpu, n)
-        prev = probe(kn, w, vary, n - 1, gpu, n - 1) if n > 1 else None
+        at = probe(vary, n, gpu, n)
+        prev = probe(vary, n - 1, gpu, n - 1) if n > 1 else None
         return {"gpu": gpu["name"], "gpu_id": gpu["id"], "value": n, "found": True, "count": n,
                 "fits_at_value": at.fits, "per_gpu_gb": at.per_gpu_gb, "usable_gb": at.usable_gb,
                 "previous": n - 1 if prev else None, "fits_at_previous": prev.fits if prev else None,
                 "per_gpu_gb_at_previous": prev.per_gpu_gb if prev else None,
-                "layout_binding": bool(prev and prev.fits), **_layout_facts(kn, w, n)}
+                "layout_binding": bool(prev and prev.fits), **_layout_facts(p, n)}
     holds = spec.get("holds", "fits")
-    value, capped = largest_fitting(kn, w, vary, spec["lower"], spec["upper"], gpu, count, holds)
+    value, capped = largest_fitting(kn, w, vary, spec["lower"], spec["upper"], gpu, count, holds, p)
     row: Row = {"gpu": gpu["name"], "gpu_id": gpu["id"], "count": count, "value": value,
                            "found": value is not None, "at_upper_bound": capped}
     if value is not None:
         nxt = step_of(vary, value)
-        at, after = probe(kn, w, vary, value, gpu, count, holds), probe(kn, w, vary, nxt, gpu, count, holds)
+        at, after = probe(vary, value, gpu, count, holds), probe(vary, nxt, gpu, count, holds)
         row.update(fits_at_value=at.fits, per_gpu_gb=at.per_gpu_gb, usable_gb=at.usable_gb,
                    next=nxt, fits_at_next=after.fits, per_gpu_gb_at_next=after.per_gpu_gb,
                    binds=binding(after, w))
@@ -222,7 +193,7 @@ def solve_row(kn: Knowledge, w: Workload, question: str, gpu: GPU, count: int) -
             row.update(speed_floor=at.floor, speed_at_value=at.speed, speed_at_next=after.speed,
                        floor_binding=after.fits_memory and not after.fits)
     elif holds != "fits":
-        first = probe(kn, w, vary, spec["lower"], gpu, count, holds)
+        first = probe(vary, spec["lower"], gpu, count, holds)
         row.update(speed_floor=first.floor, speed_at_lower=first.speed,
                    floor_binding=first.fits_memory)
     return row
@@ -278,10 +249,12 @@ def verdict(kn: Knowledge, question: str, row: Row) -> str:
     return text
 
 
-def fewest_gpus(kn: Knowledge, w: Workload, gpu: GPU, lower: int, steps: int) -> int | None:
+def fewest_gpus(kn: Knowledge, w: Workload, gpu: GPU, lower: int, steps: int,
+                probes: Probes | None = None) -> int | None:
     """The fewest GPUs of this kind that hold the job, from `lower` (the count if memory split
     evenly, which no layout beats) up: replicated KV can need more."""
+    probe = (probes or Probes(kn, w)).probe
     for n in range(max(1, lower), max(1, lower) + steps):
-        if probe(kn, w, "gpu_count", n, gpu, n).fits:
+        if probe("gpu_count", n, gpu, n).fits:
             return n
     return None

@@ -57,6 +57,13 @@ def apply_recipes(w: Workload, kn: Knowledge, runtime: Runtime, model: Model,
                 when["max_gpus"] is not None and count > when["max_gpus"]) or (
                 model["params_total"] < when["min_params"]):
             continue
+        sets: dict[str, object] = dict(recipe["set"])
+        asked = [n for n in RECIPE_FIELDS if sets.get(n) is not None
+                 and getattr(w, n) is not None and getattr(w, n) != sets[n]]
+        if asked:       # an explicit choice beats the recipe: none of its settings apply
+            said = ", ".join(f"{n} {getattr(w, n)}" for n in asked)
+            assumptions.append(f"from the question: {said}; not the recipe ({recipe['text']}) [{recipe['source']}]")
+            continue
         changed = False
         for name in RECIPE_FIELDS:
             value = recipe["set"].get(name)

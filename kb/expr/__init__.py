@@ -6,5 +6,4 @@ nodes       constant folding, names and units of a parsed expression
 functions   the functions a formula may call (min, max, if, ceil…)
 units       units and their arithmetic
 columns     a value per candidate GPU (a column) and its operations
-gpu_names   the per-GPU names (gpu.vram_gb …) formulas read, as columns
 """

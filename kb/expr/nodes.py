@@ -21,7 +21,7 @@ from kb.errors import EvalError
 from kb.expr.functions import FUNCTIONS, num
 from kb.expr.units import BOOL, ONE, TEXT, Unit, UnitError, format_unit
 from kb.expr.nodes_base import (  # noqa: F401 - the leaves and helpers, re-exported for kb.expr.parse and kb.present.export
-    _COMPARE, ATOM, ASCII, MATH, Literal, Name, Node, Num, Show, Str, Symbols, _infix, _wrap, literal,
+    _COMPARE, ATOM, ASCII, MATH, Literal, Name, ExprNode, Num, Show, Str, Symbols, _infix, _wrap, literal,
     plain_exponent)
 
 def _pow(a: object, b: object) -> float:
@@ -44,33 +44,33 @@ _ARITH: dict[str, Op] = {
 _STRENGTH = {"+": 5, "-": 5, "*": 6, "/": 6, "^": 7}
 
 
-class Binary(Node):
+class Binary(ExprNode):
     """A node of an operator and its two operands."""
     op: str
-    left: Node
-    right: Node
+    left: ExprNode
+    right: ExprNode
     __slots__ = ("op", "left", "right")
     FIELDS = ("op", "left", "right")
 
-    def __init__(self, op: str, left: Node, right: Node) -> None:
+    def __init__(self, op: str, left: ExprNode, right: ExprNode) -> None:
         object.__setattr__(self, "op", op)
         object.__setattr__(self, "left", left)
         object.__setattr__(self, "right", right)
 
-    def children(self) -> tuple[Node, ...]:
+    def children(self) -> tuple[ExprNode, ...]:
         return (self.left, self.right)
 
 
-class Unary(Node):
+class Unary(ExprNode):
     """A node of an operator and its one operand."""
-    inner: Node
+    inner: ExprNode
     __slots__ = ("inner",)
     FIELDS = ("inner",)
 
-    def __init__(self, inner: Node) -> None:
+    def __init__(self, inner: ExprNode) -> None:
         object.__setattr__(self, "inner", inner)
 
-    def children(self) -> tuple[Node, ...]:
+    def children(self) -> tuple[ExprNode, ...]:
         return (self.inner,)
 
 
@@ -132,7 +132,7 @@ class Cmp(Binary):
         return ["cmp", self.op, self.left.to_list(), self.right.to_list()]
 
 
-def _truth(tag: str, operands: tuple[Node, ...], units: Mapping[str, Unit]) -> Unit:
+def _truth(tag: str, operands: tuple[ExprNode, ...], units: Mapping[str, Unit]) -> Unit:
     for sub in operands:
         got = sub.unit(units)
         if got not in (BOOL, None):
@@ -192,18 +192,18 @@ class Neg(Unary):
         return ["neg", self.inner.to_list()]
 
 
-class Call(Node):
+class Call(ExprNode):
     """A call of one of the fixed FUNCTIONS ; the parser checks name and arity."""
     fn: str
-    args: tuple[Node, ...]
+    args: tuple[ExprNode, ...]
     __slots__ = ("fn", "args")
     FIELDS = ("fn", "args")
 
-    def __init__(self, fn: str, args: tuple[Node, ...]) -> None:
+    def __init__(self, fn: str, args: tuple[ExprNode, ...]) -> None:
         object.__setattr__(self, "fn", fn)
         object.__setattr__(self, "args", args)
 
-    def children(self) -> tuple[Node, ...]:
+    def children(self) -> tuple[ExprNode, ...]:
         return self.args
 
     def _compile(self) -> Fn:
@@ -219,7 +219,7 @@ class Call(Node):
         return ["call", self.fn, [a.to_list() for a in self.args]]
 
 
-_FROM_LIST: dict[str, Callable[[list[Any]], Node]] = {
+_FROM_LIST: dict[str, Callable[[list[Any]], ExprNode]] = {
     "num": lambda a: Num(a[1]),
     "str": lambda a: Str(a[1]),
     "name": lambda a: Name(a[1]),
@@ -233,7 +233,7 @@ _FROM_LIST: dict[str, Callable[[list[Any]], Node]] = {
 }
 
 
-def from_list(data: list[Any]) -> Node:
+def from_list(data: list[Any]) -> ExprNode:
     """The node a `to_list()` form describes."""
     build = _FROM_LIST.get(data[0])
     if build is None:

@@ -1,6 +1,6 @@
 """The expression language's node base class and its leaves: numbers, text and names.
 
-In: values and names from kb.expr.parse's parse (or kb.expr.nodes.from_list). Out: the Node base class (compile
+In: values and names from kb.expr.parse's parse (or kb.expr.nodes.from_list). Out: the ExprNode base class (compile
 with constant folding, units, names, text and Markdown, JSON form), its leaves Num, Str and Name,
 and the precedence helpers kb.expr.nodes' operator nodes share.
 """
@@ -50,7 +50,7 @@ def plain_exponent(text: str) -> str:
 
 # ---------------------------------------------------------------- the nodes
 
-class Node:
+class ExprNode:
     """One node of an expression. Subclasses say how they evaluate, type and print.
 
     Immutable records with slots, written out rather than made by the dataclass decorator: a
@@ -89,7 +89,7 @@ class Node:
         for name, value in zip(self.FIELDS, state):
             object.__setattr__(self, name, value)
 
-    def children(self) -> tuple[Node, ...]:
+    def children(self) -> tuple[ExprNode, ...]:
         return ()
 
     def names(self, out: list[str]) -> None:
@@ -135,19 +135,19 @@ class Node:
         return self.render(show, MATH)[0]
 
 
-def _wrap(node: Node, show: Show, symbols: Symbols, need: int) -> str:
+def _wrap(node: ExprNode, show: Show, symbols: Symbols, need: int) -> str:
     text, strength = node.render(show, symbols)
     return f"({text})" if strength < need else text
 
 
-def _infix(left: Node, op: str, right: Node, show: Show, symbols: Symbols,
+def _infix(left: ExprNode, op: str, right: ExprNode, show: Show, symbols: Symbols,
            strengths: tuple[int, int, int]) -> tuple[str, int]:
     p, lp, rp = strengths
     return (f"{_wrap(left, show, symbols, lp)} {symbols.get(op, op)} "
             f"{_wrap(right, show, symbols, rp)}", p)
 
 
-class Literal(Node):
+class Literal(ExprNode):
     """A value written in the rule: it compiles to itself and reads no name. `tag` names its
     JSON form ([tag, value])."""
     __slots__ = ("value",)
@@ -190,7 +190,7 @@ class Str(Literal):
         return f'"{self.value}"', ATOM
 
 
-class Name(Node):
+class Name(ExprNode):
     name: str
     __slots__ = ("name",)
     FIELDS = ("name",)

@@ -21,7 +21,7 @@ from kb.expr.columns import filled, guarded
 from kb.errors import EvalError
 from kb.expr.functions import FUNCTIONS
 from kb.expr.nodes import Bin, Call, Cmp, Logic, Neg, Not, from_list
-from kb.expr.nodes_base import Name, Node, Num, Str
+from kb.expr.nodes_base import Name, ExprNode, Num, Str
 from kb.recordtype import field, record
 from kb.expr.units import BOOL, COUNTS, ONE, TEXT, Unit, UnitError, format_unit, parse_unit
 
@@ -48,7 +48,7 @@ class ExprSyntaxError(Exception):
 @record(frozen=True)
 class Expr:
     text: str
-    ast: Node
+    ast: ExprNode
     names: tuple[str, ...]
     name_columns: dict[str, int] = field(compare=False, hash=False)
 
@@ -92,10 +92,10 @@ def _parser() -> Lark:
 # ---------------------------------------------------------------- parse tree → nodes
 
 Kids = list[Any]
-Builder = Callable[[Kids, dict[str, int], int], Node]
+Builder = Callable[[Kids, dict[str, int], int], ExprNode]
 
 
-def _token(token: Token) -> Node:
+def _token(token: Token) -> ExprNode:
     if token.type == "NUMBER":
         value = float(token)
         if not math.isfinite(value) or abs(value) > MAX_MAGNITUDE:
@@ -106,7 +106,7 @@ def _token(token: Token) -> Node:
     raise ExprSyntaxError(f"unexpected {token!s}", token.column or 1)
 
 
-def _node(tree: Tree[Token] | Token, columns: dict[str, int], depth: int = 0) -> Node:
+def _node(tree: Tree[Token] | Token, columns: dict[str, int], depth: int = 0) -> ExprNode:
     """One parse-tree node (a lark rule alias, or a token) → a typed node, depth first."""
     from lark import Token
 
@@ -120,18 +120,18 @@ def _node(tree: Tree[Token] | Token, columns: dict[str, int], depth: int = 0) ->
     return build(tree.children, columns, depth + 1)
 
 
-def _dotted(kids: Kids, columns: dict[str, int], depth: int) -> Node:
+def _dotted(kids: Kids, columns: dict[str, int], depth: int) -> ExprNode:
     name = ".".join(str(k) for k in kids)
     columns.setdefault(name, kids[0].column or 1)
     return Name(name)
 
 
-def _binary(kids: Kids, columns: dict[str, int], depth: int) -> Node:
+def _binary(kids: Kids, columns: dict[str, int], depth: int) -> ExprNode:
     op = "^" if str(kids[1]) in ("^", "**") else str(kids[1])
     return Bin(op, _node(kids[0], columns, depth), _node(kids[2], columns, depth))
 
 
-def _call(kids: Kids, columns: dict[str, int], depth: int) -> Node:
+def _call(kids: Kids, columns: dict[str, int], depth: int) -> ExprNode:
     fname = str(kids[0])
     args = tuple(_node(k, columns, depth) for k in kids[1:] if k is not None)
     if fname not in FUNCTIONS:
@@ -147,7 +147,7 @@ def _call(kids: Kids, columns: dict[str, int], depth: int) -> Node:
 
 
 def _single(kind: str) -> Builder:
-    def build(kids: Kids, columns: dict[str, int], depth: int) -> Node:
+    def build(kids: Kids, columns: dict[str, int], depth: int) -> ExprNode:
         if len(kids) != 1:
             raise ExprSyntaxError(f"unsupported construct {kind}", 1)
         return _node(kids[0], columns, depth)
@@ -211,9 +211,9 @@ def _parse(text: str) -> Expr:
     return from_ast(text, _node(tree, columns), columns)
 
 
-def from_ast(text: str, ast: Node | list[Any], columns: dict[str, int] | None = None) -> Expr:
+def from_ast(text: str, ast: ExprNode | list[Any], columns: dict[str, int] | None = None) -> Expr:
     """Build an Expr from a parsed tree, or from its JSON form (the knowledge snapshot)."""
-    node = ast if isinstance(ast, Node) else from_list(ast)
+    node = ast if isinstance(ast, ExprNode) else from_list(ast)
     names: list[str] = []
     node.names(names)
     return Expr(text=text, ast=node, names=tuple(dict.fromkeys(names)),
@@ -230,10 +230,10 @@ class StoredExpr(Expr):
         d["text"], d["_stored"], d["names"], d["name_columns"] = text, ast, names, columns
 
     @cached_property
-    def ast(self) -> Node:
+    def ast(self) -> ExprNode:
         return from_list(self.__dict__["_stored"])
 
 
-def infer_unit(ast: Node, units: dict[str, Unit]) -> Unit:
+def infer_unit(ast: ExprNode, units: dict[str, Unit]) -> Unit:
     """The unit of an expression, given the unit of every name it reads. Raises UnitError."""
     return ast.unit(units)

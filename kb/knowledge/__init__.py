@@ -9,7 +9,8 @@ compile    formulas and flows compiled into evaluation orders
 checks     the checks beyond the schemas (names, units, cycles, coverage)
 graph      the decision and formula graph (networkx)
 prices     prices.yaml on the GPU catalogue; another price file for --prices
-derived    tables derived from the rules (the query vocabulary's inputs, a model added from config.json)
+derived    tables derived from the rules (evaluation orders, trace texts, error bands; a model added from config.json)
+gpu_names  the per-GPU names (gpu.vram_gb …) formulas read, as columns of the catalogue
 snapshot   the built knowledge stored and read back, keyed by the rule files
 store      the process's cache of built knowledge per rules directory
 """

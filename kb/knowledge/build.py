@@ -7,8 +7,9 @@ formula's evaluation order and each flow's layers), or
 
 Checks beyond the schema: ids and aliases unique, every source id known, every expression
 parses, every name resolves, units agree, no cycles between formulas, flows acyclic with every
-node reachable and every question's branches covered; and every formula a finite number on at
-least one reference workload (kb.engine.reference). The checks are in kb.knowledge.checks, the
+node reachable and every question's branches covered; every formula a finite number on at
+least one reference workload (kb.engine.reference), and on at least one workload of every task it
+applies to (kb.engine.sweep). The checks are in kb.knowledge.checks, the
 compiling of formulas, flows and claims in kb.knowledge.compile; this module loads the files
 and assembles the Knowledge.
 """
@@ -64,7 +65,8 @@ def build(root: str | Path) -> Knowledge:
         raise RuleErrors(errs.errors)
     kn = _assemble(root, docs, parsed, errs)
     from kb.engine import reference
-    problems = reference.check(kn, docs["query"], docs["formulas"])
+
+    problems = reference.check_all(kn, docs["query"], docs["formulas"])
     if problems:
         raise RuleErrors(problems)
     return kn
@@ -85,8 +87,8 @@ def _check_the_rest(root: Path, docs: dict[str, Doc], parsed: dict[str, Any], er
         "sources": sc.SourcesFile.model_construct(sources=[], claims=[]),
         "precisions": sc.PrecisionsFile.model_construct(precisions=[]),
         "gpus": sc.GpusFile.model_construct(gpus=[]),
-        "models": sc.ModelsFile.model_construct(models=[], bare_size=sc.BareSize.model_construct(references=[]),
-                                               config_defaults=sc.ConfigDefaults.model_construct(source="")),
+        "models": sc.ModelsFile.model_construct(models=[], bare_size=sc.BareSizeSchema.model_construct(references=[]),
+                                               config_defaults=sc.ConfigDefaultsSchema.model_construct(source="")),
         "formulas": sc.FormulasFile.model_construct(inputs={}, constants={}, formulas={}),
         "runtimes": sc.RuntimesFile.model_construct(runtimes=[], defaults=None),
     }
@@ -226,6 +228,11 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
     query = parsed["query"].model_dump()
     qdoc = docs["query"]
     need_source(qdoc, ("defaults", "source"), parsed["query"].defaults.source)
+    for name, sit in parsed["query"].situations.items():
+        need_source(qdoc, ("situations", name, "source"), sit.source)
+        if not skip_precisions and sit.precision is not None and sit.precision not in precisions:
+            errs.add(qdoc.error(("situations", name, "precision"), f"unknown precision '{sit.precision}'",
+                                nearest(sit.precision, precisions)))
     most = constants.get("max_gpu_count", {}).get("value")
     counts = parsed["query"].limits.get("gpu_count")
     if most is not None and counts is not None and counts[1] != most:

@@ -147,7 +147,7 @@ def compile_expr(doc: Doc, loc: Path_, text: str, units: dict[str, ex.Unit],
     return compiled if ok else None
 
 
-def check_native(doc: Doc, models: list[sc.Model], precisions: dict[str, Precision], need_source: NeedSource,
+def check_native(doc: Doc, models: list[sc.ModelSchema], precisions: dict[str, Precision], need_source: NeedSource,
                   errs: Collector) -> None:
     """A model's native checkpoint format names a known precision and has its own source."""
     for i, m in enumerate(models):

@@ -21,7 +21,7 @@ from kb.knowledge.checks import (Collector, NeedSource, check_unit, col_offset, 
                                  unique)
 from kb.knowledge.loader import Doc
 from kb.knowledge.data import GPU_INPUT_PREFIX, TEMPLATE_FIELD, TEMPLATE_SPEC, Case, Claim, Edge, Flow, Formula, Node
-from kb.knowledge.schema import Flow as FlowFile
+from kb.knowledge.schema import FlowFile
 from kb.knowledge.schema import FormulasFile, SourcesFile
 
 
@@ -58,7 +58,7 @@ def compile_formulas(doc: Doc, ffile: FormulasFile, units: dict[str, ex.Unit],
     return out
 
 
-def closures(doc: Doc, graph: nx.DiGraph, errs: Collector) -> dict[str, tuple[str, ...]]:
+def closures(doc: Doc, graph: nx.DiGraph[str], errs: Collector) -> dict[str, tuple[str, ...]]:
     """For each formula, the formulas to compute before it (its ancestors in the graph, in
     topological order); cycles are errors."""
     for cycle in formula_cycles(graph):
@@ -78,7 +78,7 @@ def mark_per_gpu(formulas: dict[str, Formula], closure: dict[str, tuple[str, ...
 
 
 def compile_flow(doc: Doc, flow: FlowFile, units: dict[str, ex.Unit], formulas: set[str],
-                  need_source: NeedSource, errs: Collector, graph: nx.DiGraph) -> Flow:
+                  need_source: NeedSource, errs: Collector, graph: nx.DiGraph[str]) -> Flow:
     """`formulas`: every declared formula name (one that failed to compile is reported once,
     in formulas.yaml, not again at each node that computes it). The flow joins `graph` (a flow
     whose id another flow already has is checked on a graph of its own)."""
@@ -155,7 +155,7 @@ def compile_flow(doc: Doc, flow: FlowFile, units: dict[str, ex.Unit], formulas: 
     return result
 
 
-def _check_graph(doc: Doc, raw: FlowFile, flow: Flow, errs: Collector, graph: nx.DiGraph) -> None:
+def _check_graph(doc: Doc, raw: FlowFile, flow: Flow, errs: Collector, graph: nx.DiGraph[str]) -> None:
     index = {n.id: i for i, n in enumerate(raw.nodes)}
     cycle = flow_cycle(graph, flow)
     if cycle is not None:

@@ -1,14 +1,16 @@
 """The knowledge as plain data: what the engine reads.
 
 In: built by kb.knowledge.build (from YAML, validated) or kb.knowledge.snapshot (from a JSON snapshot).
-Out: Knowledge and its parts (Formula, Flow, Node, Edge, Claim). No heavy imports here, so a
+Out: Knowledge and its parts (Formula, Flow, Node, Edge, Claim), and the shape of the tables
+kb.knowledge.derived computes from it (Derived, Lazy). No heavy imports here, so a
 plain query needs neither pydantic, PyYAML, networkx nor lark.
 """
 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from kb.expr import parse as ex
 from kb.recordtype import field, record
@@ -16,10 +18,10 @@ from kb.recordtype import field, record
 if TYPE_CHECKING:
     import networkx as nx
 
-    from kb.knowledge.derived import Derived
-    from kb.knowledge.records import (GPU, Model, Objective, Precision, Runtime, RuntimeDefaults, ShardingTable,
-                            Source)
-    from kb.knowledge.records_rules import Advice, Constant, Defaults, ErrorBands, Input, Price, QueryRules
+    from kb.knowledge.gpu_names import Gemm, Scope
+    from kb.knowledge.records import (GPU, ErrorBand, Model, Objective, Precision, Runtime, RuntimeDefaults,
+                                      ShardingTable, Source)
+    from kb.knowledge.records_rules import PriceAdvice, Constant, Defaults, ErrorBands, Input, Price, QueryRules
 
 GPU_INPUT_PREFIX = "gpu."
 PER_GPU_INPUTS = frozenset({"gpu_count"})
@@ -164,12 +166,12 @@ class Knowledge:
     objectives: dict[str, Objective]
     error_bands: ErrorBands                   # rules/error_bands.yaml ({} without one)
     prices: dict[str, Price]                  # gpu id → prices.yaml entry
-    advice: Advice                            # prices.yaml advice: sort orders ({} without one)
+    advice: PriceAdvice                            # prices.yaml advice: sort orders ({} without one)
     # the tables derived from the rest, set once by kb.knowledge.derived.derive (None only before that)
     derived: Derived = field(default=None, repr=False, compare=False)
     # the networkx graph of formulas and flow nodes (kb.knowledge.graph) when built from YAML; None when
     # read from a snapshot, which keeps what the graph gave (closure, each flow's layers)
-    graph: nx.DiGraph | None = field(default=None, repr=False, compare=False)
+    graph: nx.DiGraph[str] | None = field(default=None, repr=False, compare=False)
 
     @property
     def defaults(self) -> Defaults:
@@ -192,3 +194,66 @@ def capacity_fields(memory_bytes: float, per_gb: float | None,
     """`memory_gb` and `memory_gib` of a capacity in bytes (None where a unit is not defined)."""
     return (memory_bytes / per_gb if per_gb else None,
             memory_bytes / per_gib if per_gib else None)
+
+
+# ---------------------------------------------------------------- the derived tables (kb.knowledge.derived)
+
+# what a trace step shows of a formula's case: the names it reads, its text, its note, the
+# rule ("name (file:line)") and its sources
+CaseText = tuple[tuple[str, ...], str, str | None, str, str]
+# what the catalogue's columns at one precision key are made of: the cards (one each), the
+# precision and the runtime's GEMM accumulation
+CardsAt = tuple[list[tuple["GPU", int]], "Precision", "Gemm"]
+
+
+K = TypeVar("K")
+A = TypeVar("A")
+V = TypeVar("V")
+
+
+class Lazy(Mapping[K, V], Generic[K, A, V]):
+    """A read-only table: `index()` gives every key with what computing its value needs (made
+    on first use), `compute(arg)` one value, computed on first read and kept."""
+
+    __slots__ = ("_index", "_make_index", "_compute", "_done")
+
+    def __init__(self, index: Callable[[], dict[K, A]], compute: Callable[[A], V]) -> None:
+        self._make_index = index
+        self._compute = compute
+        self._index: dict[K, A] | None = None
+        self._done: dict[K, V] = {}
+
+    def _keys(self) -> dict[K, A]:
+        index = self._index
+        if index is None:
+            index = self._index = self._make_index()
+        return index
+
+    def __getitem__(self, key: K) -> V:
+        try:
+            return self._done[key]
+        except KeyError:
+            pass
+        arg = self._keys()[key]         # KeyError for a key the table does not have
+        value = self._done[key] = self._compute(arg)
+        return value
+
+    def __iter__(self) -> Iterator[K]:
+        return iter(self._keys())
+
+    def __len__(self) -> int:
+        return len(self._keys())
+
+
+@record(frozen=True)
+class Derived:
+    order: Mapping[str, tuple[str, ...]]            # formula → the formulas it needs, then itself
+    constants: Mapping[str, float]                  # constant → value
+    case_text: Mapping[tuple[str, int], CaseText]   # (formula, case index) → its trace text
+    claim_formulas: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]]  # claim → (when, value)
+    error_bands: Mapping[tuple[str, bool], Mapping[str, ErrorBand]]  # (runtime, training) → bands
+    gpu_columns: Mapping[tuple[str, ...], Scope]    # kb.knowledge.gpu_names.precision_key → columns
+    # what a later stage makes from this knowledge once and keeps with it (kb.query.words'
+    # vocabulary): plain data as the snapshot stored it until that stage reads it; never copied
+    # into a Knowledge whose names differ (kb.knowledge.derived.with_model starts it empty)
+    tables: dict[str, object] = field(default_factory=dict, repr=False, compare=False)

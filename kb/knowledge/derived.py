@@ -4,7 +4,8 @@ In: a Knowledge as kb.knowledge.build builds it from YAML or kb.knowledge.snapsh
 its tables). Out: the same Knowledge with `derived`, a frozen Derived: each formula's evaluation
 order, the constants' values, the trace text of every formula case, the formulas each claim
 reads, the error bands per runtime and kind of job, the catalogue's GPU columns per precision
-key (kb.expr.gpu_names) and the query vocabulary (kb.query.words). `with_model` (a --model-config
+key (kb.knowledge.gpu_names). The tables a later stage makes from the knowledge (the query
+vocabulary, kb.query.words) are kept in Derived.tables, which this module never fills. `with_model` (a --model-config
 model) and `rederive` (new prices) give a new Knowledge; none is ever changed, so one is safe
 to share across threads.
 
@@ -17,18 +18,15 @@ the same one at once compute the same value.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING
 
-from kb.expr.gpu_names import Gemm, Scope, gemm_of, gpu_columns, precision_key, runs_on
-from kb.knowledge.data import Claim, Formula, Knowledge
-from kb.query.words import Vocab, vocabulary
-from kb.recordtype import record, replace
+from kb.knowledge.data import CardsAt, CaseText, Claim, Derived, Formula, Knowledge, Lazy
+from kb.knowledge.gpu_names import Scope, gemm_of, gpu_columns, precision_key, runs_on
+from kb.recordtype import replace
 
 if TYPE_CHECKING:
-    from kb.knowledge.records import GPU, Model, Precision
-    from kb.engine.answer_records import ErrorBand
+    from kb.knowledge.records import GPU, ErrorBand, Model
 
 # figure of the answer → kind of measurement in rules/error_bands.yaml
 BAND_KINDS = {
@@ -38,67 +36,9 @@ BAND_KINDS = {
     "training": {"train_tokens_per_s": "train_tokens_per_s", "total_gb": "training_memory"},
 }
 
-# what a trace step shows of a formula's case: the names it reads, its text, its note, the
-# rule ("name (file:line)") and its sources
-CaseText = tuple[tuple[str, ...], str, str | None, str, str]
-# what the catalogue's columns at one precision key are made of: the cards (one each), the
-# precision and the runtime's GEMM accumulation
-CardsAt = tuple[list[tuple["GPU", int]], "Precision", Gemm]
-
-
-K = TypeVar("K")
-A = TypeVar("A")
-V = TypeVar("V")
-
-
-class Lazy(Mapping[K, V], Generic[K, A, V]):
-    """A read-only table: `index()` gives every key with what computing its value needs (made
-    on first use), `compute(arg)` one value, computed on first read and kept."""
-
-    __slots__ = ("_index", "_make_index", "_compute", "_done")
-
-    def __init__(self, index: Callable[[], dict[K, A]], compute: Callable[[A], V]) -> None:
-        self._make_index = index
-        self._compute = compute
-        self._index: dict[K, A] | None = None
-        self._done: dict[K, V] = {}
-
-    def _keys(self) -> dict[K, A]:
-        index = self._index
-        if index is None:
-            index = self._index = self._make_index()
-        return index
-
-    def __getitem__(self, key: K) -> V:
-        try:
-            return self._done[key]
-        except KeyError:
-            pass
-        arg = self._keys()[key]         # KeyError for a key the table does not have
-        value = self._done[key] = self._compute(arg)
-        return value
-
-    def __iter__(self) -> Iterator[K]:
-        return iter(self._keys())
-
-    def __len__(self) -> int:
-        return len(self._keys())
-
-
-@record(frozen=True)
-class Derived:
-    order: Mapping[str, tuple[str, ...]]            # formula → the formulas it needs, then itself
-    constants: Mapping[str, float]                  # constant → value
-    case_text: Mapping[tuple[str, int], CaseText]   # (formula, case index) → its trace text
-    claim_formulas: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]]  # claim → (when, value)
-    error_bands: Mapping[tuple[str, bool], Mapping[str, ErrorBand]]  # (runtime, training) → bands
-    gpu_columns: Mapping[tuple[str, ...], Scope]    # kb.expr.gpu_names.precision_key → columns
-    vocabulary: Vocab
-
-
-def derive(kn: Knowledge, vocab: Vocab | None = None) -> Knowledge:
-    """The knowledge with its derived tables; `vocab`: its query vocabulary when it is already
-    made (kb.knowledge.snapshot stores it), else it is built here."""
+def derive(kn: Knowledge, tables: dict[str, object] | None = None) -> Knowledge:
+    """The knowledge with its derived tables; `tables`: what the later stages made from it and
+    the snapshot kept (Derived.tables), else none yet."""
     formulas, claims, runtimes = kn.formulas, kn.claims, kn.runtimes
     return replace(kn, derived=Derived(
         order=MappingProxyType({n: deps + (n,) for n, deps in kn.closure.items()}),
@@ -110,12 +50,12 @@ def derive(kn: Knowledge, vocab: Vocab | None = None) -> Knowledge:
                                   for training in (False, True)},
                          lambda key: MappingProxyType(_error_bands(kn, *key))),
         gpu_columns=_catalogue_columns(kn),
-        vocabulary=vocab if vocab is not None else vocabulary(kn)))
+        tables=tables if tables is not None else {}))
 
 
 def _catalogue_columns(kn: Knowledge) -> Lazy[tuple[str, ...], CardsAt, Scope]:
-    """kb.expr.gpu_names.gpu_columns of the catalogue GPUs each runtime runs on (one card each), per
-    precision key (kb.expr.gpu_names.precision_key): every key the precisions and runtimes can make
+    """kb.knowledge.gpu_names.gpu_columns of the catalogue GPUs each runtime runs on (one card each), per
+    precision key (kb.knowledge.gpu_names.precision_key): every key the precisions and runtimes can make
     where at least one catalogue GPU runs the runtime, each computed when first read."""
     gpus, precisions, runtimes = kn.gpus, kn.precisions, kn.runtimes
 
@@ -140,11 +80,12 @@ def _catalogue_columns(kn: Knowledge) -> Lazy[tuple[str, ...], CardsAt, Scope]:
 
 def with_model(kn: Knowledge, model: Model, *, words: bool = True) -> Knowledge:
     """This knowledge and one more model (from a config.json), as a new object: `kn` is not
-    changed. The tables that do not read the models are shared; the vocabulary, which holds the
-    model names, is built again (`words=False`: a view only evaluated, never parsed against,
-    keeps the knowledge's own)."""
+    changed. The tables that do not read the models are shared; the later stages' tables
+    (Derived.tables: the query vocabulary holds the model names) start empty, so they are made
+    again for the view (`words=False`: a view only evaluated, never parsed against, keeps the
+    knowledge's own)."""
     view = replace(kn, models={**kn.models, model["id"]: model})
-    return replace(view, derived=replace(kn.derived, vocabulary=vocabulary(view))) if words else view
+    return replace(view, derived=replace(kn.derived, tables={})) if words else view
 
 
 def _case_text(f: Formula, idx: int) -> CaseText:

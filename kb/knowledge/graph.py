@@ -19,22 +19,24 @@ Formula names are identifiers and never hold a "/", so the two kinds of node can
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import TypeAlias
 
 import networkx as nx
 
 from kb.knowledge.data import Edge, Flow, Formula
 
 Layers = tuple[tuple[str, ...], ...]
+Graph: TypeAlias = "nx.DiGraph[str]"      # nodes by name: a formula, or flow/node
 
 
 def flow_key(flow_id: str, node_id: str) -> str:
     return f"{flow_id}/{node_id}"
 
 
-def knowledge_graph(formulas: Mapping[str, Formula], flows: Iterable[Flow] = ()) -> nx.DiGraph:
+def knowledge_graph(formulas: Mapping[str, Formula], flows: Iterable[Flow] = ()) -> Graph:
     """The graph of these formulas and flows. A formula's "reads" edges come in the order its
     expressions name them, which fixes the order a formula's ancestors are computed in."""
-    g = nx.DiGraph()
+    g: Graph = nx.DiGraph()
     for name in formulas:
         g.add_node(name, kind="formula")
     for name, f in formulas.items():
@@ -46,7 +48,7 @@ def knowledge_graph(formulas: Mapping[str, Formula], flows: Iterable[Flow] = ())
     return g
 
 
-def add_flow(g: nx.DiGraph, flow: Flow) -> None:
+def add_flow(g: Graph, flow: Flow) -> None:
     """Add one flow's nodes, its edges and its "computes" edges to the graph. An edge to a node
     the flow lacks is left out (the rule check reports it)."""
     for node in flow.nodes.values():
@@ -62,17 +64,19 @@ def add_flow(g: nx.DiGraph, flow: Flow) -> None:
                 g.add_edge(here, name, kind="computes")
 
 
-def formulas_only(g: nx.DiGraph) -> nx.DiGraph:
+def formulas_only(g: Graph) -> Graph:
     """The formulas and their "reads" edges (a view)."""
-    return nx.subgraph_view(g, filter_node=lambda n: g.nodes[n]["kind"] == "formula")
+    view: Graph = nx.subgraph_view(g, filter_node=lambda n: g.nodes[n]["kind"] == "formula")
+    return view
 
 
-def flow_only(g: nx.DiGraph, flow_id: str) -> nx.DiGraph:
+def flow_only(g: Graph, flow_id: str) -> Graph:
     """One flow's nodes and the edges between them (a view)."""
-    return nx.subgraph_view(g, filter_node=lambda n: g.nodes[n].get("flow") == flow_id)
+    view: Graph = nx.subgraph_view(g, filter_node=lambda n: g.nodes[n].get("flow") == flow_id)
+    return view
 
 
-def evaluation_orders(g: nx.DiGraph) -> dict[str, tuple[str, ...]]:
+def evaluation_orders(g: Graph) -> dict[str, tuple[str, ...]]:
     """Formula → its ancestors among the formulas, then itself, in topological order: the
     depth-first postorder along the "reads" edges walked backwards, each formula's inputs in the
     order its expressions name them (the order an answer's trace lists the steps in)."""
@@ -80,7 +84,7 @@ def evaluation_orders(g: nx.DiGraph) -> dict[str, tuple[str, ...]]:
     return {name: tuple(nx.dfs_postorder_nodes(back, name)) for name in back}
 
 
-def formula_cycles(g: nx.DiGraph) -> list[list[str]]:
+def formula_cycles(g: Graph) -> list[list[str]]:
     """Each cycle among the formulas as a depth-first search from every formula (in file order)
     along what it reads meets it: [a, b, …, a], starting at the formula met again."""
     back = formulas_only(g).reverse(copy=False)
@@ -98,7 +102,7 @@ def formula_cycles(g: nx.DiGraph) -> list[list[str]]:
     return cycles
 
 
-def out_edges(g: nx.DiGraph, flow: Flow) -> dict[str, tuple[Edge, ...]]:
+def out_edges(g: Graph, flow: Flow) -> dict[str, tuple[Edge, ...]]:
     """Each node of the flow → the edges it leaves by in the graph, in the order they were
     added (the order the walk tries their conditions in). The flow's nodes read their edges
     from here, so what the walk follows is the graph."""
@@ -110,7 +114,7 @@ def out_edges(g: nx.DiGraph, flow: Flow) -> dict[str, tuple[Edge, ...]]:
     return out
 
 
-def flow_cycle(g: nx.DiGraph, flow: Flow) -> list[str] | None:
+def flow_cycle(g: Graph, flow: Flow) -> list[str] | None:
     """A cycle among the flow's nodes reached from its entry, as node ids [a, …, a], or None."""
     try:
         cycle = nx.find_cycle(flow_only(g, flow.id), source=flow_key(flow.id, flow.entry))
@@ -119,14 +123,14 @@ def flow_cycle(g: nx.DiGraph, flow: Flow) -> list[str] | None:
     return [g.nodes[u]["node"] for u, _ in cycle] + [g.nodes[cycle[-1][1]]["node"]]
 
 
-def unreachable(g: nx.DiGraph, flow: Flow) -> list[str]:
+def unreachable(g: Graph, flow: Flow) -> list[str]:
     """The flow's nodes that cannot be reached from its entry, in the flow's order."""
     entry = flow_key(flow.id, flow.entry)
     reachable = nx.descendants(flow_only(g, flow.id), entry) | {entry}
     return [n for n in flow.nodes if flow_key(flow.id, n) not in reachable]
 
 
-def flow_layers(g: nx.DiGraph, flow: Flow) -> Layers:
+def flow_layers(g: Graph, flow: Flow) -> Layers:
     """The flow's nodes in layers: the topological generations of its subgraph, so a node sits
     one layer below the lowest of its parents; within a layer, in the flow's order."""
     position = {n: i for i, n in enumerate(flow.nodes)}

@@ -34,20 +34,20 @@ M = TypeVar("M", bound="BaseModel")
 MAX_DEPTH = 40
 
 
-class _Loader(yaml.SafeLoader):  # type: ignore[misc]   # PyYAML ships no type hints
+class _Loader(yaml.SafeLoader):
     """SafeLoader that also reads 1e9 and 70.6e9 as numbers (YAML 1.1 wants 1.0e+9), and
     refuses aliases: `*name` lets a few hundred bytes stand for an exponential amount of data."""
 
     _depth = 0
 
-    def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node | None:
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
         if self.check_event(yaml.events.AliasEvent):
-            event = self.get_event()
+            event = self.get_event()  # type: ignore[no-untyped-call]   # untyped in types-PyYAML
             raise yaml.composer.ComposerError(
                 None, None, f"aliases (*{event.anchor}) are not used in rule files; "
                 "write the value out", event.start_mark)
         if self._depth > MAX_DEPTH:         # before PyYAML's own recursion can overflow
-            mark = self.peek_event().start_mark
+            mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
             raise _TooDeep(mark.line + 1, mark.column + 1)
         self._depth += 1
         try:
@@ -72,7 +72,7 @@ _OPEN = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
 _CLOSE = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
 
 
-def _fast_node(text: str) -> tuple[SafeConstructor, yaml.Node | None] | None:
+def _fast_node(text: str) -> tuple[_FastLoader, yaml.Node | None] | None:
     """The composed document and its loader through libyaml, or None where _Loader must read
     the text: no libyaml, an alias, nesting near MAX_DEPTH (both checked on the events before
     anything is composed), or any YAML error."""
@@ -156,7 +156,7 @@ def load(path: Path, root: Path | None = None) -> Doc:
         raise RuleError(display, line, col, f"control character U+{ord(text[bad]):04X} in the text")
     fast = _fast_node(text)
     try:
-        loader = fast[0] if fast else _Loader(text)
+        loader: _Loader | _FastLoader = fast[0] if fast else _Loader(text)
     except yaml.reader.ReaderError as exc:
         line, col = _line_col(text, exc.position)
         raise RuleError(display, line, col, f"YAML: {exc.reason}") from None
@@ -275,6 +275,8 @@ def validate(doc: Doc, model: type[M]) -> tuple[M | None, list[RuleError]]:
 def _to_rule_error(doc: Doc, model: type[BaseModel], err: ErrorDetails) -> RuleError:
     loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and _is_union_tag(p)))
     kind = err["type"]
+    if kind == "string_too_long":       # a name past the cap: said short, at the key if it is one
+        return _too_long(doc, loc, err, is_key=err["loc"][-1:] == ("[key]",))
     where = record_path(doc.data, loc)
     if kind == "extra_forbidden":
         key = loc[-1]
@@ -288,7 +290,25 @@ def _to_rule_error(doc: Doc, model: type[BaseModel], err: ErrorDetails) -> RuleE
         value = err.get("input")
         return doc.error(loc, f"{where}: '{value}' is not one of {', '.join(allowed)}",
                          nearest(str(value), allowed) if allowed else None)
-    return doc.error(loc, f"{where}: {err['msg']}")
+    message = err["msg"].removeprefix("Value error, ")     # a validator's own sentence
+    if kind == "model_type":              # "… instance of ModelSchema": the record's public name
+        from kb.knowledge.schema import public_name
+
+        cls = str((err.get("ctx") or {}).get("class_name", ""))
+        message = message.replace(cls, public_name(cls)) if cls else message
+    return doc.error(loc, f"{where}: {message}")
+
+
+def _too_long(doc: Doc, loc: Path_, err: ErrorDetails, is_key: bool) -> RuleError:
+    value = str(err.get("input", ""))
+    most = (err.get("ctx") or {}).get("max_length")
+    shown = value if len(value) <= 40 else value[:40] + "…"
+    if is_key:
+        where = record_path(doc.data, loc[:-1])
+        return doc.error(loc + ("<key>",), f"{where + ': ' if where else ''}the name '{shown}' is "
+                         f"{len(value)} characters long; a name has at most {most}")
+    return doc.error(loc, f"{record_path(doc.data, loc)}: '{shown}' is {len(value)} characters "
+                          f"long; a name has at most {most}")
 
 
 def record_path(data: JSON, loc: Path_) -> str:

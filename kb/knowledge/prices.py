@@ -23,7 +23,7 @@ from kb.recordtype import replace
 if TYPE_CHECKING:
     from kb.knowledge.loader import Path_
     from kb.knowledge.records import GPU
-    from kb.knowledge.records_rules import Advice, CloudRule, Price
+    from kb.knowledge.records_rules import PriceAdvice, CloudRule, Price
     from kb.knowledge.schema import PricesFile
 
 NeedSource = Callable[[Doc, "Path_", str], None]
@@ -111,8 +111,8 @@ def merge(gpus: dict[str, GPU], prices: dict[str, Price]) -> dict[str, GPU]:
     return out
 
 
-def advice_table(pfile: PricesFile | None) -> Advice:
-    return cast("Advice", pfile.advice.model_dump() if pfile is not None and pfile.advice is not None else {})
+def advice_table(pfile: PricesFile | None) -> PriceAdvice:
+    return cast("PriceAdvice", pfile.advice.model_dump() if pfile is not None and pfile.advice is not None else {})
 
 
 def with_prices(kn: Knowledge, path: Path) -> Knowledge:

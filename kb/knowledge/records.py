@@ -13,9 +13,14 @@ that each typed dict has the keys of the schema model it mirrors.
 
 from __future__ import annotations
 
-from typing import Literal, NotRequired, TypeAlias, TypedDict
+from typing import Literal, NotRequired, TypeAlias
 
-Value: TypeAlias = "float | int | str | bool | None"
+# typing_extensions' TypedDict: pydantic reads ErrorBand in the Answer's schema, and on Python
+# < 3.12 it takes only this one
+from typing_extensions import TypedDict
+
+from kb.figures import Value as Value      # one scalar of a record or a scope
+
 JSON: TypeAlias = "dict[str, JSON] | list[JSON] | tuple[JSON, ...] | float | int | str | bool | None"
 Config: TypeAlias = "dict[str, JSON]"      # a config.json object, as json.loads gives it
 
@@ -270,3 +275,15 @@ class Objective(TypedDict):
     generations: int
     text: str
     source: str
+
+
+# ---------------------------------------------------------------- derived: error bands
+
+class ErrorBand(TypedDict):
+    """How far one kind of figure has been from published measurements (kb.knowledge.derived)."""
+    median_pct: float
+    p90_pct: float
+    n: int
+    basis: str
+    measurements: tuple[str, ...] | list[str]   # a tuple in the knowledge, a list in an answer
+    source: str | None

@@ -66,6 +66,22 @@ class Unit(TypedDict):
     scale: float
     binary_k: bool
     focus: str | None
+    alone: str | None
+
+
+class CostPer(TypedDict):
+    words: list[str]
+    units: list[str]
+    focus: str
+
+
+class Situation(TypedDict):
+    words: list[str]
+    segments: list[str]
+    runtime: str | None
+    precision: str | None
+    text: str
+    source: str
 
 
 class Phrase(TypedDict):
@@ -86,6 +102,9 @@ class QueryRules(TypedDict):
     units: dict[str, Unit]
     ttft_words: list[str]
     per_hour_words: list[str]
+    number_words: dict[str, float]
+    cost_per: CostPer | None
+    situations: dict[str, Situation]
     phrases: list[Phrase]
     model_suffixes: list[str]
     model_prefixes: list[str]
@@ -174,7 +193,7 @@ class CloudRule(TypedDict):
     source: str
 
 
-class Advice(TypedDict, total=False):           # {} without an advice section
+class PriceAdvice(TypedDict, total=False):           # {} without an advice section
     cloud_price: CloudRule
     options: list[OptionRule]
     default_sort: str

@@ -11,55 +11,55 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-from kb.knowledge.schema_base import (Count, Month, NodeId, NonNeg, Optimizer, Positive, Slug, SortKey, SortName,
-                            Strict, Text)
-from kb.knowledge.schema_catalogue import (BareSize, Claim, ConfigDefaults, Gpu, GpusFile, Interconnect, Mla, Model,
-                                 ModelsFile, Moe, Objective, PerLayerEmbedding, Precision,
-                                 PrecisionsFile, Recipe, RecipeSet, RecipeWhen, Recurrent,
-                                 Runtime, RuntimeDefaults, RuntimesFile, Sharding, ShardingFile,
-                                 Source, SourcesFile, TensorPrecision, TensorTflops)
+from kb.knowledge.schema_base import (Count, Month, Name, NodeId, NonNeg, Optimizer, Positive,
+                                      PurchaseUsd, Slug, SortKeySchema, SortName, Strict, Text, UsdPerHour)
+from kb.knowledge.schema_catalogue import (BareSizeSchema, ClaimSchema, ConfigDefaultsSchema, GpuSchema, GpusFile, InterconnectSchema, MlaSchema, ModelSchema,
+                                 ModelsFile, MoeSchema, ObjectiveSchema, PerLayerEmbeddingSchema, PrecisionSchema,
+                                 PrecisionsFile, RecipeSchema, RecipeSetSchema, RecipeWhenSchema, RecurrentSchema,
+                                 RuntimeSchema, RuntimeDefaultsSchema, RuntimesFile, ShardingSchema, ShardingFile,
+                                 SourceSchema, SourcesFile, TensorPrecision, TensorTflopsSchema)
 
 # The catalogue files' models (kb.knowledge.schema_catalogue) and the shared types (kb.knowledge.schema_base), read
 # from here as from one module.
-__all__ = ["BareSize", "Claim", "ConfigDefaults", "Gpu", "GpusFile", "Interconnect", "Mla", "Model", "ModelsFile",
-           "Moe", "Objective", "PerLayerEmbedding", "Precision", "PrecisionsFile", "Recipe",
-           "RecipeSet", "RecipeWhen", "Recurrent", "Runtime", "RuntimeDefaults", "RuntimesFile",
-           "Sharding", "ShardingFile", "Source", "SourcesFile", "TensorPrecision", "TensorTflops",
-           "Month", "NodeId", "NonNeg", "Optimizer", "Positive", "Slug", "SortKey", "SortName",
-           "Strict", "Text", "FILES", "json_schema"]
+__all__ = ["BareSizeSchema", "ClaimSchema", "ConfigDefaultsSchema", "GpuSchema", "GpusFile", "InterconnectSchema", "MlaSchema", "ModelSchema", "ModelsFile",
+           "MoeSchema", "ObjectiveSchema", "PerLayerEmbeddingSchema", "PrecisionSchema", "PrecisionsFile", "RecipeSchema",
+           "RecipeSetSchema", "RecipeWhenSchema", "RecurrentSchema", "RuntimeSchema", "RuntimeDefaultsSchema", "RuntimesFile",
+           "ShardingSchema", "ShardingFile", "SourceSchema", "SourcesFile", "TensorPrecision", "TensorTflopsSchema",
+           "Month", "Name", "NodeId", "NonNeg", "Optimizer", "Positive", "PurchaseUsd", "Slug",
+           "SortKeySchema", "SortName", "Strict", "Text", "UsdPerHour", "FILES", "json_schema", "public_name"]
 
 
 # ---------------------------------------------------------------- formulas.yaml
 
-class Input(Strict):
+class InputSchema(Strict):
     unit: Text
     meaning: str
 
 
-class Constant(Strict):
+class ConstantSchema(Strict):
     value: float = Field(allow_inf_nan=False)
     unit: Text
     meaning: str
     source: Slug
 
 
-class Case(Strict):
+class CaseSchema(Strict):
     when: str | None = None
     expr: Text
     note: str | None = None
 
 
-class Formula(Strict):
+class FormulaSchema(Strict):
     unit: Text
     meaning: str
     expr: Text | None = None
-    cases: list[Case] | None = None
+    cases: list[CaseSchema] | None = None
     note: str | None = None
     sources: list[Slug] = Field(min_length=1)
 
     @field_validator("cases")
     @classmethod
-    def _cases_end_in_otherwise(cls, cases: list[Case] | None) -> list[Case] | None:
+    def _cases_end_in_otherwise(cls, cases: list[CaseSchema] | None) -> list[CaseSchema] | None:
         if cases is not None:
             if not cases:
                 raise ValueError("cases needs at least one case")
@@ -69,25 +69,25 @@ class Formula(Strict):
 
 
 class FormulasFile(Strict):
-    inputs: dict[str, Input]
-    constants: dict[str, Constant]
-    formulas: dict[str, Formula]
+    inputs: dict[Name, InputSchema]
+    constants: dict[Name, ConstantSchema]
+    formulas: dict[Name, FormulaSchema]
 
 
 # ---------------------------------------------------------------- flows/*.yaml
 
-class Edge(Strict):
+class EdgeSchema(Strict):
     to: NodeId
     when: str | None = None
     label: str | None = None
 
 
-class Node(Strict):
+class NodeSchema(Strict):
     id: NodeId
     kind: Literal["start", "question", "compute", "verdict"]
     text: str
     compute: list[str] = []
-    edges: list[Edge] = []
+    edges: list[EdgeSchema] = []
     style: Literal["compute", "bandwidth", "good", "warn"] | None = None
     # an advice flow's outcome against kbq's own answer: a condition on the answer's figures that
     # holds when they agree, and why they do not, shown under the sources' disagreements
@@ -95,21 +95,21 @@ class Node(Strict):
     differs: str | None = None
 
 
-class Flow(Strict):
+class FlowFile(Strict):
     id: Slug
     title: str
     role: Literal["sizing", "advice"]
     order: int
     source: Slug
     entry: NodeId
-    ranking: list[SortKey] = []
-    nodes: list[Node] = Field(min_length=1)
+    ranking: list[SortKeySchema] = []
+    nodes: list[NodeSchema] = Field(min_length=1)
     applies: str | None = None      # a condition on the answer's figures; the flow is left out when false
 
 
 # ---------------------------------------------------------------- query.yaml
 
-class Defaults(Strict):
+class DefaultsSchema(Strict):
     params: Positive
     users: Count
     batch: Count
@@ -131,7 +131,7 @@ class Defaults(Strict):
     source: Slug
 
 
-class Solve(Strict):
+class SolveSchema(Strict):
     vary: Literal["users", "context_tokens", "params", "gpu_count", "batch"]
     unit: str
     lower: Positive
@@ -147,98 +147,119 @@ LimitName = Literal["users", "batch", "context", "seq", "prompt", "output", "ran
                     "hours_per_day", "usd"]
 
 
-class Unit(Strict):
+class UnitSchema(Strict):
     """A unit word and what the number beside it sets (query.yaml `units`)."""
     field: Literal["users", "context_tokens", "seq_len", "batch", "lora_rank", "prompt_tokens",
                    "output_tokens", "tokens", "tp", "pp", "speed_floor_tok_s", "tokens_per_day",
-                   "hours_per_day", "duration", "gpu_count"]
+                   "hours_per_day", "duration", "gpu_count", "budget_usd"]
     limit: LimitName
-    words: list[str] = Field(min_length=1)
+    words: list[Name] = Field(min_length=1)
     scale: Positive = 1.0
     binary_k: bool = False
     focus: Literal["memory", "speed", "time", "fit", "cost"] | None = None
+    alone: Literal["filler"] | None = None      # the word without a number: a filler
 
 
-class Phrase(Strict):
+class CostPerSchema(Strict):
+    """Words that make a number and its unit the quantity priced (query.yaml `cost_per`)."""
+    words: list[str] = Field(min_length=1)
+    units: list[str] = Field(min_length=1)
+    focus: Literal["memory", "speed", "time", "fit", "cost"]
+
+
+class SituationSchema(Strict):
+    """Where a question is asked from (query.yaml `situations`)."""
+    words: list[str] = Field(min_length=1)
+    segments: list[Literal["datacenter", "workstation", "consumer", "apple"]] = Field(min_length=1)
+    runtime: str | None = None
+    precision: str | None = None
+    text: str
+    source: str
+
+
+class PhraseSchema(Strict):
     """Words that set Workload fields (query.yaml `phrases`)."""
     set: dict[Literal["focus", "question", "sort", "rent", "want_options", "sharding", "runtime",
                       "dp_attention", "hours_per_day", "gpu_count", "vs"], str | bool | int | float]
-    words: list[str] = Field(min_length=1)
+    words: list[Name] = Field(min_length=1)
 
 
 class QueryFile(Strict):
-    tasks: dict[str, list[str]]
-    task_resolution: dict[str, str] = {}
-    training_tasks: list[str]
-    inference_tasks: list[str]
+    tasks: dict[Name, list[Name]]
+    task_resolution: dict[Name, Name] = {}
+    training_tasks: list[Name]
+    inference_tasks: list[Name]
     questions: dict[Literal["which_gpu", "max_users", "max_context", "largest_model",
-                            "how_many_gpus", "max_batch"], list[str]]
-    solve: dict[Literal["max_users", "max_context", "largest_model", "how_many_gpus", "max_batch"], Solve]
+                            "how_many_gpus", "max_batch"], list[Name]]
+    solve: dict[Literal["max_users", "max_context", "largest_model", "how_many_gpus", "max_batch"], SolveSchema]
     billion: Positive
     limits: dict[LimitName, tuple[NonNeg, Positive]]
-    fillers: list[str]
-    units: dict[str, Unit] = {}
-    ttft_words: list[str] = []
-    per_hour_words: list[str] = []
-    phrases: list[Phrase] = []
-    model_suffixes: list[str] = []
-    model_prefixes: list[str] = []
-    format_suffixes: dict[str, str] = {}
-    gpu_words: list[str] = []
+    fillers: list[Name]
+    units: dict[Name, UnitSchema] = {}
+    ttft_words: list[Name] = []
+    per_hour_words: list[Name] = []
+    number_words: dict[Name, Positive] = {}
+    cost_per: CostPerSchema | None = None
+    situations: dict[Name, SituationSchema] = {}
+    phrases: list[PhraseSchema] = []
+    model_suffixes: list[Name] = []
+    model_prefixes: list[Name] = []
+    format_suffixes: dict[Name, Name] = {}
+    gpu_words: list[Name] = []
     focus_lead: dict[str, str] = {}
     reference_queries: list[str] = []
     knobs: dict[Literal["checkpointing", "no_checkpointing", "flash", "eager", "adam8bit", "sgd",
                         "adamw", "offload", "fp8_kv", "int8_kv", "optimizer_in_backward", "paged",
-                        "lora_attention_only", "quantized_inputs_kept"], list[str]]
-    defaults: Defaults
+                        "lora_attention_only", "quantized_inputs_kept"], list[Name]]
+    defaults: DefaultsSchema
 
 
-class BandRuntime(Strict):           # one runtime's measurements: how many, median and p90 error
+class BandRuntimeSchema(Strict):           # one runtime's measurements: how many, median and p90 error
     n: int
     median_pct: NonNeg
     p90_pct: NonNeg
 
 
-class BandPoint(Strict):
+class BandPointSchema(Strict):
     id: str
     runtime: str = ""
     url: str
 
 
-class Band(BandRuntime):             # all measurements of a kind of figure, then by runtime
+class BandSchema(BandRuntimeSchema):             # all measurements of a kind of figure, then by runtime
     worst_pct: NonNeg
-    by_runtime: dict[str, BandRuntime] = {}
-    measurements: list[BandPoint] = []
+    by_runtime: dict[str, BandRuntimeSchema] = {}
+    measurements: list[BandPointSchema] = []
 
 
 class ErrorBandsFile(Strict):
     source: Slug
     kinds: dict[Literal["decode_tokens_per_s", "aggregate_tokens_per_s", "prefill_tokens_per_s",
-                        "inference_memory", "training_memory", "train_tokens_per_s"], Band]
+                        "inference_memory", "training_memory", "train_tokens_per_s"], BandSchema]
 
 
 # ---------------------------------------------------------------- prices.yaml
 
 
 
-class CloudPrice(Strict):
-    usd_per_hour: Positive
+class CloudPriceSchema(Strict):
+    usd_per_hour: UsdPerHour
     provider: str
     date: Month
     source: Slug
 
 
-class Price(Strict):
+class PriceSchema(Strict):
     gpu: Slug
-    purchase_usd: Positive | None
+    purchase_usd: PurchaseUsd | None
     purchase_kind: Literal["list", "street", "used", "estimate"]
     purchase_date: Month
     purchase_source: Slug
     note: str | None = None
-    cloud: list[CloudPrice] = []
+    cloud: list[CloudPriceSchema] = []
 
 
-class OptionRule(Strict):
+class OptionRuleSchema(Strict):
     id: Slug
     change: str
     kind: Literal["words", "context", "users", "gpus", "next_card"]
@@ -250,18 +271,18 @@ class OptionRule(Strict):
     source: Slug
 
 
-class CloudRule(Strict):
+class CloudRuleSchema(Strict):
     """Which of a card's on-demand prices an answer uses, and when the price pages disagree."""
     use: Literal["median", "lowest", "highest"]
-    disagree_ratio: Annotated[float, Field(ge=1)]   # highest / lowest at or above this: they disagree
+    disagree_ratio: Annotated[float, Field(ge=1, allow_inf_nan=False)]   # highest / lowest at or above this: they disagree
     source: Slug
 
 
-class Advice(Strict):
-    cloud_price: CloudRule
-    options: list[OptionRule] = []
+class AdviceSchema(Strict):
+    cloud_price: CloudRuleSchema
+    options: list[OptionRuleSchema] = []
     default_sort: SortName
-    sorts: dict[SortName, list[SortKey]]
+    sorts: dict[SortName, list[SortKeySchema]]
     rent_cost_key: str
     rent_ignores: list[str] = []
     training_only: list[str] = []   # keys read only when ranking a training job
@@ -273,8 +294,8 @@ class Advice(Strict):
 
 class PricesFile(Strict):
     as_of: Month
-    advice: Advice | None = None
-    prices: list[Price]
+    advice: AdviceSchema | None = None
+    prices: list[PriceSchema]
 
 
 FILES: dict[str, type[BaseModel]] = {
@@ -283,7 +304,7 @@ FILES: dict[str, type[BaseModel]] = {
     "gpus": GpusFile,
     "models": ModelsFile,
     "formulas": FormulasFile,
-    "flow": Flow,
+    "flow": FlowFile,
     "query": QueryFile,
     "runtimes": RuntimesFile,
     "error_bands": ErrorBandsFile,
@@ -291,9 +312,36 @@ FILES: dict[str, type[BaseModel]] = {
 }
 
 
+def public_name(class_name: str) -> str:
+    """The name a rule file's reader sees for a schema class: its record's name (ModelSchema →
+    Model), as the published JSON Schema and the rule errors say it."""
+    return class_name.removesuffix("Schema")
+
+
 def json_schema(name: str) -> dict[str, Any]:
-    """The JSON Schema of one rule file kind (a key of FILES)."""
-    schema = FILES[name].model_json_schema()
+    """The JSON Schema of one rule file kind (a key of FILES), each record under its public name."""
+    schema = _public(FILES[name].model_json_schema())
+    assert isinstance(schema, dict)
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = f"kbq rules: {name}"
     return schema
+
+
+def _public(value: object) -> object:
+    """A JSON Schema with the schema classes' names (in $defs, $ref and titles) made public."""
+    if isinstance(value, dict):
+        out: dict[str, object] = {}
+        for key, item in value.items():
+            if key == "$defs" and isinstance(item, dict):
+                out[key] = {public_name(k): _public(v) for k, v in sorted(      # in order of name,
+                    item.items(), key=lambda kv: public_name(kv[0]))}              # as pydantic sorts them
+            elif key == "$ref" and isinstance(item, str) and item.startswith("#/$defs/"):
+                out[key] = "#/$defs/" + public_name(item.removeprefix("#/$defs/"))
+            elif key == "title" and isinstance(item, str):
+                out[key] = public_name(item)
+            else:
+                out[key] = _public(item)
+        return out
+    if isinstance(value, list):
+        return [_public(v) for v in value]
+    return value

@@ -12,11 +12,11 @@ from typing import Literal
 
 from pydantic import Field
 
-from kb.knowledge.schema_base import Count, Fraction, NonNeg, Optimizer, Positive, Slug, Strict, Text, Vendor
+from kb.knowledge.schema_base import Count, Fraction, Name, NonNeg, Optimizer, Positive, Slug, Strict, Text, Vendor
 
 # ---------------------------------------------------------------- sources.yaml
 
-class Source(Strict):
+class SourceSchema(Strict):
     id: Slug
     title: str
     publisher: str | None = None
@@ -27,7 +27,7 @@ class Source(Strict):
     notes: str | None = None
 
 
-class Claim(Strict):
+class ClaimSchema(Strict):
     id: Slug
     source: Slug
     text: str
@@ -41,8 +41,8 @@ class Claim(Strict):
 
 
 class SourcesFile(Strict):
-    sources: list[Source]
-    claims: list[Claim] = []
+    sources: list[SourceSchema]
+    claims: list[ClaimSchema] = []
 
 
 # ---------------------------------------------------------------- precisions.yaml
@@ -50,9 +50,9 @@ class SourcesFile(Strict):
 TensorPrecision = Literal["fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4", "fp4"]
 
 
-class Precision(Strict):
+class PrecisionSchema(Strict):
     id: Slug
-    name: str
+    name: Name
     kind: Literal["float", "int", "quant"]
     bits_per_weight: Positive
     compute: TensorPrecision
@@ -61,27 +61,27 @@ class Precision(Strict):
     weight_only: bool = False
     fallback: list[TensorPrecision] = []
     dequantized: list[TensorPrecision] = []
-    aliases: list[str] = []
+    aliases: list[Name] = []
     source: Slug
     notes: str | None = None
 
 
 class PrecisionsFile(Strict):
-    precisions: list[Precision]
+    precisions: list[PrecisionSchema]
 
 
 # ---------------------------------------------------------------- runtimes.yaml
 
 
 
-class RecipeWhen(Strict):
+class RecipeWhenSchema(Strict):
     tasks: list[Slug] = []
     min_gpus: int = Field(default=1, gt=0)
     max_gpus: int | None = Field(default=None, gt=0)
     min_params: NonNeg = 0
 
 
-class RecipeSet(Strict):
+class RecipeSetSchema(Strict):
     optimizer: Optimizer | None = None
     checkpointing: bool | None = None
     paged: bool | None = None
@@ -91,17 +91,17 @@ class RecipeSet(Strict):
     lora_attention_only: bool | None = None
 
 
-class Recipe(Strict):
+class RecipeSchema(Strict):
     """What a runtime's documented recipe does for a kind of job (a default, said in the answer)."""
-    when: RecipeWhen
-    set: RecipeSet
+    when: RecipeWhenSchema
+    set: RecipeSetSchema
     text: str
     source: Slug
 
 
-class Sharding(Strict):
+class ShardingSchema(Strict):
     stage: int = Field(ge=0, le=3)
-    name: str
+    name: Name
     source: Slug
     layout: Slug | None = None      # the strategy it runs as, when it is a runtime's name for one
     model_parallel: bool = False    # splits each layer (tensor) and the layers (pipeline) over GPUs
@@ -109,7 +109,7 @@ class Sharding(Strict):
     mfu_source: Slug | None = None
 
 
-class AtScale(Strict):
+class AtScaleSchema(Strict):
     min_gpus: int = Field(gt=1)
     strategy: Slug
     checkpointing: bool | None = None   # what the stack's published runs do, unless the query says
@@ -121,11 +121,11 @@ class ShardingFile(Strict):
     default: Slug
     offload_default: Slug
     no_count_note: str
-    strategies: dict[str, Sharding]
-    at_scale: list[AtScale] = []
+    strategies: dict[Name, ShardingSchema]
+    at_scale: list[AtScaleSchema] = []
 
 
-class Objective(Strict):
+class ObjectiveSchema(Strict):
     method: Literal["full_ft", "lora", "qlora"]
     sequences: int = Field(default=1, gt=0)
     reference: bool = False
@@ -136,11 +136,11 @@ class Objective(Strict):
     source: Slug
 
 
-class Runtime(Strict):
+class RuntimeSchema(Strict):
     id: Slug
-    name: str
+    name: Name
     kind: Literal["inference", "training", "both"]
-    aliases: list[str] = []
+    aliases: list[Name] = []
     multi_gpu: Literal["tensor_parallel", "layer_split"]
     platforms: list[Vendor] = Field(min_length=1)
     decode_bandwidth_efficiency: Fraction | None = None
@@ -170,12 +170,12 @@ class Runtime(Strict):
     checkpointing: bool | None = None
     optimizer: Optimizer | None = None
     sharding: Slug | None = None
-    recipes: list[Recipe] = []
+    recipes: list[RecipeSchema] = []
     source: Slug
     notes: str | None = None
 
 
-class RuntimeDefaults(Strict):
+class RuntimeDefaultsSchema(Strict):
     inference: Slug
     gguf: Slug
     training: Slug
@@ -183,15 +183,15 @@ class RuntimeDefaults(Strict):
 
 
 class RuntimesFile(Strict):
-    runtimes: list[Runtime]
+    runtimes: list[RuntimeSchema]
     sharding: ShardingFile | None = None
-    objectives: dict[str, Objective] = {}
-    defaults: RuntimeDefaults
+    objectives: dict[Name, ObjectiveSchema] = {}
+    defaults: RuntimeDefaultsSchema
 
 
 # ---------------------------------------------------------------- gpus.yaml
 
-class TensorTflops(Strict):
+class TensorTflopsSchema(Strict):
     tf32: NonNeg | None
     fp16: NonNeg | None
     bf16: NonNeg | None
@@ -202,20 +202,20 @@ class TensorTflops(Strict):
     fp16_acc16: NonNeg | None = None   # FP16 with FP16 accumulate, where a card runs it faster
 
 
-class Interconnect(Strict):
+class InterconnectSchema(Strict):
     kind: Literal["nvlink", "xgmi", "infinity-fabric", "pcie", "ethernet", "unified", "ici", "neuronlink"]
     generation: str | None = None
     gb_s: NonNeg | None = None
 
 
-class Gpu(Strict):
+class GpuSchema(Strict):
     id: Slug
-    name: str
+    name: Name
     vendor: Vendor
     segment: Literal["datacenter", "workstation", "consumer", "apple"]
     architecture: str
     release_year: int = Field(ge=2010, le=2035)
-    aliases: list[str] = []
+    aliases: list[Name] = []
     vram_gb: Positive
     memory_bytes: Count
     memory_type: str
@@ -223,9 +223,9 @@ class Gpu(Strict):
     bus_width_bits: int | None = Field(default=None, gt=0)
     memory_data_rate_gbps: Positive | None = None
     fp32_tflops: NonNeg | None
-    tensor_tflops: TensorTflops
+    tensor_tflops: TensorTflopsSchema
     tdp_w: Positive | None
-    interconnect: Interconnect
+    interconnect: InterconnectSchema
     pcie_generation: int | None = None
     ecc: bool
     form_factor: str
@@ -235,12 +235,12 @@ class Gpu(Strict):
 
 
 class GpusFile(Strict):
-    gpus: list[Gpu]
+    gpus: list[GpuSchema]
 
 
 # ---------------------------------------------------------------- models.yaml
 
-class Mla(Strict):
+class MlaSchema(Strict):
     kv_lora_rank: Count
     qk_rope_head_dim: int = Field(ge=0)
     qk_nope_head_dim: int | None = None
@@ -248,7 +248,7 @@ class Mla(Strict):
     q_lora_rank: int | None = None
 
 
-class Moe(Strict):
+class MoeSchema(Strict):
     experts: Count
     experts_per_token: Count
     shared_experts: int = Field(default=0, ge=0)
@@ -257,7 +257,7 @@ class Moe(Strict):
     dense_intermediate_size: int | None = Field(default=None, gt=0)
 
 
-class Recurrent(Strict):
+class RecurrentSchema(Strict):
     """Linear-attention or state-space layers: a fixed-size state per sequence, no KV cache."""
     kind: Literal["mamba2", "gated-deltanet"]
     layers: Count
@@ -268,17 +268,17 @@ class Recurrent(Strict):
     conv_kernel: Count
 
 
-class PerLayerEmbedding(Strict):
+class PerLayerEmbeddingSchema(Strict):
     """Gemma 3n per-layer embeddings: each layer looks up its own vocab_size × width table (no matmul)."""
     vocab_size: Count
     width: Count
 
 
-class Model(Strict):
+class ModelSchema(Strict):
     id: Slug
-    name: str
-    family: str
-    aliases: list[str] = []
+    name: Name
+    family: Name
+    aliases: list[Name] = []
     params_total: Positive
     params_active: Positive
     layers: Count
@@ -300,21 +300,21 @@ class Model(Strict):
     local_attention: Literal["sliding", "chunked"] | None = None
     attention_layers: int | None = Field(default=None, ge=0)
     kv_shared_layers: int | None = Field(default=None, ge=0)
-    per_layer_embedding: PerLayerEmbedding | None = None
-    mla: Mla | None = None
-    moe: Moe | None = None
-    recurrent: Recurrent | None = None
+    per_layer_embedding: PerLayerEmbeddingSchema | None = None
+    mla: MlaSchema | None = None
+    moe: MoeSchema | None = None
+    recurrent: RecurrentSchema | None = None
     native_precision: Slug | None = None
     native_source: Slug | None = None
     source: Slug
     notes: str | None = None
 
 
-class BareSize(Strict):
+class BareSizeSchema(Strict):
     references: list[Slug] = Field(min_length=1)
 
 
-class ConfigDefaults(Strict):
+class ConfigDefaultsSchema(Strict):
     """What `--model-config` takes where a config.json leaves a field out (or sets it to 0):
     the default of the transformers configuration class that reads that field."""
     full_attention_interval: Count      # Qwen3-Next: every Nth layer has full attention
@@ -328,6 +328,6 @@ class ConfigDefaults(Strict):
 
 
 class ModelsFile(Strict):
-    models: list[Model]
-    bare_size: BareSize
-    config_defaults: ConfigDefaults
+    models: list[ModelSchema]
+    bare_size: BareSizeSchema
+    config_defaults: ConfigDefaultsSchema

@@ -4,7 +4,10 @@ In: a rules directory. Out: Knowledge — from `<cache>/knowledge-<name>.marshal
 for exactly these rule files exists, else built and validated from the YAML (kb.knowledge.build.build)
 and then saved. The snapshot is keyed by a SHA-256 of every rule file's path and bytes (only
 the files the knowledge names, kb.paths.rule_files: never a walk of the tree), the grammars,
-the package version and the rules directory, so an edited rule file is never served stale.
+the package version, the Python version (marshal's format is one Python's) and the rules
+directory, so an edited rule file is never served stale. Each rules directory, kbq version and
+Python has its own snapshot file; a save never deletes another's but keeps the KEEP written
+last, so alternating between two rules directories builds each once.
 
 Hashing every file (and importing hashlib) on each run is a sixth of a cold query's work, so
 the snapshot also keeps each file's stat (size, mtime and ctime in ns, inode) as it was when
@@ -20,8 +23,9 @@ the JSON form (`to_data` → JSON → back), never code and nothing that can run
 (no pickle). Expressions are stored as their parsed ASTs with the names they read, built into
 nodes when first read (kb.expr.parse.StoredExpr) and compiled when first evaluated. What the
 knowledge graph gave (each formula's evaluation order, each flow's layers) is stored, not the
-graph, so a query never imports networkx; so is the query vocabulary (kb.query.words), which
-is only read from the rest (kept as made: marshal stores its sets and tuples as they are). A
+graph, so a query never imports networkx; so are the tables a later stage asks it to keep
+(`tables`: the query vocabulary, kb.query.words, kept as made: marshal stores its sets and
+tuples as they are), which come back in Derived.tables without this package importing that stage. A
 snapshot that fails to read or does not match is rebuilt, never trusted.
 
 Cache directory: $KBQ_CACHE_DIR, else $XDG_CACHE_HOME/kbq, else ~/.cache/kbq. KBQ_NO_CACHE=1
@@ -32,18 +36,22 @@ from __future__ import annotations
 
 import marshal
 import os
+import sys
 from typing import TYPE_CHECKING, Any
 
 from kb.expr import parse as ex
 from kb.knowledge.derived import derive
 from kb.knowledge.data import Case, Claim, Edge, Flow, Formula, Knowledge, Node
-from kb.query.words import Vocab, vocab_from_data, vocab_to_data
-from kb.recordtype import fields
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
     from pathlib import Path
 
-FORMAT = 12
+    # name → what a later stage keeps of its table made from a knowledge (plain data)
+    Stored = Mapping[str, Callable[[Knowledge], object]]
+
+FORMAT = 14
+KEEP = 8                        # snapshots kept in the cache directory, the most recently written
 RACY_NS = 3_000_000_000         # stats of a file changed this recently (or later) are not kept
 Stats = tuple[tuple[str, int, int, int, int], ...]
 
@@ -70,7 +78,7 @@ def content_key(root: str, files: list[str] | None = None) -> str:
     from kb.paths import MAX_FILE_BYTES
     from kb.version import __version__
 
-    h = hashlib.sha256(f"kbq {__version__} snapshot {FORMAT}\n".encode())
+    h = hashlib.sha256(f"kbq {__version__} snapshot {FORMAT} python {_python()}\n".encode())
     for p in _files(root) if files is None else files:
         # a grammar by its directory and name (grammar/query.lark), a rule file from the root
         h.update((os.path.join(*p.rsplit(os.sep, 2)[-2:]) if p.endswith(".lark")
@@ -105,18 +113,26 @@ def _settled(stats: Stats | None, now_ns: int) -> Stats | None:
     return stats
 
 
+def _python() -> str:
+    """The interpreter a snapshot is for: marshal's format is that of one Python version."""
+    return f"{sys.implementation.cache_tag}-{marshal.version}"
+
+
 def snapshot_path(directory: str, root: str) -> str:
     from kb.version import __version__
 
-    # one file per rules directory (the header says which; a name collision only rebuilds),
-    # named by a 32-bit FNV-1a of its path, version and format
+    # one file per rules directory, kbq version, Python and format (the header says which; a
+    # name collision only rebuilds), named by a 32-bit FNV-1a of the four
     h = 0x811C9DC5
-    for byte in f"{root}|{__version__}|{FORMAT}".encode():
+    for byte in f"{root}|{__version__}|{_python()}|{FORMAT}".encode():
         h = ((h ^ byte) * 0x01000193) & 0xFFFFFFFF
     return os.path.join(directory, f"knowledge-{h:08x}.marshal")
 
 
-def load_or_build(root: str | Path) -> Knowledge:
+def load_or_build(root: str | Path, tables: Stored | None = None) -> Knowledge:
+    """`tables`: the tables later stages make from a knowledge (kb.query.words' vocabulary) that
+    a saved snapshot keeps too, each as its function gives it (plain data marshal can write);
+    they come back in Derived.tables. This package imports none of those stages."""
     import time
 
     root = os.fspath(root)
@@ -145,17 +161,17 @@ def load_or_build(root: str | Path) -> Knowledge:
     kn = build(root)
     if path is not None:
         _save(path, {"format": FORMAT, "root": root, "key": key,
-                     "stats": _settled(stats, time.time_ns())}, stored(kn))
+                     "stats": _settled(stats, time.time_ns())}, stored(kn, tables))
     return kn
 
 
-def stored(kn: Knowledge) -> dict[str, object]:
-    """The knowledge as the plain data a snapshot holds (marshal writes it; from_data reads it)."""
+def stored(kn: Knowledge, tables: Stored | None = None) -> dict[str, object]:
+    """The knowledge as the plain data a snapshot holds (marshal writes it; from_data reads it),
+    with the later stages' `tables` as their functions make them (kept as made)."""
     import json                         # the stored values are exactly the JSON form's
 
     data = json.loads(json.dumps(to_data(kn), separators=(",", ":")))
-    vocab = kn.derived.vocabulary       # kept as made: its sets and tuples
-    data["vocabulary"] = {f.name: getattr(vocab, f.name) for f in fields(Vocab) if f.name != "words"}
+    data["tables"] = {name: make(kn) for name, make in (tables or {}).items()}
     shared = _shared(data, {})
     assert isinstance(shared, dict)     # _shared gives a dict for a dict
     return shared
@@ -188,15 +204,27 @@ def _save(path: str, header: dict[str, object], data: dict[str, object]) -> None
             f.write(marshal.dumps((header, data)))
         os.chmod(tmp, 0o600)
         os.replace(tmp, path)
-        for name in os.listdir(directory):
-            old = os.path.join(directory, name)
-            if name.startswith("knowledge-") and old != path:
-                try:
-                    os.unlink(old)
-                except FileNotFoundError:
-                    pass
+        _prune(directory, path)
     except OSError:
         pass  # a read-only home is fine: the next run builds again
+
+
+def _prune(directory: str, kept: str) -> None:
+    """Keep the KEEP snapshots written last (the one just written among them): another rules
+    directory, kbq version or Python keeps its own snapshot until KEEP newer ones push it out."""
+    found = []
+    for name in os.listdir(directory):
+        path = os.path.join(directory, name)
+        if name.startswith("knowledge-") and name.endswith(".marshal") and path != kept:
+            try:
+                found.append((os.stat(path).st_mtime_ns, path))
+            except FileNotFoundError:
+                pass
+    for _, path in sorted(found, reverse=True)[KEEP - 1:]:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
 
 
 # ---------------------------------------------------------------- Knowledge ⇄ JSON
@@ -241,7 +269,6 @@ def to_data(kn: Knowledge) -> dict[str, object]:
             "applies_when": _expr(c.applies_when), "example_query": c.example_query,
             "note": c.note, "per_gpu": c.per_gpu, "where": c.where,
         } for c in kn.claims],
-        "vocabulary": vocab_to_data(kn.derived.vocabulary),
     }
 
 
@@ -275,12 +302,4 @@ def from_data(d: dict[str, Any], root: str | Path) -> Knowledge:
         runtimes=d["runtimes"], runtime_alias=d["runtime_alias"],
         runtime_defaults=d["runtime_defaults"], error_bands=d["error_bands"],
         sharding=d["sharding"], objectives=d["objectives"],
-        prices=d["prices"], advice=d["advice"]), _vocab(d["vocabulary"]))
-
-
-def _vocab(d: dict[str, Any]) -> Vocab:
-    """The query vocabulary: as made, from the marshal snapshot (its sets and tuples kept), or
-    from the JSON form (to_data)."""
-    if isinstance(d.get("prefixes"), frozenset):
-        return Vocab(**d, words={})
-    return vocab_from_data(d)
+        prices=d["prices"], advice=d["advice"]), dict(d.get("tables") or {}))

@@ -19,9 +19,11 @@ from kb.knowledge.snapshot import load_or_build
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from kb.knowledge.snapshot import Stored
 
-def load_knowledge(root: str | Path | None = None) -> Knowledge:
-    return load_or_build(os.path.realpath(root if root is not None else rules_root()))
+
+def load_knowledge(root: str | Path | None = None, stored: Stored | None = None) -> Knowledge:
+    return load_or_build(os.path.realpath(root if root is not None else rules_root()), stored)
 
 
 class KnowledgeCache:
@@ -32,17 +34,18 @@ class KnowledgeCache:
         self._loaded: dict[str, Knowledge] = {}
         self._lock = allocate_lock()
 
-    def get(self, root: str | Path | None = None) -> Knowledge:
+    def get(self, root: str | Path | None = None, stored: Stored | None = None) -> Knowledge:
+        """`stored`: what a saved snapshot keeps of the later stages' tables (load_or_build)."""
         key = str(root) if root is not None else ""
         found = self._loaded.get(key)
         if found is None:
             with self._lock:
                 found = self._loaded.get(key)
                 if found is None:
-                    found = self._loaded[key] = load_knowledge(root)
+                    found = self._loaded[key] = load_knowledge(root, stored)
         return found
 
-    def priced(self, root: str | Path | None, prices: str | Path) -> Knowledge:
+    def priced(self, root: str | Path | None, prices: str | Path, stored: Stored | None = None) -> Knowledge:
         """The knowledge of `root` with another price file (kb.knowledge.prices.with_prices), built once
         per file."""
         from pathlib import Path
@@ -52,7 +55,7 @@ class KnowledgeCache:
         key = f"{root or ''}\0prices:{prices}"
         found = self._loaded.get(key)
         if found is None:
-            base = self.get(root)
+            base = self.get(root, stored)
             with self._lock:
                 found = self._loaded.get(key)
                 if found is None:

@@ -6,6 +6,7 @@ In: the loaded Knowledge and the options of the command. Out: the selected model
 
 from __future__ import annotations
 
+import math
 import re
 from typing import TYPE_CHECKING
 
@@ -21,10 +22,12 @@ _SCALE = {"": 1, "k": 1024, "m": 1024 * 1024}
 
 def context_tokens(text: str) -> int:
     """'32768', '32k' or '1M' → tokens (k = 1024, as model contexts are counted)."""
-    m = _CONTEXT.match(text)
-    if not m:
-        raise KbError(f"--min-context: '{text}' is not a token count (try 32768, 128k or 1M)")
-    return int(float(m.group(1)) * _SCALE[m.group(2).lower()])
+    m = _CONTEXT.match(text) if text.isascii() else None
+    tokens = float(m.group(1)) * _SCALE[m.group(2).lower()] if m else math.nan
+    if not math.isfinite(tokens):       # a number too long for a float is not a count either
+        shown = text if len(text) <= 40 else text[:40] + "…"
+        raise KbError(f"--min-context: '{shown}' is not a token count (try 32768, 128k or 1M)")
+    return int(tokens)
 
 
 def _order(m: Model) -> tuple[str, float, str]:

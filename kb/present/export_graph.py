@@ -33,8 +33,8 @@ def graph_mermaid(kn: Knowledge) -> str:
                 lines.append(f"        {ids[flow_key(flow.id, nid)]}{left}{_label(nid, shown_text(node))}{right}")
         lines.append("    end")
     lines.append('    subgraph formulas["formulas (rules/formulas.yaml)"]')
-    lines += [f'        {ids[n]}(["{mermaid_text(n)}"])' for n, kind in g.nodes(data="kind")
-              if kind == "formula"]
+    lines += [f'        {ids[n]}(["{mermaid_text(n)}"])' for n in g.nodes
+              if g.nodes[n]["kind"] == "formula"]
     lines.append("    end")
     for u, v, data in g.edges(data=True):
         label = data["edge"].label if data["kind"] == "flow" else None
@@ -47,10 +47,10 @@ def graph_mermaid(kn: Knowledge) -> str:
 def graph_page(kn: Knowledge) -> str:
     g = knowledge_graph(kn.formulas, kn.flows)   # the same node order whether built or read from a snapshot
     kinds: dict[str, int] = {}
-    for _, _, kind in g.edges(data="kind"):
-        kinds[kind] = kinds.get(kind, 0) + 1
-    formulas = sum(1 for _, k in g.nodes(data="kind") if k == "formula")
-    steps = sum(1 for _, k in g.nodes(data="kind") if k == "flow")
+    for _, _, data in g.edges(data=True):
+        kinds[data["kind"]] = kinds.get(data["kind"], 0) + 1
+    formulas = sum(1 for n in g.nodes if g.nodes[n]["kind"] == "formula")
+    steps = sum(1 for n in g.nodes if g.nodes[n]["kind"] == "flow")
     return "\n".join([
         "# The knowledge graph",
         "",

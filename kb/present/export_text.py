@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from kb.knowledge.data import Knowledge
-from kb.expr.nodes_base import Node as ExprNode
+from kb.expr.nodes_base import ExprNode
 from kb.expr.nodes_base import plain_exponent
 from kb.present.render import md
 

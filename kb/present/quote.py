@@ -60,7 +60,7 @@ class Config:
 
 
 @record
-class Source:
+class QuotedSource:
     id: str
     title: str
     publisher: str
@@ -80,7 +80,7 @@ class Quote:
     changes: list[str]              # what would make it fit, when nothing asked for does
     assumptions: list[str]
     more_assumptions: int
-    sources: list[Source]
+    sources: list[QuotedSource]
     more_sources: int
     units: str
 
@@ -152,7 +152,7 @@ def _configs(answer: Answer, kn: Knowledge, wider: Answer | None = None) -> tupl
             [_config(a, kn, r, role) for a, r, role in others[:ALTERNATIVES]])
 
 
-def _sources(answer: Answer, kn: Knowledge, configs: list[Config]) -> tuple[list[Source], int]:
+def _sources(answer: Answer, kn: Knowledge, configs: list[Config]) -> tuple[list[QuotedSource], int]:
     """The sources of the prices quoted and of the steps behind the key figures, each once."""
     ids: list[str] = []
     for c in configs:
@@ -165,7 +165,7 @@ def _sources(answer: Answer, kn: Knowledge, configs: list[Config]) -> tuple[list
     for sid in dict.fromkeys(ids):
         s = kn.sources.get(sid)
         if s is not None:
-            out.append(Source(sid, str(s["title"]), str(s.get("publisher") or ""), str(s.get("date") or ""),
+            out.append(QuotedSource(sid, str(s["title"]), str(s.get("publisher") or ""), str(s.get("date") or ""),
                               s.get("url")))
     return out[:SOURCES], max(0, len(out) - SOURCES)
 
@@ -181,19 +181,26 @@ def to_quote(answer: Answer, kn: Knowledge,
     if not any(g.fits for g in answer.gpus):
         if answer.options is None:
             from kb.engine.options import compute
+            from kb.query.parse import parse
 
-            answer.options = compute(kn, answer.query, answer)
+            answer.options = compute(kn, parse(answer.query, kn), answer)
         first = next((o for o in answer.options if o["fits"]), None)
         if first is None:
             return answer, None, None
         answer, asked = ask(first["query"]), answer
     wider = None
     if len({g.id for g in answer.gpus if g.fits}) <= ALTERNATIVES:
-        from kb.engine.options import _without_gpus      # the query less its GPU phrase
+        from kb.errors import KbError
+        from kb.query.parse import parse
+        from kb.query.unparse import unparse
 
-        head = _without_gpus(kn, answer.query)
-        if head is not None and head != answer.query:
-            wider = ask(head)
+        try:                                # the same Workload with no GPU named, as query text
+            w = parse(answer.query, kn)
+        except KbError:
+            w = None
+        if w is not None and (w.gpus or w.gpu_count is not None):
+            w.gpus, w.gpu_count = [], None
+            wider = ask(unparse(w, kn))
     return answer, asked, wider
 
 

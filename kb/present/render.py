@@ -104,6 +104,18 @@ def options_lines(a: Answer) -> list[str]:
     return out
 
 
+def comparison_lines(a: Answer) -> list[str]:
+    """One line per side of a comparison: the value, fit, memory, speed or cost, its query."""
+    out = []
+    for side in a.comparison or []:
+        fit = "fits" if side["fits"] else "does not fit"
+        speed = (f"{num(side['train_tokens_per_s'])} training tokens/s" if side["train_tokens_per_s"] is not None
+                 else f"{num(side['decode_tokens_per_s'])} tokens/s per user")
+        out.append(f"{side['value']}: {fit} on {side['count']}× {side['gpu']}, {num(side['per_gpu_gb'])} GB per GPU "
+                   f"({num(side['total_gb'])} GB in all), {speed} — {side['query']}")
+    return out
+
+
 def _columns(head: list[str], rows: list[list[str]]) -> list[str]:
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
 
@@ -123,6 +135,9 @@ def text(a: Answer, limit: int | None = TOP_ROWS, trace: bool = True, explain: b
     memory breakdown, the sources' flowcharts, where they agree or disagree, every assumption
     and warning, and (with `trace`) the trace; `limit` None shows every GPU row."""
     out: list[str] = [a.query, "=" * min(78, max(len(a.query), 10)), f"VERDICT  {a.verdict}", ""]
+    if a.comparison:
+        out += ["COMPARED side by side (each side alone: kbq \"<query>\")"]
+        out += [f"  - {line}" for line in comparison_lines(a)] + [""]
     out += key_figures(a)
     out.append("")
     head, rows, more = gpu_table(a, limit)

@@ -12,7 +12,8 @@ import math
 from typing import TYPE_CHECKING
 
 from kb.errors import QueryError
-from kb.query.words import Vocab, number
+from kb.query.words import Vocab
+from kb.query.phrases import tok_number
 from kb.query.workload import Workload
 
 if TYPE_CHECKING:
@@ -135,7 +136,7 @@ class Finisher:
                 w.prompt_tokens = int(self.tokens_tok.value)
         if self.length_tok is not None:             # "128k" alone: the context (seq to train)
             field, limit = ("seq_len", "seq") if training else ("context_tokens", "context")
-            value = number(self.length_tok.text, binary_k=True)
+            value = tok_number(self.length_tok, binary_k=True)
             self.check_range(self.length_tok, value, *self.limits[limit])
             if getattr(w, field) is None:
                 setattr(w, field, int(value))
@@ -155,10 +156,26 @@ class Finisher:
             if g.gpu_id is not None and id(g) not in self.counted:
                 g.count = self.w.gpu_count
 
+    def situation(self) -> None:
+        """What the place asked from runs unless the query names it ('at home': llama.cpp with
+        GGUF Q4_K_M for inference, unless a format is named); said in the notes."""
+        w = self.w
+        sit = self.query_rules.get("situations", {}).get(w.segment or "")
+        if sit is None:
+            return
+        if w.task not in self.vocab.training_tasks and w.precision is None and w.compare is None:
+            if sit["precision"] is not None:
+                w.precision = sit["precision"]
+            if sit["runtime"] is not None and w.runtime is None:
+                w.runtime = sit["runtime"]
+        w.segments = list(sit["segments"])
+        w.notes.append(f"{sit['text']} [{sit['source']}]")
+
     def finish(self) -> None:
         w = self.w
         self.resolve_task()
         self.apply_formats()
+        self.situation()
         self.check_runtime_and_size()
         self.lengths()
         self.counts()

@@ -2,10 +2,13 @@
 
 In: what a person typed ("serve llama-3.1-70b awq 32 users 8k context on 2x L40S").
 Out: a Workload, or a QueryError with the column of the bad token, what was expected and the
-nearest valid word. grammar/query.lark finds the structure: its terminals cut the items (one
-pattern, in lark's order: _Lexer) and lark's LALR parser reads them. The words are matched,
-longest phrase first, against the vocabulary of the rules (tasks, questions, knobs and fillers
-from query.yaml; GPU, model and precision ids and aliases).
+nearest valid word. grammar/query.lark is the query language: its item terminals cut the text
+(one pattern, in lark's order: _Lexer); kb.query.classify classifies the items by the vocabulary
+of the rules (tasks, questions, units, phrases, situations from query.yaml; GPU, model,
+precision and runtime ids and aliases) into the grammar's phrase terminals, longest phrase
+first; lark's LALR parser (its tables generated into kb.query._query_parser, run by
+kb.query.lalr) groups them into the grammar's phrases, and kb.query.resolve reads each phrase
+into the Workload.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ _errors: Any = None    # the module whose Unexpected* exceptions the parser rais
 
 
 def _get_parser() -> Any:
-    """The LALR parser of grammar/query.lark, making Tok items as it reduces (_Items): kb.query.lalr
+    """The LALR parser of grammar/query.lark, making (rule, terminals) phrases as it reduces (_Phrases): kb.query.lalr
     running the tables kb.query.parsergen generated, when they were made from this very grammar (no
     lark import), else lark itself. Its lexer (_Lexer) is made along with it."""
     global _parser, _errors, _lexer
@@ -47,38 +50,37 @@ def _get_parser() -> Any:
         except (ImportError, AttributeError, OSError, ValueError):
             current = False
         if current:
-            _parser = lalr.Parser(tables.STATES, tables.RULES, tables.START_STATE, tables.END_STATE, _Items())
+            _parser = lalr.Parser(tables.STATES, tables.RULES, tables.START_STATE, tables.END_STATE, _Phrases())
             _errors = lalr
-            _lexer = _Lexer(lexer_pattern(tables.PATTERN, tables.FLAGS, getattr(tables, "SRE", None)),
+            _lexer = _Lexer(re.compile(tables.PATTERN, tables.FLAGS),
                             frozenset(tables.IGNORE))
         else:
             import lark
             from lark import exceptions
 
             _parser = lark.Lark.open(str(path), parser="lalr", maybe_placeholders=False,
-                                     transformer=_Items())
+                                     transformer=_Phrases())
             _errors = exceptions
             _lexer = _Lexer.of(_parser)
     return _parser
 
 
-def lexer_pattern(pattern: str, flags: int, sre: tuple[Any, ...] | None) -> re.Pattern[str]:
-    """re.compile(pattern, flags), from the regex engine's code kb.query.parsergen stored (sre_code)
-    when it was made by this Python's re for this engine; compiled afresh otherwise."""
-    import _sre
-    import sys
-
-    if sre is not None and sre[:3] == ((sys.version_info[0], sys.version_info[1]), _sre.MAGIC, _sre.CODESIZE):
-        return _sre.compile(pattern, sre[3], list(sre[4]), sre[5], sre[6], sre[7])  # type: ignore[no-any-return]
-    return re.compile(pattern, flags)
+# grammar/query.lark's phrase rules (kb.query.resolve reads each with its on_<rule> method)
+RULES = ("gpu", "cards", "comparison", "capacity", "count", "quantity", "unit", "number", "cost", "money", "model", "family",
+         "size", "task", "question", "knob", "precision", "runtime", "setting", "situation", "ttft",
+         "join", "unknown")
 
 
-class _Items:
-    """What the parser makes of grammar/query.lark's one rule as it reduces it (lark's
-    transformer hook: no parse tree is built): the items, in order."""
+class _Phrases:
+    """What the parser makes of each rule as it reduces it (lark's transformer hook): a phrase
+    as (rule, its terminals); `start` gives the phrases in order."""
 
-    def start(self, items: list[object]) -> list[object]:
-        return items
+    def start(self, phrases: list[object]) -> list[object]:
+        return phrases
+
+
+for _rule in RULES:
+    setattr(_Phrases, _rule, lambda self, children, _name=_rule: (_name, children))
 
 
 _DIGITS = r"\d+"             # compiled when a count or a memory size is first read (re caches them)
@@ -153,27 +155,35 @@ _lexer: _Lexer | None = None
 
 
 def _lex(query: str) -> list[Tok]:
-    """The query's items as Toks, read by the LALR parser; a QueryError where no item of the
-    grammar starts."""
+    """The query's items as Toks; a QueryError where no item of the grammar starts."""
     parser = _get_parser()
-    try:
-        if _lexer is None:                  # lark's own lexer
-            return [_SINGLE[t.type](str(t), t.column or 1) for t in parser.parse(query)]
-        items = _lexer.items(query)
-        if _errors is lalr:
-            toks: list[Tok] = parser.parse(items)      # kb.query.lalr reads the Toks as they are
-            return toks
-        interactive = parser.parse_interactive()
-        for tok in items:
-            interactive.feed_token(tok)
-        return interactive.feed_eof()       # type: ignore[no-any-return]
+    if _lexer is not None:
+        return _lexer.items(query)
+    try:                                    # lark's own lexer
+        return [_SINGLE[t.type](str(t), t.column or 1) for t in parser.lex(query)
+                if t.type not in parser.lexer_conf.ignore]
     except _errors.UnexpectedCharacters as exc:
         ch = query[exc.pos_in_stream]
         raise QueryError(query, exc.column, f"the character {ch!r} has no meaning here",
                          expected=["words", "numbers", "?"]) from None
-    except _errors.UnexpectedInput as exc:      # the grammar takes any sequence of items
-        column = getattr(exc, "column", None)
-        raise QueryError(query, column if isinstance(column, int) else 1, "the query cannot be read") from None
+
+
+def _phrases(query: str) -> Any:
+    """The grammar's parser over the phrase terminals kb.query.classify made of a query."""
+    def parse_phrases(toks: list[Tok]) -> list[tuple[str, list[Tok]]]:
+        parser = _get_parser()
+        try:
+            if _errors is lalr:
+                return parser.parse(toks)               # type: ignore[no-any-return]
+            interactive = parser.parse_interactive()
+            for tok in toks:
+                interactive.feed_token(tok)
+            return interactive.feed_eof()               # type: ignore[no-any-return]
+        except _errors.UnexpectedInput as exc:     # every terminal alone is a phrase
+            column = getattr(exc, "column", None)
+            raise QueryError(query, column if isinstance(column, int) else 1,
+                             "the query cannot be read") from None
+    return parse_phrases
 
 
 # ---------------------------------------------------------------- resolving
@@ -207,10 +217,23 @@ def parse(query: str, kn: Knowledge, model_given: bool = False) -> Workload:
     if not query.strip():
         raise QueryError(query, 1, "the query is empty",
                          expected=["a task (serve, infer, train, lora, qlora)", "a model or size"])
+    toks = _lex(query)
+    _names_bounded(query, toks)
     try:
-        return Resolver(query, _lex(query), kn, model_given).run()
+        return Resolver(query, toks, kn, _phrases(query), model_given).run()
     except QueryError as err:
         raise _checked_suggestion(err, kn, model_given) from None
+
+
+def _names_bounded(query: str, toks: list[Tok]) -> None:
+    """A word longer than any name (kb.paths.MAX_NAME_CHARS) is refused as such, before it is
+    looked up or compared with every known word."""
+    from kb.paths import MAX_NAME_CHARS
+
+    for tok in toks:
+        if tok.kind == "word" and len(tok.text) > MAX_NAME_CHARS:
+            raise QueryError(query, tok.col, f"a word of {len(tok.text)} characters; a name has at "
+                             f"most {MAX_NAME_CHARS}", width=len(tok.text))
 
 
 def _checked_suggestion(err: QueryError, kn: Knowledge, model_given: bool) -> QueryError:
@@ -222,7 +245,7 @@ def _checked_suggestion(err: QueryError, kn: Knowledge, model_given: bool) -> Qu
     fixed = err.query[:start] + err.suggestion + err.query[start + max(1, err.width):]
     try:
         if len(fixed) <= MAX_QUERY_CHARS:
-            Resolver(fixed, _lex(fixed), kn, model_given).run()
+            Resolver(fixed, _lex(fixed), kn, _phrases(fixed), model_given).run()
             return err
     except QueryError:
         pass

@@ -67,27 +67,8 @@ def tables() -> dict[str, Any]:
                               for symbol, (action, arg) in sorted(table.states[state].items())}
               for state in number}
     return {"GRAMMAR": grammar_text(), "PATTERN": lexer.pattern.pattern, "FLAGS": lexer.pattern.flags,
-            "SRE": sre_code(lexer.pattern.pattern, lexer.pattern.flags),
             "IGNORE": tuple(sorted(lexer.ignore)), "START_STATE": 0,
             "END_STATE": number[table.end_states[start]], "RULES": tuple(rules), "STATES": states}
-
-
-def sre_code(pattern: str, flags: int) -> tuple[Any, ...]:
-    """What re.compile hands the regex engine for `pattern`, made by re's own parser and
-    compiler (pure Python, ~6% of a cold query for the lexer's pattern), with the Python
-    version and engine magic it is valid for: kb.query.parse.lexer_pattern passes it to the engine
-    directly when both match, and compiles the pattern as usual otherwise."""
-    import _sre
-    from re import _compiler, _parser  # type: ignore[attr-defined]
-
-    parsed = _parser.parse(pattern, flags)
-    groupindex = dict(parsed.state.groupdict)
-    indexgroup = [None] * parsed.state.groups
-    for name, i in groupindex.items():
-        indexgroup[i] = name
-    return (tuple(sys.version_info[:2]), _sre.MAGIC, _sre.CODESIZE, flags | parsed.state.flags,
-            tuple(int(c) for c in _compiler._code(parsed, flags)), parsed.state.groups - 1, groupindex,
-            tuple(indexgroup))
 
 
 def main() -> int:

@@ -8,13 +8,15 @@ the column, width and a suggestion. Every word comes from the rules (kb.query.wo
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from kb.errors import QueryError
 from kb.knowledge.data import Knowledge, norm
+from kb.query.classify import Classifier
 from kb.query.finish import Finisher
-from kb.query.unknown_words import Entry, Unknown
-from kb.query.words import money, number, scaled
+from kb.query.phrases import Phrases, merge_number_words, tok_number
+from kb.query.unknown_words import Unknown
+from kb.query.words import money, scaled, vocab_of
 from kb.query.tokens import Tok, TokValue
 from kb.query.workload import GpuRequest, Workload
 
@@ -25,8 +27,16 @@ _SPACED = frozenset(("count", "mem", "money"))        # items whose text may hol
 Hit = tuple[str, str]
 
 
-class Resolver(Finisher, Unknown):
-    def __init__(self, query: str, toks: list[Tok], kn: Knowledge, model_given: bool = False) -> None:
+# the grammar's parser: the phrase terminals → the phrases, each (rule, its terminals), in order
+Grammar = Callable[[list[Tok]], list[tuple[str, list[Tok]]]]
+
+
+class Resolver(Classifier, Finisher, Unknown, Phrases):
+    def __init__(self, query: str, toks: list[Tok], kn: Knowledge, grammar: Grammar,
+                 model_given: bool = False) -> None:
+        self.grammar = grammar
+        self.phrases: list[Tok] = []
+        self.notes_ahead: list[str] = []
         self.model_given = model_given
         self.q = query
         keys = []                  # norm of a phrase == the joined norms of its items
@@ -36,12 +46,13 @@ class Resolver(Finisher, Unknown):
             # norm(): the grammar's words, numbers and sizes hold no white space to drop
             keys.append(norm(tok.text) if tok.kind in _SPACED else
                         tok.text.lower().replace("-", "").replace("_", ""))
+        merge_number_words(toks, keys, kn.query.get("number_words", {}), query)
         self.toks = toks
         self.keys = keys
         self.kn = kn
         self.query_rules = kn.query
         self.limits = kn.query["limits"]
-        self.vocab = kn.derived.vocabulary
+        self.vocab = vocab_of(kn)
         self.w = Workload()
         self.tasks: list[str] = []
         self.pending_count: Tok | None = None
@@ -55,6 +66,8 @@ class Resolver(Finisher, Unknown):
         self.formats: list[str] = []
         self.counted: set[int] = set()           # ids of GpuRequests whose count was typed
         self.gpu_span = (-1, -1)                  # the tokens of the last GPU name read
+        self.join: Tok | None = None              # the last 'vs', 'or', 'compared to'
+        self.seen: dict[str, Tok] = {}            # the item that gave each compared field
 
     def fail(self, tok: Tok, message: str, suggestion: str | None = None,
              expected: list[str] | None = None, width: int | None = None) -> QueryError:
@@ -65,9 +78,13 @@ class Resolver(Finisher, Unknown):
         return Tok(kind, text, col, value)
 
     def run(self) -> Workload:
-        i = 0
-        while i < len(self.toks):
-            i = self.step(i)
+        """Classify the items (kb.query.classify), parse the phrases with the grammar, read
+        each phrase in order (the on_* methods), then what the words mean together."""
+        stopped = self.classify()
+        for rule, children in self.grammar(self.phrases):
+            self.read(rule, children)
+        if stopped is not None:
+            raise stopped
         if self.pending_count is not None:
             raise self.fail(self.pending_count, f"'{self.pending_count.text}' needs a GPU after it",
                             expected=["a GPU name, e.g. '2x h100'"])
@@ -78,131 +95,173 @@ class Resolver(Finisher, Unknown):
         self.finish()
         return self.w
 
-    # ------------------------------------------------------------ one item
+    # ------------------------------------------------------------ the grammar's phrases
 
-    def step(self, i: int) -> int:
-        tok = self.toks[i]
-        if tok.kind == "count":
-            lo, hi = self.limits["gpu_count"]
-            if not lo <= tok.value <= hi:
-                raise self.fail(tok, f"the GPU count must be between {lo:g} and {hi:g}")
-            self.pending_count = tok
-            return i + 1
-        if tok.kind == "money":
-            return self.money(i)
-        if tok.kind == "vs":
-            return i + 1
-        found = self.match(i, self.vocab.table)
-        if found is not None:
-            hit, end = found
-            if hit[0] == "unit":
-                return self.unit_first(i, end, hit[1])
-            self.apply(hit, self.toks[i:end])
-            if hit[0] == "gpu":
-                self.gpu_span = (i, end)
-            return end
-        return self.unmatched(i)
+    def read(self, rule: str, children: list[Tok]) -> None:
+        """One phrase of the grammar (its on_<rule>), after the notes its words carry."""
+        for tok in children:
+            if isinstance(tok, Tok):
+                self.w.notes.extend(tok.value[2])           # 'read lamma as llama'
+        getattr(self, "on_" + rule)(children)
 
-    def match(self, i: int, table: Mapping[str, Entry]) -> tuple[Entry, int] | None:
-        """The longest phrase of `table` from toks[i] over words, numbers and sizes; a last
-        word may be a plural ('4090s', 'h100s')."""
-        toks, keys, prefixes = self.toks, self.keys, self.vocab.prefixes
-        found: tuple[Entry, int] | None = None
-        key = ""
-        for j in range(i, min(len(toks), i + self.vocab.max_tokens)):
-            if toks[j].kind not in _PHRASE_KINDS:
-                break
-            if toks[j].kind == "num" and self._unit_follows(j, table) and (
-                    found is not None or (j == i and not self._number_at(j + 2))):
-                break                       # 'hqq 4 users': the 4 counts users, not 'hqq4';
-                                            # '5060 context': a context, not an RTX 5060 (but
-                                            # '4090 batch 2' is the card, then 'batch 2')
-            part = keys[j]
-            if part.endswith("s") and len(part) > 2 and table.get(key + part) is None:
-                plural = table.get(key + part[:-1])
-                if plural is not None and plural[0] == "gpu":
-                    found = (plural, j + 1)
-            key += part
-            hit = table.get(key)
-            if hit is None and key.endswith("."):     # 'llama.cpp.'
-                hit = table.get(key.rstrip("."))
-            if hit is not None:
-                found = (hit, j + 1)
-            if key not in prefixes:
-                break
-        return found
+    def on_gpu(self, children: list[Tok]) -> None:
+        """[count [vs count…]] GPU [memory]: '2x rtx 3080 10gb', 'a single l40s', '2x or 4x h100'."""
+        card = next(t for t in children if t.type == "GPU")
+        memory = children[-1] if children[-1].type == "MEMORY" else None
+        counts: list[Tok | None] = [t for t in children if t.type in ("COUNT", "COUNT_WORD", "NUMBER")]
+        for count in counts or [None]:
+            if count is not None:
+                self.on_count([count])
+            self.apply(card.value[0], card.value[1])
+            if memory is not None:
+                self.gpu_variant(card, memory)
 
-    def _number_at(self, j: int) -> bool:
-        return j < len(self.toks) and self.toks[j].kind == "num"
+    def on_cards(self, children: list[object]) -> None:
+        """Cards compared: each read as a GPU phrase of its own."""
+        for child in children:
+            if isinstance(child, tuple):
+                self.read(*child)
+            else:
+                self.on_join([child])      # type: ignore[list-item]
 
-    def _unit_follows(self, j: int, table: Mapping[str, Entry]) -> bool:
-        """The token after number j is a unit word, so the number belongs to it."""
-        nxt = table.get(self.keys[j + 1]) if j + 1 < len(self.toks) else None
-        return nxt is not None and nxt[0] == "unit"
+    def on_comparison(self, children: list[Tok]) -> None:
+        """Values of one thing joined by 'vs', 'or', 'compared to' (kb.query.phrases.one_value)."""
+        for tok in children:
+            if tok.type == "VERSUS":
+                self.on_join([tok])
+            elif tok.type == "SIZE":
+                self.on_size([tok])
+            else:
+                self.apply(tok.value[0], tok.value[1])
 
-    def unit_first(self, i: int, end: int, unit: str) -> int:
-        """'seq 4096', 'batch 8': a unit word takes the number after it."""
-        if end < len(self.toks) and self.toks[end].kind == "num":
-            self.set_unit(unit, self.toks[i], self.toks[end])
-            return end + 1
+    def on_capacity(self, children: list[Tok]) -> None:
+        """[count] memory: a bare capacity ('on 20GB', '2x 24gb')."""
+        if len(children) > 1:
+            self.on_count(children[:1])
+        tok = self.item(children[-1])
+        lo, hi = self.limits["memory_gb"]
+        if not lo <= tok.value <= hi:
+            raise self.fail(tok, f"the memory size must be between {lo:g} and {hi:g} GB")
+        counted = self.pending_count is not None
+        self.add_gpu(GpuRequest(None, self.take_count(), tok.value), counted)
+
+    def on_count(self, children: list[Tok]) -> None:
+        """A count for the next card (or for 'gpus')."""
+        phrase = children[0]
+        tok = self.item(phrase)
+        lo, hi = self.limits["gpu_count"]
+        if phrase.type == "COUNT_WORD":
+            fields = self.query_rules["phrases"][int(phrase.value[0][1])]["set"]
+            self.pending_count = Tok("count", tok.text, tok.col, int(fields["gpu_count"]))
+            return
+        count = tok.value if phrase.type == "COUNT" else tok_number(tok)
+        if count != int(count):
+            raise self.fail(tok, f"{tok.text} GPUs is not a whole number")
+        if not lo <= count <= hi:
+            raise self.fail(tok, f"the GPU count must be between {lo:g} and {hi:g}")
+        self.pending_count = Tok("count", tok.text, tok.col, int(count))
+
+    def on_quantity(self, children: list[Tok]) -> None:
+        """A number and its unit, in either order ('16 users', 'seq 4096', 'prompt 2000 tokens')."""
+        if children[0].type in ("NUMBER", "SIZE"):
+            self.set_unit(children[1].value[0], self.item(children[0]), children[1].value[1][-1], number_first=True)
+        else:
+            self.set_unit(children[0].value[0], children[0].value[1][0], self.item(children[1]))
+
+    def on_unit(self, children: list[Tok]) -> None:
+        """A unit word with no number: a figure asked for, the GPUs a count waits for, or an error."""
+        phrase = children[0]
+        unit = str(phrase.value[0])
         spec = self.query_rules["units"][unit]
         if spec.get("focus"):
             self.w.focus = self.w.focus or spec["focus"]
-            return end
-        if spec["field"] == "gpu_count" and self.pending_count is not None:
-            self.w.gpu_count = self.take_count()
-            return end
-        if spec["field"] == "gpu_count":
-            return end                              # "gpu" alone: a filler
-        tok = self.toks[i]
-        text = self.q[tok.col - 1:self.toks[end - 1].end - 1]
-        raise self.fail(tok, f"'{text}' needs a number", f"16 {text}",
-                        expected=[f"16 {text}", f"{text} 16"], width=len(text))
+        elif spec.get("alone") == "filler":
+            return
+        elif spec["field"] == "gpu_count":
+            if self.pending_count is not None:
+                self.w.gpu_count = self.take_count()
+        else:
+            tok = phrase.value[1][0]
+            raise self.fail(tok, f"'{phrase.text}' needs a number", f"16 {phrase.text}",
+                            expected=[f"16 {phrase.text}", f"{phrase.text} 16"], width=len(phrase.text))
 
-    def unmatched(self, i: int) -> int:
-        tok = self.toks[i]
-        if tok.kind in ("num", "size"):
-            unit = self.match(i + 1, self.vocab.units) if i + 1 < len(self.toks) else None
-            if unit is not None and tok.kind == "size" and \
-                    self.query_rules["units"][unit[0]]["field"] not in ("tokens", "tokens_per_day"):
-                unit = None                          # "70B users": a size, then a unit alone
-            if unit is not None:                     # "16 users", "4096 token prompt"
-                end = unit[1]
-                self.set_unit(unit[0], tok, self.toks[end - 1], number_first=True)
-                return end
-        if tok.kind == "num":
-            return self.bare_number(i)
-        if tok.kind == "mem":            # not part of a GPU name ("a100 40gb"): a bare capacity
-            lo, hi = self.limits["memory_gb"]
-            if not lo <= tok.value <= hi:
-                raise self.fail(tok, f"the memory size must be between {lo:g} and {hi:g} GB")
-            counted = self.pending_count is not None
-            self.add_gpu(GpuRequest(None, self.take_count(), tok.value), counted)
-            return i + 1
-        if tok.kind == "size":
-            self.bare_size(tok)
-            return i + 1
-        if tok.kind == "word":
-            return self.word(i)
-        raise self.unknown(i)
-
-    def bare_number(self, i: int) -> int:
-        tok = self.toks[i]
-        nxt = self.match(i + 1, self.vocab.table) if i + 1 < len(self.toks) else None
-        if nxt is not None and nxt[0][0] == "gpu":         # "2 4090s", "8 h100"
-            count = number(tok.text)
-            if count != int(count):
-                raise self.fail(tok, f"{tok.text} GPUs is not a whole number")
-            lo, hi = self.limits["gpu_count"]
-            if not lo <= count <= hi:
-                raise self.fail(tok, f"the GPU count must be between {lo:g} and {hi:g}")
-            self.pending_count = Tok("count", tok.text, tok.col, int(count))
-            return i + 1
-        if scaled(tok.text) and self.length_tok is None:   # "128k", "1m": a length
+    def on_number(self, children: list[Tok]) -> None:
+        """A number alone: a length ('128k', '1m'), else an error."""
+        tok = self.item(children[0])
+        if scaled(tok.text) and self.length_tok is None:
             self.length_tok = tok
-            return i + 1
+            return
         raise self.fail(tok, f"the number {tok.text} has no unit", f"{tok.text} users",
                         expected=["users", "context", "seq", "batch", "rank", "tokens"])
+
+    def on_money(self, children: list[Tok]) -> None:
+        tok = self.item(children[0])
+        value, per_hour = money(tok.text)
+        self.check_range(tok, value, *self.limits["usd"])
+        if per_hour or len(children) > 1:
+            self.w.usd_per_gpu_hour = value
+        else:
+            self.w.budget_usd = value
+
+    def on_model(self, children: list[Tok]) -> None:
+        """A model by name, a pasted name, or family and size; sizes after 'vs' are the same
+        family's other models ('qwen 7b vs 14b')."""
+        first = children[0]
+        if first.type == "NAME":
+            self.apply_pasted(self.item(first), first.value[0])
+            return
+        self.apply(first.value[0], first.value[1])
+        family = (str(first.value[0][1]) if first.type == "FAMILY" else
+                  self.kn.models[str(first.value[0][1])]["family"], self.item(first))
+        versus = False
+        for phrase in children[1:]:
+            if phrase.type == "VERSUS":
+                self.on_join([phrase])
+                versus = True
+                continue
+            sibling = self.sibling(first, phrase) if versus else None
+            if sibling is not None:               # 'llama 3.1 8b vs 70b': llama 3.1 70b
+                self.apply(sibling, [self.item(phrase)])
+                continue
+            if versus:
+                self.family = (family[0], self.item(phrase))
+            self.on_size([phrase])
+
+    def sibling(self, model: Tok, size: Tok) -> Hit | None:
+        """The model named like `model` with `size` in place of its size ('llama 3.1 8b' and
+        '70b': 'llama 3.1 70b'), when the vocabulary has that name."""
+        keys = [norm(t.text) for t in model.value[1]]
+        sized = [k for k, t in enumerate(model.value[1]) if t.kind == "size"]
+        if model.type != "MODEL" or not sized:
+            return None
+        keys[sized[-1]] = norm(size.text)
+        hit = self.vocab.table.get("".join(keys))
+        return hit if hit is not None and hit[0] == "model" else None
+
+    def on_size(self, children: list[Tok]) -> None:
+        self.bare_size(self.item(children[0]))
+
+    def on_cost(self, children: list[Tok]) -> None:
+        """'per 1M output tokens': a cost question; the number is what is priced."""
+        self.cost_phrase(children[0], children[-1])
+
+    def on_join(self, children: list[Tok]) -> None:
+        self.join = children[0].value[1][0]
+
+    def on_phrase(self, children: list[Tok]) -> None:
+        """A one-word phrase: a task, question, knob, precision, runtime, setting, situation…"""
+        self.apply(children[0].value[0], children[0].value[1])
+
+    on_family = on_task = on_question = on_knob = on_precision = on_runtime = on_phrase
+    on_setting = on_situation = on_ttft = on_phrase
+
+    def on_unknown(self, children: list[Tok]) -> None:       # pragma: no cover - classified away
+        raise self.fail(children[0], f"unknown word '{children[0].text}'")
+
+    @staticmethod
+    def item(phrase: Tok) -> Tok:
+        """The lexer's item a one-item terminal stands for."""
+        return phrase.value[1][0]         # type: ignore[no-any-return]
 
     # ------------------------------------------------------------ numbers with units
 
@@ -213,14 +272,14 @@ class Resolver(Finisher, Unknown):
         if num.kind == "size":
             value = float(num.value)
         else:
-            value = number(num.text, spec.get("binary_k", False)) * spec.get("scale", 1.0)
+            value = tok_number(num, spec.get("binary_k", False)) * spec.get("scale", 1.0)
         self.check_range(span, value, *self.limits[spec["limit"]])
         field = spec["field"]
         if field == "tokens":
             self.tokens_tok = Tok("tokens", span.text, span.col, value)
         elif field == "duration":
             self.durations.append((span, value))
-        elif field in ("speed_floor_tok_s", "tokens_per_day", "hours_per_day"):
+        elif field in ("speed_floor_tok_s", "tokens_per_day", "hours_per_day", "budget_usd"):
             setattr(self.w, field, value)
         else:
             setattr(self.w, field, int(round(value)))
@@ -228,24 +287,6 @@ class Resolver(Finisher, Unknown):
     def check_range(self, tok: Tok, value: float, lo: float, hi: float) -> None:
         if not (math.isfinite(value) and lo <= value <= hi):
             raise self.fail(tok, f"{value:g} is out of range ({lo:g} to {hi:g})")
-
-    def money(self, i: int) -> int:
-        tok = self.toks[i]
-        value, per_hour = money(tok.text)
-        end = i + 1
-        if not per_hour:
-            words = self.vocab.per_hour
-            key = ""
-            for j in range(i + 1, min(len(self.toks), i + 5)):
-                key += self.keys[j]
-                if key in words:
-                    per_hour, end = True, j + 1
-        self.check_range(tok, value, *self.limits["usd"])
-        if per_hour:
-            self.w.usd_per_gpu_hour = value
-        else:
-            self.w.budget_usd = value
-        return end
 
     # ------------------------------------------------------------ phrases
 
@@ -272,20 +313,23 @@ class Resolver(Finisher, Unknown):
         elif kind == "knob":
             self.knob(value)
         elif kind == "precision":
-            w.precision = value
+            if self.one_value("precision", value, first):
+                w.precision = value
         elif kind == "gpu":
             counted = self.pending_count is not None
             self.add_gpu(GpuRequest(value, self.take_count()), counted)
         elif kind == "model":
-            if w.model_id is not None and w.model_id != value:
-                raise self.fail(first, "one model per query", expected=["compare GPUs with 'vs'"])
-            w.model_id = value
+            if self.one_value("model_id", value, first):
+                w.model_id = value
             self.family = None
         elif kind == "family":
             self.family = (value, first)
         elif kind == "runtime":
-            w.runtime = value
-            self.runtime_tok = first
+            if self.one_value("runtime", value, first):
+                w.runtime = value
+                self.runtime_tok = first
+        elif kind == "situation":
+            w.segment = value
         elif kind == "set":
             self.set_fields(self.query_rules["phrases"][int(value)]["set"], first)
         elif kind == "ttft":
@@ -295,11 +339,12 @@ class Resolver(Finisher, Unknown):
         for name, value in fields.items():
             if name == "gpu_count":
                 self.pending_count = Tok("count", first.text, first.col, int(value))
-            elif name == "runtime":
-                self.w.runtime = str(value)
-                self.runtime_tok = first
+            elif name == "runtime":         # 'fsdp': its runtime, unless one is named
+                if self.w.runtime is None:
+                    self.w.runtime = str(value)
+                    self.runtime_tok = first
             elif name == "vs":
-                continue
+                self.join = first
             elif name in ("question", "focus") and getattr(self.w, name) is not None:
                 continue                          # the first question form decides
             else:
@@ -313,14 +358,14 @@ class Resolver(Finisher, Unknown):
             if model is None:
                 raise self.fail(ftok, f"no {fam} model near {tok.text} in models.yaml",
                                 self._family_example(fam), width=tok.end - ftok.col)
-            self.w.model_id = model
+            if self.one_value("model_id", model, ftok, width=tok.end - ftok.col):
+                self.w.model_id = model
             self.w.notes.append(f"'{self.q[ftok.col - 1:tok.end - 1]}' read as {model}")
             self.family = None
             return
-        if self.w.params is not None and self.w.params != tok.value:
-            raise self.fail(tok, "one model size per query")
-        self.w.params = tok.value
-        self.size_tok = tok
+        if self.one_value("params", tok.value, tok):
+            self.w.params = tok.value
+            self.size_tok = tok
 
     def _family_model(self, family: str, params: float) -> str | None:
         best = None

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from kb.errors import QueryError, nearest
 from kb.knowledge.data import norm
-from kb.query.words import near_misses, read_name
+from kb.query.words import NameReading, near_misses, read_name
 
 if TYPE_CHECKING:
     from kb.knowledge.data import Knowledge
@@ -46,6 +46,7 @@ class Unknown:
     size_tok: Tok | None
     formats: list[str]
     gpu_span: tuple[int, int]
+    notes_ahead: list[str]
 
     def match(self, i: int, table: Mapping[str, Entry]) -> tuple[Entry, int] | None:
         raise NotImplementedError
@@ -66,9 +67,17 @@ class Unknown:
     def _tok(self, kind: str, text: str, col: int, value: TokValue = None) -> Tok:
         raise NotImplementedError
 
+    def emit(self, terminal: str, start: int, end: int, value: object = None) -> None:
+        raise NotImplementedError
+
     def word(self, i: int) -> int:
+        """Classify a word the vocabulary lacks: a pasted name (NAME), a number run on to its
+        unit (cut in two and classified again), a near miss (read as the known word, with a
+        note), else the error."""
         tok = self.toks[i]
-        if self.pasted_name(tok):
+        reading = self.pasted_reading(tok)
+        if reading is not None:
+            self.emit("NAME", i, i + 1, reading)
             return i + 1
         m = re.match(_LEADING_NUMBER, tok.text, re.I)
         if m:                                     # "16users", "500ms", "1s": a number and a unit
@@ -85,7 +94,7 @@ class Unknown:
             shown = self.vocab.display.get(candidates[0], candidates[0])
             self.keys[i] = candidates[0]
             if self.match(i, self.vocab.table) is not None:
-                self.w.notes.append(f"read '{tok.text}' as '{shown}'")
+                self.notes_ahead.append(f"read '{tok.text}' as '{shown}'")
                 return i
             self.keys[i] = norm(tok.text)
         elif len(candidates) > 1:
@@ -94,15 +103,23 @@ class Unknown:
                             + " or ".join(f"'{o}'" for o in options), None, expected=options)
         raise self.unknown(i)
 
-    def pasted_name(self, tok: Tok) -> bool:
-        """'meta-llama/Llama-3.1-8B-Instruct', 'Qwen2.5-72B-Instruct-AWQ', 'foo-13b': the model,
-        its format, or the bare size of an unknown model."""
+    def pasted_reading(self, tok: Tok) -> tuple[NameReading, tuple[str, str] | None] | None:
+        """'meta-llama/Llama-3.1-8B-Instruct', 'Qwen2.5-72B-Instruct-AWQ', 'foo-13b': what the
+        name reads as (kb.query.words.read_name) and the model it names, if any; None when it is
+        not a pasted name."""
         if not any(c in tok.text for c in "-/_.") or len(tok.text) < 3:
-            return False
+            return None
         reading = read_name(tok.text, self.vocab)
         hit = self.vocab.table.get(reading.key)
         if hit is None and reading.size_b is not None:
             hit = self._shorter(tok.text)
+        if (hit is not None and hit[0] == "model") or reading.size_b is not None:
+            return reading, hit
+        return None
+
+    def apply_pasted(self, tok: Tok, read: tuple[NameReading, tuple[str, str] | None]) -> None:
+        """The model a pasted name names, its format, or the bare size of an unknown model."""
+        reading, hit = read
         if hit is not None and hit[0] == "model":
             self.apply(hit, [tok])
             self.w.notes.append(f"read '{tok.text}' as {hit[1]}")
@@ -115,10 +132,7 @@ class Unknown:
                                 f"{reading.size_b:g}B reference architecture")
         elif reading.size_b is not None:
             self.bare_size(self._tok("size", tok.text, tok.col, reading.size_b * self.kn.billion))
-        else:
-            return False
         self.formats.extend(reading.formats)
-        return True
 
     def _shorter(self, text: str) -> tuple[str, str] | None:
         """'Qwen3-30B-A3B-Instruct-2507': the name without trailing parts after its size."""

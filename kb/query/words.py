@@ -2,14 +2,16 @@
 near misses, and pasted model repository names.
 
 In: a Knowledge (query.yaml's tasks, questions, units, phrases, fillers and name lists; the ids
-and aliases of GPUs, models, precisions and runtimes). Out: a Vocab, built once per Knowledge
-(kb.knowledge.derived); helpers kb.query.parse uses to read one word. Nothing is built at import.
+and aliases of GPUs, models, precisions and runtimes). Out: a Vocab, made once per Knowledge on
+first use and kept with it (vocab_of; a knowledge snapshot stores it through stored_vocabulary,
+which kb.get_knowledge hands the snapshot); helpers kb.query.parse uses to read one word.
+Nothing is built at import.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from bisect import bisect_left
 
 from kb.knowledge.data import Knowledge, norm
 from kb.recordtype import fields, record
@@ -23,7 +25,7 @@ class Vocab:
     table: dict[str, tuple[str, str]]
     display: dict[str, str]
     max_tokens: int
-    prefixes: frozenset[str]        # every leading part of a key (the keys too)
+    keys: tuple[str, ...]           # every key of table and units, sorted: has_prefix reads it
     units: dict[str, str]           # unit phrase key → unit name, whatever else the key means
     gpu_words: frozenset[str]       # words of GPU names (query.yaml gpu_words)
     gpu_keys: frozenset[str]        # every key that names a GPU
@@ -62,6 +64,9 @@ def vocabulary(kn: Knowledge) -> Vocab:
     for i, phrase in enumerate(q.get("phrases", [])):
         for w in phrase["words"]:
             add(w, "set", str(i))
+    for name, situation in q.get("situations", {}).items():
+        for w in situation["words"]:
+            add(w, "situation", name)
     for w in q.get("ttft_words", []):
         add(w, "ttft", "ttft")
     for kind, items in (("precision", kn.precisions), ("gpu", kn.gpus), ("model", kn.models),
@@ -89,7 +94,7 @@ def vocabulary(kn: Knowledge) -> Vocab:
     for family in sorted({m["family"] for m in kn.models.values()}):
         add(family, "family", family)
     longest = max((len(p.split()) for p in display.values()), default=1)
-    prefixes = frozenset({key[:i] for key in (*table, *units) for i in range(1, len(key) + 1)})
+    keys = tuple(sorted({*table, *units}))     # linear in the names' length, unlike their prefixes
     gpu_words = frozenset(norm(w) for w in q.get("gpu_words", []))
     gpu_keys = frozenset(k for k, (kind, _) in table.items() if kind == "gpu")
     precision_keys = {k: v for k, (kind, v) in table.items() if kind == "precision"}
@@ -98,7 +103,7 @@ def vocabulary(kn: Knowledge) -> Vocab:
     name_formats = {norm(k): v for k, v in q.get("format_suffixes", {}).items()}
     for key, pid in precision_keys.items():         # '-Q4_K_M', '-IQ4_XS'
         name_formats.setdefault(key, pid)
-    vocab = Vocab(table, display, min(MAX_PHRASE_TOKENS, longest + 2), prefixes, units, gpu_words,
+    vocab = Vocab(table, display, min(MAX_PHRASE_TOKENS, longest + 2), keys, units, gpu_words,
                   gpu_keys, precision_keys, {},
                   training_tasks=frozenset(q["training_tasks"]),
                   inference_tasks=frozenset(q["inference_tasks"]),
@@ -111,23 +116,33 @@ def vocabulary(kn: Knowledge) -> Vocab:
     return vocab
 
 
-def vocab_to_data(vocab: Vocab) -> dict[str, Any]:
-    """A Vocab as JSON-able data (kb.knowledge.snapshot stores it): sets as sorted lists; `words`, built
-    on first use, is left out."""
-    out: dict[str, Any] = {}
-    for f in fields(vocab):
-        value = getattr(vocab, f.name)
-        if f.name != "words":
-            out[f.name] = sorted(value) if isinstance(value, frozenset) else value
-    return out
+def has_prefix(vocab: Vocab, text: str) -> bool:
+    """Some key of the vocabulary (a phrase or a unit word) starts with `text` (non-empty): a
+    binary search of the sorted keys, so the vocabulary holds each key once, not every prefix
+    of it (quadratic in a name's length)."""
+    keys = vocab.keys
+    i = bisect_left(keys, text)
+    return bool(text) and i < len(keys) and keys[i].startswith(text)
 
 
-def vocab_from_data(d: dict[str, Any]) -> Vocab:
-    """The Vocab vocab_to_data stored, equal to the one it was made from."""
-    args: dict[str, Any] = {f.name: frozenset(d[f.name]) if f.type == "frozenset[str]" else d[f.name]
-            for f in fields(Vocab) if f.name != "words"}
-    args["table"] = {k: (kind, value) for k, (kind, value) in args["table"].items()}
-    return Vocab(**args, words={})
+def vocab_of(kn: Knowledge) -> Vocab:
+    """The vocabulary of a Knowledge: made on first use and kept with it (Derived.tables, which
+    the snapshot fills with what stored_vocabulary gave when it saved this knowledge). Two
+    threads that make it at once make the same one."""
+    tables = kn.derived.tables
+    found = tables.get("vocabulary")
+    if type(found) is Vocab:
+        return found
+    vocab = Vocab(**found, words={}) if type(found) is dict else vocabulary(kn)
+    tables["vocabulary"] = vocab
+    return vocab
+
+
+def stored_vocabulary(kn: Knowledge) -> dict[str, object]:
+    """What a knowledge snapshot keeps of the vocabulary: its fields as made (marshal keeps its
+    sets and tuples), but `words`, built on first use."""
+    vocab = vocab_of(kn)
+    return {f.name: getattr(vocab, f.name) for f in fields(Vocab) if f.name != "words"}
 
 
 # ---------------------------------------------------------------- numbers

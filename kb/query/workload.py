@@ -80,10 +80,18 @@ class Workload:
     # datacenter, apple; "at home" reads as consumer and workstation); empty: every card. A
     # ranking judges only these.
     segments: list[str] = field(default_factory=list)
+    # Where the question is asked from (query.yaml situations: "at home"): it sets `segments`,
+    # and its runtime and format are the defaults.
+    segment: str | None = None
+    # Two or more values of one field joined by "vs", "or", "compared to":
+    # {"field": "precision", "values": ["fp8", "int4"]}; the field itself holds the first.
+    compare: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = dict(self.__dict__)         # every field is a plain value, but for these two lists
         d["gpus"] = [dict(g.__dict__) for g in self.gpus]
         d["notes"] = list(self.notes)
         d["segments"] = list(self.segments)
+        if self.compare is not None:
+            d["compare"] = {"field": self.compare["field"], "values": list(self.compare["values"])}
         return d

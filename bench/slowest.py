@@ -1,0 +1,74 @@
+"""The slowest answers of the generated corpus, in process: no answer may take more than 20 ms.
+
+    python bench/slowest.py          # every query of the corpus, the ten slowest printed
+
+The corpus is tests/test_same_answers.py's (every GPU, model, precision and runtime, in every
+kind of question) and the capacity questions of the reverse-sizing searches that name no GPU
+(how many GPUs for each model, alone and with a task, a precision or a target: the catalogue
+searched), each answered as `kbq --json` answers it (kb.ask, then Answer.to_dict), after a warm-up
+answer of the same query. The time of a query is the fastest of `repeats` runs, in CPU time of
+this process (the machine is shared: wall time would count the moments another process holds
+the core; the answer does no I/O, so its CPU time is its time on an idle core).
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+LIMIT_MS = 20.0
+
+
+def corpus() -> list[str]:
+    import yaml
+    from test_same_answers import queries
+
+    out = [argv[-1] for argv in queries() if argv[0] in ("--json", "--all", "--markdown")
+           and len(argv) == 2 or argv[:2] == ["--all", "--no-trace"]]
+    models = yaml.safe_load((ROOT / "rules" / "models.yaml").read_text(encoding="utf-8"))["models"]
+    extras = ["", "int4", "fp8", "lora", "qlora", "full fine-tune", "pretrain", "64 users",
+              "at 128k context", "at 20 tok/s", "ttft under 1 s"]
+    for i, m in enumerate(models):
+        out.append(f"how many gpus for {m['id']} {extras[i % len(extras)]}".strip())
+    return list(dict.fromkeys(q for q in out if q))
+
+
+def timings(queries: list[str], repeats: int) -> list[tuple[float, str]]:
+    from kb import ask
+    from kb.errors import KbError
+
+    out = []
+    for q in queries:
+        best = float("inf")
+        for _ in range(repeats + 1):            # the first run warms up
+            t = time.process_time()
+            try:
+                ask(q).to_dict()
+            except KbError:
+                pass                            # a query error is an answer too
+            best = min(best, time.process_time() - t)
+        out.append((best * 1000, q))
+    return sorted(out, reverse=True)
+
+
+def slowest(repeats: int = 2, show: int = 10) -> tuple[list[tuple[float, str]], float]:
+    times = timings(corpus(), repeats)
+    return times[:show], statistics.median(t for t, _ in times)
+
+
+def main() -> int:
+    top, median = slowest()
+    for ms, q in top:
+        print(f"{ms:7.1f} ms  {q}")
+    print(f"median {median:.1f} ms; slowest {top[0][0]:.1f} ms (limit {LIMIT_MS:g} ms)")
+    return 0 if top[0][0] <= LIMIT_MS else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,55 @@
+"""The sides of a comparison: "llama 3.1 70b fp8 vs int4 on h100", "vllm vs llama.cpp",
+"llama 3.1 8b vs qwen3 8b". The GPUs' own comparison is the GPU table; this is for one field
+with two or more values (Workload.compare).
+
+In: the Workload as the query gave it, the answer to its first value, the Knowledge. Out: one
+Side per value (the first is the answer itself): the value, the query that answers that side
+alone (kb.query.unparse) and that answer's figures, for every surface to show side by side.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING
+
+from kb.engine.answer import Answer
+
+if TYPE_CHECKING:
+    from kb.engine.answer_records import Side
+    from kb.knowledge.data import Knowledge
+    from kb.query.workload import Workload
+
+
+def sides(kn: Knowledge, asked: Workload, first: Answer) -> list[Side]:
+    """Each value of asked.compare answered on its own; the first value's answer is `first`."""
+    from kb.engine import answer
+    from kb.query.unparse import unparse
+
+    cmp = asked.compare
+    if cmp is None:
+        return []
+    out: list[Side] = []
+    for i, value in enumerate(cmp["values"]):
+        w = copy.deepcopy(asked)
+        w.compare = None
+        setattr(w, cmp["field"], value)
+        if cmp["field"] == "params":
+            w.model_id = None
+        query = unparse(w, kn)
+        a = first if i == 0 else answer(w, kn, query)
+        out.append(_side(cmp["field"], value, query, a))
+    return out
+
+
+def _side(field: str, value: object, query: str, a: Answer) -> Side:
+    rows = [g for g in a.gpus if g.requested] or a.gpus[:1]
+    row = rows[0] if rows else None
+    return {"field": field, "value": value, "query": query, "verdict": a.verdict,
+            "fits": row.fits if row else None, "gpu": row.name if row else None,
+            "count": row.count if row else None, "total_gb": a.memory.get("total_gb"),
+            "per_gpu_gb": row.per_gpu_gb if row else None,
+            "decode_tokens_per_s": row.decode_tokens_per_s if row else None,
+            "prefill_tokens_per_s": row.prefill_tokens_per_s if row else None,
+            "train_tokens_per_s": row.train_tokens_per_s if row else None,
+            "usd_per_million_tokens": row.usd_per_million_tokens if row else None,
+            "run_cost_usd": row.run_cost_usd if row else None}

@@ -1,0 +1,219 @@
+"""The query's items → the phrase terminals of grammar/query.lark: each run of words classified
+by the vocabulary, longest phrase first.
+
+In: the items the lexer cut (Tok), the vocabulary (kb.query.words.Vocab: query.yaml's words and
+the catalogue's ids and aliases). Out: Toks whose `type` is a terminal the grammar declares (GPU,
+MODEL, PRECISION, UNIT, COUNT_WORD, COST…) and whose value holds what the word is (the phrase
+table's hit) and the items it covers; fillers are dropped. A word the vocabulary lacks is read
+as a pasted name, a number run on to its unit or a near miss, or ends the classification with
+the error kbq reports once the phrases before it are read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from kb.errors import QueryError
+from kb.query.tokens import Tok
+from kb.query.words import has_prefix, money
+
+if TYPE_CHECKING:
+    from kb.knowledge.data import Knowledge
+    from kb.knowledge.records_rules import QueryRules
+    from kb.query.unknown_words import Entry
+    from kb.query.words import Vocab
+
+_PHRASE_KINDS = frozenset(("word", "num", "size", "moe", "mem"))
+# the phrase table's kinds → the grammar's terminals
+TERMINALS = {"task": "TASK", "question": "QUESTION", "knob": "KNOB", "precision": "PRECISION",
+             "gpu": "GPU", "model": "MODEL", "family": "FAMILY", "runtime": "RUNTIME",
+             "situation": "SITUATION", "ttft": "TTFT", "set": "SETTING"}
+# a unit's field → its terminal (the rest are UNIT)
+UNIT_TERMINALS = {"context_tokens": "LENGTH", "prompt_tokens": "LENGTH", "output_tokens": "LENGTH",
+                  "seq_len": "LENGTH", "tokens": "TOKENS", "tokens_per_day": "DAILY", "gpu_count": "GPUS"}
+_COMPARED = frozenset(("PRECISION", "RUNTIME", "MODEL", "SIZE"))     # one value each
+_CARD_ENDS = frozenset(("GPU", "MEMORY"))
+_CARD_STARTS = frozenset(("GPU", "MEMORY", "COUNT", "COUNT_WORD", "NUMBER"))
+_COUNTS = frozenset(("COUNT", "COUNT_WORD"))
+_ITEM_TERMINALS = {"count": "COUNT", "money": "MONEY", "vs": "VS", "num": "NUMBER", "size": "SIZE",
+                   "mem": "MEMORY"}
+
+
+class Classifier:
+    """Part of kb.query.resolve.Resolver (its attributes are declared there)."""
+
+    q: str
+    kn: Knowledge
+    toks: list[Tok]
+    keys: list[str]
+    vocab: Vocab
+    query_rules: QueryRules
+    gpu_span: tuple[int, int]
+    phrases: list[Tok]
+    notes_ahead: list[str]
+
+    if TYPE_CHECKING:           # the other parts of the Resolver
+        def word(self, i: int) -> int: ...
+
+        def unknown(self, i: int) -> QueryError: ...
+
+        def cost_end(self, i: int) -> tuple[int, tuple[str, int]] | None: ...
+
+    def classify(self) -> QueryError | None:
+        """Every item classified into self.phrases; the error that stopped it, if any."""
+        i = 0
+        try:
+            while i < len(self.toks):
+                i = self.classify_at(i)
+        except QueryError as err:
+            self.versus()
+            return err
+        self.versus()
+        return None
+
+    def versus(self) -> None:
+        """A 'vs', 'or', 'compared to' between two values of one thing is VERSUS: two
+        precisions, runtimes, models or sizes, two cards or capacities, two counts."""
+        p = self.phrases
+        for k in range(1, len(p) - 1):
+            if p[k].type not in ("VS", "JOIN"):
+                continue
+            before, after = p[k - 1].type, p[k + 1].type
+            after2 = p[k + 2].type if k + 2 < len(p) else None
+            if (before == after and before in _COMPARED and (before != "SIZE" or after2 not in ("TOKENS", "DAILY"))) \
+                    or (before in _CARD_ENDS and after in _CARD_STARTS) \
+                    or (before in _COUNTS and after in _COUNTS) \
+                    or (before in ("MODEL", "SIZE") and after == "SIZE" and after2 not in ("TOKENS", "DAILY")):
+                p[k].type = "VERSUS"
+
+    def emit(self, terminal: str, start: int, end: int, value: object = None) -> None:
+        """One terminal over items start..end-1; notes waiting for it go with it."""
+        toks = self.toks[start:end]
+        first = toks[0]
+        text = self.q[first.col - 1:toks[-1].end - 1]
+        tok = Tok("phrase", text, first.col, (value, toks, self.notes_ahead), None, terminal)
+        self.notes_ahead = []
+        self.phrases.append(tok)
+
+    def emit_unit(self, start: int, end: int, unit: str) -> None:
+        field = self.query_rules["units"][unit]["field"]
+        self.emit(UNIT_TERMINALS.get(field, "UNIT"), start, end, unit)
+
+    def classify_at(self, i: int) -> int:
+        tok = self.toks[i]
+        if tok.kind == "money":
+            return self.classify_money(i)
+        if tok.kind in ("count", "vs"):
+            self.emit(_ITEM_TERMINALS[tok.kind], i, i + 1)
+            return i + 1
+        cost = self.cost_end(i)
+        if cost is not None:                 # 'per' 1M 'output tokens'
+            words_end, (unit, end) = cost
+            self.emit("COST", i, words_end)
+            self.emit("NUMBER", words_end, words_end + 1)
+            self.emit_unit(words_end + 1, end, unit)
+            return end
+        found = self.match(i, self.vocab.table)
+        if found is None:
+            return self.classify_unmatched(i)
+        hit, end = found
+        kind, value = hit
+        if kind == "unit":
+            return self.classify_unit_first(i, end, value)
+        if kind == "filler":
+            return end
+        terminal = TERMINALS[kind]
+        if kind == "set":
+            fields = self.query_rules["phrases"][int(value)]["set"]
+            terminal = "COUNT_WORD" if "gpu_count" in fields else "JOIN" if "vs" in fields else terminal
+        if kind == "gpu":
+            self.gpu_span = (i, end)
+        self.emit(terminal, i, end, hit)
+        return end
+
+    def classify_money(self, i: int) -> int:
+        """A sum, and the words after it that make it a price per GPU hour."""
+        self.emit("MONEY", i, i + 1)
+        key, end = "", i + 1
+        if money(self.toks[i].text)[1]:          # '$2/h': the rate is in the item
+            return end
+        for j in range(i + 1, min(len(self.toks), i + 5)):
+            key += self.keys[j]
+            if key in self.vocab.per_hour:
+                end = j + 1
+        if end > i + 1:
+            self.emit("PER_HOUR", i + 1, end)
+        return end
+
+    def classify_unit_first(self, i: int, end: int, unit: str) -> int:
+        """'seq 4096', 'prompt 2000 tokens': a unit word takes the number after it."""
+        self.emit_unit(i, end, unit)
+        if end < len(self.toks) and self.toks[end].kind == "num":
+            self.emit("NUMBER", end, end + 1)
+            field = self.query_rules["units"][unit]["field"]
+            after = self.match(end + 1, self.vocab.units) if UNIT_TERMINALS.get(field) == "LENGTH" else None
+            if after is not None and after[0] == "tokens":
+                self.emit_unit(end + 1, after[1], "tokens")
+                return after[1]
+            return end + 1
+        return end
+
+    def classify_unmatched(self, i: int) -> int:
+        tok = self.toks[i]
+        if tok.kind in ("num", "size"):
+            unit = self.match(i + 1, self.vocab.units) if i + 1 < len(self.toks) else None
+            if unit is not None and tok.kind == "size" and \
+                    self.query_rules["units"][unit[0]]["field"] not in ("tokens", "tokens_per_day"):
+                unit = None                          # "70B users": a size, then a unit alone
+            if unit is not None:                     # "16 users", "4096 token prompt"
+                self.emit(_ITEM_TERMINALS[tok.kind], i, i + 1)
+                self.emit_unit(i + 1, unit[1], unit[0])
+                return unit[1]
+        if tok.kind == "num":               # a count before a card, else a number alone
+            nxt = self.match(i + 1, self.vocab.table) if i + 1 < len(self.toks) else None
+            self.emit("NUMBER" if nxt is not None and nxt[0][0] == "gpu" else "BARE", i, i + 1)
+            return i + 1
+        if tok.kind in ("mem", "size"):
+            self.emit(_ITEM_TERMINALS[tok.kind], i, i + 1)
+            return i + 1
+        if tok.kind == "word":
+            return self.word(i)
+        raise self.unknown(i)
+
+    def match(self, i: int, table: Mapping[str, Entry]) -> tuple[Entry, int] | None:
+        """The longest phrase of `table` from toks[i] over words, numbers and sizes; a last
+        word may be a plural ('4090s', 'h100s')."""
+        toks, keys, vocab = self.toks, self.keys, self.vocab
+        found: tuple[Entry, int] | None = None
+        key = ""
+        for j in range(i, min(len(toks), i + self.vocab.max_tokens)):
+            if toks[j].kind not in _PHRASE_KINDS:
+                break
+            if toks[j].kind == "num" and self._unit_follows(j, table) and (
+                    found is not None or (j == i and not self._number_at(j + 2))):
+                break                       # 'hqq 4 users': the 4 counts users, not 'hqq4';
+                                            # '5060 context': a context, not an RTX 5060 (but
+                                            # '4090 batch 2' is the card, then 'batch 2')
+            part = keys[j]
+            if part.endswith("s") and len(part) > 2 and table.get(key + part) is None:
+                plural = table.get(key + part[:-1])
+                if plural is not None and plural[0] == "gpu":
+                    found = (plural, j + 1)
+            key += part
+            hit = table.get(key)
+            if hit is None and key.endswith("."):     # 'llama.cpp.'
+                hit = table.get(key.rstrip("."))
+            if hit is not None:
+                found = (hit, j + 1)
+            if not has_prefix(vocab, key):
+                break
+        return found
+
+    def _number_at(self, j: int) -> bool:
+        return j < len(self.toks) and self.toks[j].kind == "num"
+
+    def _unit_follows(self, j: int, table: Mapping[str, Entry]) -> bool:
+        """The token after number j is a unit word, so the number belongs to it."""
+        nxt = table.get(self.keys[j + 1]) if j + 1 < len(self.toks) else None
+        return nxt is not None and nxt[0] == "unit"

@@ -1,0 +1,151 @@
+"""Phrases read as a whole: a number word ("300 billion"), a cost phrase ("per 1M output
+tokens"), a card's memory variant ("3060 12gb"), and two values of one thing (a comparison when
+joined by "vs", "or", "compared to"; an error otherwise).
+
+In: the items of kb.query.resolve.Resolver. Out: the items merged or consumed, Workload fields
+set, or a QueryError with a caret on the second value. Every word comes from rules/query.yaml
+(number_words, cost_per, phrases) and the catalogue.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kb.knowledge.data import norm
+from kb.query.tokens import Tok
+from kb.query.unknown_words import Entry
+from kb.query.words import number, vocab_of
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from kb.errors import QueryError
+    from kb.knowledge.data import Knowledge
+    from kb.knowledge.records_rules import QueryRules
+    from kb.query.workload import Workload
+
+# what a Workload field compared is called in an error
+LABELS = {"precision": "precisions", "runtime": "runtimes", "model_id": "models", "params": "model sizes"}
+
+
+def merge_number_words(toks: list[Tok], keys: list[str], words: Mapping[str, float], q: str) -> None:
+    """'300 billion' → one number 3e11; 'million' alone → 1e6 (query.yaml number_words)."""
+    i = 0
+    while i < len(toks):
+        scale = words.get(keys[i]) if toks[i].kind == "word" else None
+        if scale is None:
+            i += 1
+            continue
+        prev = toks[i - 1] if i > 0 else None
+        if prev is not None and prev.kind == "num" and not isinstance(prev.value, float):
+            text = q[prev.col - 1:toks[i].end - 1]
+            toks[i - 1:i + 1] = [Tok("num", text, prev.col, number(prev.text) * scale)]
+            keys[i - 1:i + 1] = [norm(text)]
+            continue
+        toks[i] = Tok("num", toks[i].text, toks[i].col, float(scale))
+        i += 1
+
+
+def tok_number(tok: Tok, binary_k: bool = False) -> float:
+    """The number an item stands for: a merged number word's value, else its text read."""
+    if isinstance(tok.value, float) and tok.kind == "num":
+        return tok.value
+    return number(tok.text, binary_k)
+
+
+class Phrases:
+    """Part of kb.query.resolve.Resolver (its attributes are declared there)."""
+
+    q: str
+    kn: Knowledge
+    w: Workload
+    toks: list[Tok]
+    keys: list[str]
+    query_rules: QueryRules
+    join: Tok | None
+    seen: dict[str, Tok]
+
+    def match(self, i: int, table: Mapping[str, Entry]) -> tuple[Entry, int] | None:
+        raise NotImplementedError
+
+    def fail(self, tok: Tok, message: str, suggestion: str | None = None,
+             expected: list[str] | None = None, width: int | None = None) -> QueryError:
+        raise NotImplementedError
+
+    def cost_end(self, i: int) -> tuple[int, tuple[str, int]] | None:
+        """Where 'per 1M output tokens', 'per million tokens', 'per 1k requests' ends: the end
+        of its cost words and (unit, end of the unit words); None when no cost phrase is here."""
+        spec = self.query_rules.get("cost_per")
+        if not spec:
+            return None
+        words = {norm(w) for w in spec["words"]}
+        key, end = "", None
+        for j in range(i, min(len(self.toks), i + 3)):
+            if self.toks[j].kind != "word":
+                break
+            key += self.keys[j]
+            if key in words:
+                end = j + 1
+        if end is None or end >= len(self.toks) or self.toks[end].kind not in ("num", "size"):
+            return None
+        unit = self.match(end + 1, vocab_of(self.kn).units)
+        if unit is None or unit[0] not in spec["units"]:
+            return None
+        return end, unit
+
+    def cost_phrase(self, first: Tok, last: Tok) -> None:
+        """The cost phrase's meaning: the focus is cost (the number is what is priced, not a
+        length), said in the notes."""
+        spec = self.query_rules["cost_per"]
+        if spec is None:
+            return
+        if self.w.focus is None:
+            self.w.focus = spec["focus"]
+        self.w.notes.append(f"'{self.q[first.col - 1:last.end - 1]}' read as a cost question")
+
+    def gpu_variant(self, gpu: Tok, memory: Tok) -> None:
+        """A memory size right after a card's name is that card's variant ('3060 12gb',
+        'h100 94gb'): the catalogue card whose name holds the words typed and has that memory."""
+        mem = memory.value[1][0]
+        req = self.w.gpus[-1]
+        typed = [norm(t.text) for t in gpu.value[1]]
+        same: list[tuple[str, float]] = []
+        for gid, g in self.kn.gpus.items():
+            words = {norm(p) for name in (g["name"], *g.get("aliases", [])) for p in name.split()}
+            words |= {norm(a) for a in g.get("aliases", [])}
+            if all(k in words for k in typed) or gid == req.gpu_id:
+                same.append((gid, float(g["vram_gb"])))
+        fit = [gid for gid, gb in same if abs(gb - mem.value) <= 0.02 * mem.value + 0.5]
+        if req.gpu_id in fit:
+            return
+        if fit:
+            req.gpu_id = fit[0]
+            return
+        name = self.kn.gpus[str(req.gpu_id)]["name"]
+        sizes = sorted({f"{gb:g}gb" for _, gb in same})
+        raise self.fail(mem, f"gpus.yaml has no {mem.text} variant of {name}",
+                        sizes[0] if sizes else None, expected=sizes)
+
+    def one_value(self, field: str, value: object, tok: Tok, width: int | None = None) -> bool:
+        """A second value for a field: a comparison when 'vs', 'or', 'compared to' stands
+        between the two (the Workload keeps the first and lists both), else an error on the
+        second. True when the value is the field's own."""
+        w, prev = self.w, self.seen.get(field)
+        if prev is None or getattr(w, field) == value:
+            self.seen[field] = tok
+            return True
+        if self.join is not None and self.join.col > prev.col:
+            cmp = w.compare
+            if cmp is None:
+                w.compare = {"field": field, "values": [getattr(w, field), value]}
+            elif cmp["field"] == field:
+                if value not in cmp["values"]:
+                    cmp["values"].append(value)
+            else:
+                raise self.fail(tok, "one comparison per query", width=width)
+            self.seen[field] = tok
+            self.join = None
+            return False
+        label = LABELS.get(field, field)
+        raise self.fail(tok, f"two {label} ('{prev.text}' and '{tok.text}'): join them with 'vs' to compare",
+                        f"vs {tok.text}", expected=[f"vs {tok.text}", f"or {tok.text}"], width=width)

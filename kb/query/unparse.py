@@ -1,0 +1,114 @@
+"""Workload → query text: the one place a Workload is written back in the query language.
+
+In: a Workload as kb.query.parse made it (fields the question set; defaults not filled) and the
+Knowledge. Out: query text that parses to the same Workload (tests/test_unparse.py checks it over
+the phrasings table and generated workloads). Every word is the first word the rules list for
+the value (query.yaml tasks, questions, units, knobs, phrases, situations; catalogue ids), so
+the text is what the page links and the CLI prints for an option or a side of a comparison.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kb.knowledge.data import Knowledge
+    from kb.query.workload import GpuRequest, Workload
+
+# Workload fields written as "<number> <unit word>" (query.yaml units, by field)
+_UNIT_FIELDS = ("users", "batch", "context_tokens", "prompt_tokens", "output_tokens", "seq_len",
+                "lora_rank", "tp", "pp", "speed_floor_tok_s", "tokens_per_day", "hours_per_day")
+# Boolean fields set by a knob word (query.yaml knobs): field → (knob when true, knob when false)
+_KNOBS = {"checkpointing": ("checkpointing", "no_checkpointing"), "flash_attention": ("flash", "eager"),
+          "offload": ("offload", None), "optimizer_in_backward": ("optimizer_in_backward", None),
+          "paged": ("paged", None), "lora_attention_only": ("lora_attention_only", None),
+          "quantized_inputs_kept": ("quantized_inputs_kept", None)}
+
+
+def num(value: float) -> str:
+    """A number as the query language reads it back exactly: digits, no scale suffix."""
+    if float(value).is_integer() and abs(value) < 1e16:
+        return str(int(value))
+    return repr(float(value))
+
+
+def _phrase(kn: Knowledge, wanted: dict[str, object]) -> str | None:
+    """The first word of the query.yaml phrase that sets exactly these fields."""
+    for p in kn.query.get("phrases", []):
+        if p["set"] == wanted:
+            return p["words"][0]
+    return None
+
+
+def _gpu(kn: Knowledge, g: GpuRequest) -> str:
+    what = g.gpu_id if g.gpu_id is not None else f"{num(g.capacity_gb or 0)}gb"
+    return f"{g.count}x {what}"
+
+
+def _value(kn: Knowledge, field: str, value: object) -> str:
+    if field == "params":
+        return f"{num(float(value) / kn.billion)}B"      # type: ignore[arg-type]
+    return str(value)
+
+
+def unparse(w: Workload, kn: Knowledge) -> str:
+    """The query text of a Workload (see the module's docstring)."""
+    q = kn.query
+    out: list[str] = []
+    if w.task_explicit:
+        if w.objective:
+            out.append(q["tasks"][w.objective][0])
+        out.append(q["tasks"][w.task][0])
+    if w.question:
+        out.append(q["questions"][w.question][0])
+    if w.focus:
+        out.append(_phrase(kn, {"focus": w.focus}) or "")
+    cmp = w.compare
+    for field in ("model_id", "params", "precision", "runtime"):
+        value = getattr(w, field)
+        if value is None:
+            continue
+        if cmp is not None and cmp["field"] == field:
+            out.append(" vs ".join(_value(kn, field, v) for v in cmp["values"]))
+        else:
+            out.append(_value(kn, field, value))
+    if w.kv_precision:
+        out.append(q["knobs"][f"{w.kv_precision}_kv"][0])
+    if w.optimizer:
+        out.append(q["knobs"][w.optimizer][0])
+    for field, (on, off) in _KNOBS.items():
+        value = getattr(w, field)
+        knob = on if value else off if value is False else None
+        if knob is not None:
+            out.append(q["knobs"][knob][0])
+    by_field = {spec["field"]: spec["words"][0] for spec in q["units"].values()
+                if spec["field"] != "duration" or spec.get("scale", 1.0) == 1.0}
+    for field in _UNIT_FIELDS:
+        value = getattr(w, field)
+        if value is not None:
+            out.append(f"{num(value)} {by_field[field]}")
+    if w.train_tokens is not None:
+        out.append(f"{num(w.train_tokens)} {by_field['tokens']}")
+    if w.deadline_hours is not None:
+        out.append(f"{num(w.deadline_hours * 3600)} {by_field['duration']}")
+    if w.ttft_max_s is not None:
+        out.append(f"{q['ttft_words'][0]} {num(w.ttft_max_s)} {by_field['duration']}")
+    if w.budget_usd is not None:
+        out.append(f"${num(w.budget_usd)}")
+    if w.usd_per_gpu_hour is not None:
+        out.append(f"${num(w.usd_per_gpu_hour)}/h")
+    for field in ("sharding", "rent", "sort", "want_options", "dp_attention"):
+        value = getattr(w, field)
+        if value is not None:
+            wanted: dict[str, object] = {field: value}
+            if field == "sharding":
+                wanted = next((dict(p["set"]) for p in q.get("phrases", []) if p["set"].get("sharding") == value),
+                              wanted)
+            out.append(_phrase(kn, wanted) or "")
+    if w.segment:
+        out.append(q["situations"][w.segment]["words"][0])
+    if w.gpus:
+        out.append("on " + " vs ".join(_gpu(kn, g) for g in w.gpus))
+    if w.gpu_count is not None:
+        out.append(f"{w.gpu_count} {by_field['gpu_count']}")
+    return " ".join(x for x in out if x)

@@ -1,0 +1,64 @@
+"""grammar/query.lark carries the query language: a question is read as its phrases.
+
+Each row: a query and the grammar's phrases found in it, in order (rule names of
+grammar/query.lark; fillers are dropped by the classifier, so they make no phrase). The rows
+were written from the grammar's rules by hand.
+"""
+
+import pytest
+
+from kb import get_knowledge
+from kb.query import parse as query
+from kb.query.resolve import Resolver
+
+KN = get_knowledge()
+
+CASES = [
+    ("serve 70B int4 16 users on h100", ["task", "size", "precision", "quantity", "gpu"]),
+    ("mixtral 8x7b awq on a single l40s", ["model", "precision", "gpu"]),
+    ("8b on 2x rtx 3080 10gb", ["size", "gpu"]),
+    ("8b on 3060 12gb", ["size", "gpu"]),
+    ("train 13B qlora on 20GB?", ["task", "size", "task", "capacity"]),
+    ("price per 1M output tokens for qwen2.5-14b on an l4", ["cost", "model", "gpu"]),
+    ("serve 8b prompt 2000 tokens output of 500 tokens", ["task", "size", "quantity", "quantity"]),
+    ("serve 8b with a 2000 token prompt", ["task", "size", "quantity"]),
+    ("llama 3.1 70b fp8 vs int4 on h100", ["model", "comparison", "gpu"]),
+    ("8b vllm or sglang on h100", ["size", "comparison", "gpu"]),
+    ("llama 3.1 8b compared to qwen3 8b", ["comparison"]),
+    ("infer 7B fp16 on rtx 4000 ada vs rtx 6000 ada", ["task", "size", "precision", "cards"]),
+    ("70b on 2x or 4x h100", ["size", "gpu"]),
+    ("which gpu for 13b under $1500", ["question", "size", "money"]),
+    ("which gpu for 13b budget 5k", ["question", "size", "quantity"]),
+    ("serve 70b at $2 per gpu hour", ["task", "size", "money"]),
+    ("what gpu for 32b models at home", ["question", "size", "situation"]),
+    ("full fine-tune 8b with torchtune adamw on 4090", ["task", "size", "runtime", "knob", "gpu"]),
+    ("full fine-tune 13b zero-3 on 8x a100", ["task", "size", "setting", "gpu"]),
+    ("serve 70b on 4 gpus", ["task", "size", "quantity"]),
+    ("two gpus 70b int4", ["count", "unit", "size", "precision"]),
+    ("qwen 14b at 30 tok/s", ["model", "quantity"]),
+    ("max context for 8b on 4090 128k", ["question", "size", "gpu", "number"]),
+    ("ttft under 2 s", ["ttft", "quantity"]),
+    ("qwen 7b vs 14b on l4", ["model", "gpu"]),
+]
+
+
+def _phrases(q):
+    r = Resolver(q, query._lex(q), KN, query._phrases(q))
+    assert r.classify() is None
+    return [rule for rule, _ in r.grammar(r.phrases)]
+
+
+@pytest.mark.parametrize("q,rules", CASES, ids=[c[0] for c in CASES])
+def test_a_question_is_read_as_its_phrases(q, rules):
+    assert _phrases(q) == rules
+
+
+@pytest.mark.parametrize("family,a,b", [("qwen", "7b", "14b"), ("llama", "8b", "70b"), ("mistral", "7b", "123b"),
+                                        ("llama 3.1", "8b", "405b")])
+def test_sizes_after_vs_are_the_family_models_each_size_names_alone(family, a, b):
+    """'qwen 7b vs 14b' compares the two models 'qwen 7b' and 'qwen 14b' name on their own."""
+    from kb.query.parse import parse
+
+    w = parse(f"{family} {a} vs {b}", KN)
+    alone = [parse(f"{family} {size}", KN).model_id for size in (a, b)]
+    assert w.compare == {"field": "model_id", "values": alone}

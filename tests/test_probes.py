@@ -1,0 +1,61 @@
+"""The capacity searches (kb.engine.solve, kb.engine.probes) give what a probe made from scratch
+and a plain bisection give: sharing the card-free formulas, computing the cards as columns and
+narrowing the bracket by the margin change how fast the answer comes, not the answer."""
+
+from __future__ import annotations
+
+import pytest
+
+from kb import get_knowledge
+from kb.engine.probes import Probes
+from kb.engine.solve import largest_fitting
+from kb.query.parse import parse
+
+QUESTIONS = ["max users for 70B int4 on h200 at 32k context", "max context for 8b on 4090",
+             "max users for starcoder int4 on v100 16gb", "max batch for 7b on 4090",
+             "max users for mixtral 8x7b awq on 2x l40s", "max context for qwen3-32b fp8 on h100",
+             "max users for 8b int4 on h100 at 30 tok/s", "max context for 7b on 24GB", "max users for 13b int8 on a10"]
+
+
+def _bisection(kn, w, vary, lower, upper, gpu, count, holds):
+    """The plain bisection the search stands for: lower fits, upper does not."""
+    def fits(v):
+        return Probes(kn, w).probe(vary, v, gpu, count, holds).fits
+    if not fits(lower):
+        return None
+    if fits(upper):
+        return upper
+    lo, hi = int(lower), int(upper)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return float(lo)
+
+
+@pytest.mark.parametrize("query", QUESTIONS)
+def test_the_search_finds_the_bisections_value(query: str) -> None:
+    kn = get_knowledge()
+    w = parse(query, kn)
+    spec = kn.query["solve"][w.question]
+    gpu = kn.gpus[w.gpus[0].gpu_id] if w.gpus and w.gpus[0].gpu_id else None
+    if gpu is None:
+        from kb.engine.scope import capacity_gpu
+        gpu = capacity_gpu(w.gpus[0], kn)
+    count = w.gpus[0].count
+    holds = spec.get("holds", "fits")
+    found, _ = largest_fitting(kn, w, spec["vary"], spec["lower"], spec["upper"], gpu, count, holds)
+    assert found == _bisection(kn, w, spec["vary"], spec["lower"], spec["upper"], gpu, count, holds)
+    assert found is not None and found > spec["lower"]     # a real search, not an end of the range
+
+
+@pytest.mark.parametrize("query", ["how many gpus for deepseek-v3", "how many gpus for 70b fp16",
+                                   "how many gpus to train 13b full fine-tune"])
+def test_a_probe_over_the_catalogue_is_the_probe_on_its_card(query: str) -> None:
+    kn = get_knowledge()
+    w = parse(query, kn)
+    cards = list(kn.gpus.values())
+    shared = Probes(kn, w, cards)
+    for count in (1, 2, 8, 24):
+        for gpu in cards:
+            alone = Probes(kn, w).probe("gpu_count", count, gpu, count)
+            assert shared.probe("gpu_count", count, gpu, count) == alone, (gpu["id"], count)
