@@ -162,3 +162,51 @@ def test_the_trace_and_the_whole_table_are_behind_flags():
     every = kbq("--all", "serve 70B int4 16 users").stdout
     assert len([ln for ln in every.splitlines() if re.match(r"\s+\d+\s+\S", ln)]) > 5
     assert "TRACE" in kbq("--trace", "serve 70B int4 16 users").stdout
+
+
+SIDES = ["llama 3.1 70b fp8 vs int4 on h100", "qwen2.5 32b on vllm vs llama.cpp on a 4090",
+         "llama 3.1 8b vs qwen2.5 7b on an l4", "8b vs 70b on h100", "cost of 70b fp8 vs int4 on 2x h100",
+         "how fast is 8b on vllm vs sglang on l40s", "serve mistral 7b fp16 vs q4_k_m on rtx 4060 ti 16gb",
+         "serve 70b int8 vs int4 on 2x h100"]
+
+
+@pytest.mark.parametrize("query", SIDES)
+def test_a_vs_b_of_precisions_runtimes_models_gives_each_side_its_figure(query):
+    """Each side's fit, memory per GPU and asked figure (speed, or cost when asked) in the verdict,
+    in order, equal to what `kbq --json` gives for that side's own query (answered apart)."""
+    verdict, data = answer(query)
+    sides = data["comparison"]
+    assert sides and len(sides) >= 2, data["comparison"]
+    clauses = re.split(r"\.\s", verdict)[0].split("; ")
+    assert len(clauses) == len(sides), verdict                 # one clause per side, side by side
+    cost = data["question"]["kind"] == "cost"
+    for clause, side in zip(clauses, sides):
+        alone = asked_row(json.loads(kbq("--json", side["query"]).stdout))
+        assert ("does not fit" not in clause) == alone["fits"], (clause, alone["fits"])
+        assert shows(clause, alone["per_gpu_gb"]) and shows(clause, alone["usable_vram_gb"]), clause
+        figure = alone["usd_per_million_tokens"] if cost else alone["decode_tokens_per_s"]
+        if alone["fits"] and figure is not None:
+            assert shows(clause, figure), (clause, figure)
+    fitting = [s for s in sides if s["fits"]]
+    if len(fitting) == 1:
+        assert "Only " in verdict
+    elif len(fitting) == 2 and not cost:
+        fast, slow = sorted(fitting, key=lambda s: -(s["decode_tokens_per_s"] or 0))
+        if fast["decode_tokens_per_s"] >= 1.05 * slow["decode_tokens_per_s"]:
+            assert re.search(rf"\b{re.escape(str(fast['value']))} decodes [\d.]+× faster", verdict), verdict
+
+
+def test_a_vs_b_of_precisions_says_which_keeps_more_quality_as_the_rules_rank_it():
+    """rules/prices.yaml ranks the options' quality cost (quality_rank): int8 1 (near lossless,
+    llama.cpp's quantize table), int4 2 (AWQ paper); the verdict says so, and no more."""
+    import pathlib
+
+    import yaml
+
+    rules = yaml.safe_load((pathlib.Path(__file__).parents[1] / "rules" / "prices.yaml").read_text())
+    rank = {o["precision"]: o["quality_rank"] for o in rules["advice"]["options"] if o.get("precision")}
+    assert rank["int8"] < rank["int4"]
+    verdict, _ = answer("serve 70b int8 vs int4 on 2x h100")
+    assert "int8 keeps more model quality" in verdict, verdict
+    verdict, _ = answer("llama 3.1 70b fp8 vs int4 on h100")      # fp8 is not ranked: no claim
+    assert "quality" not in verdict, verdict

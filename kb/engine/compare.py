@@ -37,8 +37,20 @@ def sides(kn: Knowledge, asked: Workload, first: Answer) -> list[Side]:
             w.model_id = None
         query = unparse(w, kn)
         a = first if i == 0 else answer(w, kn, query)
-        out.append(_side(cmp["field"], value, query, a))
+        side = _side(cmp["field"], value, query, a)
+        if cmp["field"] == "precision":
+            side["quality_rank"] = quality_rank(kn, value)
+        out.append(side)
     return out
+
+
+def quality_rank(kn: Knowledge, precision: object) -> int | None:
+    """The quality cost the rules rank a precision at (the options of rules/prices.yaml that
+    change the weights to it: quality_rank, 0 no quality cost); None where none ranks it."""
+    for rule in kn.advice.get("options") or []:
+        if rule.get("precision") == precision and rule.get("quality_rank") is not None:
+            return int(rule["quality_rank"])
+    return None
 
 
 def _side(field: str, value: object, query: str, a: Answer) -> Side:
@@ -48,6 +60,8 @@ def _side(field: str, value: object, query: str, a: Answer) -> Side:
             "fits": row.fits if row else None, "gpu": row.name if row else None,
             "count": row.count if row else None, "total_gb": a.memory.get("total_gb"),
             "per_gpu_gb": row.per_gpu_gb if row else None,
+            "usable_vram_gb": row.usable_vram_gb if row else None,
+            "gpus_needed": row.gpus_needed if row else None,
             "decode_tokens_per_s": row.decode_tokens_per_s if row else None,
             "prefill_tokens_per_s": row.prefill_tokens_per_s if row else None,
             "train_tokens_per_s": row.train_tokens_per_s if row else None,

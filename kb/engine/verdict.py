@@ -5,6 +5,9 @@ found, the sizing flow's outcome; the ranked GPU rows; the recommendation; the o
 Out: one text, composed here and nowhere else, that `Answer.verdict` (the `--json` contract)
 carries and every surface shows. By kind:
   fit, compare     the fit on the GPUs named (one line each when several), then what would fit
+  A vs B of one field (Answer.comparison: "fp8 vs int4", "vllm vs llama.cpp", "8b vs 70b")
+                   one clause per side with its fit, memory per GPU and speed (or cost, when asked),
+                   then which side wins on what
   which_gpu        the pick with its price and speed, then at most two alternatives of another kind
   cost             the cost per million tokens (serving) or per run (training) first
   max_users, max_context, largest_model, how_many_gpus, max_batch
@@ -48,6 +51,10 @@ def compose(a: Answer) -> str:
         parts = _solved(a, q)
     elif kind == "compare":
         parts = _compare(a)
+    elif a.comparison and len(a.comparison) > 1:
+        from kb.engine.verdict_sides import sides
+
+        parts = sides(a.comparison, str(q.get("kind") or ""), _training(a), _fixes(a, 1))
     elif kind == "which_gpu" or not any(g.requested for g in a.gpus):
         parts = _which(a, q)
     elif kind == "cost":
