@@ -188,6 +188,9 @@ def test_a_vs_b_of_precisions_runtimes_models_gives_each_side_its_figure(query):
         if alone["fits"] and figure is not None:
             assert shows(clause, figure), (clause, figure)
     fitting = [s for s in sides if s["fits"]]
+    fixes = [o for o in data["options"] or [] if o["fits"]]
+    if not fitting and fixes:         # what would hold the first side, with its figure
+        assert fixes[0]["change_only"] in verdict and shows(verdict, fixes[0]["per_gpu_gb"]), verdict
     if len(fitting) == 1:
         assert "Only " in verdict
     elif len(fitting) == 2 and not cost:

@@ -52,9 +52,10 @@ def compose(a: Answer) -> str:
     elif kind == "compare":
         parts = _compare(a)
     elif a.comparison and len(a.comparison) > 1:
-        from kb.engine.verdict_sides import sides
+        from kb.engine.verdict_sides import label, sides
 
-        parts = sides(a.comparison, str(q.get("kind") or ""), _training(a), _fixes(a, 1))
+        parts = sides(a.comparison, str(q.get("kind") or ""), _training(a),
+                      _fixes(a, 1, label(a.comparison[0])))   # the options change the first side
     elif kind == "which_gpu" or not any(g.requested for g in a.gpus):
         parts = _which(a, q)
     elif kind == "cost":
@@ -136,16 +137,16 @@ def _borderline(a: Answer, g: GpuRow) -> str | None:
     return f"Borderline: the spare {num(g.headroom_gb)} GB is within the memory estimate's p90 error (±{num(pct)}%)."
 
 
-def _fixes(a: Answer, most: int = 2) -> list[str]:
+def _fixes(a: Answer, most: int = 2, what_fits: str = "it") -> list[str]:
     """The one or two options that would hold the job, with their figure, a sentence each (the
-    GPU named only when it is not the one asked about)."""
+    GPU named only when it is not the one asked about); `what_fits`: what the first one names."""
     found = [o for o in a.options or [] if o["fits"] and o.get("meets_target") is not False][:most]
     asked = next((g.id for g in a.gpus if g.requested), None)
     out = []
     for i, o in enumerate(found):
         on = f"{o['count']}×" + ("" if o["gpu_id"] == asked else f" {o['gpu']}")
         what = f"{o['change_only']} on {on}"
-        out.append(f"With {what}, it fits ({num(o['per_gpu_gb'])} GB per GPU)." if i == 0
+        out.append(f"With {what}, {what_fits} fits ({num(o['per_gpu_gb'])} GB per GPU)." if i == 0
                    else f"Or with {what}.")
     return out
 

@@ -39,13 +39,14 @@ def _side_figure(side: Side, kind: str, training: bool) -> tuple[float | None, s
         (side["decode_tokens_per_s"], "tok/s per user")
 
 
-def _clause(side: Side, kind: str, training: bool, on: bool, again: bool) -> str:
-    """A side's fit, memory per GPU and figure; `again`: its unit was said in the clause before."""
+def _clause(side: Side, kind: str, training: bool, on: bool, again: bool, alike: bool) -> str:
+    """A side's fit, memory per GPU and figure; `again`: its unit was said in the clause before;
+    `alike`: no side fits and all need the same count (said once, after the clauses)."""
     where = f" on {_on(side)}" if on else ""
-    if not side["fits"]:
+    if not side["fits"]:            # the cards that would hold it: here, or once for all sides
         more = side.get("gpus_needed")
-        held = f", {more}× would hold it" if more and more != side["count"] else ""
-        return (f"{label(side)} does not fit{where}: needs {num(side['per_gpu_gb'])} GB per GPU "
+        held = f", {more}× would hold it" if more and more != side["count"] and not alike else ""
+        return (f"{label(side)} does not fit{where}: {num(side['per_gpu_gb'])} GB per GPU "
                 f"({num(side.get('usable_vram_gb'))} usable){held}")
     mem = f"{num(side['per_gpu_gb'])} of {num(side.get('usable_vram_gb'))} GB per GPU"
     value, unit = _side_figure(side, kind, training)
@@ -60,14 +61,27 @@ def sides(sides: list[Side], kind: str, training: bool, fixes: list[str]) -> lis
     figures, and the rules' quality rank); `fixes`: what would make the first side fit."""
     same = len({(s["count"], s["gpu"]) for s in sides}) == 1
     head = f"On {_on(sides[0])}, " if same else ""
-    first = head + "; ".join(_clause(s, kind, training, not same, i > 0) for i, s in enumerate(sides)) + "."
+    alike = _alike(sides)
+    first = head + "; ".join(_clause(s, kind, training, not same, i > 0, alike is not None)
+                             for i, s in enumerate(sides)) + "."
     return [first, _side_winner(sides, kind, training, fixes)]
+
+
+def _alike(sides: list[Side]) -> int | None:
+    """The count of cards every side needs by memory, when none fits and they agree."""
+    counts = {s.get("gpus_needed") for s in sides if not s["fits"]}
+    if any(s["fits"] for s in sides) or len(counts) != 1:
+        return None
+    n = counts.pop()
+    return n if n and n != sides[0]["count"] else None
 
 
 def _side_winner(sides: list[Side], kind: str, training: bool, fixes: list[str]) -> str:
     fitting = [s for s in sides if s["fits"]]
     if not fitting:
-        return "Neither fits." + (f" {fixes[0]}" if fixes else "")
+        more = _alike(sides)
+        held = f"; {more}× would hold each" if more is not None else ""
+        return (f"{'Neither' if len(sides) == 2 else 'None'} fits{held}." + (f" {fixes[0]}" if fixes else ""))
     if len(fitting) == 1:
         return f"Only {label(fitting[0])} fits."
     said: list[tuple[Side, str]] = []          # (the side, what it wins on)
