@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from kb.engine.verdict_sides import label, sides, usd
 from kb.figures import duration, num
 
 if TYPE_CHECKING:
@@ -31,10 +32,6 @@ if TYPE_CHECKING:
 
 MAX_WORDS = 45
 SOLVED = ("max_users", "max_context", "largest_model", "how_many_gpus", "max_batch")
-
-
-def usd(v: float | None) -> str:
-    return "n/a" if v is None else f"${v:,.0f}" if v >= 100 else f"${v:,.2f}"
 
 
 def words(text: str) -> int:
@@ -52,8 +49,6 @@ def compose(a: Answer) -> str:
     elif kind == "compare":
         parts = _compare(a)
     elif a.comparison and len(a.comparison) > 1:
-        from kb.engine.verdict_sides import label, sides
-
         parts = sides(a.comparison, str(q.get("kind") or ""), _training(a),
                       _fixes(a, 1, label(a.comparison[0])))   # the options change the first side
     elif kind == "which_gpu" or not any(g.requested for g in a.gpus):

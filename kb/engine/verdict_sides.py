@@ -3,7 +3,7 @@ one clause per side, side by side, then which side wins on what.
 
 In: the sides (Answer.comparison, kb.engine.compare), the kind of question, whether it is
 training, what would make the first side fit (kb.engine.verdict's options sentence). Out: the
-verdict's sentences, which kb.engine.verdict.compose fits to its word limit. Every figure is a
+verdict's sentences, which kb.engine.verdict.compose (which imports this) fits to its word limit. Every figure is a
 side's own (its answer alone), every claim computed from them or ranked in rules/.
 """
 
@@ -11,11 +11,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kb.engine.verdict import usd
 from kb.figures import num
 
 if TYPE_CHECKING:
     from kb.engine.answer_records import Side
+
+
+def usd(v: float | None) -> str:
+    """A dollar amount as every verdict shows it: whole dollars from $100, cents below."""
+    return "n/a" if v is None else f"${v:,.0f}" if v >= 100 else f"${v:,.2f}"
 
 
 def label(side: Side) -> str:
