@@ -23,7 +23,11 @@ ROOT = Path(__file__).resolve().parent.parent
 PRICES = {p["gpu"]: p for p in yaml.safe_load((ROOT / "rules" / "prices.yaml").read_text())["prices"]}
 FITS = ["serve 70B int4 16 users", "train 13B qlora on 20GB?", "which gpu for 13B lora",
         "serve 7B fp16 on rtx 4090", "max users for 70B int4 on h200 at 32k context"]
-NO_FIT = ["serve 70B fp16 on rtx 4090", "full fine-tune 7B on 8x H100 for 20B tokens",
+# "full fine-tune 70B on 8x H100": even fully sharded (FSDP / ZeRO-3), mixed-precision AdamW keeps
+# at least 2 B (BF16 weight) + 2 B (gradient) + 8 B (two FP32 moments) = 12 B per parameter
+# (16 B with an FP32 master copy; Rajbhandari et al. 2020, "ZeRO", section 3.1), so
+# 70e9 x 12 B = 840 GB over 8 cards = 105 GB per card > the H100's 80 GB, before any activation.
+NO_FIT = ["serve 70B fp16 on rtx 4090", "full fine-tune 70B on 8x H100 for 20B tokens",
           "serve llama-3.1-70b awq 32 users 8k context on 2x L40S"]
 
 

@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     from kb.knowledge.data import Knowledge
 
 ALTERNATIVES = 2        # alternatives a quote lists beside the recommended configuration
-ASSUMPTIONS = 8         # assumptions listed; the rest are on the full answer
-SOURCES = 8             # sources listed (the prices' first); the rest are on the full answer
+ASSUMPTIONS = 6         # assumptions listed; the rest are on the full answer (one printed page)
+SOURCES = 6             # sources listed (the prices' first); the rest are on the full answer
 FIGURE_RULES = ("weights_gb", "kv_cache_gb", "total_gb", "per_gpu_gb", "decode_tokens_per_s",
                 "prefill_tokens_per_s", "train_tokens_per_s", "usd_per_million_tokens", "run_cost_usd")
 
