@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 from kb.version import __version__
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from pathlib import Path
 
     from kb.query.workload import Workload
@@ -50,7 +49,7 @@ def ask(query: str, rules_dir: str | Path | None = None,
     model is added to a view of the knowledge for this answer only (kb.knowledge.derived.with_model).
     `prices`: a price file (rules/prices.yaml schema) used instead of the shipped prices;
     `sort`: value, cost, speed, memory or power; `options`: list what to change so it fits."""
-    from kb.engine import answer
+    from kb.engine.pipeline import respond
     from kb.query.parse import parse
 
     kn = get_knowledge(rules_dir)
@@ -64,8 +63,6 @@ def ask(query: str, rules_dir: str | Path | None = None,
     model = read(model_config, kn)
     view = with_model(kn, model)
     w = parse(query, view, model_given=True)
-    w.sort = sort or w.sort
-    w.want_options = options or w.want_options
     w.model_id = model["id"]
     w.notes.append(f"model: {model['name']}, read from {model_config}; parameters computed "
                    "from its architecture (arch_params_total)")
@@ -74,44 +71,16 @@ def ask(query: str, rules_dir: str | Path | None = None,
         w0.model_id = model["id"]
         return w0
 
-    return _with_options(answer(w, view, query), w, view, asked)
+    return respond(view, query, w, sort=sort, options=options, asked=asked)
 
 
 def answer_in(kn: "Knowledge", query: str, *, sort: str | None = None, options: bool = False) -> "Answer":
     """Answer one query with a given knowledge: the path every surface shares (the CLI, a
     batch line, the JSON API). `sort` and `options` as for ask(); a sort the query's own words
     chose gives way to `sort`. Raises kb.errors.QueryError for a query it cannot read."""
-    from kb.engine import answer
-    from kb.query.parse import parse
+    from kb.engine.pipeline import respond
 
-    def asked() -> "Workload":
-        w0 = parse(query, kn)
-        w0.sort = sort or w0.sort
-        w0.want_options = options or w0.want_options
-        return w0
-
-    w = asked()
-    return _with_options(answer(w, kn, query), w, kn, asked)
-
-
-def _with_options(a: "Answer", w: "Workload", kn: "Knowledge", asked: "Callable[[], Workload]") -> "Answer":
-    """Options when asked for, or when the GPUs asked about do not hold the job
-    (kb.engine.options); the sides of a comparison ("fp8 vs int4": kb.engine.compare). `asked`
-    reads the query again (the engine fills `w`'s defaults in place)."""
-    if w.compare is not None:
-        from kb.engine.compare import sides
-
-        a.comparison = sides(kn, asked(), a)
-    rows = [g for g in a.gpus if g.requested]
-    if w.want_options or (rows and not any(g.fits for g in rows)):
-        from kb.engine.options import compute
-
-        a.options = compute(kn, asked(), a)
-        top = [o for o in a.options if o["fits"]][:3]
-        if top:
-            a.verdict += " What would fit: " + "; ".join(
-                f"{o['change_only']} on {o['count']}× {o['gpu']} ({o['per_gpu_gb']:.1f} GB per GPU)" for o in top) + "."
-    return a
+    return respond(kn, query, sort=sort, options=options)
 
 
 def _priced(kn: "Knowledge", prices: str | Path, rules_dir: str | Path | None) -> "Knowledge":

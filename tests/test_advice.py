@@ -213,7 +213,8 @@ def test_value_puts_one_card_before_several_and_meets_the_target():
     pick = a["gpus"][0]
     assert pick["fits"] and pick["meets_target"] and pick["count"] == 1
     assert KN.gpus[pick["id"]]["segment"] in ("workstation", "consumer")   # not a 288 GB MI355X
-    assert "first by value" in a["verdict"] and "Recommended: 1×" in a["verdict"]
+    assert a["verdict"].startswith(f"Pick: 1× {pick['name']}")
+    assert "first by value" not in a["verdict"] and "ranked" not in a["verdict"]   # the policy is said under the table
     assert a["recommendation"]["runners_up"]
 
 
@@ -326,7 +327,8 @@ def test_cli_sort_prices_and_options(tmp_path):
     bad = kbq("--sort", "cots", "which gpu for 7b")
     assert bad.returncode == 2 and "did you mean 'cost'" in bad.stderr
     out = kbq("--options", "--no-trace", "serve 70b int4 on h100")
-    assert out.returncode == 0 and "OPTIONS" in out.stdout and "buy $" in out.stdout
+    assert out.returncode == 0 and "OTHER CONFIGURATIONS" in out.stdout and "buy $" in out.stdout
+    assert "WHAT WOULD FIT" not in out.stdout        # it fits: the options are not "what to change"
     (tmp_path / "p.yaml").write_text('as_of: "2026-11"\nprices:\n' + PRICE_H100, encoding="utf-8")
     out = kbq("--prices", str(tmp_path / "p.yaml"), "--no-trace", "serve 70b int4 on h100")
     assert out.returncode == 0 and "$20,000 per card" in out.stdout
@@ -355,13 +357,13 @@ def test_max_users_under_memory_and_speed_floor():
         w.speed_floor_tok_s = floor
         return answer(w, KN, "q")
     free, bound = solve(), solve(60.0)
-    assert "Binding constraint: memory" in free.verdict
+    assert "Memory binds" in free.verdict
     n = bound.question["value"]
     assert n < free.question["value"]
     assert bound.gpus[0].decode_tokens_per_s >= 60                 # n users still get 60 tok/s each
     more = parse(f"serve 70B int4 {int(n) + 1} users on h200", KN)
     assert answer(more, KN, "q").gpus[0].decode_tokens_per_s < 60   # one more user does not
-    assert "the speed floor (60 tok/s per user)" in bound.verdict
+    assert "The speed floor binds" in bound.verdict and "under 60" in bound.verdict
 
 
 def test_tokens_per_day_is_a_target():

@@ -20,9 +20,14 @@ def test_text_answer_from_another_directory(tmp_path):
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert lines[2].startswith("VERDICT")                      # the verdict comes first
-    for part in ("MEMORY", "SPEED", "GPUS", "ASSUMPTIONS", "TRACE"):
+    for part in ("KEY FIGURES", "memory", "speed", "GPUS", "ASSUMPTIONS", "--explain"):
         assert part in r.stdout
+    assert "TRACE" not in r.stdout and len(lines) <= 45         # the trace is behind a flag
     assert "Traceback" not in r.stderr
+    full = run("--explain", "serve 70B int4 16 users", cwd=tmp_path)
+    for part in ("MEMORY", "TRACE", "THE SOURCES' FLOWCHARTS SAY", "ASSUMPTIONS"):
+        assert part in full.stdout
+    assert "TRACE" not in run("--explain", "--no-trace", "serve 70B int4 16 users", cwd=tmp_path).stdout
 
 
 def test_json_answer_keys(tmp_path):

@@ -21,13 +21,15 @@ def ends(answer, flow):
     ("qlora 13B", "compute_or_bandwidth", "E"),
     ("infer 7B fp16 on rtx 4090", "compute_or_bandwidth", "G"),           # batch 1: decode AI ≈ 1
     ("prefill 8k tokens 7B fp16 on h100", "compute_or_bandwidth", "I"),
-    ("full fine-tune 3B", "which_gpu", "FT_SMALL"),
-    ("full fine-tune 7B", "which_gpu", "FT_LARGE"),
+    # which_gpu branches on kbq's memory (20 GB, the RTX 4000 Ada), not on the article's sizes
+    ("full fine-tune 1B with 8bit adam", "which_gpu", "FT_SMALL"),         # 17.9 GB
+    ("full fine-tune 3B", "which_gpu", "FT_LARGE"),                         # over 20 GB with AdamW
     ("qlora 7B", "which_gpu", "QL_SMALL"),
-    ("qlora 13B", "which_gpu", "QL_LARGE"),
+    ("qlora 13B", "which_gpu", "QL_SMALL"),                                 # 11 GB, not the article's 20-30
+    ("qlora 34B", "which_gpu", "QL_LARGE"),
     ("infer 7B int4", "which_gpu", "INF_SMALL"),                          # ~4 GB + KV
     ("infer 13B fp16", "which_gpu", "INF_LARGE"),                         # ~26 GB weights
-    ("infer 70B fp16", "which_gpu", "INF_MULTI"),
+    ("infer 34B fp16", "which_gpu", "INF_MULTI"),                         # 48-96 GB
     ("infer 13B fp16 1 users", "hardware_tree", "inference_small"),
     ("serve 70B int4 64 users", "hardware_tree", "inference_scale"),
     ("qlora 70B", "hardware_tree", "lora_both"),
@@ -37,7 +39,8 @@ def ends(answer, flow):
     ("serve 70B int4 on h100", "sizing", "fits_verdict"),
     ("serve 70B fp16 on h100", "sizing", "no_fit_verdict"),
     ("serve 70B int4", "sizing", "ranked_verdict"),
-    ("full fine-tune 405B", "sizing", "none_fit_verdict"),
+    ("full fine-tune 405B", "sizing", "replicas_any_verdict"),              # ddp: a copy on every GPU
+    ("serve 405B fp16 128k context 32 users", "sizing", "none_fit_verdict"),
     # 2.147 GB of KV cache per user (Llama 2 7B shape, 4k context): 999,999 users need more than
     # 4,096 of even the largest card (512 GB); 200,000 users (429,000 GB) need more than 4,096
     # 16 GB cards but fewer 192 GB ones (about 2,240)
@@ -49,6 +52,27 @@ def test_flows_reach_the_expected_leaf(query, flow, leaf):
     assert ends(ask(query).to_dict(), flow) == f"{flow}/{leaf}"
 
 
+@pytest.mark.parametrize("query", ["infer 70B fp16", "serve 405B fp8 on 8x h200", "full fine-tune 7B"])
+def test_a_flowchart_that_does_not_apply_is_left_out(query):
+    # the RTX 4000 Ada vs RTX 6000 Ada chooser (flows/which_gpu.yaml applies) is about jobs two
+    # 48 GB cards can hold; these need more than 96 GB
+    a = ask(query).to_dict()
+    assert a["memory"]["total_gb"] > 96
+    assert not any(p.startswith("which_gpu/") for p in a["path"])
+    assert all(adv["flow"] != "which_gpu" for adv in a["advice"])
+
+
+def test_a_seed_outcome_kbq_does_not_share_is_a_disagreement():
+    # 70B int4 for 16 users: 60 GB, one workstation card holds it; the five-way tree (001) ends
+    # at an SXM server, so the answer lists that under the disagreements with kbq's card
+    a = ask("serve 70B int4 16 users").to_dict()
+    assert ends(a, "hardware_tree") == "hardware_tree/inference_scale"
+    seed = [d for d in a["disagreements"] if d["id"] == "hardware_tree/inference_scale"]
+    assert seed and a["gpus"][0]["name"] in seed[0]["note"] and not seed[0]["agrees"]
+    ok = ask("serve 70B int4 64 users on 2x h100").to_dict()   # a server it is: no disagreement
+    assert not [d for d in ok["disagreements"] if d["id"].startswith("hardware_tree/")]
+
+
 def test_every_node_of_every_flow_is_walked_by_some_query():
     queries = ["full fine-tune 7B", "qlora 13B", "qlora 7B", "infer 7B fp16 on rtx 4090",
                "prefill 8k tokens 7B fp16 on h100", "serve 70B int4 256 users 1k context on h100",
@@ -58,7 +82,8 @@ def test_every_node_of_every_flow_is_walked_by_some_query():
                "serve 70B fp16 on h100", "serve 70B int4", "full fine-tune 405B", "serve 7B on 1GB",
                "serve llama-3.1-8b int4 2048 users 256 context prompt 32 output 224 fp8 kv cache on h100",
                "full fine-tune 70B on 16x h100 ddp", "serve 7B 999999 users on h100",
-               "serve 7B 999999 users", "serve 7B 200000 users"]
+               "serve 7B 999999 users", "serve 7B 200000 users", "full fine-tune 1B with 8bit adam",
+               "qlora 34B", "infer 34B fp16", "serve 405B fp16 128k context 32 users"]
     seen = set()
     for q in queries:
         seen.update(ask(q).to_dict()["path"])

@@ -116,13 +116,14 @@ def test_gpu_page_leads_with_the_figures_people_compare(pages: dict[str, str], k
     linked to its entry on the full table's page."""
     header = next(line for line in pages["gpus.md"].splitlines() if line.startswith("| GPU |"))
     assert [c.strip() for c in header.split("|")[1:-1]] == [
-        "GPU", "VRAM GB", "GB/s", "FP16 TFLOPS", "FP8 TFLOPS", "TDP W", "buy; rent"]
+        "GPU", "memory GB", "GB/s", "FP16 TFLOPS", "FP8 TFLOPS", "TDP W", "buy; rent"]
     rows = _table_rows(pages["gpus.md"], "GPU")
     assert len(rows) == len(kn.gpus)
     for row, gpu in zip(rows, kn.gpus.values()):
         assert row[0].endswith(f"(gpus-full.md#gpu-{gpu['id']})")
         fp8 = gpu["tensor_tflops"]["fp8"]
-        assert row[1:5] == [number(gpu["vram_gb"]), number(gpu["bandwidth_gb_s"]),
+        assert float(row[1].replace(",", "")) == pytest.approx(gpu["memory_gb"], rel=0.005)   # decimal GB, as answers
+        assert row[2:5] == [number(gpu["bandwidth_gb_s"]),
                             "–" if gpu["tensor_tflops"]["fp16"] is None else number(gpu["tensor_tflops"]["fp16"]),
                             "–" if fp8 is None else number(fp8)]
     assert "[the full table](gpus-full.md)" in pages["gpus.md"]
@@ -132,7 +133,7 @@ def test_gpu_table_has_every_gpu_and_its_figures(pages: dict[str, str], kn: Know
     rows = _table_rows(pages["gpus-full.md"], "GPU")
     assert [r[1].strip("`") for r in rows] == list(kn.gpus)
     for row, gpu in zip(rows, kn.gpus.values()):
-        assert row[6] == number(gpu["vram_gb"])
+        assert float(row[6].replace(",", "")) == pytest.approx(gpu["memory_gb"], rel=0.005)  # decimal GB, 3 digits as answers show it
         assert row[8] == number(gpu["bandwidth_gb_s"])
         fp16 = gpu["tensor_tflops"]["fp16"]
         assert row[11] == ("–" if fp16 is None else number(fp16))
@@ -468,7 +469,7 @@ def test_a_new_gpu_goes_from_yaml_to_answer_and_wiki(tmp_path: Path) -> None:
 
     files = export(tmp_path / "wiki", "--rules", str(root))
     rows = _table_rows(files["gpus-full.md"].decode("utf-8"), "GPU")
-    assert ["Acme X1 64GB", "`acme-x1-64gb`", "amd", "datacenter", "Test", "2025", "64", "HBM3",
+    assert ["Acme X1 64GB", "`acme-x1-64gb`", "amd", "datacenter", "Test", "2025", "68.7", "HBM3",      # 64 GiB in GB
             "2000", "50", "200", "400", "400", "800", "800", "–", "–", "500",
             "pcie 5, 128 GB/s", "yes", "PCIe dual-slot", "–",        # no price in prices.yaml
             "[kbq-defaults](sources.md#src-kbq-defaults)"] in rows

@@ -212,16 +212,16 @@ def test_a_flow_condition_cannot_reach_outside(rules: Path) -> None:
 
 
 def test_a_verdict_template_cannot_reach_attributes(rules: Path) -> None:
-    line, _ = edit(rules, "flows/sizing.yaml", "Needs {total_gb:.1f} GB in all. ",
-                   "Needs {gpu.__class__.__init__.__globals__} GB in all. ")
+    line, _ = edit(rules, "flows/sizing.yaml", "Needs {total_gb} GB in all; ",
+                   "Needs {gpu.__class__.__init__.__globals__} GB in all; ")
     errors = load_errors(rules)
     hits = [e for e in errors if e.startswith(f"rules/flows/sizing.yaml:{line}:")]
     assert hits and "unknown name 'gpu.__class__.__init__.__globals__'" in hits[0], errors
 
 
 def test_a_verdict_format_spec_cannot_blow_up_the_answer(rules: Path) -> None:
-    edit(rules, "flows/sizing.yaml", "Needs {total_gb:.1f} GB in all. ",
-         "Needs {total_gb:>10000000} GB in all. ")
+    edit(rules, "flows/sizing.yaml", "Needs {total_gb} GB in all; ",
+         "Needs {total_gb:>10000000} GB in all; ")
     try:
         d = ask_with(rules, "serve 7B")
     except RuleErrors:

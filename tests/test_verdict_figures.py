@@ -3,13 +3,19 @@ refusal never shows a capacity larger than the need it refuses."""
 
 from __future__ import annotations
 
+import math
 import re
 
 import pytest
 
 from kb import ask
 
-GB = re.compile(r"(\d[\d,]*(?:\.\d+)?) GB")
+GB = re.compile(r"(\d[\d,]*(?:\.\d+)?)(?= GB| of )")      # "needs 23.3 GB", "17.7 of 23.2 GB"
+
+
+def sig3(x: float) -> float:
+    """3 significant digits, as every figure of an answer is shown (kb.figures)."""
+    return round(x, 2 - math.floor(math.log10(abs(x))))
 
 # need and capacity close together (the 8B FP16 answer for 11 users on a 24 GiB card needs 23.3
 # GB of the 23.2 GB usable) and far apart, fitting and not fitting
@@ -23,9 +29,9 @@ def test_verdict_memory_figures_use_the_answer_precision(query):
     row = a["gpus"][0]
     shown = [float(x.replace(",", "")) for x in GB.findall(a["verdict"])]
     need, capacity = shown[0], shown[1]
-    # one decimal, as the memory bar shows them: a rounding of the answer's own figures
-    assert need == pytest.approx(round(row["per_gpu_gb"], 1), abs=1e-9)
-    assert capacity == pytest.approx(round(row["usable_vram_gb"], 1), abs=1e-9)
+    # 3 significant digits, as the table and the key figures show them: the answer's own figures
+    assert need == pytest.approx(sig3(row["per_gpu_gb"]), abs=1e-9)
+    assert capacity == pytest.approx(sig3(row["usable_vram_gb"]), abs=1e-9)
     if a["verdict"].startswith("Does not fit: needs"):
         assert capacity <= need, a["verdict"]
     else:

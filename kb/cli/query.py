@@ -35,8 +35,12 @@ QUERY_OPTIONS = (
     Opt("--quote", "fmt", "quote",
         help="print a one-page quote in Markdown: the recommended configuration with\n"
              "buy and rent prices and their dates, two alternatives, assumptions, sources"),
-    Opt("--all", "limit", 0, help="list every GPU judged (text and Markdown show the first 12)"),
-    Opt("--no-trace", "trace", False, help="leave the trace out of the text answer"),
+    Opt("--all", "limit", 0, help="list every GPU judged (text shows the first 5, Markdown 12)"),
+    Opt("--explain", "explain", True,
+        help="add the trace, the sources' flowcharts, where they agree or disagree, every\n"
+             "assumption and the memory breakdown to the text answer"),
+    Opt("--trace", "explain", True, help="the same as --explain"),
+    Opt("--no-trace", "trace", False, help="with --explain, leave the trace out"),
     Opt("--rules", "rules", metavar="DIR", help="use the rule files in DIR instead of the shipped ones"),
     Opt("--batch", "batch", metavar="FILE", batch_only=True,
         help="answer one query per line of FILE ('-' for stdin) as JSON Lines, with\n"
@@ -57,7 +61,8 @@ _BY_FLAG = {o.flag: o for o in QUERY_OPTIONS}
 @record
 class QueryArgs:
     fmt: str = "text"                   # text, markdown, json or quote
-    limit: int | None = 12              # GPU rows shown in text and Markdown (0: all)
+    limit: int | None = None            # 0 (--all): every GPU row; None: text 5, Markdown 12
+    explain: bool = False               # the trace and the sources behind the plain answer
     trace: bool = True
     rules: str | None = None
     batch: str | None = None
@@ -193,8 +198,10 @@ def run(args: QueryArgs, usage: str) -> int:
         sys.stdout.buffer.write(orjson.dumps(result.to_dict(), option=orjson.OPT_INDENT_2) + b"\n")
     else:
         from kb.present import render
-        limit = args.limit or None
-        out = render.markdown(result, limit) if args.fmt == "markdown" else render.text(result, limit, args.trace)
+        if args.fmt == "markdown":
+            out = render.markdown(result, None if args.limit == 0 else 12)
+        else:
+            out = render.text(result, None if args.limit == 0 else render.TOP_ROWS, args.trace, args.explain)
         sys.stdout.write(out)
     return 0
 

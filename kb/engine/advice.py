@@ -101,7 +101,9 @@ def fill_rows(scope: Scope, rows: list[GpuRow], order: list[int], is_training: b
         row.meets_target = None if vals["meets_target"] is None else bool(vals["meets_target"])
         row.within_budget = None if vals["within_budget"] is None else bool(vals["within_budget"])
         row.suits_job = None if vals["suits_job"] is None else bool(vals["suits_job"])
-        if is_training:
+        if not row.fits:            # costs only for configurations that run
+            row.breakeven_months = None
+        elif is_training:
             row.run_hours = vals["run_hours"]
             row.run_cost_usd = vals["run_cost_usd"]
         else:

@@ -136,8 +136,8 @@ class ClaimChecked(TypedDict):
     source: str
     source_title: str | None
     claim: str
-    claimed: float | list[float]                # a figure, or a [low, high] range
-    computed: float
+    claimed: float | list[float] | None         # a figure, or a [low, high] range (None: a flowchart's outcome)
+    computed: float | None
     unit: str
     difference_pct: float | None
     agrees: bool
@@ -215,6 +215,30 @@ class Question(TypedDict):
     answer: NotRequired[dict[str, Value]]     # kb.engine.solve.solve_row
     per_gpu: NotRequired[list[PerGpuValue]]
     ranking: NotRequired[list[str]]
+    # what kb.engine.verdict composes the verdict from, besides the rows and the recommendation
+    focus: NotRequired[str | None]              # the figure asked for first (Workload.focus)
+    outcome: NotRequired[str | None]            # the sizing flow's verdict node reached
+    outcome_text: NotRequired[str | None]       # that node's text, filled in
+    unknown: NotRequired[str | None]            # why a deciding figure is unknown (kb.engine.unknown)
+    total_gb: NotRequired[float | None]
+    fitting_gpus: NotRequired[float | None]
+    gpu_candidates: NotRequired[int]
+    fewest_gpus_needed: NotRequired[float | None]
+    fewest_by_memory: NotRequired[int | None]   # how_many_gpus: the fewest by memory alone
+    model_max_context: NotRequired[int]         # max_context: the model's own limit, when memory allows more
+    memory_allows: NotRequired[float]
+    lower: NotRequired[float]
+    upper: NotRequired[float]
+    note: NotRequired[str | None]
+    value_b: NotRequired[float]                 # largest_model: the value and the next, in billions
+    next_b: NotRequired[float]
+
+
+class Outcome(TypedDict):
+    """Where the sizing flow ended (kb.engine.run)."""
+    outcome: str | None
+    outcome_text: str | None
+    unknown: str | None
 
 
 class Option(TypedDict):

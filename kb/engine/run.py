@@ -10,10 +10,9 @@ first (kb.engine.solve), then answered at its value. Pure: no I/O, no printing.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from kb.engine import advice as rightsize
-from kb.engine import margins
 from kb.engine import training as tr
 from kb.engine import unknown
 from kb.engine.answer import Answer, GpuRow
@@ -26,35 +25,55 @@ from kb.engine.evaluate import Evaluated, evaluate
 from kb.engine.gpus import catalogue_columns, layout_columns, layout_of, layouts_of
 from kb.engine.scope import base_scope, capacity_gpu, resolve
 from kb.knowledge.gpu_names import gemm_of, gpu_columns, runs_on
-from kb.engine.walk import Tracer, walk
+from kb.engine.walk import Tracer, applies, differs, walk
 from kb.expr.parse import Col
-from kb.engine.focus import lead_with_focus
 from kb.knowledge.data import Knowledge
+from kb.figures import num
 from kb.query.workload import GpuRequest, Workload
 
 if TYPE_CHECKING:
     from kb.knowledge.records import GPU
-    from kb.engine.answer_records import Advice
+    from kb.engine.answer_records import Advice, ClaimChecked, Outcome, Question
 
 
 def answer(w: Workload, kn: Knowledge, query: str = "", *, brief: bool = False) -> Answer:
     """The answer to a workload; a capacity question is solved first, then answered at its value.
     `brief`: only the figures (GPU rows, memory, speed and cost), without the flows' walk, the
-    trace, the claims and the advice text: what an option (kb.engine.options) shows of its answer."""
+    trace, the claims and the advice text: what an option (kb.engine.options) shows of its answer.
+    The engine puts what was asked and what answers it on `Answer.question` (its kind, the figure,
+    the sizing flow's outcome); the verdict text is composed from that by kb.engine.verdict."""
     if w.question in kn.query["solve"]:
-        return lead_with_focus(_answer_question(w, kn, query, brief), kn.query.get("focus_lead", {}))
-    import copy
+        result = _answer_question(w, kn, query, brief)
+    else:
+        import copy
 
-    plain = copy.deepcopy(w) if w.budget_usd is not None and w.precision is None and not w.gpus else None
-    result = _answer(w, kn, query, brief)
-    if plain is not None and "training" not in result.bottleneck:
-        result = _budget_precision(plain, kn, query, brief, result) or result
-    if w.question == "which_gpu":
-        result.question = {"kind": "which_gpu", "vary": None, "unit": None,
-                           "value": result.gpus[0].name if result.gpus else None,
-                           "gpu": result.gpus[0].name if result.gpus else None,
-                           "ranking": [g.id for g in result.gpus if g.fits]}
-    return lead_with_focus(result, kn.query.get("focus_lead", {}))
+        plain = copy.deepcopy(w) if w.budget_usd is not None and w.precision is None and not w.gpus else None
+        result = _answer(w, kn, query, brief)
+        if plain is not None and "training" not in result.bottleneck:
+            result = _budget_precision(plain, kn, query, brief, result) or result
+        result.question = _plain_question(w, result, result.question)
+    if brief:
+        return result
+    from kb.engine.verdict import compose      # the text is composed once, from the data above
+
+    result.verdict = compose(result)
+    return result
+
+
+def _plain_question(w: Workload, a: Answer, facts: Question | None) -> Question:
+    """What a question without a solve asks: the fit on the GPUs named (one configuration, or
+    several compared), which GPU (none named), or its cost; the figure it leads with."""
+    asked = [g for g in a.gpus if g.requested]
+    kind = ("which_gpu" if not asked else "compare" if len(asked) > 1 else "fit")
+    if w.focus == "cost" and len(asked) < 2 and w.question != "which_gpu":
+        kind = "cost"
+    first = a.gpus[0] if a.gpus else None
+    q: Question = cast("Question", {**(facts or {}), "kind": kind, "vary": None, "unit": None,
+                                    "value": first.name if kind == "which_gpu" and first else None,
+                                    "gpu": first.name if first else None})
+    if kind == "which_gpu":
+        q["ranking"] = [g.id for g in a.gpus if g.fits]
+    return q
 
 
 def _budget_precision(w: Workload, kn: Knowledge, query: str, brief: bool, plain: Answer) -> Answer | None:
@@ -107,6 +126,10 @@ def _answer_question(w: Workload, kn: Knowledge, query: str, brief: bool = False
     else:
         primary = max(found, key=lambda r: r["value"])
     spec = kn.query["solve"][question]
+    limit, allows = _model_limit(kn, w, question, primary)
+    if limit is not None:
+        primary = {**primary, "value": float(limit), "binds": "the model's maximum context",
+                   "at_upper_bound": False}
     w2 = at_value(w, spec["vary"], primary["value"], kn) if primary["found"] else at_value(w, "users", w.users or 1)
     w2.gpus = [g for g in w2.gpus] or []
     if not w.gpus:
@@ -117,25 +140,44 @@ def _answer_question(w: Workload, kn: Knowledge, query: str, brief: bool = False
         for g in w2.gpus:
             g.count = int(primary["value"])
     result = _answer(w2, kn, query, brief)
-    if primary["found"] or not unknown.is_unknown(result.verdict):    # else: why it is unknown
-        result.verdict = solve.verdict(kn, question, primary)
-    if question == "how_many_gpus" and not primary["found"]:
-        result.verdict += tr.no_count_note(kn, result.memory)
+    facts: Question | dict[str, object] = result.question or {}
     if spec.get("holds") == "serves_at_floor":
         floor = w.speed_floor_tok_s or kn.constants["decode_speed_floor_tok_s"]["value"]
         result.assumptions.append(f"speed floor: every user decodes at {floor:g} tokens/s or more"
                                   + ("" if w.speed_floor_tok_s else " (formulas.yaml decode_speed_floor_tok_s)"))
-    result.question = {"kind": question, "vary": spec["vary"], "unit": spec["unit"],
-                       "value": primary["value"], "gpu": primary["gpu"], "answer": primary,
-                       "per_gpu": [{"gpu": r["gpu"], "gpu_id": r["gpu_id"], "value": r["value"]} for r in rows]}
-    if question == "max_context" and primary["found"]:
-        asked = kn.models.get(result.workload["model"])
-        mm = asked["max_context"] if asked else None
-        if mm and primary["value"] > mm:
-            result.warnings.append(f"memory allows {primary['value']:.0f} tokens, but the model's "
-                                   f"maximum context is {mm}")
+    q: Question = cast("Question", {
+        **facts, "kind": question, "vary": spec["vary"], "unit": spec["unit"],
+        "value": primary["value"], "gpu": primary["gpu"], "answer": primary,
+        "lower": spec["lower"], "upper": spec["upper"],
+        "per_gpu": [{"gpu": r["gpu"], "gpu_id": r["gpu_id"], "value": r["value"]} for r in rows]})
+    result.question = q
+    if question == "how_many_gpus" and not primary["found"]:
+        q["note"] = tr.no_count_note(kn, result.memory).strip() or None
+    if question == "largest_model" and primary["found"]:
+        q["value_b"] = primary["value"] / kn.billion
+        q["next_b"] = (primary.get("next") or 0) / kn.billion
+    if question == "how_many_gpus" and primary["found"] and result.gpus:
+        q["fewest_by_memory"] = result.gpus[0].gpus_needed
+    if limit is not None:
+        q["model_max_context"] = limit
+        q["memory_allows"] = allows or 0.0
+        result.warnings.append(f"memory allows {num(allows, 6)} tokens, but the model's "
+                               f"maximum context is {num(limit, 6)}")
     result.path.insert(0, f"question/{question}")
     return result
+
+
+def _model_limit(kn: Knowledge, w: Workload, question: str, row: solve.Row) -> tuple[int | None, float | None]:
+    """A max-context answer never exceeds the model's own limit: (that limit, what memory
+    allows) when memory allows more, else (None, None)."""
+    if question != "max_context" or not row["found"]:
+        return None, None
+    import copy
+
+    limit = resolve(copy.deepcopy(w), kn).model.get("max_context")
+    if limit and row["value"] > limit:
+        return int(limit), float(row["value"])
+    return None, None
 
 
 def _exact_gpus_needed(kn: Knowledge, w: Workload, rows: list[GpuRow],
@@ -253,39 +295,45 @@ def _answer(w: Workload, kn: Knowledge, query: str = "", brief: bool = False) ->
 
     tracer = Tracer(kn, primary)
     path: list[str] = []
-    verdict = ""
+    outcome: Outcome = {"outcome": None, "outcome_text": None, "unknown": None}
     advice: list[Advice] = []
+    seeds: list[ClaimChecked] = []
     for flow in kn.flows:
+        if flow.applies is not None and not applies(kn, flow, primary):
+            continue                        # a flowchart that does not bear on this question
         flow_path, text = walk(flow, kn, primary, tracer)
         path.extend(flow_path)
         if flow.role == "sizing":
-            verdict = unknown.sizing_verdict(kn, flow, flow_path, primary.scope, primary.errors) or text
+            outcome = {"outcome": flow_path[-1].split("/", 1)[1], "outcome_text": text,
+                       "unknown": unknown.sizing_verdict(kn, flow, flow_path, primary.scope, primary.errors)}
         else:
             advice.append({"flow": flow.id, "title": flow.title, "source": flow.source,
                            "conclusion": text, "node": flow_path[-1]})
+            seeds += differs(kn, flow, flow.nodes[flow_path[-1].split("/", 1)[1]], text, primary)
     shown, throughput, withheld = shown_figures(kn, r, primary, rows)
     for name in shown:
         tracer.formula("answer", name)
     warnings = list(r.warnings) + gpu_warnings(every, candidates, r) + [
         f"{name} could not be computed: {msg}" for name, msg in primary.errors.items()]
     disagreements, agreements = check_claims(kn, every, primary, order)
+    disagreements += seeds
     s = primary.scope
     bands = error_bands(kn, r)
     warnings += withheld
-    tight = margins.borderline(s.get("per_gpu_gb"), s.get("headroom_gb"), bool(s.get("fits")),
-                               bands.get("total_gb")) if w.gpus else None
-    if tight:
-        verdict = f"{verdict} {tight}"
     rec = rightsize.recommendation(kn, w, rows, r.is_training) if not w.gpus else None
     r.assumptions.extend(rightsize.price_assumptions(kn, w, rows[0]))
-    if rec is not None:
-        verdict = f"{verdict} {rightsize.verdict_text(rec)}"
+    question: Question = {"kind": "", "vary": None, "unit": None, "value": None, "gpu": None,
+                          "focus": w.focus, "total_gb": s.get("total_gb"),
+                          "fitting_gpus": s.get("fitting_gpus"), "gpu_candidates": n,
+                          "fewest_gpus_needed": s.get("fewest_gpus_needed"),
+                          "outcome": outcome["outcome"], "outcome_text": outcome["outcome_text"],
+                          "unknown": outcome["unknown"]}
     return Answer(
         query=query, workload=workload_dict(r), assumptions=r.assumptions,
         memory=memory(s, r),
         throughput=throughput,
         bottleneck=bottleneck(s, r),
-        gpus=rows, verdict=verdict, path=path, trace=tracer.steps,
+        gpus=rows, verdict="", path=path, trace=tracer.steps, question=question,
         disagreements=disagreements, warnings=warnings, advice=advice,
         claims_checked=agreements, error_bands=bands, recommendation=rec,
         prices=rightsize.prices_used(kn, w, [row.id for row in rows]))

@@ -16,9 +16,11 @@ from typing import TYPE_CHECKING
 from kb.engine.answer import Step
 from kb.engine.evaluate import Evaluated, Scope, condition, evaluate, formula_order
 from kb.errors import EvalError
+from kb.figures import num
 from kb.knowledge.data import TEMPLATE_FIELD, TEMPLATE_SPEC, Flow, Formula, Knowledge, Node
 
 if TYPE_CHECKING:
+    from kb.engine.answer_records import ClaimChecked
     from kb.knowledge.data import Edge
 
 
@@ -83,6 +85,31 @@ def walk(flow: Flow, kn: Knowledge, ev: Evaluated, tracer: Tracer) -> tuple[list
     raise EvalError(f"flow {flow.id} did not reach a verdict")
 
 
+def applies(kn: Knowledge, flow: Flow, ev: Evaluated) -> bool:
+    """Whether a flow bears on the question (its `applies` condition on the answer's figures)."""
+    if flow.applies is None:
+        return True
+    evaluate(kn, ev, [n for n in flow.applies.names if n in kn.formulas])
+    return condition(flow.applies, ev.scope)
+
+
+def differs(kn: Knowledge, flow: Flow, node: Node, text: str, ev: Evaluated) -> list[ClaimChecked]:
+    """The flow's outcome, under the sources' disagreements, when it is not what kbq's figures
+    say (the node's `agrees` condition does not hold): what the flowchart says, and why not."""
+    if node.agrees is None:
+        return []
+    evaluate(kn, ev, [n for n in node.agrees.names if n in kn.formulas])
+    if condition(node.agrees, ev.scope):
+        return []
+    source = kn.sources.get(flow.source)
+    return [{"id": f"{flow.id}/{node.id}", "source": flow.source,
+             "source_title": source.get("title") if source else None,
+             "claim": f"{flow.title}: {text}", "claimed": None, "computed": None, "unit": "",
+             "difference_pct": None, "agrees": False, "gpu": None, "formula": node.agrees.text,
+             "note": render_template(node.differs or "kbq's figures point elsewhere", ev.scope),
+             "rule": node.where}]
+
+
 def render_template(text: str, scope: Scope) -> str:
     def fill(m: re.Match[str]) -> str:
         value = scope.get(m.group(1))
@@ -90,9 +117,9 @@ def render_template(text: str, scope: Scope) -> str:
             return "n/a"
         if isinstance(value, bool) or isinstance(value, str):
             return str(value)
-        spec = m.group(2) or ".3g"
-        if not TEMPLATE_SPEC.match(spec):
-            spec = ".3g"
+        spec = m.group(2)
+        if not spec or not TEMPLATE_SPEC.match(spec):
+            return num(value)           # as the answer shows every figure (kb.figures)
         try:
             return format(value, spec)
         except (ValueError, TypeError):

@@ -121,8 +121,14 @@ def compile_flow(doc: Doc, flow: FlowFile, units: dict[str, ex.Unit], formulas: 
                                f"the last edge of '{n.id}' has a condition, so some workloads match no branch; "
                                "leave its 'when' out to make it the otherwise branch"))
         line = doc.pos(("nodes", i))[0]
+        agrees = compile_expr(doc, ("nodes", i, "agrees"), n.agrees, units, errs, want=ex.BOOL) if n.agrees else None
+        if n.differs is not None:
+            for m in TEMPLATE_FIELD.finditer(n.differs):
+                if m.group(1) not in units:
+                    errs.add(doc.error(("nodes", i, "differs"), f"unknown name '{m.group(1)}' in the text",
+                                       nearest(m.group(1), units)))
         nodes[n.id] = Node(n.id, n.kind, n.text, tuple(n.compute), tuple(edges), n.style,
-                           f"{doc.display}:{line}")
+                           f"{doc.display}:{line}", agrees, n.differs)
     for i, n in enumerate(flow.nodes):
         for j, e in enumerate(n.edges):
             if e.to not in nodes:
@@ -135,8 +141,9 @@ def compile_flow(doc: Doc, flow: FlowFile, units: dict[str, ex.Unit], formulas: 
         if r.by not in units:
             errs.add(doc.error(("ranking", i, "by"), f"unknown name '{r.by}'", nearest(r.by, units)))
         ranking.append((r.by, r.order))
+    applies = compile_expr(doc, ("applies",), flow.applies, units, errs, want=ex.BOOL) if flow.applies else None
     result = Flow(flow.id, flow.title, flow.role, flow.order, flow.source, flow.entry, nodes,
-                  ranking, doc.display)
+                  ranking, doc.display, applies=applies)
     if any(graph.nodes[n].get("flow") == flow.id for n in graph):
         graph = knowledge_graph({})      # a duplicate id (reported below): checked on its own
     add_flow(graph, result)

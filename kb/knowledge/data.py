@@ -101,6 +101,8 @@ class Node:
     edges: tuple[Edge, ...]
     style: str | None
     where: str
+    agrees: ex.Expr | None = None       # an advice outcome agrees with kbq's answer (flows/*.yaml)
+    differs: str | None = None          # and why it does not, when it does not
 
 
 @record
@@ -117,6 +119,7 @@ class Flow:
     # the nodes in layers, from the knowledge graph (kb.knowledge.graph.flow_layers), set when it is
     # built; () for a flow made by hand (kb.knowledge.graph.layers_of builds them then)
     layers: tuple[tuple[str, ...], ...] = ()
+    applies: ex.Expr | None = None      # the flow is walked only where this holds (None: always)
 
 
 @record(frozen=True)

@@ -89,6 +89,10 @@ class NodeSchema(Strict):
     compute: list[str] = []
     edges: list[EdgeSchema] = []
     style: Literal["compute", "bandwidth", "good", "warn"] | None = None
+    # an advice flow's outcome against kbq's own answer: a condition on the answer's figures that
+    # holds when they agree, and why they do not, shown under the sources' disagreements
+    agrees: str | None = None
+    differs: str | None = None
 
 
 class FlowFile(Strict):
@@ -100,6 +104,7 @@ class FlowFile(Strict):
     entry: NodeId
     ranking: list[SortKeySchema] = []
     nodes: list[NodeSchema] = Field(min_length=1)
+    applies: str | None = None      # a condition on the answer's figures; the flow is left out when false
 
 
 # ---------------------------------------------------------------- query.yaml

@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     # name → what a later stage keeps of its table made from a knowledge (plain data)
     Stored = Mapping[str, Callable[[Knowledge], object]]
 
-FORMAT = 13
+FORMAT = 14
 KEEP = 8                        # snapshots kept in the cache directory, the most recently written
 RACY_NS = 3_000_000_000         # stats of a file changed this recently (or later) are not kept
 Stats = tuple[tuple[str, int, int, int, int], ...]
@@ -257,9 +257,9 @@ def to_data(kn: Knowledge) -> dict[str, object]:
         "flows": [{
             "id": fl.id, "title": fl.title, "role": fl.role, "order": fl.order, "source": fl.source,
             "entry": fl.entry, "ranking": fl.ranking, "where": fl.where,
-            "layers": [list(layer) for layer in fl.layers],
+            "layers": [list(layer) for layer in fl.layers], "applies": _expr(fl.applies),
             "nodes": [{"id": n.id, "kind": n.kind, "text": n.text, "compute": list(n.compute),
-                       "style": n.style, "where": n.where,
+                       "style": n.style, "where": n.where, "agrees": _expr(n.agrees), "differs": n.differs,
                        "edges": [[e.to, _expr(e.when), e.label] for e in n.edges]}
                       for n in fl.nodes.values()],
         } for fl in kn.flows],
@@ -283,10 +283,11 @@ def from_data(d: dict[str, Any], root: str | Path) -> Knowledge:
     for fl in d["flows"]:
         nodes = {n["id"]: Node(n["id"], n["kind"], n["text"], tuple(n["compute"]),
                                tuple(Edge(to, _unexpr(w), label) for to, w, label in n["edges"]),
-                               n["style"], n["where"]) for n in fl["nodes"]}
+                               n["style"], n["where"], _unexpr(n["agrees"]), n["differs"])
+                 for n in fl["nodes"]}
         flows.append(Flow(fl["id"], fl["title"], fl["role"], fl["order"], fl["source"], fl["entry"],
                           nodes, [tuple(r) for r in fl["ranking"]], fl["where"],
-                          tuple(tuple(layer) for layer in fl["layers"])))
+                          tuple(tuple(layer) for layer in fl["layers"]), _unexpr(fl["applies"])))
     claims = [Claim(c["id"], c["source"], c["text"], _unexpr(c["computed"]), c["unit"],  # type: ignore[arg-type]
                     tuple(c["value"]) if isinstance(c["value"], list) else c["value"],
                     c["tolerance"], _unexpr(c["applies_when"]), c["example_query"], c["note"],  # type: ignore[arg-type]

@@ -21,6 +21,7 @@ from kb.present.export_prices import cost_cell, prices_page
 from kb.present.export_text import anchor, code, math, number, page, src_link, table, with_unit
 from kb.knowledge.data import Claim, Knowledge
 from kb.expr.nodes_base import literal
+from kb.figures import num
 from kb.present.render import md
 
 if TYPE_CHECKING:
@@ -80,15 +81,16 @@ def _dash(value: float | None) -> str:
 def gpus_page(kn: Knowledge) -> str:
     """The GPUs with the figures people compare first: name, VRAM, bandwidth, FP16 and FP8
     tensor TFLOPS, power and price; every other figure is on gpus-full.md."""
-    head = ["GPU", "VRAM GB", "GB/s", "FP16 TFLOPS", "FP8 TFLOPS", "TDP W",
+    head = ["GPU", "memory GB", "GB/s", "FP16 TFLOPS", "FP8 TFLOPS", "TDP W",
             *(["buy; rent"] if kn.prices else [])]
-    rows = [[f"[{md(g['name'])}](gpus-full.md#gpu-{g['id']})", number(g["vram_gb"]),
+    rows = [[f"[{md(g['name'])}](gpus-full.md#gpu-{g['id']})", num(g["memory_gb"]),
              number(g["bandwidth_gb_s"]), _dash(g["tensor_tflops"]["fp16"]),
              _dash(g["tensor_tflops"]["fp8"]), _dash(g["tdp_w"]),
              *([cost_cell(kn, g)] if kn.prices else [])] for g in kn.gpus.values()]
     body = [(f"{len(kn.gpus)} accelerators, with the figures people compare. Tensor TFLOPS are "
              "dense (vendors' sparse figures halved), FP16 with FP32 accumulate; – means no native "
-             "tensor support. VRAM GB is the vendor's label. Every figure, its source and the "
+             "tensor support. Memory GB is the capacity in decimal GB (10^9 bytes), as every answer "
+             "shows it; the name keeps the vendor's label. Every figure, its source and the "
              "GPU's aliases: [the full table](gpus-full.md)."
              + (" Prices: [prices](prices.md)." if kn.prices else "")), "",
             *table(head, rows, "lrrrrrl")]
@@ -97,7 +99,7 @@ def gpus_page(kn: Knowledge) -> str:
 
 def gpus_full_page(kn: Knowledge) -> str:
     precisions = ("tf32", "fp16", "bf16", "fp8", "int8", "int4", "fp4")
-    head = ["GPU", "id", "vendor", "segment", "architecture", "year", "VRAM GB", "memory",
+    head = ["GPU", "id", "vendor", "segment", "architecture", "year", "memory GB", "memory",
             "GB/s", "FP32", *(p.upper() for p in precisions), "TDP W", "interconnect", "ECC",
             "form factor", *(["what it costs"] if kn.prices else []), "source"]
     rows = []
@@ -106,15 +108,15 @@ def gpus_full_page(kn: Knowledge) -> str:
         inter = " ".join(str(x) for x in (link["kind"], link.get("generation")) if x)
         inter += f", {number(link['gb_s'])} GB/s" if link.get("gb_s") else ""
         rows.append([md(g["name"]), code(g["id"]), g["vendor"], g["segment"],
-                     md(g["architecture"]), str(g["release_year"]), number(g["vram_gb"]),
+                     md(g["architecture"]), str(g["release_year"]), num(g["memory_gb"]),
                      md(g["memory_type"]), number(g["bandwidth_gb_s"]), _dash(g["fp32_tflops"]),
                      *(_dash(g["tensor_tflops"][p]) for p in precisions), _dash(g["tdp_w"]),
                      md(inter), "yes" if g["ecc"] else "no", md(g["form_factor"]),
                      *([cost_cell(kn, g)] if kn.prices else []), src_link(g["source"])])
     body = [(f"{len(kn.gpus)} accelerators. Tensor TFLOPS are dense (vendors' sparse figures halved), "
              "FP16/BF16 with FP32 accumulate (as PyTorch/cuBLAS run them); – means the precision "
-             "has no native tensor support. VRAM GB is the vendor's label; every comparison uses "
-             "the capacity in bytes (memory_bytes), in decimal GB."), "",
+             "has no native tensor support. Memory GB is the capacity in bytes (memory_bytes) in "
+             "decimal GB (10^9 bytes), the unit of every answer; the name keeps the vendor's label."), "",
             *table(head, rows, "lllllrrlrrrrrrrrrr"), "", "## Aliases, per-figure sources and notes", ""]
     for g in kn.gpus.values():
         parts = [f"aliases: {', '.join(code(a) for a in g['aliases'])}" if g["aliases"] else ""]

@@ -11,21 +11,18 @@ import re
 from typing import TYPE_CHECKING
 
 from kb.figures import duration, num
+from kb.present.explain import BREAKDOWN_LABELS as BREAKDOWN_LABELS  # re-exported for the server
+from kb.present.explain import _values, explained
 
 if TYPE_CHECKING:
     from kb.engine.answer import Answer, GpuRow
-    from kb.knowledge.records import Value
+    from kb.engine.answer_records import Question
 
-BREAKDOWN_LABELS = {
-    "weights_gb": "weights", "kv_cache_gb": "KV cache", "activations_gb": "activations",
-    "gradients_gb": "gradients", "optimizer_gb": "optimizer", "adapters_gb": "adapters",
-    "overhead_gb": "runtime overhead", "other_models_gb": "other models",
-}
 
 
 def _gpu_table(a: Answer, limit: int | None) -> tuple[list[str], list[list[str]], int]:
     training = "training" in a.bottleneck
-    head = ["#", "GPU", "n", "VRAM GB", "needs GB/GPU", "fits", "headroom GB", "min GPUs"]
+    head = ["#", "GPU", "n", "VRAM GB", "needs GB/GPU", "fits", "headroom GB", "fewest by memory"]
     head += ["train tok/s", "time"] if training else ["decode tok/s", "aggregate", "prefill tok/s"]
     rows = []
     gpus = a.gpus if limit is None else a.gpus[:limit]
@@ -60,8 +57,38 @@ def _money(v: float | None) -> str:
 
 
 def ranked_by(a: Answer) -> str:
+    """The ranking policy, said once under the table: 'ranked by value: fits, …, then fastest'."""
     rec = a.recommendation
-    return f"ranked by {rec['sort']}" if rec and rec["sort"] else "ranked by fit, then speed, then power"
+    if not rec or not rec["sort"]:
+        return "ranked by fit, then speed, then power"
+    name, _, keys = rec["sort"].partition(" (")
+    return f"ranked by {name}: {keys.rstrip(')')}" if keys else f"ranked by {name}"
+
+
+def gpu_table(a: Answer, limit: int | None) -> tuple[list[str], list[list[str]], int]:
+    """The plain answer's table: few, narrow columns (the GPU, its count, the memory it needs
+    of what it has, the fit, the speed, the cost where it runs); `limit` rows, None for all."""
+    training = "training" in a.bottleneck
+    gpus = a.gpus if limit is None else a.gpus[:limit]
+    short = any(not g.fits for g in gpus)
+    head = ["#", "GPU", "n", "GB/GPU", "of GB", "fits"] + (["fewest by memory"] if short else [])
+    head += ["train tok/s", "time", "buy $", "rent $/h", "run $"] if training else \
+        ["tok/s/user", "buy $", "rent $/h", "$/M tok"]
+    rows = []
+    for g in gpus:
+        row = [str(g.rank), g.name, str(g.count), num(g.per_gpu_gb), num(g.usable_vram_gb),
+               "yes" if g.fits else "NO"]
+        if short:
+            row.append("" if g.fits else num(g.gpus_needed) if g.gpus_needed else "none")
+        run = g.fits
+        if training:
+            row += [num(g.train_tokens_per_s) if run else "", duration(g.train_time_s) if run else ""]
+        else:
+            row.append(num(g.decode_tokens_per_s) if run else "")
+        per = g.run_cost_usd if training else g.usd_per_million_tokens
+        row += [_money(g.config_price_usd), _money(g.config_usd_per_hour), _money(per) if run else ""]
+        rows.append(row)
+    return head, rows, len(a.gpus) - len(gpus)
 
 
 def options_lines(a: Answer) -> list[str]:
@@ -97,100 +124,128 @@ def _columns(head: list[str], rows: list[list[str]]) -> list[str]:
     return [line(head), line(["-" * w for w in widths]), *[line(r) for r in rows]]
 
 
-def _values(values: dict[str, Value]) -> str:
-    return ", ".join(f"{k} = {num(v, 4)}" for k, v in values.items())
+TOP_ROWS = 5          # GPU rows the plain text answer shows (--all: every row)
+TEXT_WIDTH = 100     # the assumptions' short list wraps here
+SHORT_ITEM = 60      # and each of its items is cut to this many characters
 
 
-def text(a: Answer, limit: int | None = 12, trace: bool = True) -> str:
-    out: list[str] = []
-    add = out.append
-    add(a.query)
-    add("=" * min(78, max(len(a.query), 10)))
-    add(f"VERDICT  {a.verdict}")
-    add("")
+def text(a: Answer, limit: int | None = TOP_ROWS, trace: bool = True, explain: bool = False) -> str:
+    """The plain answer, at most 45 lines: the verdict, the key figures, the top rows, what
+    would fit, the assumptions as one short list, and how to see more. `explain` adds the
+    memory breakdown, the sources' flowcharts, where they agree or disagree, every assumption
+    and warning, and (with `trace`) the trace; `limit` None shows every GPU row."""
+    out: list[str] = [a.query, "=" * min(78, max(len(a.query), 10)), f"VERDICT  {a.verdict}", ""]
     if a.comparison:
-        add("COMPARED side by side (each side alone: kbq \"<query>\")")
-        out.extend(f"  - {line}" for line in comparison_lines(a))
-        add("")
-    mem = a.memory
-    add(f"MEMORY   {num(mem['total_gb'])} GB in all (GB = 10^9 bytes){_band(a, 'total_gb')}")
-    total = mem["total_gb"] or 0
-    for key, label in BREAKDOWN_LABELS.items():
-        value = mem["breakdown"][key]
-        if value:
-            bar = "#" * max(1, round(30 * value / total)) if total else ""
-            add(f"  {label:<17}{num(value):>9} GB  {bar}")
-    if mem.get("kv_cache_gb_per_user"):
-        add(f"  (KV cache per user: {num(mem['kv_cache_gb_per_user'])} GB)")
-    if mem.get("per_gpu_breakdown") and (mem.get("gpu_count") or 1) > 1:
-        add(f"  (each of {mem['gpu_count']} GPUs holds {num(mem['per_gpu_gb'])} GB under {mem['sharding']})")
-    if mem.get("host_ram_gb"):
-        add(f"  (CPU memory for what is offloaded: {num(mem['host_ram_gb'])} GB)")
-    t = a.throughput
-    b = a.bottleneck
-    add("")
-    add(f"SPEED    on {mem['gpu_count']}× {b['gpu']}")
-    if b.get("ridge_point") is None:
-        add("  needs a GPU model (bandwidth and TFLOPS); a memory size alone answers only the fit")
-    elif "training" in b:
-        add(f"  training  {num(t['train_tokens_per_s'])} tokens/s{_band(a, 'train_tokens_per_s')}; "
-            f"{num(a.workload['train_tokens'])} tokens in {duration(t['train_time_s'])}")
-    else:
-        add(f"  decode    {num(t['decode_tokens_per_s'])} tokens/s per user{_band(a, 'decode_tokens_per_s')}, "
-            f"{num(t['decode_tokens_per_s_aggregate'])} tokens/s in all{_band(a, 'decode_tokens_per_s_aggregate')}")
-        add(f"  prefill   {num(t['prefill_tokens_per_s'])} tokens/s{_band(a, 'prefill_tokens_per_s')}; "
-            f"time to first token {num(t['ttft_s'])} s")
-    phases = [f"{p} {b[p]}" for p in ("decode", "prefill", "training") if b.get(p)]
-    ai = ", ".join(f"{k} {num(v)}" for k, v in (b.get("arithmetic_intensity") or {}).items())
-    if b.get("ridge_point") is not None:
-        add(f"  bound     {'; '.join(phases)} (arithmetic intensity {ai} FLOP/B vs ridge point {num(b['ridge_point'])})")
-    add("")
-    head, rows, more = _gpu_table(a, limit)
-    add("GPUS     " + ("as asked" if any(g.requested for g in a.gpus) else ranked_by(a)))
-    out.extend("  " + line for line in _columns(head, rows))
-    if more:
-        add(f"  … {more} more (kbq --all, or --json)")
+        out += ["COMPARED side by side (each side alone: kbq \"<query>\")"]
+        out += [f"  - {line}" for line in comparison_lines(a)] + [""]
+    out += key_figures(a)
+    out.append("")
+    head, rows, more = gpu_table(a, limit)
+    out.append("GPUS")
+    out += ["  " + line for line in _columns(head, rows)]
+    asked = any(g.requested for g in a.gpus)
+    out.append(f"  {'as asked' if asked else ranked_by(a)}" + (f"; {more} more rows (--all)" if more else ""))
     if a.options:
-        add("")
-        add("OPTIONS  what to change so it fits (least change first)")
-        out.extend(f"  - {line}" for line in options_lines(a))
-    if a.advice:
-        add("")
-        add("THE SOURCES' FLOWCHARTS SAY")
-        for adv in a.advice:
-            add(f"  {adv['title']} [{adv['source']}]: {adv['conclusion']}")
-    if a.disagreements:
-        add("")
-        add("SOURCES DISAGREE")
-        for d in a.disagreements:
-            on = f" on {d['gpu']}" if d.get("gpu") else ""
-            add(f"  {d['source']}{on}: \"{d['claim']}\"")
-            add(f"    claims {num(d['claimed'])} {_u(d['unit'])}; kbq computes {num(d['computed'])} {_u(d['unit'])} ({d['formula']})")
-            add(f"    why: {d['note']}")
-    if a.claims_checked:
-        add("")
-        add("SOURCES AGREE")
-        for d in a.claims_checked:
-            on = f" on {d['gpu']}" if d.get("gpu") else ""
-            add(f"  {d['source']}{on}: claims {num(d['claimed'])} {d['unit']}, kbq {num(d['computed'])} {d['unit']}")
-    add("")
-    add("ASSUMPTIONS")
-    out.extend(f"  - {x}" for x in a.assumptions or ["none"])
-    if a.warnings:
-        add("")
-        add("WARNINGS")
-        out.extend(f"  ! {w}" for w in a.warnings)
-    if trace:
-        add("")
-        add("TRACE    " + " → ".join(a.path))
-        for s in a.trace:
-            add(f"  [{s.node}] {s.rule}")
-            add(f"      {s.formula}")
-            if s.values:
-                add(f"      with {_values(s.values)}")
-            res = num(s.result, 4) if not isinstance(s.result, bool) else str(s.result).lower()
-            add(f"      = {res} {s.unit}    source: {s.source}" + (f"    ({s.note})" if s.note else ""))
+        out += ["", options_heading(a)]
+        out += [f"  - {line}" for line in options_lines(a)[: None if explain else 3]]
+    if explain:
+        out += explained(a, trace)
+    else:
+        out += ["", "ASSUMPTIONS"] + ["  " + line for line in _wrap(_short_list(a.assumptions))]
+        if a.warnings:
+            out += ["WARNINGS"] + [f"  ! {w}" for w in a.warnings[:2]]
+        out += ["", "More: --explain (trace, sources, every assumption), --all (every GPU), --json."]
     return "\n".join(out) + "\n"
+
+
+def key_figures(a: Answer) -> list[str]:
+    """Memory, speed and cost of the answer's own configuration, each section's error band said once."""
+    mem, t, b = a.memory, a.throughput, a.bottleneck
+    on = f"{mem.get('gpu_count') or 1}× {b.get('gpu') or mem.get('gpu')}"
+    out = [f"KEY FIGURES  on {on}; GB = 10^9 bytes"]
+    per = mem.get("per_gpu_gb")
+    each = f", {num(per)} GB per GPU" if per is not None and (mem.get("gpu_count") or 1) > 1 else ""
+    parts = ", ".join(f"{label} {num(mem['breakdown'][k])}" for k, label in BREAKDOWN_LABELS.items()
+                      if mem["breakdown"].get(k))
+    out.append(f"  memory   {num(mem['total_gb'])} GB in all{each}{_typical(a, 'total_gb')}: {parts}")
+    out += _asked(a)
+    training = "training" in b
+    if training and t.get("train_tokens_per_s") is not None:
+        out.append(f"  speed    {num(t['train_tokens_per_s'])} training tokens/s{_typical(a, 'train_tokens_per_s')}; "
+                   f"{num(a.workload.get('train_tokens'))} tokens in {duration(t.get('train_time_s'))}")
+    elif not training and t.get("decode_tokens_per_s") is not None:
+        out.append(f"  speed    {num(t['decode_tokens_per_s'])} tokens/s per user, "
+                   f"{num(t.get('decode_tokens_per_s_aggregate'))} in all{_typical(a, 'decode_tokens_per_s')}; "
+                   f"first token in {num(t.get('ttft_s'))} s")
+    elif b.get("ridge_point") is None:
+        out.append("  speed    needs a GPU model (bandwidth, TFLOPS); a memory size answers only the fit")
+    phases = "; ".join(f"{p} {b[p]}" for p in ("decode", "prefill", "training") if b.get(p))
+    if phases:
+        out.append(f"  bound    {phases}")
+    g = _own_row(a)
+    if g is not None and g.fits:
+        cost = [f"{_usd(g.config_price_usd)} to buy" if g.config_price_usd else "",
+                f"{_usd(g.config_usd_per_hour)}/h to rent" if g.config_usd_per_hour else "",
+                (f"{_usd(g.run_cost_usd)} a run" if training else f"{_usd(g.usd_per_million_tokens)} per million tokens")
+                if (g.run_cost_usd if training else g.usd_per_million_tokens) is not None else "",
+                f"break-even after {num(g.breakeven_months)} months of renting" if g.breakeven_months else ""]
+        if any(cost):
+            out.append("  cost     " + ", ".join(c for c in cost if c))
+    return out
+
+
+def _asked(a: Answer) -> list[str]:
+    """The figure a capacity question asked for, as the verdict states it."""
+    q: Question | None = a.question
+    row = q.get("answer") if q is not None else None
+    if q is None or not row or not row.get("found"):
+        return []
+    kind, on = q.get("kind"), f"on {row.get('count', 1)}× {row.get('gpu')}"
+    if kind == "how_many_gpus":
+        by_mem = q.get("fewest_by_memory")
+        return [f"  GPUs     {q['value']} in a valid layout" + (f"; {by_mem} by memory alone" if by_mem else "")]
+    if kind == "largest_model":
+        return [f"  answer   about {num(q.get('value_b'))}B parameters {on}"]
+    allows = f" (the model's limit; memory allows {num(q.get('memory_allows'), 6)})" if q.get("model_max_context") else ""
+    return [f"  answer   {num(q.get('value'), 6)} {q.get('unit')} {on}{allows}"]
+
+
+def _own_row(a: Answer) -> GpuRow | None:
+    return next((g for g in a.gpus if g.requested), a.gpus[0] if a.gpus else None)
+
+
+def _usd(v: float | None) -> str:
+    return "n/a" if v is None else f"${v:,.0f}" if v >= 100 else f"${v:,.2f}"
+
+
+def _typical(a: Answer, figure: str) -> str:
+    """' (±4.3% typical)': the median error of this kind of figure, said once per section."""
+    band = a.error_bands.get(figure)
+    return f" (±{num(band['median_pct'], 2)}% typical)" if band and band.get("median_pct") is not None else ""
+
+
+def options_heading(a: Answer) -> str:
+    """'WHAT WOULD FIT' when the job does not fit or misses its target; else the options were
+    asked for, and they are only other configurations."""
+    g = _own_row(a)
+    if g is not None and g.fits and g.meets_target is not False:
+        return "OTHER CONFIGURATIONS  (asked for with --options)"
+    return "WHAT WOULD FIT  (least change first)"
+
+
+def _short_list(items: list[str]) -> str:
+    """Each assumption's first clause, in one list: 'runtime: vLLM; prompt: 1024 tokens; …'."""
+    import textwrap
+
+    short = [textwrap.shorten(re.sub(r"\s*\([^()]*\)", "", x).split("; ")[0], SHORT_ITEM, placeholder=" …")
+             for x in items]
+    return "; ".join(dict.fromkeys(short)) or "none"
+
+
+def _wrap(line: str) -> list[str]:
+    import textwrap
+
+    return textwrap.wrap(line, TEXT_WIDTH) or [line]
 
 
 # Markdown punctuation to escape; an underscore inside a word (weights_gb) is left alone.
@@ -254,7 +309,8 @@ def markdown(a: Answer, limit: int | None = 12) -> str:
         add(f"\nGPUs {ranked_by(a)}.")
     if a.options:
         add("")
-        add("**What to change so it fits** (least change first)")
+        what = options_heading(a).startswith("WHAT")
+        add("**What would fit** (least change first)" if what else "**Other configurations**")
         add("")
         out.extend(f"- {line}" for line in options_lines(a))
     if a.disagreements:
@@ -262,10 +318,10 @@ def markdown(a: Answer, limit: int | None = 12) -> str:
         add("**Where the sources disagree**")
         add("")
         for d in a.disagreements:
-            on = f" ({d['gpu']})" if d.get("gpu") else ""
             on = f" ({md(d['gpu'])})" if d.get("gpu") else ""
-            add(f"- *{md(d['source'])}*{on}: “{md(d['claim'])}” — claims {num(d['claimed'])} {d['unit']}, "
-                f"kbq computes {num(d['computed'])} {d['unit']}. {md(d['note'])}")
+            figures = (f"claims {num(d['claimed'])} {d['unit']}, kbq computes {num(d['computed'])} {d['unit']}. "
+                       if d.get("claimed") is not None else "")
+            add(f"- *{md(d['source'])}*{on}: “{md(d['claim'])}” — {figures}{md(d['note'])}")
     add("")
     add("**Assumptions:** " + "; ".join(md(x) for x in a.assumptions or ["none"]))
     if a.warnings:
@@ -283,10 +339,6 @@ def markdown(a: Answer, limit: int | None = 12) -> str:
     add("")
     add("</details>")
     return "\n".join(out) + "\n"
-
-
-def _u(unit: str) -> str:
-    return "" if unit in ("1", "") else unit
 
 
 def _band(a: Answer, figure: str) -> str:

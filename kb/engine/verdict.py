@@ -1,0 +1,350 @@
+"""The verdict: the answer to what was asked, first, with its figure, in at most 45 words.
+
+In: an Answer whose engine data is filled in (Answer.question: the kind of question, the figure
+found, the sizing flow's outcome; the ranked GPU rows; the recommendation; the options).
+Out: one text, composed here and nowhere else, that `Answer.verdict` (the `--json` contract)
+carries and every surface shows. By kind:
+  fit, compare     the fit on the GPUs named (one line each when several), then what would fit
+  which_gpu        the pick with its price and speed, then at most two alternatives of another kind
+  cost             the cost per million tokens (serving) or per run (training) first
+  max_users, max_context, largest_model, how_many_gpus, max_batch
+                   the number first, then on what, then what binds
+The ranking policy is never recited here: the table says it once ("ranked by value: …").
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from kb.figures import duration, num
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from kb.engine.answer import Answer, GpuRow
+    from kb.engine.answer_records import Question
+    from kb.knowledge.records import Value
+
+MAX_WORDS = 45
+SOLVED = ("max_users", "max_context", "largest_model", "how_many_gpus", "max_batch")
+
+
+def usd(v: float | None) -> str:
+    return "n/a" if v is None else f"${v:,.0f}" if v >= 100 else f"${v:,.2f}"
+
+
+def words(text: str) -> int:
+    return len(text.split())
+
+
+def compose(a: Answer) -> str:
+    """The verdict of an answer (see the module docstring)."""
+    q: Question = a.question or {"kind": "", "vary": None, "unit": None, "value": None, "gpu": None}
+    if q.get("unknown"):
+        return str(q["unknown"])
+    kind = q.get("kind") or ""
+    if kind in SOLVED:
+        parts = _solved(a, q)
+    elif kind == "compare":
+        parts = _compare(a)
+    elif kind == "which_gpu" or not any(g.requested for g in a.gpus):
+        parts = _which(a, q)
+    elif kind == "cost":
+        parts = _cost(a, q) or _fit(a, q)
+    else:
+        parts = _fit(a, q)
+    return fitted([p for p in parts if p])
+
+
+SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
+
+
+def fitted(parts: list[str]) -> str:
+    """The sentences in order, leaving out the last ones while the text is over MAX_WORDS (the
+    first, the answer itself, always stays)."""
+    sentences = [x for p in parts for x in SENTENCE.split(p) if x]
+    while len(sentences) > 1 and words(" ".join(sentences)) > MAX_WORDS:
+        sentences = sentences[:-1]
+    return " ".join(sentences)
+
+
+# ---------------------------------------------------------------- pieces
+
+def config(g: GpuRow) -> str:
+    return f"{g.count}× {g.name}"
+
+
+def speed(g: GpuRow, training: bool) -> str | None:
+    """'16.8 tok/s per user' or '741 training tok/s'; None where it does not fit or is unknown."""
+    if training:
+        return f"{num(g.train_tokens_per_s)} training tok/s" if g.train_tokens_per_s else None
+    return f"{num(g.decode_tokens_per_s)} tok/s per user" if g.decode_tokens_per_s else None
+
+
+def _rate(g: GpuRow, training: bool) -> str | None:
+    """'20.3 tok/s' (per user) or '741 training tok/s', for a line that compares."""
+    value = g.train_tokens_per_s if training else g.decode_tokens_per_s
+    return f"{num(value)} {'training ' if training else ''}tok/s" if value else None
+
+
+def _training(a: Answer) -> bool:
+    return "training" in a.bottleneck
+
+
+def _lead(a: Answer, focus: str | None, g: GpuRow) -> str | None:
+    """The figure a question asked for first ("how much vram", "how fast", "how long")."""
+    training = _training(a)
+    mem = a.memory
+    if focus == "memory" and mem.get("total_gb") is not None:
+        per = mem.get("per_gpu_gb")
+        each = f" ({num(per)} GB per GPU)" if per is not None and (mem.get("gpu_count") or 1) > 1 else ""
+        return f"Memory: {num(mem['total_gb'])} GB in all{each}."
+    if not g.fits:
+        return None
+    t = a.throughput
+    if focus == "speed":
+        if training and t.get("train_tokens_per_s"):
+            return f"Speed: {num(t['train_tokens_per_s'])} training tokens/s on {config(g)}."
+        if t.get("decode_tokens_per_s"):
+            return (f"Speed: {num(t['decode_tokens_per_s'])} tokens/s per user "
+                    f"({num(t.get('decode_tokens_per_s_aggregate'))} in all) on {config(g)}.")
+    if focus == "time":
+        if training and t.get("train_time_s"):
+            return (f"Time: {num(a.workload.get('train_tokens'))} tokens in {duration(t['train_time_s'])} "
+                    f"on {config(g)}.")
+        if t.get("ttft_s") is not None:
+            return f"Time to first token: {num(t['ttft_s'])} s on {config(g)}."
+    return None
+
+
+def _borderline(a: Answer, g: GpuRow) -> str | None:
+    """A fit whose headroom is inside the memory estimate's p90 error band."""
+    band = a.error_bands.get("total_gb")
+    pct = band.get("p90_pct") if band else None
+    if not g.fits or pct is None or g.per_gpu_gb is None or g.headroom_gb is None:
+        return None
+    if g.headroom_gb >= g.per_gpu_gb * pct / 100:
+        return None
+    return f"Borderline: the spare {num(g.headroom_gb)} GB is within the memory estimate's p90 error (±{num(pct)}%)."
+
+
+def _fixes(a: Answer, most: int = 2) -> list[str]:
+    """The one or two options that would hold the job, with their figure, a sentence each (the
+    GPU named only when it is not the one asked about)."""
+    found = [o for o in a.options or [] if o["fits"] and o.get("meets_target") is not False][:most]
+    asked = next((g.id for g in a.gpus if g.requested), None)
+    out = []
+    for i, o in enumerate(found):
+        on = f"{o['count']}×" + ("" if o["gpu_id"] == asked else f" {o['gpu']}")
+        what = f"{o['change_only']} on {on}"
+        out.append(f"With {what}, it fits ({num(o['per_gpu_gb'])} GB per GPU)." if i == 0
+                   else f"Or with {what}.")
+    return out
+
+
+# ---------------------------------------------------------------- fit, compare, cost
+
+def _fit(a: Answer, q: Question) -> list[str]:
+    g = next((x for x in a.gpus if x.requested), a.gpus[0] if a.gpus else None)
+    if g is None:
+        return [str(q.get("outcome_text") or "")]
+    lead = _lead(a, q.get("focus"), g)
+    text = str(q.get("outcome_text") or "")
+    parts: list[str | None] = [lead, text] if lead else [text]
+    if g.fits:
+        s = speed(g, _training(a))
+        parts += [_borderline(a, g), f"Speed: {s}." if s and not lead else None]
+        if g.meets_target is False:
+            parts.append("It misses the target asked for.")
+            parts += _fixes(a)
+    else:           # the refusal's first sentence, then what would fit, then the rest of why
+        first, *why = SENTENCE.split(text)
+        if q.get("outcome") in ("replicas_verdict", "too_small_verdict"):   # why no count holds it comes first
+            parts = [lead, first, *why[:1], *_fixes(a), *why[1:]]
+        else:
+            parts = [lead, first, *_fixes(a), *why]
+    return [p for p in parts if p]
+
+
+def _cost(a: Answer, q: Question) -> list[str] | None:
+    g = next((x for x in a.gpus if x.requested), a.gpus[0] if a.gpus else None)
+    if g is None or not g.fits:
+        return None
+    users = a.workload.get("users") or 1
+    if _training(a):
+        if g.run_cost_usd is None:
+            return None
+        first = (f"{usd(g.run_cost_usd)} for the run on {config(g)}: {num(g.run_hours)} h at "
+                 f"{usd(g.config_usd_per_hour)}/h.")
+    else:
+        if g.usd_per_million_tokens is None:
+            return None
+        first = (f"{usd(g.usd_per_million_tokens)} per million tokens on {config(g)} at {users} "
+                 f"user{'s' if users != 1 else ''} ({usd(g.config_usd_per_hour)}/h).")
+    buy = f"To buy: {usd(g.config_price_usd)}" + (f", paid back in {num(g.breakeven_months)} months of renting."
+                                                  if g.breakeven_months else ".")
+    return [x for x in (first, buy if g.config_price_usd else None, str(q.get("outcome_text") or "")) if x]
+
+
+def _compare(a: Answer) -> list[str]:
+    training = _training(a)
+    asked = [g for g in a.gpus if g.requested]
+    lines = []
+    for g in asked:
+        if g.fits:
+            figures = [f"{num(g.per_gpu_gb)} of {num(g.usable_vram_gb)} GB", _rate(g, training),
+                       usd(g.config_price_usd) if g.config_price_usd else None]
+            lines.append(f"{config(g)}: " + ", ".join(x for x in figures if x) + ".")
+        else:
+            lines.append(f"{config(g)}: does not fit ({num(g.per_gpu_gb)} of {num(g.usable_vram_gb)} GB).")
+    return [*lines, _winner(asked, training)]
+
+
+def _winner(asked: list[GpuRow], training: bool) -> str:
+    fitting = [g for g in asked if g.fits]
+    if not fitting:
+        return "Neither holds it."
+    if len(fitting) == 1:
+        return f"Only {config(fitting[0])} holds it."
+
+    def rate(g: GpuRow) -> float:
+        return (g.train_tokens_per_s if training else g.decode_tokens_per_s) or 0.0
+    fast, slow = max(fitting, key=rate), min(fitting, key=rate)
+    priced = [g for g in fitting if g.config_price_usd]
+    cheap = min(priced, key=lambda g: g.config_price_usd or 0.0) if priced else None
+    said = []
+    if rate(fast) > rate(slow) > 0:
+        said.append(f"Faster: {config(fast)}, {rate(fast) / rate(slow):.1f}×.")
+    if cheap is not None and cheap is not fast:
+        said.append(f"Cheaper: {config(cheap)}.")
+    return " ".join(said) or "They tie on speed."
+
+
+# ---------------------------------------------------------------- which GPU
+
+def _which(a: Answer, q: Question) -> list[str]:
+    fitting = [g for g in a.gpus if g.fits]
+    if not fitting:
+        return _none_fit(a, q)
+    training = _training(a)
+    pick = fitting[0]
+    sort = (a.workload.get("sort") or "")
+    head = {"cost": "Cheapest", "speed": "Fastest"}.get(sort, "Pick")
+    s = speed(pick, training)
+    figures = ", ".join(x for x in (_price(a, pick), s) if x)
+    first = f"{head}: {config(pick)}" + (f" ({figures})" if figures else "") + "."
+    focus = q.get("focus")
+    lead = _lead(a, focus, pick) if focus in ("memory", "speed", "time") and focus != sort else None
+    cost = None
+    if q.get("focus") == "cost" and not training and pick.usd_per_million_tokens is not None:
+        cost = f"{usd(pick.usd_per_million_tokens)} per million tokens rented."
+    alts = _alternatives(a, pick, training)
+    return [x for x in (lead, first, cost, *alts) if x]
+
+
+def _price(a: Answer, g: GpuRow) -> str | None:
+    """What a configuration costs as the question counts it: per hour when renting, else to buy."""
+    if a.workload.get("rent") and g.config_usd_per_hour is not None:
+        return f"{usd(g.config_usd_per_hour)}/h"
+    return usd(g.config_price_usd) if g.config_price_usd else None
+
+
+def _none_fit(a: Answer, q: Question) -> list[str]:
+    """No configuration of one box holds it: the need, and the GPU that needs the fewest cards
+    by memory (the table's 'fewest by memory'), when any count holds it."""
+    needing = [g for g in a.gpus if g.gpus_needed]
+    if q.get("outcome") != "none_fit_verdict" or not needing:
+        return [str(q.get("outcome_text") or "")]
+    g = min(needing, key=lambda x: x.gpus_needed or 0)
+    return [f"No single box holds it: it needs {num(a.memory.get('total_gb'))} GB in all.",
+            f"Fewest cards by memory: {g.gpus_needed}× {g.name}."]
+
+
+def _alternatives(a: Answer, pick: GpuRow, training: bool) -> list[str]:
+    """At most two alternatives that differ from the pick in kind: faster, cheaper, to rent."""
+    def rate(g: GpuRow) -> float:
+        return (g.train_tokens_per_s if training else g.decode_tokens_per_s) or 0.0
+    fitting = [g for g in a.gpus if g.fits and g is not pick and g.meets_target is not False]
+    out: list[str] = []
+    faster = [g for g in fitting if rate(g) > rate(pick)]
+    if faster:
+        g = faster[0]
+        out.append(f"Faster: {config(g)} ({_price(a, g)}, {speed(g, training)}).")
+    rent = bool(a.workload.get("rent"))
+
+    def cost(g: GpuRow) -> float | None:
+        return g.config_usd_per_hour if rent else g.config_price_usd
+    mine = cost(pick)
+    cheaper = [g for g in fitting if (c := cost(g)) and mine and c < mine]
+    if cheaper:
+        g = min(cheaper, key=lambda x: cost(x) or 0.0)
+        out.append(f"Cheaper: {config(g)} ({_price(a, g)}, {speed(g, training)}).")
+    rentable = [g for g in [pick, *fitting] if g.config_usd_per_hour is not None]
+    if rentable and not rent:
+        g = min(rentable, key=lambda x: x.config_usd_per_hour or 0.0)
+        if g is not pick:
+            out.append(f"To rent: {config(g)} at {usd(g.config_usd_per_hour)}/h.")
+    return out[:2]
+
+
+# ---------------------------------------------------------------- solved questions
+
+def _solved(a: Answer, q: Question) -> list[str]:
+    row = q.get("answer") or {}
+    kind = q["kind"]
+    unit = q.get("unit") or ""
+    on = f"{row.get('count', 1)}× {row.get('gpu') or q.get('gpu')}"
+    if not row.get("found"):
+        if row.get("floor_binding"):
+            return [f"Fits on {on}, but even {num(q.get('lower'))} {unit} get only "
+                    f"{num(row.get('speed_at_lower'))} tokens/s each, under the "
+                    f"{num(row.get('speed_floor'))} tokens/s floor."]
+        return [f"Does not fit on {on} even at {num(q.get('lower'))} {unit}.", str(q.get("note") or "")]
+    value = row["value"]
+    if kind == "how_many_gpus":
+        return _how_many(a, q, row)
+    if kind == "largest_model":
+        first = f"About {num(q.get('value_b'))}B parameters at {a.workload.get('precision')} on {on}."
+        nxt = f"{num(q.get('next_b'))}B"
+    elif kind == "max_context" and q.get("model_max_context"):
+        return [f"{num(value, 6)} tokens per user on {on}: the model's own maximum context.",
+                f"Memory would allow {num(q.get('memory_allows'), 6)}."]
+    elif kind == "max_context":
+        first = f"{num(value, 6)} tokens per user on {on}."
+        nxt = num(row.get("next"), 6)
+    elif kind == "max_users":
+        each = f", each at {num(row.get('speed_at_value'))} tok/s" if row.get("speed_at_value") else ""
+        first = f"{num(value, 6)} users on {on}{each}."
+        nxt = num(row.get("next"), 6)
+    else:
+        first = f"{num(value, 6)} {unit} on {on}."
+        nxt = num(row.get("next"), 6)
+    if row.get("floor_binding"):
+        why = (f"The speed floor binds: {nxt} would get {num(row.get('speed_at_next'))} tok/s each, "
+               f"under {num(row.get('speed_floor'))}.")
+    elif row.get("binds"):
+        why = (f"{str(row['binds']).capitalize()} binds: {nxt} would need {num(row.get('per_gpu_gb_at_next'))} "
+               f"GB per GPU of {num(row.get('usable_gb'))}.")
+    else:
+        why = ""
+    stop = f"The search stops at {num(q.get('upper'))} {unit}." if row.get("at_upper_bound") else ""
+    return [first, why, stop]
+
+
+def _how_many(a: Answer, q: Question, row: Mapping[str, Value]) -> list[str]:
+    n = row["value"]
+    first = (f"{n}× {row.get('gpu')} {'hold' if n != 1 else 'holds'} it ({num(row.get('per_gpu_gb'))} of "
+             f"{num(row.get('usable_gb'))} GB per GPU).")
+    by_memory = q.get("fewest_by_memory")
+    if row.get("layout_binding"):
+        mem = f"Memory alone needs {by_memory}; " if by_memory and by_memory != n else ""
+        why = (f"{mem}fewer than {n} form no valid layout (tensor parallel divides the {row.get('heads')} "
+               f"attention heads within a node of {row.get('node')}).")
+    elif row.get("previous"):
+        why = f"Memory binds: {row['previous']} would need {num(row.get('per_gpu_gb_at_previous'))} GB per GPU."
+    else:
+        why = ""
+    g = a.gpus[0] if a.gpus else None
+    s = speed(g, _training(a)) if g is not None and g.fits else None
+    return [first, why, f"Speed: {s}." if s else ""]
