@@ -108,6 +108,7 @@ class QueryRules(TypedDict):
     phrases: list[Phrase]
     model_suffixes: list[str]
     model_prefixes: list[str]
+    model_variants: list[str]
     format_suffixes: dict[str, str]
     gpu_words: list[str]
     focus_lead: dict[str, str]

@@ -204,6 +204,7 @@ class QueryFile(Strict):
     phrases: list[PhraseSchema] = []
     model_suffixes: list[Name] = []
     model_prefixes: list[Name] = []
+    model_variants: list[Name] = []
     format_suffixes: dict[Name, Name] = {}
     gpu_words: list[Name] = []
     focus_lead: dict[str, str] = {}

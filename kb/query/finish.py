@@ -32,6 +32,7 @@ class Finisher:
     vocab: Vocab
     limits: dict[str, tuple[float, float]]
     tasks: list[str]
+    task_toks: dict[str, Tok]
     toks: list[Tok]
     runtime_tok: Tok | None
     size_tok: Tok | None
@@ -76,6 +77,12 @@ class Finisher:
         w, v = self.w, self.vocab
         tasks = list(dict.fromkeys(self.tasks))
         resolution = self.query_rules["task_resolution"]
+        if "full" in tasks:         # "fine-tune qwen 7b full": 'full' says which training
+            if not any(t in v.training_tasks or t in resolution for t in tasks):
+                raise self.fail(self.task_toks["full"], f"'{self.task_toks['full'].text}' alone: "
+                                "a full fine-tune needs a training word", "full fine-tune",
+                                expected=["full fine-tune", "full training"])
+            tasks = list(dict.fromkeys("full_ft" if t == "full" else t for t in tasks))
         resolved = [resolution.get(t, t) for t in tasks]
         # a specific training kind wins over the generic "train"/"fine-tune"
         training = v.training_tasks
@@ -142,6 +149,9 @@ class Finisher:
                 setattr(w, field, int(value))
                 w.notes.append(f"read '{self.length_tok.text}' as the "
                                f"{'sequence length' if training else 'context length'}")
+        if training and w.context_tokens is not None and w.seq_len is None:
+            w.seq_len, w.context_tokens = w.context_tokens, None     # "qlora … at 8k context"
+            w.notes.append("read the context length as the training sequence length")
         for _tok, seconds in self.durations:
             if self.ttft:
                 w.ttft_max_s = seconds

@@ -55,6 +55,7 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
         self.vocab = vocab_of(kn)
         self.w = Workload()
         self.tasks: list[str] = []
+        self.task_toks: dict[str, Tok] = {}        # each task's first word
         self.pending_count: Tok | None = None
         self.family: tuple[str, Tok] | None = None
         self.runtime_tok: Tok | None = None
@@ -308,6 +309,7 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
         first = toks[0]
         if kind == "task":
             self.tasks.append(value)
+            self.task_toks.setdefault(value, first)
         elif kind == "question":
             w.question = value
         elif kind == "knob":
@@ -368,14 +370,19 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
             self.size_tok = tok
 
     def _family_model(self, family: str, params: float) -> str | None:
-        best = None
+        """The family's model nearest the size; a general model before a specialised variant
+        (query.yaml model_variants: 'qwen 14b' is Qwen2.5-14B, not its coder), the later listed
+        of equally near ones."""
+        variants = frozenset(self.query_rules["model_variants"])
+        best: tuple[bool, float, str] | None = None
         for mid, m in self.kn.models.items():
             if m["family"] != family:
                 continue
             ratio = abs(math.log(m["params_total"] / params))
-            if ratio < 0.25 and (best is None or ratio <= best[0] + 1e-9):
-                best = (ratio, mid)
-        return best[1] if best else None
+            variant = not variants.isdisjoint(mid.split("-"))
+            if ratio < 0.25 and (best is None or (variant, ratio) <= (best[0], best[1] + 1e-9)):
+                best = (variant, ratio, mid)
+        return best[2] if best else None
 
     def _family_example(self, family: str) -> str | None:
         for mid, m in self.kn.models.items():
