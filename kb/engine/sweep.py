@@ -51,12 +51,29 @@ def workload_queries(kn: Knowledge) -> list[tuple[str, str]]:
     precisions, models, gpus = list(kn.precisions), list(kn.models), list(kn.gpus)
     out = []
     for t, (task, words) in enumerate(q["tasks"].items()):
+        lead = _task_phrase(kn, words[0])
         for j in range(PER_TASK):
             k = t * PER_TASK + j
             sizes = " ".join(f"{values[j // (a + 1) % len(values)]} {word}" for a, (values, word) in enumerate(axes))
-            out.append((task, f"{words[0]} {models[k * 7 % len(models)]} {precisions[k % len(precisions)]} "
+            out.append((task, f"{lead} {models[k * 7 % len(models)]} {precisions[k % len(precisions)]} "
                               f"{sizes} on {gpus[k * 5 % len(gpus)]}"))
     return out
+
+
+def _task_phrase(kn: Knowledge, word: str) -> str:
+    """A task's first word, or, where that word only modifies another ('full' needs a training
+    word), the word followed by the first word of the first task that makes it read."""
+    from kb.errors import QueryError
+    from kb.query.parse import parse
+
+    model = next(iter(kn.models))
+    for lead in [word] + [f"{word} {words[0]}" for words in kn.query["tasks"].values()]:
+        try:
+            parse(f"{lead} {model}", kn)
+        except QueryError:
+            continue
+        return lead
+    return word
 
 
 def _axis(q: QueryRules, unit: str) -> tuple[list[int], str]:
