@@ -218,30 +218,67 @@ class Probes:
 def _split_probe(kn: Knowledge, w: Workload, vary: str, value: float, gpu: GPU, count: int,
                  holds: str) -> Probe:
     """A model-parallel training stack with no tp / pp asked: its split depends on the card and
-    the count (choose_split sets it on the workload), so nothing is shared: the probe is made
-    from scratch."""
+    the count (choose_split sets it on the workload), so nothing is shared with the other cards
+    or counts: the probe is made for this one, its splits side by side."""
     w2 = at_value(w, vary, value, kn)
     if vary == "gpu_count":
         count = int(value)
     r = resolve(w2, kn)
-    choose_split(kn, r, gpu, count)
-    return _probe(kn, r, w, gpu, count, holds)
+    return choose_split(kn, r, gpu, count, holds)
 
 
-def choose_split(kn: Knowledge, r: Resolved, gpu: GPU, count: int) -> None:
+def choose_split(kn: Knowledge, r: Resolved, gpu: GPU, count: int, holds: str = "fits") -> Probe:
     """A model-parallel training stack with no tp / pp asked: the first valid split
     (kb.engine.training.model_parallel_layouts, fewest model-parallel GPUs first) that holds the job on
     `count` of this GPU with the headroom a recommendation keeps (roomy_fit), else the first that
-    holds it, set on the workload (the last tried where none does)."""
+    holds it, set on the workload (the last tried where none does). Every split is computed at
+    once, as columns of tp, pp and dp (kb.expr.parse.Col: each entry what that split computes
+    alone); returned: the probe (under `holds`) of the split chosen."""
     m, w = r.model, r.workload
     splits = tr.model_parallel_layouts(count, int(m["attention_heads"]), int(m["kv_heads"]), int(m["layers"]),
                                        int(kn.constants["gpus_per_node"]["value"]))
-    for holds in ("roomy_fit", "fits"):      # with the headroom a recommendation keeps, else just holding it
-        for t, p in splits:
-            w.tp, w.pp = t, p
-            if _probe(kn, r, w, gpu, count, holds).fits:
-                return
-    w.tp, w.pp = splits[-1] if splits else (None, None)
+    if not splits:
+        w.tp, w.pp = None, None
+        return _probe(kn, r, w, gpu, count, holds)
+    layouts = [tr.layout(count, _split(w, t, p), kn) for t, p in splits]
+    scope = gpu_scope(base_scope(r, kn), gpu, count, r.precision, layouts[0])
+    for name in ("tp", "pp", "dp"):
+        scope[name] = Col.of(getattr(x, name) for x in layouts)
+    ev = Evaluated(scope)
+    targets = targets_asked(w)
+    names = ["fits", "per_gpu_gb", "usable_vram_gb"]
+    if holds != "fits":
+        names += [holds, "decode_tokens_per_s"]
+    if targets:
+        names.append("meets_target")
+    evaluate(kn, ev, names)
+    s = ev.scope
+    speed, floor = s.get("decode_tokens_per_s"), s.get("speed_floor_tok_s")  # the probe's, as computed for `holds`
+    evaluate(kn, ev, ["roomy_fit"])
+
+    def at(name: str, k: int) -> object:
+        v = s.get(name)
+        return v[k] if v.__class__ is Col else v
+
+    def holding(k: int, name: str) -> bool:
+        return bool(at(name, k)) and not (targets and not at("meets_target", k))
+
+    chosen = next((k for name in ("roomy_fit", "fits") for k in range(len(splits)) if holding(k, name)),
+                  len(splits) - 1)
+    w.tp, w.pp = splits[chosen]
+    meets = bool(at("meets_target", chosen)) if targets else None
+    return Probe(holding(chosen, holds), at("per_gpu_gb", chosen), at("usable_vram_gb", chosen),  # type: ignore[arg-type]
+                 bool(at("fits", chosen)), speed[chosen] if speed.__class__ is Col else speed,
+                 floor[chosen] if floor.__class__ is Col else floor, meets)
+
+
+def _split(w: Workload, t: int, p: int) -> Workload:
+    """What kb.engine.training.layout reads of the workload, with the split (t, p)."""
+    import copy
+
+    w2 = copy.copy(w)
+    w2.tp, w2.pp = t, p
+    return w2
 
 
 def _probe(kn: Knowledge, r: Resolved, w: Workload, gpu: GPU, count: int, holds: str) -> Probe:
