@@ -40,6 +40,7 @@ def compute(kn: Knowledge, asked: Workload, base: Answer) -> list[Option]:
     training = "training" in base.bottleneck
     w = base.workload
     out: list[Option] = []
+    asked_before: dict[str, Answer] = {}
     for done, rule in enumerate(rules):
         if (budget := spent()) is not None:    # the server's time budget (kb.budget) ran out
             left = len(rules) - done
@@ -51,7 +52,7 @@ def compute(kn: Knowledge, asked: Workload, base: Answer) -> list[Option]:
         if not _applies(rule, w, training, kn):
             continue
         found = [o for changed, extra in _changed(kn, rule, asked, row, base)
-                 if (o := _ask(kn, changed, base, rule, extra)) is not None]
+                 if (o := _ask(kn, changed, base, rule, extra, asked_before)) is not None]
         if rule["kind"] == "next_card" and found:     # the best of the cards tried
             found = [min(found, key=_order)]
         out.extend(found)
@@ -145,14 +146,27 @@ def _changed(kn: Knowledge, rule: OptionRule, asked: Workload, row: GpuRow,
     return fitting[:tries]   # type: ignore[return-value]
 
 
-def _ask(kn: Knowledge, w: Workload, base: Answer, rule: OptionRule, extra: str | None) -> Option | None:
+def _answered(kn: Knowledge, w: Workload, q: str, before: dict[str, Answer]) -> Answer:
+    """The brief answer of `w`, once per Workload among one answer's options (the card a "more
+    GPUs" option is first asked on is often the plain option's own Workload, and a capacity
+    question's answer runs a whole search): reused answers are only read."""
     from kb.engine import answer
+
+    key = repr(w.to_dict())
+    found = before.get(key)
+    if found is None:
+        found = before[key] = answer(copy.deepcopy(w), kn, q, brief=True)
+    return found
+
+
+def _ask(kn: Knowledge, w: Workload, base: Answer, rule: OptionRule, extra: str | None,
+         before: dict[str, Answer]) -> Option | None:
     from kb.query.unparse import unparse
 
     try:
         if w.gpus and w.gpus[0].count == 0:         # as many cards as then hold it
             probe = _with(w, gpus=[GpuRequest(w.gpus[0].gpu_id, 1, w.gpus[0].capacity_gb)])
-            probed = answer(probe, kn, "", brief=True)
+            probed = _answered(kn, probe, "", before)
             row = _base_row(probed)
             most = int(kn.advice.get("max_gpus_per_config", 1))
             needed = valid_count(kn, probed.workload, row.gpus_needed or 0, most) if row is not None else None
@@ -160,7 +174,7 @@ def _ask(kn: Knowledge, w: Workload, base: Answer, rule: OptionRule, extra: str 
                 return None
             w.gpus[0].count = needed
         q = unparse(w, kn)
-        a = answer(copy.deepcopy(w), kn, q, brief=True)
+        a = _answered(kn, w, q, before)
     except KbError:
         return None
     row = _base_row(a)
