@@ -42,10 +42,10 @@ def compute(kn: Knowledge, asked: Workload, base: Answer) -> list[Option]:
     out: list[Option] = []
     asked_before: dict[str, Answer] = {}
     for done, rule in enumerate(rules):
-        if (budget := spent()) is not None:    # the server's time budget (kb.budget) ran out
+        if (budget := spent()) is not None:    # the server's budget (kb.engine.budget) ran out
             left = len(rules) - done
             text = (f"{left} of the {len(rules)} kinds of change were not tried: this answer's "
-                    f"time budget ({budget.seconds:g} s of computing) ran out")
+                    f"{budget.reason()} ran out")
             note(budget, text)
             base.warnings.append(text)
             break

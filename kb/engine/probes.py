@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kb.engine.budget import count_probe
 from kb.engine.evaluate import Evaluated, Scope, evaluate
 from kb.engine import training as tr
 from kb.engine.gpus import gpu_scope, layout_of
@@ -167,6 +168,7 @@ class Probes:
         return found
 
     def probe(self, vary: str, value: float, gpu: GPU, count: int, holds: str = "fits") -> Probe:
+        count_probe()                       # the server's search budget (kb.engine.budget)
         r = self.resolved(vary, value)
         w = r.workload
         if r.is_training and not (w.tp or w.pp) and tr.is_model_parallel(w, self.kn):

@@ -16,6 +16,7 @@ from kb.engine import advice as rightsize
 from kb.engine import training as tr
 from kb.engine import unknown
 from kb.engine.answer import Answer, GpuRow
+from kb.engine.budget import note, spent
 from kb.engine import solve
 from kb.engine.probes import Probes, at_value, choose_split
 from kb.engine.assemble import (ROW_FORMULAS, brief_answer, bottleneck, error_bands,
@@ -117,7 +118,12 @@ def _answer_question(w: Workload, kn: Knowledge, query: str, brief: bool = False
     else:
         targets = [(kn.gpus[_first_ranked(w, kn)], 1)]
     probes = Probes(kn, w, [gpu for gpu, _ in targets])     # what every card's search shares
-    rows = [solve.solve_row(kn, w, question, gpu, count, probes) for gpu, count in targets]
+    rows: list[solve.Row] = []
+    stopped = None
+    for gpu, count in targets:          # the first card always, the rest while the budget lasts
+        if rows and (stopped := spent()) is not None:
+            break
+        rows.append(solve.solve_row(kn, w, question, gpu, count, probes))
     found = [r for r in rows if r["found"]]
     if w.gpus or not found:
         primary = rows[0]
@@ -163,6 +169,11 @@ def _answer_question(w: Workload, kn: Knowledge, query: str, brief: bool = False
         q["memory_allows"] = allows or 0.0
         result.warnings.append(f"memory allows {num(allows, 6)} tokens, but the model's "
                                f"maximum context is {num(limit, 6)}")
+    if stopped is not None:
+        text = (f"{len(targets) - len(rows)} of the {len(targets)} GPUs were not searched: this answer's "
+                f"{stopped.reason()} ran out (the answer is the best of the {len(rows)} searched)")
+        note(stopped, text)
+        result.warnings.append(text)
     result.path.insert(0, f"question/{question}")
     return result
 
