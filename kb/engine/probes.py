@@ -18,7 +18,7 @@ a probe made from scratch on that card gives.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kb.engine.budget import count_probe
 from kb.engine.evaluate import Evaluated, Scope, evaluate
@@ -82,6 +82,9 @@ def at_value(w: Workload, vary: str, value: float, kn: Knowledge | None = None) 
     elif vary == "batch":
         w2.batch = int(value)
     return w2
+
+
+FEW_COUNTS = 4      # probes_at with at most this many counts reads each count's columns over every card
 
 
 class Probes:
@@ -157,18 +160,78 @@ class Probes:
         if found is None:
             kn, order = self.kn, self.kn.derived.order
             reads_card, reads_count = self._reading()
-            vkey = (*self._key(vary, value), names)
-            base = self._by_value.get(vkey)
-            if base is None:
-                base = self._by_value[vkey] = base_scope(self.resolved(vary, value), kn)
-                evaluate(kn, Evaluated(base), [n for name in names for n in order[name] if not reads_count[n]])
+            base = self._value_scope(vary, value, names)
             found = self._by_count[key] = dict(base)
             found.update(scope_values(self.layout(vary, value, count)))
             evaluate(kn, Evaluated(found), [n for name in names for n in order[name] if not reads_card[n]])
         return found
 
+    def _value_scope(self, vary: str, value: float, names: Names) -> Scope:
+        """The scope at this value, with every formula `names` needs that reads neither the card
+        nor the count."""
+        vkey = (*self._key(vary, value), names)
+        base = self._by_value.get(vkey)
+        if base is None:
+            kn, order = self.kn, self.kn.derived.order
+            reads_count = self._reading()[1]
+            base = self._by_value[vkey] = base_scope(self.resolved(vary, value), kn)
+            evaluate(kn, Evaluated(base), [n for name in names for n in order[name] if not reads_count[n]])
+        return base
+
+    def shared_counts(self) -> bool:
+        """Whether probes_at may stand for probe: the query names no GPU (so the workload is the
+        same at every count) and the cards are several, with no split chosen per card."""
+        if self.w.gpus or len(self.cards) < 2:
+            return False
+        r = self.resolved("gpu_count", 1)
+        return not (r.is_training and not (r.workload.tp or r.workload.pp) and tr.is_model_parallel(r.workload, self.kn))
+
+    def probes_at(self, counts: dict[int, int]) -> dict[int, Probe]:
+        """probe("gpu_count", n, cards[i], n) for each card i and its own count n, all computed at
+        once: the cards and their counts as columns (each entry what that card computes alone at
+        its count). Only where shared_counts()."""
+        names: Names = ("fits", "per_gpu_gb", "usable_vram_gb")
+        if self.targets:
+            names += ("meets_target",)
+        which = list(counts)
+        for _ in which:
+            count_probe()
+        if len(set(counts.values())) <= FEW_COUNTS:     # the columns of each count, over every card, kept
+            return {i: self._probe("gpu_count", counts[i], self.cards[i], counts[i]) for i in which}
+        some = counts[which[0]]
+        base = self._value_scope("gpu_count", some, names)
+        precision = self.resolved("gpu_count", some).precision
+        accumulate = base.get("_gemm", FP32_GEMM)
+        cards = self._card_columns.get((id(precision), accumulate))
+        if cards is None:
+            cards = self._card_columns[(id(precision), accumulate)] = gpu_columns(
+                [(g, 1) for g in self.cards], precision, accumulate)
+        scope = dict(base)
+        for name, v in cards.items():
+            scope[name] = Col.of(v[i] for i in which) if v.__class__ is Col else v
+        scope["gpu_count"] = Col.of(counts[i] for i in which)
+        layouts = [self.layout("gpu_count", counts[i], counts[i]) for i in which]
+        for name in ("tp", "pp", "dp"):
+            scope[name] = Col.of(getattr(x, name) for x in layouts)
+        ev = Evaluated(scope)
+        evaluate(self.kn, ev, names)
+        s = ev.scope
+        out: dict[int, Probe] = {}
+        for k, i in enumerate(which):
+            at: dict[str, Any] = {}
+            for n in (*names, "speed_floor_tok_s"):
+                v = s.get(n)
+                at[n] = v[k] if v.__class__ is Col else v
+            meets = bool(at["meets_target"]) if self.targets else None
+            out[i] = Probe(bool(at["fits"]) and meets is not False, at["per_gpu_gb"], at["usable_vram_gb"],
+                           bool(at["fits"]), None, at["speed_floor_tok_s"], meets)
+        return out
+
     def probe(self, vary: str, value: float, gpu: GPU, count: int, holds: str = "fits") -> Probe:
         count_probe()                       # the server's search budget (kb.engine.budget)
+        return self._probe(vary, value, gpu, count, holds)
+
+    def _probe(self, vary: str, value: float, gpu: GPU, count: int, holds: str = "fits") -> Probe:
         r = self.resolved(vary, value)
         w = r.workload
         if r.is_training and not (w.tp or w.pp) and tr.is_model_parallel(w, self.kn):

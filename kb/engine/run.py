@@ -106,6 +106,10 @@ def _budget_precision(w: Workload, kn: Knowledge, query: str, brief: bool, plain
     return a
 
 
+CARDS_AT_ONCE = 32      # cards a how-many search over the catalogue runs side by side (between them,
+                        # the budget is looked at: kb.engine.budget)
+
+
 def _answer_question(w: Workload, kn: Knowledge, query: str, brief: bool = False) -> Answer:
     question = w.question or ""
     if w.gpus:
@@ -120,10 +124,15 @@ def _answer_question(w: Workload, kn: Knowledge, query: str, brief: bool = False
     probes = Probes(kn, w, [gpu for gpu, _ in targets])     # what every card's search shares
     rows: list[solve.Row] = []
     stopped = None
-    for gpu, count in targets:          # the first card always, the rest while the budget lasts
+    side_by_side = question == "how_many_gpus" and probes.shared_counts()
+    step = CARDS_AT_ONCE if side_by_side else 1
+    for first in range(0, len(targets), step):  # the first cards always, the rest while the budget lasts
         if rows and (stopped := spent()) is not None:
             break
-        rows.append(solve.solve_row(kn, w, question, gpu, count, probes))
+        if side_by_side:
+            rows.extend(solve.how_many_rows(kn, w, probes, first, min(first + step, len(targets))))
+        else:
+            rows.append(solve.solve_row(kn, w, question, targets[first][0], targets[first][1], probes))
     found = [r for r in rows if r["found"]]
     if w.gpus or not found:
         primary = rows[0]
