@@ -14,76 +14,37 @@ are computed for every card at once, as columns (kb.expr.parse.Col), as the cata
 answer computes them. A formula gives the same value whether or not a name it does not read
 is in its scope, and a column holds what each card computes alone, so every Probe is the one
 a probe made from scratch on that card gives.
+
+Between values: a search's later values differ from its first in a few inputs (the users, the
+context and the prompt it splits into); the formulas that read none of them, directly or
+through other formulas, are copied from the first value's scopes (at the same count and card,
+where the layout and the precision are the same) instead of computed again. A how-many search
+over the catalogue asks probes_at: each card at its own count, all in one evaluation.
+One probe made alone, and a model-parallel training probe, are kb.engine.single_probe's.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from kb.engine.budget import count_probe
 from kb.engine.evaluate import Evaluated, Scope, evaluate
 from kb.engine import training as tr
-from kb.engine.gpus import gpu_scope, layout_of
+from kb.engine.gpus import layout_of
 from kb.engine.layout import Layout, scope_values
 from kb.engine.scope import Resolved, base_scope, resolve
+from kb.engine.single_probe import Probe, at_value, split_probe, targets_asked
 from kb.expr.parse import Col
 from kb.knowledge.data import Knowledge
 from kb.knowledge.gpu_names import FP32_GEMM, gpu_columns, gpu_values
 from kb.query.workload import Workload
-from kb.recordtype import record
 
 if TYPE_CHECKING:
     from kb.knowledge.records import GPU
 
 Names = tuple[str, ...]
 
-
-@record
-class Probe:
-    fits: bool                      # the search's condition holds (memory, the speed floor, the targets asked)
-    per_gpu_gb: float | None
-    usable_gb: float | None
-    fits_memory: bool = False
-    speed: float | None = None      # per-user decode tokens/s
-    floor: float | None = None
-    meets_target: bool | None = None  # speed floor, ttft bound, tokens a day (None: not asked)
-
-
-def targets_asked(w: Workload) -> bool:
-    """The query set a speed, time to first token or volume target: solve under it too."""
-    return any(v is not None for v in (w.speed_floor_tok_s, w.ttft_max_s, w.tokens_per_day))
-
-
-def at_value(w: Workload, vary: str, value: float, kn: Knowledge | None = None) -> Workload:
-    """The workload at `value`. A context the query did not split into prompt and output is
-    prompt + output: the default output, and the rest is prompt."""
-    import copy                 # capacity questions only: copy is kept off the plain query's path
-
-    w2 = copy.copy(w)           # every field a plain value but the two lists, copied here
-    w2.gpus = [copy.copy(g) for g in w.gpus]
-    w2.notes = list(w.notes)
-    w2.question = None
-    if vary == "users":
-        w2.users = int(value)
-    elif vary == "context_tokens":
-        w2.context_tokens = int(value)
-        if w2.prompt_tokens is None and kn is not None:
-            out = w2.output_tokens or int(kn.defaults["output_tokens"])
-            w2.output_tokens = min(out, int(value) - 1) if value > 1 else out
-            w2.prompt_tokens = max(1, int(value) - w2.output_tokens)
-        if w2.prompt_tokens is not None and w2.prompt_tokens > value:
-            w2.prompt_tokens = int(value)
-    elif vary == "params":
-        w2.model_id = None
-        w2.params = float(value)
-    elif vary == "gpu_count":
-        for g in w2.gpus:
-            g.count = int(value)
-    elif vary == "batch":
-        w2.batch = int(value)
-    return w2
-
-
+KEPT_CHANGES = 64   # sets of changed inputs whose formula reads are kept with the knowledge
 FEW_COUNTS = 4      # probes_at with at most this many counts reads each count's columns over every card
 
 
@@ -104,6 +65,12 @@ class Probes:
         self._columns: dict[tuple[str, float, int, Names], Scope] = {}
         self._card_columns: dict[tuple[int, str], Scope] = {}
         self._reads: tuple[dict[str, bool], dict[str, bool]] | None = None
+        # the first value a search probes, with its inputs: a formula that reads no input (or
+        # formula) that differs at another value has the same value there (kb.engine.probes._reuse)
+        self._first: dict[tuple[str, Names], tuple[float | None, Scope]] = {}
+        self._changed: dict[tuple[str, float | None, Names], dict[str, bool]] = {}
+        self._first_cards: dict[tuple[str, int, int, Names], Scope] = {}
+        self._wanted_at: dict[tuple[str, Names], tuple[str, ...]] = {}
 
     def _key(self, vary: str, value: float) -> tuple[str, float | None]:
         """The workload at a GPU count is the workload itself when the query names no GPU."""
@@ -158,12 +125,16 @@ class Probes:
         key = (vary, value, count, names)
         found = self._by_count.get(key)
         if found is None:
-            kn, order = self.kn, self.kn.derived.order
-            reads_card, reads_count = self._reading()
+            kn = self.kn
+            reads_card = self._reading()[0]
             base = self._value_scope(vary, value, names)
             found = self._by_count[key] = dict(base)
             found.update(scope_values(self.layout(vary, value, count)))
-            evaluate(kn, Evaluated(found), [n for name in names for n in order[name] if not reads_card[n]])
+            wanted = self._wanted("count", names, reads_card)
+            first = self._first[(vary, names)][0]
+            if first is not None and self._alike(vary, value, first, count):
+                self._reuse(found, self._by_count.get((vary, first, count, names)), vary, value, names, wanted)
+            evaluate(kn, Evaluated(found), wanted)
         return found
 
     def _value_scope(self, vary: str, value: float, names: Names) -> Scope:
@@ -172,11 +143,60 @@ class Probes:
         vkey = (*self._key(vary, value), names)
         base = self._by_value.get(vkey)
         if base is None:
-            kn, order = self.kn, self.kn.derived.order
+            kn = self.kn
             reads_count = self._reading()[1]
             base = self._by_value[vkey] = base_scope(self.resolved(vary, value), kn)
-            evaluate(kn, Evaluated(base), [n for name in names for n in order[name] if not reads_count[n]])
+            wanted = self._wanted("value", names, reads_count)
+            first = self._first.get((vary, names))
+            if first is None:
+                self._first[(vary, names)] = (vkey[1], dict(base))
+            else:
+                self._changed[vkey] = self._reads_of({k for k in base.keys() | first[1].keys()
+                                                      if base.get(k, base) != first[1].get(k, base)})
+                self._reuse(base, self._by_value.get((vary, first[0], names)), vary, value, names, wanted)
+            evaluate(kn, Evaluated(base), wanted)
         return base
+
+    def _reads_of(self, changed: set[str]) -> dict[str, bool]:
+        """Formula → whether it reads one of the `changed` inputs, directly or through the formulas
+        it reads; kept with the knowledge for the few sets a search changes (the varied input and
+        what the workload derives from it)."""
+        tables = self.kn.derived.tables
+        key = "engine.changed_reads " + " ".join(sorted(changed))
+        found = tables.get(key)
+        if isinstance(found, dict):
+            return cast("dict[str, bool]", found)
+        reads = self._read_map(changed)
+        if sum(1 for k in tables if k.startswith("engine.changed_reads ")) < KEPT_CHANGES:
+            tables[key] = reads
+        return reads
+
+    def _alike(self, vary: str, value: float, first: float, count: int) -> bool:
+        """Whether the layout of `count` GPUs and the precision are the same at `value` as at the
+        first value (the names they give are not among the inputs compared)."""
+        return (scope_values(self.layout(vary, value, count)) == scope_values(self.layout(vary, first, count))
+                and self.resolved(vary, value).precision is self.resolved(vary, first).precision)
+
+    def _wanted(self, level: str, names: Names, skip: dict[str, bool] | None) -> tuple[str, ...]:
+        """The formulas `names` need, in order, once each, but those `skip` marks."""
+        key = (level, names)
+        found = self._wanted_at.get(key)
+        if found is None:
+            order = self.kn.derived.order
+            found = self._wanted_at[key] = tuple(dict.fromkeys(
+                n for name in names for n in order[name] if skip is None or not skip[n]))
+        return found
+
+    def _reuse(self, scope: Scope, first: Scope | None, vary: str, value: float, names: Names,
+               wanted: tuple[str, ...]) -> None:
+        """Into `scope` (at `value`), the formulas of `wanted` that read nothing that differs from
+        the search's first value, copied from `first` (the same scope at that value)."""
+        reads = self._changed.get((*self._key(vary, value), names))
+        if first is None or reads is None:
+            return
+        for n in wanted:
+            if n not in scope and not reads.get(n, True) and n in first:
+                scope[n] = first[n]
 
     def shared_counts(self) -> bool:
         """Whether probes_at may stand for probe: the query names no GPU (so the workload is the
@@ -235,7 +255,7 @@ class Probes:
         r = self.resolved(vary, value)
         w = r.workload
         if r.is_training and not (w.tp or w.pp) and tr.is_model_parallel(w, self.kn):
-            return _split_probe(self.kn, self.w, vary, value, gpu, count, holds)
+            return split_probe(self.kn, self.w, vary, value, gpu, count, holds)
         if vary == "gpu_count":
             count = int(value)
         names: Names = ("fits", "per_gpu_gb", "usable_vram_gb")
@@ -251,9 +271,17 @@ class Probes:
             scope = dict(shared)
             precision = self.resolved(vary, value).precision
             scope.update(gpu_values(gpu, count, precision, shared.get("_gemm", FP32_GEMM)))
+            wanted = self._wanted("card", names, None)
+            ckey = (vary, id(gpu), count, names)
+            first = self._first_cards.get(ckey)
+            at_first = self._first[(vary, names)][0]
+            if first is not None and at_first is not None and self._alike(vary, value, at_first, count):
+                self._reuse(scope, first, vary, value, names, wanted)
             ev = Evaluated(scope)
             evaluate(self.kn, ev, names)
             s = ev.scope
+            if first is None and self._key(vary, value)[1] == self._first[(vary, names)][0]:
+                self._first_cards[ckey] = s
         meets = bool(s.get("meets_target")) if self.targets else None
         return Probe(bool(s.get(holds)) and meets is not False, s.get("per_gpu_gb"), s.get("usable_vram_gb"),
                      bool(s.get("fits")), s.get("decode_tokens_per_s"), s.get("speed_floor_tok_s"), meets)
@@ -278,84 +306,3 @@ class Probes:
             evaluate(self.kn, ev, names)
             columns = self._columns[key] = {n: ev.scope.get(n) for n in (*names, "speed_floor_tok_s")}
         return {n: v[i] if v.__class__ is Col else v for n, v in columns.items()}
-
-
-def _split_probe(kn: Knowledge, w: Workload, vary: str, value: float, gpu: GPU, count: int,
-                 holds: str) -> Probe:
-    """A model-parallel training stack with no tp / pp asked: its split depends on the card and
-    the count (choose_split sets it on the workload), so nothing is shared with the other cards
-    or counts: the probe is made for this one, its splits side by side."""
-    w2 = at_value(w, vary, value, kn)
-    if vary == "gpu_count":
-        count = int(value)
-    r = resolve(w2, kn)
-    return choose_split(kn, r, gpu, count, holds)
-
-
-def choose_split(kn: Knowledge, r: Resolved, gpu: GPU, count: int, holds: str = "fits") -> Probe:
-    """A model-parallel training stack with no tp / pp asked: the first valid split
-    (kb.engine.training.model_parallel_layouts, fewest model-parallel GPUs first) that holds the job on
-    `count` of this GPU with the headroom a recommendation keeps (roomy_fit), else the first that
-    holds it, set on the workload (the last tried where none does). Every split is computed at
-    once, as columns of tp, pp and dp (kb.expr.parse.Col: each entry what that split computes
-    alone); returned: the probe (under `holds`) of the split chosen."""
-    m, w = r.model, r.workload
-    splits = tr.model_parallel_layouts(count, int(m["attention_heads"]), int(m["kv_heads"]), int(m["layers"]),
-                                       int(kn.constants["gpus_per_node"]["value"]))
-    if not splits:
-        w.tp, w.pp = None, None
-        return _probe(kn, r, w, gpu, count, holds)
-    layouts = [tr.layout(count, _split(w, t, p), kn) for t, p in splits]
-    scope = gpu_scope(base_scope(r, kn), gpu, count, r.precision, layouts[0])
-    for name in ("tp", "pp", "dp"):
-        scope[name] = Col.of(getattr(x, name) for x in layouts)
-    ev = Evaluated(scope)
-    targets = targets_asked(w)
-    names = ["fits", "per_gpu_gb", "usable_vram_gb"]
-    if holds != "fits":
-        names += [holds, "decode_tokens_per_s"]
-    if targets:
-        names.append("meets_target")
-    evaluate(kn, ev, names)
-    s = ev.scope
-    speed, floor = s.get("decode_tokens_per_s"), s.get("speed_floor_tok_s")  # the probe's, as computed for `holds`
-    evaluate(kn, ev, ["roomy_fit"])
-
-    def at(name: str, k: int) -> object:
-        v = s.get(name)
-        return v[k] if v.__class__ is Col else v
-
-    def holding(k: int, name: str) -> bool:
-        return bool(at(name, k)) and not (targets and not at("meets_target", k))
-
-    chosen = next((k for name in ("roomy_fit", "fits") for k in range(len(splits)) if holding(k, name)),
-                  len(splits) - 1)
-    w.tp, w.pp = splits[chosen]
-    meets = bool(at("meets_target", chosen)) if targets else None
-    return Probe(holding(chosen, holds), at("per_gpu_gb", chosen), at("usable_vram_gb", chosen),  # type: ignore[arg-type]
-                 bool(at("fits", chosen)), speed[chosen] if speed.__class__ is Col else speed,
-                 floor[chosen] if floor.__class__ is Col else floor, meets)
-
-
-def _split(w: Workload, t: int, p: int) -> Workload:
-    """What kb.engine.training.layout reads of the workload, with the split (t, p)."""
-    import copy
-
-    w2 = copy.copy(w)
-    w2.tp, w2.pp = t, p
-    return w2
-
-
-def _probe(kn: Knowledge, r: Resolved, w: Workload, gpu: GPU, count: int, holds: str) -> Probe:
-    ev = Evaluated(gpu_scope(base_scope(r, kn), gpu, count, r.precision, layout_of(r, kn, count)))
-    targets = targets_asked(w)
-    names = ["fits", "per_gpu_gb", "usable_vram_gb"]
-    if holds != "fits":
-        names += [holds, "decode_tokens_per_s"]
-    if targets:
-        names.append("meets_target")
-    evaluate(kn, ev, names)
-    s = ev.scope
-    meets = bool(s.get("meets_target")) if targets else None
-    return Probe(bool(s.get(holds)) and meets is not False, s.get("per_gpu_gb"), s.get("usable_vram_gb"),
-                 bool(s.get("fits")), s.get("decode_tokens_per_s"), s.get("speed_floor_tok_s"), meets)

@@ -18,7 +18,8 @@ from kb.engine import unknown
 from kb.engine.answer import Answer, GpuRow
 from kb.engine.budget import note, spent
 from kb.engine import solve
-from kb.engine.probes import Probes, at_value, choose_split
+from kb.engine.probes import Probes
+from kb.engine.single_probe import at_value, choose_split
 from kb.engine.assemble import (ROW_FORMULAS, brief_answer, bottleneck, error_bands,
                                 gpu_warnings, memory, rank_order, rows_of, shown_figures, workload_dict)
 from kb.engine.claims import check_claims

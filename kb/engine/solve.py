@@ -11,7 +11,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from kb.engine.probes import Probe, Probes
+from kb.engine.probes import Probes
+from kb.engine.single_probe import Probe
 from kb.knowledge.data import Knowledge
 from kb.figures import num
 from kb.query.workload import Workload
