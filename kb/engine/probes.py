@@ -48,6 +48,14 @@ KEPT_CHANGES = 64   # sets of changed inputs whose formula reads are kept with t
 FEW_COUNTS = 4      # probes_at with at most this many counts reads each count's columns over every card
 
 
+def _column(values: list[Any]) -> Any:
+    """A Col, or its one value where every element is the same value of the same type."""
+    first = values[0]
+    if all(v == first and v.__class__ is first.__class__ for v in values):
+        return first
+    return Col.of(values)
+
+
 class Probes:
     """The probes of one question, sharing what does not depend on the card or the count."""
 
@@ -230,9 +238,11 @@ class Probes:
         for name, v in cards.items():
             scope[name] = Col.of(v[i] for i in which) if v.__class__ is Col else v
         scope["gpu_count"] = Col.of(counts[i] for i in which)
-        layouts = [self.layout("gpu_count", counts[i], counts[i]) for i in which]
-        for name in ("tp", "pp", "dp"):
-            scope[name] = Col.of(getattr(x, name) for x in layouts)
+        # what reads the count but not the card: computed once per count (kept), then each card's
+        by_count = {c: self._scope("gpu_count", c, c, names) for c in set(counts.values())}
+        for name in ("tp", "pp", "dp", *self._wanted("count", names, self._reading()[0])):
+            if name not in base:
+                scope[name] = _column([by_count[counts[i]].get(name) for i in which])
         ev = Evaluated(scope)
         evaluate(self.kn, ev, names)
         s = ev.scope
