@@ -117,8 +117,9 @@ def _changed(kn: Knowledge, rule: OptionRule, asked: Workload, row: GpuRow,
              base: Answer) -> list[tuple[Workload, str | None]]:
     """(Workload with the rule's change applied, second change) pairs for one rule."""
     kind = rule["kind"]
+    bare = next((g.capacity_gb for g in asked.gpus if g.gpu_id is None), None)   # as the query gave it
     gpu = (GpuRequest(row.id, row.count) if row.id in kn.gpus else
-           GpuRequest(None, row.count, row.vram_gb))
+           GpuRequest(None, row.count, bare if bare is not None else row.vram_gb))
     if kind == "words":
         said = _words(kn, rule["words"])
         if all(getattr(asked, k) == v for k, v in said.items()):
