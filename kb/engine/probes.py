@@ -30,17 +30,17 @@ from typing import TYPE_CHECKING, Any, cast
 from kb.engine.budget import count_probe
 from kb.engine.evaluate import Evaluated, Scope, evaluate
 from kb.engine import training as tr
-from kb.engine.gpus import layout_of
+from kb.engine.gpus import catalogue_columns, layout_of
 from kb.engine.layout import Layout, scope_values
 from kb.engine.scope import Resolved, base_scope, resolve
 from kb.engine.single_probe import Probe, at_value, split_probe, targets_asked
 from kb.expr.parse import Col
 from kb.knowledge.data import Knowledge
-from kb.knowledge.gpu_names import FP32_GEMM, gpu_columns, gpu_values
+from kb.knowledge.gpu_names import FP32_GEMM, Gemm, gemm_of, gpu_columns, gpu_values
 from kb.query.workload import Workload
 
 if TYPE_CHECKING:
-    from kb.knowledge.records import GPU
+    from kb.knowledge.records import GPU, Precision
 
 Names = tuple[str, ...]
 
@@ -59,8 +59,10 @@ def _column(values: list[Any]) -> Any:
 class Probes:
     """The probes of one question, sharing what does not depend on the card or the count."""
 
-    def __init__(self, kn: Knowledge, w: Workload, cards: list[GPU] | None = None) -> None:
+    def __init__(self, kn: Knowledge, w: Workload, cards: list[GPU] | None = None,
+                 catalogue: bool = False) -> None:
         self.kn, self.w = kn, w
+        self.catalogue = catalogue      # the cards are the catalogue the runtime runs on, in its order
         self.targets = targets_asked(w)
         # the cards the rows search (a question naming no GPU: the catalogue the runtime runs
         # on): a probe on one of them reads its value from the columns over all of them
@@ -71,7 +73,7 @@ class Probes:
         self._by_value: dict[tuple[str, float | None, Names], Scope] = {}
         self._by_count: dict[tuple[str, float, int, Names], Scope] = {}
         self._columns: dict[tuple[str, float, int, Names], Scope] = {}
-        self._card_columns: dict[tuple[int, str], Scope] = {}
+        self._card_columns: dict[tuple[int, Gemm], Scope] = {}
         self._reads: tuple[dict[str, bool], dict[str, bool]] | None = None
         # the first value a search probes, with its inputs: a formula that reads no input (or
         # formula) that differs at another value has the same value there (kb.engine.probes._reuse)
@@ -230,10 +232,7 @@ class Probes:
         base = self._value_scope("gpu_count", some, names)
         precision = self.resolved("gpu_count", some).precision
         accumulate = base.get("_gemm", FP32_GEMM)
-        cards = self._card_columns.get((id(precision), accumulate))
-        if cards is None:
-            cards = self._card_columns[(id(precision), accumulate)] = gpu_columns(
-                [(g, 1) for g in self.cards], precision, accumulate)
+        cards = self._cards(precision, accumulate, self.resolved("gpu_count", some))
         scope = dict(base)
         for name, v in cards.items():
             scope[name] = Col.of(v[i] for i in which) if v.__class__ is Col else v
@@ -296,6 +295,18 @@ class Probes:
         return Probe(bool(s.get(holds)) and meets is not False, s.get("per_gpu_gb"), s.get("usable_vram_gb"),
                      bool(s.get("fits")), s.get("decode_tokens_per_s"), s.get("speed_floor_tok_s"), meets)
 
+    def _cards(self, precision: Precision, accumulate: Gemm, r: Resolved) -> Scope:
+        """The cards' names as columns, one card each (gpu_values reads the count only as
+        gpu_count): the knowledge's own where the cards are the runtime's catalogue."""
+        cards = self._card_columns.get((id(precision), accumulate))
+        if cards is None:
+            if self.catalogue and accumulate == gemm_of(r.runtime):
+                cards = catalogue_columns(self.kn, precision, r.runtime)
+            else:
+                cards = gpu_columns([(g, 1) for g in self.cards], precision, accumulate)
+            self._card_columns[(id(precision), accumulate)] = cards
+        return cards
+
     def _over_cards(self, vary: str, value: float, count: int, names: Names, shared: Scope,
                     i: int) -> Scope:
         """Card i's values of `names`, computed once over every card (a Col per name where the
@@ -305,10 +316,7 @@ class Probes:
         if columns is None:
             precision = self.resolved(vary, value).precision
             accumulate = shared.get("_gemm", FP32_GEMM)
-            cards = self._card_columns.get((id(precision), accumulate))
-            if cards is None:               # gpu_values reads the count only as gpu_count
-                cards = self._card_columns[(id(precision), accumulate)] = gpu_columns(
-                    [(g, 1) for g in self.cards], precision, accumulate)
+            cards = self._cards(precision, accumulate, self.resolved(vary, value))
             scope = dict(shared)
             scope.update(cards)
             scope["gpu_count"] = count

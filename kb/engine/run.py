@@ -122,7 +122,8 @@ def _answer_question(w: Workload, kn: Knowledge, query: str, brief: bool = False
         targets = [(g, 1) for g in kn.gpus.values() if runs_on(rt, g)]
     else:
         targets = [(kn.gpus[_first_ranked(w, kn)], 1)]
-    probes = Probes(kn, w, [gpu for gpu, _ in targets])     # what every card's search shares
+    probes = Probes(kn, w, [gpu for gpu, _ in targets],     # what every card's search shares
+                    catalogue=question == "how_many_gpus" and not w.gpus)
     rows: list[solve.Row] = []
     stopped = None
     side_by_side = question == "how_many_gpus" and probes.shared_counts()

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from kb.engine import training as tr
 from kb.engine.evaluate import Evaluated, evaluate
 from kb.engine.gpus import gpu_scope, layout_of
+from kb.engine.layout import Layout
 from kb.engine.scope import Resolved, base_scope, resolve
 from kb.expr.parse import Col
 from kb.knowledge.data import Knowledge
@@ -94,7 +95,7 @@ def choose_split(kn: Knowledge, r: Resolved, gpu: GPU, count: int, holds: str = 
     if not splits:
         w.tp, w.pp = None, None
         return _probe(kn, r, w, gpu, count, holds)
-    layouts = [tr.layout(count, _split(w, t, p), kn) for t, p in splits]
+    layouts = _layouts(w, count, splits, kn)
     scope = gpu_scope(base_scope(r, kn), gpu, count, r.precision, layouts[0])
     for name in ("tp", "pp", "dp"):
         scope[name] = Col.of(getattr(x, name) for x in layouts)
@@ -126,13 +127,16 @@ def choose_split(kn: Knowledge, r: Resolved, gpu: GPU, count: int, holds: str = 
                  floor[chosen] if floor.__class__ is Col else floor, meets)
 
 
-def _split(w: Workload, t: int, p: int) -> Workload:
-    """What kb.engine.training.layout reads of the workload, with the split (t, p)."""
+def _layouts(w: Workload, count: int, splits: list[tuple[int, int]], kn: Knowledge) -> list[Layout]:
+    """kb.engine.training.layout of `count` GPUs under each split (t, p), on one copy of the
+    workload (the layout reads its stack and its split)."""
     import copy
 
     w2 = copy.copy(w)
-    w2.tp, w2.pp = t, p
-    return w2
+    out = []
+    for w2.tp, w2.pp in splits:
+        out.append(tr.layout(count, w2, kn))
+    return out
 
 
 def _probe(kn: Knowledge, r: Resolved, w: Workload, gpu: GPU, count: int, holds: str) -> Probe:
