@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 Names = tuple[str, ...]
 
 KEPT_CHANGES = 64   # sets of changed inputs whose formula reads are kept with the knowledge
-FEW_COUNTS = 4      # probes_at with at most this many counts reads each count's columns over every card
+FEW_COUNTS = 1      # probes_at with at most this many counts reads each count's columns over every card
 
 
 def _column(values: list[Any]) -> Any:

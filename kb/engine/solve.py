@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from kb.engine.budget import count_probe
 from kb.engine.probes import Probes
 from kb.engine.single_probe import Probe
 from kb.knowledge.data import Knowledge
@@ -155,11 +156,23 @@ def how_many_rows(kn: Knowledge, w: Workload, p: Probes, first: int, last: int) 
     spec = kn.query["solve"]["how_many_gpus"]
     lower, upper = int(spec["lower"]), int(spec["upper"])
     cards = range(first, last)
-    at_upper = p.probes_at({i: upper for i in cards})
+    seen: dict[tuple[int, int], Probe] = {}
+
+    def probes_at(counts: dict[int, int]) -> dict[int, Probe]:
+        """Probes.probes_at, each (card, count) computed once (the row's figures read the
+        counts the search ended at again); each asked counts against the budget."""
+        new = {i: n for i, n in counts.items() if (i, n) not in seen}
+        for _ in range(len(counts) - len(new)):
+            count_probe()
+        if new:
+            seen.update(((i, new[i]), at) for i, at in p.probes_at(new).items())
+        return {i: seen[(i, n)] for i, n in counts.items()}
+
+    at_upper = probes_at({i: upper for i in cards})
     found: dict[int, int | None] = {i: None for i in cards}
     bounds = {i: (lower - 1, upper) for i in cards if at_upper[i].fits}
     while searching := {i: (lo + hi) // 2 for i, (lo, hi) in bounds.items() if hi - lo > 1}:
-        for i, at in p.probes_at(searching).items():        # the bisection's step on each card
+        for i, at in probes_at(searching).items():          # the bisection's step on each card
             lo, hi = bounds[i]
             bounds[i] = (lo, searching[i]) if at.fits else (searching[i], hi)
     scan = {i: hi for i, (_, hi) in bounds.items()}           # then the next canonical count up
@@ -173,15 +186,15 @@ def how_many_rows(kn: Knowledge, w: Workload, p: Probes, first: int, last: int) 
             else:
                 scan[i] = n
         if scan:
-            for i, at in p.probes_at(scan).items():
+            for i, at in probes_at(scan).items():
                 if at.fits:
                     found[i] = scan.pop(i)
                 else:
                     scan[i] += 1
     counts = {i: n for i, n in found.items() if n is not None}
-    at_n = p.probes_at(counts) if counts else {}
+    at_n = probes_at(counts) if counts else {}
     before = {i: n - 1 for i, n in counts.items() if n > 1}
-    at_prev = p.probes_at(before) if before else {}
+    at_prev = probes_at(before) if before else {}
     return [_how_many_row(p, p.cards[i], found[i], at_n.get(i), at_prev.get(i)) for i in cards]
 
 
