@@ -81,6 +81,7 @@ class Probes:
         self._changed: dict[tuple[str, float | None, Names], dict[str, bool]] = {}
         self._first_cards: dict[tuple[str, int, int, Names], Scope] = {}
         self._wanted_at: dict[tuple[str, Names], tuple[str, ...]] = {}
+        self._split: dict[tuple[str, float, int, int, str], Probe] = {}
 
     def _key(self, vary: str, value: float) -> tuple[str, float | None]:
         """The workload at a GPU count is the workload itself when the query names no GPU."""
@@ -264,7 +265,11 @@ class Probes:
         r = self.resolved(vary, value)
         w = r.workload
         if r.is_training and not (w.tp or w.pp) and tr.is_model_parallel(w, self.kn):
-            return split_probe(self.kn, self.w, vary, value, gpu, count, holds)
+            key = (vary, value, id(gpu), count, holds)       # a search asks its last values again
+            found = self._split.get(key)
+            if found is None:
+                found = self._split[key] = split_probe(self.kn, self.w, vary, value, gpu, count, holds)
+            return found
         if vary == "gpu_count":
             count = int(value)
         names: Names = ("fits", "per_gpu_gb", "usable_vram_gb")
