@@ -114,10 +114,16 @@ def test_a_budget_ranking_picks_the_format_that_needs_fewest_cards():
     # 32B at FP16 is 64 GB of weights: under $1,500 that takes several cards (64 / 25.8 GB > 2);
     # at 4 bits (AWQ/GPTQ: 32.8e9 × ~0.5 B ≈ 17 GB plus the KV cache) one 24 GB card holds it,
     # within a few percent of FP16's perplexity (Lin et al. 2023, AWQ)
+    # A which-GPU question for one user names no format: it is sized at the 4-bit GGUF people run
+    # on their own cards (query.yaml question_formats), which one 24 GB card holds within the budget
     a = ask("what gpu for 32b models under $1500")
     pick = a.recommendation["pick"]
     assert pick["count"] == 1 and pick["price_usd"] <= 1500
-    assert a.workload["precision"] == "int4"
-    assert any(s.startswith("precision: int4, for the budget of $1,500") for s in a.assumptions)
-    # without a budget the default precision stays
-    assert ask("what gpu for 32b models").workload["precision"] == "fp16"
+    assert a.workload["precision"] == "q4_k_m"
+    assert any(s.startswith("precision: q4_k_m, a default: no format was named") for s in a.assumptions)
+    # serving several users under a budget with no format: the budget picks the format (fewest cards)
+    b = ask("what gpu to serve 32b models to 8 users under $1500")
+    assert b.workload["precision"] in ("int4", "awq", "q4_k_m")
+    assert any(s.startswith(f"precision: {b.workload['precision']}, for the budget of $1,500") for s in b.assumptions)
+    # a named format is kept
+    assert ask("what gpu for 32b models fp16").workload["precision"] == "fp16"

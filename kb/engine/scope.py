@@ -120,6 +120,37 @@ def resolve(w: Workload, kn: Knowledge) -> Resolved:
     return Resolved(w, runtime, model, precision, kv, assumptions, warnings, is_training)
 
 
+def question_format(w: Workload, kn: Knowledge) -> None:
+    """An inference question asking which GPU, the cheapest way or the largest model, that names no
+    format: sized at the format the people who ask it run (query.yaml question_formats), unless the
+    model's own checkpoint format is as narrow; said in the notes (the answer's assumptions) with
+    the reason. Called on the question as asked, before a capacity search drops its kind."""
+    if (w.precision is not None or w.compare is not None or w.question is None
+            or w.task in kn.query["training_tasks"]):
+        return
+    model = kn.models.get(w.model_id or "") or {}
+    segments = ({str(kn.gpus[g.gpu_id].get("segment")) if g.gpu_id else "any" for g in w.gpus}
+                or set(w.segments) or {"any"})
+    users = w.users or 1
+    native = kn.precisions.get(str(model.get("native_precision")))
+    for rule in kn.query.get("question_formats") or []:
+        if (w.question not in rule["questions"] or (rule["sorts"] is not None and w.sort not in rule["sorts"])
+                or users < rule["min_users"] or (rule["max_users"] is not None and users > rule["max_users"])
+                or (rule["segments"] is not None and not segments <= set(rule["segments"]))
+                or (w.runtime is not None and rule["runtime"] not in (None, w.runtime))):
+            continue
+        fmt = kn.precisions[rule["precision"]]
+        if native is not None and native["bits_per_weight"] <= fmt["bits_per_weight"]:
+            return          # the published checkpoint is already as narrow: it is what people run
+        w.precision = rule["precision"]
+        if rule["runtime"] is not None and w.runtime is None:
+            w.runtime = rule["runtime"]
+            w.notes.append(f"runtime: {kn.runtimes[rule['runtime']]['name']}, with the format below")
+        w.notes.append(f"precision: {rule['precision']}, a default: no format was named, so the question is "
+                     f"sized at {rule['text']} [{rule['source']}]")
+        return
+
+
 def _context_holds_the_work(w: Workload, assumptions: list[str]) -> None:
     """A user's context holds at least the prompt and the output: a longer prompt + output grows it."""
     need = (w.prompt_tokens or 0) + (w.output_tokens or 0)

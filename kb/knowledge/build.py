@@ -233,6 +233,14 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
         if not skip_precisions and sit.precision is not None and sit.precision not in precisions:
             errs.add(qdoc.error(("situations", name, "precision"), f"unknown precision '{sit.precision}'",
                                 nearest(sit.precision, precisions)))
+    for i, qf in enumerate(parsed["query"].question_formats):
+        need_source(qdoc, ("question_formats", i, "source"), qf.source)
+        if not skip_precisions and qf.precision not in precisions:
+            errs.add(qdoc.error(("question_formats", i, "precision"), f"unknown precision '{qf.precision}'",
+                                nearest(qf.precision, precisions)))
+        if runtimes and qf.runtime is not None and qf.runtime not in runtimes:
+            errs.add(qdoc.error(("question_formats", i, "runtime"), f"unknown runtime '{qf.runtime}'",
+                                nearest(qf.runtime, runtimes)))
     most = constants.get("max_gpu_count", {}).get("value")
     counts = parsed["query"].limits.get("gpu_count")
     if most is not None and counts is not None and counts[1] != most:

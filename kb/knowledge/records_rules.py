@@ -84,6 +84,18 @@ class Situation(TypedDict):
     source: str
 
 
+class QuestionFormat(TypedDict):
+    questions: list[str]
+    sorts: list[str] | None
+    min_users: int
+    max_users: int | None
+    segments: list[str] | None
+    precision: str
+    runtime: str | None
+    text: str
+    source: str
+
+
 class Phrase(TypedDict):
     set: dict[str, str | bool | int | float]
     words: list[str]
@@ -105,6 +117,7 @@ class QueryRules(TypedDict):
     number_words: dict[str, float]
     cost_per: CostPer | None
     situations: dict[str, Situation]
+    question_formats: list[QuestionFormat]
     phrases: list[Phrase]
     model_suffixes: list[str]
     model_prefixes: list[str]
