@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from kb.knowledge.records import GPU
     from kb.knowledge.records_rules import OptionRule
 
+TARGETS = ("speed_floor_tok_s", "ttft_max_s", "tokens_per_day", "deadline_hours")   # a target the query set
+CHECKPOINTED = "with checkpointing"     # an option's second change: activation checkpointing
 IGNORED = ("gpus", "notes", "question", "model_name", "active_params", "parallel", "compare")
 
 
@@ -52,12 +54,17 @@ def compute(kn: Knowledge, asked: Workload, base: Answer) -> list[Option]:
             continue
         found = [o for changed, extra in _changed(kn, rule, asked, row, base)
                  if (o := _ask(kn, changed, base, rule, extra)) is not None]
+        here = [o for o in out + found if (o["gpu_id"], o["count"]) == (row.id, row.count)]
+        if training and not any(o in found or o["workload_changes"] == {"checkpointing": True} for o in here):
+            found += [o for changed, extra in _checkpointed(kn, rule, asked, base)
+                      if (o := _ask(kn, changed, base, rule, extra)) is not None]
         if rule["kind"] == "next_card" and found:     # the best of the cards tried
             found = [min(found, key=_order)]
         out.extend(found)
     seen: set[str] = set()
     unique = [o for o in out if not (o["query"] in seen or seen.add(o["query"]))]  # type: ignore[func-returns-value]
-    unique.sort(key=_order)
+    targeted = any(getattr(asked, k) is not None for k in TARGETS)
+    unique.sort(key=lambda o: _order(o, targeted))
     for o in unique:
         o.pop("_rank")
         o.pop("_hardware")
@@ -65,9 +72,22 @@ def compute(kn: Knowledge, asked: Workload, base: Answer) -> list[Option]:
     return unique
 
 
-def _order(o: Option) -> tuple[bool, bool, int, int, int, bool, float]:
-    return (not o["fits"], o["meets_target"] is False, o.get("_hardware", 0), o["count"],
+def _order(o: Option, targeted: bool = True) -> tuple[bool, bool, int, int, int, bool, float]:
+    """Fits first; then, when the query set a target, those that meet it; then least change."""
+    return (not o["fits"], targeted and o["meets_target"] is False, o.get("_hardware", 0), o["count"],
             o.get("_rank", 0), o.get("_price") is None, o.get("_price") or 0)
+
+
+def _checkpointed(kn: Knowledge, rule: OptionRule, asked: Workload,
+                  base: Answer) -> list[tuple[Workload, str | None]]:
+    """A training change that does not fit the cards asked about on its own, with activation
+    checkpointing turned on as well (LoRA instead of a full fine-tune on a 24 GB card), when the
+    job runs without it; [] for a change of cards or of checkpointing itself."""
+    ckpt = next((r for r in kn.advice.get("options") or [] if r["id"] == "checkpointing"), None)
+    if ckpt is None or rule["kind"] != "words" or rule is ckpt or base.workload.get("checkpointing"):
+        return []
+    said = {**_words(kn, rule["words"]), **_words(kn, ckpt["words"])}
+    return [(_with(asked, **said), CHECKPOINTED)]
 
 
 def _base_row(a: Answer) -> GpuRow | None:
@@ -125,9 +145,10 @@ def _changed(kn: Knowledge, rule: OptionRule, asked: Workload, row: GpuRow,
         first = _with(asked, **said)
         more = _with(first, gpus=[GpuRequest(gpu.gpu_id, 0, gpu.capacity_gb)])   # count: found by _ask
         return [(first, None), (more, "more GPUs")]
-    if kind == "context":
-        ctx = base.workload.get("context_tokens") if "training" not in base.bottleneck else None
-        return [(_with(asked, context_tokens=int(ctx) // 2), None)] if ctx and ctx >= 2 else []
+    if kind == "context":           # a training job's context is its sequence length
+        field = "seq_len" if "training" in base.bottleneck else "context_tokens"
+        ctx = base.workload.get(field)
+        return [(_with(asked, **{field: int(ctx) // 2}), None)] if ctx and ctx >= 2 else []
     if kind == "users":
         return [(_with(asked, users=int(base.workload["users"] or 1) // 2), None)]
     if kind == "gpus":
@@ -168,14 +189,15 @@ def _ask(kn: Knowledge, w: Workload, base: Answer, rule: OptionRule, extra: str 
         return None
     training = "training" in a.bottleneck
     changes: dict[str, object] = {k: v for k, v in a.workload.items() if k not in IGNORED and base.workload.get(k) != v}
-    if not row.fits or row.suits_job is False or (rule["kind"] == "words" and not changes):
-        return None     # still does not fit, is no job to recommend, or is what the job already has
     first = _base_row(base)
     hardware = 0 if (row.id, row.count) == (first.id, first.count) else 1 if row.id == first.id else 2  # type: ignore[union-attr]
+    if not row.fits or (row.suits_job is False and hardware) or (rule["kind"] == "words" and not changes):
+        return None     # still does not fit, other cards that do not suit the job, or what the job already has
     if hardware:
         changes["gpus"] = f"{row.count}× {row.name}"
     opt: Option = {
-        "change": rule["change"] + (f" on {row.count}× {row.name}" if extra else ""),
+        "change": rule["change"] + (" with activation checkpointing" if extra == CHECKPOINTED else
+                                    f" on {row.count}× {row.name}" if extra else ""),
         "change_only": rule["change"],
         "workload_changes": changes, "fits": row.fits, "per_gpu_gb": row.per_gpu_gb,
         "total_gb": a.memory.get("total_gb"), "gpu": row.name, "gpu_id": row.id, "count": row.count,

@@ -179,6 +179,7 @@ def _resolve_runtime(w: Workload, kn: Knowledge, is_training: bool, assumptions:
     return rt
 
 
+STACK_VENDORS = ("nvidia", "amd", "intel", "apple", "google", "aws")   # formulas.yaml stack.<vendor>
 VENDORS = {"nvidia": "NVIDIA", "amd": "AMD", "intel": "Intel", "apple": "Apple", "google": "Google",
            "aws": "AWS"}
 
@@ -293,6 +294,9 @@ def base_scope(r: Resolved, kn: Knowledge) -> Scope:
         "runtime.quantizes_output_head": bool(rt.get("quantizes_output_head")),
         "precision.quantizes_embeddings": r.precision.get("quantizes_embeddings", True),
     })
+    well = (rt.get("well_supported") or {})
+    supported = well.get(str(w.task)) or well.get("default") or rt["platforms"]
+    scope.update({f"stack.{v}": v in supported for v in STACK_VENDORS})
     scope.update(target_inputs(w))
     return scope
 

@@ -170,7 +170,7 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
     for i, rt in enumerate(parsed["runtimes"].runtimes):
         need_source(rdoc, ("runtimes", i, "source"), rt.source)
         for key in ("gemm_accumulate_source", "lora_dropout_source", "quantizes_output_head_source",
-                    "native_gemm_source", "hopper_warpgroup_mma_source"):
+                    "native_gemm_source", "hopper_warpgroup_mma_source", "well_supported_source"):
             if getattr(rt, key):
                 need_source(rdoc, ("runtimes", i, key), getattr(rt, key))
         if rt.kind in ("inference", "both"):
