@@ -148,7 +148,8 @@ def _changed(kn: Knowledge, rule: OptionRule, asked: Workload, row: GpuRow,
     if kind == "context":           # a training job's context is its sequence length
         field = "seq_len" if "training" in base.bottleneck else "context_tokens"
         ctx = base.workload.get(field)
-        return [(_with(asked, **{field: int(ctx) // 2}), None)] if ctx and ctx >= 2 else []
+        held = int(ctx) if isinstance(ctx, (int, float)) else 0
+        return [(_with(asked, **{field: held // 2}), None)] if held >= 2 else []
     if kind == "users":
         return [(_with(asked, users=int(base.workload["users"] or 1) // 2), None)]
     if kind == "gpus":

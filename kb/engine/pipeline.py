@@ -74,13 +74,14 @@ def as_run(a: Answer, kn: Knowledge) -> tuple[Answer, str] | None:
     from kb.query.parse import parse
 
     first = next((g for g in a.gpus if g.requested), None)
-    done = next((o for o in a.options if first is not None and o["fits"]
+    options = a.options or []
+    done = next((o for o in options if first is not None and o["fits"]
                  and (o["gpu_id"], o["count"]) == (first.id, first.count)), None)
     if done is None or first is None:
         return None
     b = answer(parse(done["query"], kn), kn, a.query)
     b.query = a.query
-    b.options = [o for o in a.options if o is not done]
+    b.options = [o for o in options if o is not done]
     need, has = f"{first.per_gpu_gb or 0:.3g}", f"{first.usable_vram_gb or 0:.3g}"
     said = (f"As asked it does not fit ({need} GB per GPU of {has}); with "
             f"{done['change'][:1].lower() + done['change'][1:]}, the least change that fits these cards.")

@@ -128,7 +128,7 @@ def question_format(w: Workload, kn: Knowledge) -> None:
     if (w.precision is not None or w.compare is not None or w.question is None
             or w.task in kn.query["training_tasks"]):
         return
-    model = kn.models.get(w.model_id or "") or {}
+    model: dict[str, object] = dict(kn.models.get(w.model_id or "") or {})
     segments = ({str(kn.gpus[g.gpu_id].get("segment")) if g.gpu_id else "any" for g in w.gpus}
                 or set(w.segments) or {"any"})
     users = w.users or 1
