@@ -137,7 +137,7 @@ def question_format(w: Workload, kn: Knowledge) -> None:
         if (w.question not in rule["questions"] or (rule["sorts"] is not None and w.sort not in rule["sorts"])
                 or users < rule["min_users"] or (rule["max_users"] is not None and users > rule["max_users"])
                 or (rule["segments"] is not None and not segments <= set(rule["segments"]))
-                or (w.runtime is not None and rule["runtime"] not in (None, w.runtime))):
+                or (w.runtime is not None and w.runtime not in rule["named_runtimes"])):
             continue
         fmt = kn.precisions[rule["precision"]]
         if native is not None and native["bits_per_weight"] <= fmt["bits_per_weight"]:

@@ -238,9 +238,10 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
         if not skip_precisions and qf.precision not in precisions:
             errs.add(qdoc.error(("question_formats", i, "precision"), f"unknown precision '{qf.precision}'",
                                 nearest(qf.precision, precisions)))
-        if runtimes and qf.runtime is not None and qf.runtime not in runtimes:
-            errs.add(qdoc.error(("question_formats", i, "runtime"), f"unknown runtime '{qf.runtime}'",
-                                nearest(qf.runtime, runtimes)))
+        for j, rid in enumerate([qf.runtime, *qf.named_runtimes]):
+            if runtimes and rid is not None and rid not in runtimes:
+                where = ("question_formats", i, "runtime") if j == 0 else ("question_formats", i, "named_runtimes", j - 1)
+                errs.add(qdoc.error(where, f"unknown runtime '{rid}'", nearest(rid, runtimes)))
     most = constants.get("max_gpu_count", {}).get("value")
     counts = parsed["query"].limits.get("gpu_count")
     if most is not None and counts is not None and counts[1] != most:

@@ -92,6 +92,7 @@ class QuestionFormat(TypedDict):
     segments: list[str] | None
     precision: str
     runtime: str | None
+    named_runtimes: list[str]
     text: str
     source: str
 

@@ -186,7 +186,8 @@ class QuestionFormatSchema(Strict):
     max_users: int | None = None
     segments: list[Literal["datacenter", "workstation", "consumer", "apple", "any"]] | None = None
     precision: str
-    runtime: str | None = None
+    runtime: str | None = None              # the runtime it sizes under when none is named
+    named_runtimes: list[str] = []          # runtimes a question may name for the rule to apply
     text: str
     source: str
 
