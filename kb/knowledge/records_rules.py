@@ -216,6 +216,7 @@ class PriceAdvice(TypedDict, total=False):           # {} without an advice sect
     rent_cost_key: str
     rent_ignores: list[str]
     training_only: list[str]
+    untargeted_training_ignores: dict[str, list[str]]
     says: dict[str, str]
     max_gpus_per_config: int
     next_card_tries: int

@@ -303,6 +303,7 @@ class AdviceSchema(Strict):
     rent_cost_key: str
     rent_ignores: list[str] = []
     training_only: list[str] = []   # keys read only when ranking a training job
+    untargeted_training_ignores: dict[str, list[str]] = {}   # sort → keys a training job with no deadline skips
     says: dict[str, str]            # each sort key's words in "ranked by value (fits, …, then fastest)"
     max_gpus_per_config: Annotated[int, Field(ge=1, le=64)]
     next_card_tries: Annotated[int, Field(ge=1, le=8)] = 3
