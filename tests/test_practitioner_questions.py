@@ -1,4 +1,4 @@
-"""Fifty practitioner questions (tests/data/practitioner_questions.yaml) read as their words say.
+"""Practitioner questions (tests/data/practitioner_questions.yaml) read as their words say.
 
 Each expected field was written from the question's words (the `why` beside it), not from a run;
 the table also keeps a practitioner's judgement of the figures, and whether each answer was right
@@ -26,15 +26,15 @@ def _gpus(w: Any) -> list[list[Any]]:
 
 
 def test_fifty_questions_each_with_a_reason_and_a_judgement() -> None:
-    assert len(CASES) == 50
-    assert len({c["q"].lower() for c in CASES}) == 50
+    assert len(CASES) >= 60
+    assert len({c["q"].lower() for c in CASES}) == len(CASES)
     for c in CASES:
         assert c["read"] and c["why"] and c["answer"] and isinstance(c["before"], bool), c["q"]
 
 
 def test_most_answers_are_judged_right() -> None:
     right = [c for c in CASES if c["answer"].startswith("ok")]
-    assert len(right) >= 43, [c["q"] for c in CASES if c not in right]
+    assert len(right) >= 0.9 * len(CASES), [c["q"] for c in CASES if c not in right]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["q"] for c in CASES])
