@@ -111,6 +111,17 @@ def test_a_full_fine_tune_that_does_not_fit_offers_lora_with_checkpointing():
     assert all(o["fits"] for o in a.options)                   # nothing that still misses is offered
 
 
+def test_lora_with_checkpointing_is_offered_when_the_full_job_already_checkpoints():
+    # a full fine-tune on 2 GPUs runs FSDP with checkpointing (its published runs), but the LoRA
+    # it could become runs under the Trainer's DDP without it: Mistral 7B bf16 weights 7.25e9 × 2 B
+    # = 14.5 GB a GPU, plus ~3 GB with checkpointing (as above) fits a 3090's 25.8 GB; without it,
+    # the 13 GB of saved activations (28.7 GB in all) does not
+    a = ask("can i full finetune mistral 7b on 2x 3090")
+    lora = [o for o in a.options if o["change"].startswith("LoRA instead of a full fine-tune")]
+    assert lora and lora[0]["count"] == 2 and lora[0]["workload_changes"].get("checkpointing") is True
+    assert lora[0]["per_gpu_gb"] <= GIB24_GB
+
+
 # ---------------------------------------------------------------- 3. checkpointing, only when off
 
 def test_checkpointing_is_offered_when_off_and_it_fits():

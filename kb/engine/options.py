@@ -81,10 +81,11 @@ def _order(o: Option, targeted: bool = True) -> tuple[bool, bool, int, int, int,
 def _checkpointed(kn: Knowledge, rule: OptionRule, asked: Workload,
                   base: Answer) -> list[tuple[Workload, str | None]]:
     """A training change that does not fit the cards asked about on its own, with activation
-    checkpointing turned on as well (LoRA instead of a full fine-tune on a 24 GB card), when the
-    job runs without it; [] for a change of cards or of checkpointing itself."""
+    checkpointing turned on as well (LoRA instead of a full fine-tune on a 24 GB card); [] for a
+    change of cards or of checkpointing itself. (A changed job that already runs with it answers
+    as the change alone, which did not fit: no option.)"""
     ckpt = next((r for r in kn.advice.get("options") or [] if r["id"] == "checkpointing"), None)
-    if ckpt is None or rule["kind"] != "words" or rule is ckpt or base.workload.get("checkpointing"):
+    if ckpt is None or rule["kind"] != "words" or rule is ckpt:
         return []
     said = {**_words(kn, rule["words"]), **_words(kn, ckpt["words"])}
     return [(_with(asked, **said), CHECKPOINTED)]
