@@ -118,8 +118,9 @@ def test_lora_with_checkpointing_is_offered_when_the_full_job_already_checkpoint
     # the 13 GB of saved activations (28.7 GB in all) does not
     a = ask("can i full finetune mistral 7b on 2x 3090")
     lora = [o for o in a.options if o["change"].startswith("LoRA instead of a full fine-tune")]
-    assert lora and lora[0]["count"] == 2 and lora[0]["workload_changes"].get("checkpointing") is True
+    assert lora and lora[0]["count"] == 2 and "checkpointing" in lora[0]["query"]
     assert lora[0]["per_gpu_gb"] <= GIB24_GB
+    assert ask(lora[0]["query"]).workload["checkpointing"] is True      # the option's query runs with it
 
 
 # ---------------------------------------------------------------- 3. checkpointing, only when off
