@@ -100,6 +100,13 @@ def test_a_lora_that_does_not_fit_offers_qlora_on_the_same_card(q):
     assert qlora[0]["per_gpu_gb"] <= asked.usable_vram_gb
 
 
+def test_qlora_is_not_offered_where_bitsandbytes_does_not_run():
+    # bitsandbytes has no Apple backend (its docs: Apple Silicon support "planned"): QLoRA is no fix
+    # for a training job on a Mac, while on a T4 (CUDA, fp16 compute) it is
+    a = ask("full fine-tune llama 3.1 8b on apple m1 max")
+    assert not any(o["change_only"].startswith("QLoRA") for o in a.options or [])
+
+
 def test_a_full_fine_tune_that_does_not_fit_offers_lora_with_checkpointing():
     # Llama 3.1 8B: bf16 weights 8.03e9 × 2 B = 16.1 GB; LoRA with checkpointing keeps one 2-byte
     # hidden state per layer and token (32 × 4096 × 2048 × 2 B = 1.07 GB, Korthikanti et al. 2022)

@@ -63,7 +63,9 @@ def compute(kn: Knowledge, asked: Workload, base: Answer) -> list[Option]:
         out.extend(found)
     seen: set[str] = set()
     unique = [o for o in out if not (o["query"] in seen or seen.add(o["query"]))]  # type: ignore[func-returns-value]
-    targeted = any(getattr(asked, k) is not None for k in TARGETS)
+    # an inference option's default speed floor is a usable reading speed; a training job's default
+    # time floor (7 days for a run of 1e9 tokens it may never have asked for) does not rank changes
+    targeted = not training or any(getattr(asked, k) is not None for k in TARGETS)
     unique.sort(key=lambda o: _order(o, targeted))
     for o in unique:
         o.pop("_rank")
@@ -73,7 +75,7 @@ def compute(kn: Knowledge, asked: Workload, base: Answer) -> list[Option]:
 
 
 def _order(o: Option, targeted: bool = True) -> tuple[bool, bool, int, int, int, bool, float]:
-    """Fits first; then, when the query set a target, those that meet it; then least change."""
+    """Fits first; then those that meet the target (`targeted`); then least change."""
     return (not o["fits"], targeted and o["meets_target"] is False, o.get("_hardware", 0), o["count"],
             o.get("_rank", 0), o.get("_price") is None, o.get("_price") or 0)
 
@@ -193,8 +195,10 @@ def _ask(kn: Knowledge, w: Workload, base: Answer, rule: OptionRule, extra: str 
     changes: dict[str, object] = {k: v for k, v in a.workload.items() if k not in IGNORED and base.workload.get(k) != v}
     first = _base_row(base)
     hardware = 0 if (row.id, row.count) == (first.id, first.count) else 1 if row.id == first.id else 2  # type: ignore[union-attr]
-    if not row.fits or (row.suits_job is False and hardware) or (rule["kind"] == "words" and not changes):
-        return None     # still does not fit, other cards that do not suit the job, or what the job already has
+    if not row.fits or (row.suits_job is False and (hardware or not _stack_runs(kn, a, row))) or (
+            rule["kind"] == "words" and not changes):
+        return None     # still does not fit, other cards that do not suit the job (or a stack that does
+        #                 not support the cards asked about), or what the job already has
     if hardware:
         changes["gpus"] = f"{row.count}× {row.name}"
     opt: Option = {
@@ -214,6 +218,19 @@ def _ask(kn: Knowledge, w: Workload, base: Answer, rule: OptionRule, extra: str 
         opt["decode_tokens_per_s"] = row.decode_tokens_per_s
         opt["usd_per_million_tokens"] = row.usd_per_million_tokens
     return opt
+
+
+def _stack_runs(kn: Knowledge, a: Answer, row: GpuRow) -> bool:
+    """The answer's training stack supports the row's platform for its task (runtimes.yaml
+    well_supported): a QLoRA on the T4 asked about is a fix (its fp16 rate is slower, not
+    missing), one on a Mac is not (bitsandbytes has no Apple backend). True for inference."""
+    from kb.engine.scope import stack_platforms
+
+    rt = kn.runtimes.get(str(a.workload.get("runtime")))
+    gpu = kn.gpus.get(row.id)
+    if rt is None or gpu is None or "training" not in a.bottleneck:
+        return True
+    return gpu["vendor"] in stack_platforms(rt, str(a.workload.get("task")))
 
 
 def _same_shelf(kn: Knowledge, asked: str, g: GPU, runtime: str) -> bool:

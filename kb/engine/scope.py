@@ -294,11 +294,17 @@ def base_scope(r: Resolved, kn: Knowledge) -> Scope:
         "runtime.quantizes_output_head": bool(rt.get("quantizes_output_head")),
         "precision.quantizes_embeddings": r.precision.get("quantizes_embeddings", True),
     })
-    well = (rt.get("well_supported") or {})
-    supported = well.get(str(w.task)) or well.get("default") or rt["platforms"]
+    supported = stack_platforms(rt, str(w.task))
     scope.update({f"stack.{v}": v in supported for v in STACK_VENDORS})
     scope.update(target_inputs(w))
     return scope
+
+
+def stack_platforms(rt: Runtime, task: str) -> list[str]:
+    """The platforms the runtime supports a task on well (runtimes.yaml well_supported), else
+    every platform it runs on."""
+    well = rt.get("well_supported") or {}
+    return well.get(task) or well.get("default") or rt["platforms"]
 
 
 def _layer_kinds(m: Model) -> Scope:
