@@ -70,7 +70,7 @@ def test_the_cheapest_way_to_run_70b_is_two_24gb_cards_at_q4(q):
     assert pick["count"] == 2 and 20 < KN.gpus[pick["gpu_id"]]["memory_gb"] < 33
     assert pick["price_usd"] <= 2000
     assert 0.97 * 70.6e9 * 4.89 / 8 / 1e9 <= a.memory["breakdown"]["weights_gb"] <= 1.03 * 70.6e9 * 4.89 / 8 / 1e9
-    assert "q4_k_m" in a.verdict.lower() or _said(a, "precision: q4_k_m, a default")
+    assert "at q4_k_m under llama.cpp" in a.verdict and _said(a, "precision: q4_k_m, a default")
 
 
 def test_the_cheapest_way_to_serve_several_users_is_awq():

@@ -120,6 +120,9 @@ def resolve(w: Workload, kn: Knowledge) -> Resolved:
     return Resolved(w, runtime, model, precision, kv, assumptions, warnings, is_training)
 
 
+FORMAT_DEFAULT = "a default: no format was named"     # how the assumptions mark question_format's choice
+
+
 def question_format(w: Workload, kn: Knowledge) -> None:
     """An inference question asking which GPU, the cheapest way or the largest model, that names no
     format: sized at the format the people who ask it run (query.yaml question_formats), unless the
@@ -146,7 +149,7 @@ def question_format(w: Workload, kn: Knowledge) -> None:
         if rule["runtime"] is not None and w.runtime is None:
             w.runtime = rule["runtime"]
             w.notes.append(f"runtime: {kn.runtimes[rule['runtime']]['name']}, with the format below")
-        w.notes.append(f"precision: {rule['precision']}, a default: no format was named, so the question is "
+        w.notes.append(f"precision: {rule['precision']}, {FORMAT_DEFAULT}, so the question is "
                      f"sized at {rule['text']} [{rule['source']}]")
         return
 
