@@ -161,7 +161,8 @@ def _changed(kn: Knowledge, rule: OptionRule, asked: Workload, row: GpuRow,
         return ([(_with(asked, gpus=[GpuRequest(gpu.gpu_id, needed, gpu.capacity_gb)]), None)]
                 if needed and row.count < needed <= most else [])
     bigger = sorted((g for g in kn.gpus.values() if g["vram_gb"] > (row.vram_gb or 0) and g.get("price_usd")
-                     and _same_shelf(kn, row.id, g, str(base.workload.get("runtime") or ""))),
+                     and _same_shelf(kn, row.id, g, str(base.workload.get("runtime") or ""))
+                     and _stack_supports(kn, base, g)),
                     key=lambda g: (g["price_usd"], g["vram_gb"]))
     need = base.memory.get("total_gb") or 0
     tries = int(kn.advice.get("next_card_tries", 1))
@@ -226,11 +227,24 @@ def _stack_runs(kn: Knowledge, a: Answer, row: GpuRow) -> bool:
     missing), one on a Mac is not (bitsandbytes has no Apple backend). True for inference."""
     from kb.engine.scope import stack_platforms
 
+    gpu, rt = kn.gpus.get(row.id), kn.runtimes.get(str(a.workload.get("runtime")))
+    return (gpu is None or rt is None or "training" not in a.bottleneck
+            or gpu["vendor"] in stack_platforms(rt, str(a.workload.get("task"))))
+
+
+def _stack_supports(kn: Knowledge, a: Answer, gpu: GPU) -> bool:
+    """The training stack of answer `a` supports this card's platform for its task, and the card
+    has tensor cores for the job's precision (formulas.yaml suits_job reads both); always for
+    inference."""
+    from kb.engine.scope import stack_platforms
+    from kb.knowledge.gpu_names import gpu_values
+
     rt = kn.runtimes.get(str(a.workload.get("runtime")))
-    gpu = kn.gpus.get(row.id)
-    if rt is None or gpu is None or "training" not in a.bottleneck:
+    precision = kn.precisions.get(str(a.workload.get("precision")))
+    if rt is None or precision is None or "training" not in a.bottleneck:
         return True
-    return gpu["vendor"] in stack_platforms(rt, str(a.workload.get("task")))
+    return (gpu["vendor"] in stack_platforms(rt, str(a.workload.get("task")))
+            and bool(gpu_values(gpu, 1, precision)["gpu.native_compute"]))
 
 
 def _same_shelf(kn: Knowledge, asked: str, g: GPU, runtime: str) -> bool:
