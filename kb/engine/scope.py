@@ -280,6 +280,7 @@ def base_scope(r: Resolved, kn: Knowledge) -> Scope:
         "runtime.hbm_decode_efficiency": rt.get("hbm_decode_efficiency", 1.0),
         "runtime.moe_expert_kernel_s": rt.get("moe_expert_kernel_s", 0.0),
         "runtime.moe_layer_kernel_s": rt.get("moe_layer_kernel_s", 0.0),
+        "runtime.mla_layer_kernel_s": rt.get("mla_layer_kernel_s", 0.0),
         "runtime.decode_step_overhead_s": rt.get("decode_step_overhead_s"),
         "runtime.prefill_compute_efficiency": rt.get("prefill_compute_efficiency"),
         # a runtime calibrated on no Apple or Hopper point uses its own prefill efficiency there
