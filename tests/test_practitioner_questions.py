@@ -1,4 +1,4 @@
-"""Seventy practitioner questions (tests/data/practitioner_questions.yaml) read as their words say.
+"""Eighty-four practitioner questions (tests/data/practitioner_questions.yaml) read as their words say.
 
 Each expected field was written from the question's words (the `why` beside it), not from a run;
 the table also keeps a practitioner's judgement of the figures, and whether each answer was right
@@ -25,16 +25,16 @@ def _gpus(w: Any) -> list[list[Any]]:
             for g in w.gpus]
 
 
-def test_seventy_questions_each_with_a_reason_and_a_judgement() -> None:
-    assert len(CASES) == 70
-    assert len({c["q"].lower() for c in CASES}) == 70
+def test_eighty_four_questions_each_with_a_reason_and_a_judgement() -> None:
+    assert len(CASES) == 84
+    assert len({c["q"].lower() for c in CASES}) == 84
     for c in CASES:
         assert c["read"] and c["why"] and c["answer"] and isinstance(c["before"], bool), c["q"]
 
 
 def test_most_answers_are_judged_right() -> None:
     right = [c for c in CASES if c["answer"].startswith("ok")]
-    assert len(right) >= 58, [c["q"] for c in CASES if c not in right]
+    assert len(right) >= 0.9 * len(CASES), [c["q"] for c in CASES if c not in right]
 
 
 def _marks(c: dict[str, Any]) -> Any:

@@ -25,7 +25,7 @@ from kb.engine.assemble import (ROW_FORMULAS, brief_answer, bottleneck, error_ba
 from kb.engine.claims import check_claims
 from kb.engine.evaluate import Evaluated, evaluate
 from kb.engine.gpus import catalogue_columns, layout_columns, layout_of, layouts_of
-from kb.engine.scope import base_scope, capacity_gpu, resolve
+from kb.engine.scope import base_scope, capacity_gpu, question_format, resolve
 from kb.knowledge.gpu_names import gemm_of, gpu_columns, runs_on
 from kb.engine.walk import Tracer, applies, differs, walk
 from kb.expr.parse import Col
@@ -44,6 +44,7 @@ def answer(w: Workload, kn: Knowledge, query: str = "", *, brief: bool = False) 
     trace, the claims and the advice text: what an option (kb.engine.options) shows of its answer.
     The engine puts what was asked and what answers it on `Answer.question` (its kind, the figure,
     the sizing flow's outcome); the verdict text is composed from that by kb.engine.verdict."""
+    question_format(w, kn)
     if w.question in kn.query["solve"]:
         result = _answer_question(w, kn, query, brief)
     else:

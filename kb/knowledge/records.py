@@ -230,6 +230,8 @@ class Runtime(TypedDict):
     optimizer: str | None
     sharding: str | None
     recipes: list[Recipe]
+    well_supported: dict[str, list[str]]
+    well_supported_source: str | None
     source: str
     notes: str | None
 

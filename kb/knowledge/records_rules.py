@@ -84,6 +84,19 @@ class Situation(TypedDict):
     source: str
 
 
+class QuestionFormat(TypedDict):
+    questions: list[str]
+    sorts: list[str] | None
+    min_users: int
+    max_users: int | None
+    segments: list[str] | None
+    precision: str
+    runtime: str | None
+    named_runtimes: list[str]
+    text: str
+    source: str
+
+
 class Phrase(TypedDict):
     set: dict[str, str | bool | int | float]
     words: list[str]
@@ -105,6 +118,7 @@ class QueryRules(TypedDict):
     number_words: dict[str, float]
     cost_per: CostPer | None
     situations: dict[str, Situation]
+    question_formats: list[QuestionFormat]
     phrases: list[Phrase]
     model_suffixes: list[str]
     model_prefixes: list[str]
@@ -202,6 +216,7 @@ class PriceAdvice(TypedDict, total=False):           # {} without an advice sect
     rent_cost_key: str
     rent_ignores: list[str]
     training_only: list[str]
+    untargeted_training_ignores: dict[str, list[str]]
     says: dict[str, str]
     max_gpus_per_config: int
     next_card_tries: int

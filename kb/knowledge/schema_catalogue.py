@@ -172,6 +172,10 @@ class RuntimeSchema(Strict):
     optimizer: Optimizer | None = None
     sharding: Slug | None = None
     recipes: list[RecipeSchema] = []
+    # training: the platforms whose GPUs the stack supports well (not only runs on), by task id
+    # (qlora, lora, full_ft…) or `default`; a card of another platform does not suit the job
+    well_supported: dict[Slug, list[Vendor]] = {}
+    well_supported_source: Slug | None = None
     source: Slug
     notes: str | None = None
 
