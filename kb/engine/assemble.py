@@ -155,7 +155,10 @@ def gpu_warnings(every: Evaluated, candidates: list[tuple[GPU, int, bool]],
         if not requested and len(candidates) > 1:
             continue
         used = at(s.get("_compute_precision"), i)
-        if used and used != compute:
+        if used and used != compute and compute in gpu.get("tensor_unpublished", ()):
+            out.append(f"{gpu['name']}'s {compute.upper()} tensor rate is not published; "
+                       f"computed at its {used.upper()} rate (a lower bound)")
+        elif used and used != compute:
             out.append(f"{gpu['name']} has no native {compute.upper()} tensor math; "
                        f"computed at its {used.upper()} rate")
         per_gpu = at(s.get("per_gpu_gb"), i)

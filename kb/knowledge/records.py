@@ -79,6 +79,7 @@ class GPU(TypedDict):
     tensor_tflops: dict[str, float | None]    # tensor precision → dense TFLOPS ({} for a capacity)
     tdp_w: float | None
     interconnect: Interconnect
+    tensor_unpublished: NotRequired[list[str]]   # tensor precisions run but with no published rate
     segment: NotRequired[str]
     architecture: NotRequired[str]
     release_year: NotRequired[int]

@@ -229,6 +229,9 @@ class GpuSchema(Strict):
     memory_data_rate_gbps: Positive | None = None
     fp32_tflops: NonNeg | None
     tensor_tflops: TensorTflopsSchema
+    # tensor precisions the hardware runs whose rate the vendor does not publish (left null above);
+    # a null rate not listed here means the card has no native tensor math for that precision
+    tensor_unpublished: list[Literal["tf32", "fp16", "bf16", "fp8", "int8", "int4", "fp4"]] = []
     tdp_w: Positive | None
     interconnect: InterconnectSchema
     pcie_generation: int | None = None
