@@ -7,6 +7,8 @@ Reference figures and their sources (rules/sources.yaml ids):
   up to 16 GB, 2.6 TFLOPS (apple-m1-newsroom, akunu-apple-gpu-generations).
 - Jetson Orin Nano Super: 8 GB LPDDR5, 102 GB/s, 67 sparse INT8 TOPS, $249
   (jetson-orin-nano-super-overview); dense is half of sparse on Ampere.
+- Jetson AGX Orin 64GB: 256-bit LPDDR5 up to 204.8 GB/s; 275 sparse INT8 TOPS = 170 GPU + 105 DLA
+  (nvidia-jetson-agx-orin-datasheet).
 """
 from __future__ import annotations
 
@@ -20,11 +22,15 @@ KN = get_knowledge()
 
 @pytest.mark.parametrize(("gid", "gb", "bandwidth"), [
     ("apple-m1", 16, 68.25), ("apple-m2", 24, 100), ("apple-m3", 24, 100), ("apple-m4", 32, 120),
-    ("jetson-orin-nano-super", 8, 102),
+    ("jetson-orin-nano-super", 8, 102), ("jetson-agx-orin-64gb", 64, 204.8),
 ])
 def test_published_memory_and_bandwidth(gid: str, gb: float, bandwidth: float) -> None:
     g = KN.gpus[gid]
     assert g["vram_gb"] == gb and g["bandwidth_gb_s"] == pytest.approx(bandwidth, rel=0.005)
+
+
+def test_agx_orin_int8_is_the_gpus_dense_half_without_the_dlas() -> None:
+    assert KN.gpus["jetson-agx-orin-64gb"]["tensor_tflops"]["int8"] == pytest.approx((275 - 105) / 2, rel=0.01)
 
 
 def test_orin_nano_int8_is_the_dense_half_of_nvidias_sparse_67_tops() -> None:
@@ -36,6 +42,7 @@ def test_orin_nano_int8_is_the_dense_half_of_nvidias_sparse_67_tops() -> None:
     ("llama 3.1 8b on a mac mini m4", "apple-m4"),
     ("llama 3.2 1b on a jetson orin nano", "jetson-orin-nano-super"),
     ("llama 3.2 1b on orin nano super", "jetson-orin-nano-super"),
+    ("mistral 7b on agx orin", "jetson-agx-orin-64gb"),
 ])
 def test_names_people_type_read_as_the_card(query: str, gid: str) -> None:
     assert ask(query).to_dict()["workload"]["gpus"][0]["gpu_id"] == gid
