@@ -131,3 +131,25 @@ def test_the_format_key_follows_a_table_declaration() -> None:
     one = snapshot.format_key({"vocabulary": (make, lambda: Vocab)})
     assert snapshot.format_key({"vocabulary": (make, lambda: VocabWithMore)}) != one
     assert snapshot.format_key(STORED) != one
+
+
+def test_the_typed_dicts_are_those_the_schemas_give() -> None:
+    """kb/knowledge/records.py and records_rules.py are written from the schemas: fails while
+    either is stale (run `python -m kb.knowledge.shapes`)."""
+    for path, text in shapes.typed_dicts().items():
+        assert path.read_text(encoding="utf-8") == text, f"{path.name} is stale"
+
+
+def test_a_field_added_to_a_schema_reaches_its_typed_dict(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kb.knowledge import views
+
+    own = {name: (f.annotation, f) for name, f in sc.GpuSchema.model_fields.items()}
+    gpu = create_model("GpuSchema", __base__=sc.Strict, **own,  # type: ignore[call-overload]
+                       shared_memory_gb=(float | None, None))
+    monkeypatch.setattr(sc, "GpuSchema", gpu)
+    text = views.module_text("records")
+    gpu_class = text[text.index("class GPU(TypedDict):"):].split("\n\n")[0]
+    assert "    shared_memory_gb: NotRequired[float | None]" not in gpu_class   # not listed optional
+    assert "    shared_memory_gb: float | None" in gpu_class
+    assert "    memory_gb: float | None" in gpu_class                          # what kbq adds, kept
+    assert text != (shapes.DIGEST_FILE.parent / "records.py").read_text(encoding="utf-8")

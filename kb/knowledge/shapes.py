@@ -42,8 +42,17 @@ def generated() -> str:
             f'SCHEMAS = "{schemas_digest()}"\n')
 
 
+def typed_dicts() -> dict[Path, str]:
+    """Each generated module of typed dicts (kb.knowledge.views) → its text."""
+    from kb.knowledge.views import module_text
+
+    return {Path(__file__).with_name(f"{name}.py"): module_text(name) for name in ("records", "records_rules")}
+
+
 def main() -> None:
     DIGEST_FILE.write_text(generated(), encoding="utf-8")
+    for path, text in typed_dicts().items():
+        path.write_text(text, encoding="utf-8")
 
 
 if __name__ == "__main__":
