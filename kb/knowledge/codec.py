@@ -19,14 +19,23 @@ records' plain-data types (typed dicts of kb.knowledge.records, named only for t
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kb.expr import parse as ex
-from kb.recordtype import Field, fields, is_record
+from kb.recordtype import fields, is_record
 
-Encode = Callable[[Any], object]
-Decode = Callable[[Any], object]
+if TYPE_CHECKING:       # types only: a plain query imports this module
+    from collections.abc import Callable, Sequence
+    from typing import Any
+
+    from kb.recordtype import Field
+
+    Encode = Callable[[Any], object]
+    Decode = Callable[[Any], object]
+    # A type, read: ("plain",), ("leaf", cls), ("record", cls), ("seq", kind, item) for
+    # tuple[X, ...] and list[X], ("fixed", items) for tuple[A, B], ("dict", value),
+    # ("union", members) for A | B, ("optional", shape) for A | None (None is stored as itself)
+    Shape = tuple[Any, ...]
 
 
 def _expr(e: ex.Expr) -> list[object]:
@@ -77,13 +86,23 @@ def _resolve(name: str, owner: type) -> object:
     return value
 
 
-# A type, read: ("plain",), ("leaf", cls), ("record", cls), ("seq", kind, item) for
-# tuple[X, ...] and list[X], ("fixed", items) for tuple[A, B], ("dict", value),
-# ("union", members) for A | B, ("optional", shape) for A | None (None is stored as itself)
-Shape = tuple[Any, ...]
+_PLAIN: Shape = ("plain",)        # a shape (the types below): str, int, a typed dict…
+
+
+_SHAPES: dict[tuple[str, str], Shape] = {}     # (annotation, module) → its shape, read once
 
 
 def shape_of(annotation: str, owner: type) -> Shape:
+    if annotation in SCALARS:
+        return _PLAIN
+    key = (annotation, owner.__module__)
+    found = _SHAPES.get(key)
+    if found is None:
+        found = _SHAPES[key] = _shape_of(annotation, owner)
+    return found
+
+
+def _shape_of(annotation: str, owner: type) -> Shape:
     members = _split(annotation, "|")
     if "None" in members and len(members) > 1:
         return ("optional", shape_of(" | ".join(m for m in members if m != "None"), owner))
@@ -202,8 +221,9 @@ def _optional(fn: Decode) -> Decode:
 
 
 def record_decoder(cls: type) -> Callable[..., object]:
-    """Plain data (a record as `encode` stores it) → the record; made once per class. Keyword
-    arguments at the call give fields a value of their own (the knowledge's root directory)."""
+    """Plain data (a record as `encode` stores it, a list it converts in place) → the record;
+    made once per class. Keyword arguments at the call give fields a value of their own (the
+    knowledge's root directory)."""
     made = _DECODERS.get(cls)
     if made is None:
         made = _DECODERS[cls] = _record_decoder(cls)
@@ -220,7 +240,8 @@ def _record_decoder(cls: type) -> Callable[..., object]:
     by_position = names == tuple(f.name for f in fields(cls))[:len(names)]
 
     def decode(data: Sequence[object], **given: object) -> object:
-        values = list(data)
+        # the stored list is read once (marshal or JSON made it): converted in place
+        values = data if type(data) is list else list(data)
         for i, dec in convert:
             values[i] = dec(values[i])
         for name, value in given.items():
