@@ -103,6 +103,7 @@ def test_the_format_key_follows_a_record_declaration(monkeypatch: pytest.MonkeyP
         unit_note: str | None = None
 
     monkeypatch.setattr(kd, "Formula", Formula)       # Knowledge.formulas: dict[str, Formula]
+    monkeypatch.setattr(codec, "_SHAPES", {})         # annotations are read once per process
     assert "unit_note: str | None" in codec.signature(kd.Knowledge)
     assert shapes.records_digest() != before
     assert shapes.generated() != shapes.DIGEST_FILE.read_text(encoding="utf-8")
