@@ -2,6 +2,7 @@
 
     python bench/calibrate.py          # prints the fitted figures per runtime (paste into rules/runtimes.yaml)
     python bench/calibrate.py --groups "moe decode,prefill"   # fit only these groups, the rest as in the rules
+    python bench/calibrate.py --groups "moe decode" --params mla_layer_kernel_s   # one figure, the others held
 
 One figure per runtime and quantity (decode bandwidth efficiency, extra loss of dequantizing
 kernels, fixed cost per decode step, the MoE layer's fixed and per-expert cost, prefill
@@ -27,16 +28,17 @@ from accuracy import held_out, measured_value, measurements, query_of  # noqa: E
 PARAMS = {
     "decode": ["decode_bandwidth_efficiency", "quant_kernel_efficiency", "decode_step_overhead_s",
                "hbm_decode_efficiency"],
-    "moe decode": ["moe_layer_kernel_s", "moe_expert_kernel_s"],
+    "moe decode": ["moe_layer_kernel_s", "moe_expert_kernel_s", "mla_layer_kernel_s"],
     "prefill": ["prefill_compute_efficiency"],    # quant_kernel_efficiency is the decode group's
     "apple prefill": ["apple_prefill_compute_efficiency"],
     "training": ["training_mfu"],
 }
 BOUNDS = {"decode_step_overhead_s": (0.0, 0.05), "training_mfu": (0.05, 0.8),
           "moe_layer_kernel_s": (0.0, 1e-3), "moe_expert_kernel_s": (0.0, 1e-3),
+          "mla_layer_kernel_s": (0.0, 1e-3),
           # DRAM rarely delivers more than ~92% of its peak to any kernel
           "decode_bandwidth_efficiency": (0.05, 0.92)}
-START = {"moe_layer_kernel_s": 1e-5, "moe_expert_kernel_s": 1e-6}   # where a figure at 0 starts
+START = {"moe_layer_kernel_s": 1e-5, "moe_expert_kernel_s": 1e-6, "mla_layer_kernel_s": 1e-5}   # where a figure at 0 starts
 PRIMARY = {"decode": "decode_bandwidth_efficiency", "moe decode": "moe_layer_kernel_s",
            "prefill": "prefill_compute_efficiency", "apple prefill": "apple_prefill_compute_efficiency",
            "training": "training_mfu"}
@@ -90,7 +92,11 @@ def main() -> int:
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--groups", default=",".join(ORDER), help="comma-separated groups to fit (default: all)")
-    groups = [g.strip() for g in ap.parse_args().groups.split(",")]
+    ap.add_argument("--params", default="", help="comma-separated figures to fit, the others of the group "
+                    "held at their rules value (default: the group's, as many as its points allow)")
+    args = ap.parse_args()
+    groups = [g.strip() for g in args.groups.split(",")]
+    only = [p.strip() for p in args.params.split(",") if p.strip()]
     kn = get_knowledge()
     by_group: dict[tuple[str, str], list] = {}
     for m in measurements():
@@ -108,14 +114,16 @@ def main() -> int:
         if len(points) < MIN_POINTS:
             print(f"{label}  too few points: keeps its prior")
             continue
-        fitted = fit(kn, rt, group, points)
+        fitted = fit(kn, rt, group, points, only)
         print(f"{label}  rms log error {math.sqrt(loss(kn, points) / len(points)):.3f}  {fitted}")
     return 0
 
 
-def fit(kn, rt, group: str, points) -> str:
+def fit(kn, rt, group: str, points, only: list[str] | None = None) -> str:
     """Coordinate descent on the group's figures of one runtime (the runtime's entry is changed in place)."""
-    if len(points) >= MIN_POINTS_FOR_ALL:
+    if only:
+        names = [p for p in PARAMS[group] if p in only]
+    elif len(points) >= MIN_POINTS_FOR_ALL:
         names = [p for p in PARAMS[group] if rt.get(p) is not None]
     else:
         names = [PRIMARY[group]]

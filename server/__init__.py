@@ -40,6 +40,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         KBQ_ANSWER_SLOTS=2,         # answers computed at once per process (server.fairness)
         KBQ_CLIENT_SLOTS=1,         # of which one address may hold this many
         KBQ_ANSWER_BUDGET_S=0,      # CPU seconds for an answer's costliest searches (kb.engine.budget); 0: none
+        KBQ_SEARCH_PROBES=0,        # probes an answer's capacity searches may make (kb.engine.budget); 0: no limit
     )
     if test_config:
         app.config.from_mapping(test_config)
@@ -50,7 +51,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     from server.live import LiveKnowledge, NoKnowledge
 
     gate = Gate(app.config["KBQ_ANSWER_SLOTS"], app.config["KBQ_CLIENT_SLOTS"],
-                app.config["KBQ_ANSWER_BUDGET_S"])
+                app.config["KBQ_ANSWER_BUDGET_S"], app.config["KBQ_SEARCH_PROBES"])
     app.extensions["kbq"] = LiveKnowledge(app.config["KBQ_RULES"], app.config["KBQ_RELOAD_SECONDS"],
                                            int(app.config["KBQ_CACHE_MB"] * 1024 * 1024), gate)
     app.json = api.SafeJSON(app)

@@ -11,8 +11,10 @@ cheap never waits behind them. Limits, per process:
 - `slots` answers are computed at once (`kbq serve --threads`);
 - one address has at most `per_client` of them computing; its further questions wait their turn
   in order, so a client that opens many connections gets no more than one that opens one;
-- each computation runs under a time budget (kb.engine.budget, CPU seconds): the costliest searches
-  stop when it is spent and the answer says what they did not try.
+- each computation runs under a work budget (kb.engine.budget, probes of the capacity searches,
+  counted: the same question stops at the same place, so its answer may be kept) and a time
+  budget (CPU seconds, the guard for the rest): the costliest searches stop when either is spent
+  and the answer says what they did not finish.
 
 Outside a server (the Flask test client, a script) the work runs on the calling thread. The
 server's worker (server.worker) installs a pool of threads and gevent's semaphores after it
@@ -27,7 +29,6 @@ import socket
 import threading
 from collections import deque
 from collections.abc import Callable
-from contextlib import nullcontext
 from contextvars import copy_context
 from typing import Any, TypeVar
 
@@ -93,8 +94,10 @@ def readable(sock: Any) -> bool:
 
 
 class Gate:
-    def __init__(self, slots: int = 2, per_client: int = 1, budget_s: float | None = None) -> None:
+    def __init__(self, slots: int = 2, per_client: int = 1, budget_s: float | None = None,
+                 probes: int | None = None) -> None:
         self.slots, self.per_client, self.budget_s = max(1, slots), max(1, per_client), budget_s
+        self.probes = probes
         self._event: Callable[[], Any] = threading.Event
         self._offload: Callable[[Callable[[], Any]], Any] | None = None
         self._lock = threading.Lock()
@@ -169,7 +172,7 @@ class Gate:
 
     def _compute(self, work: Callable[[], T]) -> tuple[T, Budget | None]:
         def budgeted() -> tuple[T, Budget | None]:
-            with within(self.budget_s) if self.budget_s else nullcontext() as budget:
+            with within(self.budget_s, self.probes) as budget:
                 return work(), budget
 
         if self._offload is None:

@@ -170,7 +170,8 @@ class LiveKnowledge:
 
     def cached(self, kn: Knowledge, key: Hashable, compute: Callable[[], bytes]) -> bytes:
         """The bytes kept for `key` under `kn`, else compute() when the gate lets this request's
-        client compute (server.fairness); an answer its time budget cut short is not kept."""
+        client compute (server.fairness); an answer its time budget cut short is not kept (one its
+        probe budget cut is: that cut is the same every time)."""
         from flask import has_request_context, request
 
         environ = request.environ if has_request_context() else {}

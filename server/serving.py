@@ -41,6 +41,8 @@ HEADER_FIELD_BYTES = 8190  # one header field
 BODY_BYTES = 64 * 1024     # a request body (the app's MAX_CONTENT_LENGTH): refused before it is read
 SOCKET_BUFFER_BYTES = 64 * 1024   # kernel send/receive buffer asked for each connection
 ANSWER_BUDGET_S = 1.0      # CPU seconds for an answer's costliest searches (kb.engine.budget)
+SEARCH_PROBES = 5000       # probes an answer's capacity searches may make (kb.engine.budget; the
+                           # generated corpus's most is 2,390: how many GPUs over the catalogue)
 CLIENT_SLOTS = 1           # answers one address may have computing at once, per worker
 
 
@@ -51,6 +53,7 @@ def load_app(rules: str | None, embed_origins: list[str] | None = None, cache_mb
 
     config: dict[str, Any] = {"KBQ_CACHE_MB": cache_mb, "KBQ_ANSWER_SLOTS": threads,
                               "KBQ_CLIENT_SLOTS": CLIENT_SLOTS, "KBQ_ANSWER_BUDGET_S": ANSWER_BUDGET_S,
+                              "KBQ_SEARCH_PROBES": SEARCH_PROBES,
                               "MAX_CONTENT_LENGTH": BODY_BYTES}
     if rules:
         config["KBQ_RULES"] = rules

@@ -71,7 +71,9 @@ def test_which_gpu_ranks_fitting_first():
     a = ask("which gpu for 13B lora", sort="speed").to_dict()
     flags = [g["fits"] for g in a["gpus"]]
     assert flags == sorted(flags, reverse=True)          # every fitting GPU before any that does not
-    fitting = [g for g in a["gpus"] if g["fits"] and g["within_budget"]]
+    # --sort speed ranks by fits, within budget, suits the job (prices.yaml advice.sorts), then speed:
+    # among the cards that suit the training job
+    fitting = [g for g in a["gpus"] if g["fits"] and g["within_budget"] and g["suits_job"]]
     speeds = [g["train_tokens_per_s"] for g in fitting]
     known = [s for s in speeds if s is not None]
     assert speeds == known + [None] * (len(speeds) - len(known))   # a speed it cannot compute: last

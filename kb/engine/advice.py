@@ -48,8 +48,9 @@ def sort_keys(kn: Knowledge, w: Workload, fallback: list[tuple[str, str]]) -> li
     if name is None:
         return fallback
     training = w.task in kn.query["training_tasks"]
-    keys: list[tuple[str, str]] = [(k["by"], k["order"]) for k in kn.advice["sorts"][name]
-                                   if training or k["by"] not in kn.advice.get("training_only", [])]
+    skip = set(kn.advice.get("training_only", [])) if not training else (
+        set((kn.advice.get("untargeted_training_ignores") or {}).get(name, [])) if w.deadline_hours is None else set())
+    keys: list[tuple[str, str]] = [(k["by"], k["order"]) for k in kn.advice["sorts"][name] if k["by"] not in skip]
     if w.rent:
         keys = [(kn.advice["rent_cost_key"] if k == "config_price_usd" else k, o) for k, o in keys
                 if k not in kn.advice.get("rent_ignores", [])]

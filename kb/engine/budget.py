@@ -1,14 +1,25 @@
-"""A time budget for the costliest searches of an answer, set by whoever serves it.
+"""Budgets for the costliest searches of an answer, set by whoever serves it.
 
-In: `within(seconds)` around the work (the server sets it from its own limit, config
-KBQ_ANSWER_BUDGET_S; the CLI sets none). Out: `spent()` says whether the budget is used up;
-`note(text)` records what a search left unfinished because of it; `within` yields the Budget so
-the caller can see what was cut and, for one, not keep such an answer in a cache.
+In: `within(seconds, probes)` around the work (the server sets both from its config,
+KBQ_ANSWER_BUDGET_S and KBQ_SEARCH_PROBES; the CLI sets none). Out: `spent()` says whether a
+budget is used up; `count_probe()` counts one probe of a capacity search (kb.engine.probes);
+`note(budget, text)` records what a search left unfinished because of it; `within` yields the
+Budget so the caller can see what was cut and, when the clock cut it, not keep such an answer in
+a cache.
 
-The budget counts the CPU seconds of the thread doing the work (time.thread_time), not the wall
-clock: a search is cut for what it costs, not for how busy the machine was around it. Without a
-budget (the CLI, tests, `kbq --batch`) nothing is ever cut, so the answer stays a pure function
-of the query and the knowledge. This module reads the clock only while a budget is set.
+Two budgets, for two reasons:
+- a work budget, in probes (one probe: the forward model at one value on one card, the unit of
+  every capacity search: max users, max context, largest model, how many GPUs, and the options
+  searched when a job does not fit). It is counted, not timed, so the same question under the
+  same budget always stops at the same place and gives the same answer: such an answer can be
+  kept in the server's answer cache. Its cuts are in `stopped`.
+- a time budget, in CPU seconds of the thread doing the work (time.thread_time, not the wall
+  clock: a search is cut for what it costs, not for how busy the machine was around it). It is
+  the guard for work the probes do not count; an answer it cut depends on the moment, so its cuts
+  are in `cut` and the server does not keep that answer.
+Without a budget (the CLI, tests, `kbq --batch`) nothing is ever cut, so the answer stays a pure
+function of the query and the knowledge. This module reads the clock only while a time budget
+is set.
 """
 
 from __future__ import annotations
@@ -20,25 +31,41 @@ from contextvars import ContextVar
 
 
 class Budget:
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self.until = time.thread_time() + seconds
-        self.cut: list[str] = []
+    def __init__(self, seconds: float | None, probes: int | None = None) -> None:
+        self.seconds = seconds if seconds is not None and seconds > 0 else None
+        self.until = time.thread_time() + self.seconds if self.seconds is not None else None
+        self.probes = probes if probes is not None and probes > 0 else None
+        self.used = 0                   # probes made so far
+        self.cut: list[str] = []        # what the time budget left unfinished (not to be cached)
+        self.stopped: list[str] = []    # what the probe budget left unfinished (deterministic)
+
+    def out_of_probes(self) -> bool:
+        return self.probes is not None and self.used >= self.probes
+
+    def out_of_time(self) -> bool:
+        return self.until is not None and time.thread_time() >= self.until
 
     def spent(self) -> bool:
-        return time.thread_time() >= self.until
+        return self.out_of_probes() or self.out_of_time()
+
+    def reason(self) -> str:
+        """Which budget ran out, as an answer says it."""
+        if self.out_of_probes():
+            return f"search budget ({self.probes:,} probes of the forward model)"
+        return f"time budget ({self.seconds:g} s of computing)"
 
 
 _current: ContextVar[Budget | None] = ContextVar("kb_budget", default=None)
 
 
 @contextmanager
-def within(seconds: float | None) -> Iterator[Budget | None]:
-    """Work inside runs under a budget of `seconds` CPU seconds (None or <= 0: no budget)."""
-    if seconds is None or seconds <= 0:
+def within(seconds: float | None, probes: int | None = None) -> Iterator[Budget | None]:
+    """Work inside runs under a budget of `seconds` CPU seconds and `probes` probes (None or
+    <= 0: no budget of that kind; neither: no budget at all)."""
+    budget = Budget(seconds, probes)
+    if budget.seconds is None and budget.probes is None:
         yield None
         return
-    budget = Budget(seconds)
     token = _current.set(budget)
     try:
         yield budget
@@ -52,5 +79,14 @@ def spent() -> Budget | None:
     return budget if budget is not None and budget.spent() else None
 
 
+def count_probe() -> None:
+    """One probe made (kb.engine.probes.Probes.probe)."""
+    budget = _current.get()
+    if budget is not None:
+        budget.used += 1
+
+
 def note(budget: Budget, text: str) -> None:
-    budget.cut.append(text)
+    """Record what `budget` left unfinished, under the budget that ran out (the time budget's
+    cuts first: an answer both cut is not kept)."""
+    (budget.cut if budget.out_of_time() or not budget.out_of_probes() else budget.stopped).append(text)

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from kb.knowledge.records import GPU
     from kb.knowledge.records_rules import OptionRule
 
+TARGETS = ("speed_floor_tok_s", "ttft_max_s", "tokens_per_day", "deadline_hours")   # a target the query set
+CHECKPOINTED = "with checkpointing"     # an option's second change: activation checkpointing
 IGNORED = ("gpus", "notes", "question", "model_name", "active_params", "parallel", "compare")
 
 
@@ -40,24 +42,32 @@ def compute(kn: Knowledge, asked: Workload, base: Answer) -> list[Option]:
     training = "training" in base.bottleneck
     w = base.workload
     out: list[Option] = []
+    asked_before: dict[str, Answer] = {}
     for done, rule in enumerate(rules):
-        if (budget := spent()) is not None:    # the server's time budget (kb.budget) ran out
+        if (budget := spent()) is not None:    # the server's budget (kb.engine.budget) ran out
             left = len(rules) - done
             text = (f"{left} of the {len(rules)} kinds of change were not tried: this answer's "
-                    f"time budget ({budget.seconds:g} s of computing) ran out")
+                    f"{budget.reason()} ran out")
             note(budget, text)
             base.warnings.append(text)
             break
         if not _applies(rule, w, training, kn):
             continue
         found = [o for changed, extra in _changed(kn, rule, asked, row, base)
-                 if (o := _ask(kn, changed, base, rule, extra)) is not None]
+                 if (o := _ask(kn, changed, base, rule, extra, asked_before)) is not None]
+        here = [o for o in out + found if (o["gpu_id"], o["count"]) == (row.id, row.count)]
+        if training and not any(o in found or o["workload_changes"] == {"checkpointing": True} for o in here):
+            found += [o for changed, extra in _checkpointed(kn, rule, asked, base)
+                      if (o := _ask(kn, changed, base, rule, extra, asked_before)) is not None]
         if rule["kind"] == "next_card" and found:     # the best of the cards tried
             found = [min(found, key=_order)]
         out.extend(found)
     seen: set[str] = set()
     unique = [o for o in out if not (o["query"] in seen or seen.add(o["query"]))]  # type: ignore[func-returns-value]
-    unique.sort(key=_order)
+    # an inference option's default speed floor is a usable reading speed; a training job's default
+    # time floor (7 days for a run of 1e9 tokens it may never have asked for) does not rank changes
+    targeted = not training or any(getattr(asked, k) is not None for k in TARGETS)
+    unique.sort(key=lambda o: _order(o, targeted))
     for o in unique:
         o.pop("_rank")
         o.pop("_hardware")
@@ -65,9 +75,23 @@ def compute(kn: Knowledge, asked: Workload, base: Answer) -> list[Option]:
     return unique
 
 
-def _order(o: Option) -> tuple[bool, bool, int, int, int, bool, float]:
-    return (not o["fits"], o["meets_target"] is False, o.get("_hardware", 0), o["count"],
+def _order(o: Option, targeted: bool = True) -> tuple[bool, bool, int, int, int, bool, float]:
+    """Fits first; then those that meet the target (`targeted`); then least change."""
+    return (not o["fits"], targeted and o["meets_target"] is False, o.get("_hardware", 0), o["count"],
             o.get("_rank", 0), o.get("_price") is None, o.get("_price") or 0)
+
+
+def _checkpointed(kn: Knowledge, rule: OptionRule, asked: Workload,
+                  base: Answer) -> list[tuple[Workload, str | None]]:
+    """A training change that does not fit the cards asked about on its own, with activation
+    checkpointing turned on as well (LoRA instead of a full fine-tune on a 24 GB card); [] for a
+    change of cards or of checkpointing itself. (A changed job that already runs with it answers
+    as the change alone, which did not fit: no option.)"""
+    ckpt = next((r for r in kn.advice.get("options") or [] if r["id"] == "checkpointing"), None)
+    if ckpt is None or rule["kind"] != "words" or rule is ckpt:
+        return []
+    said = {**_words(kn, rule["words"]), **_words(kn, ckpt["words"])}
+    return [(_with(asked, **said), CHECKPOINTED)]
 
 
 def _base_row(a: Answer) -> GpuRow | None:
@@ -116,8 +140,9 @@ def _changed(kn: Knowledge, rule: OptionRule, asked: Workload, row: GpuRow,
              base: Answer) -> list[tuple[Workload, str | None]]:
     """(Workload with the rule's change applied, second change) pairs for one rule."""
     kind = rule["kind"]
+    bare = next((g.capacity_gb for g in asked.gpus if g.gpu_id is None), None)   # as the query gave it
     gpu = (GpuRequest(row.id, row.count) if row.id in kn.gpus else
-           GpuRequest(None, row.count, row.vram_gb))
+           GpuRequest(None, row.count, bare if bare is not None else row.vram_gb))
     if kind == "words":
         said = _words(kn, rule["words"])
         if all(getattr(asked, k) == v for k, v in said.items()):
@@ -125,9 +150,11 @@ def _changed(kn: Knowledge, rule: OptionRule, asked: Workload, row: GpuRow,
         first = _with(asked, **said)
         more = _with(first, gpus=[GpuRequest(gpu.gpu_id, 0, gpu.capacity_gb)])   # count: found by _ask
         return [(first, None), (more, "more GPUs")]
-    if kind == "context":
-        ctx = base.workload.get("context_tokens") if "training" not in base.bottleneck else None
-        return [(_with(asked, context_tokens=int(ctx) // 2), None)] if ctx and ctx >= 2 else []
+    if kind == "context":           # a training job's context is its sequence length
+        field = "seq_len" if "training" in base.bottleneck else "context_tokens"
+        ctx = base.workload.get(field)
+        held = int(ctx) if isinstance(ctx, (int, float)) else 0
+        return [(_with(asked, **{field: held // 2}), None)] if held >= 2 else []
     if kind == "users":
         return [(_with(asked, users=int(base.workload["users"] or 1) // 2), None)]
     if kind == "gpus":
@@ -136,7 +163,8 @@ def _changed(kn: Knowledge, rule: OptionRule, asked: Workload, row: GpuRow,
         return ([(_with(asked, gpus=[GpuRequest(gpu.gpu_id, needed, gpu.capacity_gb)]), None)]
                 if needed and row.count < needed <= most else [])
     bigger = sorted((g for g in kn.gpus.values() if g["vram_gb"] > (row.vram_gb or 0) and g.get("price_usd")
-                     and _same_shelf(kn, row.id, g, str(base.workload.get("runtime") or ""))),
+                     and _same_shelf(kn, row.id, g, str(base.workload.get("runtime") or ""))
+                     and _stack_supports(kn, base, g)),
                     key=lambda g: (g["price_usd"], g["vram_gb"]))
     need = base.memory.get("total_gb") or 0
     tries = int(kn.advice.get("next_card_tries", 1))
@@ -145,14 +173,27 @@ def _changed(kn: Knowledge, rule: OptionRule, asked: Workload, row: GpuRow,
     return fitting[:tries]   # type: ignore[return-value]
 
 
-def _ask(kn: Knowledge, w: Workload, base: Answer, rule: OptionRule, extra: str | None) -> Option | None:
+def _answered(kn: Knowledge, w: Workload, q: str, before: dict[str, Answer]) -> Answer:
+    """The brief answer of `w`, once per Workload among one answer's options (the card a "more
+    GPUs" option is first asked on is often the plain option's own Workload, and a capacity
+    question's answer runs a whole search): reused answers are only read."""
     from kb.engine import answer
+
+    key = repr(w.to_dict())
+    found = before.get(key)
+    if found is None:
+        found = before[key] = answer(copy.deepcopy(w), kn, q, brief=True)
+    return found
+
+
+def _ask(kn: Knowledge, w: Workload, base: Answer, rule: OptionRule, extra: str | None,
+         before: dict[str, Answer]) -> Option | None:
     from kb.query.unparse import unparse
 
     try:
         if w.gpus and w.gpus[0].count == 0:         # as many cards as then hold it
             probe = _with(w, gpus=[GpuRequest(w.gpus[0].gpu_id, 1, w.gpus[0].capacity_gb)])
-            probed = answer(probe, kn, "", brief=True)
+            probed = _answered(kn, probe, "", before)
             row = _base_row(probed)
             most = int(kn.advice.get("max_gpus_per_config", 1))
             needed = valid_count(kn, probed.workload, row.gpus_needed or 0, most) if row is not None else None
@@ -160,7 +201,7 @@ def _ask(kn: Knowledge, w: Workload, base: Answer, rule: OptionRule, extra: str 
                 return None
             w.gpus[0].count = needed
         q = unparse(w, kn)
-        a = answer(copy.deepcopy(w), kn, q, brief=True)
+        a = _answered(kn, w, q, before)
     except KbError:
         return None
     row = _base_row(a)
@@ -168,14 +209,17 @@ def _ask(kn: Knowledge, w: Workload, base: Answer, rule: OptionRule, extra: str 
         return None
     training = "training" in a.bottleneck
     changes: dict[str, object] = {k: v for k, v in a.workload.items() if k not in IGNORED and base.workload.get(k) != v}
-    if not row.fits or row.suits_job is False or (rule["kind"] == "words" and not changes):
-        return None     # still does not fit, is no job to recommend, or is what the job already has
     first = _base_row(base)
     hardware = 0 if (row.id, row.count) == (first.id, first.count) else 1 if row.id == first.id else 2  # type: ignore[union-attr]
+    if not row.fits or (row.suits_job is False and (hardware or not _stack_runs(kn, a, row))) or (
+            rule["kind"] == "words" and not changes):
+        return None     # still does not fit, other cards that do not suit the job (or a stack that does
+        #                 not support the cards asked about), or what the job already has
     if hardware:
         changes["gpus"] = f"{row.count}× {row.name}"
     opt: Option = {
-        "change": rule["change"] + (f" on {row.count}× {row.name}" if extra else ""),
+        "change": rule["change"] + (" with activation checkpointing" if extra == CHECKPOINTED else
+                                    f" on {row.count}× {row.name}" if extra else ""),
         "change_only": rule["change"],
         "workload_changes": changes, "fits": row.fits, "per_gpu_gb": row.per_gpu_gb,
         "total_gb": a.memory.get("total_gb"), "gpu": row.name, "gpu_id": row.id, "count": row.count,
@@ -190,6 +234,32 @@ def _ask(kn: Knowledge, w: Workload, base: Answer, rule: OptionRule, extra: str 
         opt["decode_tokens_per_s"] = row.decode_tokens_per_s
         opt["usd_per_million_tokens"] = row.usd_per_million_tokens
     return opt
+
+
+def _stack_runs(kn: Knowledge, a: Answer, row: GpuRow) -> bool:
+    """The answer's training stack supports the row's platform for its task (runtimes.yaml
+    well_supported): a QLoRA on the T4 asked about is a fix (its fp16 rate is slower, not
+    missing), one on a Mac is not (bitsandbytes has no Apple backend). True for inference."""
+    from kb.engine.scope import stack_platforms
+
+    gpu, rt = kn.gpus.get(row.id), kn.runtimes.get(str(a.workload.get("runtime")))
+    return (gpu is None or rt is None or "training" not in a.bottleneck
+            or gpu["vendor"] in stack_platforms(rt, str(a.workload.get("task"))))
+
+
+def _stack_supports(kn: Knowledge, a: Answer, gpu: GPU) -> bool:
+    """The training stack of answer `a` supports this card's platform for its task, and the card
+    has tensor cores for the job's precision (formulas.yaml suits_job reads both); always for
+    inference."""
+    from kb.engine.scope import stack_platforms
+    from kb.knowledge.gpu_names import gpu_values
+
+    rt = kn.runtimes.get(str(a.workload.get("runtime")))
+    precision = kn.precisions.get(str(a.workload.get("precision")))
+    if rt is None or precision is None or "training" not in a.bottleneck:
+        return True
+    return (gpu["vendor"] in stack_platforms(rt, str(a.workload.get("task")))
+            and bool(gpu_values(gpu, 1, precision)["gpu.native_compute"]))
 
 
 def _same_shelf(kn: Knowledge, asked: str, g: GPU, runtime: str) -> bool:

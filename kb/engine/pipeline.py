@@ -53,13 +53,43 @@ def with_options(a: Answer, w: Workload, kn: Knowledge, asked: Callable[[], Work
         from kb.engine.compare import sides
 
         a.comparison = sides(kn, asked(), a)
+    said = ""
     rows = [g for g in a.gpus if g.requested]
     if w.want_options or (rows and not any(g.fits for g in rows)):
         from kb.engine.options import compute
 
         a.options = merged(compute(kn, asked(), a))
-    a.verdict = compose(a)
+        if w.focus == "time" and w.compare is None and rows and "training" in a.bottleneck:
+            a, said = as_run(a, kn) or (a, "")
+    a.verdict = f"{said} {compose(a)}".lstrip()
     return a
+
+
+def as_run(a: Answer, kn: Knowledge) -> tuple[Answer, str] | None:
+    """A training-time question whose job does not fit the cards asked about: answered with the
+    least change that fits on those same cards (the options are ordered least change first:
+    activation checkpointing, as the trainers run LoRA on small cards, before a 4-bit base),
+    said first in the verdict and the assumptions; None when no change fits those cards."""
+    from kb.engine import answer
+    from kb.query.parse import parse
+
+    first = next((g for g in a.gpus if g.requested), None)
+    options = a.options or []
+    done = next((o for o in options if first is not None and o["fits"]
+                 and (o["gpu_id"], o["count"]) == (first.id, first.count)), None)
+    if done is None or first is None:
+        return None
+    b = answer(parse(done["query"], kn), kn, a.query)
+    b.query = a.query
+    b.options = [o for o in options if o is not done]
+    need, has = f"{first.per_gpu_gb or 0:.3g}", f"{first.usable_vram_gb or 0:.3g}"
+    said = (f"As asked it does not fit ({need} GB per GPU of {has}); with "
+            f"{done['change'][:1].lower() + done['change'][1:]}, the least change that fits these cards.")
+    b.assumptions.insert(0, f"answered with {done['change']}: as asked the job needs {need} GB per GPU of {has} "
+                            f"on {first.count}× {first.name}, so the time is for the least change that fits the "
+                            f"same cards, kbq \"{done['query']}\" (its quality cost: {done['quality']}) "
+                            f"[{done['quality_source']}]")
+    return b, said
 
 
 def merged(options: list[Option]) -> list[Option]:

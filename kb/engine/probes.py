@@ -14,80 +14,55 @@ are computed for every card at once, as columns (kb.expr.parse.Col), as the cata
 answer computes them. A formula gives the same value whether or not a name it does not read
 is in its scope, and a column holds what each card computes alone, so every Probe is the one
 a probe made from scratch on that card gives.
+
+Between values: a search's later values differ from its first in a few inputs (the users, the
+context and the prompt it splits into); the formulas that read none of them, directly or
+through other formulas, are copied from the first value's scopes (at the same count and card,
+where the layout and the precision are the same) instead of computed again. A how-many search
+over the catalogue asks probes_at: each card at its own count, all in one evaluation.
+One probe made alone, and a model-parallel training probe, are kb.engine.single_probe's.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
+from kb.engine.budget import count_probe
 from kb.engine.evaluate import Evaluated, Scope, evaluate
 from kb.engine import training as tr
-from kb.engine.gpus import gpu_scope, layout_of
+from kb.engine.gpus import catalogue_columns, layout_of
 from kb.engine.layout import Layout, scope_values
 from kb.engine.scope import Resolved, base_scope, resolve
+from kb.engine.single_probe import Probe, at_value, split_probe, targets_asked
 from kb.expr.parse import Col
 from kb.knowledge.data import Knowledge
-from kb.knowledge.gpu_names import FP32_GEMM, gpu_columns, gpu_values
+from kb.knowledge.gpu_names import FP32_GEMM, Gemm, gemm_of, gpu_columns, gpu_values
 from kb.query.workload import Workload
-from kb.recordtype import record
 
 if TYPE_CHECKING:
-    from kb.knowledge.records import GPU
+    from kb.knowledge.records import GPU, Precision
 
 Names = tuple[str, ...]
 
-
-@record
-class Probe:
-    fits: bool                      # the search's condition holds (memory, the speed floor, the targets asked)
-    per_gpu_gb: float | None
-    usable_gb: float | None
-    fits_memory: bool = False
-    speed: float | None = None      # per-user decode tokens/s
-    floor: float | None = None
-    meets_target: bool | None = None  # speed floor, ttft bound, tokens a day (None: not asked)
+KEPT_CHANGES = 64   # sets of changed inputs whose formula reads are kept with the knowledge
+FEW_COUNTS = 1      # probes_at with at most this many counts reads each count's columns over every card
 
 
-def targets_asked(w: Workload) -> bool:
-    """The query set a speed, time to first token or volume target: solve under it too."""
-    return any(v is not None for v in (w.speed_floor_tok_s, w.ttft_max_s, w.tokens_per_day))
-
-
-def at_value(w: Workload, vary: str, value: float, kn: Knowledge | None = None) -> Workload:
-    """The workload at `value`. A context the query did not split into prompt and output is
-    prompt + output: the default output, and the rest is prompt."""
-    import copy                 # capacity questions only: copy is kept off the plain query's path
-
-    w2 = copy.copy(w)           # every field a plain value but the two lists, copied here
-    w2.gpus = [copy.copy(g) for g in w.gpus]
-    w2.notes = list(w.notes)
-    w2.question = None
-    if vary == "users":
-        w2.users = int(value)
-    elif vary == "context_tokens":
-        w2.context_tokens = int(value)
-        if w2.prompt_tokens is None and kn is not None:
-            out = w2.output_tokens or int(kn.defaults["output_tokens"])
-            w2.output_tokens = min(out, int(value) - 1) if value > 1 else out
-            w2.prompt_tokens = max(1, int(value) - w2.output_tokens)
-        if w2.prompt_tokens is not None and w2.prompt_tokens > value:
-            w2.prompt_tokens = int(value)
-    elif vary == "params":
-        w2.model_id = None
-        w2.params = float(value)
-    elif vary == "gpu_count":
-        for g in w2.gpus:
-            g.count = int(value)
-    elif vary == "batch":
-        w2.batch = int(value)
-    return w2
+def _column(values: list[Any]) -> Any:
+    """A Col, or its one value where every element is the same value of the same type."""
+    first = values[0]
+    if all(v == first and v.__class__ is first.__class__ for v in values):
+        return first
+    return Col.of(values)
 
 
 class Probes:
     """The probes of one question, sharing what does not depend on the card or the count."""
 
-    def __init__(self, kn: Knowledge, w: Workload, cards: list[GPU] | None = None) -> None:
+    def __init__(self, kn: Knowledge, w: Workload, cards: list[GPU] | None = None,
+                 catalogue: bool = False) -> None:
         self.kn, self.w = kn, w
+        self.catalogue = catalogue      # the cards are the catalogue the runtime runs on, in its order
         self.targets = targets_asked(w)
         # the cards the rows search (a question naming no GPU: the catalogue the runtime runs
         # on): a probe on one of them reads its value from the columns over all of them
@@ -98,8 +73,15 @@ class Probes:
         self._by_value: dict[tuple[str, float | None, Names], Scope] = {}
         self._by_count: dict[tuple[str, float, int, Names], Scope] = {}
         self._columns: dict[tuple[str, float, int, Names], Scope] = {}
-        self._card_columns: dict[tuple[int, str], Scope] = {}
+        self._card_columns: dict[tuple[int, Gemm], Scope] = {}
         self._reads: tuple[dict[str, bool], dict[str, bool]] | None = None
+        # the first value a search probes, with its inputs: a formula that reads no input (or
+        # formula) that differs at another value has the same value there (kb.engine.probes._reuse)
+        self._first: dict[tuple[str, Names], tuple[float | None, Scope]] = {}
+        self._changed: dict[tuple[str, float | None, Names], dict[str, bool]] = {}
+        self._first_cards: dict[tuple[str, int, int, Names], Scope] = {}
+        self._wanted_at: dict[tuple[str, Names], tuple[str, ...]] = {}
+        self._split: dict[tuple[str, float, int, int, str], Probe] = {}
 
     def _key(self, vary: str, value: float) -> tuple[str, float | None]:
         """The workload at a GPU count is the workload itself when the query names no GPU."""
@@ -154,23 +136,140 @@ class Probes:
         key = (vary, value, count, names)
         found = self._by_count.get(key)
         if found is None:
-            kn, order = self.kn, self.kn.derived.order
-            reads_card, reads_count = self._reading()
-            vkey = (*self._key(vary, value), names)
-            base = self._by_value.get(vkey)
-            if base is None:
-                base = self._by_value[vkey] = base_scope(self.resolved(vary, value), kn)
-                evaluate(kn, Evaluated(base), [n for name in names for n in order[name] if not reads_count[n]])
+            kn = self.kn
+            reads_card = self._reading()[0]
+            base = self._value_scope(vary, value, names)
             found = self._by_count[key] = dict(base)
             found.update(scope_values(self.layout(vary, value, count)))
-            evaluate(kn, Evaluated(found), [n for name in names for n in order[name] if not reads_card[n]])
+            wanted = self._wanted("count", names, reads_card)
+            first = self._first[(vary, names)][0]
+            if first is not None and self._alike(vary, value, first, count):
+                self._reuse(found, self._by_count.get((vary, first, count, names)), vary, value, names, wanted)
+            evaluate(kn, Evaluated(found), wanted)
         return found
 
+    def _value_scope(self, vary: str, value: float, names: Names) -> Scope:
+        """The scope at this value, with every formula `names` needs that reads neither the card
+        nor the count."""
+        vkey = (*self._key(vary, value), names)
+        base = self._by_value.get(vkey)
+        if base is None:
+            kn = self.kn
+            reads_count = self._reading()[1]
+            base = self._by_value[vkey] = base_scope(self.resolved(vary, value), kn)
+            wanted = self._wanted("value", names, reads_count)
+            first = self._first.get((vary, names))
+            if first is None:
+                self._first[(vary, names)] = (vkey[1], dict(base))
+            else:
+                self._changed[vkey] = self._reads_of({k for k in base.keys() | first[1].keys()
+                                                      if base.get(k, base) != first[1].get(k, base)})
+                self._reuse(base, self._by_value.get((vary, first[0], names)), vary, value, names, wanted)
+            evaluate(kn, Evaluated(base), wanted)
+        return base
+
+    def _reads_of(self, changed: set[str]) -> dict[str, bool]:
+        """Formula → whether it reads one of the `changed` inputs, directly or through the formulas
+        it reads; kept with the knowledge for the few sets a search changes (the varied input and
+        what the workload derives from it)."""
+        tables = self.kn.derived.tables
+        key = "engine.changed_reads " + " ".join(sorted(changed))
+        found = tables.get(key)
+        if isinstance(found, dict):
+            return cast("dict[str, bool]", found)
+        reads = self._read_map(changed)
+        if sum(1 for k in tables if k.startswith("engine.changed_reads ")) < KEPT_CHANGES:
+            tables[key] = reads
+        return reads
+
+    def _alike(self, vary: str, value: float, first: float, count: int) -> bool:
+        """Whether the layout of `count` GPUs and the precision are the same at `value` as at the
+        first value (the names they give are not among the inputs compared)."""
+        return (scope_values(self.layout(vary, value, count)) == scope_values(self.layout(vary, first, count))
+                and self.resolved(vary, value).precision is self.resolved(vary, first).precision)
+
+    def _wanted(self, level: str, names: Names, skip: dict[str, bool] | None) -> tuple[str, ...]:
+        """The formulas `names` need, in order, once each, but those `skip` marks."""
+        key = (level, names)
+        found = self._wanted_at.get(key)
+        if found is None:
+            order = self.kn.derived.order
+            found = self._wanted_at[key] = tuple(dict.fromkeys(
+                n for name in names for n in order[name] if skip is None or not skip[n]))
+        return found
+
+    def _reuse(self, scope: Scope, first: Scope | None, vary: str, value: float, names: Names,
+               wanted: tuple[str, ...]) -> None:
+        """Into `scope` (at `value`), the formulas of `wanted` that read nothing that differs from
+        the search's first value, copied from `first` (the same scope at that value)."""
+        reads = self._changed.get((*self._key(vary, value), names))
+        if first is None or reads is None:
+            return
+        for n in wanted:
+            if n not in scope and not reads.get(n, True) and n in first:
+                scope[n] = first[n]
+
+    def shared_counts(self) -> bool:
+        """Whether probes_at may stand for probe: the query names no GPU (so the workload is the
+        same at every count) and the cards are several, with no split chosen per card."""
+        if self.w.gpus or len(self.cards) < 2:
+            return False
+        r = self.resolved("gpu_count", 1)
+        return not (r.is_training and not (r.workload.tp or r.workload.pp) and tr.is_model_parallel(r.workload, self.kn))
+
+    def probes_at(self, counts: dict[int, int]) -> dict[int, Probe]:
+        """probe("gpu_count", n, cards[i], n) for each card i and its own count n, all computed at
+        once: the cards and their counts as columns (each entry what that card computes alone at
+        its count). Only where shared_counts()."""
+        names: Names = ("fits", "per_gpu_gb", "usable_vram_gb")
+        if self.targets:
+            names += ("meets_target",)
+        which = list(counts)
+        for _ in which:
+            count_probe()
+        if len(set(counts.values())) <= FEW_COUNTS:     # the columns of each count, over every card, kept
+            return {i: self._probe("gpu_count", counts[i], self.cards[i], counts[i]) for i in which}
+        some = counts[which[0]]
+        base = self._value_scope("gpu_count", some, names)
+        precision = self.resolved("gpu_count", some).precision
+        accumulate = base.get("_gemm", FP32_GEMM)
+        cards = self._cards(precision, accumulate, self.resolved("gpu_count", some))
+        scope = dict(base)
+        for name, v in cards.items():
+            scope[name] = Col.of(v[i] for i in which) if v.__class__ is Col else v
+        scope["gpu_count"] = Col.of(counts[i] for i in which)
+        # what reads the count but not the card: computed once per count (kept), then each card's
+        by_count = {c: self._scope("gpu_count", c, c, names) for c in set(counts.values())}
+        for name in ("tp", "pp", "dp", *self._wanted("count", names, self._reading()[0])):
+            if name not in base:
+                scope[name] = _column([by_count[counts[i]].get(name) for i in which])
+        ev = Evaluated(scope)
+        evaluate(self.kn, ev, names)
+        s = ev.scope
+        out: dict[int, Probe] = {}
+        for k, i in enumerate(which):
+            at: dict[str, Any] = {}
+            for n in (*names, "speed_floor_tok_s"):
+                v = s.get(n)
+                at[n] = v[k] if v.__class__ is Col else v
+            meets = bool(at["meets_target"]) if self.targets else None
+            out[i] = Probe(bool(at["fits"]) and meets is not False, at["per_gpu_gb"], at["usable_vram_gb"],
+                           bool(at["fits"]), None, at["speed_floor_tok_s"], meets)
+        return out
+
     def probe(self, vary: str, value: float, gpu: GPU, count: int, holds: str = "fits") -> Probe:
+        count_probe()                       # the server's search budget (kb.engine.budget)
+        return self._probe(vary, value, gpu, count, holds)
+
+    def _probe(self, vary: str, value: float, gpu: GPU, count: int, holds: str = "fits") -> Probe:
         r = self.resolved(vary, value)
         w = r.workload
         if r.is_training and not (w.tp or w.pp) and tr.is_model_parallel(w, self.kn):
-            return _split_probe(self.kn, self.w, vary, value, gpu, count, holds)
+            key = (vary, value, id(gpu), count, holds)       # a search asks its last values again
+            found = self._split.get(key)
+            if found is None:
+                found = self._split[key] = split_probe(self.kn, self.w, vary, value, gpu, count, holds)
+            return found
         if vary == "gpu_count":
             count = int(value)
         names: Names = ("fits", "per_gpu_gb", "usable_vram_gb")
@@ -186,12 +285,32 @@ class Probes:
             scope = dict(shared)
             precision = self.resolved(vary, value).precision
             scope.update(gpu_values(gpu, count, precision, shared.get("_gemm", FP32_GEMM)))
+            wanted = self._wanted("card", names, None)
+            ckey = (vary, id(gpu), count, names)
+            first = self._first_cards.get(ckey)
+            at_first = self._first[(vary, names)][0]
+            if first is not None and at_first is not None and self._alike(vary, value, at_first, count):
+                self._reuse(scope, first, vary, value, names, wanted)
             ev = Evaluated(scope)
             evaluate(self.kn, ev, names)
             s = ev.scope
+            if first is None and self._key(vary, value)[1] == self._first[(vary, names)][0]:
+                self._first_cards[ckey] = s
         meets = bool(s.get("meets_target")) if self.targets else None
         return Probe(bool(s.get(holds)) and meets is not False, s.get("per_gpu_gb"), s.get("usable_vram_gb"),
                      bool(s.get("fits")), s.get("decode_tokens_per_s"), s.get("speed_floor_tok_s"), meets)
+
+    def _cards(self, precision: Precision, accumulate: Gemm, r: Resolved) -> Scope:
+        """The cards' names as columns, one card each (gpu_values reads the count only as
+        gpu_count): the knowledge's own where the cards are the runtime's catalogue."""
+        cards = self._card_columns.get((id(precision), accumulate))
+        if cards is None:
+            if self.catalogue and accumulate == gemm_of(r.runtime):
+                cards = catalogue_columns(self.kn, precision, r.runtime)
+            else:
+                cards = gpu_columns([(g, 1) for g in self.cards], precision, accumulate)
+            self._card_columns[(id(precision), accumulate)] = cards
+        return cards
 
     def _over_cards(self, vary: str, value: float, count: int, names: Names, shared: Scope,
                     i: int) -> Scope:
@@ -202,10 +321,7 @@ class Probes:
         if columns is None:
             precision = self.resolved(vary, value).precision
             accumulate = shared.get("_gemm", FP32_GEMM)
-            cards = self._card_columns.get((id(precision), accumulate))
-            if cards is None:               # gpu_values reads the count only as gpu_count
-                cards = self._card_columns[(id(precision), accumulate)] = gpu_columns(
-                    [(g, 1) for g in self.cards], precision, accumulate)
+            cards = self._cards(precision, accumulate, self.resolved(vary, value))
             scope = dict(shared)
             scope.update(cards)
             scope["gpu_count"] = count
@@ -213,47 +329,3 @@ class Probes:
             evaluate(self.kn, ev, names)
             columns = self._columns[key] = {n: ev.scope.get(n) for n in (*names, "speed_floor_tok_s")}
         return {n: v[i] if v.__class__ is Col else v for n, v in columns.items()}
-
-
-def _split_probe(kn: Knowledge, w: Workload, vary: str, value: float, gpu: GPU, count: int,
-                 holds: str) -> Probe:
-    """A model-parallel training stack with no tp / pp asked: its split depends on the card and
-    the count (choose_split sets it on the workload), so nothing is shared: the probe is made
-    from scratch."""
-    w2 = at_value(w, vary, value, kn)
-    if vary == "gpu_count":
-        count = int(value)
-    r = resolve(w2, kn)
-    choose_split(kn, r, gpu, count)
-    return _probe(kn, r, w, gpu, count, holds)
-
-
-def choose_split(kn: Knowledge, r: Resolved, gpu: GPU, count: int) -> None:
-    """A model-parallel training stack with no tp / pp asked: the first valid split
-    (kb.engine.training.model_parallel_layouts, fewest model-parallel GPUs first) that holds the job on
-    `count` of this GPU with the headroom a recommendation keeps (roomy_fit), else the first that
-    holds it, set on the workload (the last tried where none does)."""
-    m, w = r.model, r.workload
-    splits = tr.model_parallel_layouts(count, int(m["attention_heads"]), int(m["kv_heads"]), int(m["layers"]),
-                                       int(kn.constants["gpus_per_node"]["value"]))
-    for holds in ("roomy_fit", "fits"):      # with the headroom a recommendation keeps, else just holding it
-        for t, p in splits:
-            w.tp, w.pp = t, p
-            if _probe(kn, r, w, gpu, count, holds).fits:
-                return
-    w.tp, w.pp = splits[-1] if splits else (None, None)
-
-
-def _probe(kn: Knowledge, r: Resolved, w: Workload, gpu: GPU, count: int, holds: str) -> Probe:
-    ev = Evaluated(gpu_scope(base_scope(r, kn), gpu, count, r.precision, layout_of(r, kn, count)))
-    targets = targets_asked(w)
-    names = ["fits", "per_gpu_gb", "usable_vram_gb"]
-    if holds != "fits":
-        names += [holds, "decode_tokens_per_s"]
-    if targets:
-        names.append("meets_target")
-    evaluate(kn, ev, names)
-    s = ev.scope
-    meets = bool(s.get("meets_target")) if targets else None
-    return Probe(bool(s.get(holds)) and meets is not False, s.get("per_gpu_gb"), s.get("usable_vram_gb"),
-                 bool(s.get("fits")), s.get("decode_tokens_per_s"), s.get("speed_floor_tok_s"), meets)

@@ -16,14 +16,16 @@ from kb.engine import advice as rightsize
 from kb.engine import training as tr
 from kb.engine import unknown
 from kb.engine.answer import Answer, GpuRow
+from kb.engine.budget import note, spent
 from kb.engine import solve
-from kb.engine.probes import Probes, at_value, choose_split
+from kb.engine.probes import Probes
+from kb.engine.single_probe import at_value, choose_split
 from kb.engine.assemble import (ROW_FORMULAS, brief_answer, bottleneck, error_bands,
                                 gpu_warnings, memory, rank_order, rows_of, shown_figures, workload_dict)
 from kb.engine.claims import check_claims
 from kb.engine.evaluate import Evaluated, evaluate
 from kb.engine.gpus import catalogue_columns, layout_columns, layout_of, layouts_of
-from kb.engine.scope import base_scope, capacity_gpu, resolve
+from kb.engine.scope import base_scope, capacity_gpu, question_format, resolve
 from kb.knowledge.gpu_names import gemm_of, gpu_columns, runs_on
 from kb.engine.walk import Tracer, applies, differs, walk
 from kb.expr.parse import Col
@@ -42,6 +44,7 @@ def answer(w: Workload, kn: Knowledge, query: str = "", *, brief: bool = False) 
     trace, the claims and the advice text: what an option (kb.engine.options) shows of its answer.
     The engine puts what was asked and what answers it on `Answer.question` (its kind, the figure,
     the sizing flow's outcome); the verdict text is composed from that by kb.engine.verdict."""
+    question_format(w, kn)
     if w.question in kn.query["solve"]:
         result = _answer_question(w, kn, query, brief)
     else:
@@ -105,6 +108,10 @@ def _budget_precision(w: Workload, kn: Knowledge, query: str, brief: bool, plain
     return a
 
 
+CARDS_AT_ONCE = 32      # cards a how-many search over the catalogue runs side by side (between them,
+                        # the budget is looked at: kb.engine.budget)
+
+
 def _answer_question(w: Workload, kn: Knowledge, query: str, brief: bool = False) -> Answer:
     question = w.question or ""
     if w.gpus:
@@ -116,8 +123,19 @@ def _answer_question(w: Workload, kn: Knowledge, query: str, brief: bool = False
         targets = [(g, 1) for g in kn.gpus.values() if runs_on(rt, g)]
     else:
         targets = [(kn.gpus[_first_ranked(w, kn)], 1)]
-    probes = Probes(kn, w, [gpu for gpu, _ in targets])     # what every card's search shares
-    rows = [solve.solve_row(kn, w, question, gpu, count, probes) for gpu, count in targets]
+    probes = Probes(kn, w, [gpu for gpu, _ in targets],     # what every card's search shares
+                    catalogue=question == "how_many_gpus" and not w.gpus)
+    rows: list[solve.Row] = []
+    stopped = None
+    side_by_side = question == "how_many_gpus" and probes.shared_counts()
+    step = CARDS_AT_ONCE if side_by_side else 1
+    for first in range(0, len(targets), step):  # the first cards always, the rest while the budget lasts
+        if rows and (stopped := spent()) is not None:
+            break
+        if side_by_side:
+            rows.extend(solve.how_many_rows(kn, w, probes, first, min(first + step, len(targets))))
+        else:
+            rows.append(solve.solve_row(kn, w, question, targets[first][0], targets[first][1], probes))
     found = [r for r in rows if r["found"]]
     if w.gpus or not found:
         primary = rows[0]
@@ -163,6 +181,11 @@ def _answer_question(w: Workload, kn: Knowledge, query: str, brief: bool = False
         q["memory_allows"] = allows or 0.0
         result.warnings.append(f"memory allows {num(allows, 6)} tokens, but the model's "
                                f"maximum context is {num(limit, 6)}")
+    if stopped is not None:
+        text = (f"{len(targets) - len(rows)} of the {len(targets)} GPUs were not searched: this answer's "
+                f"{stopped.reason()} ran out (the answer is the best of the {len(rows)} searched)")
+        note(stopped, text)
+        result.warnings.append(text)
     result.path.insert(0, f"question/{question}")
     return result
 

@@ -120,6 +120,40 @@ def resolve(w: Workload, kn: Knowledge) -> Resolved:
     return Resolved(w, runtime, model, precision, kv, assumptions, warnings, is_training)
 
 
+FORMAT_DEFAULT = "a default: no format was named"     # how the assumptions mark question_format's choice
+
+
+def question_format(w: Workload, kn: Knowledge) -> None:
+    """An inference question asking which GPU, the cheapest way or the largest model, that names no
+    format: sized at the format the people who ask it run (query.yaml question_formats), unless the
+    model's own checkpoint format is as narrow; said in the notes (the answer's assumptions) with
+    the reason. Called on the question as asked, before a capacity search drops its kind."""
+    if (w.precision is not None or w.compare is not None or w.question is None
+            or w.task in kn.query["training_tasks"]):
+        return
+    model: dict[str, object] = dict(kn.models.get(w.model_id or "") or {})
+    segments = ({str(kn.gpus[g.gpu_id].get("segment")) if g.gpu_id else "any" for g in w.gpus}
+                or set(w.segments) or {"any"})
+    users = w.users or 1
+    native = kn.precisions.get(str(model.get("native_precision")))
+    for rule in kn.query.get("question_formats") or []:
+        if (w.question not in rule["questions"] or (rule["sorts"] is not None and w.sort not in rule["sorts"])
+                or users < rule["min_users"] or (rule["max_users"] is not None and users > rule["max_users"])
+                or (rule["segments"] is not None and not segments <= set(rule["segments"]))
+                or (w.runtime is not None and w.runtime not in rule["named_runtimes"])):
+            continue
+        fmt = kn.precisions[rule["precision"]]
+        if native is not None and native["bits_per_weight"] <= fmt["bits_per_weight"]:
+            return          # the published checkpoint is already as narrow: it is what people run
+        w.precision = rule["precision"]
+        if rule["runtime"] is not None and w.runtime is None:
+            w.runtime = rule["runtime"]
+            w.notes.append(f"runtime: {kn.runtimes[rule['runtime']]['name']}, with the format below")
+        w.notes.append(f"precision: {rule['precision']}, {FORMAT_DEFAULT}, so the question is "
+                     f"sized at {rule['text']} [{rule['source']}]")
+        return
+
+
 def _context_holds_the_work(w: Workload, assumptions: list[str]) -> None:
     """A user's context holds at least the prompt and the output: a longer prompt + output grows it."""
     need = (w.prompt_tokens or 0) + (w.output_tokens or 0)
@@ -148,6 +182,7 @@ def _resolve_runtime(w: Workload, kn: Knowledge, is_training: bool, assumptions:
     return rt
 
 
+STACK_VENDORS = ("nvidia", "amd", "intel", "apple", "google", "aws")   # formulas.yaml stack.<vendor>
 VENDORS = {"nvidia": "NVIDIA", "amd": "AMD", "intel": "Intel", "apple": "Apple", "google": "Google",
            "aws": "AWS"}
 
@@ -245,6 +280,7 @@ def base_scope(r: Resolved, kn: Knowledge) -> Scope:
         "runtime.hbm_decode_efficiency": rt.get("hbm_decode_efficiency", 1.0),
         "runtime.moe_expert_kernel_s": rt.get("moe_expert_kernel_s", 0.0),
         "runtime.moe_layer_kernel_s": rt.get("moe_layer_kernel_s", 0.0),
+        "runtime.mla_layer_kernel_s": rt.get("mla_layer_kernel_s", 0.0),
         "runtime.decode_step_overhead_s": rt.get("decode_step_overhead_s"),
         "runtime.prefill_compute_efficiency": rt.get("prefill_compute_efficiency"),
         # a runtime calibrated on no Apple or Hopper point uses its own prefill efficiency there
@@ -262,8 +298,17 @@ def base_scope(r: Resolved, kn: Knowledge) -> Scope:
         "runtime.quantizes_output_head": bool(rt.get("quantizes_output_head")),
         "precision.quantizes_embeddings": r.precision.get("quantizes_embeddings", True),
     })
+    supported = stack_platforms(rt, str(w.task))
+    scope.update({f"stack.{v}": v in supported for v in STACK_VENDORS})
     scope.update(target_inputs(w))
     return scope
+
+
+def stack_platforms(rt: Runtime, task: str) -> list[str]:
+    """The platforms the runtime supports a task on well (runtimes.yaml well_supported), else
+    every platform it runs on."""
+    well = rt.get("well_supported") or {}
+    return list(well.get(task) or well.get("default") or rt["platforms"])
 
 
 def _layer_kinds(m: Model) -> Scope:

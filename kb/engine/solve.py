@@ -11,7 +11,9 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from kb.engine.probes import Probe, Probes
+from kb.engine.budget import count_probe
+from kb.engine.probes import Probes
+from kb.engine.single_probe import Probe
 from kb.knowledge.data import Knowledge
 from kb.figures import num
 from kb.query.workload import Workload
@@ -146,6 +148,56 @@ def smallest_fitting(kn: Knowledge, w: Workload, lower: int, upper: int, gpu: GP
 Row = dict[str, Any]
 
 
+def how_many_rows(kn: Knowledge, w: Workload, p: Probes, first: int, last: int) -> list[Row]:
+    """solve_row("how_many_gpus") on each of p.cards[first:last], where p.shared_counts(): the
+    cards' searches run side by side, each step one probe per card still searching, all computed
+    at once (Probes.probes_at). Each card takes the steps smallest_fitting takes on it alone, so
+    each row is the one solve_row gives."""
+    spec = kn.query["solve"]["how_many_gpus"]
+    lower, upper = int(spec["lower"]), int(spec["upper"])
+    cards = range(first, last)
+    seen: dict[tuple[int, int], Probe] = {}
+
+    def probes_at(counts: dict[int, int]) -> dict[int, Probe]:
+        """Probes.probes_at, each (card, count) computed once (the row's figures read the
+        counts the search ended at again); each asked counts against the budget."""
+        new = {i: n for i, n in counts.items() if (i, n) not in seen}
+        for _ in range(len(counts) - len(new)):
+            count_probe()
+        if new:
+            seen.update(((i, new[i]), at) for i, at in p.probes_at(new).items())
+        return {i: seen[(i, n)] for i, n in counts.items()}
+
+    at_upper = probes_at({i: upper for i in cards})
+    found: dict[int, int | None] = {i: None for i in cards}
+    bounds = {i: (lower - 1, upper) for i in cards if at_upper[i].fits}
+    while searching := {i: (lo + hi) // 2 for i, (lo, hi) in bounds.items() if hi - lo > 1}:
+        for i, at in probes_at(searching).items():          # the bisection's step on each card
+            lo, hi = bounds[i]
+            bounds[i] = (lo, searching[i]) if at.fits else (searching[i], hi)
+    scan = {i: hi for i, (_, hi) in bounds.items()}           # then the next canonical count up
+    while scan:
+        for i, n in list(scan.items()):
+            while n <= upper and not _canonical(p, n):
+                n += 1
+            if n > upper:
+                found[i] = bounds[i][1]
+                del scan[i]
+            else:
+                scan[i] = n
+        if scan:
+            for i, at in probes_at(scan).items():
+                if at.fits:
+                    found[i] = scan.pop(i)
+                else:
+                    scan[i] += 1
+    counts = {i: n for i, n in found.items() if n is not None}
+    at_n = probes_at(counts) if counts else {}
+    before = {i: n - 1 for i, n in counts.items() if n > 1}
+    at_prev = probes_at(before) if before else {}
+    return [_how_many_row(p, p.cards[i], found[i], at_n.get(i), at_prev.get(i)) for i in cards]
+
+
 def _layout_facts(p: Probes, count: int) -> dict[str, int]:
     kn, r = p.kn, p.resolved("gpu_count", count)
     return {"heads": r.model["attention_heads"], "node": int(kn.constants["gpus_per_node"]["value"])}
@@ -171,14 +223,8 @@ def solve_row(kn: Knowledge, w: Workload, question: str, gpu: GPU, count: int,
     if question == "how_many_gpus":
         n = smallest_fitting(kn, w, int(spec["lower"]), int(spec["upper"]), gpu, p)
         if n is None:
-            return {"gpu": gpu["name"], "gpu_id": gpu["id"], "value": None, "found": False}
-        at = probe(vary, n, gpu, n)
-        prev = probe(vary, n - 1, gpu, n - 1) if n > 1 else None
-        return {"gpu": gpu["name"], "gpu_id": gpu["id"], "value": n, "found": True, "count": n,
-                "fits_at_value": at.fits, "per_gpu_gb": at.per_gpu_gb, "usable_gb": at.usable_gb,
-                "previous": n - 1 if prev else None, "fits_at_previous": prev.fits if prev else None,
-                "per_gpu_gb_at_previous": prev.per_gpu_gb if prev else None,
-                "layout_binding": bool(prev and prev.fits), **_layout_facts(p, n)}
+            return _how_many_row(p, gpu, None, None, None)
+        return _how_many_row(p, gpu, n, probe(vary, n, gpu, n), probe(vary, n - 1, gpu, n - 1) if n > 1 else None)
     holds = spec.get("holds", "fits")
     value, capped = largest_fitting(kn, w, vary, spec["lower"], spec["upper"], gpu, count, holds, p)
     row: Row = {"gpu": gpu["name"], "gpu_id": gpu["id"], "count": count, "value": value,
@@ -197,6 +243,16 @@ def solve_row(kn: Knowledge, w: Workload, question: str, gpu: GPU, count: int,
         row.update(speed_floor=first.floor, speed_at_lower=first.speed,
                    floor_binding=first.fits_memory)
     return row
+
+
+def _how_many_row(p: Probes, gpu: GPU, n: int | None, at: Probe | None, prev: Probe | None) -> Row:
+    if n is None or at is None:
+        return {"gpu": gpu["name"], "gpu_id": gpu["id"], "value": None, "found": False}
+    return {"gpu": gpu["name"], "gpu_id": gpu["id"], "value": n, "found": True, "count": n,
+            "fits_at_value": at.fits, "per_gpu_gb": at.per_gpu_gb, "usable_gb": at.usable_gb,
+            "previous": n - 1 if prev else None, "fits_at_previous": prev.fits if prev else None,
+            "per_gpu_gb_at_previous": prev.per_gpu_gb if prev else None,
+            "layout_binding": bool(prev and prev.fits), **_layout_facts(p, n)}
 
 
 def binding(after: Probe, w: Workload) -> str | None:

@@ -236,7 +236,7 @@ def _which(a: Answer, q: Question) -> list[str]:
     head = {"cost": "Cheapest", "speed": "Fastest"}.get(sort, "Pick")
     s = speed(pick, training)
     figures = ", ".join(x for x in (_price(a, pick), s) if x)
-    first = f"{head}: {config(pick)}" + (f" ({figures})" if figures else "") + "."
+    first = f"{head}: {config(pick)}{_format_said(a)}" + (f" ({figures})" if figures else "") + "."
     focus = q.get("focus")
     lead = _lead(a, focus, pick) if focus in ("memory", "speed", "time") and focus != sort else None
     cost = None
@@ -244,6 +244,17 @@ def _which(a: Answer, q: Question) -> list[str]:
         cost = f"{usd(pick.usd_per_million_tokens)} per million tokens rented."
     alts = _alternatives(a, pick, training)
     return [x for x in (lead, first, cost, *alts) if x]
+
+
+def _format_said(a: Answer) -> str:
+    """' at q4_k_m under llama.cpp' when the format is the default the question's kind takes
+    (kb.engine.scope.question_format), which the assumptions explain; '' otherwise."""
+    from kb.engine.scope import FORMAT_DEFAULT
+
+    precision = a.workload.get("precision")
+    if not any(s.startswith(f"precision: {precision}, {FORMAT_DEFAULT}") for s in a.assumptions):
+        return ""
+    return f" at {precision} under {a.workload.get('runtime')}"
 
 
 def _price(a: Answer, g: GpuRow) -> str | None:

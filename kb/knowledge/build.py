@@ -170,7 +170,7 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
     for i, rt in enumerate(parsed["runtimes"].runtimes):
         need_source(rdoc, ("runtimes", i, "source"), rt.source)
         for key in ("gemm_accumulate_source", "lora_dropout_source", "quantizes_output_head_source",
-                    "native_gemm_source", "hopper_warpgroup_mma_source"):
+                    "native_gemm_source", "hopper_warpgroup_mma_source", "well_supported_source"):
             if getattr(rt, key):
                 need_source(rdoc, ("runtimes", i, key), getattr(rt, key))
         if rt.kind in ("inference", "both"):
@@ -233,6 +233,15 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
         if not skip_precisions and sit.precision is not None and sit.precision not in precisions:
             errs.add(qdoc.error(("situations", name, "precision"), f"unknown precision '{sit.precision}'",
                                 nearest(sit.precision, precisions)))
+    for i, qf in enumerate(parsed["query"].question_formats):
+        need_source(qdoc, ("question_formats", i, "source"), qf.source)
+        if not skip_precisions and qf.precision not in precisions:
+            errs.add(qdoc.error(("question_formats", i, "precision"), f"unknown precision '{qf.precision}'",
+                                nearest(qf.precision, precisions)))
+        for j, rid in enumerate([qf.runtime, *qf.named_runtimes]):
+            if runtimes and rid is not None and rid not in runtimes:
+                where = ("question_formats", i, "runtime") if j == 0 else ("question_formats", i, "named_runtimes", j - 1)
+                errs.add(qdoc.error(where, f"unknown runtime '{rid}'", nearest(rid, runtimes)))
     most = constants.get("max_gpu_count", {}).get("value")
     counts = parsed["query"].limits.get("gpu_count")
     if most is not None and counts is not None and counts[1] != most:

@@ -209,6 +209,7 @@ class Runtime(TypedDict):
     hbm_decode_efficiency: float
     moe_expert_kernel_s: float
     moe_layer_kernel_s: float
+    mla_layer_kernel_s: float
     decode_step_overhead_s: float | None
     prefill_compute_efficiency: float | None
     apple_prefill_compute_efficiency: float | None
@@ -232,6 +233,8 @@ class Runtime(TypedDict):
     optimizer: Literal["adamw", "adam8bit", "sgd"] | None
     sharding: str | None
     recipes: list[Recipe]
+    well_supported: dict[str, list[Literal["nvidia", "amd", "intel", "apple", "google", "aws"]]]
+    well_supported_source: str | None
     source: str
     notes: str | None
 

@@ -62,6 +62,21 @@ class Situation(TypedDict):
     source: str
 
 
+class QuestionFormat(TypedDict):
+    """The weight format a question is sized at when it names none (query.yaml `question_formats`): the first
+    rule whose `questions`, `sorts`, user range and card segments match."""
+    questions: list[Literal["which_gpu", "largest_model"]]
+    sorts: list[str] | None
+    min_users: int
+    max_users: int | None
+    segments: list[Literal["datacenter", "workstation", "consumer", "apple", "any"]] | None
+    precision: str
+    runtime: str | None
+    named_runtimes: list[str]
+    text: str
+    source: str
+
+
 class Phrase(TypedDict):
     """Words that set Workload fields (query.yaml `phrases`)."""
     set: dict[str, str | bool | int | float]
@@ -106,6 +121,7 @@ class QueryRules(TypedDict):
     number_words: dict[str, float]
     cost_per: CostPer | None
     situations: dict[str, Situation]
+    question_formats: list[QuestionFormat]
     phrases: list[Phrase]
     model_suffixes: list[str]
     model_prefixes: list[str]
@@ -203,6 +219,7 @@ class PriceAdvice(TypedDict, total=False):
     rent_cost_key: str
     rent_ignores: list[str]
     training_only: list[str]
+    untargeted_training_ignores: dict[str, list[str]]
     says: dict[str, str]
     max_gpus_per_config: int
     next_card_tries: int

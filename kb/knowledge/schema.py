@@ -177,6 +177,21 @@ class SituationSchema(Strict):
     source: str
 
 
+class QuestionFormatSchema(Strict):
+    """The weight format a question is sized at when it names none (query.yaml `question_formats`):
+    the first rule whose `questions`, `sorts`, user range and card segments match."""
+    questions: list[Literal["which_gpu", "largest_model"]] = Field(min_length=1)
+    sorts: list[str] | None = None          # the ranking asked for ("cheapest": cost); None: any
+    min_users: int = 1
+    max_users: int | None = None
+    segments: list[Literal["datacenter", "workstation", "consumer", "apple", "any"]] | None = None
+    precision: str
+    runtime: str | None = None              # the runtime it sizes under when none is named
+    named_runtimes: list[str] = []          # runtimes a question may name for the rule to apply
+    text: str
+    source: str
+
+
 class PhraseSchema(Strict):
     """Words that set Workload fields (query.yaml `phrases`)."""
     set: dict[Literal["focus", "question", "sort", "rent", "want_options", "sharding", "runtime",
@@ -201,6 +216,7 @@ class QueryFile(Strict):
     number_words: dict[Name, Positive] = {}
     cost_per: CostPerSchema | None = None
     situations: dict[Name, SituationSchema] = {}
+    question_formats: list[QuestionFormatSchema] = []
     phrases: list[PhraseSchema] = []
     model_suffixes: list[Name] = []
     model_prefixes: list[Name] = []
@@ -287,6 +303,7 @@ class AdviceSchema(Strict):
     rent_cost_key: str
     rent_ignores: list[str] = []
     training_only: list[str] = []   # keys read only when ranking a training job
+    untargeted_training_ignores: dict[str, list[str]] = {}   # sort → keys a training job with no deadline skips
     says: dict[str, str]            # each sort key's words in "ranked by value (fits, …, then fastest)"
     max_gpus_per_config: Annotated[int, Field(ge=1, le=64)]
     next_card_tries: Annotated[int, Field(ge=1, le=8)] = 3

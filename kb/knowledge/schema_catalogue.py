@@ -148,6 +148,7 @@ class RuntimeSchema(Strict):
     hbm_decode_efficiency: Fraction = 1.0
     moe_expert_kernel_s: NonNeg = 0.0
     moe_layer_kernel_s: NonNeg = 0.0
+    mla_layer_kernel_s: NonNeg = 0.0
     decode_step_overhead_s: NonNeg | None = None
     prefill_compute_efficiency: Fraction | None = None
     apple_prefill_compute_efficiency: Fraction | None = None
@@ -171,6 +172,10 @@ class RuntimeSchema(Strict):
     optimizer: Optimizer | None = None
     sharding: Slug | None = None
     recipes: list[RecipeSchema] = []
+    # training: the platforms whose GPUs the stack supports well (not only runs on), by task id
+    # (qlora, lora, full_ft…) or `default`; a card of another platform does not suit the job
+    well_supported: dict[Slug, list[Vendor]] = {}
+    well_supported_source: Slug | None = None
     source: Slug
     notes: str | None = None
 

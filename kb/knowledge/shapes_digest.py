@@ -5,4 +5,4 @@ files' JSON Schema; both are part of the knowledge snapshot's format key
 (kb.knowledge.snapshot.format_key)."""
 
 RECORDS = "ca5e7044ac003e2c"
-SCHEMAS = "847f7c1c21bbb38d"
+SCHEMAS = "be2a6aa6cab3b013"

@@ -171,7 +171,10 @@ def runtimes_page(kn: Knowledge) -> str:
     for r in kn.runtimes.values():
         settings = ", ".join(f"{md(k)} = {md(v) if isinstance(v, str) else number(cast('float', v))}"
                              for k, v in r.items()
-                             if k not in _RUNTIME_COLUMNS and v is not None and not isinstance(v, list))
+                             if k not in _RUNTIME_COLUMNS and v is not None and not isinstance(v, (list, dict)))
+        well = r.get("well_supported") or {}
+        settings += "".join(f", well supported for {md(task)} on {md(', '.join(vendors))}"
+                            for task, vendors in well.items())
         rows.append([md(r["name"]), code(r["id"]), md(r["kind"]), md(r["multi_gpu"]),
                      md(", ".join(r["platforms"])), settings,
                      src_link(r["source"])])

@@ -106,15 +106,16 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
         getattr(self, "on_" + rule)(children)
 
     def on_gpu(self, children: list[Tok]) -> None:
-        """[count [vs count…]] GPU [memory]: '2x rtx 3080 10gb', 'a single l40s', '2x or 4x h100'."""
+        """[count [vs count…]] [memory] GPU [memory]: '2x rtx 3080 10gb', 'a 24gb 3090', 'a single
+        l40s', '2x or 4x h100'; a memory size on either side of the card is its variant."""
         card = next(t for t in children if t.type == "GPU")
-        memory = children[-1] if children[-1].type == "MEMORY" else None
+        memories = [t for t in children if t.type == "MEMORY"]
         counts: list[Tok | None] = [t for t in children if t.type in ("COUNT", "COUNT_WORD", "NUMBER")]
         for count in counts or [None]:
             if count is not None:
                 self.on_count([count])
             self.apply(card.value[0], card.value[1])
-            if memory is not None:
+            for memory in memories:
                 self.gpu_variant(card, memory)
 
     def on_cards(self, children: list[object]) -> None:

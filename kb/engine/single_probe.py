@@ -1,0 +1,154 @@
+"""One probe of a capacity search made alone (kb.engine.probes shares what several have in common).
+
+In: the Knowledge, a Workload, the value a search tries, a card and a count. Out: the Probe there
+(whether the job fits, with the figures the verdict quotes); the Workload at a value (at_value);
+and, for a model-parallel training stack with no split asked, the split chosen for this card and
+count (choose_split), all of its valid splits computed at once as columns.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kb.engine import training as tr
+from kb.engine.evaluate import Evaluated, evaluate
+from kb.engine.gpus import gpu_scope, layout_of
+from kb.engine.layout import Layout
+from kb.engine.scope import Resolved, base_scope, resolve
+from kb.expr.parse import Col
+from kb.knowledge.data import Knowledge
+from kb.query.workload import Workload
+from kb.recordtype import record
+
+if TYPE_CHECKING:
+    from kb.knowledge.records import GPU
+
+
+@record
+class Probe:
+    fits: bool                      # the search's condition holds (memory, the speed floor, the targets asked)
+    per_gpu_gb: float | None
+    usable_gb: float | None
+    fits_memory: bool = False
+    speed: float | None = None      # per-user decode tokens/s
+    floor: float | None = None
+    meets_target: bool | None = None  # speed floor, ttft bound, tokens a day (None: not asked)
+
+
+def targets_asked(w: Workload) -> bool:
+    """The query set a speed, time to first token or volume target: solve under it too."""
+    return any(v is not None for v in (w.speed_floor_tok_s, w.ttft_max_s, w.tokens_per_day))
+
+
+def at_value(w: Workload, vary: str, value: float, kn: Knowledge | None = None) -> Workload:
+    """The workload at `value`. A context the query did not split into prompt and output is
+    prompt + output: the default output, and the rest is prompt."""
+    import copy                 # capacity questions only: copy is kept off the plain query's path
+
+    w2 = copy.copy(w)           # every field a plain value but the two lists, copied here
+    w2.gpus = [copy.copy(g) for g in w.gpus]
+    w2.notes = list(w.notes)
+    w2.question = None
+    if vary == "users":
+        w2.users = int(value)
+    elif vary == "context_tokens":
+        w2.context_tokens = int(value)
+        if w2.prompt_tokens is None and kn is not None:
+            out = w2.output_tokens or int(kn.defaults["output_tokens"])
+            w2.output_tokens = min(out, int(value) - 1) if value > 1 else out
+            w2.prompt_tokens = max(1, int(value) - w2.output_tokens)
+        if w2.prompt_tokens is not None and w2.prompt_tokens > value:
+            w2.prompt_tokens = int(value)
+    elif vary == "params":
+        w2.model_id = None
+        w2.params = float(value)
+    elif vary == "gpu_count":
+        for g in w2.gpus:
+            g.count = int(value)
+    elif vary == "batch":
+        w2.batch = int(value)
+    return w2
+
+
+def split_probe(kn: Knowledge, w: Workload, vary: str, value: float, gpu: GPU, count: int,
+                 holds: str) -> Probe:
+    """A model-parallel training stack with no tp / pp asked: its split depends on the card and
+    the count (choose_split sets it on the workload), so nothing is shared with the other cards
+    or counts: the probe is made for this one, its splits side by side."""
+    w2 = at_value(w, vary, value, kn)
+    if vary == "gpu_count":
+        count = int(value)
+    r = resolve(w2, kn)
+    return choose_split(kn, r, gpu, count, holds)
+
+
+def choose_split(kn: Knowledge, r: Resolved, gpu: GPU, count: int, holds: str = "fits") -> Probe:
+    """A model-parallel training stack with no tp / pp asked: the first valid split
+    (kb.engine.training.model_parallel_layouts, fewest model-parallel GPUs first) that holds the job on
+    `count` of this GPU with the headroom a recommendation keeps (roomy_fit), else the first that
+    holds it, set on the workload (the last tried where none does). Every split is computed at
+    once, as columns of tp, pp and dp (kb.expr.parse.Col: each entry what that split computes
+    alone); returned: the probe (under `holds`) of the split chosen."""
+    m, w = r.model, r.workload
+    splits = tr.model_parallel_layouts(count, int(m["attention_heads"]), int(m["kv_heads"]), int(m["layers"]),
+                                       int(kn.constants["gpus_per_node"]["value"]))
+    if not splits:
+        w.tp, w.pp = None, None
+        return _probe(kn, r, w, gpu, count, holds)
+    layouts = _layouts(w, count, splits, kn)
+    scope = gpu_scope(base_scope(r, kn), gpu, count, r.precision, layouts[0])
+    for name in ("tp", "pp", "dp"):
+        scope[name] = Col.of(getattr(x, name) for x in layouts)
+    ev = Evaluated(scope)
+    targets = targets_asked(w)
+    names = ["fits", "per_gpu_gb", "usable_vram_gb"]
+    if holds != "fits":
+        names += [holds, "decode_tokens_per_s"]
+    if targets:
+        names.append("meets_target")
+    evaluate(kn, ev, names)
+    s = ev.scope
+    speed, floor = s.get("decode_tokens_per_s"), s.get("speed_floor_tok_s")  # the probe's, as computed for `holds`
+    evaluate(kn, ev, ["roomy_fit"])
+
+    def at(name: str, k: int) -> object:
+        v = s.get(name)
+        return v[k] if v.__class__ is Col else v
+
+    def holding(k: int, name: str) -> bool:
+        return bool(at(name, k)) and not (targets and not at("meets_target", k))
+
+    chosen = next((k for name in ("roomy_fit", "fits") for k in range(len(splits)) if holding(k, name)),
+                  len(splits) - 1)
+    w.tp, w.pp = splits[chosen]
+    meets = bool(at("meets_target", chosen)) if targets else None
+    return Probe(holding(chosen, holds), at("per_gpu_gb", chosen), at("usable_vram_gb", chosen),  # type: ignore[arg-type]
+                 bool(at("fits", chosen)), speed[chosen] if speed.__class__ is Col else speed,
+                 floor[chosen] if floor.__class__ is Col else floor, meets)
+
+
+def _layouts(w: Workload, count: int, splits: list[tuple[int, int]], kn: Knowledge) -> list[Layout]:
+    """kb.engine.training.layout of `count` GPUs under each split (t, p), on one copy of the
+    workload (the layout reads its stack and its split)."""
+    import copy
+
+    w2 = copy.copy(w)
+    out = []
+    for w2.tp, w2.pp in splits:
+        out.append(tr.layout(count, w2, kn))
+    return out
+
+
+def _probe(kn: Knowledge, r: Resolved, w: Workload, gpu: GPU, count: int, holds: str) -> Probe:
+    ev = Evaluated(gpu_scope(base_scope(r, kn), gpu, count, r.precision, layout_of(r, kn, count)))
+    targets = targets_asked(w)
+    names = ["fits", "per_gpu_gb", "usable_vram_gb"]
+    if holds != "fits":
+        names += [holds, "decode_tokens_per_s"]
+    if targets:
+        names.append("meets_target")
+    evaluate(kn, ev, names)
+    s = ev.scope
+    meets = bool(s.get("meets_target")) if targets else None
+    return Probe(bool(s.get(holds)) and meets is not False, s.get("per_gpu_gb"), s.get("usable_vram_gb"),
+                 bool(s.get("fits")), s.get("decode_tokens_per_s"), s.get("speed_floor_tok_s"), meets)
