@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import types
 import typing
-from typing import Any, Literal, get_args, get_origin
+from typing import Literal, get_args, get_origin
 
 from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 
 # what the generated modules begin with: the types that are not a rule file's record
 PREAMBLE = {
@@ -145,7 +146,7 @@ def view_of(model: type[BaseModel]) -> View:
     return View(model.__name__.removesuffix("Schema"), module)
 
 
-def type_text(tp: Any, key: bool = False) -> str:
+def type_text(tp: object, key: bool = False) -> str:
     """A schema field's type as a typed dict writes it: constraints dropped, a nested schema by
     its view's name, a Literal kept (as str where it is a dict's key)."""
     origin, args = get_origin(tp), get_args(tp)
@@ -170,14 +171,14 @@ def type_text(tp: Any, key: bool = False) -> str:
     raise TypeError(f"no typed-dict form for {tp!r}")
 
 
-def nested(tp: Any) -> list[type[BaseModel]]:
+def nested(tp: object) -> list[type[BaseModel]]:
     """The schema classes a field's type names."""
     if isinstance(tp, type) and issubclass(tp, BaseModel):
         return [tp]
     return [m for a in get_args(tp) for m in nested(a)]
 
 
-def _own_fields(model: type[BaseModel]) -> dict[str, Any]:
+def _own_fields(model: type[BaseModel]) -> dict[str, FieldInfo]:
     base = model.__bases__[0]
     inherited = base.model_fields if base.__name__ != "Strict" and issubclass(base, BaseModel) else {}
     return {name: f for name, f in model.model_fields.items() if name not in inherited}
