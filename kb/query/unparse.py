@@ -72,8 +72,13 @@ def unparse(w: Workload, kn: Knowledge) -> str:
             out.append(" vs ".join(_value(kn, field, v) for v in cmp["values"]))
         else:
             out.append(_value(kn, field, value))
+    kv_last = None
     if w.kv_precision:
-        out.append(q["knobs"][f"{w.kv_precision}_kv"][0])
+        kv = q["knobs"][f"{w.kv_precision}_kv"][0]
+        if out and _joins_a_name(kn, out[-1], kv):
+            kv_last = kv        # 'glm-4.5 fp8 kv cache' would read as the name 'glm-4.5-fp8'
+        else:
+            out.append(kv)
     if w.optimizer:
         out.append(q["knobs"][w.optimizer][0])
     for field, (on, off) in _KNOBS.items():
@@ -111,4 +116,13 @@ def unparse(w: Workload, kn: Knowledge) -> str:
         out.append("on " + " vs ".join(_gpu(kn, g) for g in w.gpus))
     if w.gpu_count is not None:
         out.append(f"{w.gpu_count} {by_field['gpu_count']}")
+    out.append(kv_last or "")
     return " ".join(x for x in out if x)
+
+
+def _joins_a_name(kn: Knowledge, before: str, phrase: str) -> bool:
+    """The text before and the phrase's first word together spell a model's name or alias."""
+    def key(text: str) -> str:
+        return text.lower().replace("-", " ").replace("_", " ")
+    joined = key(f"{before} {phrase.split()[0]}")
+    return any(joined == key(name) for mid, m in kn.models.items() for name in (mid, *m.get("aliases", [])))
