@@ -9,7 +9,7 @@ The search only calls the forward model (resolve → scope → `fits`); it knows
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from kb.engine.budget import count_probe
 from kb.engine.probes import Probes
@@ -42,13 +42,58 @@ def largest_fitting(kn: Knowledge, w: Workload, vary: str, lower: float, upper: 
         return upper, True
     lo, hi = lower, upper
     if vary == "params":
-        while hi / lo > 1.001:
-            mid = math.sqrt(lo * hi)
-            lo, hi = (mid, hi) if probe(vary, mid, gpu, count, holds).fits else (lo, mid)
-        scale = 10 ** (math.floor(math.log10(lo)) - 2)          # keep 3 significant digits,
-        return math.floor(lo / scale) * scale, False             # rounded down so it still fits
+        return _largest_params(kn, p, lower, upper, gpu, count, holds), False
     lo_i, hi_i = int(lo), int(hi)
     return float(_boundary(p, vary, gpu, count, holds, (lo_i, at_lower), (hi_i, at_upper))), False
+
+
+def _arch_ranges(kn: Knowledge, lower: float, upper: float) -> list[tuple[float, float]]:
+    """[lower, upper] cut where the architecture assumed for a bare size changes (the reference
+    nearest on a log scale, kb.engine.scope.bare_size_ref: the cut is the two references' geometric
+    mean), largest first; each range's ends are inside it."""
+    sizes = sorted(float(kn.models[r]["params_total"]) for r in kn.bare_size_refs)
+    cuts = [c for c in (math.sqrt(a * b) for a, b in zip(sizes, sizes[1:])) if lower < c < upper]
+    ends = list(zip([lower] + [c * (1 + 1e-9) for c in cuts], [c * (1 - 1e-9) for c in cuts] + [upper]))
+    return ends[::-1]
+
+
+def _bisect(fits: Callable[[float], bool], lo: float, hi: float) -> tuple[float, float]:
+    while hi / lo > 1.001:
+        mid = math.sqrt(lo * hi)
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo, hi
+
+
+def _largest_params(kn: Knowledge, p: Probes, lower: float, upper: float, gpu: GPU, count: int,
+                    holds: str) -> float:
+    """The largest size in (lower, upper) that fits, to 3 significant digits rounded down so it
+    still fits. Memory grows with the size only while the architecture stays (weights grow; KV
+    cache and activations follow the reference's layers and heads), and a larger reference can
+    need less (Llama 2 13B's 40 KV heads against CodeLlama 34B's 8), so the bisection over the
+    whole span, whose answer is kept when it is right, is checked against each larger
+    architecture's range, largest first: the first whose smallest size fits holds the answer."""
+    def fits(v: float) -> bool:
+        return p.probe("params", v, gpu, count, holds).fits
+
+    lo, hi = _bisect(fits, lower, upper)
+    for bottom, top in _arch_ranges(kn, lower, upper):
+        if bottom <= lo:                        # lo's own range: its top fits -> the top
+            if hi > top and top > lo and fits(top):
+                lo = top
+            break
+        if fits(bottom):
+            lo = top if fits(top) else _bisect(fits, bottom, top)[0]
+            break
+    for digits in (3, 4, 5):                    # more digits where 3 would leave lo's range
+        value = _floor_digits(lo, digits)
+        if value >= lower and fits(value):
+            return value
+    return lo
+
+
+def _floor_digits(v: float, digits: int) -> float:
+    scale: int | float = 10 ** (math.floor(math.log10(v)) - digits + 1)   # keep `digits`
+    return math.floor(v / scale) * scale                                   # rounded down
 
 
 def _margin(p: Probe) -> float | None:
