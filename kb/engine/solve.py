@@ -9,7 +9,7 @@ The search only calls the forward model (resolve → scope → `fits`); it knows
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from kb.engine.budget import count_probe
 from kb.engine.probes import Probes
@@ -57,38 +57,32 @@ def _arch_ranges(kn: Knowledge, lower: float, upper: float) -> list[tuple[float,
     return ends[::-1]
 
 
-def _bisect(fits: Callable[[float], bool], lo: float, hi: float) -> tuple[float, float]:
-    while hi / lo > 1.001:
-        mid = math.sqrt(lo * hi)
-        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
-    return lo, hi
-
-
 def _largest_params(kn: Knowledge, p: Probes, lower: float, upper: float, gpu: GPU, count: int,
                     holds: str) -> float:
-    """The largest size in (lower, upper) that fits, to 3 significant digits rounded down so it
-    still fits. Memory grows with the size only while the architecture stays (weights grow; KV
-    cache and activations follow the reference's layers and heads), and a larger reference can
-    need less (Llama 2 13B's 40 KV heads against CodeLlama 34B's 8), so the bisection over the
-    whole span, whose answer is kept when it is right, is checked against each larger
-    architecture's range, largest first: the first whose smallest size fits holds the answer."""
+    """The largest size in (lower, upper) that fits (`lower` does, `upper` does not), to 3
+    significant digits rounded down so it still fits. Memory grows with the size only while the
+    architecture stays (weights grow; KV cache and activations follow the reference's layers and
+    heads), and a larger reference can need less (Llama 2 13B's 40 KV heads against CodeLlama
+    34B's 8): the range that holds the answer is the largest whose smallest size fits (nothing
+    above a range whose smallest size does not fit fits). The bisection over the whole span is
+    then run as if the sizes below that range fit and those above it did not, probing only inside
+    it; where that range's top fits, the top."""
     def fits(v: float) -> bool:
         return p.probe("params", v, gpu, count, holds).fits
 
-    lo, hi = _bisect(fits, lower, upper)
-    for bottom, top in _arch_ranges(kn, lower, upper):
-        if bottom <= lo:                        # lo's own range: its top fits -> the top
-            if hi > top and top > lo and fits(top):
-                lo = top
-            break
-        if fits(bottom):
-            lo = top if fits(top) else _bisect(fits, bottom, top)[0]
-            break
-    for digits in (3, 4, 5):                    # more digits where 3 would leave lo's range
-        value = _floor_digits(lo, digits)
-        if value >= lower and fits(value):
-            return value
-    return lo
+    ranges = _arch_ranges(kn, lower, upper)
+    bottom, top = next(((b, t) for b, t in ranges if b == lower or fits(b)), ranges[-1])
+    lo, hi = lower, upper
+    while hi / lo > 1.001:
+        mid = math.sqrt(lo * hi)
+        lo, hi = (mid, hi) if (mid < bottom or (mid <= top and fits(mid))) else (lo, mid)
+    lo = max(lo, bottom)
+    if hi > top and top > lo and top < upper and fits(top):
+        lo = top
+    value = _floor_digits(lo, 3)
+    if value >= bottom or fits(value):          # in [bottom, lo], so it fits; below the range,
+        return value                            # asked
+    return _floor_digits(lo, 4) if _floor_digits(lo, 4) >= bottom else lo
 
 
 def _floor_digits(v: float, digits: int) -> float:
