@@ -232,6 +232,8 @@ class Runtime(TypedDict):
     recipes: list[Recipe]
     well_supported: dict[str, list[str]]
     well_supported_source: str | None
+    unsupported_architectures: list[str]
+    unsupported_architectures_source: str | None
     source: str
     notes: str | None
 
