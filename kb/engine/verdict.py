@@ -189,8 +189,11 @@ def _cost(a: Answer, q: Question) -> list[str] | None:
     else:
         if g.usd_per_million_tokens is None:
             return None
+        single = q.get("one_user_usd_per_million")
         first = (f"{usd(g.usd_per_million_tokens)} per million tokens on {config(g)} at {users} "
-                 f"user{'s' if users != 1 else ''} ({usd(g.config_usd_per_hour)}/h).")
+                 f"user{'s' if users != 1 else ''}" + (" (the most it serves" if single is not None else " (")
+                 + f"{', ' if single is not None else ''}{usd(g.config_usd_per_hour)}/h)."
+                 + (f" At 1 user: {usd(single)} per million." if single is not None else ""))
     buy = f"To buy: {usd(g.config_price_usd)}" + (f", paid back in {num(g.breakeven_months)} months of renting."
                                                   if g.breakeven_months else ".")
     return [x for x in (first, buy if g.config_price_usd else None, str(q.get("outcome_text") or "")) if x]

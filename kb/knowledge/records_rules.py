@@ -97,6 +97,12 @@ class QuestionFormat(TypedDict):
     source: str
 
 
+class CostBatch(TypedDict):
+    solve: str
+    text: str
+    source: str
+
+
 class Phrase(TypedDict):
     set: dict[str, str | bool | int | float]
     words: list[str]
@@ -117,6 +123,7 @@ class QueryRules(TypedDict):
     per_hour_words: list[str]
     number_words: dict[str, float]
     cost_per: CostPer | None
+    cost_batch: CostBatch | None
     situations: dict[str, Situation]
     question_formats: list[QuestionFormat]
     phrases: list[Phrase]
