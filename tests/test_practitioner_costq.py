@@ -105,3 +105,33 @@ def test_a_loaded_70b_on_two_h100_costs_a_few_dollars_per_million():
     a = ask("what does it cost per token to serve llama 3.1 70b on 2x h100")
     assert 1.5 <= a.gpus[0].usd_per_million_tokens <= 8
     assert a.question["one_user_usd_per_million"] > 4 * a.gpus[0].usd_per_million_tokens
+
+
+# ---------------------------------------------------------------- LoRA / QLoRA layout on several GPUs
+
+@pytest.mark.parametrize("q", ["lora fine tune llama 3.1 70b on 2x h100", "lora llama 3.1 70b with 2 h100s",
+                               "can i lora llama 3.1 70b on two h100 80gb"])
+def test_a_70b_lora_on_two_h100_shards_its_frozen_base(q):
+    # Hand derivation: the frozen base is 70.6e9 × 2 B = 141 GB, more than one 80 GB card, so
+    # plain DDP (a copy per card) holds it on no count; PEFT's LoRA + FSDP recipe (hf-peft-fsdp)
+    # shards it: 70.6 GB a card, plus adapters and their AdamW states (~1.5 GB) and checkpointed
+    # activations of one 2048-token sequence (a few GB): ~75-84 GB, under the 85.5 GB an H100 has.
+    a = ask(q)
+    assert a.workload["parallel"]["sharding"] == "fsdp"
+    assert 70 <= a.memory["per_gpu_gb"] <= 85.5
+    assert a.gpus[0].fits
+    assert any(s.startswith("several GPUs: FSDP") and "frozen base" in s for s in a.assumptions)
+
+
+def test_a_70b_qlora_on_several_24gb_cards_runs_fsdp_qlora():
+    # Answer.AI's FSDP + QLoRA: a 70B model's 4-bit base (70.6e9 × 4.127 bit / 8 = 36 GB) is more
+    # than one 24 GB card holds, so it is sharded: 18 GB a card on two, 9 GB on four
+    a = ask("qlora llama 3.1 70b on 4x rtx 3090")
+    assert a.workload["parallel"]["sharding"] == "fsdp"
+    weights = a.memory["per_gpu_breakdown"]["weights_gb"]
+    assert 8 <= weights <= 12      # 36 GB / 4 = 9 GB, +30% for the unquantized embeddings and head
+
+
+def test_a_lora_whose_base_one_card_holds_keeps_ddp():
+    # 8B: 8.03e9 × 2 B = 16 GB holds on one 80 GB card; the adapters are trained data parallel
+    assert ask("lora llama 3.1 8b on 2x h100").workload["parallel"]["sharding"] == "ddp"

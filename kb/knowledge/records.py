@@ -257,6 +257,7 @@ class Sharding(TypedDict):
 
 class AtScale(TypedDict):
     min_gpus: int
+    tasks: list[str]
     strategy: str
     checkpointing: bool | None
     text: str

@@ -111,6 +111,7 @@ class ShardingSchema(Strict):
 
 class AtScaleSchema(Strict):
     min_gpus: int = Field(gt=1)
+    tasks: list[Slug] = ["full_ft", "pretrain"]     # the training tasks the row is the layout of
     strategy: Slug
     checkpointing: bool | None = None   # what the stack's published runs do, unless the query says
     text: str
