@@ -36,9 +36,16 @@ def _stored_vocabulary(kn: "Knowledge") -> object:
     return stored_vocabulary(kn)
 
 
+def _vocabulary_record() -> type:
+    from kb.query.words import Vocab
+
+    return Vocab
+
+
 # what a saved knowledge snapshot keeps besides the knowledge: the query vocabulary, made by
-# kb.query from the knowledge (the knowledge package does not import the query package)
-STORED = {"vocabulary": _stored_vocabulary}
+# kb.query from the knowledge (the knowledge package does not import the query package), and
+# the record it is the fields of (part of the snapshot's format)
+STORED = {"vocabulary": (_stored_vocabulary, _vocabulary_record)}
 
 
 def ask(query: str, rules_dir: str | Path | None = None,

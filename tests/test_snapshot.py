@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from kb.knowledge import snapshot
+from kb.knowledge.codec import stored_fields
+from kb.knowledge.data import Knowledge
 from kb.engine import answer
 from kb.knowledge.build import build
 from kb.query.parsergen import grammar_text, tables
@@ -93,7 +95,8 @@ def test_edit_invalidates_and_corrupt_snapshot_is_rebuilt(cache):
     # a snapshot whose key does not match its files is rebuilt too
     header, data = marshal.loads(files[0].read_bytes())
     header["key"], header["stats"] = "0" * 64, None
-    data["gpus"]["h100-sxm5"]["bandwidth_gb_s"] = 1
+    gpus = [f.name for f in stored_fields(Knowledge)].index("gpus")   # a record is its fields' list
+    data["knowledge"][gpus]["h100-sxm5"]["bandwidth_gb_s"] = 1
     files[0].write_bytes(marshal.dumps((header, data)))
     assert snapshot.load_or_build(rules).gpus["h100-sxm5"]["bandwidth_gb_s"] == 3351
 
@@ -217,6 +220,6 @@ def test_two_rules_directories_keep_their_own_snapshots(cache, monkeypatch):
 
 
 def test_the_snapshot_name_depends_on_the_python(monkeypatch, tmp_path):
-    a = snapshot.snapshot_path(str(tmp_path), "/rules")
+    a = snapshot.snapshot_path(str(tmp_path), "/rules", "f")
     monkeypatch.setattr(snapshot.sys.implementation, "cache_tag", "cpython-399")
-    assert snapshot.snapshot_path(str(tmp_path), "/rules") != a
+    assert snapshot.snapshot_path(str(tmp_path), "/rules", "f") != a

@@ -310,7 +310,7 @@ def stack_platforms(rt: Runtime, task: str) -> list[str]:
     """The platforms the runtime supports a task on well (runtimes.yaml well_supported), else
     every platform it runs on."""
     well = rt.get("well_supported") or {}
-    return well.get(task) or well.get("default") or rt["platforms"]
+    return list(well.get(task) or well.get("default") or rt["platforms"])
 
 
 def _layer_kinds(m: Model) -> Scope:

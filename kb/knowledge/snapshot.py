@@ -20,7 +20,9 @@ same clock tick, same size, would not show), so such a snapshot is hashed on its
 The stored form is plain data (dicts, lists, strings, numbers) written with `marshal`, the
 format of Python's own byte-code cache, which reads ~3x faster than JSON: the same values as
 the JSON form (`to_data` → JSON → back), never code and nothing that can run when it is read
-(no pickle). Expressions are stored as their parsed ASTs with the names they read, built into
+(no pickle). Each record is stored as its declaration says (kb.knowledge.codec: no code per
+record), and the snapshot's format is a digest of the declarations (format_key), so a field
+added to a record, a schema or a kept table never reads an old snapshot. Expressions are stored as their parsed ASTs with the names they read, built into
 nodes when first read (kb.expr.parse.StoredExpr) and compiled when first evaluated. What the
 knowledge graph gave (each formula's evaluation order, each flow's layers) is stored, not the
 graph, so a query never imports networkx; so are the tables a later stage asks it to keep
@@ -39,18 +41,19 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from kb.expr import parse as ex
+from kb.knowledge.codec import encode_record, record_decoder
+from kb.knowledge.data import Knowledge
 from kb.knowledge.derived import derive
-from kb.knowledge.data import Case, Claim, Edge, Flow, Formula, Knowledge, Node
+from kb.recordtype import fields
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from pathlib import Path
 
-    # name → what a later stage keeps of its table made from a knowledge (plain data)
-    Stored = Mapping[str, Callable[[Knowledge], object]]
+    # name → what a later stage keeps of its table made from a knowledge (plain data), and the
+    # record class whose fields that is (asked for when the snapshot's format is taken)
+    Stored = Mapping[str, tuple[Callable[[Knowledge], object], Callable[[], type]]]
 
-FORMAT = 14
 KEEP = 8                        # snapshots kept in the cache directory, the most recently written
 RACY_NS = 3_000_000_000         # stats of a file changed this recently (or later) are not kept
 Stats = tuple[tuple[str, int, int, int, int], ...]
@@ -72,13 +75,28 @@ def _files(root: str) -> list[str]:
     return rule_file_names(root) + grammar_file_names()
 
 
-def content_key(root: str, files: list[str] | None = None) -> str:
+def format_key(tables: Stored | None = None) -> str:
+    """What the stored form depends on besides the rule files: the declarations of the
+    knowledge's records (kb.knowledge.codec.signature) and of the rule files' schemas, as
+    digested in kb.knowledge.shapes_digest (generated from them, so a plain query reads two
+    strings; tests/test_shapes.py fails while it is stale), and the fields of each later
+    stage's table. A field added to any of them makes another format."""
+    import zlib                 # imported by Python's start-up already (zipimport)
+
+    from kb.knowledge.shapes_digest import RECORDS, SCHEMAS
+
+    text = "".join(f"{name}: " + ", ".join(f"{f.name}: {f.type}" for f in fields(shape())) + "\n"
+                   for name, (_, shape) in sorted((tables or {}).items()))
+    return f"{RECORDS}-{SCHEMAS}-{zlib.crc32(text.encode()):08x}"
+
+
+def content_key(root: str, files: list[str] | None = None, fmt: str = "") -> str:
     import hashlib
 
     from kb.paths import MAX_FILE_BYTES
     from kb.version import __version__
 
-    h = hashlib.sha256(f"kbq {__version__} snapshot {FORMAT} python {_python()}\n".encode())
+    h = hashlib.sha256(f"kbq {__version__} snapshot {fmt} python {_python()}\n".encode())
     for p in _files(root) if files is None else files:
         # a grammar by its directory and name (grammar/query.lark), a rule file from the root
         h.update((os.path.join(*p.rsplit(os.sep, 2)[-2:]) if p.endswith(".lark")
@@ -118,13 +136,13 @@ def _python() -> str:
     return f"{sys.implementation.cache_tag}-{marshal.version}"
 
 
-def snapshot_path(directory: str, root: str) -> str:
+def snapshot_path(directory: str, root: str, fmt: str) -> str:
     from kb.version import __version__
 
     # one file per rules directory, kbq version, Python and format (the header says which; a
     # name collision only rebuilds), named by a 32-bit FNV-1a of the four
     h = 0x811C9DC5
-    for byte in f"{root}|{__version__}|{_python()}|{FORMAT}".encode():
+    for byte in f"{root}|{__version__}|{_python()}|{fmt}".encode():
         h = ((h ^ byte) * 0x01000193) & 0xFFFFFFFF
     return os.path.join(directory, f"knowledge-{h:08x}.marshal")
 
@@ -137,7 +155,8 @@ def load_or_build(root: str | Path, tables: Stored | None = None) -> Knowledge:
 
     root = os.fspath(root)
     directory = cache_dir()
-    path = snapshot_path(directory, root) if directory else None
+    fmt = format_key(tables)
+    path = snapshot_path(directory, root, fmt) if directory else None
     files = _files(root)
     stats = _stats(files)
     key = None
@@ -145,10 +164,10 @@ def load_or_build(root: str | Path, tables: Stored | None = None) -> Knowledge:
         try:
             with open(path, "rb") as f:
                 header, data = marshal.loads(f.read())
-            if header["format"] == FORMAT and header["root"] == root:
+            if header["format"] == fmt and header["root"] == root:
                 if header["stats"] == stats:
                     return from_data(data, root)
-                key = content_key(root, files)
+                key = content_key(root, files, fmt)
                 if header["key"] == key:    # touched, not changed: keep it with the new stats
                     _save(path, {**header, "stats": _settled(stats, time.time_ns())}, data)
                     return from_data(data, root)
@@ -157,10 +176,10 @@ def load_or_build(root: str | Path, tables: Stored | None = None) -> Knowledge:
     from kb.knowledge.build import build
 
     if key is None:                         # of the files as they were before the build reads them
-        key = content_key(root, files)
+        key = content_key(root, files, fmt)
     kn = build(root)
     if path is not None:
-        _save(path, {"format": FORMAT, "root": root, "key": key,
+        _save(path, {"format": fmt, "root": root, "key": key,
                      "stats": _settled(stats, time.time_ns())}, stored(kn, tables))
     return kn
 
@@ -171,7 +190,7 @@ def stored(kn: Knowledge, tables: Stored | None = None) -> dict[str, object]:
     import json                         # the stored values are exactly the JSON form's
 
     data = json.loads(json.dumps(to_data(kn), separators=(",", ":")))
-    data["tables"] = {name: make(kn) for name, make in (tables or {}).items()}
+    data["tables"] = {name: make(kn) for name, (make, _) in (tables or {}).items()}
     shared = _shared(data, {})
     assert isinstance(shared, dict)     # _shared gives a dict for a dict
     return shared
@@ -229,77 +248,13 @@ def _prune(directory: str, kept: str) -> None:
 
 # ---------------------------------------------------------------- Knowledge ⇄ JSON
 
-def _expr(e: ex.Expr | None) -> list[object] | None:
-    return None if e is None else [e.text, e.ast.to_list(), e.name_columns, list(e.names)]
-
-
-def _unexpr(d: Any) -> ex.Expr | None:
-    return None if d is None else ex.StoredExpr(d[0], d[1], tuple(d[3]), d[2])
-
-
 def to_data(kn: Knowledge) -> dict[str, object]:
-    return {
-        "gpus": kn.gpus, "models": kn.models, "precisions": kn.precisions, "sources": kn.sources,
-        "inputs": kn.inputs, "constants": kn.constants, "query": kn.query,
-        "bare_size_refs": kn.bare_size_refs, "config_defaults": kn.config_defaults,
-        "gpu_alias": kn.gpu_alias,
-        "model_alias": kn.model_alias, "precision_alias": kn.precision_alias,
-        "runtimes": kn.runtimes, "runtime_alias": kn.runtime_alias,
-        "runtime_defaults": kn.runtime_defaults, "error_bands": kn.error_bands,
-        "sharding": kn.sharding, "objectives": kn.objectives,
-        "prices": kn.prices, "advice": kn.advice,
-        "closure": {k: list(v) for k, v in kn.closure.items()},
-        "formulas": [{
-            "name": f.name, "unit": f.unit, "meaning": f.meaning, "sources": list(f.sources),
-            "where": f.where, "names": list(f.names), "deps": list(f.deps), "per_gpu": f.per_gpu,
-            "note": f.note, "cases": [[_expr(c.when), _expr(c.expr), c.note] for c in f.cases],
-        } for f in kn.formulas.values()],
-        "flows": [{
-            "id": fl.id, "title": fl.title, "role": fl.role, "order": fl.order, "source": fl.source,
-            "entry": fl.entry, "ranking": fl.ranking, "where": fl.where,
-            "layers": [list(layer) for layer in fl.layers], "applies": _expr(fl.applies),
-            "nodes": [{"id": n.id, "kind": n.kind, "text": n.text, "compute": list(n.compute),
-                       "style": n.style, "where": n.where, "agrees": _expr(n.agrees), "differs": n.differs,
-                       "edges": [[e.to, _expr(e.when), e.label] for e in n.edges]}
-                      for n in fl.nodes.values()],
-        } for fl in kn.flows],
-        "claims": [{
-            "id": c.id, "source": c.source, "text": c.text, "computed": _expr(c.computed),
-            "unit": c.unit, "value": c.value, "tolerance": c.tolerance,
-            "applies_when": _expr(c.applies_when), "example_query": c.example_query,
-            "note": c.note, "per_gpu": c.per_gpu, "where": c.where,
-        } for c in kn.claims],
-    }
+    """The knowledge as plain data, as its records declare it (kb.knowledge.codec): the list of
+    its stored fields' values, under "knowledge"."""
+    return {"knowledge": encode_record(kn)}
 
 
 def from_data(d: dict[str, Any], root: str | Path) -> Knowledge:
-    formulas = {}
-    for f in d["formulas"]:
-        cases = tuple(Case(_unexpr(w), _unexpr(e), note) for w, e, note in f["cases"])  # type: ignore[arg-type]
-        formulas[f["name"]] = Formula(f["name"], f["unit"], f["meaning"], cases, tuple(f["sources"]),
-                                      f["where"], tuple(f["names"]), tuple(f["deps"]), f["per_gpu"],
-                                      f["note"])
-    flows = []
-    for fl in d["flows"]:
-        nodes = {n["id"]: Node(n["id"], n["kind"], n["text"], tuple(n["compute"]),
-                               tuple(Edge(to, _unexpr(w), label) for to, w, label in n["edges"]),
-                               n["style"], n["where"], _unexpr(n["agrees"]), n["differs"])
-                 for n in fl["nodes"]}
-        flows.append(Flow(fl["id"], fl["title"], fl["role"], fl["order"], fl["source"], fl["entry"],
-                          nodes, [tuple(r) for r in fl["ranking"]], fl["where"],
-                          tuple(tuple(layer) for layer in fl["layers"]), _unexpr(fl["applies"])))
-    claims = [Claim(c["id"], c["source"], c["text"], _unexpr(c["computed"]), c["unit"],  # type: ignore[arg-type]
-                    tuple(c["value"]) if isinstance(c["value"], list) else c["value"],
-                    c["tolerance"], _unexpr(c["applies_when"]), c["example_query"], c["note"],  # type: ignore[arg-type]
-                    c["per_gpu"], c["where"]) for c in d["claims"]]
-    return derive(Knowledge(
-        root=os.fspath(root), gpus=d["gpus"], models=d["models"], precisions=d["precisions"],
-        sources=d["sources"], inputs=d["inputs"], constants=d["constants"], formulas=formulas,
-        closure={k: tuple(v) for k, v in d["closure"].items()}, flows=flows, claims=claims,
-        query=d["query"], bare_size_refs=d["bare_size_refs"], config_defaults=d["config_defaults"],
-        gpu_alias=d["gpu_alias"],
-        model_alias=d["model_alias"], precision_alias=d["precision_alias"],
-        runtimes=d["runtimes"], runtime_alias=d["runtime_alias"],
-        runtime_defaults=d["runtime_defaults"], error_bands=d["error_bands"],
-        sharding=d["sharding"], objectives=d["objectives"],
-        prices=d["prices"], advice=d["advice"]), dict(d.get("tables") or {}))
+    kn = record_decoder(Knowledge)(d["knowledge"], root=os.fspath(root))
+    assert isinstance(kn, Knowledge)        # what record_decoder(Knowledge) makes
+    return derive(kn, dict(d.get("tables") or {}))

@@ -81,7 +81,7 @@ def unparse(w: Workload, kn: Knowledge) -> str:
         knob = on if value else off if value is False else None
         if knob is not None:
             out.append(q["knobs"][knob][0])
-    by_field = {spec["field"]: spec["words"][0] for spec in q["units"].values()
+    by_field: dict[str, str] = {spec["field"]: spec["words"][0] for spec in q["units"].values()
                 if spec["field"] != "duration" or spec.get("scale", 1.0) == 1.0}
     for field in _UNIT_FIELDS:
         value = getattr(w, field)
