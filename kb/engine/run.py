@@ -260,8 +260,9 @@ def _scaled_gpus_needed(kn: Knowledge, asked: Workload, rows: list[GpuRow],
 def _answer(w: Workload, kn: Knowledge, query: str = "", brief: bool = False) -> Answer:
     import copy
 
-    scalable = (w.gpus and w.sharding is None and not w.offload and w.task in ("full_ft", "pretrain", "train")
-                and kn.sharding.get("at_scale"))
+    at_scale = kn.sharding.get("at_scale") or []
+    scalable = (w.gpus and w.sharding is None and not w.offload
+                and (w.task == "train" or any(w.task in r["tasks"] for r in at_scale)))
     asked = copy.deepcopy(w) if scalable else None
     r = resolve(w, kn)
     if r.is_training and w.gpus and not (w.tp or w.pp) and tr.is_model_parallel(w, kn):
