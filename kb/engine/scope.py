@@ -212,13 +212,17 @@ def _runtime_for_devices(w: Workload, kn: Knowledge, rt: Runtime, is_training: b
     return rt
 
 
+def bare_size_ref(kn: Knowledge, params: float) -> str:
+    """The reference architecture of a bare size: the reference nearest it on a log scale."""
+    return min(kn.bare_size_refs, key=lambda r: abs(math.log(kn.models[r]["params_total"] / params)))
+
+
 def _resolve_model(w: Workload, kn: Knowledge, assumptions: list[str]) -> Model:
     if w.model_id is not None:
         return kn.models[w.model_id].copy()
     params = w.params if w.params is not None else kn.defaults["params"]
     size = f"{params / kn.billion:g}B"
-    ref_id = min(kn.bare_size_refs,
-                 key=lambda r: abs(math.log(kn.models[r]["params_total"] / params)))
+    ref_id = bare_size_ref(kn, params)
     ref = kn.models[ref_id]
     model = ref.copy()
     model.update({"params_total": params, "params_active": params, "name": f"{size} model", "id": ref_id})

@@ -42,13 +42,52 @@ def largest_fitting(kn: Knowledge, w: Workload, vary: str, lower: float, upper: 
         return upper, True
     lo, hi = lower, upper
     if vary == "params":
-        while hi / lo > 1.001:
-            mid = math.sqrt(lo * hi)
-            lo, hi = (mid, hi) if probe(vary, mid, gpu, count, holds).fits else (lo, mid)
-        scale = 10 ** (math.floor(math.log10(lo)) - 2)          # keep 3 significant digits,
-        return math.floor(lo / scale) * scale, False             # rounded down so it still fits
+        return _largest_params(kn, p, lower, upper, gpu, count, holds), False
     lo_i, hi_i = int(lo), int(hi)
     return float(_boundary(p, vary, gpu, count, holds, (lo_i, at_lower), (hi_i, at_upper))), False
+
+
+def _arch_ranges(kn: Knowledge, lower: float, upper: float) -> list[tuple[float, float]]:
+    """[lower, upper] cut where the architecture assumed for a bare size changes (the reference
+    nearest on a log scale, kb.engine.scope.bare_size_ref: the cut is the two references' geometric
+    mean), largest first; each range's ends are inside it."""
+    sizes = sorted(float(kn.models[r]["params_total"]) for r in kn.bare_size_refs)
+    cuts = [c for c in (math.sqrt(a * b) for a, b in zip(sizes, sizes[1:])) if lower < c < upper]
+    ends = list(zip([lower] + [c * (1 + 1e-9) for c in cuts], [c * (1 - 1e-9) for c in cuts] + [upper]))
+    return ends[::-1]
+
+
+def _largest_params(kn: Knowledge, p: Probes, lower: float, upper: float, gpu: GPU, count: int,
+                    holds: str) -> float:
+    """The largest size in (lower, upper) that fits (`lower` does, `upper` does not), to 3
+    significant digits rounded down so it still fits. Memory grows with the size only while the
+    architecture stays (weights grow; KV cache and activations follow the reference's layers and
+    heads), and a larger reference can need less (Llama 2 13B's 40 KV heads against CodeLlama
+    34B's 8): the range that holds the answer is the largest whose smallest size fits (nothing
+    above a range whose smallest size does not fit fits). The bisection over the whole span is
+    then run as if the sizes below that range fit and those above it did not, probing only inside
+    it; where that range's top fits, the top."""
+    def fits(v: float) -> bool:
+        return p.probe("params", v, gpu, count, holds).fits
+
+    ranges = _arch_ranges(kn, lower, upper)
+    bottom, top = next(((b, t) for b, t in ranges if b == lower or fits(b)), ranges[-1])
+    lo, hi = lower, upper
+    while hi / lo > 1.001:
+        mid = math.sqrt(lo * hi)
+        lo, hi = (mid, hi) if (mid < bottom or (mid <= top and fits(mid))) else (lo, mid)
+    lo = max(lo, bottom)
+    if hi > top and top > lo and top < upper and fits(top):
+        lo = top
+    value = _floor_digits(lo, 3)
+    if value >= bottom or fits(value):          # in [bottom, lo], so it fits; below the range,
+        return value                            # asked
+    return _floor_digits(lo, 4) if _floor_digits(lo, 4) >= bottom else lo
+
+
+def _floor_digits(v: float, digits: int) -> float:
+    scale: int | float = 10 ** (math.floor(math.log10(v)) - digits + 1)   # keep `digits`
+    return math.floor(v / scale) * scale                                   # rounded down
 
 
 def _margin(p: Probe) -> float | None:
