@@ -238,9 +238,11 @@ def test_the_embedding_exception_is_real_and_documented() -> None:
 # ---------------------------------------------------------------- GPUs compared in one answer
 
 def _platform_gpus(a: Any) -> int:
-    """Catalogue GPUs of the platforms the answer's runtime runs on (runtimes.yaml platforms)."""
-    platforms = KN.runtimes[a.workload["runtime"]]["platforms"]
-    return sum(g["vendor"] in platforms for g in KN.gpus.values())
+    """Catalogue GPUs of the platforms and architectures the answer's runtime runs on
+    (runtimes.yaml platforms, unsupported_architectures)."""
+    rt = KN.runtimes[a.workload["runtime"]]
+    return sum(g["vendor"] in rt["platforms"] and g.get("architecture") not in rt["unsupported_architectures"]
+               for g in KN.gpus.values())
 
 
 def _pairs(rows: list[Any]) -> list[tuple[Any, Any]]:

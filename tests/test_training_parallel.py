@@ -76,8 +76,9 @@ def test_ddp_keeps_a_full_copy_on_every_gpu():
 
 
 def test_qlora_70b_does_not_fit_four_24gb_cards_under_ddp():
+    # DDP named: with no sharding named, a base one card cannot hold is sharded (FSDP + QLoRA)
     # each rank holds the whole NF4 base: Llama-3.1-70B at ≥ 4 bits is ≥ 70.6e9 × 0.5 B = 35.3 GB > 24 GB
-    r = row("qlora llama-3.1-70b on 4x rtx 4090")
+    r = row("qlora llama-3.1-70b on 4x rtx 4090 with ddp")
     assert not r["fits"] and r["per_gpu_gb"] > 70.6e9 * 0.5 / 1e9
 
 

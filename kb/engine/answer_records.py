@@ -230,6 +230,7 @@ class Question(TypedDict):
     lower: NotRequired[float]
     upper: NotRequired[float]
     note: NotRequired[str | None]
+    one_user_usd_per_million: NotRequired[float]    # cost priced loaded (kb.engine.cost_batch): one user's
     value_b: NotRequired[float]                 # largest_model: the value and the next, in billions
     next_b: NotRequired[float]
 

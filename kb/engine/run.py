@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, cast
 
 from kb.engine import advice as rightsize
+from kb.engine import cost_batch
 from kb.engine import training as tr
 from kb.engine import unknown
 from kb.engine.answer import Answer, GpuRow
@@ -51,10 +52,18 @@ def answer(w: Workload, kn: Knowledge, query: str = "", *, brief: bool = False) 
         import copy
 
         plain = copy.deepcopy(w) if w.budget_usd is not None and w.precision is None and not w.gpus else None
+        loaded = copy.deepcopy(w) if cost_batch.applies(w, kn) else None    # before the answer fills w in
         result = _answer(w, kn, query, brief)
+        single = None
+        if loaded is not None:
+            found = cost_batch.loaded(loaded, kn, result, lambda x: _answer(x, kn, query, brief))
+            if found is not None:
+                result, single = found
         if plain is not None and "training" not in result.bottleneck:
             result = _budget_precision(plain, kn, query, brief, result) or result
         result.question = _plain_question(w, result, result.question)
+        if single is not None:
+            result.question["one_user_usd_per_million"] = single
     if brief:
         return result
     from kb.engine.verdict import compose      # the text is composed once, from the data above
@@ -251,8 +260,9 @@ def _scaled_gpus_needed(kn: Knowledge, asked: Workload, rows: list[GpuRow],
 def _answer(w: Workload, kn: Knowledge, query: str = "", brief: bool = False) -> Answer:
     import copy
 
-    scalable = (w.gpus and w.sharding is None and not w.offload and w.task in ("full_ft", "pretrain", "train")
-                and kn.sharding.get("at_scale"))
+    at_scale = kn.sharding.get("at_scale") or []
+    scalable = (w.gpus and w.sharding is None and not w.offload
+                and (w.task == "train" or any(w.task in r["tasks"] for r in at_scale)))
     asked = copy.deepcopy(w) if scalable else None
     r = resolve(w, kn)
     if r.is_training and w.gpus and not (w.tp or w.pp) and tr.is_model_parallel(w, kn):

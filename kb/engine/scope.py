@@ -202,9 +202,11 @@ def _runtime_for_devices(w: Workload, kn: Knowledge, rt: Runtime, is_training: b
         if other["kind"] in kinds and all(runs_on(other, g) for g in named):
             bad = next(g for g in named if not runs_on(rt, g))
             assumptions[:] = [a for a in assumptions if not a.startswith(f"runtime: {rt['name']} (the ")]
+            kind = (f"{bad['architecture']} GPUs" if bad["vendor"] in rt["platforms"]
+                    else f"{VENDORS.get(bad['vendor'], bad['vendor'])} GPUs")
             assumptions.append(f"runtime: {other['name']} instead of {rt['name']}, which does not run on "
-                               f"{VENDORS.get(bad['vendor'], bad['vendor'])} GPUs such as the {bad['name']} "
-                               "(runtimes.yaml platforms)")
+                               f"{kind} such as the {bad['name']} (runtimes.yaml platforms, "
+                               "unsupported_architectures)")
             w.runtime = other["id"]
             return other
     return rt

@@ -122,16 +122,21 @@ def resolve_sharding(w: Workload, kn: Knowledge, runtime: Runtime, assumptions: 
 
 
 def _at_scale(w: Workload, kn: Knowledge, params: float) -> AtScale | None:
-    """The layout people run a full fine-tune or pretraining in on this many GPUs
+    """The layout people run a full fine-tune, pretraining or LoRA / QLoRA in on this many GPUs
     (runtimes.yaml sharding.at_scale), when the query named no sharding, the runtime's own way
-    keeps a full copy of the model state per GPU, and one GPU asked about cannot hold that copy."""
-    rows = kn.sharding.get("at_scale") or []
+    keeps a full copy of the model state per GPU, and one GPU asked about cannot hold that copy
+    (for LoRA and QLoRA, the frozen base model in its format)."""
+    rows = [r for r in kn.sharding.get("at_scale") or [] if w.task in r["tasks"]]
     count = gpu_count(w)
-    if not rows or w.offload or w.task not in ("full_ft", "pretrain") or count < 2:
+    if not rows or w.offload or count < 2:
         return None
     c = {k: float(v["value"]) for k, v in kn.constants.items()}
-    # 16-bit weights and gradients, FP32 master weights and AdamW's two FP32 moments
-    state_gb = params * (2 * c["grad_bytes"] + c["master_weight_bytes"] + c["adamw_state_bytes"]) / c["bytes_per_gb"]
+    if w.task in ("lora", "qlora"):     # the frozen base in its format (the adapters are small)
+        d = kn.defaults
+        fmt = w.precision or str(d["qlora_precision"] if w.task == "qlora" else d["training_precision"])
+        state_gb = params * float(kn.precisions[fmt]["bits_per_weight"]) / 8 / c["bytes_per_gb"]
+    else:   # 16-bit weights and gradients, FP32 master weights and AdamW's two FP32 moments
+        state_gb = params * (2 * c["grad_bytes"] + c["master_weight_bytes"] + c["adamw_state_bytes"]) / c["bytes_per_gb"]
     sizes = [float(kn.gpus[g.gpu_id]["memory_gb"] or 0) for g in w.gpus if g.gpu_id in kn.gpus]
     smallest = min(sizes, default=None)
     if smallest is None or state_gb <= smallest:

@@ -158,7 +158,7 @@ def _fit(a: Answer, q: Question) -> list[str]:
     if g.fits:
         s = speed(g, _training(a))
         parts += [_borderline(a, g), f"Speed: {s}." if s and not lead else None]
-        if g.meets_target is False:
+        if g.meets_target is False and _target_asked(a):    # a default horizon is no target asked
             parts.append("It misses the target asked for.")
             parts += _fixes(a)
     else:           # the refusal's first sentence, then what would fit, then the rest of why
@@ -168,6 +168,12 @@ def _fit(a: Answer, q: Question) -> list[str]:
         else:
             parts = [lead, first, *_fixes(a), *why]
     return [p for p in parts if p]
+
+
+def _target_asked(a: Answer) -> bool:
+    """The query set a speed, time to first token, volume or deadline target."""
+    from kb.engine.options import TARGETS
+    return any(a.workload.get(k) is not None for k in TARGETS)
 
 
 def _cost(a: Answer, q: Question) -> list[str] | None:
@@ -183,8 +189,11 @@ def _cost(a: Answer, q: Question) -> list[str] | None:
     else:
         if g.usd_per_million_tokens is None:
             return None
+        single = q.get("one_user_usd_per_million")
         first = (f"{usd(g.usd_per_million_tokens)} per million tokens on {config(g)} at {users} "
-                 f"user{'s' if users != 1 else ''} ({usd(g.config_usd_per_hour)}/h).")
+                 f"user{'s' if users != 1 else ''}" + (" (the most it serves" if single is not None else " (")
+                 + f"{', ' if single is not None else ''}{usd(g.config_usd_per_hour)}/h)."
+                 + (f" At 1 user: {usd(single)} per million." if single is not None else ""))
     buy = f"To buy: {usd(g.config_price_usd)}" + (f", paid back in {num(g.breakeven_months)} months of renting."
                                                   if g.breakeven_months else ".")
     return [x for x in (first, buy if g.config_price_usd else None, str(q.get("outcome_text") or "")) if x]

@@ -170,7 +170,8 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
     for i, rt in enumerate(parsed["runtimes"].runtimes):
         need_source(rdoc, ("runtimes", i, "source"), rt.source)
         for key in ("gemm_accumulate_source", "lora_dropout_source", "quantizes_output_head_source",
-                    "native_gemm_source", "hopper_warpgroup_mma_source", "well_supported_source"):
+                    "native_gemm_source", "hopper_warpgroup_mma_source", "well_supported_source",
+                    "unsupported_architectures_source"):
             if getattr(rt, key):
                 need_source(rdoc, ("runtimes", i, key), getattr(rt, key))
         if rt.kind in ("inference", "both"):
@@ -233,6 +234,8 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
         if not skip_precisions and sit.precision is not None and sit.precision not in precisions:
             errs.add(qdoc.error(("situations", name, "precision"), f"unknown precision '{sit.precision}'",
                                 nearest(sit.precision, precisions)))
+    if parsed["query"].cost_batch is not None:
+        need_source(qdoc, ("cost_batch", "source"), parsed["query"].cost_batch.source)
     for i, qf in enumerate(parsed["query"].question_formats):
         need_source(qdoc, ("question_formats", i, "source"), qf.source)
         if not skip_precisions and qf.precision not in precisions:

@@ -67,7 +67,7 @@ def _catalogue_columns(kn: Knowledge) -> Lazy[tuple[str, ...], CardsAt, Scope]:
                 key = precision_key(precision, runtime)
                 if key in out:
                     continue
-                platforms = tuple(runtime["platforms"])
+                platforms = (*runtime["platforms"], "|", *runtime.get("unsupported_architectures", []))
                 on = cards.get(platforms)
                 if on is None:
                     on = cards[platforms] = [(g, 1) for g in gpus.values() if runs_on(runtime, g)]

@@ -43,8 +43,10 @@ def gemm_keys(precision: Precision, native: tuple[str, ...]) -> tuple[list[str],
 
 
 def runs_on(runtime: Runtime, gpu: GPU) -> bool:
-    """The runtime runs on this GPU's platform (a bare capacity runs anywhere)."""
-    return gpu.get("vendor") == "any" or gpu["vendor"] in runtime["platforms"]
+    """The runtime runs on this GPU's platform and architecture (a bare capacity runs anywhere)."""
+    return gpu.get("vendor") == "any" or (
+        gpu["vendor"] in runtime["platforms"]
+        and gpu.get("architecture") not in runtime.get("unsupported_architectures", []))
 
 
 def _compute_precision(gpu: GPU, keys: list[str],
@@ -105,4 +107,5 @@ def precision_key(precision: Precision, runtime: Runtime) -> tuple[str, ...]:
     they are weight-only under this runtime, the runtime's platforms and its GEMM accumulation."""
     keys, weight_only = gemm_keys(precision, gemm_of(runtime)[1])
     return (*keys, str(weight_only), "|", *runtime["platforms"], "|",
+            *runtime.get("unsupported_architectures", []), "|",
             runtime.get("gemm_accumulate", "fp32"))

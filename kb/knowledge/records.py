@@ -236,6 +236,8 @@ class Runtime(TypedDict):
     recipes: list[Recipe]
     well_supported: dict[str, list[Literal["nvidia", "amd", "intel", "apple", "google", "aws"]]]
     well_supported_source: str | None
+    unsupported_architectures: list[str]
+    unsupported_architectures_source: str | None
     source: str
     notes: str | None
 
@@ -259,6 +261,7 @@ class Sharding(TypedDict):
 
 class AtScale(TypedDict):
     min_gpus: int
+    tasks: list[str]
     strategy: str
     checkpointing: bool | None
     text: str

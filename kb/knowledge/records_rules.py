@@ -52,6 +52,14 @@ class CostPer(TypedDict):
     focus: Literal["memory", "speed", "time", "fit", "cost"]
 
 
+class CostBatch(TypedDict):
+    """The batch a serving cost question that names no user count is priced at (query.yaml `cost_batch`): the
+    capacity question `solve` answers on the configuration asked."""
+    solve: Literal["max_users"]
+    text: str
+    source: str
+
+
 class Situation(TypedDict):
     """Where a question is asked from (query.yaml `situations`)."""
     words: list[str]
@@ -120,6 +128,7 @@ class QueryRules(TypedDict):
     per_hour_words: list[str]
     number_words: dict[str, float]
     cost_per: CostPer | None
+    cost_batch: CostBatch | None
     situations: dict[str, Situation]
     question_formats: list[QuestionFormat]
     phrases: list[Phrase]

@@ -192,6 +192,14 @@ class QuestionFormatSchema(Strict):
     source: str
 
 
+class CostBatchSchema(Strict):
+    """The batch a serving cost question that names no user count is priced at (query.yaml
+    `cost_batch`): the capacity question `solve` answers on the configuration asked."""
+    solve: Literal["max_users"]
+    text: str
+    source: str
+
+
 class PhraseSchema(Strict):
     """Words that set Workload fields (query.yaml `phrases`)."""
     set: dict[Literal["focus", "question", "sort", "rent", "want_options", "sharding", "runtime",
@@ -215,6 +223,7 @@ class QueryFile(Strict):
     per_hour_words: list[Name] = []
     number_words: dict[Name, Positive] = {}
     cost_per: CostPerSchema | None = None
+    cost_batch: CostBatchSchema | None = None
     situations: dict[Name, SituationSchema] = {}
     question_formats: list[QuestionFormatSchema] = []
     phrases: list[PhraseSchema] = []

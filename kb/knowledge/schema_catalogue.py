@@ -111,6 +111,7 @@ class ShardingSchema(Strict):
 
 class AtScaleSchema(Strict):
     min_gpus: int = Field(gt=1)
+    tasks: list[Slug] = ["full_ft", "pretrain"]     # the training tasks the row is the layout of
     strategy: Slug
     checkpointing: bool | None = None   # what the stack's published runs do, unless the query says
     text: str
@@ -176,6 +177,10 @@ class RuntimeSchema(Strict):
     # (qlora, lora, full_ft…) or `default`; a card of another platform does not suit the job
     well_supported: dict[Slug, list[Vendor]] = {}
     well_supported_source: Slug | None = None
+    # architectures of a platform the runtime runs on that it does not support (vLLM on NVIDIA
+    # needs compute capability 7.0: no Pascal, Maxwell or Kepler card)
+    unsupported_architectures: list[str] = []
+    unsupported_architectures_source: Slug | None = None
     source: Slug
     notes: str | None = None
 

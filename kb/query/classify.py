@@ -58,7 +58,7 @@ class Classifier:
 
         def unknown(self, i: int) -> QueryError: ...
 
-        def cost_end(self, i: int) -> tuple[int, tuple[str, int]] | None: ...
+        def cost_end(self, i: int) -> tuple[int, bool, tuple[str, int]] | None: ...
 
     def classify(self) -> QueryError | None:
         """Every item classified into self.phrases; the error that stopped it, if any."""
@@ -109,10 +109,11 @@ class Classifier:
             return i + 1
         cost = self.cost_end(i)
         if cost is not None:                 # 'per' 1M 'output tokens'
-            words_end, (unit, end) = cost
+            words_end, numbered, (unit, end) = cost
             self.emit("COST", i, words_end)
-            self.emit("NUMBER", words_end, words_end + 1)
-            self.emit_unit(words_end + 1, end, unit)
+            if numbered:
+                self.emit("NUMBER", words_end, words_end + 1)
+            self.emit_unit(words_end + int(numbered), end, unit)
             return end
         found = self.match(i, self.vocab.table)
         if found is None:

@@ -72,9 +72,10 @@ class Phrases:
              expected: list[str] | None = None, width: int | None = None) -> QueryError:
         raise NotImplementedError
 
-    def cost_end(self, i: int) -> tuple[int, tuple[str, int]] | None:
-        """Where 'per 1M output tokens', 'per million tokens', 'per 1k requests' ends: the end
-        of its cost words and (unit, end of the unit words); None when no cost phrase is here."""
+    def cost_end(self, i: int) -> tuple[int, bool, tuple[str, int]] | None:
+        """Where 'per 1M output tokens', 'per million tokens', 'per token' ends: the end of its
+        cost words, whether a number follows them, and (unit, end of the unit words); None when
+        no cost phrase is here."""
         spec = self.query_rules.get("cost_per")
         if not spec:
             return None
@@ -86,12 +87,13 @@ class Phrases:
             key += self.keys[j]
             if key in words:
                 end = j + 1
-        if end is None or end >= len(self.toks) or self.toks[end].kind not in ("num", "size"):
+        if end is None or end >= len(self.toks):
             return None
-        unit = self.match(end + 1, vocab_of(self.kn).units)
+        numbered = self.toks[end].kind in ("num", "size")
+        unit = self.match(end + 1 if numbered else end, vocab_of(self.kn).units)
         if unit is None or unit[0] not in spec["units"]:
             return None
-        return end, unit
+        return end, numbered, unit
 
     def cost_phrase(self, first: Tok, last: Tok) -> None:
         """The cost phrase's meaning: the focus is cost (the number is what is priced, not a
