@@ -193,9 +193,9 @@ def run(args: QueryArgs, usage: str) -> int:
             return fail(str(err), err.exit_code)
         sys.stdout.write(markdown(build(quoted, kn, asked, wider)))
     elif args.fmt == "json":
-        import orjson
+        from kb.present.jsontext import indented
 
-        sys.stdout.buffer.write(orjson.dumps(result.to_dict(), option=orjson.OPT_INDENT_2) + b"\n")
+        sys.stdout.buffer.write(indented(result.to_dict()))
     else:
         from kb.present import render
         if args.fmt == "markdown":
