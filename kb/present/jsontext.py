@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import json
 import re
+from itertools import repeat
 from json.encoder import encode_basestring as _string
-from typing import Any
 
 # a number in exponent form ending its line of indented JSON (before the comma, if any) after
 # the key's ": ", the indent or the start of a piece: never inside a string, which ends its
@@ -39,7 +39,7 @@ def _respell(m: re.Match[str]) -> str:
     return f"{digits}e{e}"
 
 
-def _c(value: dict[str, Any] | list[Any], inner: str) -> str:
+def _c(value: dict[str, object] | list[object], inner: str) -> str:
     """The members of a container of scalars, one per line at inner, without the brackets: one
     call of the standard library's C encoder, whose item separator carries the newline and the
     indent; an exponent respelled as orjson writes it."""
@@ -53,7 +53,7 @@ def _c(value: dict[str, Any] | list[Any], inner: str) -> str:
     return text
 
 
-def _text(value: Any, indent: str) -> str:
+def _text(value: object, indent: str) -> str:
     """value, on a line indented by indent, as json.dumps(indent=2) writes it (with orjson's
     exponents). Each run of scalar members (most of an answer: a GPU row, a trace step) is
     written by one call of the C encoder, each container member by a call of its own."""
@@ -62,9 +62,13 @@ def _text(value: Any, indent: str) -> str:
     if not value:
         return "{}" if isinstance(value, dict) else "[]"
     inner = indent + "  "
+    ends = "{}" if isinstance(value, dict) else "[]"
+    members = value.values() if isinstance(value, dict) else value
+    if not any(map(isinstance, members, repeat(_CONTAINERS))):     # scalars only: one call
+        return f"{ends[0]}\n{inner}{_c(value, inner)}\n{indent}{ends[1]}"
     parts: list[str] = []
     if isinstance(value, dict):
-        run: dict[str, Any] = {}
+        run: dict[str, object] = {}
         for k, v in value.items():
             if isinstance(v, _CONTAINERS):
                 if run:
@@ -75,9 +79,8 @@ def _text(value: Any, indent: str) -> str:
                 run[k] = v
         if run:
             parts.append(_c(run, inner))
-        ends = "{}"
     else:
-        items: list[Any] = []
+        items: list[object] = []
         for v in value:
             if isinstance(v, _CONTAINERS):
                 if items:
@@ -88,11 +91,10 @@ def _text(value: Any, indent: str) -> str:
                 items.append(v)
         if items:
             parts.append(_c(items, inner))
-        ends = "[]"
     return f"{ends[0]}\n{inner}{(',' + chr(10) + inner).join(parts)}\n{indent}{ends[1]}"
 
 
-def indented(value: Any) -> bytes:
+def indented(value: object) -> bytes:
     """value as orjson.dumps(value, option=orjson.OPT_INDENT_2) writes it, plus a newline."""
     try:
         data = _text(value, "").encode("utf-8")
