@@ -30,17 +30,16 @@ class DeclaredType(click.ParamType[object]):
             return value
         try:
             return check(self.opt, self.opt.flag, value)
-        except ValueError as err:
-            self.fail(str(err), param, ctx)
+        except ValueError as err:    # click says "Invalid value for '--opt'" itself
+            self.fail(str(err).removeprefix(f"invalid value for '{self.opt.flag}': "), param, ctx)
 
 
 def option(opt: Opt) -> Callable[[F], F]:
     """The click option of a declaration."""
-    first, *_ = opt.help.split("\n")
     text = " ".join(opt.help.split("\n")) + (f" (one of: {', '.join(opt.choices)})" if opt.choices else "")
     if opt.value is not None:
         return click.option(opt.flag, *opt.names, opt.dest, flag_value=opt.value,
-                            default=opt.unset, help=text or first)
+                            default=opt.unset, help=text or None)
     return click.option(opt.flag, *opt.names, opt.dest, type=DeclaredType(opt), default=opt.default,
                         multiple=opt.multiple, metavar=opt.metavar or None, help=text or None,
                         show_default=opt.show_default)

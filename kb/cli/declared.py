@@ -31,20 +31,21 @@ Values = dict[str, Any]                 # the options of a command line by dest
 @record(frozen=True)
 class Opt:
     flag: str
-    dest: str               # the name it sets
-    value: object = None       # what a flag sets; None: the option takes a value (see metavar)
+    dest: str                       # the name it sets
+    value: object = None            # what a flag sets; None: the option takes a value (metavar)
     metavar: str = ""
-    help: str = ""          # as the help shows it; a newline breaks the line there
-    batch_only: bool = False    # kbq "QUERY" only, not kbq ask
-    kind: Kind | None = None    # checks and converts the value (None: the text as given)
-    choices: tuple[str, ...] = ()
-    default: object = None     # when not given (a flag that sets True: False)
+    help: str = ""                  # as the help shows it; a newline breaks the line there
+    batch_only: bool = False        # kbq "QUERY" only, not kbq ask
+    kind: Kind | None = None        # checks and converts the value (None: the text as given)
+    choices: tuple[str, ...] = ()   # the values it takes, if a choice
+    default: object = None          # when not given (a flag that sets True: False)
     names: tuple[str, ...] = ()     # other flags for the same option
-    multiple: bool = False  # may be given more than once: a list of values
-    show_default: bool = False
+    multiple: bool = False          # may be given more than once: a list of values
+    show_default: bool = False      # the help says the default
 
     @property
     def unset(self) -> object:
+        """The value when the option is not given."""
         if self.multiple:
             return []
         return False if self.default is None and self.value is True else self.default
@@ -77,7 +78,7 @@ def integer(low: int, high: int) -> Kind:
         if not (t.lstrip("-").isascii() and t.lstrip("-").isdigit()) or len(t) > 12:
             raise ValueError(f"invalid value for '{flag}': '{text}' is not a whole number")
         if not low <= int(t) <= high:
-            raise ValueError(f"invalid value for '{flag}': {t} is not in the range {low} to {high}")
+            raise ValueError(f"invalid value for '{flag}': {t} is not in the range {low}<=x<={high}")
         return int(t)
 
     kind.low, kind.high = low, high     # type: ignore[attr-defined]  # read by kb.cli.clicked
@@ -152,13 +153,14 @@ def read(argv: list[str], options: tuple[Opt, ...] | list[Opt]) -> Read | str:
 
 def options_help(options: tuple[Opt, ...] | list[Opt], batch: bool = True, version: bool = False) -> str:
     """The Options lines of a help text, from the declarations (without the batch-only options
-    when batch is False)."""
+    when batch is False); a choice's values are listed unless its help names them all."""
     lines = []
     for o in options:
         if o.batch_only and not batch:
             continue
         head = ", ".join((o.flag, *o.names)) + (f" {o.metavar}" if o.metavar else "")
-        text = o.help + (f"\none of: {', '.join(o.choices)}" if o.choices else "") \
+        listed = all(c in o.help for c in o.choices)     # the help names them itself
+        text = o.help + (f"\none of: {', '.join(o.choices)}" if not listed else "") \
             + (f"  [default: {o.default}]" if o.show_default else "")
         first, *rest = text.split("\n")
         if len(head) > 13:
