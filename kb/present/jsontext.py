@@ -26,7 +26,7 @@ from json.encoder import encode_basestring as _string
 # the key's ": ", the indent or the start of a piece: never inside a string, which ends its
 # line with '"' (a JSON string holds no raw newline)
 _EXPONENT = re.compile(r"(?<![^ ])(-?[0-9][0-9.]*)e([-+][0-9]+)(?=,?(?:\n|\Z))")
-_CONTAINERS = (dict, list)
+_CONTAINERS = (dict, list, tuple)   # a tuple is written as a list, as both encoders do
 _ENCODERS: dict[str, json.JSONEncoder] = {}
 
 
@@ -39,10 +39,34 @@ def _respell(m: re.Match[str]) -> str:
     return f"{digits}e{e}"
 
 
+def _scalar(value: object) -> str:
+    """One scalar as the C encoder writes it (with orjson's exponents): for a container of a few
+    members, where a call of the encoder costs more than writing the members one by one."""
+    if isinstance(value, str):
+        return _string(value)
+    if value is None or value is True or value is False:
+        return _LITERALS[value]
+    if isinstance(value, int):
+        return int.__repr__(value)
+    if isinstance(value, float) and value - value == 0:     # finite
+        text = float.__repr__(value)
+        return _EXPONENT.sub(_respell, text) if "e" in text else text
+    raise ValueError("not finite, or not JSON")     # orjson's null or error, from orjson
+
+
+_LITERALS = {None: "null", True: "true", False: "false"}
+SMALL = 16      # a container of at most this many scalars is written member by member
+
+
 def _c(value: dict[str, object] | list[object], inner: str) -> str:
     """The members of a container of scalars, one per line at inner, without the brackets: one
     call of the standard library's C encoder, whose item separator carries the newline and the
     indent; an exponent respelled as orjson writes it."""
+    if len(value) <= SMALL:
+        sep = ",\n" + inner
+        if isinstance(value, dict):
+            return sep.join([f"{_string(k)}: {_scalar(v)}" for k, v in value.items()])
+        return sep.join([_scalar(v) for v in value])
     enc = _ENCODERS.get(inner)
     if enc is None:
         enc = _ENCODERS[inner] = json.JSONEncoder(
