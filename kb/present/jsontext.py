@@ -58,7 +58,7 @@ _LITERALS = {None: "null", True: "true", False: "false"}
 SMALL = 16      # a container of at most this many scalars is written member by member
 
 
-def _c(value: dict[str, object] | list[object], inner: str) -> str:
+def _c(value: dict[str, object] | list[object] | tuple[object, ...], inner: str) -> str:
     """The members of a container of scalars, one per line at inner, without the brackets: one
     call of the standard library's C encoder, whose item separator carries the newline and the
     indent; an exponent respelled as orjson writes it."""
