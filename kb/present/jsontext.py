@@ -1,16 +1,17 @@
 """An answer as indented JSON for `kbq --json`, written by the standard library.
 
 In: a JSON value (an Answer's to_dict()). Out: UTF-8 bytes, two-space indent, non-ASCII kept,
-keys in their order, one trailing newline: the bytes orjson writes with OPT_INDENT_2, which the
-server and --batch still use, so that `kbq --json` and the API agree byte for byte.
+keys in their order, one trailing newline: the bytes orjson writes with OPT_INDENT_2, as
+`kbq --json` wrote them before (the server and --batch still write compact JSON with orjson).
 
 Why not orjson here: importing orjson imports dataclasses, inspect, uuid, platform and datetime,
 which costs more than writing an answer this way (counted in instructions, `kbq --json` 286 M
-with orjson, 277 M with this writer, 242 M for the plain text answer: bench/README.md). The two
+with orjson, 274 M with this writer, 243 M for the plain text answer: bench/README.md). The two
 writers differ only in how a float in exponent form is spelled: Python's repr writes 1e-05 and
 1e+16, orjson writes 0.00001 and 1e16 (a decimal point four places or fewer to the left of the
 first digit is written out; an exponent has no '+' and no leading zero). `_respell` turns the
-first into the second where a piece holds an exponent. A value orjson would write as null (NaN, an
+first into the second where a piece holds an exponent. Each run of more than SMALL scalar members
+is written by one call of the C encoder, a shorter one member by member. A value orjson would write as null (NaN, an
 infinity) goes to orjson itself, so the bytes stay its own; the engine's floats are finite
 (kb.engine.answer), and an integer beyond 64 bits, which orjson refuses, is written as it is.
 """
