@@ -127,7 +127,7 @@ def cold_start(n: int) -> None:
         floor_ms = statistics.median(floors) * 1000
         for label in commands:
             t_ms, ratio = statistics.median(times[label]) * 1000, statistics.median(ratios[label])
-            row(f"cold start, {label}", f"{t_ms:.0f} ms = {ratio:.1f}x (median of {n} paired ratios)",
+            row(f"cold start, {label}", f"{t_ms:.0f} ms = {ratio:.2f}x (median of {n} paired ratios)",
                 f"python -I -c pass {floor_ms:.0f} ms (median, same venv)", "<= 4.5x", ratio <= 4.5)
     finally:
         shutil.rmtree(where, ignore_errors=True)

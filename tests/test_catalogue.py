@@ -176,12 +176,17 @@ def test_hybrid_layers_add_up():
 # ---------------------------------------------------------------- kbq models
 
 def _models(*args: str) -> Any:
-    from click.testing import CliRunner
+    """`kbq models ARGS` through kb.cli.main, its exit code and its stdout and stderr as output."""
+    import contextlib
+    import io
+    from types import SimpleNamespace
 
-    from kb.cli.commands import cli
+    from kb.cli.main import main
 
-    r = CliRunner().invoke(cli, ["models", *args])
-    return r
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        code = main(["models", *args])
+    return SimpleNamespace(exit_code=code, output=out.getvalue())
 
 
 def test_models_search_matches_ids_names_and_aliases():

@@ -302,3 +302,34 @@ def test_a_closed_pipe_ends_the_one_shot_run_quietly(tmp_path):
         p.stdout.close()
         err = p.stderr.read().decode()
         assert p.wait(timeout=120) in (0, 120) and "Traceback" not in err
+
+
+# ---------------------------------------------------------------- the subcommands kbq reads itself
+
+@pytest.mark.parametrize("args", [["gpus", "--json"], ["models", "--json"], ["gpus", "--vendor", "nvdia"]])
+def test_a_listing_leaves_as_a_one_shot_run_with_its_whole_output(args, tmp_path):
+    """gpus, models, rules and validate are one-shot runs too (kb.cli.main.console): the listing,
+    longer than a pipe's buffer, is flushed whole, with main's exit status and stderr."""
+    test_the_one_shot_exit_gives_the_same_bytes_and_status_as_main(args, tmp_path)
+
+
+def test_listing_options_read_both_ways_and_bad_ones_are_usage_errors():
+    spaced = run("gpus", "--json", "--min-vram", "80", "--vendor", "amd", "--max-price", "1000000")
+    joined = run("gpus", "--json", "--min-vram=80", "--vendor=amd", "--max-price=1000000")
+    assert spaced.returncode == joined.returncode == 0 and spaced.stdout == joined.stdout
+    assert {g["vendor"] for g in json.loads(spaced.stdout)} == {"amd"}
+    assert run("models", "--search=llama", "--families").stdout == run("models", "--search", "llama", "--families").stdout
+    for args, said in [(["gpus", "--segment=dc"], "--segment must be one of datacenter"),
+                       (["gpus", "--min-vram"], "--min-vram needs a value"),
+                       (["models", "--moe=yes"], "--moe takes no value"),
+                       (["rules", "extra"], "unexpected argument 'extra'"),
+                       (["validate", "no/such/dir"], "path 'no/such/dir' does not exist"),
+                       (["gpus", "--runtime", "nope"], "unknown runtime 'nope'")]:
+        r = run(*args)
+        assert r.returncode == 2 and r.stderr.startswith("Error: ") and said in r.stderr, (args, r.stderr)
+        assert "Traceback" not in r.stderr and r.stdout == ""
+    helptext = run("gpus", "--help").stdout
+    for flag in ("--json", "--min-vram GB", "--min-bandwidth GB_S", "--vendor NAME", "--segment NAME",
+                 "--runtime NAME", "--max-price USD", "--rules DIR", "-h, --help"):
+        assert f"\n  {flag}" in helptext, flag
+    assert run("validate", "--help").stdout.startswith("Usage: kbq validate [OPTIONS] [PATH]...")

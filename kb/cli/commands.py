@@ -1,9 +1,9 @@
 """The kbq subcommands as one click group whose commands load on first use.
 
 In: argv after `kbq` when it names a subcommand (kb.cli.subcommands). Out: the click group `cli`;
-a subcommand's module (kb.cli.listings, kb.cli.rulefiles, kb.cli.export, kb.cli.serve) is imported
-only when that subcommand runs or its help is asked for, as click's documentation shows for
-lazily loaded subcommands, so `kbq gpus` imports neither pydantic nor the server.
+a subcommand's module (kb.cli.rulefiles, kb.cli.export, kb.cli.serve) is imported only when that
+subcommand runs or its help is asked for, as click's documentation shows for lazily loaded
+subcommands. The listings and `kbq validate` are not here: kbq reads them without click.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import importlib
 
 import click
 
-from kb.cli.subcommands import SUBCOMMANDS
+from kb.cli.subcommands import OWN, SUBCOMMANDS
 
 
 class LazyGroup(click.Group):
@@ -39,7 +39,8 @@ class LazyGroup(click.Group):
 
 
 @click.group(cls=LazyGroup, help="kbq: GPU sizing answers for LLM work, from rules you can read.",
-             lazy_subcommands={name: path for name, (path, _) in SUBCOMMANDS.items() if path})
+             lazy_subcommands={name: path for name, (path, _) in SUBCOMMANDS.items()
+                                if path and name not in OWN})
 @click.version_option(package_name="kbq", prog_name="kbq")
 def cli() -> None:
     pass

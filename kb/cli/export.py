@@ -9,18 +9,24 @@ from pathlib import Path
 
 import click
 
-from kb.cli.common import knowledge, rules_option
+from kb.cli.clicked import option, options, rules_option
+from kb.cli.common import knowledge
+from kb.cli.declared import RULES, Opt
+
+EXPORT_OPTIONS = (
+    Opt("--format", "fmt", metavar="FORMAT", choices=("markdown",), default="markdown", show_default=True,
+        help="page format"),
+    Opt("--out", "out", metavar="DIR", kind=lambda flag, text: Path(text),
+        help="directory to write the pages to (created if missing)"),
+    RULES,
+)
 
 
 @click.group("export", invoke_without_command=True,
            help="Write wiki pages (Markdown + Mermaid) from the rules: kbq export --out DIR. "
                 "'kbq export flow ID' prints one flow as a Mermaid chart, "
                 "'kbq export graph' the knowledge graph.")
-@click.option("--format", "fmt", type=click.Choice(["markdown"]), default="markdown",
-              show_default=True, help="Page format.")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
-              metavar="DIR", help="Directory to write the pages to (created if missing).")
-@rules_option
+@options(*EXPORT_OPTIONS)
 @click.pass_context
 def export(ctx: click.Context, fmt: str, out: Path | None, rules: str | None) -> None:
     ctx.obj = rules
@@ -65,7 +71,7 @@ def export_flow(ctx: click.Context, flow_id: str, rules: str | None) -> None:
 @export.command("graph", help="Print the knowledge graph (every formula and flow node, and the "
                               "edges between them) as a Mermaid flowchart; --markdown: the page "
                               "docs/graph.md holds.")
-@click.option("--markdown", "page", is_flag=True, help="The Markdown page around the chart.")
+@option(Opt("--markdown", "page", True, help="the Markdown page around the chart"))
 @rules_option
 @click.pass_context
 def export_graph(ctx: click.Context, page: bool, rules: str | None) -> None:

@@ -3,17 +3,23 @@
 In: argv. Out: an answer on stdout, errors on stderr as `Error: …`, exit 0 on an answer and 2 on a
 query or rule error. `kbq "QUERY"` and `kbq --batch` go through kb.cli.query, which imports neither
 click nor the server, and so does `kbq ask` (the same reader, the same options but --batch and
---jobs); the other subcommands (kb.cli.subcommands) are one click group (kb.cli.commands), imported
-only when a subcommand is named, which imports a subcommand's module only when it runs.
+--jobs); `kbq gpus`, `models`, `rules` and `validate` are kb.cli.declared Commands, read by the
+same reader without click; `kbq schema`, `export` and `serve` are one click group
+(kb.cli.commands) whose options are built from the same declarations (kb.cli.clicked).
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from kb.cli.query import fail, options_help, parse, run
-from kb.cli.subcommands import SUBCOMMANDS, commands_help
+from kb.cli.declared import fail
+from kb.cli.query import options_help, parse, run
+from kb.cli.subcommands import OWN, SUBCOMMANDS, commands_help
+
+if TYPE_CHECKING:
+    from kb.cli.declared import Command
 
 QUERY_HELP = """Usage: kbq [OPTIONS] "QUERY"
        kbq COMMAND [ARGS]...
@@ -50,6 +56,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args and args[0] == "ask":
             return _ask(args[1:], ASK_HELP, batch=False)
+        if args and args[0] in OWN:
+            import importlib
+
+            module, _, attr = SUBCOMMANDS[args[0]][0].partition(":")
+            command: Command = getattr(importlib.import_module(module), attr)
+            return command.main(args[1:])
         if args and args[0] in SUBCOMMANDS:
             from kb.cli.commands import cli
 
@@ -76,13 +88,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def console() -> None:
-    """The `kbq` command. A plain query or --batch-less ask is a one-shot process: it runs with
-    the cyclic garbage collector off (what one answer makes is freed with the process) and,
-    once its output is flushed, leaves without tearing the interpreter down (module by module
-    and object by object, ~7% of its cold start's work). Every other command exits as usual,
+    """The `kbq` command. A query without --batch, or a command kbq reads itself (OWN), is a
+    one-shot process: it runs with the cyclic garbage collector off (what one answer makes is
+    freed with the process) and, once its output is flushed, leaves without tearing the
+    interpreter down (module by module and object by object, ~7% of its cold start's work).
+    Every click command exits as usual,
     and so does any run whose output cannot be flushed (the usual message and exit status)."""
     args = sys.argv[1:]
-    one_shot = not (args and args[0] in SUBCOMMANDS and args[0] != "ask") and not any(
+    one_shot = not (args and args[0] in SUBCOMMANDS and args[0] not in OWN and args[0] != "ask") and not any(
         a == "--batch" or a.startswith("--batch=") for a in args)
     if one_shot:
         import gc

@@ -1,8 +1,8 @@
 """Answering from the command line: `kbq "QUERY"`, `kbq --batch FILE` and `kbq ask`, without click.
 
-In: the query options, declared once in QUERY_OPTIONS: read from argv by `parse` (the plain
-`kbq "QUERY"`, which must start fast, so it imports neither click nor the server), turned into
-click options for `kbq ask` by kb.cli.commands, and listed in `kbq --help` by `options_help`.
+In: the query options, declared once in QUERY_OPTIONS (kb.cli.declared's Opt): read from argv by
+`parse` for `kbq "QUERY"` and `kbq ask` (which must start fast, so neither imports click nor the
+server) and listed in `kbq --help` by `options_help`.
 Out: `run(QueryArgs)` → an answer on stdout (text, Markdown or JSON) or JSON Lines for a batch,
 errors on stderr as `Error: …`; exit 0 on an answer, 2 on a query or rule error.
 """
@@ -14,19 +14,18 @@ import typing
 from collections.abc import Iterator
 from typing import Any
 
+from kb.cli import declared
+from kb.cli.declared import RULES, Opt, fail
 from kb.recordtype import field, record
 
 SORTS = ("value", "cost", "speed", "memory", "power")
 
 
-@record(frozen=True)
-class Opt:
-    flag: str
-    dest: str               # the QueryArgs field it sets
-    value: Any = None       # what a flag sets; None: the option takes a value (see metavar)
-    metavar: str = ""
-    help: str = ""          # as `kbq --help` shows it; a newline breaks the line there
-    batch_only: bool = False
+def _jobs(flag: str, text: str) -> int:
+    t = text.strip()
+    if not (t.isascii() and t.isdigit()) or not t.strip("0"):
+        raise ValueError(f"{flag} needs a number of processes, e.g. {flag} 2")
+    return min(int(t[:9]) if len(t) <= 9 else MAX_JOBS, MAX_JOBS)
 
 
 QUERY_OPTIONS = (
@@ -41,21 +40,21 @@ QUERY_OPTIONS = (
              "assumption and the memory breakdown to the text answer"),
     Opt("--trace", "explain", True, help="the same as --explain"),
     Opt("--no-trace", "trace", False, help="with --explain, leave the trace out"),
-    Opt("--rules", "rules", metavar="DIR", help="use the rule files in DIR instead of the shipped ones"),
+    RULES,
     Opt("--batch", "batch", metavar="FILE", batch_only=True,
         help="answer one query per line of FILE ('-' for stdin) as JSON Lines, with\n"
              "--model-config, --prices, --sort and --options as given"),
-    Opt("--jobs", "jobs", metavar="N", batch_only=True,
+    Opt("--jobs", "jobs", metavar="N", batch_only=True, kind=_jobs,
         help="worker processes for --batch (default: one per core)"),
     Opt("--model-config", "config", metavar="PATH",
         help="a Hugging Face config.json for a model not in the rules"),
     Opt("--prices", "prices", metavar="FILE",
         help="use the prices in FILE (the rules/prices.yaml schema) instead of the shipped ones"),
-    Opt("--sort", "sort", metavar="NAME",
+    Opt("--sort", "sort", metavar="NAME", choices=SORTS,
         help="order the GPU configurations: value (default), cost, speed, memory or power"),
     Opt("--options", "options", True, help="list what to change so it fits (other precisions, context, GPUs…)"),
 )
-_BY_FLAG = {o.flag: o for o in QUERY_OPTIONS}
+_ASK_OPTIONS = tuple(o for o in QUERY_OPTIONS if not o.batch_only)
 
 
 @record
@@ -73,96 +72,29 @@ class QueryArgs:
     options: bool = False
     words: list[str] = field(default_factory=list)
 
-    def set(self, opt: Opt, value: Any = None) -> str | None:
-        """Apply one option (a flag, or an option with its value); an error message if the
-        value is not one it takes."""
-        if opt.value is not None:
-            setattr(self, opt.dest, opt.value)
-            return None
-        if opt.dest == "jobs":
-            text = str(value).strip()
-            if not (text.isascii() and text.isdigit()) or not text.strip("0"):
-                return "--jobs needs a number of processes, e.g. --jobs 2"
-            value = min(int(text[:9]) if len(text) <= 9 else MAX_JOBS, MAX_JOBS)
-        if opt.dest == "sort" and value not in SORTS:
-            from kb.errors import nearest
-
-            hint = nearest(value, SORTS)
-            return f"--sort must be one of {', '.join(SORTS)}" + (f" (did you mean '{hint}'?)" if hint else "")
-        setattr(self, opt.dest, value)
-        return None
-
 
 def options_help(batch: bool = True) -> str:
     """The Options lines of `kbq --help` (and, without --batch and --jobs, of `kbq ask --help`),
     from QUERY_OPTIONS."""
-    lines = []
-    for o in QUERY_OPTIONS:
-        if o.batch_only and not batch:
-            continue
-        head = f"{o.flag} {o.metavar}".strip()
-        first, *rest = o.help.split("\n")
-        if len(head) > 13:
-            lines += [f"  {head}", f"{'':17}{first}"]
-        else:
-            lines.append(f"  {head:<15}{first}")
-        lines += [f"{'':17}{r}" for r in rest]
-    lines += ["  --version      print the version"] if batch else []
-    lines += ["  -h, --help     show this message"]
-    return "\n".join(lines) + "\n"
-
-
-def fail(message: str, code: int = 2) -> int:
-    sys.stderr.write(f"Error: {message}\n")
-    return code
+    return declared.options_help(QUERY_OPTIONS, batch, version=batch)
 
 
 def parse(argv: list[str], usage: str, batch: bool = True) -> QueryArgs | int:
     """kbq [options] QUERY… → QueryArgs, or the exit code once help, the version or an error
     has been written. Every option that takes a value takes it as `--opt VALUE` or `--opt=VALUE`;
     `batch=False` (kbq ask) refuses --batch and --jobs."""
-    args = QueryArgs()
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
-        if arg == "--":
-            args.words.extend(argv[i + 1:])
-            break
-        if arg in ("-h", "--help"):
-            sys.stdout.write(usage)
-            return 0
-        if arg == "--version":
-            from kb import __version__
+    got = declared.read(argv, QUERY_OPTIONS if batch else _ASK_OPTIONS)
+    if isinstance(got, str):
+        return fail(got + ("\nTry 'kbq --help'." if got.startswith("no such option") else ""))
+    if got.asked == "help":
+        sys.stdout.write(usage)
+        return 0
+    if got.asked == "version":
+        from kb import __version__
 
-            sys.stdout.write(f"kbq {__version__}\n")
-            return 0
-        flag, eq, inline = arg.partition("=")
-        opt = _BY_FLAG.get(arg) or (_BY_FLAG.get(flag) if eq and arg.startswith("--") else None)
-        if opt is not None and opt.batch_only and not batch:
-            opt = None
-        if opt is None:
-            if arg.startswith("--") and len(arg) > 2:
-                return fail(f"no such option: {flag if eq else arg}\nTry 'kbq --help'.")
-            args.words.append(arg)
-        elif opt.value is not None:
-            if eq:
-                return fail(f"{flag} takes no value")
-            args.set(opt)
-        else:
-            if eq:
-                value = inline
-            elif i + 1 < len(argv):
-                value = argv[i + 1]
-                i += 1
-            elif opt.dest == "jobs":
-                return fail(args.set(opt, "") or "")
-            else:
-                return fail(f"{arg} needs a value")
-            error = args.set(opt, value)
-            if error:
-                return fail(error)
-        i += 1
-    return args
+        sys.stdout.write(f"kbq {__version__}\n")
+        return 0
+    return QueryArgs(**got.values, words=got.words)
 
 
 def run(args: QueryArgs, usage: str) -> int:
@@ -193,9 +125,9 @@ def run(args: QueryArgs, usage: str) -> int:
             return fail(str(err), err.exit_code)
         sys.stdout.write(markdown(build(quoted, kn, asked, wider)))
     elif args.fmt == "json":
-        import orjson
+        from kb.present.jsontext import indented
 
-        sys.stdout.buffer.write(orjson.dumps(result.to_dict(), option=orjson.OPT_INDENT_2) + b"\n")
+        sys.stdout.buffer.write(indented(result.to_dict()))
     else:
         from kb.present import render
         if args.fmt == "markdown":

@@ -7,27 +7,33 @@ from __future__ import annotations
 
 import click
 
-from kb.cli.common import AMOUNT, rules_option
+from kb.cli.clicked import options
+from kb.cli.declared import RULES, Opt, amount, integer
+
+SERVE_OPTIONS = (
+    Opt("--host", "host", metavar="HOST", default="127.0.0.1", show_default=True, help="address to listen on"),
+    Opt("--port", "port", metavar="PORT", kind=integer(0, 65535), default=8080, show_default=True,
+        help="port to listen on"),
+    Opt("--processes", "processes", metavar="N", kind=integer(1, 256),
+        help="worker processes  [default: one per CPU core]"),
+    Opt("--threads", "threads", metavar="N", kind=integer(1, 64), default=2, show_default=True,
+        names=("--workers",),
+        help="answers computed at once in each process, each on a thread of its own\n"
+             "(--workers is its former name)"),
+    Opt("--embed-origin", "embed_origins", metavar="ORIGIN", multiple=True,
+        help="an origin (https://wiki.example.com) that may frame /embed; repeat for more.\n"
+             "Adds to KBQ_EMBED_ORIGINS (space-separated)"),
+    Opt("--cache-mb", "cache_mb", metavar="MB", kind=amount, default=32.0, show_default=True,
+        help="answers already given, kept per process to give again while the rules are\n"
+             "unchanged (0: none)"),
+    RULES,
+)
 
 
 @click.command(help="Run the web page and JSON API under gunicorn: one gevent worker process per "
                     "core, each computing answers on a few threads.")
-@click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535))
-@click.option("--processes", type=click.IntRange(min=1, max=256), default=None,
-              help="Worker processes.  [default: one per CPU core]")
-@click.option("--threads", "--workers", "threads", default=2, show_default=True,
-              type=click.IntRange(min=1, max=64),
-              help="Answers computed at once in each process, each on a thread of its own "
-                   "(--workers is its former name).")
-@click.option("--embed-origin", "embed_origins", multiple=True, metavar="ORIGIN",
-              help="An origin (https://wiki.example.com) that may frame /embed; repeat for more. "
-                   "Adds to KBQ_EMBED_ORIGINS (space-separated).")
-@click.option("--cache-mb", default=32.0, show_default=True, type=AMOUNT, metavar="MB",
-              help="Answers already given, kept per process to give again while the rules are "
-                   "unchanged (0: none).")
-@rules_option
-def serve(host: str, port: int, processes: int | None, threads: int, embed_origins: tuple[str, ...],
+@options(*SERVE_OPTIONS)
+def serve(host: str, port: int, processes: int | None, threads: int, embed_origins: tuple[str, ...] | list[str],
           cache_mb: float, rules: str | None) -> None:
     import os
 
