@@ -225,7 +225,7 @@ class StoredExpr(Expr):
     nodes are built from their list form (`ast.to_list()`) when first read, since a plain query
     reads a fraction of the rules' ~320 expressions. Otherwise an Expr like any other."""
 
-    def __init__(self, text: str, ast: list[Any], names: tuple[str, ...], columns: dict[str, int]) -> None:
+    def __init__(self, text: str, ast: list[object], names: tuple[str, ...], columns: dict[str, int]) -> None:
         d = self.__dict__
         d["text"], d["_stored"], d["names"], d["name_columns"] = text, ast, names, columns
 

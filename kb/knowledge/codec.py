@@ -42,8 +42,10 @@ def _expr(e: ex.Expr) -> list[object]:
     return [e.text, e.ast.to_list(), e.name_columns, list(e.names)]
 
 
-def _unexpr(d: Any) -> ex.Expr:
-    return ex.StoredExpr(d[0], d[1], tuple(d[3]), d[2])
+def _unexpr(d: list[object]) -> ex.Expr:
+    text, ast, columns, names = d
+    assert isinstance(text, str) and isinstance(ast, list) and isinstance(columns, dict) and isinstance(names, list)
+    return ex.StoredExpr(text, ast, tuple(names), columns)
 
 
 # classes stored by a function of their own rather than field by field
