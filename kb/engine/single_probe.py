@@ -101,12 +101,7 @@ def choose_split(kn: Knowledge, r: Resolved, gpu: GPU, count: int, holds: str = 
         scope[name] = Col.of(getattr(x, name) for x in layouts)
     ev = Evaluated(scope)
     targets = targets_asked(w)
-    names = ["fits", "per_gpu_gb", "usable_vram_gb"]
-    if holds != "fits":
-        names += [holds, "decode_tokens_per_s"]
-    if targets:
-        names.append("meets_target")
-    evaluate(kn, ev, names)
+    evaluate(kn, ev, _probe_formulas(holds, bool(targets)))
     s = ev.scope
     speed, floor = s.get("decode_tokens_per_s"), s.get("speed_floor_tok_s")  # the probe's, as computed for `holds`
     evaluate(kn, ev, ["roomy_fit"])
@@ -139,15 +134,20 @@ def _layouts(w: Workload, count: int, splits: list[tuple[int, int]], kn: Knowled
     return out
 
 
-def _probe(kn: Knowledge, r: Resolved, w: Workload, gpu: GPU, count: int, holds: str) -> Probe:
-    ev = Evaluated(gpu_scope(base_scope(r, kn), gpu, count, r.precision, layout_of(r, kn, count)))
-    targets = targets_asked(w)
+def _probe_formulas(holds: str, targets: bool) -> list[str]:
+    """What a probe evaluates: its fit, and the figure it holds for and the target when asked."""
     names = ["fits", "per_gpu_gb", "usable_vram_gb"]
     if holds != "fits":
         names += [holds, "decode_tokens_per_s"]
     if targets:
         names.append("meets_target")
-    evaluate(kn, ev, names)
+    return names
+
+
+def _probe(kn: Knowledge, r: Resolved, w: Workload, gpu: GPU, count: int, holds: str) -> Probe:
+    ev = Evaluated(gpu_scope(base_scope(r, kn), gpu, count, r.precision, layout_of(r, kn, count)))
+    targets = targets_asked(w)
+    evaluate(kn, ev, _probe_formulas(holds, bool(targets)))
     s = ev.scope
     meets = bool(s.get("meets_target")) if targets else None
     return Probe(bool(s.get(holds)) and meets is not False, s.get("per_gpu_gb"), s.get("usable_vram_gb"),
