@@ -61,7 +61,7 @@ def with_options(a: Answer, w: Workload, kn: Knowledge, asked: Callable[[], Work
         a.options = merged(compute(kn, asked(), a))
         if w.focus == "time" and w.compare is None and rows and "training" in a.bottleneck:
             a, said = as_run(a, kn) or (a, "")
-    a.verdict = f"{said} {compose(a)}".lstrip()
+    a.verdict = f"{said} {compose(a, kn)}".lstrip()
     return a
 
 

@@ -68,7 +68,7 @@ def answer(w: Workload, kn: Knowledge, query: str = "", *, brief: bool = False) 
         return result
     from kb.engine.verdict import compose      # the text is composed once, from the data above
 
-    result.verdict = compose(result)
+    result.verdict = compose(result, kn)
     return result
 
 

@@ -20,14 +20,15 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from kb.engine.verdict_sides import label, sides, usd
+from kb.engine.verdict_sides import sides, usd
 from kb.figures import duration, num
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from kb.engine.answer import Answer, GpuRow
-    from kb.engine.answer_records import Question
+    from kb.engine.answer_records import Question, Side
+    from kb.knowledge.data import Knowledge
     from kb.knowledge.records import Value
 
 MAX_WORDS = 45
@@ -38,7 +39,7 @@ def words(text: str) -> int:
     return len(text.split())
 
 
-def compose(a: Answer) -> str:
+def compose(a: Answer, kn: Knowledge) -> str:
     """The verdict of an answer (see the module docstring)."""
     q: Question = a.question or {"kind": "", "vary": None, "unit": None, "value": None, "gpu": None}
     if q.get("unknown"):
@@ -49,8 +50,12 @@ def compose(a: Answer) -> str:
     elif kind == "compare":
         parts = _compare(a)
     elif a.comparison and len(a.comparison) > 1:
+        from kb.query.unparse import value_text
+
+        def label(s: Side) -> str:
+            return value_text(kn, s["field"], s["value"])
         parts = sides(a.comparison, str(q.get("kind") or ""), _training(a),
-                      _fixes(a, 1, label(a.comparison[0])))   # the options change the first side
+                      _fixes(a, 1, label(a.comparison[0])), label)   # the options change the first side
     elif kind == "which_gpu" or not any(g.requested for g in a.gpus):
         parts = _which(a, q)
     elif kind == "cost":

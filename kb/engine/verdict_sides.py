@@ -14,20 +14,16 @@ from typing import TYPE_CHECKING
 from kb.figures import num
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from kb.engine.answer_records import Side
+
+    Label = Callable[[Side], str]      # how a side is named
 
 
 def usd(v: float | None) -> str:
     """A dollar amount as every verdict shows it: whole dollars from $100, cents below."""
     return "n/a" if v is None else f"${v:,.0f}" if v >= 100 else f"${v:,.2f}"
-
-
-def label(side: Side) -> str:
-    """How a side is named: its value as the query gave it ('8B' for a parameter count)."""
-    v = side["value"]
-    if side["field"] == "params" and isinstance(v, (int, float)):
-        return f"{num(v / 1e9)}B"
-    return str(v)
 
 
 def _on(side: Side) -> str:
@@ -43,7 +39,7 @@ def _side_figure(side: Side, kind: str, training: bool) -> tuple[float | None, s
         (side["decode_tokens_per_s"], "tok/s per user")
 
 
-def _clause(side: Side, kind: str, training: bool, on: bool, again: bool, alike: bool) -> str:
+def _clause(side: Side, kind: str, training: bool, on: bool, again: bool, alike: bool, label: Label) -> str:
     """A side's fit, memory per GPU and figure; `again`: its unit was said in the clause before;
     `alike`: no side fits and all need the same count (said once, after the clauses)."""
     where = f" on {_on(side)}" if on else ""
@@ -60,15 +56,16 @@ def _clause(side: Side, kind: str, training: bool, on: bool, again: bool, alike:
     return f"{label(side)} fits{where}: {mem}{fig}"
 
 
-def sides(sides: list[Side], kind: str, training: bool, fixes: list[str]) -> list[str]:
+def sides(sides: list[Side], kind: str, training: bool, fixes: list[str], label: Label) -> list[str]:
     """One clause per side, side by side, then which side wins on what (only the engine's
-    figures, and the rules' quality rank); `fixes`: what would make the first side fit."""
+    figures, and the rules' quality rank); `fixes`: what would make the first side fit; `label`:
+    how a side is named (its value as a query writes it, kb.query.unparse.value_text)."""
     same = len({(s["count"], s["gpu"]) for s in sides}) == 1
     head = f"On {_on(sides[0])}, " if same else ""
     alike = _alike(sides)
-    first = head + "; ".join(_clause(s, kind, training, not same, i > 0, alike is not None)
+    first = head + "; ".join(_clause(s, kind, training, not same, i > 0, alike is not None, label)
                              for i, s in enumerate(sides)) + "."
-    return [first, _side_winner(sides, kind, training, fixes)]
+    return [first, _side_winner(sides, kind, training, fixes, label)]
 
 
 def _alike(sides: list[Side]) -> int | None:
@@ -80,7 +77,7 @@ def _alike(sides: list[Side]) -> int | None:
     return n if n and n != sides[0]["count"] else None
 
 
-def _side_winner(sides: list[Side], kind: str, training: bool, fixes: list[str]) -> str:
+def _side_winner(sides: list[Side], kind: str, training: bool, fixes: list[str], label: Label) -> str:
     fitting = [s for s in sides if s["fits"]]
     if not fitting:
         more = _alike(sides)

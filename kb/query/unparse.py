@@ -45,7 +45,8 @@ def _gpu(kn: Knowledge, g: GpuRequest) -> str:
     return f"{g.count}x {what}"
 
 
-def _value(kn: Knowledge, field: str, value: object) -> str:
+def value_text(kn: Knowledge, field: str, value: object) -> str:
+    """One value as a query writes it ('8B' for a parameter count, query.yaml's billion)."""
     if field == "params":
         return f"{num(float(value) / kn.billion)}B"      # type: ignore[arg-type]
     return str(value)
@@ -69,9 +70,9 @@ def unparse(w: Workload, kn: Knowledge) -> str:
         if value is None:
             continue
         if cmp is not None and cmp["field"] == field:
-            out.append(" vs ".join(_value(kn, field, v) for v in cmp["values"]))
+            out.append(" vs ".join(value_text(kn, field, v) for v in cmp["values"]))
         else:
-            out.append(_value(kn, field, value))
+            out.append(value_text(kn, field, value))
     kv_last = None
     if w.kv_precision:
         kv = q["knobs"][f"{w.kv_precision}_kv"][0]
