@@ -18,8 +18,11 @@ MONTH_H = 720       # rules: usable_train_horizon_h, "days, not months" (30 days
 def no_bf16_tensor_cores(gpu_id):
     # gpus.yaml tensor_tflops.bf16 null: Pascal (P100, P40), Volta (V100), Turing (T4, 2080 Ti)
     # and Apple GPUs have no bf16 tensor cores (NVIDIA architecture whitepapers); transformers'
-    # TrainingArguments(bf16=True) refuses them ("using Ampere GPU with cuda>=11.0")
-    return not (KN.gpus[gpu_id].get("tensor_tflops") or {}).get("bf16")
+    # TrainingArguments(bf16=True) refuses them ("using Ampere GPU with cuda>=11.0"). A null rate
+    # listed in tensor_unpublished is a rate the vendor does not publish, not missing hardware
+    # (the A10G is a GA102 Ampere, the RTX PRO 4000/4500 Blackwell are Blackwell: bf16 tensor cores)
+    g = KN.gpus[gpu_id]
+    return not (g.get("tensor_tflops") or {}).get("bf16") and "bf16" not in g.get("tensor_unpublished", ())
 
 
 def test_best_training_gpu_under_a_budget_is_usable_and_in_budget():
@@ -62,6 +65,27 @@ def test_a_home_question_ranks_home_cards():
     assert all(KN.gpus[r.id]["segment"] in ("consumer", "workstation") for r in a.gpus)
     pick = a.gpus[0]
     assert pick.fits and pick.count == 1 and pick.vram_gb < 30 and pick.config_price_usd <= 1000
+
+
+def test_an_unpublished_tensor_rate_is_still_native_math():
+    # NVIDIA publishes no A10G datasheet (AWS lists the card); it is a GA102 Ampere (NVIDIA Ampere
+    # GA102 whitepaper: third-generation tensor cores with BF16), so bf16 training runs on its tensor
+    # cores: rules/gpus.yaml leaves its rate null and lists bf16 in tensor_unpublished. The same
+    # holds for the RTX PRO 4500 Blackwell; a Pascal P40 has no tensor cores at all.
+    from kb.knowledge.gpu_names import gpu_values
+    bf16 = KN.precisions["bf16"]
+    assert gpu_values(KN.gpus["a10g"], 1, bf16)["gpu.native_compute"] is True
+    assert gpu_values(KN.gpus["rtx-pro-4500-blackwell"], 1, bf16)["gpu.native_compute"] is True
+    assert gpu_values(KN.gpus["tesla-p40"], 1, bf16)["gpu.native_compute"] is False
+    # a training ranking judges the 4500 (32 GB) as suiting a LoRA of an 8B model: bf16 weights
+    # 8.03e9 x 2 B = 16.1 GB plus adapters and activations fit 32 GB; 1e9 tokens finish in days
+    a = ask("which gpu for lora llama 3.1 8b")
+    row = next(r for r in a.gpus if r.id == "rtx-pro-4500-blackwell")
+    assert row.fits and row.suits_job
+    # the warning says the rate is unpublished (a lower bound), never that the math is not native
+    w = ask("lora llama 3.2 1b on an a10g").warnings
+    assert not any("no native" in x for x in w)
+    assert any("A10G" in x and "not published" in x for x in w)
 
 
 # ---------------------------------------------------------------- options
