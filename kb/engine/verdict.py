@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from kb.engine.verdict_room import tight, tight_sentences
 from kb.engine.verdict_sides import sides, usd
 from kb.figures import duration, num
 
@@ -57,7 +58,7 @@ def compose(a: Answer, kn: Knowledge) -> str:
         parts = sides(a.comparison, str(q.get("kind") or ""), _training(a),
                       _fixes(a, 1, label(a.comparison[0])), label)   # the options change the first side
     elif kind == "which_gpu" or not any(g.requested for g in a.gpus):
-        parts = _which(a, q)
+        parts = _which(a, q, kn)
     elif kind == "cost":
         parts = _cost(a, q) or _fit(a, q)
     else:
@@ -240,7 +241,7 @@ def _winner(asked: list[GpuRow], training: bool) -> str:
 
 # ---------------------------------------------------------------- which GPU
 
-def _which(a: Answer, q: Question) -> list[str]:
+def _which(a: Answer, q: Question, kn: Knowledge) -> list[str]:
     fitting = [g for g in a.gpus if g.fits]
     if not fitting:
         return _none_fit(a, q)
@@ -256,8 +257,9 @@ def _which(a: Answer, q: Question) -> list[str]:
     cost = None
     if q.get("focus") == "cost" and not training and pick.usd_per_million_tokens is not None:
         cost = f"{usd(pick.usd_per_million_tokens)} per million tokens rented."
-    alts = _alternatives(a, pick, training)
-    return [x for x in (lead, first, cost, *alts) if x]
+    roomy = tight_sentences(kn, a, pick, fitting, lambda g: _price(a, g))
+    alts = _alternatives(a, pick, training, kn)
+    return [x for x in (lead, first, *roomy, cost, *alts) if x]
 
 
 def _format_said(a: Answer) -> str:
@@ -289,7 +291,7 @@ def _none_fit(a: Answer, q: Question) -> list[str]:
             f"Fewest cards by memory: {g.gpus_needed}× {g.name}."]
 
 
-def _alternatives(a: Answer, pick: GpuRow, training: bool) -> list[str]:
+def _alternatives(a: Answer, pick: GpuRow, training: bool, kn: Knowledge) -> list[str]:
     """At most two alternatives that differ from the pick in kind: faster, cheaper, to rent."""
     def rate(g: GpuRow) -> float:
         return (g.train_tokens_per_s if training else g.decode_tokens_per_s) or 0.0
@@ -307,7 +309,7 @@ def _alternatives(a: Answer, pick: GpuRow, training: bool) -> list[str]:
     cheaper = [g for g in fitting if (c := cost(g)) and mine and c < mine]
     if cheaper:
         g = min(cheaper, key=lambda x: cost(x) or 0.0)
-        out.append(f"Cheaper: {config(g)} ({_price(a, g)}, {speed(g, training)}).")
+        out.append(f"Cheaper{' but tight' if tight(kn, g) else ''}: {config(g)} ({_price(a, g)}, {speed(g, training)}).")
     rentable = [g for g in [pick, *fitting] if g.config_usd_per_hour is not None]
     if rentable and not rent:
         g = min(rentable, key=lambda x: x.config_usd_per_hour or 0.0)
