@@ -192,6 +192,12 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
         if rdefaults[key] not in runtimes:
             errs.add(rdoc.error(("defaults", key), f"unknown runtime '{rdefaults[key]}'",
                                 nearest(rdefaults[key], runtimes)))
+    if rdefaults.get("embedded"):
+        emb = rdefaults["embedded"]
+        need_source(rdoc, ("defaults", "embedded", "source"), emb["source"])
+        if emb["runtime"] not in runtimes:
+            errs.add(rdoc.error(("defaults", "embedded", "runtime"), f"unknown runtime '{emb['runtime']}'",
+                                nearest(emb["runtime"], runtimes)))
     precisions, precision_alias = catalogue(docs["precisions"], "precisions", [p.model_dump() for p in parsed["precisions"].precisions], errs)
     for i, p in enumerate(parsed["precisions"].precisions):
         need_source(docs["precisions"], ("precisions", i, "source"), p.source)

@@ -242,10 +242,18 @@ class Runtime(TypedDict):
     notes: str | None
 
 
+class EmbeddedDefault(TypedDict):
+    form_factors: list[str]
+    runtime: str
+    text: str
+    source: str
+
+
 class RuntimeDefaults(TypedDict):
     inference: str
     gguf: str
     training: str
+    embedded: EmbeddedDefault | None
     source: str
 
 

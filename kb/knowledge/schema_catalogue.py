@@ -185,10 +185,19 @@ class RuntimeSchema(Strict):
     notes: str | None = None
 
 
+class EmbeddedDefaultSchema(Strict):
+    # inference on an embedded module (gpus.yaml form_factor, e.g. SoM: Jetson) runs this runtime
+    form_factors: list[str] = Field(min_length=1)
+    runtime: Slug
+    text: str
+    source: Slug
+
+
 class RuntimeDefaultsSchema(Strict):
     inference: Slug
     gguf: Slug
     training: Slug
+    embedded: EmbeddedDefaultSchema | None = None
     source: Slug
 
 
