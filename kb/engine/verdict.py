@@ -295,7 +295,8 @@ def _alternatives(a: Answer, pick: GpuRow, training: bool, kn: Knowledge) -> lis
     """At most two alternatives that differ from the pick in kind: faster, cheaper, to rent."""
     def rate(g: GpuRow) -> float:
         return (g.train_tokens_per_s if training else g.decode_tokens_per_s) or 0.0
-    fitting = [g for g in a.gpus if g.fits and g is not pick and g.meets_target is not False]
+    fitting = [g for g in a.gpus if g.fits and g is not pick and g.meets_target is not False
+               and (g.suits_job is not False or pick.suits_job is False)]
     out: list[str] = []
     faster = [g for g in fitting if rate(g) > rate(pick)]
     if faster:
