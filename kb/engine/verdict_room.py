@@ -49,9 +49,11 @@ def tight_sentences(kn: Knowledge, a: Answer, pick: GpuRow, rows: list[GpuRow],
     margin (`price`: what a configuration costs as the question counts it)."""
     if not tight(kn, pick):
         return []
-    extra = more_context(a, pick)
+    training = "training" in a.bottleneck
+    extra = None if training else more_context(a, pick)
     gives = (f", room for about {round(extra, 1 - int(math.log10(extra))):,.0f} more tokens of context"
-             if extra and extra >= 1 else ", little room for a longer context")
+             if extra and extra >= 1 else ", little room for a longer sequence or batch" if training
+             else ", little room for a longer context")
     said = [f"Tight: {num(pick.per_gpu_gb)} of {num(pick.usable_vram_gb)} GB per card, under the "
             f"{100 * margin(kn):.0f}% memory-error margin{gives}."]
     roomy = [g for g in rows if g.fits and g is not pick and not tight(kn, g) and g.meets_target is not False]
