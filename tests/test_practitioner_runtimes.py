@@ -78,3 +78,49 @@ def test_32b_at_home_is_one_24gb_cuda_card():
 def test_an_intel_card_named_is_answered_on():
     a = ask("qwen2.5 32b q4_k_m on an arc pro b60")
     assert a.gpus[0].id == "arc-pro-b60" and a.gpus[0].fits
+
+
+# ---------------------------------------------------------------- a ranking's runtime per card
+
+@pytest.mark.parametrize("q", ["cheapest gpu for gemma 27b q4", "cheapest gpu to run gemma 3 27b at q4"])
+def test_a_one_user_4bit_ranking_keeps_the_p40_under_llama_cpp(q):
+    # vLLM does not run Pascal (source vllm-gpu-requirements); llama.cpp does, and P40 owners run
+    # 27B models at Q4 on it. Hand derivation: Gemma 27B at Q4_0 (4.5 bits: 32 weights share one
+    # fp16 scale, source llamacpp-quantize) is 27.2e9 x 4.5 / 8 = 15.3 GB, plus the KV cache of
+    # 4,096 tokens and 0.8 GB of runtime: ~18 GB, inside the P40's 24 GiB (25.8 GB). At $200
+    # (prices.yaml) it is the cheapest card that holds it, decoding ~346 GB/s x 0.861 x 0.927 /
+    # 15.3 GB ≈ 18 tok/s (published P40 owners' figures for 27-32B Q4: 10-15; tolerance 8-22).
+    a = ask(q)
+    per_card = a.question["per_card"]
+    p40 = next(r for r in a.gpus if r.id == "tesla-p40")
+    assert per_card["tesla-p40"] == "llama.cpp at q4_0"
+    assert p40.fits and p40.per_gpu_gb == pytest.approx(18, rel=0.05)
+    assert 8 <= p40.decode_tokens_per_s <= 22
+    assert a.gpus[0].id == "tesla-p40" and "under llama.cpp at q4_0" in a.verdict
+    # every other card keeps the ranking's own runtime and format, and the answer says which is which
+    assert all(v == "vLLM at int4" for k, v in per_card.items() if KN.gpus[k]["architecture"] != "Pascal"
+               and KN.gpus[k]["vendor"] != "apple")
+    assert any(s.startswith("runtime per card:") and "llamacpp-quantize" in s for s in a.assumptions)
+
+
+def test_the_merged_ranking_is_in_the_ranking_order():
+    # the rows of both runtimes in one order: the cost sort's keys (prices.yaml sorts.cost) read
+    # from each row; within the fitting plug-in cards that suit the job and meet the target the price
+    # never goes down
+    a = ask("cheapest gpu for gemma 27b q4")
+    ok = [r for r in a.gpus if r.fits and r.meets_target and r.suits_job
+          and not KN.gpus[r.id]["form_factor"].upper().startswith(("SXM", "OAM", "SUPERCHIP", "SH5"))]
+    prices = [r.config_price_usd for r in ok if r.config_price_usd is not None]
+    assert prices == sorted(prices)
+    assert [r.rank for r in a.gpus] == list(range(1, len(a.gpus) + 1))
+
+
+@pytest.mark.parametrize("q", ["cheapest gpu to serve gemma 27b int4 to 8 users", "cheapest gpu for gemma 27b awq",
+                               "cheapest gpu for gemma 27b q4 with vllm", "best gpu for llama 3.1 8b fp16"])
+def test_serving_several_users_a_named_runtime_or_a_serving_format_keep_one_runtime(q):
+    # the per-card rule covers one user's generic 4/8-bit format (runtimes.yaml defaults.per_card):
+    # several users are served by one serving runtime, a named runtime is kept, AWQ is a vLLM-type
+    # checkpoint llama.cpp does not load, and fp16 rankings stay as they were
+    a = ask(q)
+    assert "per_card" not in (a.question or {})
+    assert not any(KN.gpus[r.id]["architecture"] == "Pascal" for r in a.gpus if r.id in KN.gpus)

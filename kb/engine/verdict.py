@@ -251,7 +251,7 @@ def _which(a: Answer, q: Question, kn: Knowledge) -> list[str]:
     head = {"cost": "Cheapest", "speed": "Fastest"}.get(sort, "Pick")
     s = speed(pick, training)
     figures = ", ".join(x for x in (_price(a, pick), s) if x)
-    first = f"{head}: {config(pick)}{_format_said(a)}" + (f" ({figures})" if figures else "") + "."
+    first = f"{head}: {config(pick)}{_format_said(a) or _runtime_said(q, pick)}" + (f" ({figures})" if figures else "") + "."
     focus = q.get("focus")
     lead = _lead(a, focus, pick) if focus in ("memory", "speed", "time") and focus != sort else None
     cost = None
@@ -271,6 +271,16 @@ def _format_said(a: Answer) -> str:
     if not any(s.startswith(f"precision: {precision}, {FORMAT_DEFAULT}") for s in a.assumptions):
         return ""
     return f" at {precision} under {a.workload.get('runtime')}"
+
+
+def _runtime_said(q: Question, g: GpuRow, pick: GpuRow | None = None) -> str:
+    """' under llama.cpp at q4_0' for a ranking whose cards run under different runtimes
+    (kb.engine.per_card): the pick's, and an alternative's where it differs from the pick's."""
+    per_card = q.get("per_card") or {}
+    said = per_card.get(g.id)
+    if not said or (pick is not None and per_card.get(pick.id) == said):
+        return ""
+    return f" under {said}"
 
 
 def _price(a: Answer, g: GpuRow) -> str | None:
@@ -299,9 +309,10 @@ def _alternatives(a: Answer, pick: GpuRow, training: bool, kn: Knowledge) -> lis
                and (g.suits_job is not False or pick.suits_job is False)]
     out: list[str] = []
     faster = [g for g in fitting if rate(g) > rate(pick)]
+    q = a.question or {"kind": "", "vary": None, "unit": None, "value": None, "gpu": None}
     if faster:
         g = faster[0]
-        out.append(f"Faster: {config(g)} ({_price(a, g)}, {speed(g, training)}).")
+        out.append(f"Faster: {config(g)}{_runtime_said(q, g, pick)} ({_price(a, g)}, {speed(g, training)}).")
     rent = bool(a.workload.get("rent"))
 
     def cost(g: GpuRow) -> float | None:
@@ -310,7 +321,8 @@ def _alternatives(a: Answer, pick: GpuRow, training: bool, kn: Knowledge) -> lis
     cheaper = [g for g in fitting if (c := cost(g)) and mine and c < mine]
     if cheaper:
         g = min(cheaper, key=lambda x: cost(x) or 0.0)
-        out.append(f"Cheaper{' but tight' if tight(kn, g) else ''}: {config(g)} ({_price(a, g)}, {speed(g, training)}).")
+        out.append(f"Cheaper{' but tight' if tight(kn, g) else ''}: {config(g)}{_runtime_said(q, g, pick)} "
+                   f"({_price(a, g)}, {speed(g, training)}).")
     rentable = [g for g in [pick, *fitting] if g.config_usd_per_hour is not None]
     if rentable and not rent:
         g = min(rentable, key=lambda x: x.config_usd_per_hour or 0.0)

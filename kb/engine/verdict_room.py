@@ -37,7 +37,8 @@ def more_context(a: Answer, pick: GpuRow) -> float | None:
     card over the KV cache's GB per token (the answer's memory is the pick's); else None."""
     mem, w = a.memory, a.workload
     kv, tokens = mem.get("breakdown", {}).get("kv_cache_gb"), (w.get("users") or 1) * (w.get("context_tokens") or 0)
-    tp = (w.get("parallel") or {}).get("tp") or 1
+    parallel = w.get("parallel")
+    tp = parallel["tp"] if parallel else 1
     if not kv or not tokens or tp != 1 or mem.get("gpu") != pick.name or pick.headroom_gb is None:
         return None
     return pick.headroom_gb * pick.count / (kv / tokens) / (w.get("users") or 1)

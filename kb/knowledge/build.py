@@ -192,13 +192,19 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
         if rdefaults[key] not in runtimes:
             errs.add(rdoc.error(("defaults", key), f"unknown runtime '{rdefaults[key]}'",
                                 nearest(rdefaults[key], runtimes)))
-    if rdefaults.get("embedded"):
-        emb = rdefaults["embedded"]
-        need_source(rdoc, ("defaults", "embedded", "source"), emb["source"])
-        if emb["runtime"] not in runtimes:
-            errs.add(rdoc.error(("defaults", "embedded", "runtime"), f"unknown runtime '{emb['runtime']}'",
-                                nearest(emb["runtime"], runtimes)))
+    for key in ("embedded", "per_card"):
+        if rdefaults.get(key):
+            rule = rdefaults[key]
+            need_source(rdoc, ("defaults", key, "source"), rule["source"])
+            if rule["runtime"] not in runtimes:
+                errs.add(rdoc.error(("defaults", key, "runtime"), f"unknown runtime '{rule['runtime']}'",
+                                    nearest(rule["runtime"], runtimes)))
     precisions, precision_alias = catalogue(docs["precisions"], "precisions", [p.model_dump() for p in parsed["precisions"].precisions], errs)
+    for pair in (rdefaults.get("per_card") or {}).get("precisions", {}).items():
+        for pid in pair:
+            if precisions and pid not in precisions:
+                errs.add(rdoc.error(("defaults", "per_card", "precisions", pair[0]), f"unknown precision '{pid}'",
+                                    nearest(pid, precisions)))
     for i, p in enumerate(parsed["precisions"].precisions):
         need_source(docs["precisions"], ("precisions", i, "source"), p.source)
     for i, rt in enumerate(parsed["runtimes"].runtimes):

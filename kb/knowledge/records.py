@@ -249,11 +249,20 @@ class EmbeddedDefault(TypedDict):
     source: str
 
 
+class PerCardDefault(TypedDict):
+    runtime: str
+    precisions: dict[str, str]
+    max_users: int | None
+    text: str
+    source: str
+
+
 class RuntimeDefaults(TypedDict):
     inference: str
     gguf: str
     training: str
     embedded: EmbeddedDefault | None
+    per_card: PerCardDefault | None
     source: str
 
 

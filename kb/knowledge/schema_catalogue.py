@@ -193,11 +193,23 @@ class EmbeddedDefaultSchema(Strict):
     source: Slug
 
 
+class PerCardDefaultSchema(Strict):
+    # a ranking whose runtime came from a default ranks the cards that runtime does not run under
+    # this one, the format as it runs there (precision id → precision id); a format not listed is
+    # not run there, and those cards stay out
+    runtime: Slug
+    precisions: dict[Slug, Slug] = Field(min_length=1)
+    max_users: int | None = Field(default=None, ge=1)   # a question for more users keeps one runtime
+    text: str
+    source: Slug
+
+
 class RuntimeDefaultsSchema(Strict):
     inference: Slug
     gguf: Slug
     training: Slug
     embedded: EmbeddedDefaultSchema | None = None
+    per_card: PerCardDefaultSchema | None = None
     source: Slug
 
 
