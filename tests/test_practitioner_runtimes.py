@@ -124,3 +124,16 @@ def test_serving_several_users_a_named_runtime_or_a_serving_format_keep_one_runt
     a = ask(q)
     assert "per_card" not in (a.question or {})
     assert not any(KN.gpus[r.id]["architecture"] == "Pascal" for r in a.gpus if r.id in KN.gpus)
+
+
+# ---------------------------------------------------------------- a format's kernels per architecture
+
+def test_vllm_ranks_no_volta_card_for_awq_but_does_for_gptq():
+    # vLLM's quantization hardware table (source vllm-quantization-hardware): AWQ ❌ on Volta
+    # (SM 7.0), ✅ from Turing (7.5); GPTQ ✅ on Volta. Serving 70B to 50 users: 50 requests of
+    # 4,096 tokens x 327,680 B = 67 GB of KV cache plus 37 GB of 4-bit weights need 8 x 16 GB.
+    awq = ask("cheapest way to serve llama 3.1 70b to 50 users")
+    assert awq.workload["precision"] == "awq" and awq.workload["runtime"] == "vllm"
+    assert not any(KN.gpus[r.id]["architecture"] == "Volta" for r in awq.gpus)
+    gptq = ask("cheapest way to serve llama 3.1 70b gptq to 50 users")
+    assert any(KN.gpus[r.id]["architecture"] == "Volta" and r.fits for r in gptq.gpus)

@@ -129,8 +129,8 @@ def _answer_question(w: Workload, kn: Knowledge, query: str, brief: bool = False
     elif question == "how_many_gpus":
         import copy             # capacity questions only: copy is kept off the plain query's path
 
-        rt = resolve(copy.deepcopy(w), kn).runtime
-        targets = [(g, 1) for g in kn.gpus.values() if runs_on(rt, g)]
+        got = resolve(copy.deepcopy(w), kn)
+        targets = [(g, 1) for g in kn.gpus.values() if runs_on(got.runtime, g, got.precision["id"])]
     else:
         targets = [(kn.gpus[_first_ranked(w, kn)], 1)]
     probes = Probes(kn, w, [gpu for gpu, _ in targets],     # what every card's search shares
@@ -292,12 +292,12 @@ def _ranked(w: Workload, kn: Knowledge, query: str = "", brief: bool = False,
         gpus = gpu_columns([(g, c) for g, c, _ in candidates], r.precision, gemm_of(r.runtime))
     elif w.segments or only:    # the classes of card asked about (or the cards given): judge only those
         candidates = [(g, 1, False) for g in kn.gpus.values()
-                      if runs_on(r.runtime, g) and (not w.segments or g.get("segment") in w.segments)
+                      if runs_on(r.runtime, g, r.precision["id"]) and (not w.segments or g.get("segment") in w.segments)
                       and (only is None or g["id"] in only)] or [
-            (g, 1, False) for g in kn.gpus.values() if runs_on(r.runtime, g)]
+            (g, 1, False) for g in kn.gpus.values() if runs_on(r.runtime, g, r.precision["id"])]
         gpus = gpu_columns([(g, 1) for g, _, _ in candidates], r.precision, gemm_of(r.runtime))
     else:
-        candidates = [(g, 1, False) for g in kn.gpus.values() if runs_on(r.runtime, g)]
+        candidates = [(g, 1, False) for g in kn.gpus.values() if runs_on(r.runtime, g, r.precision["id"])]
         gpus = catalogue_columns(kn, r.precision, r.runtime)
     # a formula is computed when the rows, a flow or a claim first needs it
     layouts = layouts_of(r, kn, candidates)

@@ -238,6 +238,8 @@ class Runtime(TypedDict):
     well_supported_source: str | None
     unsupported_architectures: list[str]
     unsupported_architectures_source: str | None
+    unsupported_formats: dict[str, list[str]]
+    unsupported_formats_source: str | None
     source: str
     notes: str | None
 

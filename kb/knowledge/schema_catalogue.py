@@ -181,6 +181,10 @@ class RuntimeSchema(Strict):
     # needs compute capability 7.0: no Pascal, Maxwell or Kepler card)
     unsupported_architectures: list[str] = []
     unsupported_architectures_source: Slug | None = None
+    # formats (precisions.yaml ids) whose kernels the runtime does not run on these architectures
+    # (vLLM's AWQ kernels need compute capability 7.5: no Volta)
+    unsupported_formats: dict[Slug, list[str]] = {}
+    unsupported_formats_source: Slug | None = None
     source: Slug
     notes: str | None = None
 
