@@ -119,6 +119,17 @@ def test_zero3_offload_step_waits_on_pcie_and_the_cpu_adam_step():
     assert a["throughput"]["train_tokens_per_s"] < plain["throughput"]["train_tokens_per_s"]
 
 
+def test_an_offloaded_70b_step_against_torchtunes_published_speed():
+    # torchtune README, 'Memory and training speed': Llama 3.1 70B full fine-tune on 8x A100 with
+    # CPU offload and a fused optimizer, batch 2, packed to 2048: 1568 tokens/s (the 8 GPUs
+    # together: 35% MFU). The CPU step is the longest part after the GPU's; at the host's full
+    # bandwidth kbq said 2273 (45% over), at CPU Adam's published share 1769. Within 20% (the
+    # training-speed band's p90 is 25%).
+    a = answer("full fine-tune llama-3.1-70b seq 2048 batch 2 with checkpointing on 8x a100 with torchtune")
+    assert a["workload"]["parallel"]["offload"] is True
+    assert a["throughput"]["train_tokens_per_s"] == pytest.approx(1568, rel=0.20)
+
+
 @pytest.mark.parametrize("billions, seconds", [(1, 0.22), (2, 0.51), (4, 1.03), (8, 2.41)])
 def test_cpu_adam_rate_meets_the_papers_other_sizes(billions, seconds):
     # The bandwidth share is taken from Table 4's 10B row alone; its 2B, 4B and 8B rows on the
