@@ -4,6 +4,8 @@ record the engine is type-checked against."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from kb.knowledge import records as rec
@@ -54,7 +56,7 @@ PAIRS = [
 
 
 @pytest.mark.parametrize(("record", "model"), PAIRS, ids=[p[0].__name__ for p in PAIRS])
-def test_record_has_the_schema_keys(record: type, model: type) -> None:
+def test_record_has_the_schema_keys(record: Any, model: Any) -> None:
     keys = set(record.__required_keys__) | set(record.__optional_keys__)
     assert keys == set(model.model_fields) | set(view_of(model).added)
 
