@@ -28,6 +28,16 @@ def client(app):
     return app.test_client()
 
 
+@pytest.fixture
+def rules_copy(tmp_path: Path) -> Path:
+    """A copy of the shipped rules to edit (live-rules tests)."""
+    from kb.paths import rules_dir
+
+    root = tmp_path / "rules"
+    shutil.copytree(rules_dir(), root)
+    return root
+
+
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
