@@ -33,7 +33,7 @@ from kb import ask, get_knowledge
 from kb.engine.answer import Answer
 from kb.errors import QueryError
 from kb.recordtype import is_record, replace
-from test_fuzz import Drawn, vocab_query   # the fuzzing's query generator (tests/test_fuzz.py)
+from fuzz_queries import Drawn, vocab_query   # the fuzzing's query generator (tests/fuzz_queries.py)
 
 KN = get_knowledge()
 # Every catalogue GPU judged on one card (as without rules/prices.yaml's advice, which judges
