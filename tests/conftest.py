@@ -51,6 +51,19 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 
 @pytest.fixture
+def rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the shipped rules in tmp_path/rules; the working directory is tmp_path and
+    the knowledge snapshot cache goes there too (tests/test_rules_harm*.py)."""
+    from kb.paths import rules_dir
+
+    root = tmp_path / "rules"
+    shutil.copytree(rules_dir(), root)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("KBQ_CACHE_DIR", str(tmp_path / "cache"))
+    return root
+
+
+@pytest.fixture
 def rules_copy(tmp_path: Path) -> Path:
     """A copy of the shipped rules to edit (live-rules tests)."""
     from kb.paths import rules_dir
