@@ -218,19 +218,39 @@ class Call(ExprNode):
 
 # every node class, found by its TAG when read back
 NODES: tuple[type[ExprNode], ...] = (Num, Str, Name, Bin, Cmp, Logic, Not, Neg, Call)
-_BY_TAG: dict[str, type[ExprNode]] = {cls.TAG: cls for cls in NODES}
+
+
+def _builder(cls: type[ExprNode]) -> Callable[[list[Any]], ExprNode]:
+    """list form → node of `cls`, made from how its fields are stored (nodes_base.stored_kinds):
+    the shapes the node classes have are spelt out (a snapshot's expressions are read with
+    these), any other is read field by field."""
+    make: Callable[..., ExprNode] = cls
+    kinds = tuple(kind for _, kind in stored_kinds(cls))
+    if kinds == ("plain",):
+        return lambda a: make(a[1])
+    if kinds == ("node",):
+        return lambda a: make(from_list(a[1]))
+    if kinds == ("plain", "node", "node"):
+        return lambda a: make(a[1], from_list(a[2]), from_list(a[3]))
+    if kinds == ("plain", "nodes"):
+        return lambda a: make(a[1], tuple(from_list(x) for x in a[2]))
+    return lambda a: make(*[value if kind == "plain" else from_list(value) if kind == "node"
+                            else tuple(from_list(v) for v in value) for kind, value in zip(kinds, a[1:])])
+
+
+_BUILDERS: dict[str, Callable[[list[Any]], ExprNode]] = {}
 
 
 def from_list(data: list[Any]) -> ExprNode:
     """The node a `to_list()` form describes: its class by the TAG, its fields in FIELDS order
     as the class declares them (kb.expr.nodes_base.stored_kinds)."""
-    cls = _BY_TAG.get(data[0]) if data else None
-    if cls is None:
-        raise ValueError(f"unknown AST node {data[0] if data else data!r}")
-    make: Callable[..., ExprNode] = cls
-    return make(*[value if kind == "plain" else from_list(value) if kind == "node"
-                 else tuple(from_list(v) for v in value)
-                 for (_, kind), value in zip(stored_kinds(cls), data[1:])])
+    build = _BUILDERS.get(data[0]) if data else None
+    if build is None:
+        cls = next((c for c in NODES if data and c.TAG == data[0]), None)
+        if cls is None:
+            raise ValueError(f"unknown AST node {data[0] if data else data!r}")
+        build = _BUILDERS[cls.TAG] = _builder(cls)
+    return build(data)
 
 
 def signature() -> list[str]:
