@@ -5,4 +5,4 @@ files' JSON Schema; both are part of the knowledge snapshot's format key
 (kb.knowledge.snapshot.format_key)."""
 
 RECORDS = "95ea5c97fbcb3c41"
-SCHEMAS = "bc71c3b4787ac3bc"
+SCHEMAS = "c56fa96f8c6147c1"
