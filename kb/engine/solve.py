@@ -15,7 +15,7 @@ from kb.engine.budget import count_probe
 from kb.engine.probes import Probes
 from kb.engine.single_probe import Probe
 from kb.knowledge.data import Knowledge
-from kb.figures import num
+from kb.figures import duration, num
 from kb.query.workload import Workload
 
 if TYPE_CHECKING:
@@ -262,8 +262,12 @@ def solve_row(kn: Knowledge, w: Workload, question: str, gpu: GPU, count: int,
     if question == "how_many_gpus":
         n = smallest_fitting(kn, w, int(spec["lower"]), int(spec["upper"]), gpu, p)
         if n is None:
-            return _how_many_row(p, gpu, None, None, None)
-        return _how_many_row(p, gpu, n, probe(vary, n, gpu, n), probe(vary, n - 1, gpu, n - 1) if n > 1 else None)
+            return {**_how_many_row(p, gpu, None, None, None), "target": target_text(w) if p.targets else None}
+        prev = probe(vary, n - 1, gpu, n - 1) if n > 1 else None
+        counted = _how_many_row(p, gpu, n, probe(vary, n, gpu, n), prev)
+        if prev is not None and prev.fits_memory and prev.meets_target is False:
+            counted.update(target_binding=True, target=target_text(w))  # 'in 30 days' binds, not memory
+        return counted
     holds = spec.get("holds", "fits")
     value, capped = largest_fitting(kn, w, vary, spec["lower"], spec["upper"], gpu, count, holds, p)
     row: Row = {"gpu": gpu["name"], "gpu_id": gpu["id"], "count": count, "value": value,
@@ -307,7 +311,8 @@ def binding(after: Probe, w: Workload) -> str | None:
 def target_text(w: Workload) -> str:
     asked = [f"the speed floor ({w.speed_floor_tok_s:g} tok/s per user)" if w.speed_floor_tok_s is not None else "",
              f"time to first token under {w.ttft_max_s:g} s" if w.ttft_max_s is not None else "",
-             f"{w.tokens_per_day:,.0f} tokens a day" if w.tokens_per_day is not None else ""]
+             f"{w.tokens_per_day:,.0f} tokens a day" if w.tokens_per_day is not None else "",
+             f"the run within {duration(w.deadline_hours * 3600)}" if w.deadline_hours is not None else ""]
     return ", ".join(a for a in asked if a) or "the target"
 
 

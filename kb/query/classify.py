@@ -187,6 +187,7 @@ class Classifier:
         word may be a plural ('4090s', 'h100s')."""
         toks, keys, vocab = self.toks, self.keys, self.vocab
         found: tuple[Entry, int] | None = None
+        shorter: tuple[Entry, int] | None = None          # the phrase found before `found`
         key = ""
         for j in range(i, min(len(toks), i + self.vocab.max_tokens)):
             if toks[j].kind not in _PHRASE_KINDS and (j == i or toks[j].kind != "vs"):
@@ -206,13 +207,22 @@ class Classifier:
             if hit is None and key.endswith("."):     # 'llama.cpp.'
                 hit = table.get(key.rstrip("."))
             if hit is not None:
-                found = (hit, j + 1)
+                shorter, found = found, (hit, j + 1)
             if not has_prefix(vocab, key):
                 break
-        return found
+        if found is not None and shorter is not None and self._opens_quantity(found[1] - 1):
+            return shorter          # '1t tokens in 30 days': 'in' opens '30 days', so the
+        return found                # phrase is 'tokens', not 'tokens in' (a prompt)
 
     def _number_at(self, j: int) -> bool:
         return j < len(self.toks) and self.toks[j].kind == "num"
+
+    def _opens_quantity(self, j: int) -> bool:
+        """Item j is a filler word ('in', 'for') and a number with its unit word follows it."""
+        k = j
+        while k < len(self.toks) and (hit := self.vocab.table.get(self.keys[k])) is not None and hit[0] == "filler":
+            k += 1                  # 'in under 30 days'
+        return k > j and self._number_at(k) and k + 1 < len(self.toks) and self.keys[k + 1] in self.vocab.units
 
     def _unit_follows(self, j: int, table: Mapping[str, Entry]) -> bool:
         """The token after number j is a unit word, so the number belongs to it."""

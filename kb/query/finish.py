@@ -138,6 +138,8 @@ class Finisher:
         if self.tokens_tok is not None:
             if training:
                 w.train_tokens = self.tokens_tok.value
+                if w.focus is None and w.question is None and w.gpus:
+                    w.focus = "time"            # 'pretrain 7b on 1t tokens on 256 h100': how long
             else:
                 self.check_range(self.tokens_tok, self.tokens_tok.value, *self.limits["prompt"])
                 w.prompt_tokens = int(self.tokens_tok.value)
