@@ -127,6 +127,7 @@ class QueryRules(TypedDict):
     ttft_words: list[str]
     per_hour_words: list[str]
     number_words: dict[str, float]
+    size_words: list[str]
     cost_per: CostPer | None
     cost_batch: CostBatch | None
     situations: dict[str, Situation]

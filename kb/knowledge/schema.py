@@ -222,6 +222,7 @@ class QueryFile(Strict):
     ttft_words: list[Name] = []
     per_hour_words: list[Name] = []
     number_words: dict[Name, Positive] = {}
+    size_words: list[Name] = []
     cost_per: CostPerSchema | None = None
     cost_batch: CostBatchSchema | None = None
     situations: dict[Name, SituationSchema] = {}

@@ -76,6 +76,9 @@ class Finisher:
     def resolve_task(self) -> None:
         w, v = self.w, self.vocab
         tasks = list(dict.fromkeys(self.tasks))
+        if not tasks and w.lora_rank is not None:       # 'lora rank 64 qwen 14b': a LoRA's rank
+            tasks = ["lora"]
+            w.notes.append("read the LoRA rank as a LoRA fine-tune")
         resolution = self.query_rules["task_resolution"]
         if "full" in tasks:         # "fine-tune qwen 7b full": 'full' says which training
             if not any(t in v.training_tasks or t in resolution for t in tasks):
@@ -181,11 +184,37 @@ class Finisher:
         w.segments = list(sit["segments"])
         w.notes.append(f"{sit['text']} [{sit['source']}]")
 
+    def format_runtime(self) -> None:
+        """An inference format only one runtime loads names that runtime ('exl2 4.0bpw': ExLlamaV2,
+        precisions.yaml `runtime`); a runtime named with no format runs the one its users load
+        (runtimes.yaml `default_precision`: Ollama's Q4_K_M), unless the model is published as
+        narrow. Both said in the notes."""
+        w, kn = self.w, self.kn
+        if w.task in self.vocab.training_tasks or w.compare is not None:
+            return
+        prec = kn.precisions.get(w.precision or "")
+        if prec is not None and prec["runtime"] and w.runtime is None:
+            w.runtime = prec["runtime"]
+            w.notes.append(f"runtime: {kn.runtimes[w.runtime]['name']}, the runtime that loads "
+                           f"{prec['name']} files [{prec['source']}]")
+        rt = kn.runtimes.get(w.runtime or "")
+        if rt is None or w.precision is not None or not rt["default_precision"]:
+            return
+        fmt = kn.precisions[rt["default_precision"]]
+        native = kn.precisions.get(str((kn.models.get(w.model_id or "") or {}).get("native_precision")))
+        if native is not None and native["bits_per_weight"] <= fmt["bits_per_weight"]:
+            return          # the published checkpoint is already as narrow: it is what gets loaded
+        w.precision = fmt["id"]
+        w.notes.append(f"precision: {fmt['id']}, the format {rt['name']} users load when the query "
+                       f"names none [{rt['default_precision_source']}]; name one ('fp16', 'q8_0') "
+                       "to size another")
+
     def finish(self) -> None:
         w = self.w
         self.resolve_task()
         self.apply_formats()
         self.situation()
+        self.format_runtime()
         self.check_runtime_and_size()
         self.lengths()
         self.counts()
