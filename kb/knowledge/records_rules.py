@@ -43,6 +43,7 @@ class Unit(TypedDict):
     binary_k: bool
     focus: Literal["memory", "speed", "time", "fit", "cost"] | None
     alone: Literal["filler"] | None
+    asks: Literal["max_users", "max_batch"] | None
 
 
 class CostPer(TypedDict):
@@ -73,7 +74,7 @@ class Situation(TypedDict):
 class QuestionFormat(TypedDict):
     """The weight format a question is sized at when it names none (query.yaml `question_formats`): the first
     rule whose `questions`, `sorts`, user range and card segments match."""
-    questions: list[Literal["which_gpu", "largest_model"]]
+    questions: list[Literal["which_gpu", "largest_model", "how_many_gpus"]]
     sorts: list[str] | None
     min_users: int
     max_users: int | None

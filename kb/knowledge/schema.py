@@ -158,6 +158,8 @@ class UnitSchema(Strict):
     binary_k: bool = False
     focus: Literal["memory", "speed", "time", "fit", "cost"] | None = None
     alone: Literal["filler"] | None = None      # the word without a number: a filler
+    # 'how many' before the word without a number asks this capacity question ('how many concurrent users')
+    asks: Literal["max_users", "max_batch"] | None = None
 
 
 class CostPerSchema(Strict):
@@ -180,7 +182,7 @@ class SituationSchema(Strict):
 class QuestionFormatSchema(Strict):
     """The weight format a question is sized at when it names none (query.yaml `question_formats`):
     the first rule whose `questions`, `sorts`, user range and card segments match."""
-    questions: list[Literal["which_gpu", "largest_model"]] = Field(min_length=1)
+    questions: list[Literal["which_gpu", "largest_model", "how_many_gpus"]] = Field(min_length=1)
     sorts: list[str] | None = None          # the ranking asked for ("cheapest": cost); None: any
     min_users: int = 1
     max_users: int | None = None

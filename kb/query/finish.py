@@ -42,6 +42,7 @@ class Finisher:
     ttft: bool
     formats: list[str]
     counted: set[int]
+    plural: list[Tok] | None
     model_given: bool
 
     def fail(self, tok: Tok, message: str, suggestion: str | None = None,
@@ -162,7 +163,14 @@ class Finisher:
                 w.deadline_hours = seconds / 3600.0
 
     def counts(self) -> None:
-        """'on h100 with 4 gpus': a named GPU whose count was not typed takes the count."""
+        """'on h100 with 4 gpus': a named GPU whose count was not typed takes the count. A card
+        typed in the plural with no count ('on rented h100s') asks how many are needed."""
+        w = self.w
+        if (self.plural is not None and w.gpu_count is None and len(w.gpus) == 1
+                and w.question is None and w.compare is None):
+            w.question = "how_many_gpus"
+            text = self.q[self.plural[0].col - 1:self.plural[-1].end - 1]
+            w.notes.append(f"read '{text}' with no count as: how many of them it needs")
         if self.w.gpu_count is None:
             return
         for g in self.w.gpus:

@@ -68,6 +68,7 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
         self.ttft = False
         self.formats: list[str] = []
         self.counted: set[int] = set()           # ids of GpuRequests whose count was typed
+        self.plural: list[Tok] | None = None      # a card typed in the plural with no count
         self.gpu_span = (-1, -1)                  # the tokens of the last GPU name read
         self.join: Tok | None = None              # the last 'vs', 'or', 'compared to'
         self.seen: dict[str, Tok] = {}            # the item that gave each compared field
@@ -181,6 +182,8 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
             self.w.focus = self.w.focus or spec["focus"]
         elif spec.get("alone") == "filler":
             return
+        elif spec.get("asks") and self.w.question == "how_many_gpus" and self.pending_count is None:
+            self.w.question = spec["asks"]          # 'how many concurrent users can an h100 serve'
         elif spec["field"] == "gpu_count":
             if self.pending_count is not None:
                 self.w.gpu_count = self.take_count()
@@ -323,6 +326,9 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
         elif kind == "gpu":
             counted = self.pending_count is not None
             self.add_gpu(GpuRequest(value, self.take_count()), counted)
+            key = "".join(norm(t.text) for t in toks)
+            if not counted and key.endswith("s") and self.vocab.table.get(key) is None:
+                self.plural = toks              # 'on rented h100s': several, how many not said
         elif kind == "model":
             if self.one_value("model_id", value, first):
                 w.model_id = value
