@@ -43,6 +43,7 @@ class Finisher:
     formats: list[str]
     counted: set[int]
     plural: list[Tok] | None
+    dataset: dict[str, Tok]
     model_given: bool
 
     def fail(self, tok: Tok, message: str, suggestion: str | None = None,
@@ -156,11 +157,42 @@ class Finisher:
         if training and w.context_tokens is not None and w.seq_len is None:
             w.seq_len, w.context_tokens = w.context_tokens, None     # "qlora … at 8k context"
             w.notes.append("read the context length as the training sequence length")
+        self.dataset_tokens(training)
         for _tok, seconds in self.durations:
             if self.ttft:
                 w.ttft_max_s = seconds
             else:
                 w.deadline_hours = seconds / 3600.0
+
+    def dataset_tokens(self, training: bool) -> None:
+        """'on 100k examples', '3 epochs': the training tokens, each example counted at the
+        sequence length (query.yaml defaults.seq_len unless given: an upper bound where examples
+        are shorter and not packed), times the epochs; said in the notes."""
+        w, examples, epochs = self.w, self.dataset.get("examples"), self.dataset.get("epochs")
+        first = examples or epochs
+        if first is None:
+            return
+        if not training:
+            raise self.fail(first, f"'{first.text}' counts a training set, and this is an inference "
+                            "question", expected=["fine-tune …", "train …"])
+        tokens: float | None = self.tokens_tok.value if self.tokens_tok is not None else None
+        if examples is not None:
+            if tokens is not None:
+                raise self.fail(examples, "the data set is given twice, in tokens and in examples",
+                                expected=[self.tokens_tok.text if self.tokens_tok else ""])
+            seq = w.seq_len or int(self.query_rules["defaults"]["seq_len"])
+            tokens = examples.value * seq
+            w.notes.append(f"read '{examples.text}' as {tokens:.3g} tokens: each example counted "
+                           f"at the {seq}-token sequence length (an upper bound when examples are "
+                           "shorter and not packed; name the tokens, 'on 50M tokens', to size it exactly)")
+        if epochs is not None:
+            if tokens is None:
+                raise self.fail(epochs, f"'{epochs.text}' of what? name the data set",
+                                expected=["on 100k examples", "on 50M tokens"])
+            tokens *= epochs.value
+            w.notes.append(f"{epochs.text}: {epochs.value:g} passes over the data set, "
+                           f"{tokens:.3g} training tokens")
+        w.train_tokens = tokens
 
     def counts(self) -> None:
         """'on h100 with 4 gpus': a named GPU whose count was not typed takes the count. A card

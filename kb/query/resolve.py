@@ -69,6 +69,7 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
         self.formats: list[str] = []
         self.counted: set[int] = set()           # ids of GpuRequests whose count was typed
         self.plural: list[Tok] | None = None      # a card typed in the plural with no count
+        self.dataset: dict[str, Tok] = {}         # '100k examples', '3 epochs'
         self.gpu_span = (-1, -1)                  # the tokens of the last GPU name read
         self.join: Tok | None = None              # the last 'vs', 'or', 'compared to'
         self.seen: dict[str, Tok] = {}            # the item that gave each compared field
@@ -284,6 +285,8 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
         field = spec["field"]
         if field == "tokens":
             self.tokens_tok = Tok("tokens", span.text, span.col, value)
+        elif field in ("examples", "epochs"):       # read with the task and length (kb.query.finish)
+            self.dataset[field] = Tok(field, span.text, span.col, value)
         elif field == "duration":
             self.durations.append((span, value))
         elif field in ("speed_floor_tok_s", "tokens_per_day", "hours_per_day", "budget_usd"):
