@@ -112,6 +112,9 @@ def _lead(a: Answer, focus: str | None, g: GpuRow) -> str | None:
         return None
     t = a.throughput
     if focus == "speed":
+        if a.workload.get("task") == "prefill" and t.get("prefill_tokens_per_s"):
+            return (f"Speed: {num(t['prefill_tokens_per_s'])} prompt tokens/s (prefill), first token "
+                    f"in {num(t.get('ttft_s'))} s, on {config(g)}.")
         if training and t.get("train_tokens_per_s"):
             return f"Speed: {num(t['train_tokens_per_s'])} training tokens/s on {config(g)}."
         if t.get("decode_tokens_per_s"):
@@ -360,6 +363,18 @@ def _solved(a: Answer, q: Question) -> list[str]:
     return [first, why, stop]
 
 
+def _target(a: Answer) -> str | None:
+    """The target a capacity search solved under, as the query set it; None without one."""
+    w = a.workload
+    if w.get("deadline_hours") is not None:
+        return f"done within {duration(float(w['deadline_hours']) * 3600)}"
+    if w.get("speed_floor_tok_s") is not None:
+        return f"{num(w['speed_floor_tok_s'])} tok/s"
+    if w.get("ttft_max_s") is not None or w.get("tokens_per_day") is not None:
+        return "the time to first token or tokens a day"
+    return None
+
+
 def _how_many(a: Answer, q: Question, row: Mapping[str, Value]) -> list[str]:
     n = row["value"]
     first = (f"{n}× {row.get('gpu')} {'hold' if n != 1 else 'holds'} it ({num(row.get('per_gpu_gb'))} of "
@@ -369,6 +384,9 @@ def _how_many(a: Answer, q: Question, row: Mapping[str, Value]) -> list[str]:
         mem = f"Memory alone needs {by_memory}; " if by_memory and by_memory != n else ""
         why = (f"{mem}fewer than {n} form no valid layout (tensor parallel divides the {row.get('heads')} "
                f"attention heads within a node of {row.get('node')}).")
+    elif row.get("previous") and by_memory and by_memory < n and _target(a):   # a target sets the count
+        why = (f"Memory alone needs {by_memory}; {row['previous']} would miss the target asked "
+               f"({_target(a)}).")
     elif row.get("previous"):
         why = f"Memory binds: {row['previous']} would need {num(row.get('per_gpu_gb_at_previous'))} GB per GPU."
     else:

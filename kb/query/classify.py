@@ -164,9 +164,11 @@ class Classifier:
         tok = self.toks[i]
         if tok.kind in ("num", "size"):
             unit = self.match(i + 1, self.vocab.units) if i + 1 < len(self.toks) else None
+            if unit is not None and self._in_a_duration(unit[1]):
+                unit = self._tokens_alone(i + 1)    # '1t tokens in 30 days': not 'tokens in' 30
             if unit is not None and tok.kind == "size" and \
                     self.query_rules["units"][unit[0]]["field"] not in ("tokens", "tokens_per_day"):
-                unit = None                          # "70B users": a size, then a unit alone
+                unit = self._tokens_alone(i + 1)    # "70B users": a size, then a unit alone
             if unit is not None:                     # "16 users", "4096 token prompt"
                 self.emit(_ITEM_TERMINALS[tok.kind], i, i + 1)
                 self.emit_unit(i + 1, unit[1], unit[0])
@@ -210,6 +212,20 @@ class Classifier:
             if not has_prefix(vocab, key):
                 break
         return found
+
+    def _tokens_alone(self, j: int) -> tuple[str, int] | None:
+        """The unit of word j alone when it counts tokens ('20B tokens'), else None."""
+        one = self.vocab.units.get(self.keys[j]) if j < len(self.toks) else None
+        if one is None or self.query_rules["units"][one]["field"] != "tokens":
+            return None
+        return one, j + 1
+
+    def _in_a_duration(self, end: int) -> bool:
+        """A unit phrase ending in 'in' ('tokens in') whose number is a duration's ('in 30 days')."""
+        if end < 2 or self.keys[end - 1] != "in" or not self._number_at(end):
+            return False
+        after = self.vocab.units.get(self.keys[end + 1]) if end + 1 < len(self.toks) else None
+        return after is not None and self.query_rules["units"][after]["field"] == "duration"
 
     def _number_at(self, j: int) -> bool:
         return j < len(self.toks) and self.toks[j].kind == "num"
