@@ -158,6 +158,8 @@ class Finisher:
             w.seq_len, w.context_tokens = w.context_tokens, None     # "qlora … at 8k context"
             w.notes.append("read the context length as the training sequence length")
         self.dataset_tokens(training)
+        if self.ttft and not self.durations:        # 'ttft for 70b …': the time to first token asked
+            w.focus = w.focus or "time"
         for _tok, seconds in self.durations:
             if self.ttft:
                 w.ttft_max_s = seconds
