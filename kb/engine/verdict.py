@@ -366,8 +366,9 @@ def _solved(a: Answer, q: Question) -> list[str]:
 def _target(a: Answer) -> str | None:
     """The target a capacity search solved under, as the query set it; None without one."""
     w = a.workload
-    if w.get("deadline_hours") is not None:
-        return f"done within {duration(float(w['deadline_hours']) * 3600)}"
+    deadline = w.get("deadline_hours")
+    if deadline is not None:
+        return f"done within {duration(deadline * 3600)}"
     if w.get("speed_floor_tok_s") is not None:
         return f"{num(w['speed_floor_tok_s'])} tok/s"
     if w.get("ttft_max_s") is not None or w.get("tokens_per_day") is not None:
@@ -384,7 +385,8 @@ def _how_many(a: Answer, q: Question, row: Mapping[str, Value]) -> list[str]:
         mem = f"Memory alone needs {by_memory}; " if by_memory and by_memory != n else ""
         why = (f"{mem}fewer than {n} form no valid layout (tensor parallel divides the {row.get('heads')} "
                f"attention heads within a node of {row.get('node')}).")
-    elif row.get("previous") and by_memory and by_memory < n and _target(a):   # a target sets the count
+    elif row.get("previous") and isinstance(by_memory, int) and isinstance(n, int) and by_memory < n \
+            and _target(a):                                                   # a target sets the count
         why = (f"Memory alone needs {by_memory}; {row['previous']} would miss the target asked "
                f"({_target(a)}).")
     elif row.get("previous"):

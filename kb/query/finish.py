@@ -243,7 +243,8 @@ class Finisher:
         if rt is None or w.precision is not None or not rt["default_precision"]:
             return
         fmt = kn.precisions[rt["default_precision"]]
-        native = kn.precisions.get(str((kn.models.get(w.model_id or "") or {}).get("native_precision")))
+        model = kn.models.get(w.model_id or "")
+        native = kn.precisions.get(str(model.get("native_precision"))) if model is not None else None
         if native is not None and native["bits_per_weight"] <= fmt["bits_per_weight"]:
             return          # the published checkpoint is already as narrow: it is what gets loaded
         w.precision = fmt["id"]
