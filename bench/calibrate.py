@@ -5,10 +5,10 @@
     python bench/calibrate.py --groups "moe decode" --params mla_layer_kernel_s   # one figure, the others held
 
 One figure per runtime and quantity (decode bandwidth efficiency, extra loss of dequantizing
-kernels, fixed cost per decode step, the MoE layer's fixed and per-expert cost, prefill
-efficiency and its Apple-GPU figure, training MFU), fitted by coordinate descent on the squared
+kernels, fixed cost per decode step and its Apple-GPU figure, the MoE layer's fixed and
+per-expert cost, prefill efficiency and its Apple-GPU figure, training MFU), fitted by coordinate descent on the squared
 log error; never a figure per GPU-and-model pair. Each group of points fits its own figures: a
-dense model's decode, a mixture-of-experts decode (the MoE costs, with the decode figures held),
+dense model's decode (on Apple GPUs apart), a mixture-of-experts decode (the MoE costs, with the decode figures held),
 prefill on NVIDIA/AMD cards, prefill on Apple GPUs, training. The hold-out half
 (bench/accuracy.py held_out) is left out of the fit so the README can show errors on unseen points.
 """
@@ -31,9 +31,10 @@ PARAMS = {
     "moe decode": ["moe_layer_kernel_s", "moe_expert_kernel_s", "mla_layer_kernel_s"],
     "prefill": ["prefill_compute_efficiency"],    # quant_kernel_efficiency is the decode group's
     "apple prefill": ["apple_prefill_compute_efficiency"],
+    "apple decode": ["apple_decode_step_overhead_s"],
     "training": ["training_mfu"],
 }
-BOUNDS = {"decode_step_overhead_s": (0.0, 0.05), "training_mfu": (0.05, 0.8),
+BOUNDS = {"decode_step_overhead_s": (0.0, 0.05), "apple_decode_step_overhead_s": (0.0, 0.05), "training_mfu": (0.05, 0.8),
           "moe_layer_kernel_s": (0.0, 1e-3), "moe_expert_kernel_s": (0.0, 1e-3),
           "mla_layer_kernel_s": (0.0, 1e-3),
           # DRAM rarely delivers more than ~92% of its peak to any kernel
@@ -41,10 +42,10 @@ BOUNDS = {"decode_step_overhead_s": (0.0, 0.05), "training_mfu": (0.05, 0.8),
 START = {"moe_layer_kernel_s": 1e-5, "moe_expert_kernel_s": 1e-6, "mla_layer_kernel_s": 1e-5}   # where a figure at 0 starts
 PRIMARY = {"decode": "decode_bandwidth_efficiency", "moe decode": "moe_layer_kernel_s",
            "prefill": "prefill_compute_efficiency", "apple prefill": "apple_prefill_compute_efficiency",
-           "training": "training_mfu"}
+           "apple decode": "apple_decode_step_overhead_s", "training": "training_mfu"}
 KINDS = {"decode_tokens_per_s": "decode", "aggregate_tokens_per_s": "decode",
          "prefill_tokens_per_s": "prefill", "train_tokens_per_s": "training"}
-ORDER = ["decode", "moe decode", "prefill", "apple prefill", "training"]
+ORDER = ["decode", "apple decode", "moe decode", "prefill", "apple prefill", "training"]
 MIN_POINTS_FOR_ALL = 4   # with fewer points only one figure per kind is fitted
 MIN_POINTS = 2           # a runtime with a single fit point keeps its documented prior
 
@@ -80,8 +81,8 @@ def group_of(kn, m) -> tuple[str, str]:
         group = "moe decode"
     elif m["kind"] == "aggregate_tokens_per_s":
         group = "batched"       # a dense model's batched serving is not fitted (the scheduler's share)
-    if group == "prefill" and gpu and gpu["vendor"] == "apple":
-        group = "apple prefill"
+    if group in ("prefill", "decode") and gpu and gpu["vendor"] == "apple":
+        group = f"apple {group}"
     return r.runtime["id"], group
 
 

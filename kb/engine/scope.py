@@ -292,6 +292,9 @@ def base_scope(r: Resolved, kn: Knowledge) -> Scope:
         # a runtime calibrated on no Apple or Hopper point uses its own prefill efficiency there
         "runtime.apple_prefill_compute_efficiency": (rt.get("apple_prefill_compute_efficiency")
                                                       or rt.get("prefill_compute_efficiency")),
+        "runtime.apple_decode_step_overhead_s": (rt.get("apple_decode_step_overhead_s")
+                                                 if rt.get("apple_decode_step_overhead_s") is not None
+                                                 else rt.get("decode_step_overhead_s")),
         "runtime.hopper_warpgroup_mma": rt.get("hopper_warpgroup_mma", True),
         "_gemm": gemm_of(rt),
         "runtime.memory_utilization": rt.get("memory_utilization", 1.0),

@@ -215,6 +215,7 @@ class Runtime(TypedDict):
     decode_step_overhead_s: float | None
     prefill_compute_efficiency: float | None
     apple_prefill_compute_efficiency: float | None
+    apple_decode_step_overhead_s: float | None
     hopper_warpgroup_mma: bool
     hopper_warpgroup_mma_source: str | None
     native_gemm: list[str]

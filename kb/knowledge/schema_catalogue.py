@@ -155,6 +155,7 @@ class RuntimeSchema(Strict):
     decode_step_overhead_s: NonNeg | None = None
     prefill_compute_efficiency: Fraction | None = None
     apple_prefill_compute_efficiency: Fraction | None = None
+    apple_decode_step_overhead_s: NonNeg | None = None
     hopper_warpgroup_mma: bool = True
     hopper_warpgroup_mma_source: Slug | None = None
     native_gemm: list[Slug] = []

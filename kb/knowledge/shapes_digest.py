@@ -5,4 +5,4 @@ files' JSON Schema; both are part of the knowledge snapshot's format key
 (kb.knowledge.snapshot.format_key)."""
 
 RECORDS = "ca5e7044ac003e2c"
-SCHEMAS = "c8a3a3107df7ff19"
+SCHEMAS = "227c73e67b1de4ae"

@@ -53,7 +53,8 @@ def explained(a: Answer, trace: bool) -> list[str]:
     ai = ", ".join(f"{k} {num(v)}" for k, v in (b.get("arithmetic_intensity") or {}).items())
     if b.get("ridge_point") is not None:
         add(f"  arithmetic intensity {ai} FLOP/B vs ridge point {num(b['ridge_point'])}")
-    bands = [f"{k} ±{num(v['median_pct'])}% median, p90 {num(v['p90_pct'])}% over {v['n']}"
+    bands = [f"{k} ±{num(v['median_pct'])}% median, p90 {num(v['p90_pct'])}% over {v['n']} "
+             + ("measurements of all runtimes" if v["basis"] == "all runtimes" else v["basis"])
              for k, v in a.error_bands.items() if v.get("median_pct") is not None]
     if bands:
         add("  error bands (published measurements): " + "; ".join(bands))
