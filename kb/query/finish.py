@@ -12,6 +12,7 @@ import math
 from typing import TYPE_CHECKING
 
 from kb.errors import QueryError
+from kb.knowledge.data import norm
 from kb.query.words import Vocab
 from kb.query.phrases import tok_number
 from kb.query.workload import Workload
@@ -195,6 +196,12 @@ class Finisher:
             w.notes.append(f"{epochs.text}: {epochs.value:g} passes over the data set, "
                            f"{tokens:.3g} training tokens")
         w.train_tokens = tokens
+
+    def note_plural(self, toks: list[Tok], counted: bool) -> None:
+        """A card typed in the plural with no count before it ('on rented h100s'), kept for counts()."""
+        key = "".join(norm(t.text) for t in toks)
+        if not counted and key.endswith("s") and self.vocab.table.get(key) is None:
+            self.plural = toks
 
     def counts(self) -> None:
         """'on h100 with 4 gpus': a named GPU whose count was not typed takes the count. A card

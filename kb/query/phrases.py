@@ -46,9 +46,10 @@ def merge_number_words(toks: list[Tok], keys: list[str], words: Mapping[str, flo
         i += 1
 
 
-def merge_sized_numbers(toks: list[Tok], keys: list[str], words: frozenset[str], lowest: float) -> None:
+def merge_sized_numbers(toks: list[Tok], keys: list[str], rules: QueryRules) -> None:
     """'125m model', '350M params', '7 billion parameters': a number of at least the smallest
-    model size, right before a parameter word (query.yaml size_words), is a model size."""
+    model size (limits.params), right before a parameter word (size_words), is a model size."""
+    words, lowest = frozenset(norm(w) for w in rules.get("size_words", [])), rules["limits"]["params"][0]
     for i in range(len(toks) - 1):
         if toks[i].kind == "num" and keys[i + 1] in words:
             value = tok_number(toks[i])

@@ -47,8 +47,7 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
             keys.append(norm(tok.text) if tok.kind in _SPACED else
                         tok.text.lower().replace("-", "").replace("_", ""))
         merge_number_words(toks, keys, kn.query.get("number_words", {}), query)
-        merge_sized_numbers(toks, keys, frozenset(norm(w) for w in kn.query.get("size_words", [])),
-                            kn.query["limits"]["params"][0])
+        merge_sized_numbers(toks, keys, kn.query)
         self.toks = toks
         self.keys = keys
         self.kn = kn
@@ -329,9 +328,7 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
         elif kind == "gpu":
             counted = self.pending_count is not None
             self.add_gpu(GpuRequest(value, self.take_count()), counted)
-            key = "".join(norm(t.text) for t in toks)
-            if not counted and key.endswith("s") and self.vocab.table.get(key) is None:
-                self.plural = toks              # 'on rented h100s': several, how many not said
+            self.note_plural(toks, counted)
         elif kind == "model":
             if self.one_value("model_id", value, first):
                 w.model_id = value
