@@ -5,4 +5,4 @@ files' JSON Schema; both are part of the knowledge snapshot's format key
 (kb.knowledge.snapshot.format_key)."""
 
 RECORDS = "ca5e7044ac003e2c"
-SCHEMAS = "227c73e67b1de4ae"
+SCHEMAS = "baa9cd5f716dd3f5"
