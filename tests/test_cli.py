@@ -203,9 +203,10 @@ prices:
 
 
 def _decode_order_holds(answer):
-    """--sort speed: among the rows that fit, the decode speed never rises down the table (the
-    cards without a speed figure come after those with one)."""
-    speeds = [g["decode_tokens_per_s"] for g in answer["gpus"] if g["fits"]]
+    """--sort speed: among the rows that fit and suit the job (prices.yaml sorts.speed: the cards
+    the runtime supports well first), the decode speed never rises down the table (the cards
+    without a speed figure come after those with one)."""
+    speeds = [g["decode_tokens_per_s"] for g in answer["gpus"] if g["fits"] and g["suits_job"] is not False]
     timed = [s for s in speeds if s is not None]
     return (len(timed) > 3 and speeds[:len(timed)] == timed
             and all(a >= b for a, b in zip(timed, timed[1:])))

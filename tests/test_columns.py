@@ -181,7 +181,7 @@ def test_the_catalogue_columns_built_once_equal_the_columns_built_per_answer() -
 
     for precision in KN.precisions.values():
         for runtime in KN.runtimes.values():
-            cards = [(g, 1) for g in KN.gpus.values() if runs_on(runtime, g)]
+            cards = [(g, 1) for g in KN.gpus.values() if runs_on(runtime, g, precision["id"])]
             want = gpu_columns(cards, precision, gemm_of(runtime))
             got = KN.derived.gpu_columns[precision_key(precision, runtime)]
             assert list(got) == list(want)

@@ -26,8 +26,8 @@ def _gpus(w: Any) -> list[list[Any]]:
 
 
 def test_eighty_four_questions_each_with_a_reason_and_a_judgement() -> None:
-    assert len(CASES) == 91
-    assert len({c["q"].lower() for c in CASES}) == 91
+    assert len(CASES) == 99
+    assert len({c["q"].lower() for c in CASES}) == 99
     for c in CASES:
         assert c["read"] and c["why"] and c["answer"] and isinstance(c["before"], bool), c["q"]
 

@@ -18,8 +18,11 @@ MONTH_H = 720       # rules: usable_train_horizon_h, "days, not months" (30 days
 def no_bf16_tensor_cores(gpu_id):
     # gpus.yaml tensor_tflops.bf16 null: Pascal (P100, P40), Volta (V100), Turing (T4, 2080 Ti)
     # and Apple GPUs have no bf16 tensor cores (NVIDIA architecture whitepapers); transformers'
-    # TrainingArguments(bf16=True) refuses them ("using Ampere GPU with cuda>=11.0")
-    return not (KN.gpus[gpu_id].get("tensor_tflops") or {}).get("bf16")
+    # TrainingArguments(bf16=True) refuses them ("using Ampere GPU with cuda>=11.0"). A null rate
+    # listed in tensor_unpublished is a rate the vendor does not publish, not missing hardware
+    # (the A10G is a GA102 Ampere, the RTX PRO 4000/4500 Blackwell are Blackwell: bf16 tensor cores)
+    g = KN.gpus[gpu_id]
+    return not (g.get("tensor_tflops") or {}).get("bf16") and "bf16" not in g.get("tensor_unpublished", ())
 
 
 def test_best_training_gpu_under_a_budget_is_usable_and_in_budget():
@@ -62,6 +65,27 @@ def test_a_home_question_ranks_home_cards():
     assert all(KN.gpus[r.id]["segment"] in ("consumer", "workstation") for r in a.gpus)
     pick = a.gpus[0]
     assert pick.fits and pick.count == 1 and pick.vram_gb < 30 and pick.config_price_usd <= 1000
+
+
+def test_an_unpublished_tensor_rate_is_still_native_math():
+    # NVIDIA publishes no A10G datasheet (AWS lists the card); it is a GA102 Ampere (NVIDIA Ampere
+    # GA102 whitepaper: third-generation tensor cores with BF16), so bf16 training runs on its tensor
+    # cores: rules/gpus.yaml leaves its rate null and lists bf16 in tensor_unpublished. The same
+    # holds for the RTX PRO 4500 Blackwell; a Pascal P40 has no tensor cores at all.
+    from kb.knowledge.gpu_names import gpu_values
+    bf16 = KN.precisions["bf16"]
+    assert gpu_values(KN.gpus["a10g"], 1, bf16)["gpu.native_compute"] is True
+    assert gpu_values(KN.gpus["rtx-pro-4500-blackwell"], 1, bf16)["gpu.native_compute"] is True
+    assert gpu_values(KN.gpus["tesla-p40"], 1, bf16)["gpu.native_compute"] is False
+    # a training ranking judges the 4500 (32 GB) as suiting a LoRA of an 8B model: bf16 weights
+    # 8.03e9 x 2 B = 16.1 GB plus adapters and activations fit 32 GB; 1e9 tokens finish in days
+    a = ask("which gpu for lora llama 3.1 8b")
+    row = next(r for r in a.gpus if r.id == "rtx-pro-4500-blackwell")
+    assert row.fits and row.suits_job
+    # the warning says the rate is unpublished (a lower bound), never that the math is not native
+    w = ask("lora llama 3.2 1b on an a10g").warnings
+    assert not any("no native" in x for x in w)
+    assert any("A10G" in x and "not published" in x for x in w)
 
 
 # ---------------------------------------------------------------- options
@@ -131,3 +155,38 @@ def test_a_budget_ranking_picks_the_format_that_needs_fewest_cards():
     assert any(s.startswith(f"precision: {b.workload['precision']}, for the budget of $1,500") for s in b.assumptions)
     # a named format is kept
     assert ask("what gpu for 32b models fp16").workload["precision"] == "fp16"
+
+
+# ---------------------------------------------------------------- "cheapest" is the cheapest that fits
+
+@pytest.mark.parametrize("query", ["cheapest hardware to run qwen2.5 72b", "cheapest way to run llama 3 70b",
+                                   "cheapest gpu for mixtral 8x7b q4_k_m", "cheapest setup for qwen2.5 32b"])
+def test_a_cheapest_question_leads_with_the_cheapest_configuration_that_fits(query):
+    # prices.yaml sorts.cost: "cheapest" is the cheapest configuration that fits and meets the speed
+    # floor (plug-in cards before server modules); headroom beyond the memory error only breaks ties.
+    # The pick costs no more than any other such row; a tight pick says so in the verdict.
+    a = ask(query)
+    pick = a.gpus[0]
+    rivals = [r for r in a.gpus if r.fits and r.meets_target and r.within_budget is not False
+              and not KN.gpus[r.id]["form_factor"].upper().startswith(("SXM", "OAM"))]
+    assert pick.fits and all(pick.config_price_usd <= r.config_price_usd for r in rivals if r.config_price_usd)
+    margin = KN.constants["recommend_headroom_fraction"]["value"]
+    assert ("Tight:" in a.verdict) == (pick.headroom_gb < pick.per_gpu_gb * margin)
+
+
+def test_the_cheapest_72b_box_is_two_3090s_said_to_be_tight():
+    # Hand derivation (Qwen2.5-72B at GGUF Q4_K_M under llama.cpp, the question's default format):
+    # weights 72.7e9 x 4.89 bit / 8 = 44.4 GB, KV cache of 4,096 tokens 2 x 80 layers x 8 KV heads
+    # x 128 x 2 B = 327,680 B a token -> 1.34 GB, 0.8 GB of runtime per card: 23.8 GB per card of
+    # the 3090's 25.8 (24 GiB), 1.9 GB (8%) spare, under the 10% margin (recommend_headroom_fraction).
+    # The 2x 3090 ($1,400) is the cheapest fit and what r/LocalLLaMA builds for 70B-class Q4; the 5x
+    # 2080 Ti ($1,500) is the cheapest roomy one. The spare 2 x 1.92 GB holds 3.84e9 / 327,680 ≈
+    # 11,700 more tokens of context (said rounded to two figures: 12,000, ±10%).
+    a = ask("cheapest hardware to run qwen2.5 72b")
+    pick = a.gpus[0]
+    assert (pick.id, pick.count) == ("rtx-3090", 2)
+    assert pick.per_gpu_gb == pytest.approx(23.8, rel=0.03)
+    assert "Tight: 23.8 of 25.8 GB per card" in a.verdict
+    assert "room for about 12,000 more tokens of context" in a.verdict
+    assert "Roomier: 5× NVIDIA GeForce RTX 2080 Ti 11GB ($1,500)" in a.verdict
+    assert "Cheaper" not in a.verdict           # nothing that fits costs less

@@ -851,9 +851,9 @@ FITS_ON_H100 = "serve 70b int4 on h100 sxm"     # 60 GB on an 80 GB card: no opt
 
 
 def _speed_order(answer):
-    """sort=speed: among the rows that fit, decode speed never rises down the table (the cards
-    without a speed figure last)."""
-    speeds = [g["decode_tokens_per_s"] for g in answer["gpus"] if g["fits"]]
+    """sort=speed: among the rows that fit and suit the job (the cards the runtime supports well
+    first), decode speed never rises down the table (the cards without a speed figure last)."""
+    speeds = [g["decode_tokens_per_s"] for g in answer["gpus"] if g["fits"] and g["suits_job"] is not False]
     timed = [s for s in speeds if s is not None]
     return len(timed) > 3 and speeds[:len(timed)] == timed and all(a >= b for a, b in pairwise(timed))
 

@@ -231,6 +231,7 @@ class Question(TypedDict):
     upper: NotRequired[float]
     note: NotRequired[str | None]
     one_user_usd_per_million: NotRequired[float]    # cost priced loaded (kb.engine.cost_batch): one user's
+    per_card: NotRequired[dict[str, str]]       # a ranking's runtime and format per card (kb.engine.per_card)
     value_b: NotRequired[float]                 # largest_model: the value and the next, in billions
     next_b: NotRequired[float]
 

@@ -66,6 +66,6 @@ def catalogue_columns(kn: Knowledge, precision: Precision, runtime: Runtime) -> 
     platform list (derived from rules)."""
     found = kn.derived.gpu_columns.get(precision_key(precision, runtime))
     if found is None:       # no catalogue GPU runs the runtime
-        return gpu_columns([(g, 1) for g in kn.gpus.values() if runs_on(runtime, g)],
+        return gpu_columns([(g, 1) for g in kn.gpus.values() if runs_on(runtime, g, precision["id"])],
                            precision, gemm_of(runtime))
     return dict(found)

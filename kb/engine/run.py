@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, cast
 
 from kb.engine import advice as rightsize
 from kb.engine import cost_batch
+from kb.engine import per_card
 from kb.engine import training as tr
 from kb.engine import unknown
 from kb.engine.answer import Answer, GpuRow
@@ -128,8 +129,8 @@ def _answer_question(w: Workload, kn: Knowledge, query: str, brief: bool = False
     elif question == "how_many_gpus":
         import copy             # capacity questions only: copy is kept off the plain query's path
 
-        rt = resolve(copy.deepcopy(w), kn).runtime
-        targets = [(g, 1) for g in kn.gpus.values() if runs_on(rt, g)]
+        got = resolve(copy.deepcopy(w), kn)
+        targets = [(g, 1) for g in kn.gpus.values() if runs_on(got.runtime, g, got.precision["id"])]
     else:
         targets = [(kn.gpus[_first_ranked(w, kn)], 1)]
     probes = Probes(kn, w, [gpu for gpu, _ in targets],     # what every card's search shares
@@ -258,6 +259,19 @@ def _scaled_gpus_needed(kn: Knowledge, asked: Workload, rows: list[GpuRow],
 
 
 def _answer(w: Workload, kn: Knowledge, query: str = "", brief: bool = False) -> Answer:
+    """The answer on the candidate cards; a ranking also ranks, under the runtime that runs them,
+    the cards its default runtime does not (kb.engine.per_card)."""
+    import copy
+
+    asked = copy.deepcopy(w) if per_card.applies(w, kn) else None
+    result = _ranked(w, kn, query, brief)
+    if asked is None:
+        return result
+    return per_card.merged(asked, kn, result, lambda x, ids: _ranked(x, kn, query, brief, ids))
+
+
+def _ranked(w: Workload, kn: Knowledge, query: str = "", brief: bool = False,
+            only: frozenset[str] | None = None) -> Answer:
     import copy
 
     at_scale = kn.sharding.get("at_scale") or []
@@ -276,13 +290,14 @@ def _answer(w: Workload, kn: Knowledge, query: str = "", brief: bool = False) ->
         candidates = [(capacity_gpu(req, kn) if req.gpu_id is None else kn.gpus[req.gpu_id], req.count, True)
                       for req in w.gpus]
         gpus = gpu_columns([(g, c) for g, c, _ in candidates], r.precision, gemm_of(r.runtime))
-    elif w.segments:        # the classes of card asked about: judge only those
+    elif w.segments or only:    # the classes of card asked about (or the cards given): judge only those
         candidates = [(g, 1, False) for g in kn.gpus.values()
-                      if runs_on(r.runtime, g) and g.get("segment") in w.segments] or [
-            (g, 1, False) for g in kn.gpus.values() if runs_on(r.runtime, g)]
+                      if runs_on(r.runtime, g, r.precision["id"]) and (not w.segments or g.get("segment") in w.segments)
+                      and (only is None or g["id"] in only)] or [
+            (g, 1, False) for g in kn.gpus.values() if runs_on(r.runtime, g, r.precision["id"])]
         gpus = gpu_columns([(g, 1) for g, _, _ in candidates], r.precision, gemm_of(r.runtime))
     else:
-        candidates = [(g, 1, False) for g in kn.gpus.values() if runs_on(r.runtime, g)]
+        candidates = [(g, 1, False) for g in kn.gpus.values() if runs_on(r.runtime, g, r.precision["id"])]
         gpus = catalogue_columns(kn, r.precision, r.runtime)
     # a formula is computed when the rows, a flow or a claim first needs it
     layouts = layouts_of(r, kn, candidates)

@@ -175,6 +175,13 @@ def _resolve_runtime(w: Workload, kn: Knowledge, is_training: bool, assumptions:
         key = "gguf"
     else:
         key = "inference"
+    emb = rd.get("embedded")
+    named = [kn.gpus[g.gpu_id] for g in w.gpus if g.gpu_id is not None]
+    if key == "inference" and emb and named and all(g.get("form_factor") in emb["form_factors"] for g in named):
+        rt = kn.runtimes[emb["runtime"]]
+        w.runtime = rt["id"]
+        assumptions.append(f"runtime: {rt['name']} ({emb['text']}) [{emb['source']}]")
+        return rt
     rt = kn.runtimes[rd[key]]
     w.runtime = rt["id"]
     assumptions.append(f"runtime: {rt['name']} (the {'GGUF' if key == 'gguf' else key} default; "

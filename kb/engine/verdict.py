@@ -20,16 +20,16 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from kb.engine.verdict_count import how_many
+from kb.engine.verdict_room import tight, tight_sentences
 from kb.engine.verdict_sides import sides, usd
 from kb.figures import duration, num
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
 
     from kb.engine.answer import Answer, GpuRow
     from kb.engine.answer_records import Question, Side
     from kb.knowledge.data import Knowledge
-    from kb.knowledge.records import Value
 
 MAX_WORDS = 45
 SOLVED = ("max_users", "max_context", "largest_model", "how_many_gpus", "max_batch")
@@ -57,7 +57,7 @@ def compose(a: Answer, kn: Knowledge) -> str:
         parts = sides(a.comparison, str(q.get("kind") or ""), _training(a),
                       _fixes(a, 1, label(a.comparison[0])), label)   # the options change the first side
     elif kind == "which_gpu" or not any(g.requested for g in a.gpus):
-        parts = _which(a, q)
+        parts = _which(a, q, kn)
     elif kind == "cost":
         parts = _cost(a, q) or _fit(a, q)
     else:
@@ -243,7 +243,7 @@ def _winner(asked: list[GpuRow], training: bool) -> str:
 
 # ---------------------------------------------------------------- which GPU
 
-def _which(a: Answer, q: Question) -> list[str]:
+def _which(a: Answer, q: Question, kn: Knowledge) -> list[str]:
     fitting = [g for g in a.gpus if g.fits]
     if not fitting:
         return _none_fit(a, q)
@@ -253,14 +253,15 @@ def _which(a: Answer, q: Question) -> list[str]:
     head = {"cost": "Cheapest", "speed": "Fastest"}.get(sort, "Pick")
     s = speed(pick, training)
     figures = ", ".join(x for x in (_price(a, pick), s) if x)
-    first = f"{head}: {config(pick)}{_format_said(a)}" + (f" ({figures})" if figures else "") + "."
+    first = f"{head}: {config(pick)}{_format_said(a) or _runtime_said(q, pick)}" + (f" ({figures})" if figures else "") + "."
     focus = q.get("focus")
     lead = _lead(a, focus, pick) if focus in ("memory", "speed", "time") and focus != sort else None
     cost = None
     if q.get("focus") == "cost" and not training and pick.usd_per_million_tokens is not None:
         cost = f"{usd(pick.usd_per_million_tokens)} per million tokens rented."
-    alts = _alternatives(a, pick, training)
-    return [x for x in (lead, first, cost, *alts) if x]
+    roomy = tight_sentences(kn, a, pick, fitting, lambda g: _price(a, g))
+    alts = _alternatives(a, pick, training, kn)
+    return [x for x in (lead, first, *roomy, cost, *alts) if x]
 
 
 def _format_said(a: Answer) -> str:
@@ -272,6 +273,16 @@ def _format_said(a: Answer) -> str:
     if not any(s.startswith(f"precision: {precision}, {FORMAT_DEFAULT}") for s in a.assumptions):
         return ""
     return f" at {precision} under {a.workload.get('runtime')}"
+
+
+def _runtime_said(q: Question, g: GpuRow, pick: GpuRow | None = None) -> str:
+    """' under llama.cpp at q4_0' for a ranking whose cards run under different runtimes
+    (kb.engine.per_card): the pick's, and an alternative's where it differs from the pick's."""
+    per_card = q.get("per_card") or {}
+    said = per_card.get(g.id)
+    if not said or (pick is not None and per_card.get(pick.id) == said):
+        return ""
+    return f" under {said}"
 
 
 def _price(a: Answer, g: GpuRow) -> str | None:
@@ -292,16 +303,18 @@ def _none_fit(a: Answer, q: Question) -> list[str]:
             f"Fewest cards by memory: {g.gpus_needed}× {g.name}."]
 
 
-def _alternatives(a: Answer, pick: GpuRow, training: bool) -> list[str]:
+def _alternatives(a: Answer, pick: GpuRow, training: bool, kn: Knowledge) -> list[str]:
     """At most two alternatives that differ from the pick in kind: faster, cheaper, to rent."""
     def rate(g: GpuRow) -> float:
         return (g.train_tokens_per_s if training else g.decode_tokens_per_s) or 0.0
-    fitting = [g for g in a.gpus if g.fits and g is not pick and g.meets_target is not False]
+    fitting = [g for g in a.gpus if g.fits and g is not pick and g.meets_target is not False
+               and (g.suits_job is not False or pick.suits_job is False)]
     out: list[str] = []
     faster = [g for g in fitting if rate(g) > rate(pick)]
+    q = a.question or {"kind": "", "vary": None, "unit": None, "value": None, "gpu": None}
     if faster:
         g = faster[0]
-        out.append(f"Faster: {config(g)} ({_price(a, g)}, {speed(g, training)}).")
+        out.append(f"Faster: {config(g)}{_runtime_said(q, g, pick)} ({_price(a, g)}, {speed(g, training)}).")
     rent = bool(a.workload.get("rent"))
 
     def cost(g: GpuRow) -> float | None:
@@ -310,7 +323,8 @@ def _alternatives(a: Answer, pick: GpuRow, training: bool) -> list[str]:
     cheaper = [g for g in fitting if (c := cost(g)) and mine and c < mine]
     if cheaper:
         g = min(cheaper, key=lambda x: cost(x) or 0.0)
-        out.append(f"Cheaper: {config(g)} ({_price(a, g)}, {speed(g, training)}).")
+        out.append(f"Cheaper{' but tight' if tight(kn, g) else ''}: {config(g)}{_runtime_said(q, g, pick)} "
+                   f"({_price(a, g)}, {speed(g, training)}).")
     rentable = [g for g in [pick, *fitting] if g.config_usd_per_hour is not None]
     if rentable and not rent:
         g = min(rentable, key=lambda x: x.config_usd_per_hour or 0.0)
@@ -334,7 +348,8 @@ def _solved(a: Answer, q: Question) -> list[str]:
         return [f"Does not fit on {on} even at {num(q.get('lower'))} {unit}.", str(q.get("note") or "")]
     value = row["value"]
     if kind == "how_many_gpus":
-        return _how_many(a, q, row)
+        g = a.gpus[0] if a.gpus else None
+        return how_many(a, q, row, speed(g, _training(a)) if g is not None and g.fits else None)
     if kind == "largest_model":
         first = f"About {num(q.get('value_b'))}B parameters at {a.workload.get('precision')} on {on}."
         nxt = f"{num(q.get('next_b'))}B"
@@ -361,38 +376,3 @@ def _solved(a: Answer, q: Question) -> list[str]:
         why = ""
     stop = f"The search stops at {num(q.get('upper'))} {unit}." if row.get("at_upper_bound") else ""
     return [first, why, stop]
-
-
-def _target(a: Answer) -> str | None:
-    """The target a capacity search solved under, as the query set it; None without one."""
-    w = a.workload
-    deadline = w.get("deadline_hours")
-    if deadline is not None:
-        return f"done within {duration(deadline * 3600)}"
-    if w.get("speed_floor_tok_s") is not None:
-        return f"{num(w['speed_floor_tok_s'])} tok/s"
-    if w.get("ttft_max_s") is not None or w.get("tokens_per_day") is not None:
-        return "the time to first token or tokens a day"
-    return None
-
-
-def _how_many(a: Answer, q: Question, row: Mapping[str, Value]) -> list[str]:
-    n = row["value"]
-    first = (f"{n}× {row.get('gpu')} {'hold' if n != 1 else 'holds'} it ({num(row.get('per_gpu_gb'))} of "
-             f"{num(row.get('usable_gb'))} GB per GPU).")
-    by_memory = q.get("fewest_by_memory")
-    if row.get("layout_binding"):
-        mem = f"Memory alone needs {by_memory}; " if by_memory and by_memory != n else ""
-        why = (f"{mem}fewer than {n} form no valid layout (tensor parallel divides the {row.get('heads')} "
-               f"attention heads within a node of {row.get('node')}).")
-    elif row.get("previous") and isinstance(by_memory, int) and isinstance(n, int) and by_memory < n \
-            and _target(a):                                                   # a target sets the count
-        why = (f"Memory alone needs {by_memory}; {row['previous']} would miss the target asked "
-               f"({_target(a)}).")
-    elif row.get("previous"):
-        why = f"Memory binds: {row['previous']} would need {num(row.get('per_gpu_gb_at_previous'))} GB per GPU."
-    else:
-        why = ""
-    g = a.gpus[0] if a.gpus else None
-    s = speed(g, _training(a)) if g is not None and g.fits else None
-    return [first, why, f"Speed: {s}." if s else ""]

@@ -171,7 +171,8 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
         need_source(rdoc, ("runtimes", i, "source"), rt.source)
         for key in ("gemm_accumulate_source", "lora_dropout_source", "quantizes_output_head_source",
                     "native_gemm_source", "hopper_warpgroup_mma_source", "well_supported_source",
-                    "unsupported_architectures_source", "default_precision_source"):
+                    "unsupported_architectures_source", "unsupported_formats_source",
+                    "default_precision_source"):
             if getattr(rt, key):
                 need_source(rdoc, ("runtimes", i, key), getattr(rt, key))
         if rt.kind in ("inference", "both"):
@@ -192,7 +193,24 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
         if rdefaults[key] not in runtimes:
             errs.add(rdoc.error(("defaults", key), f"unknown runtime '{rdefaults[key]}'",
                                 nearest(rdefaults[key], runtimes)))
+    for key in ("embedded", "per_card"):
+        if rdefaults.get(key):
+            rule = rdefaults[key]
+            need_source(rdoc, ("defaults", key, "source"), rule["source"])
+            if rule["runtime"] not in runtimes:
+                errs.add(rdoc.error(("defaults", key, "runtime"), f"unknown runtime '{rule['runtime']}'",
+                                    nearest(rule["runtime"], runtimes)))
     precisions, precision_alias = catalogue(docs["precisions"], "precisions", [p.model_dump() for p in parsed["precisions"].precisions], errs)
+    for i, rt in enumerate(parsed["runtimes"].runtimes):
+        for pid in rt.unsupported_formats:
+            if precisions and pid not in precisions:
+                errs.add(rdoc.error(("runtimes", i, "unsupported_formats", pid), f"unknown precision '{pid}'",
+                                    nearest(pid, precisions)))
+    for pair in (rdefaults.get("per_card") or {}).get("precisions", {}).items():
+        for pid in pair:
+            if precisions and pid not in precisions:
+                errs.add(rdoc.error(("defaults", "per_card", "precisions", pair[0]), f"unknown precision '{pid}'",
+                                    nearest(pid, precisions)))
     for i, p in enumerate(parsed["precisions"].precisions):
         need_source(docs["precisions"], ("precisions", i, "source"), p.source)
     for i, p in enumerate(parsed["precisions"].precisions):

@@ -22,7 +22,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from kb.knowledge.data import CardsAt, CaseText, Claim, Derived, Formula, Knowledge, Lazy
-from kb.knowledge.gpu_names import Scope, gemm_of, gpu_columns, precision_key, runs_on
+from kb.knowledge.gpu_names import Scope, format_architectures, gemm_of, gpu_columns, precision_key, runs_on
 from kb.recordtype import replace
 
 if TYPE_CHECKING:
@@ -67,10 +67,11 @@ def _catalogue_columns(kn: Knowledge) -> Lazy[tuple[str, ...], CardsAt, Scope]:
                 key = precision_key(precision, runtime)
                 if key in out:
                     continue
-                platforms = (*runtime["platforms"], "|", *runtime.get("unsupported_architectures", []))
+                platforms = (*runtime["platforms"], "|", *runtime.get("unsupported_architectures", []),
+                             "|", *format_architectures(runtime, precision["id"]))
                 on = cards.get(platforms)
                 if on is None:
-                    on = cards[platforms] = [(g, 1) for g in gpus.values() if runs_on(runtime, g)]
+                    on = cards[platforms] = [(g, 1) for g in gpus.values() if runs_on(runtime, g, precision["id"])]
                 if on:
                     out[key] = (on, precision, gemm_of(runtime))
         return out

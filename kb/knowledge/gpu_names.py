@@ -42,11 +42,19 @@ def gemm_keys(precision: Precision, native: tuple[str, ...]) -> tuple[list[str],
     return [precision["compute"], *precision["fallback"]], False
 
 
-def runs_on(runtime: Runtime, gpu: GPU) -> bool:
-    """The runtime runs on this GPU's platform and architecture (a bare capacity runs anywhere)."""
+def runs_on(runtime: Runtime, gpu: GPU, precision_id: str | None = None) -> bool:
+    """The runtime runs on this GPU's platform and architecture (a bare capacity runs anywhere),
+    and, given a format, runs that format's kernels there (runtimes.yaml unsupported_formats)."""
+    arch = gpu.get("architecture")
     return gpu.get("vendor") == "any" or (
         gpu["vendor"] in runtime["platforms"]
-        and gpu.get("architecture") not in runtime.get("unsupported_architectures", []))
+        and arch not in runtime.get("unsupported_architectures", [])
+        and (precision_id is None or arch not in format_architectures(runtime, precision_id)))
+
+
+def format_architectures(runtime: Runtime, precision_id: str) -> list[str]:
+    """The architectures whose cards the runtime does not run this format on."""
+    return list((runtime.get("unsupported_formats") or {}).get(precision_id, []))
 
 
 def _compute_precision(gpu: GPU, keys: list[str],
@@ -81,7 +89,8 @@ def gpu_values(gpu: GPU, count: int, precision: Precision, gemm: Gemm = FP32_GEM
         "gpu.module": str(gpu.get("form_factor", "")).upper().startswith(("SXM", "OAM", "SUPERCHIP", "SH5")),
         "gpu.pcie_generation": gpu.get("pcie_generation") or 0,
         "gpu.price_usd": gpu.get("price_usd"), "gpu.cloud_usd_per_hour": gpu.get("cloud_usd_per_hour"),
-        "gpu.native_compute": bool(keys) and key == keys[0],
+        # a rate the vendor does not publish (gpus.yaml tensor_unpublished) is still native math
+        "gpu.native_compute": bool(keys) and (key == keys[0] or keys[0] in gpu.get("tensor_unpublished", ())),
         "gpu_count": count, "_compute_precision": key,
     }
 
@@ -108,4 +117,5 @@ def precision_key(precision: Precision, runtime: Runtime) -> tuple[str, ...]:
     keys, weight_only = gemm_keys(precision, gemm_of(runtime)[1])
     return (*keys, str(weight_only), "|", *runtime["platforms"], "|",
             *runtime.get("unsupported_architectures", []), "|",
+            *format_architectures(runtime, precision["id"]), "|",
             runtime.get("gemm_accumulate", "fp32"))

@@ -242,14 +242,33 @@ class Runtime(TypedDict):
     well_supported_source: str | None
     unsupported_architectures: list[str]
     unsupported_architectures_source: str | None
+    unsupported_formats: dict[str, list[str]]
+    unsupported_formats_source: str | None
     source: str
     notes: str | None
+
+
+class EmbeddedDefault(TypedDict):
+    form_factors: list[str]
+    runtime: str
+    text: str
+    source: str
+
+
+class PerCardDefault(TypedDict):
+    runtime: str
+    precisions: dict[str, str]
+    max_users: int | None
+    text: str
+    source: str
 
 
 class RuntimeDefaults(TypedDict):
     inference: str
     gguf: str
     training: str
+    embedded: EmbeddedDefault | None
+    per_card: PerCardDefault | None
     source: str
 
 

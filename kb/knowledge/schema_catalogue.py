@@ -187,14 +187,39 @@ class RuntimeSchema(Strict):
     # needs compute capability 7.0: no Pascal, Maxwell or Kepler card)
     unsupported_architectures: list[str] = []
     unsupported_architectures_source: Slug | None = None
+    # formats (precisions.yaml ids) whose kernels the runtime does not run on these architectures
+    # (vLLM's AWQ kernels need compute capability 7.5: no Volta)
+    unsupported_formats: dict[Slug, list[str]] = {}
+    unsupported_formats_source: Slug | None = None
     source: Slug
     notes: str | None = None
+
+
+class EmbeddedDefaultSchema(Strict):
+    # inference on an embedded module (gpus.yaml form_factor, e.g. SoM: Jetson) runs this runtime
+    form_factors: list[str] = Field(min_length=1)
+    runtime: Slug
+    text: str
+    source: Slug
+
+
+class PerCardDefaultSchema(Strict):
+    # a ranking whose runtime came from a default ranks the cards that runtime does not run under
+    # this one, the format as it runs there (precision id → precision id); a format not listed is
+    # not run there, and those cards stay out
+    runtime: Slug
+    precisions: dict[Slug, Slug] = Field(min_length=1)
+    max_users: int | None = Field(default=None, ge=1)   # a question for more users keeps one runtime
+    text: str
+    source: Slug
 
 
 class RuntimeDefaultsSchema(Strict):
     inference: Slug
     gguf: Slug
     training: Slug
+    embedded: EmbeddedDefaultSchema | None = None
+    per_card: PerCardDefaultSchema | None = None
     source: Slug
 
 

@@ -5,4 +5,4 @@ files' JSON Schema; both are part of the knowledge snapshot's format key
 (kb.knowledge.snapshot.format_key)."""
 
 RECORDS = "ca5e7044ac003e2c"
-SCHEMAS = "baa9cd5f716dd3f5"
+SCHEMAS = "24f9fdde78088cec"
