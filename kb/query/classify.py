@@ -162,6 +162,10 @@ class Classifier:
 
     def classify_unmatched(self, i: int) -> int:
         tok = self.toks[i]
+        named = self._name_after_size(i) if tok.kind in ("size", "moe") else None
+        if named is not None:                    # '8x7b mixtral', '70b llama 3': one model
+            self.emit("MODEL", i, named[1], named[0])
+            return named[1]
         if tok.kind in ("num", "size"):
             unit = self.match(i + 1, self.vocab.units) if i + 1 < len(self.toks) else None
             if unit is not None and self._in_a_duration(unit[1]):
@@ -211,6 +215,20 @@ class Classifier:
                 found = (hit, j + 1)
             if not has_prefix(vocab, key):
                 break
+        return found
+
+    def _name_after_size(self, i: int) -> tuple[tuple[str, str], int] | None:
+        """A size typed before the name it completes ('8x7b mixtral' is mixtral 8x7b): the model
+        and the end of its words, the longest such name; None when the words after it name none."""
+        found: tuple[tuple[str, str], int] | None = None
+        key = ""
+        for j in range(i + 1, min(len(self.toks), i + self.vocab.max_tokens)):
+            if self.toks[j].kind not in _PHRASE_KINDS:
+                break
+            key += self.keys[j]
+            hit = self.vocab.table.get(key + self.keys[i])
+            if hit is not None and hit[0] == "model":
+                found = (hit, j + 1)
         return found
 
     def _tokens_alone(self, j: int) -> tuple[str, int] | None:
