@@ -137,3 +137,26 @@ def test_vllm_ranks_no_volta_card_for_awq_but_does_for_gptq():
     assert not any(KN.gpus[r.id]["architecture"] == "Volta" for r in awq.gpus)
     gptq = ask("cheapest way to serve llama 3.1 70b gptq to 50 users")
     assert any(KN.gpus[r.id]["architecture"] == "Volta" and r.fits for r in gptq.gpus)
+
+
+@pytest.mark.parametrize("q", ["best gpu for llama 3.1 8b at home", "what gpu for qwen2.5 7b on my desk",
+                               "cheapest gpu for llama 3.2 3b at home", "best gpu for phi-4 for my gaming pc"])
+def test_at_home_ranks_cards_for_a_pc_not_embedded_modules(q):
+    # Issue 26 §1: "at home", "on my desk" mean consumer and workstation cards. A Jetson is a
+    # system-on-module with its own Arm CPU and shared LPDDR5 (NVIDIA's Jetson Orin Nano Super
+    # developer kit page, source jetson-orin-nano-super-overview): it does not go into a PC, so it
+    # is no pick, alternative or row of a question asked from home.
+    a = ask(q)
+    assert a.workload["segments"] == ["consumer", "workstation"]
+    assert a.gpus, q
+    for r in a.gpus:
+        assert KN.gpus[r.id]["form_factor"] not in ("SoM",), (q, r.id)
+        assert KN.gpus[r.id]["segment"] in ("consumer", "workstation"), (q, r.id)
+    assert "Jetson" not in a.verdict
+
+
+def test_every_som_module_is_in_the_embedded_segment():
+    # the segment follows the form factor: a module (SoM) is embedded, whatever its price
+    soms = [g for g in KN.gpus.values() if g.get("form_factor") == "SoM"]
+    assert soms
+    assert all(g["segment"] == "embedded" for g in soms)

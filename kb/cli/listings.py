@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from kb.cli.common import dump, echo, figure, knowledge, table
 from kb.cli.declared import RULES, Command, Opt, UsageError, Values, amount
+from kb.knowledge.kinds import SEGMENTS, VENDORS
 
 if TYPE_CHECKING:
     from kb.knowledge.data import Knowledge
@@ -21,9 +22,9 @@ GPU_OPTIONS = (
         help="at least this much memory, read as GiB like a capacity in a query"),
     Opt("--min-bandwidth", "min_bandwidth", metavar="GB_S", kind=amount,
         help="at least this memory bandwidth in GB/s"),
-    Opt("--vendor", "vendor", metavar="NAME", choices=("nvidia", "amd", "intel", "apple", "google", "aws"),
+    Opt("--vendor", "vendor", metavar="NAME", choices=VENDORS,
         help="only this vendor's cards"),
-    Opt("--segment", "segment", metavar="NAME", choices=("datacenter", "workstation", "consumer", "apple"),
+    Opt("--segment", "segment", metavar="NAME", choices=SEGMENTS,
         help="only this market segment"),
     Opt("--runtime", "runtime", metavar="NAME", help="only the GPUs this runtime runs on (runtimes.yaml platforms)"),
     Opt("--max-price", "max_price", metavar="USD", kind=amount,

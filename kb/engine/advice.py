@@ -28,7 +28,7 @@ ROW_COST = ("needs_server_board", "cloud_usd_per_hour", "config_price_usd", "con
 SERVE_COST = ("usd_per_million_tokens",)
 TRAIN_COST = ("run_hours", "run_cost_usd", "gpu_hours")
 CLASSES = {"consumer": "consumer/workstation", "workstation": "consumer/workstation",
-           "apple": "consumer/workstation", "datacenter": "datacenter"}
+           "apple": "consumer/workstation", "embedded": "consumer/workstation", "datacenter": "datacenter"}
 
 
 def cost_formulas(is_training: bool) -> tuple[str, ...]:

@@ -75,7 +75,7 @@ class GPU(TypedDict):
     id: str
     name: str
     vendor: str
-    segment: NotRequired[Literal["datacenter", "workstation", "consumer", "apple"]]
+    segment: NotRequired[Literal["datacenter", "workstation", "consumer", "apple", "embedded"]]
     architecture: NotRequired[str]
     release_year: NotRequired[int]
     aliases: NotRequired[list[str]]

@@ -64,7 +64,7 @@ class CostBatch(TypedDict):
 class Situation(TypedDict):
     """Where a question is asked from (query.yaml `situations`)."""
     words: list[str]
-    segments: list[Literal["datacenter", "workstation", "consumer", "apple"]]
+    segments: list[Literal["datacenter", "workstation", "consumer", "apple", "embedded"]]
     runtime: str | None
     precision: str | None
     text: str
@@ -78,7 +78,7 @@ class QuestionFormat(TypedDict):
     sorts: list[str] | None
     min_users: int
     max_users: int | None
-    segments: list[Literal["datacenter", "workstation", "consumer", "apple", "any"]] | None
+    segments: list[Literal["datacenter", "workstation", "consumer", "apple", "embedded"] | Literal["any"]] | None
     precision: str
     runtime: str | None
     named_runtimes: list[str]

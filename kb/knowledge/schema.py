@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
+from kb.knowledge.kinds import Segment
 from kb.knowledge.schema_base import (Count, Month, Name, NodeId, NonNeg, Optimizer, Positive,
                                       PurchaseUsd, Slug, SortKeySchema, SortName, Strict, Text, UsdPerHour)
 from kb.knowledge.schema_catalogue import (BareSizeSchema, ClaimSchema, ConfigDefaultsSchema, GpuSchema, GpusFile, InterconnectSchema, MlaSchema, ModelSchema,
@@ -172,7 +173,7 @@ class CostPerSchema(Strict):
 class SituationSchema(Strict):
     """Where a question is asked from (query.yaml `situations`)."""
     words: list[str] = Field(min_length=1)
-    segments: list[Literal["datacenter", "workstation", "consumer", "apple"]] = Field(min_length=1)
+    segments: list[Segment] = Field(min_length=1)
     runtime: str | None = None
     precision: str | None = None
     text: str
@@ -186,7 +187,7 @@ class QuestionFormatSchema(Strict):
     sorts: list[str] | None = None          # the ranking asked for ("cheapest": cost); None: any
     min_users: int = 1
     max_users: int | None = None
-    segments: list[Literal["datacenter", "workstation", "consumer", "apple", "any"]] | None = None
+    segments: list[Segment | Literal["any"]] | None = None
     precision: str
     runtime: str | None = None              # the runtime it sizes under when none is named
     named_runtimes: list[str] = []          # runtimes a question may name for the rule to apply

@@ -2,7 +2,7 @@
 
 In: nothing (pydantic types). Out: `Strict` (unknown keys are errors, frozen), the field types
 every rule file uses (Slug, NodeId, Name, PurchaseUsd, UsdPerHour, Positive, NonNeg, Count,
-Fraction, Month, Text), the shared literals (Optimizer, Vendor, SortName) and `SortKeySchema`. The files'
+Fraction, Month, Text), the shared literals (Optimizer, SortName; Vendor and Segment in kb.knowledge.kinds) and `SortKeySchema`. The files'
 models are in kb.knowledge.schema and kb.knowledge.schema_catalogue.
 """
 
@@ -51,7 +51,6 @@ def _a_price(value: object) -> object:
 PurchaseUsd = Annotated[float, BeforeValidator(_a_price), Field(ge=10, le=1e7, allow_inf_nan=False)]
 UsdPerHour = Annotated[float, BeforeValidator(_a_price), Field(ge=0.01, le=1000, allow_inf_nan=False)]
 Optimizer = Literal["adamw", "adam8bit", "sgd"]
-Vendor = Literal["nvidia", "amd", "intel", "apple", "google", "aws"]
 SortName = Literal["value", "cost", "speed", "memory", "power"]
 
 

@@ -12,7 +12,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from kb.knowledge.schema_base import Count, Fraction, Name, NonNeg, Optimizer, Positive, Slug, Strict, Text, Vendor
+from kb.knowledge.schema_base import Count, Fraction, Name, NonNeg, Optimizer, Positive, Slug, Strict, Text
+from kb.knowledge.kinds import Segment, Vendor
 
 # ---------------------------------------------------------------- sources.yaml
 
@@ -253,7 +254,7 @@ class GpuSchema(Strict):
     id: Slug
     name: Name
     vendor: Vendor
-    segment: Literal["datacenter", "workstation", "consumer", "apple"]
+    segment: Segment
     architecture: str
     release_year: int = Field(ge=2010, le=2035)
     aliases: list[Name] = []

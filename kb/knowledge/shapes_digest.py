@@ -5,4 +5,4 @@ files' JSON Schema; both are part of the knowledge snapshot's format key
 (kb.knowledge.snapshot.format_key)."""
 
 RECORDS = "ca5e7044ac003e2c"
-SCHEMAS = "24f9fdde78088cec"
+SCHEMAS = "c5fc7972b38f4062"

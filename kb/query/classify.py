@@ -195,8 +195,8 @@ class Classifier:
         found: tuple[Entry, int] | None = None
         key = ""
         for j in range(i, min(len(toks), i + self.vocab.max_tokens)):
-            if toks[j].kind not in _PHRASE_KINDS and not (j > i and toks[j].kind == "vs"):
-                break                       # a 'vs' inside a phrase ('rent vs buy') is one of its words
+            if toks[j].kind not in _PHRASE_KINDS and (j == i or toks[j].kind != "vs"):
+                break                       # 'rent vs buy': a vs inside a phrase of the rules
             if toks[j].kind == "num" and self._unit_follows(j, table) and (
                     found is not None or (j == i and not self._number_at(j + 2))):
                 break                       # 'hqq 4 users': the 4 counts users, not 'hqq4';
