@@ -28,8 +28,8 @@ def num(value: Value | Sequence[Value], digits: int = 3) -> str:
         return f"{v:.{digits}g}"
     if abs(v) >= 10 ** digits:
         return f"{v:,.0f}"
-    text = f"{v:.{digits}g}"
-    return f"{float(text):,}".rstrip("0").rstrip(".") if "e" not in text else text
+    text = f"{v:.{digits}g}"            # 999.7 rounds to 1e+03: written 1,000 like the rest
+    return f"{float(text):,}".rstrip("0").rstrip(".")
 
 
 def duration(seconds: float | None) -> str:

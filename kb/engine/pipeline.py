@@ -8,6 +8,7 @@ composed (kb.engine.verdict) after the options are known. kb.ask and kb.answer_i
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+from kb.figures import num
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -82,9 +83,9 @@ def as_run(a: Answer, kn: Knowledge) -> tuple[Answer, str] | None:
     b = answer(parse(done["query"], kn), kn, a.query)
     b.query = a.query
     b.options = [o for o in options if o is not done]
-    need, has = f"{first.per_gpu_gb or 0:.3g}", f"{first.usable_vram_gb or 0:.3g}"
-    said = (f"As asked it does not fit ({need} GB per GPU of {has}); with "
-            f"{done['change'][:1].lower() + done['change'][1:]}, the least change that fits these cards.")
+    need, has = num(first.per_gpu_gb or 0), num(first.usable_vram_gb or 0)
+    said = (f"As asked it does not fit ({need} of {has} GB per GPU); timed with "
+            f"{done['change'][:1].lower() + done['change'][1:]}, which fits.")
     b.assumptions.insert(0, f"answered with {done['change']}: as asked the job needs {need} GB per GPU of {has} "
                             f"on {first.count}× {first.name}, so the time is for the least change that fits the "
                             f"same cards, kbq \"{done['query']}\" (its quality cost: {done['quality']}) "

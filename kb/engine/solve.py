@@ -15,7 +15,7 @@ from kb.engine.budget import count_probe
 from kb.engine.probes import Probes
 from kb.engine.single_probe import Probe
 from kb.knowledge.data import Knowledge
-from kb.figures import num
+from kb.figures import duration, num
 from kb.query.workload import Workload
 
 if TYPE_CHECKING:
@@ -291,7 +291,10 @@ def _how_many_row(p: Probes, gpu: GPU, n: int | None, at: Probe | None, prev: Pr
             "fits_at_value": at.fits, "per_gpu_gb": at.per_gpu_gb, "usable_gb": at.usable_gb,
             "previous": n - 1 if prev else None, "fits_at_previous": prev.fits if prev else None,
             "per_gpu_gb_at_previous": prev.per_gpu_gb if prev else None,
-            "layout_binding": bool(prev and prev.fits), **_layout_facts(p, n)}
+            "layout_binding": bool(prev and prev.fits),
+            # one fewer holds the job but misses the target the query set ('in 30 days')
+            "target_binding": bool(prev and prev.fits_memory and prev.meets_target is False),
+            **_layout_facts(p, n)}
 
 
 def binding(after: Probe, w: Workload) -> str | None:
@@ -307,7 +310,8 @@ def binding(after: Probe, w: Workload) -> str | None:
 def target_text(w: Workload) -> str:
     asked = [f"the speed floor ({w.speed_floor_tok_s:g} tok/s per user)" if w.speed_floor_tok_s is not None else "",
              f"time to first token under {w.ttft_max_s:g} s" if w.ttft_max_s is not None else "",
-             f"{w.tokens_per_day:,.0f} tokens a day" if w.tokens_per_day is not None else ""]
+             f"{w.tokens_per_day:,.0f} tokens a day" if w.tokens_per_day is not None else "",
+             f"the run within {duration(w.deadline_hours * 3600)}" if w.deadline_hours is not None else ""]
     return ", ".join(a for a in asked if a) or "the target"
 
 

@@ -20,17 +20,19 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from kb.engine.verdict_lead import config, speed
+from kb.engine.verdict_lead import lead as _lead
+from kb.engine.verdict_lead import rate as _rate
+from kb.engine.verdict_lead import training as _training
+from kb.engine.verdict_count import how_many, target
 from kb.engine.verdict_room import tight, tight_sentences
 from kb.engine.verdict_sides import sides, usd
-from kb.figures import duration, num
+from kb.figures import num
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
     from kb.engine.answer import Answer, GpuRow
     from kb.engine.answer_records import Question, Side
     from kb.knowledge.data import Knowledge
-    from kb.knowledge.records import Value
 
 MAX_WORDS = 45
 SOLVED = ("max_users", "max_context", "largest_model", "how_many_gpus", "max_batch")
@@ -80,53 +82,6 @@ def fitted(parts: list[str]) -> str:
 
 # ---------------------------------------------------------------- pieces
 
-def config(g: GpuRow) -> str:
-    return f"{g.count}× {g.name}"
-
-
-def speed(g: GpuRow, training: bool) -> str | None:
-    """'16.8 tok/s per user' or '741 training tok/s'; None where it does not fit or is unknown."""
-    if training:
-        return f"{num(g.train_tokens_per_s)} training tok/s" if g.train_tokens_per_s else None
-    return f"{num(g.decode_tokens_per_s)} tok/s per user" if g.decode_tokens_per_s else None
-
-
-def _rate(g: GpuRow, training: bool) -> str | None:
-    """'20.3 tok/s' (per user) or '741 training tok/s', for a line that compares."""
-    value = g.train_tokens_per_s if training else g.decode_tokens_per_s
-    return f"{num(value)} {'training ' if training else ''}tok/s" if value else None
-
-
-def _training(a: Answer) -> bool:
-    return "training" in a.bottleneck
-
-
-def _lead(a: Answer, focus: str | None, g: GpuRow) -> str | None:
-    """The figure a question asked for first ("how much vram", "how fast", "how long")."""
-    training = _training(a)
-    mem = a.memory
-    if focus == "memory" and mem.get("total_gb") is not None:
-        per = mem.get("per_gpu_gb")
-        each = f" ({num(per)} GB per GPU)" if per is not None and (mem.get("gpu_count") or 1) > 1 else ""
-        return f"Memory: {num(mem['total_gb'])} GB in all{each}."
-    if not g.fits:
-        return None
-    t = a.throughput
-    if focus == "speed":
-        if training and t.get("train_tokens_per_s"):
-            return f"Speed: {num(t['train_tokens_per_s'])} training tokens/s on {config(g)}."
-        if t.get("decode_tokens_per_s"):
-            return (f"Speed: {num(t['decode_tokens_per_s'])} tokens/s per user "
-                    f"({num(t.get('decode_tokens_per_s_aggregate'))} in all) on {config(g)}.")
-    if focus == "time":
-        if training and t.get("train_time_s"):
-            return (f"Time: {num(a.workload.get('train_tokens'))} tokens in {duration(t['train_time_s'])} "
-                    f"on {config(g)}.")
-        if t.get("ttft_s") is not None:
-            return f"Time to first token: {num(t['ttft_s'])} s on {config(g)}."
-    return None
-
-
 def _borderline(a: Answer, g: GpuRow) -> str | None:
     """A fit whose headroom is inside the memory estimate's p90 error band."""
     band = a.error_bands.get("total_gb")
@@ -135,7 +90,7 @@ def _borderline(a: Answer, g: GpuRow) -> str | None:
         return None
     if g.headroom_gb >= g.per_gpu_gb * pct / 100:
         return None
-    return f"Borderline: the spare {num(g.headroom_gb)} GB is within the memory estimate's p90 error (±{num(pct)}%)."
+    return f"Borderline: {num(g.headroom_gb)} GB spare, within the memory estimate's ±{num(pct)}% p90 error."
 
 
 def _fixes(a: Answer, most: int = 2, what_fits: str = "it") -> list[str]:
@@ -160,6 +115,8 @@ def _fit(a: Answer, q: Question) -> list[str]:
         return [str(q.get("outcome_text") or "")]
     lead = _lead(a, q.get("focus"), g)
     text = str(q.get("outcome_text") or "")
+    if lead and lead.startswith("Time:") and g.fits and g.per_gpu_gb is not None:
+        lead, text = f"{lead[:-1]}; it fits in {num(g.per_gpu_gb)} of {num(g.usable_vram_gb)} GB per GPU.", ""
     parts: list[str | None] = [lead, text] if lead else [text]
     if g.fits:
         s = speed(g, _training(a))
@@ -343,10 +300,17 @@ def _solved(a: Answer, q: Question) -> list[str]:
             return [f"Fits on {on}, but even {num(q.get('lower'))} {unit} get only "
                     f"{num(row.get('speed_at_lower'))} tokens/s each, under the "
                     f"{num(row.get('speed_floor'))} tokens/s floor."]
+        if kind == "how_many_gpus" and (asked := target(a)):
+            need = q.get("fewest_gpus_needed")
+            mem = f" Memory alone needs {need}." if need else ""
+            return [f"No count of {row.get('gpu') or q.get('gpu')} up to {num(q.get('upper'))} meets "
+                    f"the target asked ({asked}).{mem}", str(q.get("note") or "")]
         return [f"Does not fit on {on} even at {num(q.get('lower'))} {unit}.", str(q.get("note") or "")]
     value = row["value"]
     if kind == "how_many_gpus":
-        return _how_many(a, q, row)
+        g = a.gpus[0] if a.gpus else None
+        time = _lead(a, "time", g) if g is not None and _training(a) and a.workload.get("deadline_hours") else None
+        return how_many(a, q, row, time or (speed(g, _training(a)) if g is not None and g.fits else None))
     if kind == "largest_model":
         first = f"About {num(q.get('value_b'))}B parameters at {a.workload.get('precision')} on {on}."
         nxt = f"{num(q.get('next_b'))}B"
@@ -374,20 +338,3 @@ def _solved(a: Answer, q: Question) -> list[str]:
     stop = f"The search stops at {num(q.get('upper'))} {unit}." if row.get("at_upper_bound") else ""
     return [first, why, stop]
 
-
-def _how_many(a: Answer, q: Question, row: Mapping[str, Value]) -> list[str]:
-    n = row["value"]
-    first = (f"{n}× {row.get('gpu')} {'hold' if n != 1 else 'holds'} it ({num(row.get('per_gpu_gb'))} of "
-             f"{num(row.get('usable_gb'))} GB per GPU).")
-    by_memory = q.get("fewest_by_memory")
-    if row.get("layout_binding"):
-        mem = f"Memory alone needs {by_memory}; " if by_memory and by_memory != n else ""
-        why = (f"{mem}fewer than {n} form no valid layout (tensor parallel divides the {row.get('heads')} "
-               f"attention heads within a node of {row.get('node')}).")
-    elif row.get("previous"):
-        why = f"Memory binds: {row['previous']} would need {num(row.get('per_gpu_gb_at_previous'))} GB per GPU."
-    else:
-        why = ""
-    g = a.gpus[0] if a.gpus else None
-    s = speed(g, _training(a)) if g is not None and g.fits else None
-    return [first, why, f"Speed: {s}." if s else ""]

@@ -170,9 +170,11 @@ def key_figures(a: Answer) -> list[str]:
     out.append(f"  memory   {num(mem['total_gb'])} GB in all{each}{_typical(a, 'total_gb')}: {parts}")
     out += _asked(a)
     training = "training" in b
+    g = _own_row(a)
     if training and t.get("train_tokens_per_s") is not None:
+        hours = f", {num(g.run_hours * g.count)} GPU-hours" if g is not None and g.fits and g.run_hours else ""
         out.append(f"  speed    {num(t['train_tokens_per_s'])} training tokens/s{_typical(a, 'train_tokens_per_s')}; "
-                   f"{num(a.workload.get('train_tokens'))} tokens in {duration(t.get('train_time_s'))}")
+                   f"{num(a.workload.get('train_tokens'))} tokens in {duration(t.get('train_time_s'))}{hours}")
     elif not training and t.get("decode_tokens_per_s") is not None:
         out.append(f"  speed    {num(t['decode_tokens_per_s'])} tokens/s per user, "
                    f"{num(t.get('decode_tokens_per_s_aggregate'))} in all{_typical(a, 'decode_tokens_per_s')}; "
@@ -182,7 +184,6 @@ def key_figures(a: Answer) -> list[str]:
     phases = "; ".join(f"{p} {b[p]}" for p in ("decode", "prefill", "training") if b.get(p))
     if phases:
         out.append(f"  bound    {phases}")
-    g = _own_row(a)
     if g is not None and g.fits:
         cost = [f"{_usd(g.config_price_usd)} to buy" if g.config_price_usd else "",
                 f"{_usd(g.config_usd_per_hour)}/h to rent" if g.config_usd_per_hour else "",
