@@ -176,13 +176,14 @@ def _changed(kn: Knowledge, rule: OptionRule, asked: Workload, row: GpuRow,
 def _answered(kn: Knowledge, w: Workload, q: str, before: dict[str, Answer]) -> Answer:
     """The brief answer of `w`, once per Workload among one answer's options (the card a "more
     GPUs" option is first asked on is often the plain option's own Workload, and a capacity
-    question's answer runs a whole search): reused answers are only read."""
+    question's answer runs a whole search): reused answers are only read. `w` is the option's
+    own copy (_with), read by no one after: the answer may fill it in."""
     from kb.engine import answer
 
     key = repr(w.to_dict())
     found = before.get(key)
     if found is None:
-        found = before[key] = answer(copy.deepcopy(w), kn, q, brief=True)
+        found = before[key] = answer(w, kn, q, brief=True)
     return found
 
 

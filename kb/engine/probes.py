@@ -228,7 +228,7 @@ class Probes:
         for _ in which:
             count_probe()
         if len(set(counts.values())) <= FEW_COUNTS:     # the columns of each count, over every card, kept
-            return {i: self._probe("gpu_count", counts[i], self.cards[i], counts[i]) for i in which}
+            return self._each_card(counts, names)
         some = counts[which[0]]
         base = self._value_scope("gpu_count", some, names)
         precision = self.resolved("gpu_count", some).precision
@@ -255,6 +255,30 @@ class Probes:
             meets = bool(at["meets_target"]) if self.targets else None
             out[i] = Probe(bool(at["fits"]) and meets is not False, at["per_gpu_gb"], at["usable_vram_gb"],
                            bool(at["fits"]), None, at["speed_floor_tok_s"], meets)
+        return out
+
+    def _each_card(self, counts: dict[int, int], names: Names) -> dict[int, Probe]:
+        """_probe("gpu_count", n, cards[i], n) for each card i: the count's columns over every
+        card read once per count, not once per card (a model-parallel training probe, or a single
+        card, is _probe's own)."""
+        out: dict[int, Probe] = {}
+        for count in dict.fromkeys(counts.values()):
+            which = [i for i, n in counts.items() if n == count]
+            r = self.resolved("gpu_count", count)
+            w = r.workload
+            if len(self.cards) < 2 or r.is_training and not (w.tp or w.pp) and tr.is_model_parallel(w, self.kn):
+                out.update((i, self._probe("gpu_count", count, self.cards[i], count)) for i in which)
+                continue
+            shared = self._scope("gpu_count", count, count, names)
+            columns = self._columns_over_cards("gpu_count", count, count, names, shared)
+            cols = [(n, v, v.__class__ is Col) for n, v in columns.items()]
+            for i in which:
+                k = self._index[id(self.cards[i])]
+                s = {n: v[k] if col else v for n, v, col in cols}
+                meets = bool(s.get("meets_target")) if self.targets else None
+                out[i] = Probe(bool(s.get("fits")) and meets is not False, s.get("per_gpu_gb"),
+                               s.get("usable_vram_gb"), bool(s.get("fits")), None, s.get("speed_floor_tok_s"),
+                               meets)
         return out
 
     def probe(self, vary: str, value: float, gpu: GPU, count: int, holds: str = "fits") -> Probe:
@@ -316,6 +340,11 @@ class Probes:
                     i: int) -> Scope:
         """Card i's values of `names`, computed once over every card (a Col per name where the
         cards differ)."""
+        columns = self._columns_over_cards(vary, value, count, names, shared)
+        return {n: v[i] if v.__class__ is Col else v for n, v in columns.items()}
+
+    def _columns_over_cards(self, vary: str, value: float, count: int, names: Names,
+                            shared: Scope) -> Scope:
         key = (vary, value, count, names)
         columns = self._columns.get(key)
         if columns is None:
@@ -328,4 +357,4 @@ class Probes:
             ev = Evaluated(scope)
             evaluate(self.kn, ev, names)
             columns = self._columns[key] = {n: ev.scope.get(n) for n in (*names, "speed_floor_tok_s")}
-        return {n: v[i] if v.__class__ is Col else v for n, v in columns.items()}
+        return columns
