@@ -59,3 +59,22 @@ def test_a_probe_over_the_catalogue_is_the_probe_on_its_card(query: str) -> None
         for gpu in cards:
             alone = Probes(kn, w).probe("gpu_count", count, gpu, count)
             assert shared.probe("gpu_count", count, gpu, count) == alone, (gpu["id"], count)
+
+
+
+@pytest.mark.parametrize("query", ["how many gpus for 70b fp16", "how many gpus to train 13b full fine-tune",
+                                   "how many gpus for mistral-small-3.1-24b lora",
+                                   "how many gpus for 8b at 20 tok/s"])
+def test_a_search_step_over_the_cards_is_each_cards_own_probe(query: str) -> None:
+    """A how-many search's step at one count (every card at it) and at several counts: the
+    Probes (probes_at) are each card's probe among the cards, and the verdicts alone (fits_at)
+    those of a probe made from scratch."""
+    kn = get_knowledge()
+    w = parse(query, kn)
+    cards = list(kn.gpus.values())
+    for counts in ({i: 2 for i in range(len(cards))}, {i: 1 + i % 3 for i in range(len(cards))}):
+        among = {i: Probes(kn, w, cards).probe("gpu_count", n, cards[i], n) for i, n in counts.items()}
+        alone = {i: Probes(kn, w).probe("gpu_count", n, cards[i], n).fits for i, n in counts.items()}
+        assert Probes(kn, w, cards).probes_at(counts) == among
+        assert Probes(kn, w, cards).fits_at(counts) == alone
+        assert {p.fits for p in among.values()} == set(alone.values()) == {True, False}   # both kinds

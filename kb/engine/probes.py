@@ -262,15 +262,10 @@ class Probes:
         card read once per count, not once per card (a model-parallel training probe, or a single
         card, is _probe's own)."""
         out: dict[int, Probe] = {}
-        for count in dict.fromkeys(counts.values()):
-            which = [i for i, n in counts.items() if n == count]
-            r = self.resolved("gpu_count", count)
-            w = r.workload
-            if len(self.cards) < 2 or r.is_training and not (w.tp or w.pp) and tr.is_model_parallel(w, self.kn):
+        for count, which, columns in self._at_counts(counts, names):
+            if columns is None:
                 out.update((i, self._probe("gpu_count", count, self.cards[i], count)) for i in which)
                 continue
-            shared = self._scope("gpu_count", count, count, names)
-            columns = self._columns_over_cards("gpu_count", count, count, names, shared)
             cols = [(n, v, v.__class__ is Col) for n, v in columns.items()]
             for i in which:
                 k = self._index[id(self.cards[i])]
@@ -279,6 +274,45 @@ class Probes:
                 out[i] = Probe(bool(s.get("fits")) and meets is not False, s.get("per_gpu_gb"),
                                s.get("usable_vram_gb"), bool(s.get("fits")), None, s.get("speed_floor_tok_s"),
                                meets)
+        return out
+
+    def fits_at(self, counts: dict[int, int]) -> dict[int, bool]:
+        """probes_at(counts)[i].fits, each probe counted: where the counts are one, read from
+        that count's columns without making each card's Probe (a search's step needs no more)."""
+        names: Names = ("fits", "per_gpu_gb", "usable_vram_gb")
+        if self.targets:
+            names += ("meets_target",)
+        if len(set(counts.values())) > FEW_COUNTS:
+            return {i: at.fits for i, at in self.probes_at(counts).items()}
+        for _ in counts:
+            count_probe()
+        out: dict[int, bool] = {}
+        for count, which, columns in self._at_counts(counts, names):
+            if columns is None:
+                out.update((i, self._probe("gpu_count", count, self.cards[i], count).fits) for i in which)
+                continue
+            fits, meets = columns["fits"], columns.get("meets_target")
+            for i in which:
+                k = self._index[id(self.cards[i])]
+                ok = bool(fits[k] if fits.__class__ is Col else fits)
+                if self.targets:
+                    ok = ok and bool(meets[k] if meets.__class__ is Col else meets)
+                out[i] = ok
+        return out
+
+    def _at_counts(self, counts: dict[int, int], names: Names) -> list[tuple[int, list[int], Scope | None]]:
+        """Each count asked, the cards asked at it and its columns over every card (None where
+        _probe makes each card's probe: a model-parallel training job, or a single card)."""
+        out: list[tuple[int, list[int], Scope | None]] = []
+        for count in dict.fromkeys(counts.values()):
+            which = [i for i, n in counts.items() if n == count]
+            r = self.resolved("gpu_count", count)
+            w = r.workload
+            if len(self.cards) < 2 or r.is_training and not (w.tp or w.pp) and tr.is_model_parallel(w, self.kn):
+                out.append((count, which, None))
+                continue
+            shared = self._scope("gpu_count", count, count, names)
+            out.append((count, which, self._columns_over_cards("gpu_count", count, count, names, shared)))
         return out
 
     def probe(self, vary: str, value: float, gpu: GPU, count: int, holds: str = "fits") -> Probe:

@@ -12,7 +12,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from kb.engine.budget import count_probe
-from kb.engine.probes import Probes
+from kb.engine.probes import FEW_COUNTS, Probes
 from kb.engine.single_probe import Probe
 from kb.knowledge.data import Knowledge
 from kb.figures import duration, num
@@ -207,13 +207,27 @@ def how_many_rows(kn: Knowledge, w: Workload, p: Probes, first: int, last: int) 
             seen.update(((i, new[i]), at) for i, at in p.probes_at(new).items())
         return {i: seen[(i, n)] for i, n in counts.items()}
 
-    at_upper = probes_at({i: upper for i in cards})
+    known: dict[tuple[int, int], bool] = {}
+
+    def fits_at(counts: dict[int, int]) -> dict[int, bool]:
+        """Whether each card holds the job at its count (Probes.fits_at: no Probe made where
+        the step asks one count), each (card, count) computed once, each asked counted."""
+        new = {i: n for i, n in counts.items() if (i, n) not in known and (i, n) not in seen}
+        for _ in range(len(counts) - len(new)):
+            count_probe()
+        if len(set(new.values())) > FEW_COUNTS:       # Probes made anyway: kept for the rows
+            seen.update(((i, new[i]), at) for i, at in p.probes_at(new).items())
+        elif new:
+            known.update(((i, new[i]), ok) for i, ok in p.fits_at(new).items())
+        return {i: known[(i, n)] if (i, n) in known else seen[(i, n)].fits for i, n in counts.items()}
+
+    at_upper = fits_at({i: upper for i in cards})
     found: dict[int, int | None] = {i: None for i in cards}
-    bounds = {i: (lower - 1, upper) for i in cards if at_upper[i].fits}
+    bounds = {i: (lower - 1, upper) for i in cards if at_upper[i]}
     while searching := {i: (lo + hi) // 2 for i, (lo, hi) in bounds.items() if hi - lo > 1}:
-        for i, at in probes_at(searching).items():          # the bisection's step on each card
+        for i, ok in fits_at(searching).items():          # the bisection's step on each card
             lo, hi = bounds[i]
-            bounds[i] = (lo, searching[i]) if at.fits else (searching[i], hi)
+            bounds[i] = (lo, searching[i]) if ok else (searching[i], hi)
     scan = {i: hi for i, (_, hi) in bounds.items()}           # then the next canonical count up
     while scan:
         for i, n in list(scan.items()):
@@ -225,8 +239,8 @@ def how_many_rows(kn: Knowledge, w: Workload, p: Probes, first: int, last: int) 
             else:
                 scan[i] = n
         if scan:
-            for i, at in probes_at(scan).items():
-                if at.fits:
+            for i, ok in fits_at(scan).items():
+                if ok:
                     found[i] = scan.pop(i)
                 else:
                     scan[i] += 1
