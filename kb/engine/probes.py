@@ -162,8 +162,9 @@ class Probes:
             if first is None:
                 self._first[(vary, names)] = (vkey[1], dict(base))
             else:
-                self._changed[vkey] = self._reads_of({k for k in base.keys() | first[1].keys()
-                                                      if base.get(k, base) != first[1].get(k, base)})
+                was = first[1]          # the inputs that differ, or that only one of them has
+                self._changed[vkey] = self._reads_of({k for k, v in base.items() if was.get(k, was) != v}
+                                                     | (was.keys() - base.keys()))
                 self._reuse(base, self._by_value.get((vary, first[0], names)), vary, value, names, wanted)
             evaluate(kn, Evaluated(base), wanted)
         return base
