@@ -78,3 +78,20 @@ def test_a_search_step_over_the_cards_is_each_cards_own_probe(query: str) -> Non
         assert Probes(kn, w, cards).probes_at(counts) == among
         assert Probes(kn, w, cards).fits_at(counts) == alone
         assert {p.fits for p in among.values()} == set(alone.values()) == {True, False}   # both kinds
+
+
+@pytest.mark.parametrize("query", ["how many h100 for 70b fp16", "how many 4090 to train 13b full fine-tune",
+                                   "how many v100 32gb for mistral-small-3.1-24b full fine-tune",
+                                   "how many 24gb for 8b lora", "how many 3090 for kimi-k2-instruct iq2_s train"])
+def test_an_option_reads_whether_a_count_is_found_from_one_probe(query: str) -> None:
+    """The "more GPUs" option drops a how-many answer that found a count (its row holds the job):
+    the one probe at the search's most GPUs says so as the whole answer does."""
+    from kb.engine import answer
+    from kb.engine.options import _count_found
+
+    kn = get_knowledge()
+    w = parse(query, kn)
+    whole = answer(parse(query, kn), kn, brief=True)
+    found = bool(whole.question and whole.question["answer"]["found"])
+    assert _count_found(kn, w) == found
+    assert not found or whole.gpus[0].fits

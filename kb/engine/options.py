@@ -194,6 +194,8 @@ def _ask(kn: Knowledge, w: Workload, base: Answer, rule: OptionRule, extra: str 
     try:
         if w.gpus and w.gpus[0].count == 0:         # as many cards as then hold it
             probe = _with(w, gpus=[GpuRequest(w.gpus[0].gpu_id, 1, w.gpus[0].capacity_gb)])
+            if _count_found(kn, probe):
+                return None
             probed = _answered(kn, probe, "", before)
             row = _base_row(probed)
             most = int(kn.advice.get("max_gpus_per_config", 1))
@@ -235,6 +237,24 @@ def _ask(kn: Knowledge, w: Workload, base: Answer, rule: OptionRule, extra: str 
         opt["decode_tokens_per_s"] = row.decode_tokens_per_s
         opt["usd_per_million_tokens"] = row.usd_per_million_tokens
     return opt
+
+
+def _count_found(kn: Knowledge, w: Workload) -> bool:
+    """Whether a how-many question on the one card `w` names finds a count: the most GPUs its
+    search tries hold the job (kb.engine.solve.smallest_fitting), so its answer is on a count
+    that holds it, and a "more GPUs" option asked from it is none (_ask). One probe instead of
+    the search and the answer; False for any other question."""
+    from kb.engine.probes import Probes
+    from kb.engine.scope import capacity_gpu, question_format
+
+    if w.question != "how_many_gpus":
+        return False
+    w = copy.deepcopy(w)
+    question_format(w, kn)
+    req = w.gpus[0]
+    gpu = capacity_gpu(req, kn) if req.gpu_id is None else kn.gpus[req.gpu_id]
+    upper = int(kn.query["solve"]["how_many_gpus"]["upper"])
+    return Probes(kn, w, [gpu]).probe("gpu_count", upper, gpu, upper).fits
 
 
 def _stack_runs(kn: Knowledge, a: Answer, row: GpuRow) -> bool:
