@@ -190,3 +190,15 @@ def test_the_cheapest_72b_box_is_two_3090s_said_to_be_tight():
     assert "room for about 12,000 more tokens of context" in a.verdict
     assert "Roomier: 5× NVIDIA GeForce RTX 2080 Ti 11GB ($1,500)" in a.verdict
     assert "Cheaper" not in a.verdict           # nothing that fits costs less
+
+
+def test_one_box_that_holds_it_beats_a_roomier_set_of_several():
+    # Apple's M3 Ultra announcement (source apple-m3-ultra-newsroom) sells the 512 GB Mac Studio as
+    # running LLMs of over 600B parameters in memory: DeepSeek V3 (671B) at Q4_K_M is that machine,
+    # one box at $9,500, not three M2 Ultra Mac Studios at $20,997 that hold it with more room.
+    # The value order counts cards before headroom; a tight pick says so and names the roomier one.
+    a = ask("deepseek v3 on my mac")
+    pick = a.recommendation["pick"]
+    assert (pick["gpu_id"], pick["count"]) == ("apple-m3-ultra", 1)
+    assert KN.gpus["apple-m3-ultra"]["vram_gb"] >= 512
+    assert "Tight" in a.verdict and "Roomier" in a.verdict
