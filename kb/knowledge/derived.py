@@ -10,9 +10,9 @@ model) and `rederive` (new prices) give a new Knowledge; none is ever changed, s
 to share across threads.
 
 The tables an answer reads only a few entries of (the trace texts, the claims' formulas, the
-error bands, the GPU columns per precision key) are Lazy: read-only mappings whose entries are
-computed on first read and kept, so a one-query process does not build the whole table when it
-loads the knowledge. An entry is a pure function of the knowledge, so two threads that compute
+error bands) are Lazy: read-only mappings whose entries are computed on first read and kept, so
+a one-query process does not build the whole table when it loads the knowledge; the GPU columns
+per precision key (CatalogueColumns) also find an entry without indexing every key. An entry is a pure function of the knowledge, so two threads that compute
 the same one at once compute the same value.
 """
 
