@@ -4,7 +4,8 @@
     python bench/fuzz.py --queries 1000 --expressions 500 --seed 7
     python bench/fuzz.py --json                # the same figures as data
 
-The generators and the properties are those of tests/test_fuzz.py, driven by `random.Random`
+The generators and the properties are those of tests/test_fuzz.py (tests/fuzz_queries.py,
+tests/fuzz_exprs.py, tests/fuzz_checks.py), driven by `random.Random`
 with a fixed seed instead of hypothesis, so a run is repeatable. A query must give an Answer
 (serialisable to JSON) or a QueryError with its column in 1..len(query)+1 and a caret; an
 expression must parse to an Expr or raise ExprSyntaxError, and evaluate on random finite floats
@@ -27,7 +28,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-import test_fuzz as fz  # noqa: E402
+import fuzz_checks as fc  # noqa: E402
+import fuzz_exprs as fe  # noqa: E402
+import fuzz_queries as fq  # noqa: E402
 
 
 def _pick(r: random.Random, mix: dict[str, int]) -> str:
@@ -85,7 +88,7 @@ def query_errors_by_message(n: int, seed: int) -> Counter[str]:
     r = random.Random(seed)
     kinds: Counter[str] = Counter()
     for _ in range(n):
-        text = fz.QUERY_GENERATORS[_pick(r, fz.QUERY_MIX)](r)
+        text = fq.QUERY_GENERATORS[_pick(r, fq.QUERY_MIX)](r)
         try:
             ask(text)
         except QueryError as err:
@@ -105,10 +108,10 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     reports = [
-        run("queries", args.queries, args.seed, fz.QUERY_GENERATORS, fz.QUERY_MIX,
-            lambda text, r: fz.check_query(text)),
-        run("expressions", args.expressions, args.seed + 1, fz.EXPR_GENERATORS, fz.EXPR_MIX,
-            lambda text, r: fz.check_expr(text, lambda: fz.finite_float(r))),
+        run("queries", args.queries, args.seed, fq.QUERY_GENERATORS, fq.QUERY_MIX,
+            lambda text, r: fc.check_query(text)),
+        run("expressions", args.expressions, args.seed + 1, fe.EXPR_GENERATORS, fe.EXPR_MIX,
+            lambda text, r: fc.check_expr(text, lambda: fe.finite_float(r))),
     ]
     messages = query_errors_by_message(min(args.queries, 20_000), args.seed)
     unexpected = [k for rep in reports for k in rep["reproducers"] if not k.startswith("known")]

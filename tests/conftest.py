@@ -12,10 +12,14 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from server import create_app
+
+if TYPE_CHECKING:
+    from kb.knowledge.build import Knowledge
 
 
 @pytest.fixture
@@ -26,6 +30,47 @@ def app():
 @pytest.fixture
 def client(app):
     return app.test_client()
+
+
+@pytest.fixture(scope="module")
+def kn() -> Knowledge:
+    """The shipped rules, built (the `kbq export` tests)."""
+    from kb.knowledge.build import build
+    from kb.paths import rules_dir
+
+    return build(rules_dir())
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The wiki `kbq export --format markdown` writes: relative path → text."""
+    from export_common import export
+
+    files = export(tmp_path_factory.mktemp("wiki"))
+    return {k: v.decode("utf-8") for k, v in files.items()}
+
+
+@pytest.fixture
+def rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the shipped rules in tmp_path/rules; the working directory is tmp_path and
+    the knowledge snapshot cache goes there too (tests/test_rules_harm*.py)."""
+    from kb.paths import rules_dir
+
+    root = tmp_path / "rules"
+    shutil.copytree(rules_dir(), root)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("KBQ_CACHE_DIR", str(tmp_path / "cache"))
+    return root
+
+
+@pytest.fixture
+def rules_copy(tmp_path: Path) -> Path:
+    """A copy of the shipped rules to edit (live-rules tests)."""
+    from kb.paths import rules_dir
+
+    root = tmp_path / "rules"
+    shutil.copytree(rules_dir(), root)
+    return root
 
 
 def _free_port() -> int:

@@ -10,11 +10,13 @@ from typing import Any
 import pytest
 from pydantic import create_model
 
+from kb.expr import nodes
 from kb.expr import parse as ex
+from kb.expr.nodes_base import ExprNode
 from kb.knowledge import codec, shapes, snapshot
 from kb.knowledge import data as kd
 from kb.knowledge import schema as sc
-from kb.recordtype import field, record
+from kb.recordtype import field, fields, record
 
 
 @record(frozen=True)
@@ -107,6 +109,65 @@ def test_the_format_key_follows_a_record_declaration(monkeypatch: pytest.MonkeyP
     assert "unit_note: str | None" in codec.signature(kd.Knowledge)
     assert shapes.records_digest() != before
     assert shapes.generated() != shapes.DIGEST_FILE.read_text(encoding="utf-8")
+
+
+def test_the_format_key_follows_the_stored_form_of_an_expression(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An expression is stored as its declared StoredExpression: a field added to it (or one
+    renamed or retyped) makes another snapshot format."""
+    before = shapes.records_digest()
+    encode, decode, _, more = codec.LEAVES[ex.Expr]
+
+    @record(frozen=True)
+    class StoredExpression(codec.StoredExpression):
+        spans: dict[str, int] | None = None
+
+    monkeypatch.setitem(codec.LEAVES, ex.Expr, (encode, decode, StoredExpression, more))
+    assert "spans: dict[str, int] | None" in codec.signature(kd.Knowledge)
+    assert shapes.records_digest() != before
+
+
+def test_an_expression_is_stored_in_its_declared_order() -> None:
+    e = ex.parse("a * 2 + b")
+    stored = codec.LEAVES[ex.Expr][0](e)
+    assert isinstance(stored, list)
+    by_name = dict(zip((f.name for f in fields(codec.StoredExpression)), stored))
+    assert by_name == {"text": "a * 2 + b", "ast": e.ast.to_list(), "names": ["a", "b"],
+                       "name_columns": e.name_columns}
+
+
+@pytest.mark.parametrize("change", ["tag", "field", "annotation"])
+def test_the_format_key_follows_an_expression_node_declaration(monkeypatch: pytest.MonkeyPatch,
+                                                              change: str) -> None:
+    """An expression's nodes are stored as their declarations say (TAG, FIELDS and their
+    annotations): changing any of them makes another snapshot format."""
+    before = shapes.records_digest()
+    if change == "tag":
+        monkeypatch.setattr(nodes.Logic, "TAG", "bool")
+    elif change == "field":
+        monkeypatch.setattr(nodes.Call, "FIELDS", ("fn", "args", "note"))
+        monkeypatch.setitem(nodes.Call.__annotations__, "note", "str")
+    else:
+        monkeypatch.setitem(nodes.Unary.__annotations__, "inner", "Name")
+    assert shapes.records_digest() != before
+
+
+def test_a_node_is_stored_from_its_declaration() -> None:
+    """Every node class comes back from its list form, which is [TAG, *FIELDS]."""
+    e = ex.parse('not (a * 2 > 1 and b <= 2) or -max(c, 3) == 4 and d == "x"')
+    seen: set[str] = set()
+
+    def walk(node: ExprNode) -> None:
+        listed = node.to_list()
+        assert listed[0] == node.TAG and len(listed) == 1 + len(node.FIELDS)
+        seen.add(node.TAG)
+        for child in node.children():
+            walk(child)
+
+    walk(e.ast)
+    assert seen == {cls.TAG for cls in nodes.NODES}
+    assert nodes.from_list(json.loads(json.dumps(e.ast.to_list()))) == e.ast
+    with pytest.raises(ValueError, match="unknown AST node 'and'"):
+        nodes.from_list(["and", ["name", "a"], ["name", "b"]])
 
 
 def test_the_format_key_follows_a_schema_declaration(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -3,7 +3,8 @@
 In: built by kb.expr.parse from a parse tree, or by `from_list` from the JSON form a snapshot stores.
 Out: immutable nodes, each knowing how to compile itself into a closure over a scope (scalars
 and kb.expr.columns.Col alike), infer its unit (kb.expr.units), list the names it reads, write itself as
-text or as Markdown math, and turn itself back into its JSON form.
+text or as Markdown math, and turn itself into its JSON form, which its declaration gives
+(TAG and FIELDS: kb.expr.nodes_base.ExprNode.to_list, `from_list`, `signature`).
 
 Constant sub-expressions are folded once, when a node is compiled: a subtree that reads no name
 is evaluated then, unless evaluating it raises (it then raises, with its message, when used).
@@ -23,6 +24,8 @@ from kb.expr.units import BOOL, ONE, TEXT, Unit, UnitError, format_unit
 from kb.expr.nodes_base import (  # noqa: F401 - the leaves and helpers, re-exported for kb.expr.parse and kb.present.export
     _COMPARE, ATOM, ASCII, MATH, Literal, Name, ExprNode, Num, Show, Str, Symbols, _infix, _wrap, literal,
     plain_exponent)
+from kb.expr.nodes_base import field_types, stored_kinds
+
 
 def _pow(a: object, b: object) -> float:
     a, b = num(a, "base"), num(b, "exponent")
@@ -76,6 +79,7 @@ class Unary(ExprNode):
 
 class Bin(Binary):
     """Arithmetic: + - * / ^ (the parser writes ** as ^)."""
+    TAG = "bin"
     __slots__ = ()
 
     def _compile(self) -> Fn:
@@ -106,11 +110,10 @@ class Bin(Binary):
         sides = (p, ATOM, p) if self.op == "^" else (p, p, p + 1)
         return _infix(self.left, self.op, self.right, show, symbols, sides)
 
-    def to_list(self) -> list[object]:
-        return ["bin", self.op, self.left.to_list(), self.right.to_list()]
 
 
 class Cmp(Binary):
+    TAG = "cmp"
     __slots__ = ()
 
     def _compile(self) -> Fn:
@@ -128,8 +131,6 @@ class Cmp(Binary):
     def render(self, show: Show, symbols: Symbols) -> tuple[str, int]:
         return _infix(self.left, self.op, self.right, show, symbols, (4, 5, 5))  # no chaining
 
-    def to_list(self) -> list[object]:
-        return ["cmp", self.op, self.left.to_list(), self.right.to_list()]
 
 
 def _truth(tag: str, operands: tuple[ExprNode, ...], units: Mapping[str, Unit]) -> Unit:
@@ -143,6 +144,7 @@ def _truth(tag: str, operands: tuple[ExprNode, ...], units: Mapping[str, Unit]) 
 class Logic(Binary):
     """`and` / `or`: the right side is read only where the left does not decide."""
     _STRENGTH: ClassVar[dict[str, int]] = {"or": 1, "and": 2}
+    TAG = "logic"
     __slots__ = ()
 
     def _compile(self) -> Fn:
@@ -156,11 +158,10 @@ class Logic(Binary):
         p = self._STRENGTH[self.op]
         return _infix(self.left, self.op, self.right, show, symbols, (p, p, p + 1))
 
-    def to_list(self) -> list[object]:
-        return [self.op, self.left.to_list(), self.right.to_list()]
 
 
 class Not(Unary):
+    TAG = "not"
     __slots__ = ()
 
     def _compile(self) -> Fn:
@@ -172,11 +173,10 @@ class Not(Unary):
     def render(self, show: Show, symbols: Symbols) -> tuple[str, int]:
         return f"not {_wrap(self.inner, show, symbols, 3)}", 3
 
-    def to_list(self) -> list[object]:
-        return ["not", self.inner.to_list()]
 
 
 class Neg(Unary):
+    TAG = "neg"
     __slots__ = ()
 
     def _compile(self) -> Fn:
@@ -188,8 +188,6 @@ class Neg(Unary):
     def render(self, show: Show, symbols: Symbols) -> tuple[str, int]:
         return f"-{_wrap(self.inner, show, symbols, ATOM)}", 8
 
-    def to_list(self) -> list[object]:
-        return ["neg", self.inner.to_list()]
 
 
 class Call(ExprNode):
@@ -198,6 +196,7 @@ class Call(ExprNode):
     args: tuple[ExprNode, ...]
     __slots__ = ("fn", "args")
     FIELDS = ("fn", "args")
+    TAG = "call"
 
     def __init__(self, fn: str, args: tuple[ExprNode, ...]) -> None:
         object.__setattr__(self, "fn", fn)
@@ -215,28 +214,47 @@ class Call(ExprNode):
     def render(self, show: Show, symbols: Symbols) -> tuple[str, int]:
         return f"{self.fn}({', '.join(a.render(show, symbols)[0] for a in self.args)})", ATOM
 
-    def to_list(self) -> list[object]:
-        return ["call", self.fn, [a.to_list() for a in self.args]]
 
 
-_FROM_LIST: dict[str, Callable[[list[Any]], ExprNode]] = {
-    "num": lambda a: Num(a[1]),
-    "str": lambda a: Str(a[1]),
-    "name": lambda a: Name(a[1]),
-    "bin": lambda a: Bin(a[1], from_list(a[2]), from_list(a[3])),
-    "cmp": lambda a: Cmp(a[1], from_list(a[2]), from_list(a[3])),
-    "and": lambda a: Logic("and", from_list(a[1]), from_list(a[2])),
-    "or": lambda a: Logic("or", from_list(a[1]), from_list(a[2])),
-    "not": lambda a: Not(from_list(a[1])),
-    "neg": lambda a: Neg(from_list(a[1])),
-    "call": lambda a: Call(a[1], tuple(from_list(x) for x in a[2])),
-}
+# every node class, found by its TAG when read back
+NODES: tuple[type[ExprNode], ...] = (Num, Str, Name, Bin, Cmp, Logic, Not, Neg, Call)
+
+
+def _builder(cls: type[ExprNode]) -> Callable[[list[Any]], ExprNode]:
+    """list form → node of `cls`, made from how its fields are stored (nodes_base.stored_kinds):
+    the shapes the node classes have are spelt out (a snapshot's expressions are read with
+    these), any other is read field by field."""
+    make: Callable[..., ExprNode] = cls
+    kinds = tuple(kind for _, kind in stored_kinds(cls))
+    if kinds == ("plain",):
+        return lambda a: make(a[1])
+    if kinds == ("node",):
+        return lambda a: make(from_list(a[1]))
+    if kinds == ("plain", "node", "node"):
+        return lambda a: make(a[1], from_list(a[2]), from_list(a[3]))
+    if kinds == ("plain", "nodes"):
+        return lambda a: make(a[1], tuple(from_list(x) for x in a[2]))
+    return lambda a: make(*[value if kind == "plain" else from_list(value) if kind == "node"
+                            else tuple(from_list(v) for v in value) for kind, value in zip(kinds, a[1:])])
+
+
+_BUILDERS: dict[str, Callable[[list[Any]], ExprNode]] = {}
 
 
 def from_list(data: list[Any]) -> ExprNode:
-    """The node a `to_list()` form describes."""
-    build = _FROM_LIST.get(data[0])
+    """The node a `to_list()` form describes: its class by the TAG, its fields in FIELDS order
+    as the class declares them (kb.expr.nodes_base.stored_kinds)."""
+    build = _BUILDERS.get(data[0]) if data else None
     if build is None:
-        raise ValueError(f"unknown AST node {data[0]!r}")
+        cls = next((c for c in NODES if data and c.TAG == data[0]), None)
+        if cls is None:
+            raise ValueError(f"unknown AST node {data[0] if data else data!r}")
+        build = _BUILDERS[cls.TAG] = _builder(cls)
     return build(data)
 
+
+def signature() -> list[str]:
+    """Every node class's stored form, one line each (TAG, fields and their annotations): part
+    of what the knowledge snapshot's format is keyed by (kb.knowledge.codec.signature)."""
+    return [f"{cls.__module__}.{cls.__qualname__}[{cls.TAG}](" + ", ".join(
+        f"{name}: {annotation}" for name, annotation in field_types(cls)) + ")" for cls in NODES]

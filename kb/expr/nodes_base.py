@@ -48,6 +48,32 @@ def plain_exponent(text: str) -> str:
     return f"{mantissa}e{int(exp)}"
 
 
+# ---------------------------------------------------------------- the stored form, declared
+
+_KINDS: dict[type, tuple[tuple[str, str], ...]] = {}
+
+
+def field_types(cls: type) -> tuple[tuple[str, str], ...]:
+    """Each of a node class's FIELDS with its annotation as declared (the nearest class's)."""
+    found = []
+    for name in cls.FIELDS:         # type: ignore[attr-defined]
+        annotation = next(k.__dict__["__annotations__"][name] for k in cls.__mro__
+                          if name in k.__dict__.get("__annotations__", {}))
+        found.append((name, str(annotation)))
+    return tuple(found)
+
+
+def stored_kinds(cls: type) -> tuple[tuple[str, str], ...]:
+    """Each field of a node class with how it is stored: "node" (its list form), "nodes" (a
+    tuple of them, as a list) or "plain" (itself); read once per class from its annotations."""
+    found = _KINDS.get(cls)
+    if found is None:
+        found = _KINDS[cls] = tuple(
+            (name, {"ExprNode": "node", "tuple[ExprNode, ...]": "nodes"}.get(annotation, "plain"))
+            for name, annotation in field_types(cls))
+    return found
+
+
 # ---------------------------------------------------------------- the nodes
 
 class ExprNode:
@@ -60,6 +86,7 @@ class ExprNode:
 
     __slots__ = ()
     FIELDS: ClassVar[tuple[str, ...]] = ()
+    TAG: ClassVar[str]          # names the class in the stored (list) form
 
     def _values(self) -> tuple[Any, ...]:
         return tuple(getattr(self, name) for name in self.FIELDS)
@@ -123,8 +150,15 @@ class ExprNode:
         raise NotImplementedError
 
     def to_list(self) -> list[object]:
-        """The JSON form: ["num", x] ["name", n] ["bin", op, a, b] … (see from_list)."""
-        raise NotImplementedError
+        """The JSON form, read from the class's declaration: its TAG, then each of FIELDS in
+        order, a node as its own list form and a tuple of nodes as a list of them:
+        ["num", x] ["name", n] ["bin", op, a, b] … (kb.expr.nodes.from_list reads it back)."""
+        out: list[object] = [self.TAG]
+        for name, kind in stored_kinds(type(self)):
+            value = getattr(self, name)
+            out.append(value if kind == "plain" else value.to_list() if kind == "node"
+                       else [v.to_list() for v in value])
+        return out
 
     def text(self, show: Show = str) -> str:
         """As typed in a rule: `a * b / c`."""
@@ -148,12 +182,11 @@ def _infix(left: ExprNode, op: str, right: ExprNode, show: Show, symbols: Symbol
 
 
 class Literal(ExprNode):
-    """A value written in the rule: it compiles to itself and reads no name. `tag` names its
-    JSON form ([tag, value])."""
+    """A value written in the rule: it compiles to itself and reads no name. Its JSON form is
+    [TAG, value]."""
     __slots__ = ("value",)
     FIELDS = ("value",)
     value: object
-    tag: ClassVar[str]
 
     def __init__(self, value: object) -> None:
         object.__setattr__(self, "value", value)
@@ -162,14 +195,11 @@ class Literal(ExprNode):
         value = self.value
         return lambda s: value
 
-    def to_list(self) -> list[object]:
-        return [self.tag, self.value]
-
 
 class Num(Literal):
     __slots__ = ()
     value: float
-    tag: ClassVar[str] = "num"
+    TAG: ClassVar[str] = "num"
 
     def unit(self, units: Mapping[str, Unit]) -> Unit:
         return None
@@ -181,7 +211,7 @@ class Num(Literal):
 class Str(Literal):
     __slots__ = ()
     value: str
-    tag: ClassVar[str] = "str"
+    TAG: ClassVar[str] = "str"
 
     def unit(self, units: Mapping[str, Unit]) -> Unit:
         return TEXT
@@ -194,6 +224,7 @@ class Name(ExprNode):
     name: str
     __slots__ = ("name",)
     FIELDS = ("name",)
+    TAG = "name"
 
     def __init__(self, name: str) -> None:
         object.__setattr__(self, "name", name)
@@ -220,6 +251,3 @@ class Name(ExprNode):
     def render(self, show: Show, symbols: Symbols) -> tuple[str, int]:
         text = show(self.name)
         return (f"({text})", ATOM) if text.startswith("-") else (text, ATOM)
-
-    def to_list(self) -> list[object]:
-        return ["name", self.name]

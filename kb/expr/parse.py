@@ -221,13 +221,14 @@ def from_ast(text: str, ast: ExprNode | list[Any], columns: dict[str, int] | Non
 
 
 class StoredExpr(Expr):
-    """An Expr read back from the knowledge snapshot (kb.knowledge.snapshot) with the names it reads: its
+    """An Expr read back from the knowledge snapshot (kb.knowledge.snapshot; its stored form is
+    kb.knowledge.codec.StoredExpression, whose field names these arguments are) with the names it reads: its
     nodes are built from their list form (`ast.to_list()`) when first read, since a plain query
     reads a fraction of the rules' ~320 expressions. Otherwise an Expr like any other."""
 
-    def __init__(self, text: str, ast: list[object], names: tuple[str, ...], columns: dict[str, int]) -> None:
+    def __init__(self, text: str, ast: list[object], names: tuple[str, ...], name_columns: dict[str, int]) -> None:
         d = self.__dict__
-        d["text"], d["_stored"], d["names"], d["name_columns"] = text, ast, names, columns
+        d["text"], d["_stored"], d["names"], d["name_columns"] = text, ast, names, name_columns
 
     @cached_property
     def ast(self) -> ExprNode:

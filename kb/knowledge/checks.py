@@ -67,6 +67,11 @@ def training_tables(rfile: sc.RuntimesFile, rdoc: Doc, need_source: NeedSource,
     return sharding, objectives
 
 
+# the keys `capacities` adds to every GPU after validation, with their types: the GPU typed dict
+# (kb.knowledge.views) and tests/test_records.py read them from here
+CAPACITY_KEYS: dict[str, str] = {"memory_gb": "float | None", "memory_gib": "float | None"}
+
+
 def capacities(gpus: dict[str, GPU], constants: dict[str, Constant]) -> None:
     """Each GPU's capacity from its bytes: `memory_gb` (decimal, what every comparison uses)
     and `memory_gib` (binary, how the memory is sold)."""

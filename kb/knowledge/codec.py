@@ -10,7 +10,7 @@ renamed or retyped makes another format and no snapshot of the old one is read.
 A record is stored as the list of its fields' values in declaration order; a field declared
 with `compare=False` (derived, not data) is not stored. What an annotation names is found in
 the declaring module: a record class is encoded field by field, an `ex.Expr` as its text,
-stored AST, columns and names (`LEAVES`), `tuple[…]`/`list[…]`/`dict[str, …]` element by
+stored AST, names and columns as its declared StoredExpression (`LEAVES`), `tuple[…]`/`list[…]`/`dict[str, …]` element by
 element (a tuple comes back a tuple), and anything else — str, int, float, bool, and the
 records' plain-data types (typed dicts of kb.knowledge.records, named only for the type checker)
 — as itself.
@@ -19,14 +19,14 @@ records' plain-data types (typed dicts of kb.knowledge.records, named only for t
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kb.expr import parse as ex
-from kb.recordtype import fields, is_record
+from kb.expr.nodes import signature as node_signature
+from kb.recordtype import fields, is_record, record
 
 if TYPE_CHECKING:       # types only: a plain query imports this module
     from collections.abc import Callable, Sequence
-    from typing import Any
 
     from kb.recordtype import Field
 
@@ -38,18 +38,36 @@ if TYPE_CHECKING:       # types only: a plain query imports this module
     Shape = tuple[Any, ...]
 
 
+@record(frozen=True)
+class StoredExpression:
+    """How an `ex.Expr` is stored, declared once: the fields' order is the stored list's and
+    the names are the ones kb.expr.parse.StoredExpr takes; `ast` is the nodes' list form, which
+    their own declarations give (kb.expr.nodes.signature). Both are part of `signature`, so a
+    change to either makes another snapshot format."""
+    text: str
+    ast: list[object]
+    name_columns: dict[str, int]
+    names: list[str]
+
+
+_EXPR_FIELDS = tuple(f.name for f in fields(StoredExpression))
+
+
 def _expr(e: ex.Expr) -> list[object]:
-    return [e.text, e.ast.to_list(), e.name_columns, list(e.names)]
+    stored = {"text": e.text, "ast": e.ast.to_list(), "names": list(e.names), "name_columns": e.name_columns}
+    return [stored[name] for name in _EXPR_FIELDS]
 
 
-def _unexpr(d: list[object]) -> ex.Expr:
-    text, ast, columns, names = d
-    assert isinstance(text, str) and isinstance(ast, list) and isinstance(columns, dict) and isinstance(names, list)
-    return ex.StoredExpr(text, ast, tuple(names), columns)
+def _unexpr(d: list[Any]) -> ex.Expr:
+    values = dict(zip(_EXPR_FIELDS, d))
+    values["names"] = tuple(values["names"])
+    return ex.StoredExpr(**values)
 
 
-# classes stored by a function of their own rather than field by field
-LEAVES: dict[type, tuple[Encode, Decode]] = {ex.Expr: (_expr, _unexpr)}
+# classes stored by a function of their own rather than field by field: (encode, decode, the
+# record declaring the stored form, the lines of what else that form depends on)
+LEAVES: dict[type, tuple[Encode, Decode, type, Callable[[], list[str]]]] = {
+    ex.Expr: (_expr, _unexpr, StoredExpression, node_signature)}
 SCALARS = frozenset({"str", "int", "float", "bool", "None", "object"})
 
 
@@ -256,9 +274,10 @@ def _record_decoder(cls: type) -> Callable[..., object]:
 
 def signature(cls: type) -> str:
     """Every record reachable from `cls`, each with its stored fields and their annotations as
-    declared, one line each: what the stored form of `cls` depends on."""
-    lines: dict[type, str] = {}
-    todo = [cls]
+    declared, one line each, and the declared stored form of every leaf class (an expression's
+    StoredExpression and its nodes): what the stored form of `cls` depends on."""
+    lines: dict[object, str] = {}
+    todo: list[type] = [cls]
     while todo:
         klass = todo.pop()
         if klass in lines:
@@ -267,13 +286,20 @@ def signature(cls: type) -> str:
         lines[klass] = f"{klass.__module__}.{klass.__qualname__}(" + ", ".join(
             f"{f.name}: {f.type}" for f in flds) + ")"
         for f in flds:
-            todo += _records_in(shape_of(str(f.type), _declarer(klass, f)))
+            for kind, found in _records_in(shape_of(str(f.type), _declarer(klass, f))):
+                if kind == "leaf" and found not in lines:
+                    _, _, form, more = LEAVES[found]
+                    lines[found] = f"{found.__module__}.{found.__qualname__} as " + form.__qualname__
+                    lines.update((line, line) for line in more())
+                    todo.append(form)
+                elif kind == "record":
+                    todo.append(found)
     return "\n".join(sorted(lines.values()))
 
 
-def _records_in(shape: Shape) -> list[type]:
-    if shape[0] == "record":
-        return [shape[1]]
+def _records_in(shape: Shape) -> list[tuple[str, type]]:
+    if shape[0] in ("record", "leaf"):
+        return [(shape[0], shape[1])]
     if shape[0] in ("seq", "dict", "optional"):
         return _records_in(shape[-1])
     if shape[0] in ("fixed", "union"):

@@ -101,6 +101,15 @@ def table(pfile: PricesFile, rule: CloudRule | None = None) -> dict[str, Price]:
     return out
 
 
+# the keys kbq adds to a record after validation, with their types, declared here once: the
+# typed dicts (kb.knowledge.views) and tests/test_records.py read them from here
+GPU_PRICE_KEYS: dict[str, str] = {"price_usd": "float | None", "cloud_usd_per_hour": "float | None"}  # merge
+PRICE_KEYS: dict[str, str] = {      # table, and `file` from with_prices
+    "cloud_usd_per_hour": "float | None", "cloud_rule": "str", "cloud_low": "float | None",
+    "cloud_high": "float | None", "cloud_pages": "int", "cloud_disagree": "bool | None", "as_of": "str",
+    "file": "str | None"}
+
+
 def merge(gpus: dict[str, GPU], prices: dict[str, Price]) -> dict[str, GPU]:
     """The catalogue with each GPU's purchase and cloud price (None where it has none)."""
     out: dict[str, GPU] = {}

@@ -4,5 +4,5 @@ RECORDS: a digest of the knowledge's records (kb.knowledge.data), SCHEMAS: of th
 files' JSON Schema; both are part of the knowledge snapshot's format key
 (kb.knowledge.snapshot.format_key)."""
 
-RECORDS = "ca5e7044ac003e2c"
+RECORDS = "95ea5c97fbcb3c41"
 SCHEMAS = "c56fa96f8c6147c1"

@@ -2,7 +2,8 @@
 
 In: the schema classes (kb.knowledge.schema, kb.knowledge.schema_catalogue) and VIEWS, what kbq
 does to a validated record that no rule file declares: the keys it adds after validation (a
-GPU's capacity in GB and GiB, a price's spread), the keys a record made outside a rule file may
+GPU's capacity in GB and GiB, a price's spread: declared once by the code that adds them,
+kb.knowledge.checks.CAPACITY_KEYS and kb.knowledge.prices), the keys a record made outside a rule file may
 lack (a bare capacity "on 20GB", a model read from a config.json), a file's section that may be
 absent ({}). Out: `module_text(name)`, the source of kb/knowledge/records.py or records_rules.py,
 each typed dict keyed and typed as its schema dumps it (`model_dump()`): a field's type is its
@@ -19,6 +20,9 @@ from typing import Literal, get_args, get_origin
 
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
+
+from kb.knowledge.checks import CAPACITY_KEYS
+from kb.knowledge.prices import GPU_PRICE_KEYS, PRICE_KEYS
 
 # what the generated modules begin with: the types that are not a rule file's record
 PREAMBLE = {
@@ -99,8 +103,7 @@ VIEWS: dict[str, View] = {
         "capacities) and, when rules/prices.yaml is there, its prices (kb.knowledge.prices.merge). "
         "A bare capacity (\"on 20GB\", kb.engine.scope.capacity_gpu) has only the keys that are not "
         "NotRequired, vendor \"any\" and {} for tensor_tflops.",
-        added={"memory_gb": "float | None", "memory_gib": "float | None",
-               "price_usd": "float | None", "cloud_usd_per_hour": "float | None"},
+        added={**CAPACITY_KEYS, **GPU_PRICE_KEYS},
         types={"vendor": "str", "memory_bytes": "float", "bandwidth_gb_s": "float | None",
                "tensor_tflops": "dict[str, float | None]"},
         optional="segment architecture release_year aliases memory_type bus_width_bits "
@@ -124,9 +127,7 @@ VIEWS: dict[str, View] = {
         "Price", "records_rules", why="A prices.yaml entry with the cloud price an answer uses and the spread behind it "
         "(kb.knowledge.prices.table), and the file it came from when another was given "
         "(kb.knowledge.prices.with_prices).",
-        added={"cloud_usd_per_hour": "float | None", "cloud_rule": "str", "cloud_low": "float | None",
-               "cloud_high": "float | None", "cloud_pages": "int", "cloud_disagree": "bool | None",
-               "as_of": "str", "file": "str | None"},
+        added=PRICE_KEYS,
         optional="file"),
     "SortKeySchema": View("SortKey", "records_rules"),
     "AdviceSchema": View("PriceAdvice", "records_rules", total=False,
