@@ -42,7 +42,7 @@ def test_how_many_gpus_counts_the_gpus_that_meet_the_deadline():
     row = a.question["answer"]
     n = row["value"]
     assert 256 * 0.75 <= n <= 256 * 1.25
-    assert row.get("target_binding") and "binds" in a.verdict and "30 days" in a.verdict
+    assert row.get("target_binding") and "would miss the target asked" in a.verdict and "30 days" in a.verdict
     assert a.gpus[0].train_time_s <= 30 * 86400
     fewer = ask(f"pretrain llama-2-7b on 2t tokens on {n - 1}x a100 80gb")
     assert fewer.gpus[0].fits and fewer.gpus[0].train_time_s > 30 * 86400

@@ -33,6 +33,10 @@ def sides(kn: Knowledge, asked: Workload, first: Answer) -> list[Side]:
         w = copy.deepcopy(asked)
         w.compare = None
         setattr(w, cmp["field"], value)
+        if cmp["field"] == "runtime" and w.precision is None:
+            # one format on every side, named in each side's query: a runtime named alone may
+            # choose its own (runtimes.yaml default_precision), a comparison of runtimes does not
+            w.precision = first.workload.get("precision")
         if cmp["field"] == "params":
             w.model_id = None
         query = unparse(w, kn)

@@ -262,12 +262,8 @@ def solve_row(kn: Knowledge, w: Workload, question: str, gpu: GPU, count: int,
     if question == "how_many_gpus":
         n = smallest_fitting(kn, w, int(spec["lower"]), int(spec["upper"]), gpu, p)
         if n is None:
-            return {**_how_many_row(p, gpu, None, None, None), "target": target_text(w) if p.targets else None}
-        prev = probe(vary, n - 1, gpu, n - 1) if n > 1 else None
-        counted = _how_many_row(p, gpu, n, probe(vary, n, gpu, n), prev)
-        if prev is not None and prev.fits_memory and prev.meets_target is False:
-            counted.update(target_binding=True, target=target_text(w))  # 'in 30 days' binds, not memory
-        return counted
+            return _how_many_row(p, gpu, None, None, None)
+        return _how_many_row(p, gpu, n, probe(vary, n, gpu, n), probe(vary, n - 1, gpu, n - 1) if n > 1 else None)
     holds = spec.get("holds", "fits")
     value, capped = largest_fitting(kn, w, vary, spec["lower"], spec["upper"], gpu, count, holds, p)
     row: Row = {"gpu": gpu["name"], "gpu_id": gpu["id"], "count": count, "value": value,
@@ -295,7 +291,10 @@ def _how_many_row(p: Probes, gpu: GPU, n: int | None, at: Probe | None, prev: Pr
             "fits_at_value": at.fits, "per_gpu_gb": at.per_gpu_gb, "usable_gb": at.usable_gb,
             "previous": n - 1 if prev else None, "fits_at_previous": prev.fits if prev else None,
             "per_gpu_gb_at_previous": prev.per_gpu_gb if prev else None,
-            "layout_binding": bool(prev and prev.fits), **_layout_facts(p, n)}
+            "layout_binding": bool(prev and prev.fits),
+            # one fewer holds the job but misses the target the query set ('in 30 days')
+            "target_binding": bool(prev and prev.fits_memory and prev.meets_target is False),
+            **_layout_facts(p, n)}
 
 
 def binding(after: Probe, w: Workload) -> str | None:

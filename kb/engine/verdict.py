@@ -24,17 +24,15 @@ from kb.engine.verdict_lead import config, speed
 from kb.engine.verdict_lead import lead as _lead
 from kb.engine.verdict_lead import rate as _rate
 from kb.engine.verdict_lead import training as _training
+from kb.engine.verdict_count import how_many, target
 from kb.engine.verdict_room import tight, tight_sentences
 from kb.engine.verdict_sides import sides, usd
 from kb.figures import num
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
     from kb.engine.answer import Answer, GpuRow
     from kb.engine.answer_records import Question, Side
     from kb.knowledge.data import Knowledge
-    from kb.knowledge.records import Value
 
 MAX_WORDS = 45
 SOLVED = ("max_users", "max_context", "largest_model", "how_many_gpus", "max_batch")
@@ -302,15 +300,17 @@ def _solved(a: Answer, q: Question) -> list[str]:
             return [f"Fits on {on}, but even {num(q.get('lower'))} {unit} get only "
                     f"{num(row.get('speed_at_lower'))} tokens/s each, under the "
                     f"{num(row.get('speed_floor'))} tokens/s floor."]
-        if kind == "how_many_gpus" and row.get("target"):
+        if kind == "how_many_gpus" and (asked := target(a)):
             need = q.get("fewest_gpus_needed")
             mem = f" Memory alone needs {need}." if need else ""
             return [f"No count of {row.get('gpu') or q.get('gpu')} up to {num(q.get('upper'))} meets "
-                    f"{row['target']}.{mem}", str(q.get("note") or "")]
+                    f"the target asked ({asked}).{mem}", str(q.get("note") or "")]
         return [f"Does not fit on {on} even at {num(q.get('lower'))} {unit}.", str(q.get("note") or "")]
     value = row["value"]
     if kind == "how_many_gpus":
-        return _how_many(a, q, row)
+        g = a.gpus[0] if a.gpus else None
+        time = _lead(a, "time", g) if g is not None and _training(a) and a.workload.get("deadline_hours") else None
+        return how_many(a, q, row, time or (speed(g, _training(a)) if g is not None and g.fits else None))
     if kind == "largest_model":
         first = f"About {num(q.get('value_b'))}B parameters at {a.workload.get('precision')} on {on}."
         nxt = f"{num(q.get('next_b'))}B"
@@ -338,23 +338,3 @@ def _solved(a: Answer, q: Question) -> list[str]:
     stop = f"The search stops at {num(q.get('upper'))} {unit}." if row.get("at_upper_bound") else ""
     return [first, why, stop]
 
-
-def _how_many(a: Answer, q: Question, row: Mapping[str, Value]) -> list[str]:
-    n = row["value"]
-    first = (f"{n}× {row.get('gpu')} {'hold' if n != 1 else 'holds'} it ({num(row.get('per_gpu_gb'))} of "
-             f"{num(row.get('usable_gb'))} GB per GPU).")
-    by_memory = q.get("fewest_by_memory")
-    if row.get("layout_binding"):
-        mem = f"Memory alone needs {by_memory}; " if by_memory and by_memory != n else ""
-        why = (f"{mem}fewer than {n} form no valid layout (tensor parallel divides the {row.get('heads')} "
-               f"attention heads within a node of {row.get('node')}).")
-    elif row.get("target_binding"):
-        why = f"The target binds: {row['previous']} would miss {row.get('target')}."
-    elif row.get("previous"):
-        why = f"Memory binds: {row['previous']} would need {num(row.get('per_gpu_gb_at_previous'))} GB per GPU."
-    else:
-        why = ""
-    g = a.gpus[0] if a.gpus else None
-    s = speed(g, _training(a)) if g is not None and g.fits else None
-    time = _lead(a, "time", g) if g is not None and _training(a) and a.workload.get("deadline_hours") else None
-    return [first, why, time or (f"Speed: {s}." if s else "")]

@@ -44,6 +44,9 @@ def lead(a: Answer, focus: str | None, g: GpuRow) -> str | None:
         return None
     t = a.throughput
     if focus == "speed":
+        if a.workload.get("task") == "prefill" and t.get("prefill_tokens_per_s"):
+            return (f"Speed: {num(t['prefill_tokens_per_s'])} prompt tokens/s (prefill), first token "
+                    f"in {num(t.get('ttft_s'))} s, on {config(g)}.")
         if is_training and t.get("train_tokens_per_s"):
             return f"Speed: {num(t['train_tokens_per_s'])} training tokens/s on {config(g)}."
         if t.get("decode_tokens_per_s"):

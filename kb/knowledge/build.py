@@ -171,7 +171,8 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
         need_source(rdoc, ("runtimes", i, "source"), rt.source)
         for key in ("gemm_accumulate_source", "lora_dropout_source", "quantizes_output_head_source",
                     "native_gemm_source", "hopper_warpgroup_mma_source", "well_supported_source",
-                    "unsupported_architectures_source", "unsupported_formats_source"):
+                    "unsupported_architectures_source", "unsupported_formats_source",
+                    "default_precision_source"):
             if getattr(rt, key):
                 need_source(rdoc, ("runtimes", i, key), getattr(rt, key))
         if rt.kind in ("inference", "both"):
@@ -212,7 +213,14 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
                                     nearest(pid, precisions)))
     for i, p in enumerate(parsed["precisions"].precisions):
         need_source(docs["precisions"], ("precisions", i, "source"), p.source)
+    for i, p in enumerate(parsed["precisions"].precisions):
+        if p.runtime is not None and runtimes and p.runtime not in runtimes:
+            errs.add(docs["precisions"].error(("precisions", i, "runtime"), f"unknown runtime '{p.runtime}'",
+                                              nearest(p.runtime, runtimes)))
     for i, rt in enumerate(parsed["runtimes"].runtimes):
+        if rt.default_precision is not None and precisions and rt.default_precision not in precisions:
+            errs.add(rdoc.error(("runtimes", i, "default_precision"), f"unknown precision '{rt.default_precision}'",
+                                nearest(rt.default_precision, precisions)))
         for j, pid in enumerate(rt.native_gemm):
             if precisions and pid not in precisions:
                 errs.add(rdoc.error(("runtimes", i, "native_gemm", j), f"unknown precision '{pid}'",

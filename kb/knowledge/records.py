@@ -55,6 +55,7 @@ class Precision(TypedDict):
     fallback: list[Literal["fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4", "fp4"]]
     dequantized: list[Literal["fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4", "fp4"]]
     aliases: list[str]
+    runtime: str | None
     source: str
     notes: str | None
 
@@ -231,6 +232,8 @@ class Runtime(TypedDict):
     quantizes_output_head: bool
     quantizes_output_head_source: str | None
     default_context_tokens: int | None
+    default_precision: str | None
+    default_precision_source: str | None
     checkpointing: bool | None
     optimizer: Literal["adamw", "adam8bit", "sgd"] | None
     sharding: str | None

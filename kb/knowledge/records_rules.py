@@ -36,13 +36,14 @@ class Solve(TypedDict):
 
 class Unit(TypedDict):
     """A unit word and what the number beside it sets (query.yaml `units`)."""
-    field: Literal["users", "context_tokens", "seq_len", "batch", "lora_rank", "prompt_tokens", "output_tokens", "tokens", "tp", "pp", "speed_floor_tok_s", "tokens_per_day", "hours_per_day", "duration", "gpu_count", "budget_usd"]
-    limit: Literal["users", "batch", "context", "seq", "prompt", "output", "rank", "tokens", "params", "gpu_count", "memory_gb", "parallel", "speed", "duration", "hours_per_day", "usd"]
+    field: Literal["users", "context_tokens", "seq_len", "batch", "lora_rank", "prompt_tokens", "output_tokens", "tokens", "tp", "pp", "speed_floor_tok_s", "tokens_per_day", "hours_per_day", "duration", "gpu_count", "budget_usd", "examples", "epochs"]
+    limit: Literal["users", "batch", "context", "seq", "prompt", "output", "rank", "tokens", "params", "gpu_count", "memory_gb", "parallel", "speed", "duration", "hours_per_day", "usd", "examples", "epochs"]
     words: list[str]
     scale: float
     binary_k: bool
     focus: Literal["memory", "speed", "time", "fit", "cost"] | None
     alone: Literal["filler"] | None
+    asks: Literal["max_users", "max_batch"] | None
 
 
 class CostPer(TypedDict):
@@ -73,7 +74,7 @@ class Situation(TypedDict):
 class QuestionFormat(TypedDict):
     """The weight format a question is sized at when it names none (query.yaml `question_formats`): the first
     rule whose `questions`, `sorts`, user range and card segments match."""
-    questions: list[Literal["which_gpu", "largest_model"]]
+    questions: list[Literal["which_gpu", "largest_model", "how_many_gpus"]]
     sorts: list[str] | None
     min_users: int
     max_users: int | None
@@ -127,6 +128,7 @@ class QueryRules(TypedDict):
     ttft_words: list[str]
     per_hour_words: list[str]
     number_words: dict[str, float]
+    size_words: list[str]
     cost_per: CostPer | None
     cost_batch: CostBatch | None
     situations: dict[str, Situation]

@@ -145,20 +145,22 @@ class SolveSchema(Strict):
 
 LimitName = Literal["users", "batch", "context", "seq", "prompt", "output", "rank", "tokens",
                     "params", "gpu_count", "memory_gb", "parallel", "speed", "duration",
-                    "hours_per_day", "usd"]
+                    "hours_per_day", "usd", "examples", "epochs"]
 
 
 class UnitSchema(Strict):
     """A unit word and what the number beside it sets (query.yaml `units`)."""
     field: Literal["users", "context_tokens", "seq_len", "batch", "lora_rank", "prompt_tokens",
                    "output_tokens", "tokens", "tp", "pp", "speed_floor_tok_s", "tokens_per_day",
-                   "hours_per_day", "duration", "gpu_count", "budget_usd"]
+                   "hours_per_day", "duration", "gpu_count", "budget_usd", "examples", "epochs"]
     limit: LimitName
     words: list[Name] = Field(min_length=1)
     scale: Positive = 1.0
     binary_k: bool = False
     focus: Literal["memory", "speed", "time", "fit", "cost"] | None = None
     alone: Literal["filler"] | None = None      # the word without a number: a filler
+    # 'how many' before the word without a number asks this capacity question ('how many concurrent users')
+    asks: Literal["max_users", "max_batch"] | None = None
 
 
 class CostPerSchema(Strict):
@@ -181,7 +183,7 @@ class SituationSchema(Strict):
 class QuestionFormatSchema(Strict):
     """The weight format a question is sized at when it names none (query.yaml `question_formats`):
     the first rule whose `questions`, `sorts`, user range and card segments match."""
-    questions: list[Literal["which_gpu", "largest_model"]] = Field(min_length=1)
+    questions: list[Literal["which_gpu", "largest_model", "how_many_gpus"]] = Field(min_length=1)
     sorts: list[str] | None = None          # the ranking asked for ("cheapest": cost); None: any
     min_users: int = 1
     max_users: int | None = None
@@ -223,6 +225,7 @@ class QueryFile(Strict):
     ttft_words: list[Name] = []
     per_hour_words: list[Name] = []
     number_words: dict[Name, Positive] = {}
+    size_words: list[Name] = []
     cost_per: CostPerSchema | None = None
     cost_batch: CostBatchSchema | None = None
     situations: dict[Name, SituationSchema] = {}

@@ -63,6 +63,8 @@ class PrecisionSchema(Strict):
     fallback: list[TensorPrecision] = []
     dequantized: list[TensorPrecision] = []
     aliases: list[Name] = []
+    # the one runtime that loads a file of this format (EXL2: ExLlamaV2), when only one does
+    runtime: Slug | None = None
     source: Slug
     notes: str | None = None
 
@@ -171,6 +173,9 @@ class RuntimeSchema(Strict):
     quantizes_output_head: bool = False
     quantizes_output_head_source: Slug | None = None
     default_context_tokens: int | None = Field(default=None, gt=0)
+    # inference: the format its users run when the query names none (Ollama: GGUF Q4_K_M)
+    default_precision: Slug | None = None
+    default_precision_source: Slug | None = None
     checkpointing: bool | None = None
     optimizer: Optimizer | None = None
     sharding: Slug | None = None

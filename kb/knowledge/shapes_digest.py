@@ -5,4 +5,4 @@ files' JSON Schema; both are part of the knowledge snapshot's format key
 (kb.knowledge.snapshot.format_key)."""
 
 RECORDS = "95ea5c97fbcb3c41"
-SCHEMAS = "c56fa96f8c6147c1"
+SCHEMAS = "c5fc7972b38f4062"

@@ -162,11 +162,15 @@ class Classifier:
 
     def classify_unmatched(self, i: int) -> int:
         tok = self.toks[i]
+        named = self._name_after_size(i) if tok.kind in ("size", "moe") else None
+        if named is not None:                    # '8x7b mixtral', '70b llama 3': one model
+            self.emit("MODEL", i, named[1], named[0])
+            return named[1]
         if tok.kind in ("num", "size"):
             unit = self.match(i + 1, self.vocab.units) if i + 1 < len(self.toks) else None
             if unit is not None and tok.kind == "size" and \
                     self.query_rules["units"][unit[0]]["field"] not in ("tokens", "tokens_per_day"):
-                unit = None                          # "70B users": a size, then a unit alone
+                unit = self._tokens_alone(i + 1)    # "70B users": a size, then a unit alone
             if unit is not None:                     # "16 users", "4096 token prompt"
                 self.emit(_ITEM_TERMINALS[tok.kind], i, i + 1)
                 self.emit_unit(i + 1, unit[1], unit[0])
@@ -213,6 +217,27 @@ class Classifier:
         if found is not None and shorter is not None and self._opens_quantity(found[1] - 1):
             return shorter          # '1t tokens in 30 days': 'in' opens '30 days', so the
         return found                # phrase is 'tokens', not 'tokens in' (a prompt)
+
+    def _name_after_size(self, i: int) -> tuple[tuple[str, str], int] | None:
+        """A size typed before the name it completes ('8x7b mixtral' is mixtral 8x7b): the model
+        and the end of its words, the longest such name; None when the words after it name none."""
+        found: tuple[tuple[str, str], int] | None = None
+        key = ""
+        for j in range(i + 1, min(len(self.toks), i + self.vocab.max_tokens)):
+            if self.toks[j].kind not in _PHRASE_KINDS:
+                break
+            key += self.keys[j]
+            hit = self.vocab.table.get(key + self.keys[i])
+            if hit is not None and hit[0] == "model":
+                found = (hit, j + 1)
+        return found
+
+    def _tokens_alone(self, j: int) -> tuple[str, int] | None:
+        """The unit of word j alone when it counts tokens ('20B tokens'), else None."""
+        one = self.vocab.units.get(self.keys[j]) if j < len(self.toks) else None
+        if one is None or self.query_rules["units"][one]["field"] != "tokens":
+            return None
+        return one, j + 1
 
     def _number_at(self, j: int) -> bool:
         return j < len(self.toks) and self.toks[j].kind == "num"

@@ -12,6 +12,7 @@ import math
 from typing import TYPE_CHECKING
 
 from kb.errors import QueryError
+from kb.knowledge.data import norm
 from kb.query.words import Vocab
 from kb.query.phrases import tok_number
 from kb.query.workload import Workload
@@ -42,6 +43,8 @@ class Finisher:
     ttft: bool
     formats: list[str]
     counted: set[int]
+    plural: list[Tok] | None
+    dataset: dict[str, Tok]
     model_given: bool
 
     def fail(self, tok: Tok, message: str, suggestion: str | None = None,
@@ -76,6 +79,9 @@ class Finisher:
     def resolve_task(self) -> None:
         w, v = self.w, self.vocab
         tasks = list(dict.fromkeys(self.tasks))
+        if not tasks and w.lora_rank is not None:       # 'lora rank 64 qwen 14b': a LoRA's rank
+            tasks = ["lora"]
+            w.notes.append("read the LoRA rank as a LoRA fine-tune")
         resolution = self.query_rules["task_resolution"]
         if "full" in tasks:         # "fine-tune qwen 7b full": 'full' says which training
             if not any(t in v.training_tasks or t in resolution for t in tasks):
@@ -138,8 +144,6 @@ class Finisher:
         if self.tokens_tok is not None:
             if training:
                 w.train_tokens = self.tokens_tok.value
-                if w.focus is None and w.question is None and w.gpus:
-                    w.focus = "time"            # 'pretrain 7b on 1t tokens on 256 h100': how long
             else:
                 self.check_range(self.tokens_tok, self.tokens_tok.value, *self.limits["prompt"])
                 w.prompt_tokens = int(self.tokens_tok.value)
@@ -154,14 +158,60 @@ class Finisher:
         if training and w.context_tokens is not None and w.seq_len is None:
             w.seq_len, w.context_tokens = w.context_tokens, None     # "qlora … at 8k context"
             w.notes.append("read the context length as the training sequence length")
+        self.dataset_tokens(training)
+        if self.ttft and not self.durations:        # 'ttft for 70b …': the time to first token asked
+            w.focus = w.focus or "time"
         for _tok, seconds in self.durations:
             if self.ttft:
                 w.ttft_max_s = seconds
             else:
                 w.deadline_hours = seconds / 3600.0
 
+    def dataset_tokens(self, training: bool) -> None:
+        """'on 100k examples', '3 epochs': the training tokens, each example counted at the
+        sequence length (query.yaml defaults.seq_len unless given: an upper bound where examples
+        are shorter and not packed), times the epochs; said in the notes."""
+        w, examples, epochs = self.w, self.dataset.get("examples"), self.dataset.get("epochs")
+        first = examples or epochs
+        if first is None:
+            return
+        if not training:
+            raise self.fail(first, f"'{first.text}' counts a training set, and this is an inference "
+                            "question", expected=["fine-tune …", "train …"])
+        tokens: float | None = self.tokens_tok.value if self.tokens_tok is not None else None
+        if examples is not None:
+            if tokens is not None:
+                raise self.fail(examples, "the data set is given twice, in tokens and in examples",
+                                expected=[self.tokens_tok.text if self.tokens_tok else ""])
+            seq = w.seq_len or int(self.query_rules["defaults"]["seq_len"])
+            tokens = examples.value * seq
+            w.notes.append(f"read '{examples.text}' as {tokens:.3g} tokens: each example counted "
+                           f"at the {seq}-token sequence length (an upper bound when examples are "
+                           "shorter and not packed; name the tokens, 'on 50M tokens', to size it exactly)")
+        if epochs is not None:
+            if tokens is None:
+                raise self.fail(epochs, f"'{epochs.text}' of what? name the data set",
+                                expected=["on 100k examples", "on 50M tokens"])
+            tokens *= epochs.value
+            w.notes.append(f"{epochs.text}: {epochs.value:g} passes over the data set, "
+                           f"{tokens:.3g} training tokens")
+        w.train_tokens = tokens
+
+    def note_plural(self, toks: list[Tok], counted: bool) -> None:
+        """A card typed in the plural with no count before it ('on rented h100s'), kept for counts()."""
+        key = "".join(norm(t.text) for t in toks)
+        if not counted and key.endswith("s") and self.vocab.table.get(key) is None:
+            self.plural = toks
+
     def counts(self) -> None:
-        """'on h100 with 4 gpus': a named GPU whose count was not typed takes the count."""
+        """'on h100 with 4 gpus': a named GPU whose count was not typed takes the count. A card
+        typed in the plural with no count ('on rented h100s') asks how many are needed."""
+        w = self.w
+        if (self.plural is not None and w.gpu_count is None and len(w.gpus) == 1
+                and w.question is None and w.compare is None):
+            w.question = "how_many_gpus"
+            text = self.q[self.plural[0].col - 1:self.plural[-1].end - 1]
+            w.notes.append(f"read '{text}' with no count as: how many of them it needs")
         if self.w.gpu_count is None:
             return
         for g in self.w.gpus:
@@ -183,14 +233,43 @@ class Finisher:
         w.segments = list(sit["segments"])
         w.notes.append(f"{sit['text']} [{sit['source']}]")
 
+    def format_runtime(self) -> None:
+        """An inference format only one runtime loads names that runtime ('exl2 4.0bpw': ExLlamaV2,
+        precisions.yaml `runtime`); a runtime named with no format runs the one its users load
+        (runtimes.yaml `default_precision`: Ollama's Q4_K_M), unless the model is published as
+        narrow. Both said in the notes."""
+        w, kn = self.w, self.kn
+        if w.task in self.vocab.training_tasks or w.compare is not None:
+            return
+        prec = kn.precisions.get(w.precision or "")
+        if prec is not None and prec["runtime"] and w.runtime is None:
+            w.runtime = prec["runtime"]
+            w.notes.append(f"runtime: {kn.runtimes[w.runtime]['name']}, the runtime that loads "
+                           f"{prec['name']} files [{prec['source']}]")
+        rt = kn.runtimes.get(w.runtime or "")
+        if rt is None or w.precision is not None or not rt["default_precision"]:
+            return
+        fmt = kn.precisions[rt["default_precision"]]
+        model = kn.models.get(w.model_id or "")
+        native = kn.precisions.get(str(model.get("native_precision"))) if model is not None else None
+        if native is not None and native["bits_per_weight"] <= fmt["bits_per_weight"]:
+            return          # the published checkpoint is already as narrow: it is what gets loaded
+        w.precision = fmt["id"]
+        w.notes.append(f"precision: {fmt['id']}, the format {rt['name']} users load when the query "
+                       f"names none [{rt['default_precision_source']}]; name one ('fp16', 'q8_0') "
+                       "to size another")
+
     def finish(self) -> None:
         w = self.w
         self.resolve_task()
         self.apply_formats()
         self.situation()
+        self.format_runtime()
         self.check_runtime_and_size()
         self.lengths()
         self.counts()
+        if w.train_tokens is not None and w.focus is None and w.question is None and w.gpus:
+            w.focus = "time"            # 'pretrain 7b on 1t tokens on 256 h100' asks how long
         if w.model_id is None and w.params is None and w.question != "largest_model" and not self.model_given:
             raise QueryError(self.q, len(self.q.rstrip()) + 1, "which model? add a size or a name",
                              None, ["a size like 13B", "a name like llama-3.1-8b"])

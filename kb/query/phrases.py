@@ -46,6 +46,17 @@ def merge_number_words(toks: list[Tok], keys: list[str], words: Mapping[str, flo
         i += 1
 
 
+def merge_sized_numbers(toks: list[Tok], keys: list[str], rules: QueryRules) -> None:
+    """'125m model', '350M params', '7 billion parameters': a number of at least the smallest
+    model size (limits.params), right before a parameter word (size_words), is a model size."""
+    words, lowest = frozenset(norm(w) for w in rules.get("size_words", [])), rules["limits"]["params"][0]
+    for i in range(len(toks) - 1):
+        if toks[i].kind == "num" and keys[i + 1] in words:
+            value = tok_number(toks[i])
+            if value >= lowest:
+                toks[i] = Tok("size", toks[i].text, toks[i].col, value)
+
+
 def tok_number(tok: Tok, binary_k: bool = False) -> float:
     """The number an item stands for: a merged number word's value, else its text read."""
     if isinstance(tok.value, float) and tok.kind == "num":

@@ -14,7 +14,7 @@ from kb.errors import QueryError
 from kb.knowledge.data import Knowledge, norm
 from kb.query.classify import Classifier
 from kb.query.finish import Finisher
-from kb.query.phrases import Phrases, merge_number_words, tok_number
+from kb.query.phrases import Phrases, merge_number_words, merge_sized_numbers, tok_number
 from kb.query.unknown_words import Unknown
 from kb.query.words import money, scaled, vocab_of
 from kb.query.tokens import Tok, TokValue
@@ -47,6 +47,7 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
             keys.append(norm(tok.text) if tok.kind in _SPACED else
                         tok.text.lower().replace("-", "").replace("_", ""))
         merge_number_words(toks, keys, kn.query.get("number_words", {}), query)
+        merge_sized_numbers(toks, keys, kn.query)
         self.toks = toks
         self.keys = keys
         self.kn = kn
@@ -66,6 +67,8 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
         self.ttft = False
         self.formats: list[str] = []
         self.counted: set[int] = set()           # ids of GpuRequests whose count was typed
+        self.plural: list[Tok] | None = None      # a card typed in the plural with no count
+        self.dataset: dict[str, Tok] = {}         # '100k examples', '3 epochs'
         self.gpu_span = (-1, -1)                  # the tokens of the last GPU name read
         self.join: Tok | None = None              # the last 'vs', 'or', 'compared to'
         self.seen: dict[str, Tok] = {}            # the item that gave each compared field
@@ -179,6 +182,8 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
             self.w.focus = self.w.focus or spec["focus"]
         elif spec.get("alone") == "filler":
             return
+        elif spec.get("asks") and self.w.question == "how_many_gpus" and self.pending_count is None:
+            self.w.question = spec["asks"]          # 'how many concurrent users can an h100 serve'
         elif spec["field"] == "gpu_count":
             if self.pending_count is not None:
                 self.w.gpu_count = self.take_count()
@@ -279,6 +284,8 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
         field = spec["field"]
         if field == "tokens":
             self.tokens_tok = Tok("tokens", span.text, span.col, value)
+        elif field in ("examples", "epochs"):       # read with the task and length (kb.query.finish)
+            self.dataset[field] = Tok(field, span.text, span.col, value)
         elif field == "duration":
             self.durations.append((span, value))
         elif field in ("speed_floor_tok_s", "tokens_per_day", "hours_per_day", "budget_usd"):
@@ -321,6 +328,7 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
         elif kind == "gpu":
             counted = self.pending_count is not None
             self.add_gpu(GpuRequest(value, self.take_count()), counted)
+            self.note_plural(toks, counted)
         elif kind == "model":
             if self.one_value("model_id", value, first):
                 w.model_id = value

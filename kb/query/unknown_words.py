@@ -30,6 +30,7 @@ _PHRASE_KINDS = frozenset(("word", "num", "size", "moe", "mem"))
 _NAME_PARTS = r"[-_]"                                  # only unknown words reach them
 _HAS_SIZE = r"\d+(\.\d+)?b"
 _WORDS = r"[\s_-]+"
+_BPW = r"(\d+(?:\.\d+)?)\s*bpw"                        # '4.65bpw': bits per weight
 
 
 class Unknown:
@@ -79,6 +80,9 @@ class Unknown:
         if reading is not None:
             self.emit("NAME", i, i + 1, reading)
             return i + 1
+        bits = re.fullmatch(_BPW, tok.text, re.I)
+        if bits:                                  # '4.65bpw': the EXL2 file nearest in bits
+            return self.nearest_bpw(i, float(bits.group(1)))
         m = re.match(_LEADING_NUMBER, tok.text, re.I)
         if m:                                     # "16users", "500ms", "1s": a number and a unit
             num = self._tok("num", m.group(1), tok.col, m.group(1))
@@ -102,6 +106,21 @@ class Unknown:
             raise self.fail(tok, f"unknown word '{tok.text}': it could be "
                             + " or ".join(f"'{o}'" for o in options), None, expected=options)
         raise self.unknown(i)
+
+    def nearest_bpw(self, i: int, bits: float) -> int:
+        """An average bits per weight the catalogue lacks ('4.65bpw': EXL2 mixes layers to any
+        average) read as the format of precisions.yaml typed '<bits>bpw' nearest in bits, said in
+        the notes."""
+        tok = self.toks[i]
+        sized = [p for p in self.kn.precisions.values()
+                 if any(re.fullmatch(_BPW, a, re.I) for a in p["aliases"])]
+        if not sized:
+            raise self.unknown(i)
+        best = min(sized, key=lambda p: abs(p["bits_per_weight"] - bits))
+        self.notes_ahead.append(f"read '{tok.text}' as {best['name']}, the nearest format of "
+                                f"precisions.yaml ({best['bits_per_weight']:g} bits a weight)")
+        self.emit("PRECISION", i, i + 1, ("precision", best["id"]))
+        return i + 1
 
     def pasted_reading(self, tok: Tok) -> tuple[NameReading, tuple[str, str] | None] | None:
         """'meta-llama/Llama-3.1-8B-Instruct', 'Qwen2.5-72B-Instruct-AWQ', 'foo-13b': what the
