@@ -86,7 +86,7 @@ def resolve(w: Workload, kn: Knowledge) -> Resolved:
         if w.quantized_inputs_kept and w.task == "qlora":
             assumptions.append("bitsandbytes before 0.43.2: its 4-bit layers keep their inputs for the "
                                "backward pass, although their weights are frozen [bitsandbytes-4bit-saved-input]")
-        default("train_tokens", d["train_tokens"], f"training tokens: {d['train_tokens']:.3g}")
+        default("train_tokens", d["train_tokens"], f"{TOKENS_DEFAULT}{d['train_tokens']:.3g}")
         w.users = w.users or 1
     else:
         default("users", d["users"], f"concurrent users: {d['users']}")
@@ -120,6 +120,7 @@ def resolve(w: Workload, kn: Knowledge) -> Resolved:
     return Resolved(w, runtime, model, precision, kv, assumptions, warnings, is_training)
 
 
+TOKENS_DEFAULT = "training tokens: "     # how the assumptions say the token count is a default
 FORMAT_DEFAULT = "a default: no format was named"     # how the assumptions mark question_format's choice
 
 

@@ -24,6 +24,7 @@ from kb.engine.verdict_lead import config, speed
 from kb.engine.verdict_lead import lead as _lead
 from kb.engine.verdict_lead import rate as _rate
 from kb.engine.verdict_lead import training as _training
+from kb.engine.scope import TOKENS_DEFAULT
 from kb.engine.verdict_count import how_many, target
 from kb.engine.verdict_room import tight, tight_sentences
 from kb.engine.verdict_sides import sides, usd
@@ -113,7 +114,10 @@ def _fit(a: Answer, q: Question) -> list[str]:
     g = next((x for x in a.gpus if x.requested), a.gpus[0] if a.gpus else None)
     if g is None:
         return [str(q.get("outcome_text") or "")]
-    lead = _lead(a, q.get("focus"), g)
+    focus = q.get("focus")
+    if focus is None and _training(a) and not any(s.startswith(TOKENS_DEFAULT) for s in a.assumptions):
+        focus = "time"          # 'pretrain 7b on 1t tokens on 256 h100': the tokens named ask how long
+    lead = _lead(a, focus, g)
     text = str(q.get("outcome_text") or "")
     if lead and lead.startswith("Time:") and g.fits and g.per_gpu_gb is not None:
         lead, text = f"{lead[:-1]}; it fits in {num(g.per_gpu_gb)} of {num(g.usable_vram_gb)} GB per GPU.", ""

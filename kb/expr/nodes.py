@@ -216,11 +216,13 @@ class Call(ExprNode):
 
 
 
+ListForm = list[Any]     # a node's stored form: [TAG, field, …] (nodes_base.ExprNode.to_list)
+
 # every node class, found by its TAG when read back
 NODES: tuple[type[ExprNode], ...] = (Num, Str, Name, Bin, Cmp, Logic, Not, Neg, Call)
 
 
-def _builder(cls: type[ExprNode]) -> Callable[[list[Any]], ExprNode]:
+def _builder(cls: type[ExprNode]) -> Callable[[ListForm], ExprNode]:
     """list form → node of `cls`, made from how its fields are stored (nodes_base.stored_kinds):
     the shapes the node classes have are spelt out (a snapshot's expressions are read with
     these), any other is read field by field."""
@@ -238,10 +240,10 @@ def _builder(cls: type[ExprNode]) -> Callable[[list[Any]], ExprNode]:
                             else tuple(from_list(v) for v in value) for kind, value in zip(kinds, a[1:])])
 
 
-_BUILDERS: dict[str, Callable[[list[Any]], ExprNode]] = {}
+_BUILDERS: dict[str, Callable[[ListForm], ExprNode]] = {}
 
 
-def from_list(data: list[Any]) -> ExprNode:
+def from_list(data: ListForm) -> ExprNode:
     """The node a `to_list()` form describes: its class by the TAG, its fields in FIELDS order
     as the class declares them (kb.expr.nodes_base.stored_kinds)."""
     build = _BUILDERS.get(data[0]) if data else None

@@ -268,8 +268,6 @@ class Finisher:
         self.check_runtime_and_size()
         self.lengths()
         self.counts()
-        if w.train_tokens is not None and w.focus is None and w.question is None and w.gpus:
-            w.focus = "time"            # 'pretrain 7b on 1t tokens on 256 h100' asks how long
         if w.model_id is None and w.params is None and w.question != "largest_model" and not self.model_given:
             raise QueryError(self.q, len(self.q.rstrip()) + 1, "which model? add a size or a name",
                              None, ["a size like 13B", "a name like llama-3.1-8b"])
