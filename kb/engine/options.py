@@ -193,6 +193,8 @@ def _ask(kn: Knowledge, w: Workload, base: Answer, rule: OptionRule, extra: str 
     try:
         if w.gpus and w.gpus[0].count == 0:         # as many cards as then hold it
             probe = _with(w, gpus=[GpuRequest(w.gpus[0].gpu_id, 1, w.gpus[0].capacity_gb)])
+            if _count_found(kn, probe):
+                return None
             probed = _answered(kn, probe, "", before)
             row = _base_row(probed)
             most = int(kn.advice.get("max_gpus_per_config", 1))
@@ -234,6 +236,27 @@ def _ask(kn: Knowledge, w: Workload, base: Answer, rule: OptionRule, extra: str 
         opt["decode_tokens_per_s"] = row.decode_tokens_per_s
         opt["usd_per_million_tokens"] = row.usd_per_million_tokens
     return opt
+
+
+def _count_found(kn: Knowledge, w: Workload) -> bool:
+    """A how-many question on one card whose search finds a count: the job holds there at the
+    search's upper bound (kb.engine.solve.smallest_fitting's first probe). Its answer, on the
+    count found, holds the job, or does not on any count asked: either way no option, so the
+    search itself is not run."""
+    from kb.engine.probes import Probes
+    from kb.engine.scope import capacity_gpu, question_format
+
+    if w.question != "how_many_gpus" or len(w.gpus) != 1:
+        return False
+    asked = copy.deepcopy(w)
+    question_format(asked, kn)                  # as kb.engine.answer reads it
+    g = asked.gpus[0]
+    gpu = capacity_gpu(g, kn) if g.gpu_id is None else kn.gpus[g.gpu_id]
+    upper = int(kn.query["solve"]["how_many_gpus"]["upper"])
+    try:
+        return Probes(kn, asked, [gpu]).probe("gpu_count", upper, gpu, upper).fits
+    except KbError:
+        return False
 
 
 def _stack_runs(kn: Knowledge, a: Answer, row: GpuRow) -> bool:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, cast
 
 from kb.engine import advice as rightsize
 from kb.engine import cost_batch
+from kb.engine import fewest
 from kb.engine import per_card
 from kb.engine import training as tr
 from kb.engine import unknown
@@ -139,8 +140,10 @@ def _answer_question(w: Workload, kn: Knowledge, query: str, brief: bool = False
     stopped = None
     side_by_side = question == "how_many_gpus" and probes.shared_counts()
     step = CARDS_AT_ONCE if side_by_side else 1
-    for first in range(0, len(targets), step):  # the first cards always, the rest while the budget lasts
-        if rows and (stopped := spent()) is not None:
+    if brief and side_by_side:      # an option reads only the card that answers (kb.engine.fewest)
+        rows.append(fewest.primary(kn, probes))
+    for first in range(0, len(targets) if not rows else 0, step):  # the first cards always, the rest
+        if rows and (stopped := spent()) is not None:                   # while the budget lasts
             break
         if side_by_side:
             rows.extend(solve.how_many_rows(kn, w, probes, first, min(first + step, len(targets))))
