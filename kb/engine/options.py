@@ -13,7 +13,6 @@ Workload's answer (asked, not estimated), so `kbq "<query>"` shows the same numb
 
 from __future__ import annotations
 
-import copy
 from typing import TYPE_CHECKING
 
 from kb.engine.answer import Answer, GpuRow
@@ -120,7 +119,7 @@ def _applies(rule: OptionRule, w: WorkloadDict, training: bool, kn: Knowledge) -
 
 def _with(w: Workload, **changes: object) -> Workload:
     """A copy of the Workload with fields changed (the comparison, if any, dropped)."""
-    out = copy.deepcopy(w)
+    out = w.copy()
     out.compare = None
     for name, value in changes.items():
         setattr(out, name, value)
@@ -182,7 +181,7 @@ def _answered(kn: Knowledge, w: Workload, q: str, before: dict[str, Answer]) -> 
     key = repr(w.to_dict())
     found = before.get(key)
     if found is None:
-        found = before[key] = answer(copy.deepcopy(w), kn, q, brief=True)
+        found = before[key] = answer(w.copy(), kn, q, brief=True)
     return found
 
 
@@ -248,7 +247,7 @@ def _count_found(kn: Knowledge, w: Workload) -> bool:
 
     if w.question != "how_many_gpus" or len(w.gpus) != 1:
         return False
-    asked = copy.deepcopy(w)
+    asked = w.copy()
     question_format(asked, kn)                  # as kb.engine.answer reads it
     g = asked.gpus[0]
     gpu = capacity_gpu(g, kn) if g.gpu_id is None else kn.gpus[g.gpu_id]
