@@ -8,7 +8,6 @@ rule does not apply (a user count named, training, several or no configurations,
 
 from __future__ import annotations
 
-import copy
 from typing import TYPE_CHECKING
 
 from kb.figures import num
@@ -42,11 +41,11 @@ def loaded(w: Workload, kn: Knowledge, one_user: Answer,
     if first is None or not first.fits or first.usd_per_million_tokens is None:
         return None
     if w.context_tokens is None and w.prompt_tokens is None and w.output_tokens is None:
-        w = copy.deepcopy(w)    # a server's requests are the default request, not a full context each
+        w = w.copy()    # a server's requests are the default request, not a full context each
         w.prompt_tokens = int(kn.defaults["prompt_tokens"])
         w.output_tokens = int(kn.defaults["output_tokens"])
         w.context_tokens = w.prompt_tokens + w.output_tokens
-    asked = copy.deepcopy(w)
+    asked = w.copy()
     asked.question = rule["solve"]
     gpu = kn.gpus[str(w.gpus[0].gpu_id)]
     row = solve.solve_row(kn, asked, rule["solve"], gpu, w.gpus[0].count, Probes(kn, asked, [gpu]))

@@ -162,9 +162,10 @@ class Probes:
             if first is None:
                 self._first[(vary, names)] = (vkey[1], dict(base))
             else:
-                was = first[1]          # the inputs that differ, or that only one of them has
-                self._changed[vkey] = self._reads_of({k for k, v in base.items() if was.get(k, was) != v}
-                                                     | (was.keys() - base.keys()))
+                before = first[1]
+                changed = {k for k, v in base.items() if v != before.get(k, base)}
+                changed.update(before.keys() - base.keys())
+                self._changed[vkey] = self._reads_of(changed)
                 self._reuse(base, self._by_value.get((vary, first[0], names)), vary, value, names, wanted)
             evaluate(kn, Evaluated(base), wanted)
         return base
@@ -229,7 +230,7 @@ class Probes:
         for _ in which:
             count_probe()
         if len(set(counts.values())) <= FEW_COUNTS:     # the columns of each count, over every card, kept
-            return self._each_card(counts, names)
+            return self._at_one_count(which, counts[which[0]], names)
         some = counts[which[0]]
         base = self._value_scope("gpu_count", some, names)
         precision = self.resolved("gpu_count", some).precision
@@ -258,69 +259,48 @@ class Probes:
                            bool(at["fits"]), None, at["speed_floor_tok_s"], meets)
         return out
 
-    def _each_card(self, counts: dict[int, int], names: Names) -> dict[int, Probe]:
-        """_probe("gpu_count", n, cards[i], n) for each card i: the count's columns over every
-        card read once per count, not once per card (a model-parallel training probe, or a single
-        card, is _probe's own)."""
+    def _at_one_count(self, which: list[int], count: int, names: Names) -> dict[int, Probe]:
+        """_probe("gpu_count", count, cards[i], count) for each card i of `which`: one count, so
+        the columns over every card at that count (kept) are read once for all of them."""
+        columns = self._over_cards("gpu_count", count, count, names,
+                                   self._scope("gpu_count", count, count, names), None)
+        fits, per_gpu, usable = columns["fits"], columns["per_gpu_gb"], columns["usable_vram_gb"]
+        floor, meets_at = columns["speed_floor_tok_s"], columns.get("meets_target")
         out: dict[int, Probe] = {}
-        for count, which, columns in self._at_counts(counts, names):
-            if columns is None:
-                out.update((i, self._probe("gpu_count", count, self.cards[i], count)) for i in which)
-                continue
-            cols = [(n, v, v.__class__ is Col) for n, v in columns.items()]
-            for i in which:
-                k = self._index[id(self.cards[i])]
-                s = {n: v[k] if col else v for n, v, col in cols}
-                meets = bool(s.get("meets_target")) if self.targets else None
-                out[i] = Probe(bool(s.get("fits")) and meets is not False, s.get("per_gpu_gb"),
-                               s.get("usable_vram_gb"), bool(s.get("fits")), None, s.get("speed_floor_tok_s"),
-                               meets)
+        for i in which:
+            fit = bool(fits[i] if fits.__class__ is Col else fits)
+            meets = bool(meets_at[i] if meets_at.__class__ is Col else meets_at) if self.targets else None
+            out[i] = Probe(fit and meets is not False, per_gpu[i] if per_gpu.__class__ is Col else per_gpu,
+                           usable[i] if usable.__class__ is Col else usable, fit, None,
+                           floor[i] if floor.__class__ is Col else floor, meets)
         return out
 
     def fits_at(self, counts: dict[int, int]) -> dict[int, bool]:
-        """probes_at(counts)[i].fits, each probe counted: where the counts are one, read from
-        that count's columns without making each card's Probe (a search's step needs no more)."""
+        """probes_at(counts)[i].fits, each probe counted; where the counts are one, read from that
+        count's columns without making each card's Probe (a search's step needs no more)."""
+        if not counts or len(set(counts.values())) > FEW_COUNTS:
+            return {i: at.fits for i, at in self.probes_at(counts).items()} if counts else {}
         names: Names = ("fits", "per_gpu_gb", "usable_vram_gb")
         if self.targets:
             names += ("meets_target",)
-        if len(set(counts.values())) > FEW_COUNTS:
-            return {i: at.fits for i, at in self.probes_at(counts).items()}
         for _ in counts:
             count_probe()
-        out: dict[int, bool] = {}
-        for count, which, columns in self._at_counts(counts, names):
-            if columns is None:
-                out.update((i, self._probe("gpu_count", count, self.cards[i], count).fits) for i in which)
-                continue
-            fits, meets = columns["fits"], columns.get("meets_target")
-            for i in which:
-                k = self._index[id(self.cards[i])]
-                ok = bool(fits[k] if fits.__class__ is Col else fits)
-                if self.targets:
-                    ok = ok and bool(meets[k] if meets.__class__ is Col else meets)
-                out[i] = ok
-        return out
+        count = next(iter(counts.values()))
+        columns = self._over_cards("gpu_count", count, count, names,
+                                   self._scope("gpu_count", count, count, names), None)
+        fits, meets = columns["fits"], columns.get("meets_target")
+        return {i: bool(fits[i] if fits.__class__ is Col else fits) and (
+                    not self.targets or bool(meets[i] if meets.__class__ is Col else meets)) for i in counts}
 
-    def _at_counts(self, counts: dict[int, int], names: Names) -> list[tuple[int, list[int], Scope | None]]:
-        """Each count asked, the cards asked at it and its columns over every card (None where
-        _probe makes each card's probe: a model-parallel training job, or a single card)."""
-        out: list[tuple[int, list[int], Scope | None]] = []
-        for count in dict.fromkeys(counts.values()):
-            which = [i for i, n in counts.items() if n == count]
-            r = self.resolved("gpu_count", count)
-            w = r.workload
-            if len(self.cards) < 2 or r.is_training and not (w.tp or w.pp) and tr.is_model_parallel(w, self.kn):
-                out.append((count, which, None))
-                continue
-            shared = self._scope("gpu_count", count, count, names)
-            out.append((count, which, self._columns_over_cards("gpu_count", count, count, names, shared)))
-        return out
-
-    def probe(self, vary: str, value: float, gpu: GPU, count: int, holds: str = "fits") -> Probe:
+    def probe(self, vary: str, value: float, gpu: GPU, count: int, holds: str = "fits",
+              alone: bool = False) -> Probe:
+        """The probe at `value` on `count` of `gpu`; `alone`: computed for this card only, not read
+        from the columns over every card (a search that follows one card of several)."""
         count_probe()                       # the server's search budget (kb.engine.budget)
-        return self._probe(vary, value, gpu, count, holds)
+        return self._probe(vary, value, gpu, count, holds, alone)
 
-    def _probe(self, vary: str, value: float, gpu: GPU, count: int, holds: str = "fits") -> Probe:
+    def _probe(self, vary: str, value: float, gpu: GPU, count: int, holds: str = "fits",
+               alone: bool = False) -> Probe:
         r = self.resolved(vary, value)
         w = r.workload
         if r.is_training and not (w.tp or w.pp) and tr.is_model_parallel(w, self.kn):
@@ -338,7 +318,7 @@ class Probes:
             names += ("meets_target",)
         shared = self._scope(vary, value, count, names)
         i = self._index.get(id(gpu))
-        if i is not None and len(self.cards) > 1:
+        if i is not None and len(self.cards) > 1 and not alone:
             s = self._over_cards(vary, value, count, names, shared, i)
         else:
             scope = dict(shared)
@@ -372,14 +352,9 @@ class Probes:
         return cards
 
     def _over_cards(self, vary: str, value: float, count: int, names: Names, shared: Scope,
-                    i: int) -> Scope:
+                    i: int | None) -> Scope:
         """Card i's values of `names`, computed once over every card (a Col per name where the
-        cards differ)."""
-        columns = self._columns_over_cards(vary, value, count, names, shared)
-        return {n: v[i] if v.__class__ is Col else v for n, v in columns.items()}
-
-    def _columns_over_cards(self, vary: str, value: float, count: int, names: Names,
-                            shared: Scope) -> Scope:
+        cards differ); i None: the columns themselves."""
         key = (vary, value, count, names)
         columns = self._columns.get(key)
         if columns is None:
@@ -392,4 +367,6 @@ class Probes:
             ev = Evaluated(scope)
             evaluate(self.kn, ev, names)
             columns = self._columns[key] = {n: ev.scope.get(n) for n in (*names, "speed_floor_tok_s")}
-        return columns
+        if i is None:
+            return columns
+        return {n: v[i] if v.__class__ is Col else v for n, v in columns.items()}
