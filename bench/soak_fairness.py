@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import free_port  # noqa: E402
+from server_load import free_port  # noqa: E402
 from soak_client import NORMAL, Soak, connect, expensive, get, pct, run_part, start  # noqa: E402
 
 
