@@ -8,7 +8,6 @@ rule does not apply (a user count named, training, several or no configurations,
 
 from __future__ import annotations
 
-import copy
 from typing import TYPE_CHECKING
 
 from kb.figures import num
@@ -41,6 +40,8 @@ def loaded(w: Workload, kn: Knowledge, one_user: Answer,
     first = next((g for g in one_user.gpus if g.requested), None)
     if first is None or not first.fits or first.usd_per_million_tokens is None:
         return None
+    import copy     # here, not at the top: the plain query makes no copy (bench/README.md)
+
     if w.context_tokens is None and w.prompt_tokens is None and w.output_tokens is None:
         w = copy.deepcopy(w)    # a server's requests are the default request, not a full context each
         w.prompt_tokens = int(kn.defaults["prompt_tokens"])

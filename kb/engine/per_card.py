@@ -12,7 +12,6 @@ of a format the rule lists, for no more users than it says.
 
 from __future__ import annotations
 
-import copy
 from typing import TYPE_CHECKING, Callable, cast
 
 from kb.engine import advice as rightsize
@@ -52,6 +51,8 @@ def merged(asked: Workload, kn: Knowledge, result: Answer, answer: Answerer) -> 
                          and (not segments or g.get("segment") in segments))
     if fmt is None or not left_out:
         return result
+    import copy     # here, not at the top: the plain query makes no copy (bench/README.md)
+
     w = copy.deepcopy(asked)
     w.runtime, w.precision = other_rt["id"], fmt
     other = answer(w, left_out)

@@ -50,10 +50,8 @@ def answer(w: Workload, kn: Knowledge, query: str = "", *, brief: bool = False) 
     if w.question in kn.query["solve"]:
         result = _answer_question(w, kn, query, brief)
     else:
-        import copy
-
-        plain = copy.deepcopy(w) if w.budget_usd is not None and w.precision is None and not w.gpus else None
-        loaded = copy.deepcopy(w) if cost_batch.applies(w, kn) else None    # before the answer fills w in
+        plain = _copied(w) if w.budget_usd is not None and w.precision is None and not w.gpus else None
+        loaded = _copied(w) if cost_batch.applies(w, kn) else None    # before the answer fills w in
         result = _answer(w, kn, query, brief)
         single = None
         if loaded is not None:
@@ -231,6 +229,14 @@ def _exact_gpus_needed(kn: Knowledge, w: Workload, rows: list[GpuRow],
                 primary.scope["gpus_needed"] = found
 
 
+def _copied(w: Workload) -> Workload:
+    """A deep copy of w. `copy` (which imports weakref) is imported when a copy is made: the plain
+    query makes none."""
+    import copy
+
+    return copy.deepcopy(w)
+
+
 def _first_ranked(w: Workload, kn: Knowledge) -> str:
     """The first card of the sizing flow's ranking for the workload as asked (a capacity
     question with no GPU is answered on it)."""
@@ -261,9 +267,7 @@ def _scaled_gpus_needed(kn: Knowledge, asked: Workload, rows: list[GpuRow],
 def _answer(w: Workload, kn: Knowledge, query: str = "", brief: bool = False) -> Answer:
     """The answer on the candidate cards; a ranking also ranks, under the runtime that runs them,
     the cards its default runtime does not (kb.engine.per_card)."""
-    import copy
-
-    asked = copy.deepcopy(w) if per_card.applies(w, kn) else None
+    asked = _copied(w) if per_card.applies(w, kn) else None
     result = _ranked(w, kn, query, brief)
     if asked is None:
         return result
@@ -272,12 +276,10 @@ def _answer(w: Workload, kn: Knowledge, query: str = "", brief: bool = False) ->
 
 def _ranked(w: Workload, kn: Knowledge, query: str = "", brief: bool = False,
             only: frozenset[str] | None = None) -> Answer:
-    import copy
-
     at_scale = kn.sharding.get("at_scale") or []
     scalable = (w.gpus and w.sharding is None and not w.offload
                 and (w.task == "train" or any(w.task in r["tasks"] for r in at_scale)))
-    asked = copy.deepcopy(w) if scalable else None
+    asked = _copied(w) if scalable else None
     r = resolve(w, kn)
     if r.is_training and w.gpus and not (w.tp or w.pp) and tr.is_model_parallel(w, kn):
         req = w.gpus[0]
