@@ -23,14 +23,15 @@ from __future__ import annotations
 
 import json
 import re
-from itertools import chain, repeat
+from itertools import repeat
+from json.encoder import encode_basestring as _string
 
 _NUMBER = re.compile(rb"(-?[0-9][0-9.]*)e([-+][0-9]+)")     # a float in exponent form, as repr writes it
 _CONTAINERS = (dict, list, tuple)   # a tuple is written as a list, as both encoders do
 _SCALARS = frozenset((str, int, float, bool, type(None)))   # exactly these: no container can hide in one
-_STR = frozenset((str,))
 _LINES = json.JSONEncoder(ensure_ascii=False, check_circular=False, allow_nan=False, separators=("\n", ": "))
-_RUNS: dict[tuple[int, str], str] = {}      # (members, indent) → the template of a dict of scalars
+_RUNS: dict[tuple[tuple[str, ...], str], str] = {}     # (keys, indent) → a dict of scalars' template
+MAX_RUNS = 4096     # templates kept (an answer has a few hundred; a long-lived caller stays bounded)
 
 
 def _respell(number: bytes) -> bytes:
@@ -70,36 +71,43 @@ def _respelled(lines: bytes) -> bytes:
     return b"".join(pieces)
 
 
-def _dict_of_scalars(n: int, indent: str) -> str:
-    """The template of a dict of n scalar members whose closing brace is at indent."""
-    template = _RUNS.get((n, indent))
+def _key(k: object) -> str:
+    """A key as the template holds it: encoded, with its '%' doubled (TypeError if not a str)."""
+    return _string(k).replace("%", "%%")     # type: ignore[arg-type]
+
+
+def _dict_of_scalars(value: dict[str, object], indent: str) -> str:
+    """The template of a dict of scalars whose closing brace is at indent, its keys written in: the
+    GPU rows share one, so their keys are encoded once, not once a row."""
+    keys = tuple(value)
+    template = _RUNS.get((keys, indent))
     if template is None:
+        if len(_RUNS) >= MAX_RUNS:
+            _RUNS.clear()
         inner = indent + "  "
-        template = _RUNS[n, indent] = "{\n" + inner + (",\n" + inner).join(repeat("%s: %s", n)) + "\n" + indent + "}"
+        template = _RUNS[keys, indent] = (
+            "{\n" + inner + (",\n" + inner).join([_key(k) + ": %s" for k in keys]) + "\n" + indent + "}")
     return template
 
 
 def _walk(value: object, indent: str, flat: list[object]) -> str:
-    """value's template, its closing bracket at indent, with a %s for each key and scalar; those
-    appended to flat in the same order. A container whose members are all of the exact scalar
-    types is taken whole (the common case); any other member is looked at on its own."""
+    """value's template, its closing bracket at indent, with its keys written in and a %s for each
+    scalar; the scalars appended to flat in the same order. A container whose members are all of
+    the exact scalar types is taken whole (the common case); any other member is looked at on its own."""
     if isinstance(value, dict):
         if not value:
             return "{}"
-        if not _STR.issuperset(map(type, value)) and not all(map(isinstance, value, repeat(str))):
-            raise TypeError("a JSON object's keys are strings")
         if _SCALARS.issuperset(map(type, value.values())):
-            flat.extend(chain.from_iterable(value.items()))
-            return _dict_of_scalars(len(value), indent)
+            flat.extend(value.values())
+            return _dict_of_scalars(value, indent)
         inner = indent + "  "
         parts = []
         for k, v in value.items():
-            flat.append(k)
             if isinstance(v, _CONTAINERS):
-                parts.append("%s: " + _walk(v, inner, flat))
+                parts.append(_key(k) + ": " + _walk(v, inner, flat))
             else:
                 flat.append(v)
-                parts.append("%s: %s")
+                parts.append(_key(k) + ": %s")
         return "{\n" + inner + (",\n" + inner).join(parts) + "\n" + indent + "}"
     if isinstance(value, (list, tuple)):
         if not value:
@@ -121,10 +129,10 @@ def _walk(value: object, indent: str, flat: list[object]) -> str:
 
 
 def _bytes(value: object) -> bytes:
-    """value as indented JSON in UTF-8: the template (ASCII) takes the encoded scalars as bytes,
+    """value as indented JSON in UTF-8: the template (the layout and the keys) takes the encoded scalars as bytes,
     so no text is widened to the answer's widest character and encoded again."""
     flat: list[object] = []
-    template = _walk(value, "", flat).encode()
+    template = _walk(value, "", flat).encode("utf-8")
     if not flat:
         return template                     # {} or []
     lines = _LINES.encode(flat).encode("utf-8")[1:-1]       # "[scalar\nscalar\n…]" without its brackets
