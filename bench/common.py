@@ -1,9 +1,8 @@
-"""What every part of the speed benchmark shares: the bench queries, the figures' table, the
-environment the installed kbq runs in, a wall-clock timer and a process's resident memory.
+"""What every part of kbq's benchmark shares: the ten bench queries, the table of figures each
+part adds a row to, the environment its subprocesses run in, wall time and resident memory.
 
-In: nothing (bench/run.py, bench/cold.py, bench/in_process.py, bench/server_load.py and the soak
-scripts import it with bench/ on sys.path). Out: QUERIES; row() adds a figure to ROWS and prints it,
-table() prints ROWS as the Markdown table of bench/README.md.
+Each part is a module of its own (cold.py: the CLI cold start; inprocess.py: the engine, --batch,
+scaling, memory, the slowest answers; server_load.py: `kbq serve` under load); run.py runs them.
 """
 
 from __future__ import annotations
@@ -15,7 +14,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
 
 QUERIES = [
     "serve 70B int4 16 users", "train 13B qlora on 20GB?", "full fine-tune 7B",
@@ -25,7 +25,6 @@ QUERIES = [
     "mixtral 8x7b q4_k_m on 2x 3090", "infer llama-3-8b q4_k_m on rtx 4090 with llama.cpp",
     "qlora llama-3.1-8b seq 2048 batch 2 with torchtune on rtx 4090",
 ]
-
 ROWS: list[tuple[str, str, str, str, str]] = []
 
 
@@ -34,8 +33,8 @@ def row(name: str, value: str, baseline: str, target: str, met: bool | None) -> 
     print(f"  {name}: {value}   (baseline {baseline}; target {target})", flush=True)
 
 
-def table() -> None:
-    """ROWS as a Markdown table."""
+def print_table() -> None:
+    """The rows so far as the Markdown table bench/README.md quotes."""
     print("\n| figure | value | baseline | target | met |\n|---|---|---|---|---|")
     for r in ROWS:
         print("| " + " | ".join(r) + " |")
@@ -51,6 +50,16 @@ def wall(cmd: list[str], environ: dict[str, str]) -> float:
     t = time.perf_counter()
     subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=environ, check=False)
     return time.perf_counter() - t
+
+
+def tree_rss_kb(pid: int) -> int:
+    """Resident memory of a process and its children (the server's master and its workers)."""
+    total = rss_kb(pid)
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        children = []
+    return total + sum(tree_rss_kb(int(c)) for c in children)
 
 
 def rss_kb(pid: int) -> int:

@@ -18,8 +18,8 @@
 5. Catalogue scaling: answer time with 10x the GPUs and models (generated, not shipped).
 6. The slowest answers of the generated corpus (bench/slowest.py), in CPU time: each <= 20 ms.
 
-The parts live beside this file: common.py (queries, the table), cold.py (1), in_process.py (2, 3,
-5, 6, 7) and server_load.py (4).
+The parts live in cold.py (1), inprocess.py (2, 3, 5, 6 and --million), server_load.py (4) and
+common.py (the bench queries, the table of figures, the subprocess environment).
 """
 
 from __future__ import annotations
@@ -28,11 +28,13 @@ import argparse
 import os
 import sys
 import time
+from pathlib import Path
 
-from cold import cold_start
-from common import table
-from in_process import batch, engine, million, scaling, slowest_answers
-from server_load import CONNECTIONS, server
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cold import cold_start  # noqa: E402
+from common import print_table  # noqa: E402
+from inprocess import batch, engine, million, scaling, slowest_answers  # noqa: E402
+from server_load import CONNECTIONS, server  # noqa: E402
 
 
 def main() -> int:
@@ -48,20 +50,26 @@ def main() -> int:
     print(f"kbq benchmark — {time.strftime('%Y-%m-%d')} — {os.cpu_count()} cores, Python {sys.version.split()[0]}")
     if args.server:
         server(10 if q else 30, CONNECTIONS)
-    elif args.million:
+        print_table()
+        return 0
+    if args.million:
         million(1_000_000)
-    elif args.slowest:
+        print_table()
+        return 0
+    if args.slowest:
         slowest_answers()
-    elif args.cold:
-        cold_start(5 if q else 21)
-    else:
-        cold_start(5 if q else 21)
-        engine(3 if q else 10, 2000 if q else 20000)
-        batch(1000 if q else 10000)
-        server(10 if q else 60, CONNECTIONS)
-        scaling(1 if q else 3)
-        slowest_answers()
-    table()
+        print_table()
+        return 0
+    cold_start(5 if q else 21)
+    if args.cold:
+        print_table()
+        return 0
+    engine(3 if q else 10, 2000 if q else 20000)
+    batch(1000 if q else 10000)
+    server(10 if q else 60, CONNECTIONS)
+    scaling(1 if q else 3)
+    slowest_answers()
+    print_table()
     return 0
 
 

@@ -1,6 +1,6 @@
-"""`kbq serve` under load (`python bench/run.py --server`): a bounded client of keep-alive
-connections on threads, answers/s, p50/p99 latency, errors and the server's memory (section 4 of
-bench/run.py). free_port, start_server and tree_rss_kb serve the soak scripts too.
+"""`kbq serve` under load: 127.0.0.1 driven by a bounded client (keep-alive connections on
+threads): answers/s, p50/p99 latency, errors, the server's memory at start and end
+(`python bench/run.py --server`).
 """
 
 from __future__ import annotations
@@ -14,10 +14,9 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-from common import QUERIES, env, row, rss_kb
+from common import QUERIES, env, row, tree_rss_kb
 
 
 def free_port() -> int:
@@ -27,9 +26,10 @@ def free_port() -> int:
     s.close()
     return int(port)
 
-CACHE_MB = 32      # kbq serve --cache-mb (its default)
 
+CACHE_MB = 32      # kbq serve --cache-mb (its default)
 CONNECTIONS = 64   # keep-alive clients of the server load
+
 
 def start_server(port: int) -> subprocess.Popen[bytes]:
     """`kbq serve` on 127.0.0.1:port, returned once it accepts connections (or after 30 s)."""
@@ -44,14 +44,6 @@ def start_server(port: int) -> subprocess.Popen[bytes]:
             time.sleep(0.2)
     return proc
 
-def tree_rss_kb(pid: int) -> int:
-    """Resident memory of a process and its children (the server's master and its workers)."""
-    total = rss_kb(pid)
-    try:
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    except OSError:
-        children = []
-    return total + sum(tree_rss_kb(int(c)) for c in children)
 
 def distinct_paths(kn: Any) -> Callable[[int], str]:
     """The i-th query of a stream in which no query repeats: the bench queries in turn, each
@@ -68,6 +60,7 @@ def distinct_paths(kn: Any) -> Callable[[int], str]:
         q += f" seq {512 + k}" if kinds[i % len(QUERIES)] else f" {1024 + k} context"
         return "/api/answer?q=" + urllib.parse.quote_plus(q)
     return path
+
 
 def server(seconds: float, connections: int) -> None:
     """Three loads on one `kbq serve`: the typical mix of the API (the ten bench queries over and
@@ -105,6 +98,7 @@ def server(seconds: float, connections: int) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
 
 def load(port: int, seconds: float, connections: int, path: Callable[[int], str], label: str,
          report: bool = True) -> None:

@@ -38,8 +38,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import QUERIES  # noqa: E402
-from server_load import free_port, tree_rss_kb  # noqa: E402
+from common import QUERIES, tree_rss_kb  # noqa: E402
+from server_load import free_port  # noqa: E402
 from soak_client import BAD, NORMAL, Soak, biggest_file, get, pct, run_part, start  # noqa: E402
 from soak_fairness import fairness  # noqa: E402
 from soak_reload import reload  # noqa: E402

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import env  # noqa: E402
-from server_load import free_port, tree_rss_kb  # noqa: E402
+from common import env, tree_rss_kb  # noqa: E402
+from server_load import free_port  # noqa: E402
 from soak_client import NORMAL, get, pct  # noqa: E402
 
 

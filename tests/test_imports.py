@@ -166,3 +166,15 @@ def test_every_module_is_at_most_400_lines() -> None:
             and (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
     assert long == {}
 
+
+def test_every_test_and_bench_module_is_at_most_400_lines() -> None:
+    """The suite and the benchmarks are read as the library is: a test file over the limit is split
+    by topic (shared fixtures in tests/conftest.py, shared helpers in a module without the test_
+    prefix), a benchmark along its runs."""
+    files = sorted((ROOT / "tests").rglob("*.py")) + sorted((ROOT / "bench").glob("*.py"))
+    named = {path.relative_to(ROOT).as_posix(): path for path in files}
+    assert "tests/conftest.py" in named and "bench/soak.py" in named     # the walk found both trees
+    long = {name: n for name, path in named.items()
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    assert long == {}
+

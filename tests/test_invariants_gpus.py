@@ -28,11 +28,13 @@ from kb import ask
 # ---------------------------------------------------------------- GPUs compared in one answer
 
 def _platform_gpus(a: Any) -> int:
-    """Catalogue GPUs of the platforms and architectures the answer's runtime runs on
-    (runtimes.yaml platforms, unsupported_architectures)."""
+    """Catalogue GPUs of the platforms and architectures the answer's runtime runs on, with the
+    answer's format (runtimes.yaml platforms, unsupported_architectures, unsupported_formats:
+    vLLM's AWQ kernels do not run on Volta)."""
     rt = KN.runtimes[a.workload["runtime"]]
+    no_format = (rt.get("unsupported_formats") or {}).get(a.workload["precision"], [])
     return sum(g["vendor"] in rt["platforms"] and g.get("architecture") not in rt["unsupported_architectures"]
-               for g in KN.gpus.values())
+               and g.get("architecture") not in no_format for g in KN.gpus.values())
 
 
 def _pairs(rows: list[Any]) -> list[tuple[Any, Any]]:

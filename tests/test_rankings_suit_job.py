@@ -4,6 +4,8 @@ precision runs natively on at a usable speed, options stay in the segment and ru
 about, never offer what does not fit or what the job already has, and every count recommended
 is a valid layout. Each test names its source or hand derivation."""
 
+import re
+
 import pytest
 
 from kb import ask, get_knowledge
@@ -190,3 +192,35 @@ def test_the_cheapest_72b_box_is_two_3090s_said_to_be_tight():
     assert "room for about 12,000 more tokens of context" in a.verdict
     assert "Roomier: 5× NVIDIA GeForce RTX 2080 Ti 11GB ($1,500)" in a.verdict
     assert "Cheaper" not in a.verdict           # nothing that fits costs less
+
+
+def test_one_box_that_holds_it_beats_a_roomier_set_of_several():
+    # Apple's M3 Ultra announcement (source apple-m3-ultra-newsroom) sells the 512 GB Mac Studio as
+    # running LLMs of over 600B parameters in memory: DeepSeek V3 (671B) at Q4_K_M is that machine,
+    # one box at $9,500, not three M2 Ultra Mac Studios at $20,997 that hold it with more room.
+    # The value order counts cards before headroom; a tight pick says so and names the roomier one.
+    a = ask("deepseek v3 on my mac")
+    pick = a.recommendation["pick"]
+    assert (pick["gpu_id"], pick["count"]) == ("apple-m3-ultra", 1)
+    assert KN.gpus["apple-m3-ultra"]["vram_gb"] >= 512
+    assert "Tight" in a.verdict and "Roomier" in a.verdict
+
+
+def test_a_budget_picks_the_format_whose_pick_meets_the_speed_floor():
+    # "serve 70b for 50 concurrent users within $10k" picked a Ryzen AI Max at Q4_K_M under
+    # llama.cpp, 1.3 tok/s per user: the format chosen for the budget took the fewest cards
+    # without reading the speed floor. The pick must be within the budget and meet the floor
+    # (rules: the serving speed floor), whatever format it is sized at.
+    a = ask("serve 70b for 50 concurrent users within $10k")
+    pick = next(g for g in a.gpus if g.id == a.recommendation["pick"]["gpu_id"])
+    assert pick.within_budget and pick.meets_target and pick.config_price_usd <= 10_000
+
+
+def test_alternatives_to_buy_stay_within_the_budget():
+    # "Faster: RTX 5090 ($1,999)" under a $1,200 budget is not an alternative to buy
+    for q in ("best gpu to fine-tune mistral 7b qlora under $1200", "best gpu for llama 3.1 8b under $500"):
+        a = ask(q)
+        for sentence in a.verdict.split(". "):
+            if sentence.startswith(("Faster", "Cheaper")):
+                price = float(re.search(r"\(\$([\d,]+)", sentence).group(1).replace(",", ""))
+                assert price <= a.workload["budget_usd"], (q, sentence)

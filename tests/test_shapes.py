@@ -178,6 +178,21 @@ def test_the_format_key_follows_a_schema_declaration(monkeypatch: pytest.MonkeyP
     assert shapes.schemas_digest() != before
 
 
+def test_the_format_key_follows_the_keys_added_after_validation(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A snapshot stores a GPU as plain data with the keys kbq adds (its capacity, its prices):
+    a key added to or dropped from their declaration makes another format."""
+    from kb.knowledge import views
+
+    before = shapes.schemas_digest()
+    gpu = views.VIEWS["GpuSchema"]
+    declared = dict(gpu.added)
+    monkeypatch.setattr(gpu, "added", {**declared, "memory_tib": "float | None"})
+    assert shapes.schemas_digest() != before
+    monkeypatch.setattr(gpu, "added", {k: v for k, v in declared.items() if k != "memory_gib"})
+    assert shapes.schemas_digest() != before
+    assert shapes.generated() != shapes.DIGEST_FILE.read_text(encoding="utf-8")
+
+
 def test_the_format_key_follows_a_table_declaration() -> None:
     from kb import STORED
 

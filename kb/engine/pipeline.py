@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from kb.engine.answer import Answer
     from kb.engine.answer_records import Option
     from kb.knowledge.data import Knowledge
+    from kb.knowledge.records_rules import LocalFallback
     from kb.query.workload import Workload
 
 
@@ -62,11 +63,26 @@ def with_options(a: Answer, w: Workload, kn: Knowledge, asked: Callable[[], Work
         a.options = merged(compute(kn, asked(), a))
         if w.focus == "time" and w.compare is None and rows and "training" in a.bottleneck:
             a, said = as_run(a, kn) or (a, "")
+        elif rows and (fb := _local_fallback(kn, asked(), a)) is not None:
+            a, said = as_run(a, kn, fb) or (a, "")
     a.verdict = f"{said} {compose(a, kn)}".lstrip()
     return a
 
 
-def as_run(a: Answer, kn: Knowledge) -> tuple[Answer, str] | None:
+def _local_fallback(kn: Knowledge, w: Workload, a: Answer) -> LocalFallback | None:
+    """The format a plain question on one person's own cards is answered at when it names none
+    and its 16-bit default does not fit them (query.yaml local_fallback); None otherwise."""
+    fb = kn.query.get("local_fallback")
+    if (fb is None or w.precision is not None or w.runtime is not None or w.question is not None
+            or w.compare is not None or w.task in kn.query["training_tasks"] or (w.users or 1) > fb["max_users"]):
+        return None
+    asked = [g for g in a.gpus if g.requested]
+    if not asked or any(g.id not in kn.gpus or kn.gpus[g.id].get("segment") not in fb["segments"] for g in asked):
+        return None
+    return fb
+
+
+def as_run(a: Answer, kn: Knowledge, fb: LocalFallback | None = None) -> tuple[Answer, str] | None:
     """A training-time question whose job does not fit the cards asked about: answered with the
     least change that fits on those same cards (the options are ordered least change first:
     activation checkpointing, as the trainers run LoRA on small cards, before a 4-bit base),
@@ -76,20 +92,27 @@ def as_run(a: Answer, kn: Knowledge) -> tuple[Answer, str] | None:
 
     first = next((g for g in a.gpus if g.requested), None)
     options = a.options or []
+    precision = fb["precision"] if fb is not None else None
     done = next((o for o in options if first is not None and o["fits"]
-                 and (o["gpu_id"], o["count"]) == (first.id, first.count)), None)
+                 and (o["gpu_id"], o["count"]) == (first.id, first.count)
+                 and (precision is None or o["workload_changes"].get("precision") == precision)), None)
     if done is None or first is None:
         return None
     b = answer(parse(done["query"], kn), kn, a.query)
     b.query = a.query
     b.options = [o for o in options if o is not done]
     need, has = num(first.per_gpu_gb or 0), num(first.usable_vram_gb or 0)
-    said = (f"As asked it does not fit ({need} of {has} GB per GPU); timed with "
-            f"{done['change'][:1].lower() + done['change'][1:]}, which fits.")
+    change = done["change"] if done["change"][1:2].isupper() else done["change"][:1].lower() + done["change"][1:]
+    if fb is not None:                  # a plain question on one's own card: the format people run
+        said = (f"As asked, at {a.workload.get('precision')}, it does not fit ({need} of {has} GB per GPU); "
+                f"at {precision}, {fb['text']}, it does.")
+        why = f"so it is answered at {fb['text']} [{fb['source']}]"
+    else:
+        said = f"As asked it does not fit ({need} of {has} GB per GPU); timed with {change}, which fits."
+        why = "so the time is for the least change that fits the same cards"
     b.assumptions.insert(0, f"answered with {done['change']}: as asked the job needs {need} GB per GPU of {has} "
-                            f"on {first.count}× {first.name}, so the time is for the least change that fits the "
-                            f"same cards, kbq \"{done['query']}\" (its quality cost: {done['quality']}) "
-                            f"[{done['quality_source']}]")
+                            f"on {first.count}× {first.name}, {why}, kbq \"{done['query']}\" (its quality "
+                            f"cost: {done['quality']}) [{done['quality_source']}]")
     return b, said
 
 

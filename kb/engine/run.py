@@ -90,12 +90,13 @@ def _plain_question(w: Workload, a: Answer, facts: Question | None) -> Question:
 def _budget_precision(w: Workload, kn: Knowledge, query: str, brief: bool, plain: Answer) -> Answer | None:
     """A ranking with a budget and no precision named: the weight format an expert would buy for,
     the default or one of the rules' precision options (prices.yaml advice options): the one
-    whose best configuration within the budget takes the fewest cards, then the least quality
-    cost; said in the assumptions. None when the default is that format."""
+    whose best configuration within the budget meets the target (the speed floor), then takes the
+    fewest cards, then the least quality cost; said in the assumptions. None when the default is that format."""
     import copy
 
     first = next((r for r in plain.gpus if r.fits and r.within_budget), None)
-    found: list[tuple[int, int, Answer, str]] = [(first.count if first else 1 << 30, 0, plain, "")]
+    found: list[tuple[bool, int, int, Answer, str]] = [
+        (not (first and first.meets_target), first.count if first else 1 << 30, 0, plain, "")]
     for rule in kn.advice.get("options") or []:
         precision = rule.get("precision")
         if not precision or "inference" not in rule["tasks"]:
@@ -108,8 +109,8 @@ def _budget_precision(w: Workload, kn: Knowledge, query: str, brief: bool, plain
             said = (f"precision: {precision}, for the budget of ${w.budget_usd:,.0f}: {rule['change']} holds it on "
                     f"{best.count}× {best.name}, fewer cards than the default precision needs within the budget "
                     f"(quality: {rule['quality']}) [{rule['source']}]")
-            found.append((best.count, int(rule["quality_rank"]), a, said))
-    _, _, a, said = min(found, key=lambda f: (f[0], f[1]))
+            found.append((not best.meets_target, best.count, int(rule["quality_rank"]), a, said))
+    _, _, _, a, said = min(found, key=lambda f: (f[0], f[1], f[2]))   # meets the speed floor first
     if a is plain:
         return None
     a.assumptions.append(said)

@@ -266,8 +266,10 @@ def _alternatives(a: Answer, pick: GpuRow, training: bool, kn: Knowledge) -> lis
     """At most two alternatives that differ from the pick in kind: faster, cheaper, to rent."""
     def rate(g: GpuRow) -> float:
         return (g.train_tokens_per_s if training else g.decode_tokens_per_s) or 0.0
-    fitting = [g for g in a.gpus if g.fits and g is not pick and g.meets_target is not False
-               and (g.suits_job is not False or pick.suits_job is False)]
+    suited = [g for g in a.gpus if g.fits and g is not pick and g.meets_target is not False
+              and (g.suits_job is not False or pick.suits_job is False)]
+    # a purchase budget asked holds for what to buy instead; renting is priced by the hour
+    fitting = [g for g in suited if g.within_budget is not False or pick.within_budget is False]
     out: list[str] = []
     faster = [g for g in fitting if rate(g) > rate(pick)]
     q = a.question or {"kind": "", "vary": None, "unit": None, "value": None, "gpu": None}
@@ -284,7 +286,7 @@ def _alternatives(a: Answer, pick: GpuRow, training: bool, kn: Knowledge) -> lis
         g = min(cheaper, key=lambda x: cost(x) or 0.0)
         out.append(f"Cheaper{' but tight' if tight(kn, g) else ''}: {config(g)}{_runtime_said(q, g, pick)} "
                    f"({_price(a, g)}, {speed(g, training)}).")
-    rentable = [g for g in [pick, *fitting] if g.config_usd_per_hour is not None]
+    rentable = [g for g in [pick, *suited] if g.config_usd_per_hour is not None]
     if rentable and not rent:
         g = min(rentable, key=lambda x: x.config_usd_per_hour or 0.0)
         if g is not pick:

@@ -261,6 +261,11 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
                                 nearest(sit.precision, precisions)))
     if parsed["query"].cost_batch is not None:
         need_source(qdoc, ("cost_batch", "source"), parsed["query"].cost_batch.source)
+    if (fb := parsed["query"].local_fallback) is not None:
+        need_source(qdoc, ("local_fallback", "source"), fb.source)
+        if not skip_precisions and fb.precision not in precisions:
+            errs.add(qdoc.error(("local_fallback", "precision"), f"unknown precision '{fb.precision}'",
+                                nearest(fb.precision, precisions)))
     for i, qf in enumerate(parsed["query"].question_formats):
         need_source(qdoc, ("question_formats", i, "source"), qf.source)
         if not skip_precisions and qf.precision not in precisions:

@@ -86,6 +86,17 @@ class QuestionFormat(TypedDict):
     source: str
 
 
+class LocalFallback(TypedDict):
+    """A plain question about one person's own card that names no format or runtime, whose 16-bit default does
+    not fit the card: answered at the format people run there (query.yaml `local_fallback`), the 16-bit figure
+    said first."""
+    segments: list[Literal["datacenter", "workstation", "consumer", "apple", "embedded"]]
+    max_users: int
+    precision: str
+    text: str
+    source: str
+
+
 class Phrase(TypedDict):
     """Words that set Workload fields (query.yaml `phrases`)."""
     set: dict[str, str | bool | int | float]
@@ -133,6 +144,7 @@ class QueryRules(TypedDict):
     cost_batch: CostBatch | None
     situations: dict[str, Situation]
     question_formats: list[QuestionFormat]
+    local_fallback: LocalFallback | None
     phrases: list[Phrase]
     model_suffixes: list[str]
     model_prefixes: list[str]

@@ -210,6 +210,17 @@ class PhraseSchema(Strict):
     words: list[Name] = Field(min_length=1)
 
 
+class LocalFallbackSchema(Strict):
+    """A plain question about one person's own card that names no format or runtime, whose 16-bit
+    default does not fit the card: answered at the format people run there (query.yaml
+    `local_fallback`), the 16-bit figure said first."""
+    segments: list[Segment] = Field(min_length=1)
+    max_users: int = 1
+    precision: str
+    text: str
+    source: str
+
+
 class QueryFile(Strict):
     tasks: dict[Name, list[Name]]
     task_resolution: dict[Name, Name] = {}
@@ -230,6 +241,7 @@ class QueryFile(Strict):
     cost_batch: CostBatchSchema | None = None
     situations: dict[Name, SituationSchema] = {}
     question_formats: list[QuestionFormatSchema] = []
+    local_fallback: LocalFallbackSchema | None = None
     phrases: list[PhraseSchema] = []
     model_suffixes: list[Name] = []
     model_prefixes: list[Name] = []

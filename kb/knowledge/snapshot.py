@@ -22,7 +22,8 @@ format of Python's own byte-code cache, which reads ~3x faster than JSON: the sa
 the JSON form (`to_data` → JSON → back), never code and nothing that can run when it is read
 (no pickle). Each record is stored as its declaration says (kb.knowledge.codec: no code per
 record), and the snapshot's format is a digest of the declarations (format_key), so a field
-added to a record, a schema or a kept table never reads an old snapshot. Expressions are stored as their parsed ASTs with the names they read, built into
+added to a record, a schema or a kept table, or a key kbq adds after validation, never reads an
+old snapshot. Expressions are stored as their parsed ASTs with the names they read, built into
 nodes when first read (kb.expr.parse.StoredExpr) and compiled when first evaluated. What the
 knowledge graph gave (each formula's evaluation order, each flow's layers) is stored, not the
 graph, so a query never imports networkx; so are the tables a later stage asks it to keep

@@ -1,6 +1,6 @@
-"""The engine measured in this process, and the installed `kbq --batch`: answers per second, the
-query parse, the engine floor, answers with their options, memory over many answers, the
-catalogue's scaling and the corpus's slowest answers (sections 2, 3, 5, 6 and 7 of bench/run.py).
+"""The figures measured inside one process or of `kbq --batch`: the engine's rate, the parse, the
+engine floor, answers with their options, memory over many answers, catalogue scaling and the
+slowest answers of the generated corpus (bench/slowest.py).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import sys
 import tempfile
 import time
 import tracemalloc
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +62,7 @@ def engine(seconds: float, million: int) -> None:
     row(f"engine, memory growth over {million:,} answers", f"{(after - base) / 1e6:+.2f} MB",
         f"{base / 1e6:.1f} MB after warm-up", "flat (< 1 MB)", after - base < 1e6)
 
+
 def parse_time(kn: Any, repeats: int) -> None:
     """The parse of a query alone (kb.query.parse.parse: lexer, the LALR parse of lark's tables, the words resolved
     into a Workload), each query's median over `repeats` calls after the warm-up, then the
@@ -81,8 +81,10 @@ def parse_time(kn: Any, repeats: int) -> None:
     row("parse of a query, median over the bench queries", f"{med:.0f} us (each {min(per_query):.0f} to "
         f"{max(per_query):.0f} us)", "-", "<= 150 us", med <= 150)
 
+
 OPTION_QUERIES = ["can I run llama 3 70B on a 4090", "7b on 8gb", "full fine-tune 13b on rtx 4090",
                   "serve 70b int4 16 users on l40s"]
+
 
 def with_options(seconds: float) -> None:
     """The in-process cost of an answer with its options (what to change so it fits): each
@@ -99,6 +101,7 @@ def with_options(seconds: float) -> None:
     r = n / (time.process_time() - t0)
     row("answer + options, answers/s (one core)", f"{r:,.0f} ({1e6 / r:.0f} us each, "
         f"{count / max(n, 1):.1f} options)", "-", "-", None)
+
 
 def floor(seconds: float) -> None:
     """What the engine target leaves no room for, measured on the same ten queries: lark's
@@ -125,13 +128,13 @@ def floor(seconds: float) -> None:
 
     parse_us = per_answer(lambda: [_lex(q) for q in QUERIES])    # lexer + the LALR parse of lark's tables
     seen: list[tuple[Any, Any]] = []
-    evaluate: Callable[[Any, Any], Any] = evaluation._eval_formula
+    evaluate = evaluation._eval_formula
 
-    def spy(f: Any, ev: Any) -> Any:
+    def watched(f: Any, ev: Any) -> Any:
         seen.append((f, ev.scope))
         return evaluate(f, ev)
 
-    evaluation._eval_formula = spy
+    evaluation._eval_formula = watched
     try:
         for q in QUERIES:
             engine.answer(parse(q, kn), kn, q)
@@ -160,6 +163,7 @@ def floor(seconds: float) -> None:
         f"{parse_us:.0f} + {closures_us:.0f} = {parse_us + closures_us:.0f} us an answer "
         f"({len(calls) / len(QUERIES):.0f} closures)", "-", "retired (was <= 100 us, 10,000/s)", None)
 
+
 def batch(lines: int) -> None:
     print("3. kbq --batch", flush=True)
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
@@ -175,6 +179,7 @@ def batch(lines: int) -> None:
         row(f"kbq --batch, answers/s, {label}", f"{got / dt:,.0f} ({got} lines in {dt:.1f} s, JSON Lines out)",
             "-", ">= 5,000", got / dt >= 5000)
     os.unlink(name)
+
 
 def scaling(repeats: int) -> None:
     print("5. catalogue scaling", flush=True)
@@ -217,6 +222,7 @@ def scaling(repeats: int) -> None:
             f"{t1 * 1000:.1f} → {t10 * 1000:.1f} ms per answer ({ratio:.1f}x)", "10x catalogue",
             "<= linear (<= 10x)", ratio <= 10.5)
 
+
 def slowest_answers() -> None:
     """The slowest answers of the corpus (bench/slowest.py: CPU time, the fastest of two runs)."""
     print("7. the slowest answers of the corpus", flush=True)
@@ -229,6 +235,7 @@ def slowest_answers() -> None:
     row(f"slowest answer of {len(queries)} (CPU time, best of 2)", f"{worst:.1f} ms: " + "; ".join(
         f"{q!r} {ms:.1f}" for ms, q in times[:3]), f"median {statistics.median(t for t, _ in times):.1f} ms",
         f"<= {LIMIT_MS:g} ms", worst <= LIMIT_MS)
+
 
 def million(n: int) -> None:
     """Resident memory of one process over n answers (no tracemalloc: it would double the time)."""
