@@ -134,7 +134,7 @@ def _bytes(value: object) -> bytes:
     flat: list[object] = []
     template = _walk(value, "", flat).encode("utf-8")
     if not flat:
-        return template                     # {} or []
+        return template % ()                # no scalar: {}, [], or keys over empty containers
     lines = _LINES.encode(flat).encode("utf-8")[1:-1]       # "[scalar\nscalar\n…]" without its brackets
     if b"e-" in lines or b"e+" in lines:
         lines = _respelled(lines)
