@@ -9,7 +9,6 @@ alone (kb.query.unparse) and that answer's figures, for every surface to show si
 
 from __future__ import annotations
 
-import copy
 from typing import TYPE_CHECKING
 
 from kb.engine.answer import Answer
@@ -30,7 +29,7 @@ def sides(kn: Knowledge, asked: Workload, first: Answer) -> list[Side]:
         return []
     out: list[Side] = []
     for i, value in enumerate(cmp["values"]):
-        w = copy.deepcopy(asked)
+        w = asked.copy()
         w.compare = None
         setattr(w, cmp["field"], value)
         if cmp["field"] == "runtime" and w.precision is None:

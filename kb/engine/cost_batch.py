@@ -40,14 +40,12 @@ def loaded(w: Workload, kn: Knowledge, one_user: Answer,
     first = next((g for g in one_user.gpus if g.requested), None)
     if first is None or not first.fits or first.usd_per_million_tokens is None:
         return None
-    import copy     # here, not at the top: the plain query makes no copy (bench/README.md)
-
     if w.context_tokens is None and w.prompt_tokens is None and w.output_tokens is None:
-        w = copy.deepcopy(w)    # a server's requests are the default request, not a full context each
+        w = w.copy()    # a server's requests are the default request, not a full context each
         w.prompt_tokens = int(kn.defaults["prompt_tokens"])
         w.output_tokens = int(kn.defaults["output_tokens"])
         w.context_tokens = w.prompt_tokens + w.output_tokens
-    asked = copy.deepcopy(w)
+    asked = w.copy()
     asked.question = rule["solve"]
     gpu = kn.gpus[str(w.gpus[0].gpu_id)]
     row = solve.solve_row(kn, asked, rule["solve"], gpu, w.gpus[0].count, Probes(kn, asked, [gpu]))

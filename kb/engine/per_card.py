@@ -51,9 +51,7 @@ def merged(asked: Workload, kn: Knowledge, result: Answer, answer: Answerer) -> 
                          and (not segments or g.get("segment") in segments))
     if fmt is None or not left_out:
         return result
-    import copy     # here, not at the top: the plain query makes no copy (bench/README.md)
-
-    w = copy.deepcopy(asked)
+    w = asked.copy()
     w.runtime, w.precision = other_rt["id"], fmt
     other = answer(w, left_out)
     added = [r for r in other.gpus if r.id in left_out]

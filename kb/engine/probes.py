@@ -162,8 +162,10 @@ class Probes:
             if first is None:
                 self._first[(vary, names)] = (vkey[1], dict(base))
             else:
-                self._changed[vkey] = self._reads_of({k for k in base.keys() | first[1].keys()
-                                                      if base.get(k, base) != first[1].get(k, base)})
+                before = first[1]
+                changed = {k for k, v in base.items() if v != before.get(k, base)}
+                changed.update(before.keys() - base.keys())
+                self._changed[vkey] = self._reads_of(changed)
                 self._reuse(base, self._by_value.get((vary, first[0], names)), vary, value, names, wanted)
             evaluate(kn, Evaluated(base), wanted)
         return base
@@ -228,7 +230,7 @@ class Probes:
         for _ in which:
             count_probe()
         if len(set(counts.values())) <= FEW_COUNTS:     # the columns of each count, over every card, kept
-            return {i: self._probe("gpu_count", counts[i], self.cards[i], counts[i]) for i in which}
+            return self._at_one_count(which, counts[which[0]], names)
         some = counts[which[0]]
         base = self._value_scope("gpu_count", some, names)
         precision = self.resolved("gpu_count", some).precision
@@ -257,11 +259,31 @@ class Probes:
                            bool(at["fits"]), None, at["speed_floor_tok_s"], meets)
         return out
 
-    def probe(self, vary: str, value: float, gpu: GPU, count: int, holds: str = "fits") -> Probe:
-        count_probe()                       # the server's search budget (kb.engine.budget)
-        return self._probe(vary, value, gpu, count, holds)
+    def _at_one_count(self, which: list[int], count: int, names: Names) -> dict[int, Probe]:
+        """_probe("gpu_count", count, cards[i], count) for each card i of `which`: one count, so
+        the columns over every card at that count (kept) are read once for all of them."""
+        columns = self._over_cards("gpu_count", count, count, names,
+                                   self._scope("gpu_count", count, count, names), None)
+        fits, per_gpu, usable = columns["fits"], columns["per_gpu_gb"], columns["usable_vram_gb"]
+        floor, meets_at = columns["speed_floor_tok_s"], columns.get("meets_target")
+        out: dict[int, Probe] = {}
+        for i in which:
+            fit = bool(fits[i] if fits.__class__ is Col else fits)
+            meets = bool(meets_at[i] if meets_at.__class__ is Col else meets_at) if self.targets else None
+            out[i] = Probe(fit and meets is not False, per_gpu[i] if per_gpu.__class__ is Col else per_gpu,
+                           usable[i] if usable.__class__ is Col else usable, fit, None,
+                           floor[i] if floor.__class__ is Col else floor, meets)
+        return out
 
-    def _probe(self, vary: str, value: float, gpu: GPU, count: int, holds: str = "fits") -> Probe:
+    def probe(self, vary: str, value: float, gpu: GPU, count: int, holds: str = "fits",
+              alone: bool = False) -> Probe:
+        """The probe at `value` on `count` of `gpu`; `alone`: computed for this card only, not read
+        from the columns over every card (a search that follows one card of several)."""
+        count_probe()                       # the server's search budget (kb.engine.budget)
+        return self._probe(vary, value, gpu, count, holds, alone)
+
+    def _probe(self, vary: str, value: float, gpu: GPU, count: int, holds: str = "fits",
+               alone: bool = False) -> Probe:
         r = self.resolved(vary, value)
         w = r.workload
         if r.is_training and not (w.tp or w.pp) and tr.is_model_parallel(w, self.kn):
@@ -279,7 +301,7 @@ class Probes:
             names += ("meets_target",)
         shared = self._scope(vary, value, count, names)
         i = self._index.get(id(gpu))
-        if i is not None and len(self.cards) > 1:
+        if i is not None and len(self.cards) > 1 and not alone:
             s = self._over_cards(vary, value, count, names, shared, i)
         else:
             scope = dict(shared)
@@ -313,9 +335,9 @@ class Probes:
         return cards
 
     def _over_cards(self, vary: str, value: float, count: int, names: Names, shared: Scope,
-                    i: int) -> Scope:
+                    i: int | None) -> Scope:
         """Card i's values of `names`, computed once over every card (a Col per name where the
-        cards differ)."""
+        cards differ); i None: the columns themselves."""
         key = (vary, value, count, names)
         columns = self._columns.get(key)
         if columns is None:
@@ -328,4 +350,6 @@ class Probes:
             ev = Evaluated(scope)
             evaluate(self.kn, ev, names)
             columns = self._columns[key] = {n: ev.scope.get(n) for n in (*names, "speed_floor_tok_s")}
+        if i is None:
+            return columns
         return {n: v[i] if v.__class__ is Col else v for n, v in columns.items()}

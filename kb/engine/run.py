@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, cast
 
 from kb.engine import advice as rightsize
 from kb.engine import cost_batch
+from kb.engine import fewest
 from kb.engine import per_card
 from kb.engine import training as tr
 from kb.engine import unknown
@@ -50,8 +51,8 @@ def answer(w: Workload, kn: Knowledge, query: str = "", *, brief: bool = False) 
     if w.question in kn.query["solve"]:
         result = _answer_question(w, kn, query, brief)
     else:
-        plain = _copied(w) if w.budget_usd is not None and w.precision is None and not w.gpus else None
-        loaded = _copied(w) if cost_batch.applies(w, kn) else None    # before the answer fills w in
+        plain = w.copy() if w.budget_usd is not None and w.precision is None and not w.gpus else None
+        loaded = w.copy() if cost_batch.applies(w, kn) else None    # before the answer fills w in
         result = _answer(w, kn, query, brief)
         single = None
         if loaded is not None:
@@ -92,8 +93,6 @@ def _budget_precision(w: Workload, kn: Knowledge, query: str, brief: bool, plain
     the default or one of the rules' precision options (prices.yaml advice options): the one
     whose best configuration within the budget meets the target (the speed floor), then takes the
     fewest cards, then the least quality cost; said in the assumptions. None when the default is that format."""
-    import copy
-
     first = next((r for r in plain.gpus if r.fits and r.within_budget), None)
     found: list[tuple[bool, int, int, Answer, str]] = [
         (not (first and first.meets_target), first.count if first else 1 << 30, 0, plain, "")]
@@ -101,7 +100,7 @@ def _budget_precision(w: Workload, kn: Knowledge, query: str, brief: bool, plain
         precision = rule.get("precision")
         if not precision or "inference" not in rule["tasks"]:
             continue
-        trial = copy.deepcopy(w)
+        trial = w.copy()
         trial.precision = precision
         a = _answer(trial, kn, query, brief)
         best = next((r for r in a.gpus if r.fits and r.within_budget), None)
@@ -126,9 +125,7 @@ def _answer_question(w: Workload, kn: Knowledge, query: str, brief: bool = False
     if w.gpus:
         targets = [(capacity_gpu(g, kn) if g.gpu_id is None else kn.gpus[g.gpu_id], g.count) for g in w.gpus]
     elif question == "how_many_gpus":
-        import copy             # capacity questions only: copy is kept off the plain query's path
-
-        got = resolve(copy.deepcopy(w), kn)
+        got = resolve(w.copy(), kn)
         targets = [(g, 1) for g in kn.gpus.values() if runs_on(got.runtime, g, got.precision["id"])]
     else:
         targets = [(kn.gpus[_first_ranked(w, kn)], 1)]
@@ -138,8 +135,10 @@ def _answer_question(w: Workload, kn: Knowledge, query: str, brief: bool = False
     stopped = None
     side_by_side = question == "how_many_gpus" and probes.shared_counts()
     step = CARDS_AT_ONCE if side_by_side else 1
-    for first in range(0, len(targets), step):  # the first cards always, the rest while the budget lasts
-        if rows and (stopped := spent()) is not None:
+    if brief and side_by_side:      # an option reads only the card that answers (kb.engine.fewest)
+        rows.append(fewest.primary(kn, probes))
+    for first in range(0, len(targets) if not rows else 0, step):  # the first cards always, the rest
+        if rows and (stopped := spent()) is not None:                   # while the budget lasts
             break
         if side_by_side:
             rows.extend(solve.how_many_rows(kn, w, probes, first, min(first + step, len(targets))))
@@ -204,9 +203,8 @@ def _model_limit(kn: Knowledge, w: Workload, question: str, row: solve.Row) -> t
     allows) when memory allows more, else (None, None)."""
     if question != "max_context" or not row["found"]:
         return None, None
-    import copy
 
-    limit = resolve(copy.deepcopy(w), kn).model.get("max_context")
+    limit = resolve(w.copy(), kn).model.get("max_context")
     if limit and row["value"] > limit:
         return int(limit), float(row["value"])
     return None, None
@@ -230,20 +228,10 @@ def _exact_gpus_needed(kn: Knowledge, w: Workload, rows: list[GpuRow],
                 primary.scope["gpus_needed"] = found
 
 
-def _copied(w: Workload) -> Workload:
-    """A deep copy of w. `copy` (which imports weakref) is imported when a copy is made: the plain
-    query makes none."""
-    import copy
-
-    return copy.deepcopy(w)
-
-
 def _first_ranked(w: Workload, kn: Knowledge) -> str:
     """The first card of the sizing flow's ranking for the workload as asked (a capacity
     question with no GPU is answered on it)."""
-    import copy
-
-    plain = copy.deepcopy(w)
+    plain = w.copy()
     plain.question = None
     return _answer(plain, kn).gpus[0].id
 
@@ -268,7 +256,7 @@ def _scaled_gpus_needed(kn: Knowledge, asked: Workload, rows: list[GpuRow],
 def _answer(w: Workload, kn: Knowledge, query: str = "", brief: bool = False) -> Answer:
     """The answer on the candidate cards; a ranking also ranks, under the runtime that runs them,
     the cards its default runtime does not (kb.engine.per_card)."""
-    asked = _copied(w) if per_card.applies(w, kn) else None
+    asked = w.copy() if per_card.applies(w, kn) else None
     result = _ranked(w, kn, query, brief)
     if asked is None:
         return result
@@ -280,7 +268,7 @@ def _ranked(w: Workload, kn: Knowledge, query: str = "", brief: bool = False,
     at_scale = kn.sharding.get("at_scale") or []
     scalable = (w.gpus and w.sharding is None and not w.offload
                 and (w.task == "train" or any(w.task in r["tasks"] for r in at_scale)))
-    asked = _copied(w) if scalable else None
+    asked = w.copy() if scalable else None
     r = resolve(w, kn)
     if r.is_training and w.gpus and not (w.tp or w.pp) and tr.is_model_parallel(w, kn):
         req = w.gpus[0]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from kb.engine.bracket import Bracket, margin as _margin
 from kb.engine.budget import count_probe
 from kb.engine.probes import Probes
 from kb.engine.single_probe import Probe
@@ -72,10 +73,11 @@ def _largest_params(kn: Knowledge, p: Probes, lower: float, upper: float, gpu: G
 
     ranges = _arch_ranges(kn, lower, upper)
     bottom, top = next(((b, t) for b, t in ranges if b == lower or fits(b)), ranges[-1])
+    inside = Bracket(p, gpu, count, holds, bottom)
     lo, hi = lower, upper
     while hi / lo > 1.001:
         mid = math.sqrt(lo * hi)
-        lo, hi = (mid, hi) if (mid < bottom or (mid <= top and fits(mid))) else (lo, mid)
+        lo, hi = (mid, hi) if (mid < bottom or (mid <= top and inside.fits(mid))) else (lo, mid)
     lo = max(lo, bottom)
     if hi > top and top > lo and top < upper and fits(top):
         lo = top
@@ -88,21 +90,6 @@ def _largest_params(kn: Knowledge, p: Probes, lower: float, upper: float, gpu: G
 def _floor_digits(v: float, digits: int) -> float:
     scale: int | float = 10 ** (math.floor(math.log10(v)) - digits + 1)   # keep `digits`
     return math.floor(v / scale) * scale                                   # rounded down
-
-
-def _margin(p: Probe) -> float | None:
-    """How far a probe is from the boundary, positive past it: the memory per GPU over what the
-    card holds, as a share of it, and where a speed floor counts, the floor over the speed
-    (the speed per user falls about as 1 / users, so this grows about linearly too); None
-    without the figures."""
-    if p.per_gpu_gb is None or not p.usable_gb:
-        return None
-    margin = (float(p.per_gpu_gb) - float(p.usable_gb)) / float(p.usable_gb)
-    if p.floor is not None and p.speed is not None:
-        if p.speed <= 0:
-            return None
-        margin = max(margin, float(p.floor) / float(p.speed) - 1)
-    return margin
 
 
 def _boundary(p: Probes, vary: str, gpu: GPU, count: int, holds: str, low: tuple[int, Probe],
@@ -234,7 +221,7 @@ def how_many_rows(kn: Knowledge, w: Workload, p: Probes, first: int, last: int) 
     at_n = probes_at(counts) if counts else {}
     before = {i: n - 1 for i, n in counts.items() if n > 1}
     at_prev = probes_at(before) if before else {}
-    return [_how_many_row(p, p.cards[i], found[i], at_n.get(i), at_prev.get(i)) for i in cards]
+    return [how_many_row(p, p.cards[i], found[i], at_n.get(i), at_prev.get(i)) for i in cards]
 
 
 def _layout_facts(p: Probes, count: int) -> dict[str, int]:
@@ -262,8 +249,8 @@ def solve_row(kn: Knowledge, w: Workload, question: str, gpu: GPU, count: int,
     if question == "how_many_gpus":
         n = smallest_fitting(kn, w, int(spec["lower"]), int(spec["upper"]), gpu, p)
         if n is None:
-            return _how_many_row(p, gpu, None, None, None)
-        return _how_many_row(p, gpu, n, probe(vary, n, gpu, n), probe(vary, n - 1, gpu, n - 1) if n > 1 else None)
+            return how_many_row(p, gpu, None, None, None)
+        return how_many_row(p, gpu, n, probe(vary, n, gpu, n), probe(vary, n - 1, gpu, n - 1) if n > 1 else None)
     holds = spec.get("holds", "fits")
     value, capped = largest_fitting(kn, w, vary, spec["lower"], spec["upper"], gpu, count, holds, p)
     row: Row = {"gpu": gpu["name"], "gpu_id": gpu["id"], "count": count, "value": value,
@@ -284,7 +271,7 @@ def solve_row(kn: Knowledge, w: Workload, question: str, gpu: GPU, count: int,
     return row
 
 
-def _how_many_row(p: Probes, gpu: GPU, n: int | None, at: Probe | None, prev: Probe | None) -> Row:
+def how_many_row(p: Probes, gpu: GPU, n: int | None, at: Probe | None, prev: Probe | None) -> Row:
     if n is None or at is None:
         return {"gpu": gpu["name"], "gpu_id": gpu["id"], "value": None, "found": False}
     return {"gpu": gpu["name"], "gpu_id": gpu["id"], "value": n, "found": True, "count": n,

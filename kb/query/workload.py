@@ -95,3 +95,18 @@ class Workload:
         if self.compare is not None:
             d["compare"] = {"field": self.compare["field"], "values": list(self.compare["values"])}
         return d
+
+    def copy(self) -> Workload:
+        """What copy.deepcopy gives, made faster: every field is a plain value but the two lists,
+        the GPUs asked for and the comparison, each copied here."""
+        import copy
+
+        out = object.__new__(Workload)
+        out.__dict__.update(self.__dict__)
+        out.gpus = [GpuRequest(g.gpu_id, g.count, g.capacity_gb) for g in self.gpus]
+        out.notes = list(self.notes)
+        out.segments = list(self.segments)
+        if self.compare is not None:
+            out.compare = copy.deepcopy(self.compare)
+        return out
+
