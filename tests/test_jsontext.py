@@ -27,6 +27,9 @@ EDGES = [
     [1, [2, [3, {}]], {"x": {"y": [1e-5, 2.5e-7, 1e16]}}],
     {"t": (1, "a", (2.5e-7, None)), "u": (), "v": [(1,), {"w": ()}]},
     {"a": float("nan")}, [float("inf")], -math.inf,     # orjson writes null
+    {"%s": "%d", "a%%": [1, {"%": "%s%"}], "é%": {"%(x)s": 1e-05}},  # '%' in keys and values
+    {"%": []}, {"%%": {"%": {}}},                                     # ...with no scalar at all
+    [{"a": 1, "b": "x"}, {"a": 2.5, "b": None}, {"b": 1, "a": 2}],  # rows that share their keys, or not
 ]
 
 
