@@ -148,7 +148,7 @@ def answer_view(answer: Answer, kn: Knowledge, embed: bool = False) -> dict[str,
 
 COLUMNS = {   # field → (heading, kind) for the GPU table, after GPU and fits
     "count": ("count", "count"), "vram_gb": ("VRAM GB", "num"), "per_gpu_gb": ("needs GB/GPU", "num"),
-    "headroom_gb": ("spare GB", "num"), "gpus_needed": ("GPUs needed", "num"),
+    "headroom_gb": ("spare GB", "num"), "gpus_needed": ("fewest by memory", "num"),
     "train_tokens_per_s": ("train tok/s", "num"), "train_time_s": ("time", "duration"),
     "decode_tokens_per_s": ("decode tok/s per user", "num"),
     "decode_tokens_per_s_aggregate": ("decode tok/s in all", "num"),
