@@ -5,30 +5,20 @@ table keeps a practitioner's judgement of kbq's figures before and after the rea
 it, and every answer judged off names the class of its miss.
 """
 
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+from practitioner_reading import KN, TABLE, assert_reads
 
-from kb import get_knowledge
 from kb.errors import QueryError
 from kb.query.parse import parse
 
-KN = get_knowledge()
-FRESH: list[dict[str, Any]] = yaml.safe_load(
-    (Path(__file__).parent / "data" / "practitioner_questions.yaml").read_text(encoding="utf-8"))["fresh"]
-
-
-def _gpus(w: Any) -> list[list[Any]]:
-    return [[g.gpu_id, g.count] if g.capacity_gb is None else [g.gpu_id, g.count, g.capacity_gb]
-            for g in w.gpus]
+FRESH: list[dict[str, Any]] = TABLE["fresh"]
 
 
 def test_at_least_forty_new_questions_each_judged_with_its_class() -> None:
     assert len(FRESH) >= 40
-    older = {c["q"].lower() for c in yaml.safe_load(
-        (Path(__file__).parent / "data" / "practitioner_questions.yaml").read_text(encoding="utf-8"))["questions"]}
+    older = {c["q"].lower() for c in TABLE["questions"]}
     assert len({c["q"].lower() for c in FRESH} | older) == len(FRESH) + len(older)
     for c in FRESH:
         assert c["read"] and c["why"] and isinstance(c["before"], bool) and isinstance(c["after"], bool), c["q"]
@@ -39,21 +29,7 @@ def test_at_least_forty_new_questions_each_judged_with_its_class() -> None:
 
 @pytest.mark.parametrize("case", FRESH, ids=[c["q"] for c in FRESH])
 def test_fresh_question_reads_as_its_words_say(case: dict[str, Any]) -> None:
-    want = case["read"]
-    if want.get("error"):
-        with pytest.raises(QueryError):
-            parse(case["q"], KN)
-        return
-    w = parse(case["q"], KN)
-    for key, value in want.items():
-        if isinstance(value, str) and value[:1].isdigit() and "e" in value:
-            value = float(value)                 # YAML 1.1 reads 7e9 as text
-        if key == "gpus":
-            assert _gpus(w) == value, _gpus(w)
-        elif isinstance(value, float):
-            assert getattr(w, key) == pytest.approx(value, rel=1e-9), key
-        else:
-            assert getattr(w, key) == value, (key, getattr(w, key))
+    assert_reads(case)
 
 
 @pytest.mark.parametrize("q, column, message", [
