@@ -260,3 +260,14 @@ def test_the_lexer_cuts_queries_as_lark_does():
 @given(st.text(alphabet="abgkmstvxyB019.,-_/+$?!()'= \t×é", max_size=40))
 def test_the_lexer_cuts_any_text_as_lark_does(q):
     assert _kbq_cut(q) == _lark_cut(q)
+
+
+def test_a_bare_number_after_under_is_a_budget_only_when_the_question_asks_what_to_buy():
+    # rules/query.yaml budget_words: "under 500" in a which-GPU question is $500; on a card named,
+    # with no question of what to buy, the number still has no unit and is refused with a caret
+    from kb.errors import QueryError
+    from kb.query.parse import parse
+    assert parse("best gpu for llama 3.1 8b under 500", KN).budget_usd == 500
+    with pytest.raises(QueryError) as err:
+        parse("llama 8b on 4090 under 500", KN)
+    assert err.value.column == len("llama 8b on 4090 under ") + 1

@@ -138,6 +138,7 @@ class QueryRules(TypedDict):
     units: dict[str, Unit]
     ttft_words: list[str]
     per_hour_words: list[str]
+    budget_words: list[str]
     number_words: dict[str, float]
     size_words: list[str]
     cost_per: CostPer | None

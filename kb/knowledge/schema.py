@@ -235,6 +235,7 @@ class QueryFile(Strict):
     units: dict[Name, UnitSchema] = {}
     ttft_words: list[Name] = []
     per_hour_words: list[Name] = []
+    budget_words: list[Name] = []
     number_words: dict[Name, Positive] = {}
     size_words: list[Name] = []
     cost_per: CostPerSchema | None = None
