@@ -54,6 +54,20 @@ class Finisher:
     def check_range(self, tok: Tok, value: float, lo: float, hi: float) -> None:
         raise NotImplementedError
 
+    def read_budget(self, tok: Tok, keys: list[str]) -> bool:
+        """A number right after a budget word ('under 500', query.yaml budget_words) in a question
+        asking which GPU to buy is a budget in dollars: set, said, True; else False."""
+        i = next((k for k, t in enumerate(self.toks) if t is tok), 0)
+        words = {norm(b) for b in self.query_rules.get("budget_words", [])}
+        if not (i > 0 and keys[i - 1] in words and self.w.budget_usd is None
+                and (self.w.question == "which_gpu" or self.w.sort is not None)):
+            return False
+        usd = tok_number(tok)
+        self.check_range(tok, usd, *self.limits["usd"])
+        self.w.budget_usd = usd
+        self.w.notes.append(f"read '{tok.text}' as a budget of ${usd:,.0f}: the question asks which GPU to buy")
+        return True
+
     def knob(self, knob: str) -> None:
         w = self.w
         if knob == "checkpointing":

@@ -20,8 +20,6 @@ from kb.query.words import money, scaled, vocab_of
 from kb.query.tokens import Tok, TokValue
 from kb.query.workload import GpuRequest, Workload
 
-
-
 _PHRASE_KINDS = frozenset(("word", "num", "size", "moe", "mem"))
 _SPACED = frozenset(("count", "mem", "money"))        # items whose text may hold white space
 Hit = tuple[str, str]
@@ -195,24 +193,13 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
     def on_number(self, children: list[Tok]) -> None:
         """A number alone: a length ('128k', '1m'), else an error."""
         tok = self.item(children[0])
-        if self.budget_before(tok):
-            usd = tok_number(tok)
-            self.check_range(tok, usd, *self.limits["usd"])
-            self.w.budget_usd = usd
-            self.w.notes.append(f"read '{tok.text}' as a budget of ${usd:,.0f}: the question asks which GPU to buy")
+        if self.read_budget(tok, self.keys):
             return
         if scaled(tok.text) and self.length_tok is None:
             self.length_tok = tok
             return
         raise self.fail(tok, f"the number {tok.text} has no unit", f"{tok.text} users",
                         expected=["users", "context", "seq", "batch", "rank", "tokens"])
-
-    def budget_before(self, tok: Tok) -> bool:
-        """A number right after a budget word ('under 500') in a question asking which GPU to buy."""
-        i = next((k for k, t in enumerate(self.toks) if t is tok), 0)
-        words = {norm(b) for b in self.query_rules.get("budget_words", [])}
-        return (i > 0 and self.keys[i - 1] in words and self.w.budget_usd is None
-                and (self.w.question == "which_gpu" or self.w.sort is not None))
 
     def on_money(self, children: list[Tok]) -> None:
         tok = self.item(children[0])
