@@ -24,10 +24,11 @@ BAD = ["train 13B qlroa on 20GB", "serve 70B 16", "<script>alert(1)</script>", "
 NORMAL = "/api/answer?q=" + urllib.parse.quote_plus("serve 7B fp16 on rtx 4090")
 
 
-def start(port: int, temp: str) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen([shutil.which("kbq") or "kbq", "serve", "--port", str(port)],
+def start(port: int, temp: str | None = None, *args: str) -> subprocess.Popen[bytes]:
+    """`kbq serve` on `port` (with `args`; TMPDIR `temp` if given), once /api/health answers."""
+    proc = subprocess.Popen([shutil.which("kbq") or "kbq", "serve", "--port", str(port), *args],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env={**env(), "TMPDIR": temp})
+                            env={**env(), **({"TMPDIR": temp} if temp else {})})
     deadline = time.time() + 60
     while time.time() < deadline:
         try:

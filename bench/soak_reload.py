@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -13,9 +12,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import env, tree_rss_kb  # noqa: E402
+from common import tree_rss_kb  # noqa: E402
 from server_load import free_port  # noqa: E402
-from soak_client import NORMAL, get, pct  # noqa: E402
+from soak_client import NORMAL, get, pct, start  # noqa: E402
 
 
 def reload(grow: int) -> int:
@@ -30,17 +29,8 @@ def reload(grow: int) -> int:
     root = Path(folder) / "rules"
     shutil.copytree(rules_dir(), root)
     originals = {n: (root / n).read_text(encoding="utf-8") for n in ("gpus.yaml", "models.yaml")}
-    proc = subprocess.Popen([shutil.which("kbq") or "kbq", "serve", "--port", str(port), "--rules", str(root)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env())
+    proc = start(port, None, "--rules", str(root))
     try:
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            try:
-                if get(port, "/api/health")[0] == 200:
-                    break
-            except OSError:
-                time.sleep(0.2)
-
         def asks(until: Callable[[], bool]) -> list[float]:
             out: list[float] = []
             while not until() and len(out) < 20_000:
