@@ -60,10 +60,11 @@ def with_options(a: Answer, w: Workload, kn: Knowledge, asked: Callable[[], Work
     if w.want_options or (rows and not any(g.fits for g in rows)):
         from kb.engine.options import compute
 
-        a.options = merged(compute(kn, asked(), a))
+        as_asked = asked()              # the query read once more: the engine filled `w` in place
+        a.options = merged(compute(kn, as_asked, a))
         if w.focus == "time" and w.compare is None and rows and "training" in a.bottleneck:
             a, said = as_run(a, kn) or (a, "")
-        elif rows and (fb := _local_fallback(kn, asked(), a)) is not None:
+        elif rows and (fb := _local_fallback(kn, as_asked, a)) is not None:
             a, said = as_run(a, kn, fb) or (a, "")
     a.verdict = f"{said} {compose(a, kn)}".lstrip()
     return a
