@@ -5,6 +5,7 @@ import shutil
 import subprocess
 
 import pytest
+from advice_common import PRICE_H100
 
 KBQ = shutil.which("kbq") or "kbq"
 pytestmark = pytest.mark.usefixtures("kbq_installed")     # fails, never skips, without kbq
@@ -189,17 +190,7 @@ def test_help_and_version():
 
 # ---------------------------------------------------------------- --prices, --sort, --options on every path
 
-PRICES = """as_of: "2026-11"
-prices:
-  - gpu: h100-sxm5
-    purchase_usd: 20000
-    purchase_kind: list
-    purchase_date: "2026-10"
-    purchase_source: quote-1
-    cloud:
-      - {usd_per_hour: 2.0, provider: A, date: "2026-10", source: quote-1}
-      - {usd_per_hour: 4.0, provider: B, date: "2026-10", source: quote-1}
-"""
+PRICES = 'as_of: "2026-11"\nprices:\n' + PRICE_H100     # advice_common: one H100, two cloud listings
 
 
 def _decode_order_holds(answer):

@@ -18,6 +18,7 @@ import yaml
 
 from kb import answer_in, get_knowledge
 from kb.present.quote import build, markdown, to_quote
+from advice_common import PRICE_H100
 
 ROOT = Path(__file__).resolve().parent.parent
 PRICES = {p["gpu"]: p for p in yaml.safe_load((ROOT / "rules" / "prices.yaml").read_text())["prices"]}
@@ -150,17 +151,7 @@ def test_quote_page_errors_are_400(client):
     assert r.status_code == 400 and "^^^" in r.get_data(as_text=True)
 
 
-PRICE_FILE = """as_of: "2026-11"
-prices:
-  - gpu: h100-sxm5
-    purchase_usd: 20000
-    purchase_kind: list
-    purchase_date: "2026-10"
-    purchase_source: quote-1
-    cloud:
-      - {usd_per_hour: 2.0, provider: A, date: "2026-10", source: quote-1}
-      - {usd_per_hour: 4.0, provider: B, date: "2026-10", source: quote-1}
-"""
+PRICE_FILE = 'as_of: "2026-11"\nprices:\n' + PRICE_H100     # advice_common: one H100, two cloud listings
 
 
 def test_cli_quote_with_a_price_file_quotes_its_prices(tmp_path):
