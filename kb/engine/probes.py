@@ -48,6 +48,12 @@ KEPT_CHANGES = 64   # sets of changed inputs whose formula reads are kept with t
 FEW_COUNTS = 1      # probes_at with at most this many counts reads each count's columns over every card
 
 
+def _differing(base: Scope, before: Scope) -> frozenset[str]:
+    """The names whose value differs between two scopes (or that one of them lacks)."""
+    differ = {k for k, v in base.items() if v != before.get(k, base)}
+    return frozenset(differ | (before.keys() - base.keys()))
+
+
 def _column(values: list[Any]) -> Any:
     """A Col, or its one value where every element is the same value of the same type."""
     first = values[0]
@@ -82,6 +88,9 @@ class Probes:
         self._first_cards: dict[tuple[str, int, int, Names], Scope] = {}
         self._wanted_at: dict[tuple[str, Names], tuple[str, ...]] = {}
         self._split: dict[tuple[str, float, int, int, str], Probe] = {}
+        self._card_values: dict[tuple[int, int, int, Gemm], Scope] = {}
+        self._alike_at: dict[tuple[str, float, float, int], bool] = {}
+        self._copied: dict[tuple[int, tuple[str, ...]], tuple[str, ...]] = {}
 
     def _key(self, vary: str, value: float) -> tuple[str, float | None]:
         """The workload at a GPU count is the workload itself when the query names no GPU."""
@@ -162,33 +171,37 @@ class Probes:
             if first is None:
                 self._first[(vary, names)] = (vkey[1], dict(base))
             else:
-                before = first[1]
-                changed = {k for k, v in base.items() if v != before.get(k, base)}
-                changed.update(before.keys() - base.keys())
+                changed = _differing(base, first[1])
                 self._changed[vkey] = self._reads_of(changed)
                 self._reuse(base, self._by_value.get((vary, first[0], names)), vary, value, names, wanted)
             evaluate(kn, Evaluated(base), wanted)
         return base
 
-    def _reads_of(self, changed: set[str]) -> dict[str, bool]:
+    def _reads_of(self, changed: frozenset[str]) -> dict[str, bool]:
         """Formula → whether it reads one of the `changed` inputs, directly or through the formulas
         it reads; kept with the knowledge for the few sets a search changes (the varied input and
         what the workload derives from it)."""
         tables = self.kn.derived.tables
-        key = "engine.changed_reads " + " ".join(sorted(changed))
-        found = tables.get(key)
-        if isinstance(found, dict):
-            return cast("dict[str, bool]", found)
-        reads = self._read_map(changed)
-        if sum(1 for k in tables if k.startswith("engine.changed_reads ")) < KEPT_CHANGES:
-            tables[key] = reads
-        return reads
+        kept = tables.get("engine.changed_reads")
+        if not isinstance(kept, dict):
+            kept = tables["engine.changed_reads"] = {}
+        found = kept.get(changed)
+        if found is None:
+            found = self._read_map(set(changed))
+            if len(kept) < KEPT_CHANGES:
+                kept[changed] = found
+        return cast("dict[str, bool]", found)
 
     def _alike(self, vary: str, value: float, first: float, count: int) -> bool:
         """Whether the layout of `count` GPUs and the precision are the same at `value` as at the
         first value (the names they give are not among the inputs compared)."""
-        return (scope_values(self.layout(vary, value, count)) == scope_values(self.layout(vary, first, count))
+        key = (vary, value, first, count)
+        found = self._alike_at.get(key)
+        if found is None:
+            found = self._alike_at[key] = (
+                scope_values(self.layout(vary, value, count)) == scope_values(self.layout(vary, first, count))
                 and self.resolved(vary, value).precision is self.resolved(vary, first).precision)
+        return found
 
     def _wanted(self, level: str, names: Names, skip: dict[str, bool] | None) -> tuple[str, ...]:
         """The formulas `names` need, in order, once each, but those `skip` marks."""
@@ -207,8 +220,12 @@ class Probes:
         reads = self._changed.get((*self._key(vary, value), names))
         if first is None or reads is None:
             return
-        for n in wanted:
-            if n not in scope and not reads.get(n, True) and n in first:
+        key = (id(reads), wanted)       # the reads maps are kept (Derived.tables, self._changed)
+        unread = self._copied.get(key)
+        if unread is None:
+            unread = self._copied[key] = tuple(n for n in wanted if not reads.get(n, True))
+        for n in unread:
+            if n not in scope and n in first:
                 scope[n] = first[n]
 
     def shared_counts(self) -> bool:
@@ -323,7 +340,12 @@ class Probes:
         else:
             scope = dict(shared)
             precision = self.resolved(vary, value).precision
-            scope.update(gpu_values(gpu, count, precision, shared.get("_gemm", FP32_GEMM)))
+            gemm = shared.get("_gemm", FP32_GEMM)
+            gkey = (id(gpu), count, id(precision), gemm)
+            card = self._card_values.get(gkey)
+            if card is None:
+                card = self._card_values[gkey] = gpu_values(gpu, count, precision, gemm)
+            scope.update(card)
             wanted = self._wanted("card", names, None)
             ckey = (vary, id(gpu), count, names)
             first = self._first_cards.get(ckey)

@@ -9,6 +9,7 @@ Pure: no I/O.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from kb.engine.layout import Layout
@@ -166,9 +167,15 @@ def model_parallel_layouts(count: int, heads: int, kv_heads: int, layers: int, n
     pp is at most the layers (Megatron-Core gives the first and last stages fewer layers where pp
     does not divide them, as Llama 3 405B's 126 layers over 16 stages), and tp × pp divides the
     count (Megatron-LM checks each at start-up)."""
-    out = [(t, p) for t in range(1, node + 1) if heads % t == 0 and kv_heads % t == 0
-           for p in range(1, layers + 1) if count % (t * p) == 0]
-    return sorted(out, key=lambda tp: (tp[0] * tp[1], tp[1]))
+    out = [(t, p) for t in range(1, node + 1) if heads % t == 0 and kv_heads % t == 0 and count % t == 0
+           for p in _divisors(count // t) if p <= layers]
+    return sorted(out, key=lambda tp: (tp[0] * tp[1], tp[1]))      # no two splits share the key
+
+
+def _divisors(n: int) -> list[int]:
+    """Every divisor of n (a search probes counts in the thousands: read in √n steps)."""
+    low = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return low + [n // d for d in low if d * d != n]
 
 
 def is_model_parallel(w: Workload, kn: Knowledge) -> bool:
