@@ -83,9 +83,11 @@ class Probes:
         self._reads: tuple[dict[str, bool], dict[str, bool]] | None = None
         # the first value a search probes, with its inputs: a formula that reads no input (or
         # formula) that differs at another value has the same value there (kb.engine.probes._reuse)
-        self._first: dict[tuple[str, Names], tuple[float | None, Scope]] = {}
+        # (per architecture: a largest-model search's later sizes share the range's reference)
+        self._first: dict[tuple[str, Names, str], tuple[float | None, Scope]] = {}
+        self._ref: dict[tuple[str, float | None, Names], float | None] = {}     # each value's first
         self._changed: dict[tuple[str, float | None, Names], dict[str, bool]] = {}
-        self._first_cards: dict[tuple[str, int, int, Names], Scope] = {}
+        self._first_cards: dict[tuple[str, int, int, Names, float | None], Scope] = {}
         self._wanted_at: dict[tuple[str, Names], tuple[str, ...]] = {}
         self._split: dict[tuple[str, float, int, int, str], Probe] = {}
         self._card_values: dict[tuple[int, int, int, Gemm], Scope] = {}
@@ -151,7 +153,7 @@ class Probes:
             found = self._by_count[key] = dict(base)
             found.update(scope_values(self.layout(vary, value, count)))
             wanted = self._wanted("count", names, reads_card)
-            first = self._first[(vary, names)][0]
+            first = self._ref[(*self._key(vary, value), names)]
             if first is not None and self._alike(vary, value, first, count):
                 self._reuse(found, self._by_count.get((vary, first, count, names)), vary, value, names, wanted)
             evaluate(kn, Evaluated(found), wanted)
@@ -167,9 +169,11 @@ class Probes:
             reads_count = self._reading()[1]
             base = self._by_value[vkey] = base_scope(self.resolved(vary, value), kn)
             wanted = self._wanted("value", names, reads_count)
-            first = self._first.get((vary, names))
+            group = (vary, names, str(self.resolved(vary, value).model["id"]))
+            first = self._first.get(group)
+            self._ref[vkey] = vkey[1] if first is None else first[0]
             if first is None:
-                self._first[(vary, names)] = (vkey[1], dict(base))
+                self._first[group] = (vkey[1], dict(base))
             else:
                 changed = _differing(base, first[1])
                 self._changed[vkey] = self._reads_of(changed)
@@ -240,9 +244,7 @@ class Probes:
         """probe("gpu_count", n, cards[i], n) for each card i and its own count n, all computed at
         once: the cards and their counts as columns (each entry what that card computes alone at
         its count). Only where shared_counts()."""
-        names: Names = ("fits", "per_gpu_gb", "usable_vram_gb")
-        if self.targets:
-            names += ("meets_target",)
+        names = self.names()
         which = list(counts)
         for _ in which:
             count_probe()
@@ -297,9 +299,7 @@ class Probes:
         count's columns without making each card's Probe (a search's step needs no more)."""
         if not counts or len(set(counts.values())) > FEW_COUNTS:
             return {i: at.fits for i, at in self.probes_at(counts).items()} if counts else {}
-        names: Names = ("fits", "per_gpu_gb", "usable_vram_gb")
-        if self.targets:
-            names += ("meets_target",)
+        names = self.names()
         for _ in counts:
             count_probe()
         count = next(iter(counts.values()))
@@ -308,6 +308,13 @@ class Probes:
         fits, meets = columns["fits"], columns.get("meets_target")
         return {i: bool(fits[i] if fits.__class__ is Col else fits) and (
                     not self.targets or bool(meets[i] if meets.__class__ is Col else meets)) for i in counts}
+
+    def names(self, holds: str = "fits") -> Names:
+        """What a probe evaluates: the fit, the figure it holds for, and the target asked."""
+        names: Names = ("fits", "per_gpu_gb", "usable_vram_gb")
+        if holds != "fits":
+            names += (holds, "decode_tokens_per_s")
+        return names + ("meets_target",) if self.targets else names
 
     def probe(self, vary: str, value: float, gpu: GPU, count: int, holds: str = "fits",
               alone: bool = False) -> Probe:
@@ -328,11 +335,7 @@ class Probes:
             return found
         if vary == "gpu_count":
             count = int(value)
-        names: Names = ("fits", "per_gpu_gb", "usable_vram_gb")
-        if holds != "fits":
-            names += (holds, "decode_tokens_per_s")
-        if self.targets:
-            names += ("meets_target",)
+        names = self.names(holds)
         shared = self._scope(vary, value, count, names)
         i = self._index.get(id(gpu))
         if i is not None and len(self.cards) > 1 and not alone:
@@ -347,15 +350,15 @@ class Probes:
                 card = self._card_values[gkey] = gpu_values(gpu, count, precision, gemm)
             scope.update(card)
             wanted = self._wanted("card", names, None)
-            ckey = (vary, id(gpu), count, names)
+            at_first = self._ref[(*self._key(vary, value), names)]
+            ckey = (vary, id(gpu), count, names, at_first)
             first = self._first_cards.get(ckey)
-            at_first = self._first[(vary, names)][0]
             if first is not None and at_first is not None and self._alike(vary, value, at_first, count):
                 self._reuse(scope, first, vary, value, names, wanted)
             ev = Evaluated(scope)
             evaluate(self.kn, ev, names)
             s = ev.scope
-            if first is None and self._key(vary, value)[1] == self._first[(vary, names)][0]:
+            if first is None and self._key(vary, value)[1] == at_first:
                 self._first_cards[ckey] = s
         meets = bool(s.get("meets_target")) if self.targets else None
         return Probe(bool(s.get(holds)) and meets is not False, s.get("per_gpu_gb"), s.get("usable_vram_gb"),

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from kb.engine.bracket import Bracket, margin as _margin
 from kb.engine.budget import count_probe
+from kb.engine.probe_batch import probes_over
 from kb.engine.probes import FEW_COUNTS, Probes
 from kb.engine.single_probe import Probe
 from kb.knowledge.data import Knowledge
@@ -38,13 +39,12 @@ def largest_fitting(kn: Knowledge, w: Workload, vary: str, lower: float, upper: 
     at_lower = probe(vary, lower, gpu, count, holds)
     if not at_lower.fits:
         return None, False
+    if vary == "params":
+        return _largest_params(kn, p, lower, upper, gpu, count, holds)
     at_upper = probe(vary, upper, gpu, count, holds)
     if at_upper.fits:
         return upper, True
-    lo, hi = lower, upper
-    if vary == "params":
-        return _largest_params(kn, p, lower, upper, gpu, count, holds), False
-    lo_i, hi_i = int(lo), int(hi)
+    lo_i, hi_i = int(lower), int(upper)
     return float(_boundary(p, vary, gpu, count, holds, (lo_i, at_lower), (hi_i, at_upper))), False
 
 
@@ -59,9 +59,9 @@ def _arch_ranges(kn: Knowledge, lower: float, upper: float) -> list[tuple[float,
 
 
 def _largest_params(kn: Knowledge, p: Probes, lower: float, upper: float, gpu: GPU, count: int,
-                    holds: str) -> float:
-    """The largest size in (lower, upper) that fits (`lower` does, `upper` does not), to 3
-    significant digits rounded down so it still fits. Memory grows with the size only while the
+                    holds: str) -> tuple[float, bool]:
+    """The largest size in (lower, upper] that fits (`lower` does), to 3 significant digits
+    rounded down so it still fits, and whether it is `upper`. Memory grows with the size only while the
     architecture stays (weights grow; KV cache and activations follow the reference's layers and
     heads), and a larger reference can need less (Llama 2 13B's 40 KV heads against CodeLlama
     34B's 8): the range that holds the answer is the largest whose smallest size fits (nothing
@@ -72,7 +72,10 @@ def _largest_params(kn: Knowledge, p: Probes, lower: float, upper: float, gpu: G
         return p.probe("params", v, gpu, count, holds).fits
 
     ranges = _arch_ranges(kn, lower, upper)
-    bottom, top = next(((b, t) for b, t in ranges if b == lower or fits(b)), ranges[-1])
+    found = _fitting_range(p, ranges, lower, upper, gpu, count, holds)
+    if found is None:
+        return upper, True
+    bottom, top = found
     inside = Bracket(p, gpu, count, holds, bottom)
     lo, hi = lower, upper
     while hi / lo > 1.001:
@@ -83,8 +86,27 @@ def _largest_params(kn: Knowledge, p: Probes, lower: float, upper: float, gpu: G
         lo = top
     value = _floor_digits(lo, 3)
     if value >= bottom or fits(value):          # in [bottom, lo], so it fits; below the range,
-        return value                            # asked
-    return _floor_digits(lo, 4) if _floor_digits(lo, 4) >= bottom else lo
+        return value, False                     # asked
+    return (_floor_digits(lo, 4) if _floor_digits(lo, 4) >= bottom else lo), False
+
+
+def _fitting_range(p: Probes, ranges: list[tuple[float, float]], lower: float, upper: float,
+                   gpu: GPU, count: int, holds: str) -> tuple[float, float] | None:
+    """None if `upper` fits; else the first of `ranges` (largest first) whose smallest size fits
+    (`lower` does), else the last. `upper` and those sizes are probed side by side
+    (kb.engine.probe_batch), each read counted as the probe it stands for."""
+    sizes = [upper] + [b for b, _ in ranges if b != lower]
+    at = iter(probes_over(p, "params", [(v, count) for v in sizes], gpu, holds))
+    count_probe()
+    if next(at).fits:
+        return None
+    for b, t in ranges:
+        if b == lower:
+            return b, t
+        count_probe()
+        if next(at).fits:
+            return b, t
+    return ranges[-1]
 
 
 def _floor_digits(v: float, digits: int) -> float:

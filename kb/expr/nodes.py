@@ -63,6 +63,11 @@ class Binary(ExprNode):
     def children(self) -> tuple[ExprNode, ...]:
         return (self.left, self.right)
 
+    def _names(self) -> tuple[str | None, str | None]:
+        """Each operand's name where it is a plain name (read in place: kb.expr.columns.lift2)."""
+        return (self.left.name if isinstance(self.left, Name) else None,
+                self.right.name if isinstance(self.right, Name) else None)
+
 
 class Unary(ExprNode):
     """A node of an operator and its one operand."""
@@ -86,7 +91,7 @@ class Bin(Binary):
         # Operand types are settled at load by the unit check (kb.knowledge.build); a None (a figure
         # the workload lacks) or text raises TypeError here, which Expr.__call__ reports.
         # x / 0 raises ZeroDivisionError, which Expr.message reports as "division by zero"
-        return lift2(_ARITH[self.op], self.left.compile(), self.right.compile())
+        return lift2(_ARITH[self.op], self.left.compile(), self.right.compile(), names=self._names())
 
     def unit(self, units: Mapping[str, Unit]) -> Unit:
         a, b = self.left.unit(units), self.right.unit(units)
@@ -119,7 +124,7 @@ class Cmp(Binary):
     def _compile(self) -> Fn:
         # None == x is a plain False, as in one GPU's scope; only ordering raises on None
         return lift2(_COMPARE[self.op], self.left.compile(), self.right.compile(),
-                     none_fails=self.op not in ("==", "!="))
+                     none_fails=self.op not in ("==", "!="), names=self._names())
 
     def unit(self, units: Mapping[str, Unit]) -> Unit:
         a, b = self.left.unit(units), self.right.unit(units)

@@ -11,8 +11,7 @@ import operator
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
-from kb.expr.columns import RAISED, Fn, Op, Scope
-from kb.errors import EvalError
+from kb.expr.columns import RAISED, Fn, Op, Scope, missing
 from kb.recordtype import frozen_error
 from kb.expr.units import TEXT, Unit
 
@@ -242,7 +241,7 @@ class Name(ExprNode):
             try:
                 return s[key]
             except KeyError:
-                raise EvalError(f"'{key}' has no value for this workload") from None
+                raise missing(key) from None
         return lookup
 
     def unit(self, units: Mapping[str, Unit]) -> Unit:
