@@ -32,8 +32,8 @@ def primary(kn: Knowledge, p: Probes) -> solve.Row:
     spec = kn.query["solve"]["how_many_gpus"]
     lower, upper = int(spec["lower"]), int(spec["upper"])
     cards = p.cards
-    at_upper = p.probes_at({i: upper for i in range(len(cards))})
-    left = [i for i in range(len(cards)) if at_upper[i].fits]
+    at_upper = p.fits_at({i: upper for i in range(len(cards))})
+    left = [i for i in range(len(cards)) if at_upper[i]]
 
     def rank(i: int) -> tuple[float, int]:
         return -(cards[i]["bandwidth_gb_s"] or 0), i
@@ -46,9 +46,9 @@ def primary(kn: Knowledge, p: Probes) -> solve.Row:
             rows = solve.how_many_rows(kn, p.w, p, 0, len(cards))
             found = [r for r in rows if r["found"]]
             return min(found, key=lambda r: (r["value"], -(kn.gpus[r["gpu_id"]]["bandwidth_gb_s"] or 0)))
-        at = p.probes_at({i: m for i in left})
-        here = sorted((i for i in left if at[i].fits), key=rank)
-        left = [i for i in left if not at[i].fits]
+        at = p.fits_at({i: m for i in left})
+        here = sorted((i for i in left if at[i]), key=rank)
+        left = [i for i in left if not at[i]]
         for i in here:                      # each answers m or more
             if best is not None and (best[0], best[1]) < (m, rank(i)):
                 continue

@@ -319,7 +319,8 @@ class Probes:
     def probe(self, vary: str, value: float, gpu: GPU, count: int, holds: str = "fits",
               alone: bool = False) -> Probe:
         """The probe at `value` on `count` of `gpu`; `alone`: computed for this card only, not read
-        from the columns over every card (a search that follows one card of several)."""
+        from the columns over every card unless those are made already (a search that follows
+        one card of several)."""
         count_probe()                       # the server's search budget (kb.engine.budget)
         return self._probe(vary, value, gpu, count, holds, alone)
 
@@ -338,7 +339,7 @@ class Probes:
         names = self.names(holds)
         shared = self._scope(vary, value, count, names)
         i = self._index.get(id(gpu))
-        if i is not None and len(self.cards) > 1 and not alone:
+        if i is not None and len(self.cards) > 1 and (not alone or (vary, value, count, names) in self._columns):
             s = self._over_cards(vary, value, count, names, shared, i)
         else:
             scope = dict(shared)

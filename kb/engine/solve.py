@@ -156,17 +156,26 @@ def fewest_scanned(kn: Knowledge, w: Workload, gpu: GPU, upper: int) -> int | No
     halves (12, 16, 24, 32, 48…: counts a model-parallel split divides), and the gap below the
     first that holds it is bisected (in whole nodes past a node's square of GPUs)."""
     node = int(kn.constants["gpus_per_node"]["value"])
-    probe = Probes(kn, w).probe         # every count's probe shares what does not read the count
-    prev, n = 1, 2
+    p = Probes(kn, w)                   # every count's probe shares what does not read the count
+    scan, n = [], 2
     while n <= upper:
-        if probe("gpu_count", n, gpu, n).fits:
-            step = node if prev >= node * node and prev % node == 0 and n % node == 0 else 1  # past tens, whole nodes
-            lo, hi = prev // step, n // step
-            while hi - lo > 1:
-                mid = (lo + hi) // 2
-                lo, hi = (lo, mid) if probe("gpu_count", mid * step, gpu, mid * step).fits else (mid, hi)
-            return hi * step
-        prev, n = n, n + 1 if n < node else (n * 3 // 2 if n & (n - 1) == 0 else n * 4 // 3)
+        scan.append(n)
+        n = n + 1 if n < node else (n * 3 // 2 if n & (n - 1) == 0 else n * 4 // 3)
+    done, size = 0, 1
+    while done < len(scan):             # the counts in growing batches (kb.engine.probe_batch)
+        batch = scan[done:done + size]
+        for k, at in enumerate(probes_over(p, "gpu_count", [(c, c) for c in batch], gpu)):
+            count_probe()
+            if at.fits:
+                n = batch[k]
+                prev = scan[done + k - 1] if done + k else 1
+                step = node if prev >= node * node and prev % node == 0 and n % node == 0 else 1  # past tens, whole nodes
+                lo, hi = prev // step, n // step
+                while hi - lo > 1:
+                    mid = (lo + hi) // 2
+                    lo, hi = (lo, mid) if p.probe("gpu_count", mid * step, gpu, mid * step).fits else (mid, hi)
+                return hi * step
+        done, size = done + len(batch), size * 2
     return None
 
 
