@@ -48,12 +48,6 @@ KEPT_CHANGES = 64   # sets of changed inputs whose formula reads are kept with t
 FEW_COUNTS = 1      # probes_at with at most this many counts reads each count's columns over every card
 
 
-def _differing(base: Scope, before: Scope) -> frozenset[str]:
-    """The names whose value differs between two scopes (or that one of them lacks)."""
-    differ = {k for k, v in base.items() if v != before.get(k, base)}
-    return frozenset(differ | (before.keys() - base.keys()))
-
-
 def _column(values: list[Any]) -> Any:
     """A Col, or its one value where every element is the same value of the same type."""
     first = values[0]
@@ -89,8 +83,9 @@ class Probes:
         self._changed: dict[tuple[str, float | None, Names], dict[str, bool]] = {}
         self._first_cards: dict[tuple[str, int, int, Names, float | None], Scope] = {}
         self._wanted_at: dict[tuple[str, Names], tuple[str, ...]] = {}
-        self._split: dict[tuple[str, float, int, int, str], Probe] = {}
-        self._card_values: dict[tuple[int, int, int, Gemm], Scope] = {}
+        # made probes and a card's names, each kept with its card (so that no other takes its id)
+        self._made: dict[tuple[str, float, int, int, str, bool], tuple[GPU, Probe]] = {}
+        self._card_values: dict[tuple[int, int, int, Gemm], tuple[GPU, Scope]] = {}
         self._alike_at: dict[tuple[str, float, float, int], bool] = {}
         self._copied: dict[tuple[int, tuple[str, ...]], tuple[str, ...]] = {}
 
@@ -175,7 +170,8 @@ class Probes:
             if first is None:
                 self._first[group] = (vkey[1], dict(base))
             else:
-                changed = _differing(base, first[1])
+                before = first[1]           # the names whose value differs (or that one lacks)
+                changed = frozenset({k for k, v in base.items() if v != before.get(k, base)} | (before.keys() - base.keys()))
                 self._changed[vkey] = self._reads_of(changed)
                 self._reuse(base, self._by_value.get((vary, first[0], names)), vary, value, names, wanted)
             evaluate(kn, Evaluated(base), wanted)
@@ -326,14 +322,17 @@ class Probes:
 
     def _probe(self, vary: str, value: float, gpu: GPU, count: int, holds: str = "fits",
                alone: bool = False) -> Probe:
+        key = (vary, value, id(gpu), count, holds, alone)   # a search asks its last values again
+        found = self._made.get(key)
+        if found is None:
+            self._made[key] = found = (gpu, self._fresh(vary, value, gpu, count, holds, alone))
+        return found[1]
+
+    def _fresh(self, vary: str, value: float, gpu: GPU, count: int, holds: str, alone: bool) -> Probe:
         r = self.resolved(vary, value)
         w = r.workload
         if r.is_training and not (w.tp or w.pp) and tr.is_model_parallel(w, self.kn):
-            key = (vary, value, id(gpu), count, holds)       # a search asks its last values again
-            found = self._split.get(key)
-            if found is None:
-                found = self._split[key] = split_probe(self.kn, self.w, vary, value, gpu, count, holds)
-            return found
+            return split_probe(self.kn, self.w, vary, value, gpu, count, holds)
         if vary == "gpu_count":
             count = int(value)
         names = self.names(holds)
@@ -348,8 +347,8 @@ class Probes:
             gkey = (id(gpu), count, id(precision), gemm)
             card = self._card_values.get(gkey)
             if card is None:
-                card = self._card_values[gkey] = gpu_values(gpu, count, precision, gemm)
-            scope.update(card)
+                card = self._card_values[gkey] = (gpu, gpu_values(gpu, count, precision, gemm))
+            scope.update(card[1])
             wanted = self._wanted("card", names, None)
             at_first = self._ref[(*self._key(vary, value), names)]
             ckey = (vary, id(gpu), count, names, at_first)
