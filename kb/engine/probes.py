@@ -36,7 +36,7 @@ from kb.engine.scope import Resolved, base_scope, resolve
 from kb.engine.single_probe import Probe, at_value, split_probe, targets_asked
 from kb.expr.parse import Col
 from kb.knowledge.data import Knowledge
-from kb.knowledge.gpu_names import FP32_GEMM, Gemm, gemm_of, gpu_columns, gpu_values
+from kb.knowledge.gpu_names import FP32_GEMM, Gemm, gemm_of, gpu_columns, gpu_values, one_or_col
 from kb.query.workload import Workload
 
 if TYPE_CHECKING:
@@ -46,14 +46,6 @@ Names = tuple[str, ...]
 
 KEPT_CHANGES = 64   # sets of changed inputs whose formula reads are kept with the knowledge
 FEW_COUNTS = 1      # probes_at with at most this many counts reads each count's columns over every card
-
-
-def _column(values: list[Any]) -> Any:
-    """A Col, or its one value where every element is the same value of the same type."""
-    first = values[0]
-    if all(v == first and v.__class__ is first.__class__ for v in values):
-        return first
-    return Col.of(values)
 
 
 class Probes:
@@ -84,7 +76,7 @@ class Probes:
         self._first_cards: dict[tuple[str, int, int, Names, float | None], Scope] = {}
         self._wanted_at: dict[tuple[str, Names], tuple[str, ...]] = {}
         # made probes and a card's names, each kept with its card (so that no other takes its id)
-        self._made: dict[tuple[str, float, int, int, str, bool], tuple[GPU, Probe]] = {}
+        self._made: dict[tuple[str, float, int, int, str, bool], tuple[GPU, Probe, Scope | None]] = {}
         self._card_values: dict[tuple[int, int, int, Gemm], tuple[GPU, Scope]] = {}
         self._alike_at: dict[tuple[str, float, float, int], bool] = {}
         self._copied: dict[tuple[int, tuple[str, ...]], tuple[str, ...]] = {}
@@ -259,7 +251,7 @@ class Probes:
         by_count = {c: self._scope("gpu_count", c, c, names) for c in set(counts.values())}
         for name in ("tp", "pp", "dp", *self._wanted("count", names, self._reading()[0])):
             if name not in base:
-                scope[name] = _column([by_count[counts[i]].get(name) for i in which])
+                scope[name] = one_or_col([by_count[counts[i]].get(name) for i in which])
         ev = Evaluated(scope)
         evaluate(self.kn, ev, names)
         s = ev.scope
@@ -325,19 +317,27 @@ class Probes:
         key = (vary, value, id(gpu), count, holds, alone)   # a search asks its last values again
         found = self._made.get(key)
         if found is None:
-            self._made[key] = found = (gpu, self._fresh(vary, value, gpu, count, holds, alone))
+            self._made[key] = found = (gpu, *self._fresh(vary, value, gpu, count, holds, alone))
         return found[1]
 
-    def _fresh(self, vary: str, value: float, gpu: GPU, count: int, holds: str, alone: bool) -> Probe:
+    def scope_at(self, vary: str, value: float, gpu: GPU, count: int, holds: str = "fits") -> Scope | None:
+        """The whole scope of the probe made at this value on this card (None: not made, or read
+        from the columns over every card, or a split chosen for it)."""
+        found = self._made.get((vary, value, id(gpu), count, holds, False))
+        return found[2] if found is not None else None
+
+    def _fresh(self, vary: str, value: float, gpu: GPU, count: int, holds: str,
+               alone: bool) -> tuple[Probe, Scope | None]:
         r = self.resolved(vary, value)
         w = r.workload
         if r.is_training and not (w.tp or w.pp) and tr.is_model_parallel(w, self.kn):
-            return split_probe(self.kn, self.w, vary, value, gpu, count, holds)
+            return split_probe(self.kn, self.w, vary, value, gpu, count, holds), None
         if vary == "gpu_count":
             count = int(value)
         names = self.names(holds)
         shared = self._scope(vary, value, count, names)
         i = self._index.get(id(gpu))
+        whole = None                # the probe's own scope (not columns' values)
         if i is not None and len(self.cards) > 1 and (not alone or (vary, value, count, names) in self._columns):
             s = self._over_cards(vary, value, count, names, shared, i)
         else:
@@ -357,12 +357,13 @@ class Probes:
                 self._reuse(scope, first, vary, value, names, wanted)
             ev = Evaluated(scope)
             evaluate(self.kn, ev, names)
-            s = ev.scope
+            s = whole = ev.scope
             if first is None and self._key(vary, value)[1] == at_first:
                 self._first_cards[ckey] = s
         meets = bool(s.get("meets_target")) if self.targets else None
         return Probe(bool(s.get(holds)) and meets is not False, s.get("per_gpu_gb"), s.get("usable_vram_gb"),
-                     bool(s.get("fits")), s.get("decode_tokens_per_s"), s.get("speed_floor_tok_s"), meets)
+                     bool(s.get("fits")), s.get("decode_tokens_per_s"), s.get("speed_floor_tok_s"),
+                     meets), whole
 
     def _cards(self, precision: Precision, accumulate: Gemm, r: Resolved) -> Scope:
         """The cards' names as columns, one card each (gpu_values reads the count only as

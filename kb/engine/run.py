@@ -26,7 +26,7 @@ from kb.engine.single_probe import at_value, choose_split
 from kb.engine.assemble import (ROW_FORMULAS, brief_answer, bottleneck, error_bands,
                                 gpu_warnings, memory, rank_order, rows_of, shown_figures, workload_dict)
 from kb.engine.claims import check_claims
-from kb.engine.evaluate import Evaluated, evaluate
+from kb.engine.evaluate import Evaluated, Scope, evaluate, seed
 from kb.engine.gpus import catalogue_columns, layout_columns, layout_of, layouts_of
 from kb.engine.scope import base_scope, capacity_gpu, question_format, resolve
 from kb.knowledge.gpu_names import gemm_of, gpu_columns, runs_on
@@ -165,7 +165,12 @@ def _answer_question(w: Workload, kn: Knowledge, query: str, brief: bool = False
     elif primary["found"] and spec["vary"] == "gpu_count":
         for g in w2.gpus:
             g.count = int(primary["value"])
-    result = _answer(w2, kn, query, brief)
+    known = None        # an option's figures at the value: the search's probe there computed some
+    if brief and primary["found"] and len(targets) == 1:
+        gpu, count = targets[0]
+        known = probes.scope_at(spec["vary"], primary["value"], gpu,
+                                int(primary["value"]) if spec["vary"] == "gpu_count" else count, spec.get("holds", "fits"))
+    result = _answer(w2, kn, query, brief, known)
     facts: Question | dict[str, object] = result.question or {}
     if spec.get("holds") == "serves_at_floor":
         floor = w.speed_floor_tok_s or kn.constants["decode_speed_floor_tok_s"]["value"]
@@ -253,18 +258,20 @@ def _scaled_gpus_needed(kn: Knowledge, asked: Workload, rows: list[GpuRow],
                 primary.scope["gpus_needed"] = found
 
 
-def _answer(w: Workload, kn: Knowledge, query: str = "", brief: bool = False) -> Answer:
+def _answer(w: Workload, kn: Knowledge, query: str = "", brief: bool = False,
+            known: Scope | None = None) -> Answer:
     """The answer on the candidate cards; a ranking also ranks, under the runtime that runs them,
-    the cards its default runtime does not (kb.engine.per_card)."""
+    the cards its default runtime does not (kb.engine.per_card). `known`: a brief answer's
+    figures already computed from the same inputs (kb.engine.evaluate.seed)."""
     asked = w.copy() if per_card.applies(w, kn) else None
-    result = _ranked(w, kn, query, brief)
+    result = _ranked(w, kn, query, brief, known=known)
     if asked is None:
         return result
     return per_card.merged(asked, kn, result, lambda x, ids: _ranked(x, kn, query, brief, ids))
 
 
 def _ranked(w: Workload, kn: Knowledge, query: str = "", brief: bool = False,
-            only: frozenset[str] | None = None) -> Answer:
+            only: frozenset[str] | None = None, known: Scope | None = None) -> Answer:
     at_scale = kn.sharding.get("at_scale") or []
     scalable = (w.gpus and w.sharding is None and not w.offload
                 and (w.task == "train" or any(w.task in r["tasks"] for r in at_scale)))
@@ -296,6 +303,8 @@ def _ranked(w: Workload, kn: Knowledge, query: str = "", brief: bool = False,
     base = base_scope(r, kn)
     every = Evaluated({**base, **gpus}, columns=[k for k, v in gpus.items() if v.__class__ is Col])
     rightsizing = not w.gpus and bool(kn.advice)
+    if known is not None and brief and not rightsizing:
+        seed(kn, every.scope, known, ROW_FORMULAS[r.is_training] + rightsize.cost_formulas(r.is_training))
     # judging each GPU at the fewest cards that hold the job needs only that count at one card
     evaluate(kn, every, ("gpus_needed",) if rightsizing else ROW_FORMULAS[r.is_training])
     if rightsizing:

@@ -95,7 +95,7 @@ def gpu_values(gpu: GPU, count: int, precision: Precision, gemm: Gemm = FP32_GEM
     }
 
 
-def _column(values: Iterable[Any]) -> Any:
+def one_or_col(values: Iterable[Any]) -> Any:
     """A Col, or its one value where every element is the same value of the same type."""
     col = Col.of(values)
     first = col[0]
@@ -108,7 +108,7 @@ def gpu_columns(candidates: list[tuple[GPU, int]], precision: Precision,
     """The GPU names over several candidates: a Col per name, or one value where every
     candidate has the same (then formulas reading only such names are computed once)."""
     rows = [gpu_values(gpu, count, precision, gemm) for gpu, count in candidates]
-    return {name: _column(r[name] for r in rows) for name in rows[0]}
+    return {name: one_or_col(r[name] for r in rows) for name in rows[0]}
 
 
 def precision_key(precision: Precision, runtime: Runtime) -> tuple[str, ...]:
