@@ -14,6 +14,7 @@ chooses its own split (a model-parallel training stack with none asked) is probe
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from kb.engine import training as tr
@@ -30,24 +31,26 @@ if TYPE_CHECKING:
 
 
 def probes_over(p: Probes, vary: str, values: list[tuple[float, int]], gpu: GPU,
-                holds: str = "fits") -> list[Probe]:
-    """p.probe(vary, v, gpu, n, holds, alone=True) for each (v, n) of `values`, without counting
-    them against the search budget (the caller counts each it reads)."""
+                holds: str = "fits") -> Iterator[Probe]:
+    """p.probe(vary, v, gpu, n, holds, alone=True) for each (v, n) of `values`, in order, without
+    counting them against the search budget (the caller counts each it reads). Those computed
+    side by side are computed at the first read; one probed alone, when it is read."""
     kn = p.kn
     scopes: list[Scope] = []
-    alone: dict[int, Probe] = {}
+    alone: set[int] = set()
     for k, (v, n) in enumerate(values):
         r = p.resolved(vary, v)
         w = r.workload
         if r.is_training and not (w.tp or w.pp) and tr.is_model_parallel(w, kn):
-            alone[k] = p._probe(vary, v, gpu, n, holds, alone=True)
+            alone.add(k)
             continue
         scope = base_scope(r, kn)
         scope.update(scope_values(p.layout(vary, v, n)))
         scope.update(gpu_values(gpu, n, r.precision, scope.get("_gemm", FP32_GEMM)))
         scopes.append(scope)
     found = iter(_evaluated(p, scopes, holds))
-    return [alone[k] if k in alone else next(found) for k in range(len(values))]
+    for k, (v, n) in enumerate(values):
+        yield p._probe(vary, v, gpu, n, holds, alone=True) if k in alone else next(found)
 
 
 def _evaluated(p: Probes, scopes: list[Scope], holds: str) -> list[Probe]:
