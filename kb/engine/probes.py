@@ -74,7 +74,8 @@ class Probes:
         self._ref: dict[tuple[str, float | None, Names], float | None] = {}     # each value's first
         self._changed: dict[tuple[str, float | None, Names], dict[str, bool]] = {}
         self._first_cards: dict[tuple[str, int, int, Names, float | None], Scope] = {}
-        self._wanted_at: dict[tuple[str, Names], tuple[str, ...]] = {}
+        self._wanted_at = cast("dict[tuple[str, Names], tuple[str, ...]]",     # kept with the knowledge
+                               kn.derived.tables.setdefault("engine.wanted", {}))
         # made probes and a card's names, each kept with its card (so that no other takes its id)
         self._made: dict[tuple[str, float, int, int, str, bool], tuple[GPU, Probe, Scope | None]] = {}
         self._card_values: dict[tuple[int, int, int, Gemm], tuple[GPU, Scope]] = {}

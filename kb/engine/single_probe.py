@@ -17,7 +17,7 @@ from kb.engine.layout import Layout
 from kb.engine.scope import Resolved, base_scope, resolve
 from kb.expr.parse import Col
 from kb.knowledge.data import Knowledge
-from kb.query.workload import Workload
+from kb.query.workload import GpuRequest, Workload
 from kb.recordtype import record
 
 if TYPE_CHECKING:
@@ -43,10 +43,9 @@ def targets_asked(w: Workload) -> bool:
 def at_value(w: Workload, vary: str, value: float, kn: Knowledge | None = None) -> Workload:
     """The workload at `value`. A context the query did not split into prompt and output is
     prompt + output: the default output, and the rest is prompt."""
-    import copy                 # capacity questions only: copy is kept off the plain query's path
-
-    w2 = copy.copy(w)           # every field a plain value but the two lists, copied here
-    w2.gpus = [copy.copy(g) for g in w.gpus]
+    w2 = object.__new__(Workload)   # what copy.copy gives: every field a plain value but the two
+    w2.__dict__.update(w.__dict__)  # lists, copied here
+    w2.gpus = [GpuRequest(g.gpu_id, g.count, g.capacity_gb) for g in w.gpus]
     w2.notes = list(w.notes)
     w2.question = None
     if vary == "users":
