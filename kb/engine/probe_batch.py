@@ -50,7 +50,19 @@ def probes_over(p: Probes, vary: str, values: list[tuple[float, int]], gpu: GPU,
         scopes.append(scope)
     found = iter(_evaluated(p, scopes, holds))
     for k, (v, n) in enumerate(values):
-        yield p._probe(vary, v, gpu, n, holds, alone=True) if k in alone else next(found)
+        if k in alone:
+            yield p._probe(vary, v, gpu, n, holds, alone=True)
+        else:
+            yield _kept(p, (vary, v, id(gpu), n, holds), gpu, next(found))
+
+
+def _kept(p: Probes, key: tuple[str, float, int, int, str], gpu: GPU, at: Probe) -> Probe:
+    """`at`, kept by p as the probe made alone there, and as the one asked of this card where
+    that is the same (one card, or a card whose probe no columns over several stand for)."""
+    p._made.setdefault((*key, True), (gpu, at, None))
+    if len(p.cards) <= 1 or id(gpu) not in p._index:
+        p._made.setdefault((*key, False), (gpu, at, None))
+    return at
 
 
 def _evaluated(p: Probes, scopes: list[Scope], holds: str) -> list[Probe]:
