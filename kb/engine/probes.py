@@ -33,11 +33,12 @@ from kb.engine import training as tr
 from kb.engine.gpus import catalogue_columns, layout_of
 from kb.engine.layout import Layout, scope_values
 from kb.engine.scope import Resolved, base_scope, resolve
-from kb.engine.single_probe import Probe, at_value, split_probe, targets_asked
+from kb.engine.single_probe import Probe, at_value, choose_split, targets_asked
 from kb.expr.parse import Col
 from kb.knowledge.data import Knowledge
 from kb.knowledge.gpu_names import FP32_GEMM, Gemm, gemm_of, gpu_columns, gpu_values, one_or_col
 from kb.query.workload import Workload
+from kb.recordtype import replace
 
 if TYPE_CHECKING:
     from kb.knowledge.records import GPU, Precision
@@ -67,15 +68,13 @@ class Probes:
         self._columns: dict[tuple[str, float, int, Names], Scope] = {}
         self._card_columns: dict[tuple[int, Gemm], Scope] = {}
         self._reads: tuple[dict[str, bool], dict[str, bool]] | None = None
-        # the first value a search probes, with its inputs: a formula that reads no input (or
-        # formula) that differs at another value has the same value there (kb.engine.probes._reuse)
-        # (per architecture: a largest-model search's later sizes share the range's reference)
+        # the first value a search probes (per architecture), with its inputs: a formula that reads
+        # no input (or formula) that differs at another value has the same value there (_reuse)
         self._first: dict[tuple[str, Names, str], tuple[float | None, Scope]] = {}
         self._ref: dict[tuple[str, float | None, Names], float | None] = {}     # each value's first
         self._changed: dict[tuple[str, float | None, Names], dict[str, bool]] = {}
         self._first_cards: dict[tuple[str, int, int, Names, float | None], Scope] = {}
-        self._wanted_at = cast("dict[tuple[str, Names], tuple[str, ...]]",     # kept with the knowledge
-                               kn.derived.tables.setdefault("engine.wanted", {}))
+        self._wanted_at = cast("dict[tuple[str, Names], tuple[str, ...]]", kn.derived.tables.setdefault("engine.wanted", {}))
         # made probes and a card's names, each kept with its card (so that no other takes its id)
         self._made: dict[tuple[str, float, int, int, str, bool], tuple[GPU, Probe, Scope | None]] = {}
         self._card_values: dict[tuple[int, int, int, Gemm], tuple[GPU, Scope]] = {}
@@ -332,7 +331,9 @@ class Probes:
         r = self.resolved(vary, value)
         w = r.workload
         if r.is_training and not (w.tp or w.pp) and tr.is_model_parallel(w, self.kn):
-            return split_probe(self.kn, self.w, vary, value, gpu, count, holds), None
+            own = replace(r, workload=w.copy())     # choose_split sets the split on its workload
+            return choose_split(self.kn, own, gpu, int(value) if vary == "gpu_count" else count, holds,
+                                self._value_scope(vary, value, self.names(holds))), None
         if vary == "gpu_count":
             count = int(value)
         names = self.names(holds)

@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kb.engine import training as tr
-from kb.engine.evaluate import Evaluated, evaluate
+from kb.engine.evaluate import Evaluated, Scope, evaluate
 from kb.engine.gpus import gpu_scope, layout_of
 from kb.engine.layout import Layout
-from kb.engine.scope import Resolved, base_scope, resolve
+from kb.engine.scope import Resolved, base_scope
 from kb.expr.parse import Col
 from kb.knowledge.data import Knowledge
 from kb.query.workload import GpuRequest, Workload
@@ -69,33 +69,23 @@ def at_value(w: Workload, vary: str, value: float, kn: Knowledge | None = None) 
     return w2
 
 
-def split_probe(kn: Knowledge, w: Workload, vary: str, value: float, gpu: GPU, count: int,
-                 holds: str) -> Probe:
-    """A model-parallel training stack with no tp / pp asked: its split depends on the card and
-    the count (choose_split sets it on the workload), so nothing is shared with the other cards
-    or counts: the probe is made for this one, its splits side by side."""
-    w2 = at_value(w, vary, value, kn)
-    if vary == "gpu_count":
-        count = int(value)
-    r = resolve(w2, kn)
-    return choose_split(kn, r, gpu, count, holds)
-
-
-def choose_split(kn: Knowledge, r: Resolved, gpu: GPU, count: int, holds: str = "fits") -> Probe:
+def choose_split(kn: Knowledge, r: Resolved, gpu: GPU, count: int, holds: str = "fits",
+                 base: Scope | None = None) -> Probe:
     """A model-parallel training stack with no tp / pp asked: the first valid split
     (kb.engine.training.model_parallel_layouts, fewest model-parallel GPUs first) that holds the job on
     `count` of this GPU with the headroom a recommendation keeps (roomy_fit), else the first that
     holds it, set on the workload (the last tried where none does). Every split is computed at
     once, as columns of tp, pp and dp (kb.expr.parse.Col: each entry what that split computes
-    alone); returned: the probe (under `holds`) of the split chosen."""
+    alone); returned: the probe (under `holds`) of the split chosen. `base`: the workload's scope
+    (base_scope), with formulas that read neither the card, the count nor the split computed."""
     m, w = r.model, r.workload
     splits = tr.model_parallel_layouts(count, int(m["attention_heads"]), int(m["kv_heads"]), int(m["layers"]),
                                        int(kn.constants["gpus_per_node"]["value"]))
     if not splits:
         w.tp, w.pp = None, None
-        return _probe(kn, r, w, gpu, count, holds)
+        return _probe(kn, r, w, gpu, count, holds, base)
     layouts = _layouts(w, count, splits, kn)
-    scope = gpu_scope(base_scope(r, kn), gpu, count, r.precision, layouts[0])
+    scope = gpu_scope(base_scope(r, kn) if base is None else base, gpu, count, r.precision, layouts[0])
     for name in ("tp", "pp", "dp"):
         scope[name] = Col.of(getattr(x, name) for x in layouts)
     ev = Evaluated(scope)
@@ -143,8 +133,10 @@ def _probe_formulas(holds: str, targets: bool) -> list[str]:
     return names
 
 
-def _probe(kn: Knowledge, r: Resolved, w: Workload, gpu: GPU, count: int, holds: str) -> Probe:
-    ev = Evaluated(gpu_scope(base_scope(r, kn), gpu, count, r.precision, layout_of(r, kn, count)))
+def _probe(kn: Knowledge, r: Resolved, w: Workload, gpu: GPU, count: int, holds: str,
+           base: Scope | None = None) -> Probe:
+    ev = Evaluated(gpu_scope(base_scope(r, kn) if base is None else base, gpu, count, r.precision,
+                             layout_of(r, kn, count)))
     targets = targets_asked(w)
     evaluate(kn, ev, _probe_formulas(holds, bool(targets)))
     s = ev.scope
