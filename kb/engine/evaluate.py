@@ -18,6 +18,7 @@ from kb.knowledge.data import Formula, Knowledge
 from kb.recordtype import field, record
 
 Scope = dict[str, Any]
+INFINITE = (math.inf, -math.inf)
 
 
 @record
@@ -42,12 +43,13 @@ def evaluate(kn: Knowledge, ev: Evaluated, names: Iterable[str]) -> None:
     """Compute formulas (and what they depend on) into ev.scope, in dependency order."""
     scope = ev.scope
     order = formula_order(kn)
+    formulas = kn.formulas
     for name in names:
         if name in scope:
             continue
         for dep in order[name]:
             if dep not in scope:
-                value = scope[dep] = _eval_formula(kn.formulas[dep], ev)
+                value = scope[dep] = _eval_formula(formulas[dep], ev)
                 if value.__class__ is Col:
                     ev.columns.append(dep)
 
@@ -96,7 +98,7 @@ def _eval_formula(f: Formula, ev: Evaluated) -> Any:
         ev.cases[f.name] = i
         if value.__class__ is Col:
             return _checked(f, ev, value, case.expr)
-        if value.__class__ is float and (value != value or value in (math.inf, -math.inf)):
+        if value.__class__ is float and (value != value or value in INFINITE):
             ev.errors[f.name] = "the result is not a finite number"
             return None
         return value
@@ -127,7 +129,7 @@ def _checked(f: Formula, ev: Evaluated, col: Col, expr: Any) -> Col:
             out[i] = None
             if v is not MISSING and not any(at(ev.scope.get(n), i) is None for n in f.names):
                 errors[i] = expr.message(v.error, {n: at(ev.scope.get(n), i) for n in expr.names})
-        elif v.__class__ is float and (v != v or v in (math.inf, -math.inf)):
+        elif v.__class__ is float and (v != v or v in INFINITE):
             out[i] = None
             errors[i] = "the result is not a finite number"
     if errors:
