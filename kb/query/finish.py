@@ -227,6 +227,11 @@ class Finisher:
             text = self.q[self.plural[0].col - 1:self.plural[-1].end - 1]
             w.notes.append(f"read '{text}' with no count as: how many of them it needs")
         if self.w.gpu_count is None:
+            named = [g for g in w.gpus if g.gpu_id is not None]
+            if (len(named) == len(w.gpus) >= 2 and w.question is None
+                    and not any(id(g) in self.counted for g in named)):
+                for g in named:         # cards compared with no count: the engine sizes each
+                    g.count = 0         # (kb.engine.compare_counts)
             return
         for g in self.w.gpus:
             if g.gpu_id is not None and id(g) not in self.counted:
