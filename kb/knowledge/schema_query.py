@@ -123,6 +123,17 @@ class LocalFallbackSchema(Strict):
     source: str
 
 
+class UnnamedModelSchema(Strict):
+    """The model a question that compares cards or asks which card to buy is sized on when it names
+    none (query.yaml `unnamed_model`): the model those cards' published benchmarks use."""
+    segments: list[Segment | Literal["any"]] = Field(min_length=1)
+    model: Name
+    precision: str | None = None
+    runtime: str | None = None
+    text: str
+    source: str
+
+
 class QueryFile(Strict):
     tasks: dict[Name, list[Name]]
     task_resolution: dict[Name, Name] = {}
@@ -145,6 +156,7 @@ class QueryFile(Strict):
     situations: dict[Name, SituationSchema] = {}
     question_formats: list[QuestionFormatSchema] = []
     local_fallback: LocalFallbackSchema | None = None
+    unnamed_model: list[UnnamedModelSchema] = []
     phrases: list[PhraseSchema] = []
     model_suffixes: list[Name] = []
     model_prefixes: list[Name] = []
