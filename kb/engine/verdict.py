@@ -97,7 +97,9 @@ def _borderline(a: Answer, g: GpuRow) -> str | None:
 def _fixes(a: Answer, most: int = 2, what_fits: str = "it") -> list[str]:
     """The one or two options that would hold the job, with their figure, a sentence each (the
     GPU named only when it is not the one asked about); `what_fits`: what the first one names."""
-    found = [o for o in a.options or [] if o["fits"] and o.get("meets_target") is not False][:most]
+    asked_target = _target_asked(a)         # a default time floor is no target: a fix that fits is one
+    found = [o for o in a.options or [] if o["fits"]
+             and (o.get("meets_target") is not False or not asked_target)][:most]
     asked = next((g.id for g in a.gpus if g.requested), None)
     out = []
     for i, o in enumerate(found):
@@ -130,10 +132,11 @@ def _fit(a: Answer, q: Question) -> list[str]:
             parts += _fixes(a)
     else:           # the refusal's first sentence, then what would fit, then the rest of why
         first, *why = SENTENCE.split(text)
-        if q.get("outcome") in ("replicas_verdict", "too_small_verdict"):   # why no count holds it comes first
-            parts = [lead, first, *why[:1], *_fixes(a), *why[1:]]
+        fixes = _fixes(a)
+        if q.get("outcome") in ("replicas_verdict", "too_small_verdict") and not fixes:
+            parts = [lead, first, *why]             # why no count holds it, when nothing else would
         else:
-            parts = [lead, first, *_fixes(a), *why]
+            parts = [lead, first, *fixes, *why]
     return [p for p in parts if p]
 
 
