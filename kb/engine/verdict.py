@@ -63,7 +63,7 @@ def compose(a: Answer, kn: Knowledge) -> str:
     elif kind == "which_gpu" or not any(g.requested for g in a.gpus):
         parts = _which(a, q, kn)
     elif kind == "cost":
-        parts = _cost(a, q) or _fit(a, q)
+        parts = _cost(a, q, kn) or _fit(a, q)
     else:
         parts = _fit(a, q)
     return fitted([p for p in parts if p])
@@ -146,7 +146,7 @@ def _target_asked(a: Answer) -> bool:
     return any(a.workload.get(k) is not None for k in TARGETS)
 
 
-def _cost(a: Answer, q: Question) -> list[str] | None:
+def _cost(a: Answer, q: Question, kn: Knowledge) -> list[str] | None:
     g = next((x for x in a.gpus if x.requested), a.gpus[0] if a.gpus else None)
     if g is None or not g.fits:
         return None
@@ -164,6 +164,10 @@ def _cost(a: Answer, q: Question) -> list[str] | None:
                  f"user{'s' if users != 1 else ''}" + (" (the most it serves" if single is not None else " (")
                  + f"{', ' if single is not None else ''}{usd(g.config_usd_per_hour)}/h)."
                  + (f" At 1 user: {usd(single)} per million." if single is not None else ""))
+        hours = a.workload.get("hours_per_day")
+        if isinstance(hours, (int, float)) and g.config_usd_per_hour:     # the hours a day were asked
+            month = g.config_usd_per_hour * hours * float(kn.constants["days_per_month"]["value"])
+            first += f" Rented {num(hours)} h a day: {usd(month)} a month."
     buy = f"To buy: {usd(g.config_price_usd)}" + (f", paid back in {num(g.breakeven_months)} months of renting."
                                                   if g.breakeven_months else ".")
     return [x for x in (first, buy if g.config_price_usd else None, str(q.get("outcome_text") or "")) if x]

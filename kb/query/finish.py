@@ -212,6 +212,14 @@ class Finisher:
                            f"{tokens:.3g} training tokens")
         w.train_tokens = tokens
 
+    def alone_unit(self, alone: str) -> None:
+        """A unit word with no number that is no error: a filler ('budget'), or a unit of time that
+        asks the time ('h100 hours', 'gpu hours'; 'how many gpu hours' counts hours, not GPUs)."""
+        if alone == "time":
+            self.w.focus = self.w.focus or "time"
+            if self.w.question == "how_many_gpus":
+                self.w.question = None
+
     def request_rate(self, training: bool) -> None:
         """'at 1000 requests per minute': the tokens a day those requests generate, each request
         counted at the output length (query.yaml defaults.output_tokens unless given); said."""
