@@ -356,8 +356,8 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
                     self.runtime_tok = first
             elif name == "vs":
                 self.join = first
-            elif name in ("question", "focus") and getattr(self.w, name) is not None:
-                continue                          # the first question form decides
+            elif name in ("question", "focus") and getattr(self.w, name) not in (None, "fit"):
+                continue            # the first question form decides ('does' asks a fit only if nothing more)
             else:
                 setattr(self.w, name, value)
 
