@@ -178,22 +178,29 @@ def _compare(a: Answer) -> list[str]:
     training = _training(a)
     asked = [g for g in a.gpus if g.requested]
     lines = []
+    rent = a.workload.get("rent") is True           # a rented comparison is priced by the hour
+
+    def price(g: GpuRow) -> str | None:
+        if rent and training and g.run_cost_usd:
+            return f"{usd(g.run_cost_usd)} a run at {usd(g.config_usd_per_hour)}/h"
+        if rent:
+            return f"{usd(g.config_usd_per_hour)}/h" if g.config_usd_per_hour else None
+        return usd(g.config_price_usd) if g.config_price_usd else None
     for g in asked:
         if g.fits:
             figures = [f"{num(g.per_gpu_gb)} of {num(g.usable_vram_gb)} GB" + (", tight" if _borderline(a, g) else ""),
-                       _rate(g, training),
-                       usd(g.config_price_usd) if g.config_price_usd else None]
+                       _rate(g, training), price(g)]
             lines.append(f"{config(g)}: " + ", ".join(x for x in figures if x) + ".")
         else:
             lines.append(f"{config(g)}: does not fit ({num(g.per_gpu_gb)} of {num(g.usable_vram_gb)} GB).")
-    return [*lines, _winner(asked, training)]
+    return [*lines, _winner(asked, training, rent)]
 
 
 def _pct(ratio: float) -> str:
     return f"{(ratio - 1) * 100:.0f}%"
 
 
-def _winner(asked: list[GpuRow], training: bool) -> str:
+def _winner(asked: list[GpuRow], training: bool, rent: bool = False) -> str:
     fitting = [g for g in asked if g.fits]
     if not fitting:
         return "Neither holds it."
@@ -203,12 +210,16 @@ def _winner(asked: list[GpuRow], training: bool) -> str:
     def rate(g: GpuRow) -> float:
         return (g.train_tokens_per_s if training else g.decode_tokens_per_s) or 0.0
     fast, slow = max(fitting, key=rate), min(fitting, key=rate)
-    priced = [g for g in fitting if g.config_price_usd]
-    cheap = min(priced, key=lambda g: g.config_price_usd or 0.0) if priced else None
+
+    def cost(g: GpuRow) -> float | None:        # rented: a training run's cost, else the hour's
+        return (g.run_cost_usd if training else g.config_usd_per_hour) if rent else g.config_price_usd
+    priced = [g for g in fitting if cost(g)]
+    cheap = min(priced, key=lambda g: cost(g) or 0.0) if priced else None
     said = []
     ratio = f"{rate(fast) / rate(slow):.1f}" if rate(fast) > rate(slow) > 0 else ""
+    both = cheap is fast and len(priced) > 1    # the faster one costs less too
     if ratio and ratio != "1.0":
-        said.append(f"Faster: {config(fast)}, {ratio}×.")
+        said.append(f"Faster{' and cheaper' if both else ''}: {config(fast)}, {ratio}×.")
     elif ratio:
         said.append(f"About the same speed (within {_pct(rate(fast) / rate(slow))}).")
     if cheap is not None and cheap is not fast:
@@ -294,8 +305,8 @@ def _alternatives(a: Answer, pick: GpuRow, training: bool, kn: Knowledge) -> lis
         out.append(f"Faster: {config(g)}{_runtime_said(q, g, pick)} ({_price(a, g)}, {speed(g, training)}).")
     rent = bool(a.workload.get("rent"))
 
-    def cost(g: GpuRow) -> float | None:
-        return g.config_usd_per_hour if rent else g.config_price_usd
+    def cost(g: GpuRow) -> float | None:        # rented: a training run's cost, else the hour's
+        return (g.run_cost_usd if training else g.config_usd_per_hour) if rent else g.config_price_usd
     mine = cost(pick)
     cheaper = [g for g in fitting if (c := cost(g)) and mine and c < mine]
     if cheaper:
