@@ -31,6 +31,25 @@ def test_evaluates(text, scope, expected):
     assert ex.parse(text)(scope) == pytest.approx(expected)
 
 
+def test_a_subtree_that_reads_no_name_is_folded_once_and_its_error_waits_for_use():
+    """Compiling evaluates each operator whose operands read no name (kb.expr.nodes_base), once:
+    the closure of `x * (2 * 3 + max(1, 4))` multiplies x by a 10 it holds, not by nodes it
+    walks. A constant subtree that fails (1 / 0) is not folded and fails when evaluated."""
+    from kb.expr.nodes_base import _CONSTANT
+
+    assert ex.parse("2 * 3 + max(1, 4)").fn.__code__ is _CONSTANT
+    scaled = ex.parse("x * (2 * 3 + max(1, 4))")
+    assert scaled({"x": 2}) == 20
+    assert scaled.fn.__closure__ is not None and [c.cell_contents for c in scaled.fn.__closure__
+                                                  if callable(c.cell_contents) and getattr(
+                                                      c.cell_contents, "__code__", None) is _CONSTANT]
+    assert ex.parse("x").fn.__code__ is not _CONSTANT
+    failing = ex.parse("x + 1 / 0")
+    assert failing.fn.__code__ is not _CONSTANT         # compiled without raising
+    with pytest.raises(EvalError, match="division by zero"):
+        failing({"x": 1})
+
+
 def test_if_is_lazy():
     # the branch not taken is never evaluated, so a division by zero there is harmless
     assert ex.parse("if(x == 0, 0, 1 / x)")({"x": 0}) == 0

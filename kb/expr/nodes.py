@@ -82,11 +82,11 @@ class Bin(Binary):
     TAG = "bin"
     __slots__ = ()
 
-    def _compile(self) -> Fn:
+    def _compile(self, operands: list[Fn]) -> Fn:
         # Operand types are settled at load by the unit check (kb.knowledge.build); a None (a figure
         # the workload lacks) or text raises TypeError here, which Expr.__call__ reports.
         # x / 0 raises ZeroDivisionError, which Expr.message reports as "division by zero"
-        return lift2(_ARITH[self.op], self.left.compile(), self.right.compile())
+        return lift2(_ARITH[self.op], operands[0], operands[1])
 
     def unit(self, units: Mapping[str, Unit]) -> Unit:
         a, b = self.left.unit(units), self.right.unit(units)
@@ -116,10 +116,9 @@ class Cmp(Binary):
     TAG = "cmp"
     __slots__ = ()
 
-    def _compile(self) -> Fn:
+    def _compile(self, operands: list[Fn]) -> Fn:
         # None == x is a plain False, as in one GPU's scope; only ordering raises on None
-        return lift2(_COMPARE[self.op], self.left.compile(), self.right.compile(),
-                     none_fails=self.op not in ("==", "!="))
+        return lift2(_COMPARE[self.op], operands[0], operands[1], none_fails=self.op not in ("==", "!="))
 
     def unit(self, units: Mapping[str, Unit]) -> Unit:
         a, b = self.left.unit(units), self.right.unit(units)
@@ -147,9 +146,9 @@ class Logic(Binary):
     TAG = "logic"
     __slots__ = ()
 
-    def _compile(self) -> Fn:
+    def _compile(self, operands: list[Fn]) -> Fn:
         both = and_ if self.op == "and" else or_
-        return short_circuit(both, self.left.compile(), self.right.compile(), self.op == "or")
+        return short_circuit(both, operands[0], operands[1], self.op == "or")
 
     def unit(self, units: Mapping[str, Unit]) -> Unit:
         return _truth(self.op, self.children(), units)
@@ -164,8 +163,8 @@ class Not(Unary):
     TAG = "not"
     __slots__ = ()
 
-    def _compile(self) -> Fn:
-        return lift1(operator.not_, self.inner.compile(), none_fails=False)
+    def _compile(self, operands: list[Fn]) -> Fn:
+        return lift1(operator.not_, operands[0], none_fails=False)
 
     def unit(self, units: Mapping[str, Unit]) -> Unit:
         return _truth("not", self.children(), units)
@@ -179,8 +178,8 @@ class Neg(Unary):
     TAG = "neg"
     __slots__ = ()
 
-    def _compile(self) -> Fn:
-        return lift1(_neg, self.inner.compile())
+    def _compile(self, operands: list[Fn]) -> Fn:
+        return lift1(_neg, operands[0])
 
     def unit(self, units: Mapping[str, Unit]) -> Unit:
         return self.inner.unit(units)
@@ -205,8 +204,8 @@ class Call(ExprNode):
     def children(self) -> tuple[ExprNode, ...]:
         return self.args
 
-    def _compile(self) -> Fn:
-        return FUNCTIONS[self.fn].build([a.compile() for a in self.args])
+    def _compile(self, operands: list[Fn]) -> Fn:
+        return FUNCTIONS[self.fn].build(operands)
 
     def unit(self, units: Mapping[str, Unit]) -> Unit:
         return FUNCTIONS[self.fn].unit([a.unit(units) for a in self.args])

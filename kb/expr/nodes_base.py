@@ -48,6 +48,14 @@ def plain_exponent(text: str) -> str:
     return f"{mantissa}e{int(exp)}"
 
 
+def constant(value: object) -> Fn:
+    """The closure of a value known when compiled (a literal, or a subtree that reads no name)."""
+    return lambda s: value
+
+
+_CONSTANT = constant(None).__code__     # what every constant's closure runs: how compile knows one
+
+
 # ---------------------------------------------------------------- the stored form, declared
 
 _KINDS: dict[type, tuple[tuple[str, str], ...]] = {}
@@ -124,21 +132,24 @@ class ExprNode:
         for child in self.children():
             child.names(out)
 
-    def constant(self) -> bool:
-        return all(child.constant() for child in self.children())
-
     def compile(self) -> Fn:
-        """A closure scope → value (a Col where a name read holds one)."""
-        fn = self._compile()
-        if not self.constant():
-            return fn
+        """A closure scope → value (a Col where a name read holds one). A node whose operands
+        all compiled to constants (they read no name) is evaluated now, once, unless that raises
+        (it then raises, with its message, when used): each node is compiled once, its operands first."""
+        operands = [child.compile() for child in self.children()]
+        fn = self._compile(operands)
+        for operand in operands:
+            if getattr(operand, "__code__", None) is not _CONSTANT:
+                return fn
         try:
             value = fn({})
         except RAISED:
             return fn
-        return lambda s: value
+        return constant(value)
 
-    def _compile(self) -> Fn:
+    def _compile(self, operands: list[Fn]) -> Fn:
+        """The closure of this node over its children's compiled closures (`operands`, in
+        `children()` order)."""
         raise NotImplementedError
 
     def unit(self, units: Mapping[str, Unit]) -> Unit:
@@ -191,9 +202,8 @@ class Literal(ExprNode):
     def __init__(self, value: object) -> None:
         object.__setattr__(self, "value", value)
 
-    def _compile(self) -> Fn:
-        value = self.value
-        return lambda s: value
+    def compile(self) -> Fn:
+        return constant(self.value)
 
 
 class Num(Literal):
@@ -232,10 +242,7 @@ class Name(ExprNode):
     def names(self, out: list[str]) -> None:
         out.append(self.name)
 
-    def constant(self) -> bool:
-        return False
-
-    def _compile(self) -> Fn:
+    def compile(self) -> Fn:
         key = self.name
 
         def lookup(s: Scope) -> object:
