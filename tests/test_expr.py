@@ -8,7 +8,7 @@ from kb.expr import parse as ex
 from kb.errors import EvalError
 
 
-@pytest.mark.parametrize("text, scope, expected", [
+EVALUATES = [
     ("1 + 2 * 3", {}, 7),                       # precedence: * before +
     ("(1 + 2) * 3", {}, 9),
     ("2 ^ 3 ^ 2", {}, 512),                      # right-associative power
@@ -26,9 +26,28 @@ from kb.errors import EvalError
     ("kind == \"mla\"", {"kind": "mla"}, True),
     ("1e9 / 2.5e8", {}, 4),
     (".5 * 4", {}, 2),
-])
+    ("-x + 1", {"x": 2}, -1),
+    ("not y and -x < 0", {"x": 2, "y": False}, True),
+]
+
+
+@pytest.mark.parametrize("text, scope, expected", EVALUATES)
 def test_evaluates(text, scope, expected):
     assert ex.parse(text)(scope) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("text, scope, expected", EVALUATES)
+def test_the_stored_form_compiles_to_what_its_nodes_compile_to(text, scope, expected):
+    """A snapshot's expression compiles from its list form without making its nodes
+    (kb.expr.nodes.compile_list); the closure gives what the nodes' own compile gives, folded alike."""
+    from kb.expr.nodes import compile_list
+    from kb.expr.nodes_base import _CONSTANT
+
+    parsed = ex.parse(text)
+    stored = ex.StoredExpr(text, parsed.ast.to_list(), parsed.names, {})
+    assert "ast" not in stored.__dict__ and stored(scope) == parsed(scope) == pytest.approx(expected)
+    assert "ast" not in stored.__dict__                 # evaluated without making the nodes
+    assert (compile_list(parsed.ast.to_list()).__code__ is _CONSTANT) == (parsed.fn.__code__ is _CONSTANT)
 
 
 def test_a_subtree_that_reads_no_name_is_folded_once_and_its_error_waits_for_use():

@@ -56,6 +56,20 @@ def constant(value: object) -> Fn:
 _CONSTANT = constant(None).__code__     # what every constant's closure runs: how compile knows one
 
 
+def folded(fn: Fn, operands: list[Fn]) -> Fn:
+    """A node's closure `fn` over its operands' closures, or, when they all are constants (its
+    subtree reads no name), the constant it evaluates to, unless evaluating it raises (it then
+    raises, with its message, when used)."""
+    for operand in operands:
+        if getattr(operand, "__code__", None) is not _CONSTANT:
+            return fn
+    try:
+        value = fn({})
+    except RAISED:
+        return fn
+    return constant(value)
+
+
 # ---------------------------------------------------------------- the stored form, declared
 
 _KINDS: dict[type, tuple[tuple[str, str], ...]] = {}
@@ -137,15 +151,7 @@ class ExprNode:
         all compiled to constants (they read no name) is evaluated now, once, unless that raises
         (it then raises, with its message, when used): each node is compiled once, its operands first."""
         operands = [child.compile() for child in self.children()]
-        fn = self._compile(operands)
-        for operand in operands:
-            if getattr(operand, "__code__", None) is not _CONSTANT:
-                return fn
-        try:
-            value = fn({})
-        except RAISED:
-            return fn
-        return constant(value)
+        return folded(self._compile(operands), operands)
 
     def _compile(self, operands: list[Fn]) -> Fn:
         """The closure of this node over its children's compiled closures (`operands`, in
@@ -202,6 +208,8 @@ class Literal(ExprNode):
     def __init__(self, value: object) -> None:
         object.__setattr__(self, "value", value)
 
+    closure = staticmethod(constant)
+
     def compile(self) -> Fn:
         return constant(self.value)
 
@@ -242,15 +250,17 @@ class Name(ExprNode):
     def names(self, out: list[str]) -> None:
         out.append(self.name)
 
-    def compile(self) -> Fn:
-        key = self.name
-
+    @staticmethod
+    def closure(key: str) -> Fn:
         def lookup(s: Scope) -> object:
             try:
                 return s[key]
             except KeyError:
                 raise EvalError(f"'{key}' has no value for this workload") from None
         return lookup
+
+    def compile(self) -> Fn:
+        return self.closure(self.name)
 
     def unit(self, units: Mapping[str, Unit]) -> Unit:
         return units[self.name]

@@ -20,7 +20,7 @@ from kb.expr.columns import MISSING, NO_HOLES, RAISED, Col, Failed, Fn, Scope, a
 from kb.expr.columns import filled, guarded
 from kb.errors import EvalError
 from kb.expr.functions import FUNCTIONS
-from kb.expr.nodes import Bin, Call, Cmp, Logic, Neg, Not, from_list
+from kb.expr.nodes import Bin, Call, Cmp, Logic, Neg, Not, compile_list, from_list
 from kb.expr.nodes_base import Name, ExprNode, Num, Str
 from kb.recordtype import field, record
 from kb.expr.units import BOOL, COUNTS, ONE, TEXT, Unit, UnitError, format_unit, parse_unit
@@ -224,7 +224,8 @@ class StoredExpr(Expr):
     """An Expr read back from the knowledge snapshot (kb.knowledge.snapshot; its stored form is
     kb.knowledge.codec.StoredExpression, whose field names these arguments are) with the names it reads: its
     nodes are built from their list form (`ast.to_list()`) when first read, since a plain query
-    reads a fraction of the rules' ~320 expressions. Otherwise an Expr like any other."""
+    reads a fraction of the rules' ~320 expressions, and its closure is compiled from that form
+    without them (kb.expr.nodes.compile_list). Otherwise an Expr like any other."""
 
     def __init__(self, text: str, ast: list[object], names: tuple[str, ...], name_columns: dict[str, int]) -> None:
         d = self.__dict__
@@ -233,6 +234,12 @@ class StoredExpr(Expr):
     @cached_property
     def ast(self) -> ExprNode:
         return from_list(self.__dict__["_stored"])
+
+    @cached_property
+    def fn(self) -> Fn:
+        """The closure, compiled from the stored form unless the nodes are made already."""
+        made = self.__dict__.get("ast")
+        return made.compile() if made is not None else compile_list(self.__dict__["_stored"])
 
 
 def infer_unit(ast: ExprNode, units: dict[str, Unit]) -> Unit:
