@@ -286,7 +286,7 @@ def _compiler(cls: type[ExprNode]) -> Callable[[ListForm], Fn]:
     """list form → the closure that compiling its node gives, through the class's `closure` (the one
     each node's own compile calls) and kb.expr.nodes_base.folded, for the shapes the node classes
     have; any other shape through its node."""
-    close: Callable[..., Fn] = getattr(cls, "closure")
+    close = cls.closure
     kinds = tuple(kind for _, kind in stored_kinds(cls))
     if kinds == ("plain",) and issubclass(cls, (Literal, Name)):      # a leaf: its value, or a name's lookup
         return lambda a: close(a[1])

@@ -109,6 +109,9 @@ class ExprNode:
     __slots__ = ()
     FIELDS: ClassVar[tuple[str, ...]] = ()
     TAG: ClassVar[str]          # names the class in the stored (list) form
+    # the closure of a node of the class, from its plain fields and then its operands' closures
+    # (a leaf: from its value or name), as compile and kb.expr.nodes.compile_list make it
+    closure: ClassVar[Callable[..., Fn]]
 
     def _values(self) -> tuple[Any, ...]:
         return tuple(getattr(self, name) for name in self.FIELDS)
