@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kb.query import lalr
 from kb.errors import QueryError
@@ -25,6 +25,9 @@ from kb.query.tokens import Tok
 from kb.query.words import Vocab, vocabulary  # noqa: F401  (kept importable from here)
 from kb.recordtype import replace
 from kb.query.workload import Workload
+
+if TYPE_CHECKING:
+    from lark.lexer import TerminalDef
 
 MAX_QUERY_CHARS = 500
 
@@ -126,7 +129,7 @@ class _Lexer:
         self.folded = folded
 
     @staticmethod
-    def order(parser: Any) -> list[Any] | None:
+    def order(parser: Any) -> list[TerminalDef] | None:
         """A lark LALR parser's terminals in the order its basic lexer tries them (the first that
         matches is taken); None where lark would not match them one pattern at a time (a literal
         string terminal, the `regex` module, bytes)."""

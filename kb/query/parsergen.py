@@ -18,10 +18,13 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kb.query.lalr import DROP, KEEP, REDUCE, SHIFT, SPLICE
 from kb.paths import grammar_dir
+
+if TYPE_CHECKING:
+    from lark.lexer import TerminalDef
 
 OUT = Path(__file__).resolve().parent / "_query_parser.py"
 
@@ -99,7 +102,7 @@ def _foldable(value: str, caseless: bool) -> bool:
                if ch.isascii() else ch.lower() == ch == ch.upper() for ch in rest)
 
 
-def folded_pattern(terminals: list[Any]) -> str | None:
+def folded_pattern(terminals: list[TerminalDef]) -> str | None:
     """The terminals' one pattern (in lark's order, as kb.query.parse._Lexer.of makes it) for the
     query folded by kb.query.parse.FOLD: each case-insensitive terminal without its `(?i:…)`, which
     halves the pattern's compile at every start; None when a terminal does not read folded text
