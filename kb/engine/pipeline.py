@@ -7,7 +7,7 @@ composed (kb.engine.verdict) after the options are known. kb.ask and kb.answer_i
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from kb.hints import TYPE_CHECKING
 from kb.figures import num
 
 if TYPE_CHECKING:

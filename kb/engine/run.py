@@ -10,7 +10,7 @@ first (kb.engine.solve), then answered at its value. Pure: no I/O, no printing.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from kb.hints import TYPE_CHECKING, cast
 
 from kb.engine import advice as rightsize
 from kb.engine import cost_batch

@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar
+from kb.hints import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any, ClassVar, TypeAlias
 
 from kb.expr import units as u
 from kb.expr.columns import Fn, Op, and_, lift1, lift2, or_, short_circuit
@@ -238,7 +241,7 @@ class Call(ExprNode):
 
 
 
-ListForm = list[Any]     # a node's stored form: [TAG, field, …] (nodes_base.ExprNode.to_list)
+ListForm: TypeAlias = "list[Any]"   # a node's stored form: [TAG, field, …] (nodes_base.ExprNode.to_list)
 
 # every node class, found by its TAG when read back
 NODES: tuple[type[ExprNode], ...] = (Num, Str, Name, Bin, Cmp, Logic, Not, Neg, Call)

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar
+from kb.hints import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
 
 from kb.expr.columns import RAISED, Fn, Op, Scope
 from kb.errors import EvalError
