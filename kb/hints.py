@@ -6,7 +6,7 @@ query's modules need only four of its names when they run: TYPE_CHECKING (never 
 which give back what they decorate. The type checker reads each as typing's own (mypy takes any
 `TYPE_CHECKING` as true, and so reads the imports below), so a module writes
 `from kb.hints import TYPE_CHECKING` and, under `if TYPE_CHECKING:`, imports what else it names
-from typing (`Any`, `ClassVar`, an alias as `X: TypeAlias = "…"`). tests/test_imports.py checks
+from typing (`ClassVar`, `TypeVar`, an alias as `X: TypeAlias = "…"`). tests/test_imports.py checks
 that answering a query imports no typing.
 """
 
