@@ -13,6 +13,13 @@ if TYPE_CHECKING:
 
 Value: TypeAlias = "float | int | str | bool | None"      # one scalar of a record or a scope
 
+# the parts of an answer's memory (Answer.memory["breakdown"]) as every surface names them
+BREAKDOWN_LABELS = {
+    "weights_gb": "weights", "kv_cache_gb": "KV cache", "activations_gb": "activations",
+    "gradients_gb": "gradients", "optimizer_gb": "optimizer", "adapters_gb": "adapters",
+    "overhead_gb": "runtime overhead", "other_models_gb": "other models",
+}
+
 
 def num(value: Value | Sequence[Value], digits: int = 3) -> str:
     """A figure for people: 3 significant digits, thousands separated; n/a for None."""

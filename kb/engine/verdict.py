@@ -133,8 +133,9 @@ def _fit(a: Answer, q: Question) -> list[str]:
     else:           # the refusal's first sentence, then what would fit, then the rest of why
         first, *why = SENTENCE.split(text)
         fixes = _fixes(a)
-        if q.get("outcome") in ("replicas_verdict", "too_small_verdict") and not fixes:
-            parts = [lead, first, *why]             # why no count holds it, when nothing else would
+        if q.get("outcome") in ("replicas_verdict", "too_small_verdict") and (
+                not fixes or g.count > 1):      # why no count holds it: for several cards asked, or no fix
+            parts = [lead, first, *why[:1], *fixes, *why[1:]]
         else:
             parts = [lead, first, *fixes, *why]
     return [p for p in parts if p]

@@ -11,7 +11,7 @@ import re
 from kb.hints import TYPE_CHECKING
 
 from kb.figures import duration, num
-from kb.present.explain import BREAKDOWN_LABELS as BREAKDOWN_LABELS  # re-exported for the server
+from kb.figures import BREAKDOWN_LABELS as BREAKDOWN_LABELS  # re-exported for the server
 from kb.present.explain import _values, explained
 
 if TYPE_CHECKING:
