@@ -211,8 +211,10 @@ def test_lark_reads_queries_as_the_generated_parser_does(monkeypatch):
 def test_control_character_check_matches_its_definition():
     from kb.query.parse import _UNPRINTABLE, _unprintable
 
-    found = {i for i in range(0x110000) if _UNPRINTABLE.match(chr(i))}
+    found = {i for i in range(0x110000) if re.match(_UNPRINTABLE, chr(i))}
     assert found == {i for i in range(0x110000) if _unprintable(chr(i))}
+    # parse skips the search for printable ASCII: among ASCII, exactly the unprintable are not
+    assert {i for i in range(128) if not chr(i).isprintable()} == {i for i in range(128) if _unprintable(chr(i))}
 
 
 @functools.cache
