@@ -13,7 +13,7 @@ from __future__ import annotations
 from kb.hints import TYPE_CHECKING, cast
 
 from kb.engine import advice as rightsize
-from kb.engine import cost_batch
+from kb.engine import cost_batch, train_choice
 from kb.engine import per_card
 from kb.engine import training as tr
 from kb.engine import unknown
@@ -49,7 +49,10 @@ def answer(w: Workload, kn: Knowledge, query: str = "", *, brief: bool = False) 
     else:
         plain = w.copy() if w.budget_usd is not None and w.precision is None and not w.gpus else None
         loaded = w.copy() if cost_batch.applies(w, kn) else None    # before the answer fills w in
+        method = w.copy() if train_choice.applies(kn, w) else None
         result = _answer(w, kn, query, brief)
+        if method is not None:
+            result = train_choice.chosen(kn, method, result, lambda x: _answer(x, kn, query, brief)) or result
         single = None
         if loaded is not None:
             found = cost_batch.loaded(loaded, kn, result, lambda x: _answer(x, kn, query, brief))
