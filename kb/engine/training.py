@@ -9,7 +9,7 @@ Pure: no I/O.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from kb.hints import TYPE_CHECKING
 
 from kb.engine.layout import Layout
 from kb.knowledge.data import Knowledge
