@@ -44,3 +44,19 @@ def test_a_full_fine_tune_named_stays_a_full_fine_tune() -> None:
                                "best gpu to fine-tune mistral 7b with 8-bit adam under $1200"])
 def test_a_method_named_is_kept(q: str) -> None:
     assert method(kb.ask(q)) == ""
+
+
+def test_a_pretraining_run_no_single_card_finishes_is_sized_at_the_fewest_gpus_that_do() -> None:
+    # 6 x 7e9 x 2e12 = 8.4e22 FLOPs: no card does that in 30 days (formulas.yaml
+    # usable_train_horizon_h = 720 h); the fewest GPUs that finish within it are searched
+    a = kb.ask("pretrain a 7b model on 2 trillion tokens")
+    assert a.question is not None and a.question["kind"] == "how_many_gpus"
+    row = next(g for g in a.gpus if g.requested)
+    assert row.count > 1 and (row.run_hours or 0) <= 720
+    assert a.assumptions[0].startswith("no single card trains 2,000,000,000,000 tokens within 30 days"), a.assumptions[0]
+
+
+def test_a_small_pretraining_run_stays_a_ranking_of_single_cards() -> None:
+    # 6 x 125e6 x 10e9 = 7.5e18 FLOPs: hours on one consumer card
+    a = kb.ask("pretrain 125m model on 10b tokens")
+    assert a.question is not None and a.question["kind"] == "which_gpu" and a.gpus[0].count == 1

@@ -50,9 +50,12 @@ def answer(w: Workload, kn: Knowledge, query: str = "", *, brief: bool = False) 
         plain = w.copy() if w.budget_usd is not None and w.precision is None and not w.gpus else None
         loaded = w.copy() if cost_batch.applies(w, kn) else None    # before the answer fills w in
         method = w.copy() if train_choice.applies(kn, w) else None
+        scale = w.copy() if train_choice.scales_out(kn, w) else None
         result = _answer(w, kn, query, brief)
         if method is not None:
             result = train_choice.chosen(kn, method, result, lambda x: _answer(x, kn, query, brief)) or result
+        if scale is not None and (out := train_choice.scaled_out(kn, scale, result, lambda x: answer(x, kn, query, brief=brief))):
+            return out
         single = None
         if loaded is not None:
             found = cost_batch.loaded(loaded, kn, result, lambda x: _answer(x, kn, query, brief))

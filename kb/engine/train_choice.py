@@ -78,3 +78,30 @@ def chosen(kn: Knowledge, w: Workload, plain: Answer, answer: Callable[[Workload
         return None
     best.assumptions.append(said)
     return best
+
+
+def scales_out(kn: Knowledge, w: Workload) -> bool:
+    """A pretraining or full fine-tune with its tokens named, asked with no GPUs and no question of
+    its own: a ranking of single cards, which a large run may outgrow (the how-many search lays
+    these out as people run them at scale: runtimes.yaml sharding at_scale)."""
+    return (not w.gpus and w.task in ("pretrain", "full_ft") and w.question in (None, "which_gpu")
+            and w.train_tokens is not None and w.deadline_hours is None and w.budget_usd is None)
+
+
+def scaled_out(kn: Knowledge, w: Workload, plain: Answer, answer: Callable[[Workload], Answer]) -> Answer | None:
+    """When no single card finishes the tokens named within the usable horizon (formulas.yaml
+    usable_train_horizon_h), the fewest GPUs that do (the how-many search with that deadline),
+    said in the assumptions; None when a card of the ranking finishes in time."""
+    if any(g.fits and g.suits_job is not False for g in plain.gpus[:1]):
+        return None
+    horizon = float(kn.constants["usable_train_horizon_h"]["value"])
+    asked = w.copy()
+    asked.question, asked.deadline_hours = "how_many_gpus", horizon
+    a = answer(asked)
+    row = a.question.get("answer") if a.question else None
+    if not isinstance(row, dict) or not row.get("found"):
+        return None
+    a.assumptions.insert(0, f"no single card trains {num(float(w.train_tokens or 0))} tokens within "
+                            f"{num(horizon / 24)} days (formulas.yaml usable_train_horizon_h), so the "
+                            "fewest GPUs that do")
+    return a
