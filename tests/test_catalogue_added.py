@@ -58,6 +58,13 @@ CARDS = [
     ("m4 pro 48gb", "apple-m4-pro-48gb", 48, 273),
     ("mac mini m4 16gb", "apple-m4-16gb", 16, 120),
     ("m4 24gb", "apple-m4-24gb", 24, 120),
+    ("macbook pro m3 max 36gb", "apple-m3-max-36gb", 36, 300),    # MacTechNews: the 30-core M3 Max, 300 GB/s
+    ("m3 max 96gb", "apple-m3-max-96gb", 96, 300),
+    ("rx 6800 xt", "rx-6800-xt", 16, 256 * 16 / 8),          # Tom's Hardware: 16 Gbps on 256 bits
+    ("6900 xt", "rx-6900-xt", 16, 512),                      # 256-bit, 512 GB/s
+    ("gtx 1080 ti", "gtx-1080-ti", 11, 352 * 11 / 8),        # Tom's Hardware: 11 Gb/s on 352 bits, 484 GB/s
+    ("rtx 2080", "rtx-2080", 8, 256 * 14 / 8),               # 14 Gbps on 256 bits, 448 GB/s
+    ("rtx 3060 8gb", "rtx-3060-8gb", 8, 128 * 15 / 8),       # Notebookcheck: 128-bit, 240 GB/s
 ]
 
 
@@ -87,6 +94,9 @@ RATES = [
     ("quadro-rtx-8000", "fp16", 130.5),
     ("rtx-a4000", "fp16", 153.4 / 2),
     ("rtx-a5000", "fp16", 222.2 / 2),
+    ("rx-6800-xt", "fp16", 2 * 72 * 64 * 2 * 2.25e9 / 1e12),     # packed FP16 on 72 CUs at 2.25 GHz
+    ("rtx-2080", "fp16_acc16", 368 * 128 * 1.71e9 / 1e12),       # 368 tensor cores at 1.71 GHz (80.5)
+    ("rtx-2080", "fp16", 368 * 128 * 1.71e9 / 1e12 / 2),         # GeForce: FP32 accumulate at half rate
 ]
 
 
@@ -103,12 +113,12 @@ def test_product_names_read_as_the_current_machines_top_chip():
     assert _card("mac pro") == "apple-m2-ultra"
 
 
-def test_a_memory_size_apple_never_sold_with_that_bin_is_a_clear_error():
-    # The M3 Max 36GB and 96GB have the 30-core GPU at 300 GB/s, not listed: the error names the sizes
+def test_a_memory_size_apple_never_sold_is_a_clear_error():
+    # Apple sells the M4 Max with 36, 48, 64 or 128 GB (Macworld), never 96: the error names the sizes
     with pytest.raises(QueryError) as err:
-        parse("infer 8B on m3 max 36gb", KN)
-    assert "no 36gb variant" in str(err.value)
-    assert "64gb" in str(err.value)
+        parse("infer 8B on m4 max 96gb", KN)
+    assert "no 96gb variant" in str(err.value)
+    assert all(size in str(err.value) for size in ("36gb", "48gb", "64gb", "128gb"))
 
 
 # Models: (typed words, id, config.json figures, the card's total and active parameters).
@@ -134,6 +144,8 @@ MODELS = [
     ("solar 10.7b", "solar-10.7b", dict(layers=48, hidden_size=4096, intermediate_size=14336, kv_heads=8), (10.7e9, 10.7e9)),
     ("internlm2.5 7b", "internlm2.5-7b", dict(layers=32, hidden_size=4096, kv_heads=8, vocab_size=92544), (7.74e9, 7.74e9)),
     ("internlm2_5-20b-chat", "internlm2.5-20b", dict(layers=48, hidden_size=6144, intermediate_size=16384, kv_heads=8), (19.86e9, 19.86e9)),
+    ("llama 3.2 11b vision", "llama-3.2-11b-vision", dict(layers=40, hidden_size=4096, intermediate_size=14336, kv_heads=8), (10.67e9, 10.67e9)),
+    ("llama 3.2 90b", "llama-3.2-90b-vision", dict(layers=100, hidden_size=8192, intermediate_size=28672, kv_heads=8), (88.6e9, 88.6e9)),
     ("gemma 7b", "gemma-7b", dict(layers=28, hidden_size=3072, attention_heads=16, kv_heads=16, head_dim=256, intermediate_size=24576), (8.54e9, 8.54e9)),
 ]
 
@@ -167,6 +179,7 @@ def test_dbrx_count_by_hand():
     ("llama 1b", "llama-3.2-1b"),      # TinyLlama has its own family
     ("qwen 72b", "qwen2.5-72b"),       # Qwen2 72B is listed before Qwen2.5 72B, which stays the pick
     ("deepseek 16b", "deepseek-v2-lite"),   # the coder variant is not the general model
+    ("llama 11b", "llama-2-13b"),      # 'vision' marks a variant (query.yaml model_variants)
 ])
 def test_family_and_size_readings_are_unchanged(words, model_id):
     assert _model(words) == model_id
