@@ -31,7 +31,7 @@ def gpus(w):
     ("full fine-tune 7B on 8x H100 for 20B tokens",
      dict(task="full_ft", params=7e9, train_tokens=20e9, gpus=[("h100-sxm5", 8, None)])),
     ("infer 7B fp16 on rtx 4000 ada vs rtx 6000 ada",
-     dict(task="infer", precision="fp16", gpus=[("rtx-4000-ada", 1, None), ("rtx-6000-ada", 1, None)])),
+     dict(task="infer", precision="fp16", gpus=[("rtx-4000-ada", 0, None), ("rtx-6000-ada", 0, None)])),
     ("which gpu for 13B lora", dict(task="lora", question="which_gpu", params=13e9)),
     ("max users for 70B int4 on h200 at 32k context",
      dict(question="max_users", precision="int4", context_tokens=32768, gpus=[("h200-sxm", 1, None)])),

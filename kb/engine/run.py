@@ -163,8 +163,8 @@ def _answer_question(w: Workload, kn: Knowledge, query: str, brief: bool = False
         if primary["found"] and spec["vary"] == "gpu_count":
             w2.gpus[0].count = int(primary["value"])
     elif primary["found"] and spec["vary"] == "gpu_count":
-        for g in w2.gpus:
-            g.count = int(primary["value"])
+        for g, row in zip(w2.gpus, rows + [primary] * (len(w2.gpus) - len(rows)), strict=True):
+            g.count = int((row if row["found"] else primary)["value"])     # each card its own count
     result = _answer(w2, kn, query, brief)
     facts: Question | dict[str, object] = result.question or {}
     if spec.get("holds") == "serves_at_floor":

@@ -49,9 +49,9 @@ def compose(a: Answer, kn: Knowledge) -> str:
     if q.get("unknown"):
         return str(q["unknown"])
     kind = q.get("kind") or ""
-    if kind in SOLVED:
+    if kind in SOLVED and not (kind == "how_many_gpus" and sum(g.requested for g in a.gpus) > 1):
         parts = _solved(a, q)
-    elif kind == "compare":
+    elif kind in ("compare", "how_many_gpus"):      # how many of each of two cards: side by side
         parts = _compare(a)
     elif a.comparison and len(a.comparison) > 1:
         from kb.query.unparse import value_text
@@ -172,12 +172,17 @@ def _compare(a: Answer) -> list[str]:
     lines = []
     for g in asked:
         if g.fits:
-            figures = [f"{num(g.per_gpu_gb)} of {num(g.usable_vram_gb)} GB", _rate(g, training),
+            figures = [f"{num(g.per_gpu_gb)} of {num(g.usable_vram_gb)} GB" + (", tight" if _borderline(a, g) else ""),
+                       _rate(g, training),
                        usd(g.config_price_usd) if g.config_price_usd else None]
             lines.append(f"{config(g)}: " + ", ".join(x for x in figures if x) + ".")
         else:
             lines.append(f"{config(g)}: does not fit ({num(g.per_gpu_gb)} of {num(g.usable_vram_gb)} GB).")
     return [*lines, _winner(asked, training)]
+
+
+def _pct(ratio: float) -> str:
+    return f"{(ratio - 1) * 100:.0f}%"
 
 
 def _winner(asked: list[GpuRow], training: bool) -> str:
@@ -193,8 +198,11 @@ def _winner(asked: list[GpuRow], training: bool) -> str:
     priced = [g for g in fitting if g.config_price_usd]
     cheap = min(priced, key=lambda g: g.config_price_usd or 0.0) if priced else None
     said = []
-    if rate(fast) > rate(slow) > 0:
-        said.append(f"Faster: {config(fast)}, {rate(fast) / rate(slow):.1f}×.")
+    ratio = f"{rate(fast) / rate(slow):.1f}" if rate(fast) > rate(slow) > 0 else ""
+    if ratio and ratio != "1.0":
+        said.append(f"Faster: {config(fast)}, {ratio}×.")
+    elif ratio:
+        said.append(f"About the same speed (within {_pct(rate(fast) / rate(slow))}).")
     if cheap is not None and cheap is not fast:
         said.append(f"Cheaper: {config(cheap)}.")
     return " ".join(said) or "They tie on speed."

@@ -97,6 +97,17 @@ class LocalFallback(TypedDict):
     source: str
 
 
+class UnnamedModel(TypedDict):
+    """The model a question that compares cards or asks which card to buy is sized on when it names none
+    (query.yaml `unnamed_model`): the model those cards' published benchmarks use."""
+    segments: list[Literal["datacenter", "workstation", "consumer", "apple", "embedded"] | Literal["any"]]
+    model: str
+    precision: str | None
+    runtime: str | None
+    text: str
+    source: str
+
+
 class Phrase(TypedDict):
     """Words that set Workload fields (query.yaml `phrases`)."""
     set: dict[str, str | bool | int | float]
@@ -146,6 +157,7 @@ class QueryRules(TypedDict):
     situations: dict[str, Situation]
     question_formats: list[QuestionFormat]
     local_fallback: LocalFallback | None
+    unnamed_model: list[UnnamedModel]
     phrases: list[Phrase]
     model_suffixes: list[str]
     model_prefixes: list[str]

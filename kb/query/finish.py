@@ -227,6 +227,11 @@ class Finisher:
             text = self.q[self.plural[0].col - 1:self.plural[-1].end - 1]
             w.notes.append(f"read '{text}' with no count as: how many of them it needs")
         if self.w.gpu_count is None:
+            named = [g for g in w.gpus if g.gpu_id is not None]
+            if (len(named) == len(w.gpus) >= 2 and w.question is None
+                    and not any(id(g) in self.counted for g in named)):
+                for g in named:         # cards compared with no count: the engine sizes each
+                    g.count = 0         # (kb.engine.compare_counts)
             return
         for g in self.w.gpus:
             if g.gpu_id is not None and id(g) not in self.counted:
@@ -273,6 +278,27 @@ class Finisher:
                        f"names none [{rt['default_precision_source']}]; name one ('fp16', 'q8_0') "
                        "to size another")
 
+    def unnamed_model(self) -> None:
+        """Cards compared, or a card to buy, with no model named: sized on the model those cards'
+        published benchmarks run (query.yaml `unnamed_model`), said in the notes."""
+        w, kn = self.w, self.kn
+        named = [kn.gpus[g.gpu_id]["segment"] for g in w.gpus if g.gpu_id is not None]
+        if not (len(named) >= 2 and len(named) == len(w.gpus)) and not (w.question == "which_gpu" and not w.gpus):
+            return
+        held = named or w.segments or ["any"]
+        rules = self.query_rules.get("unnamed_model") or []
+        rule = (next((r for r in rules if set(held) <= set(r["segments"])), None)
+                or next((r for r in rules if held[0] in r["segments"]), None))
+        if rule is None:
+            return
+        w.model_id = rule["model"]
+        how = ""
+        if w.precision is None and w.task not in self.vocab.training_tasks and rule["precision"] is not None:
+            w.precision = rule["precision"]
+            w.runtime = w.runtime or rule["runtime"]
+            how = f" (at {w.precision}" + (f" under {w.runtime}" if w.runtime else "") + ", as that benchmark runs it)"
+        w.notes.append(f"{rule['text']}{how} [{rule['source']}]")
+
     def finish(self) -> None:
         w = self.w
         self.resolve_task()
@@ -282,6 +308,8 @@ class Finisher:
         self.check_runtime_and_size()
         self.lengths()
         self.counts()
+        if w.model_id is None and w.params is None and not self.model_given:
+            self.unnamed_model()
         if w.model_id is None and w.params is None and w.question != "largest_model" and not self.model_given:
             raise QueryError(self.q, len(self.q.rstrip()) + 1, "which model? add a size or a name",
                              None, ["a size like 13B", "a name like llama-3.1-8b"])
