@@ -35,7 +35,7 @@ def test_each_card_is_sized_at_the_fewest_that_hold_it() -> None:
     # the same counts as asking how many of each card alone
     assert rows["b200-sxm"].count == alone("how many b200 for deepseek r1")
     assert rows["h200-sxm"].count == alone("how many h200 for deepseek r1")
-    assert a.verdict.startswith("No count was given"), a.verdict
+    assert a.verdict.startswith("Each card sized at the fewest that hold it (no count given)."), a.verdict
     assert any("4× NVIDIA B200" in x and "8× NVIDIA H200" in x for x in a.assumptions), a.assumptions
 
 
@@ -56,7 +56,9 @@ def test_own_cards_are_compared_at_the_format_people_run_before_a_second_card() 
     rows = requested(a)
     assert {g.count for g in rows.values()} == {1} and all(g.fits for g in rows.values()), rows
     assert a.workload["precision"] == KN.query["local_fallback"]["precision"] == "q4_k_m"
-    assert a.verdict.startswith("As asked, at fp16, NVIDIA GeForce RTX 4070 12GB does not hold it"), a.verdict
+    assert a.verdict.startswith("At fp16 NVIDIA GeForce RTX 4070 12GB does not hold it, so the cards are "
+                                "compared at q4_k_m."), a.verdict
+    assert "1× NVIDIA GeForce RTX 4070 12GB: 6.4" in a.verdict, a.verdict      # each card's figures follow
     ratio = (rows["rtx-4070"].decode_tokens_per_s or 0) / (rows["apple-m4-pro"].decode_tokens_per_s or 1)
     assert ratio == pytest.approx(504 / 273, rel=0.15)
 

@@ -41,14 +41,16 @@ def settle(kn: Knowledge, w: Workload, query: str) -> str:
     short = [g for g in first.gpus if g.requested and not g.fits]
     if not short:
         return ""
-    said = []
+    said, notes = [], []
     fb = local_fallback(kn, w, first)
     if fb is not None:
         w.precision = fb["precision"]
-        said.append(f"as asked, at {first.workload.get('precision')}, "
-                    + ", ".join(f"{g.name} does not hold it ({num(g.per_gpu_gb or 0)} of "
-                                f"{num(g.usable_vram_gb or 0)} GB)" for g in short)
-                    + f"; compared at {fb['precision']}, {fb['text']} [{fb['source']}]")
+        which = (f"{short[0].name} does not hold it" if len(short) == 1 else
+                 "neither card holds it" if len(short) == 2 else f"none of the {len(short)} cards holds it")
+        said.append(f"at {first.workload.get('precision')} {which}, so the cards are compared at {fb['precision']}")
+        notes.append(f"at {first.workload.get('precision')} " + ", ".join(
+            f"{g.name} does not hold it ({num(g.per_gpu_gb or 0)} of {num(g.usable_vram_gb or 0)} GB per GPU)"
+            for g in short) + f"; compared at {fb['precision']}, {fb['text']} [{fb['source']}]")
         first = answer(w.copy(), kn, query, brief=True)
         short = [g for g in first.gpus if g.requested and not g.fits]
     most = int(kn.advice.get("max_gpus_per_config", 1))
@@ -62,10 +64,12 @@ def settle(kn: Knowledge, w: Workload, query: str) -> str:
             g.count = needed
             counted.append(f"{needed}× {row.name}")
     if counted:
-        said.append("no count was given for the cards compared, so each is sized at the fewest that hold it")
-    text = "; ".join(said)
-    if text:
-        w.notes.append(text + (": " + ", ".join(counted) if counted else ""))
+        said.append("each at the fewest cards that hold it (no count given)" if said else
+                    "each card sized at the fewest that hold it (no count given)")
+        notes.append("no count was given for the cards compared, so each is sized at the fewest that hold it: "
+                     + ", ".join(counted))
+    w.notes.extend(notes)
+    text = ", ".join(said)
     return text[:1].upper() + text[1:] + "." if text else ""
 
 

@@ -8,6 +8,7 @@ composed (kb.engine.verdict) after the options are known. kb.ask and kb.answer_i
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+from kb.engine import volume
 from kb.engine.compare_counts import local_fallback, settle, uncounted
 from kb.figures import num
 
@@ -44,8 +45,11 @@ def respond(kn: Knowledge, query: str, w: Workload | None = None, *, sort: str |
         w.sort = sort or w.sort
         w.want_options = options or w.want_options
     said = ""
-    if uncounted(w):                    # cards compared with no count: settled once, then read so
-        said = settle(kn, w, query)
+    if uncounted(w) or volume.applies(kn, w):   # counts or users the engine chooses: settled once,
+        if uncounted(w):                        # then read so
+            said = settle(kn, w, query)
+        if volume.applies(kn, w):
+            volume.settle(kn, w, query)
         settled = w.copy()
         reread = settled.copy
     return with_options(answer(w, kn, query), w, kn, reread, said)
@@ -55,7 +59,7 @@ def with_options(a: Answer, w: Workload, kn: Knowledge, asked: Callable[[], Work
     """Options when asked for, or when the GPUs asked about do not hold the job
     (kb.engine.options), duplicates merged; the sides of a comparison ("fp8 vs int4":
     kb.engine.compare); the verdict composed again with them."""
-    from kb.engine.verdict import compose
+    from kb.engine.verdict import compose, fitted
 
     if w.compare is not None:
         from kb.engine.compare import sides
@@ -71,7 +75,7 @@ def with_options(a: Answer, w: Workload, kn: Knowledge, asked: Callable[[], Work
             a, said = as_run(a, kn) or (a, "")
         elif rows and (fb := local_fallback(kn, as_asked, a)) is not None:
             a, said = as_run(a, kn, fb) or (a, "")
-    a.verdict = f"{said} {compose(a, kn)}".lstrip()
+    a.verdict = fitted([said, compose(a, kn)]) if said else compose(a, kn)
     return a
 
 

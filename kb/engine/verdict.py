@@ -69,7 +69,7 @@ def compose(a: Answer, kn: Knowledge) -> str:
     return fitted([p for p in parts if p])
 
 
-SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
+SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z]|\d+× )")      # a sentence may open with a configuration
 
 
 def fitted(parts: list[str]) -> str:

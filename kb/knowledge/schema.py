@@ -13,16 +13,20 @@ from pydantic import BaseModel, Field, field_validator
 
 from kb.knowledge.schema_base import (Month, Name, NodeId, NonNeg, Optimizer, Positive,
                                       PurchaseUsd, Slug, SortKeySchema, SortName, Strict, Text, UsdPerHour)
-from kb.knowledge.schema_query import QueryFile
+from kb.knowledge.schema_query import (CostBatchSchema, CostPerSchema, DefaultsSchema, LocalFallbackSchema, PhraseSchema,
+                                       QuestionFormatSchema, QueryFile, SituationSchema, SolveSchema, UnitSchema,
+                                       UnnamedModelSchema)
 from kb.knowledge.schema_catalogue import (BareSizeSchema, ClaimSchema, ConfigDefaultsSchema, GpuSchema, GpusFile, InterconnectSchema, MlaSchema, ModelSchema,
                                  ModelsFile, MoeSchema, ObjectiveSchema, PerLayerEmbeddingSchema, PrecisionSchema,
                                  PrecisionsFile, RecipeSchema, RecipeSetSchema, RecipeWhenSchema, RecurrentSchema,
                                  RuntimeSchema, RuntimeDefaultsSchema, RuntimesFile, ShardingSchema, ShardingFile,
                                  SourceSchema, SourcesFile, TensorPrecision, TensorTflopsSchema)
 
-# The catalogue files' models (kb.knowledge.schema_catalogue) and the shared types (kb.knowledge.schema_base), read
+# The catalogue files' and query.yaml's models (kb.knowledge.schema_catalogue, schema_query) and the shared types (kb.knowledge.schema_base), read
 # from here as from one module.
-__all__ = ["BareSizeSchema", "ClaimSchema", "ConfigDefaultsSchema", "GpuSchema", "GpusFile", "InterconnectSchema", "MlaSchema", "ModelSchema", "ModelsFile",
+__all__ = ["CostBatchSchema", "CostPerSchema", "DefaultsSchema", "LocalFallbackSchema", "PhraseSchema",
+           "QuestionFormatSchema", "QueryFile", "SituationSchema", "SolveSchema", "UnitSchema", "UnnamedModelSchema",
+           "BareSizeSchema", "ClaimSchema", "ConfigDefaultsSchema", "GpuSchema", "GpusFile", "InterconnectSchema", "MlaSchema", "ModelSchema", "ModelsFile",
            "MoeSchema", "ObjectiveSchema", "PerLayerEmbeddingSchema", "PrecisionSchema", "PrecisionsFile", "RecipeSchema",
            "RecipeSetSchema", "RecipeWhenSchema", "RecurrentSchema", "RuntimeSchema", "RuntimeDefaultsSchema", "RuntimesFile",
            "ShardingSchema", "ShardingFile", "SourceSchema", "SourcesFile", "TensorPrecision", "TensorTflopsSchema",

@@ -173,6 +173,7 @@ class Finisher:
             w.seq_len, w.context_tokens = w.context_tokens, None     # "qlora … at 8k context"
             w.notes.append("read the context length as the training sequence length")
         self.dataset_tokens(training)
+        self.request_rate(training)
         if self.ttft and not self.durations:        # 'ttft for 70b …': the time to first token asked
             w.focus = w.focus or "time"
         for _tok, seconds in self.durations:
@@ -210,6 +211,22 @@ class Finisher:
             w.notes.append(f"{epochs.text}: {epochs.value:g} passes over the data set, "
                            f"{tokens:.3g} training tokens")
         w.train_tokens = tokens
+
+    def request_rate(self, training: bool) -> None:
+        """'at 1000 requests per minute': the tokens a day those requests generate, each request
+        counted at the output length (query.yaml defaults.output_tokens unless given); said."""
+        w, rate = self.w, self.dataset.get("requests_per_day")
+        if rate is None:
+            return
+        if training or w.tokens_per_day is not None:
+            raise self.fail(rate, f"'{rate.text}' is a serving rate" + (
+                ", and this is a training question" if training else ", and the tokens a day are given too"),
+                expected=["serve …"] if training else [])
+        out = w.output_tokens or int(self.query_rules["defaults"]["output_tokens"])
+        w.tokens_per_day = rate.value * out
+        w.notes.append(f"read '{rate.text}' as {rate.value:,.0f} requests a day of {out} output tokens each"
+                       f"{'' if w.output_tokens else ' (the default output length)'}: "
+                       f"{w.tokens_per_day:.3g} tokens a day to generate")
 
     def note_plural(self, toks: list[Tok], counted: bool) -> None:
         """A card typed in the plural with no count before it ('on rented h100s'), kept for counts()."""

@@ -284,7 +284,7 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
         field = spec["field"]
         if field == "tokens":
             self.tokens_tok = Tok("tokens", span.text, span.col, value)
-        elif field in ("examples", "epochs"):       # read with the task and length (kb.query.finish)
+        elif field in ("examples", "epochs", "requests_per_day"):   # read with the task and lengths (finish)
             self.dataset[field] = Tok(field, span.text, span.col, value)
         elif field == "duration":
             self.durations.append((span, value))
