@@ -56,8 +56,7 @@ def test_own_cards_are_compared_at_the_format_people_run_before_a_second_card() 
     rows = requested(a)
     assert {g.count for g in rows.values()} == {1} and all(g.fits for g in rows.values()), rows
     assert a.workload["precision"] == KN.query["local_fallback"]["precision"] == "q4_k_m"
-    assert a.verdict.startswith("At fp16 NVIDIA GeForce RTX 4070 12GB does not hold it, so the cards are "
-                                "compared at q4_k_m."), a.verdict
+    assert a.verdict.startswith("At fp16 NVIDIA GeForce RTX 4070 12GB does not hold it: compared at q4_k_m."), a.verdict
     assert "1× NVIDIA GeForce RTX 4070 12GB: 6.4" in a.verdict, a.verdict      # each card's figures follow
     ratio = (rows["rtx-4070"].decode_tokens_per_s or 0) / (rows["apple-m4-pro"].decode_tokens_per_s or 1)
     assert ratio == pytest.approx(504 / 273, rel=0.15)
@@ -73,3 +72,11 @@ def test_how_many_of_two_cards_gives_each_its_own_count() -> None:
     rows = requested(a)
     assert rows["b200-sxm"].count == 4 and rows["h200-sxm"].count == 8, rows
     assert "4× NVIDIA B200" in a.verdict and "8× NVIDIA H200" in a.verdict, a.verdict
+
+
+def test_counted_cards_compared_on_ones_own_desk_share_the_format_people_run() -> None:
+    # 32B at fp16 is 65 GB: neither 2x 24 GB nor one 32 GB card holds it; at Q4_K_M (~20 GB) both do
+    a = kb.ask("what's faster for qwen 2.5 32b: 2x 3090 or 1x 5090")
+    rows = requested(a)
+    assert a.workload["precision"] == "q4_k_m" and rows["rtx-3090"].count == 2 and rows["rtx-5090"].count == 1
+    assert all(g.fits for g in rows.values()) and "2× NVIDIA GeForce RTX 3090" in a.verdict and "1× NVIDIA GeForce RTX 5090" in a.verdict

@@ -12,7 +12,7 @@ the sentence that says what was chosen (empty when one card of each was enough a
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from kb.hints import TYPE_CHECKING
 
 from kb.figures import num
 
@@ -23,9 +23,11 @@ if TYPE_CHECKING:
     from kb.query.workload import Workload
 
 
-def uncounted(w: Workload) -> bool:
-    """Whether the reader left the compared cards' counts to the engine (count 0)."""
-    return any(g.count == 0 for g in w.gpus)
+def compared(w: Workload) -> bool:
+    """Cards compared for one job ("2x 3090 or 1x 5090"), or counts the reader left to the
+    engine (count 0)."""
+    return any(g.count == 0 for g in w.gpus) or (
+        len(w.gpus) >= 2 and all(g.gpu_id is not None for g in w.gpus) and w.question is None)
 
 
 def settle(kn: Knowledge, w: Workload, query: str) -> str:
@@ -46,8 +48,8 @@ def settle(kn: Knowledge, w: Workload, query: str) -> str:
     if fb is not None:
         w.precision = fb["precision"]
         which = (f"{short[0].name} does not hold it" if len(short) == 1 else
-                 "neither card holds it" if len(short) == 2 else f"none of the {len(short)} cards holds it")
-        said.append(f"at {first.workload.get('precision')} {which}, so the cards are compared at {fb['precision']}")
+                 "neither holds it" if len(short) == 2 else "none holds it")
+        said.append(f"at {first.workload.get('precision')} {which}: compared at {fb['precision']}")
         notes.append(f"at {first.workload.get('precision')} " + ", ".join(
             f"{g.name} does not hold it ({num(g.per_gpu_gb or 0)} of {num(g.usable_vram_gb or 0)} GB per GPU)"
             for g in short) + f"; compared at {fb['precision']}, {fb['text']} [{fb['source']}]")

@@ -7,9 +7,9 @@ composed (kb.engine.verdict) after the options are known. kb.ask and kb.answer_i
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from kb.hints import TYPE_CHECKING
 from kb.engine import volume
-from kb.engine.compare_counts import local_fallback, settle, uncounted
+from kb.engine.compare_counts import compared, local_fallback, settle
 from kb.figures import num
 
 if TYPE_CHECKING:
@@ -45,8 +45,8 @@ def respond(kn: Knowledge, query: str, w: Workload | None = None, *, sort: str |
         w.sort = sort or w.sort
         w.want_options = options or w.want_options
     said = ""
-    if uncounted(w) or volume.applies(kn, w):   # counts or users the engine chooses: settled once,
-        if uncounted(w):                        # then read so
+    if compared(w) or volume.applies(kn, w):    # counts, format or users the engine chooses: settled
+        if compared(w):                         # once, then read so
             said = settle(kn, w, query)
         if volume.applies(kn, w):
             volume.settle(kn, w, query)

@@ -9,7 +9,7 @@ a size that is not the named model's).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from kb.hints import TYPE_CHECKING
 
 from kb.errors import QueryError
 from kb.knowledge.data import norm
@@ -211,6 +211,14 @@ class Finisher:
             w.notes.append(f"{epochs.text}: {epochs.value:g} passes over the data set, "
                            f"{tokens:.3g} training tokens")
         w.train_tokens = tokens
+
+    def alone_unit(self, alone: str) -> None:
+        """A unit word with no number that is no error: a filler ('budget'), or a unit of time that
+        asks the time ('h100 hours', 'gpu hours'; 'how many gpu hours' counts hours, not GPUs)."""
+        if alone == "time":
+            self.w.focus = self.w.focus or "time"
+            if self.w.question == "how_many_gpus":
+                self.w.question = None
 
     def request_rate(self, training: bool) -> None:
         """'at 1000 requests per minute': the tokens a day those requests generate, each request
