@@ -6,9 +6,19 @@ figure text use these, so one figure reads the same everywhere.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TypeAlias
+from kb.hints import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import TypeAlias
 
 Value: TypeAlias = "float | int | str | bool | None"      # one scalar of a record or a scope
+
+# the parts of an answer's memory (Answer.memory["breakdown"]) as every surface names them
+BREAKDOWN_LABELS = {
+    "weights_gb": "weights", "kv_cache_gb": "KV cache", "activations_gb": "activations",
+    "gradients_gb": "gradients", "optimizer_gb": "optimizer", "adapters_gb": "adapters",
+    "overhead_gb": "runtime overhead", "other_models_gb": "other models",
+}
 
 
 def num(value: Value | Sequence[Value], digits: int = 3) -> str:

@@ -17,12 +17,12 @@ What reads dataclasses' own metadata (pydantic's JSON Schema of an Answer) gets 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar, dataclass_transform, overload
+from kb.hints import TYPE_CHECKING, dataclass_transform, overload
 
 if TYPE_CHECKING:
-    from typing import Any, Final, Protocol
+    from typing import Any, Final, Protocol, TypeVar
 
-T = TypeVar("T")
+    T = TypeVar("T")
 
 
 class _Missing:

@@ -103,7 +103,9 @@ def query(w: dict[str, Any], gpus: bool = True) -> str:
     parts = [w["task"], w["model"]]
     if w.get("precision"):
         parts.append(w["precision"])
-    parts += [f"{w['users']} users", f"{w['context']} context", f"batch {w['batch']}",
+    # thousands separated as people write them, so that a count such as 3,060 users is not read
+    # as the RTX 3060 a bare '3060' names
+    parts += [f"{w['users']:,} users", f"{w['context']:,} context", f"batch {w['batch']}",
               f"seq {w['seq']}"]
     if gpus:
         parts.append(f"on {w['count']}x {w['gpu']}")

@@ -8,7 +8,7 @@ from kb.expr import parse as ex
 from kb.errors import EvalError
 
 
-@pytest.mark.parametrize("text, scope, expected", [
+EVALUATES = [
     ("1 + 2 * 3", {}, 7),                       # precedence: * before +
     ("(1 + 2) * 3", {}, 9),
     ("2 ^ 3 ^ 2", {}, 512),                      # right-associative power
@@ -26,9 +26,47 @@ from kb.errors import EvalError
     ("kind == \"mla\"", {"kind": "mla"}, True),
     ("1e9 / 2.5e8", {}, 4),
     (".5 * 4", {}, 2),
-])
+    ("-x + 1", {"x": 2}, -1),
+    ("not y and -x < 0", {"x": 2, "y": False}, True),
+]
+
+
+@pytest.mark.parametrize("text, scope, expected", EVALUATES)
 def test_evaluates(text, scope, expected):
     assert ex.parse(text)(scope) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("text, scope, expected", EVALUATES)
+def test_the_stored_form_compiles_to_what_its_nodes_compile_to(text, scope, expected):
+    """A snapshot's expression compiles from its list form without making its nodes
+    (kb.expr.nodes.compile_list); the closure gives what the nodes' own compile gives, folded alike."""
+    from kb.expr.nodes import compile_list
+    from kb.expr.nodes_base import _CONSTANT
+
+    parsed = ex.parse(text)
+    stored = ex.StoredExpr(text, parsed.ast.to_list(), parsed.names, {})
+    assert "ast" not in stored.__dict__ and stored(scope) == parsed(scope) == pytest.approx(expected)
+    assert "ast" not in stored.__dict__                 # evaluated without making the nodes
+    assert (compile_list(parsed.ast.to_list()).__code__ is _CONSTANT) == (parsed.fn.__code__ is _CONSTANT)
+
+
+def test_a_subtree_that_reads_no_name_is_folded_once_and_its_error_waits_for_use():
+    """Compiling evaluates each operator whose operands read no name (kb.expr.nodes_base), once:
+    the closure of `x * (2 * 3 + max(1, 4))` multiplies x by a 10 it holds, not by nodes it
+    walks. A constant subtree that fails (1 / 0) is not folded and fails when evaluated."""
+    from kb.expr.nodes_base import _CONSTANT
+
+    assert ex.parse("2 * 3 + max(1, 4)").fn.__code__ is _CONSTANT
+    scaled = ex.parse("x * (2 * 3 + max(1, 4))")
+    assert scaled({"x": 2}) == 20
+    assert scaled.fn.__closure__ is not None and [c.cell_contents for c in scaled.fn.__closure__
+                                                  if callable(c.cell_contents) and getattr(
+                                                      c.cell_contents, "__code__", None) is _CONSTANT]
+    assert ex.parse("x").fn.__code__ is not _CONSTANT
+    failing = ex.parse("x + 1 / 0")
+    assert failing.fn.__code__ is not _CONSTANT         # compiled without raising
+    with pytest.raises(EvalError, match="division by zero"):
+        failing({"x": 1})
 
 
 def test_if_is_lazy():

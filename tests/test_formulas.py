@@ -26,8 +26,9 @@ def test_weights_fp16_70b_is_140gb():
 
 def test_weights_int4_group128():
     # int4 with an FP16 scale and zero per 128 weights = 4 + 32/128 = 4.25 bits (GPTQ paper's
-    # group-wise format): 70e9 × 4.25 / 8 = 37.1875e9 B
-    assert value("serve 70B int4", "weights_gb") == pytest.approx(37.1875, rel=REL)
+    # group-wise format): 70e9 × 4.25 / 8 = 37.1875e9 B. On a named NVIDIA card: a ranking may pick a
+    # card whose runtime runs another 4-bit format (a Mac under llama.cpp at q4_0)
+    assert value("serve 70B int4 on h100", "weights_gb") == pytest.approx(37.1875, rel=REL)
 
 
 def test_kv_cache_llama3_70b_gqa():

@@ -102,7 +102,7 @@ def test_no_import_cycles() -> None:
     assert cycles == []
 
 
-GROUND = {"kb.errors", "kb.paths", "kb.recordtype", "kb.figures", "kb.version"}
+GROUND = {"kb.errors", "kb.paths", "kb.recordtype", "kb.figures", "kb.hints", "kb.version"}
 STAGES = ("kb.expr", "kb.knowledge", "kb.query", "kb.engine", "kb.present")
 # (importer, imported) → why it runs upward; docs/structure.md lists each one
 LAYER_EXCEPTIONS = {
@@ -178,3 +178,30 @@ def test_every_test_and_bench_module_is_at_most_400_lines() -> None:
             if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
     assert long == {}
 
+
+
+def test_answering_a_query_imports_no_typing(tmp_path: Path) -> None:
+    """`import typing` is ~16 M instructions of a cold start (bench/README.md): the modules a query,
+    `--json`, a query error and `validate --help` run take TYPE_CHECKING and cast from kb.hints,
+    and typing's names only under TYPE_CHECKING. The process forgets a typing its own start-up
+    imported (an editable install's finder does), so a kb module that imports it shows; the
+    knowledge snapshot is built first, by another process (a build reads the YAML with pydantic)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "KBQ_CACHE_DIR": str(tmp_path)}
+    subprocess.run([sys.executable, "-c", "from kb import get_knowledge; get_knowledge()"], env=env, check=True)
+
+    code = ("import io, sys\n"
+            "for name in [m for m in sys.modules if m == 'typing' or m.startswith('typing.')]:\n"
+            "    del sys.modules[name]\n"
+            "from kb.cli.main import main\n"
+            "class Out(io.StringIO):\n"
+            "    buffer = io.BytesIO()\n"
+            "sys.stdout, sys.stderr = Out(), io.StringIO()\n"
+            "codes = [main(['serve 70B int4 16 users']), main(['--json', 'serve 70B int4 16 users']),\n"
+            "         main(['serve 70B int4 16 users on 2x']), main(['validate', '--help'])]\n"
+            "sys.__stdout__.write(f\"{codes} {'typing' in sys.modules}\\n\")\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    assert done.stdout.splitlines()[-1] == "[0, 0, 2, 0] False", done.stderr

@@ -48,7 +48,9 @@ def test_more_bandwidth_never_lowers_decode_speed(w: dict[str, Any]) -> None:
     and the same kind of memory decodes no slower. Apple's unified memory is a kind of its own:
     its Metal kernels carry their own calibrated fixed cost a token (runtimes.yaml
     apple_decode_step_overhead_s; llama.cpp discussion #4167), so an Apple chip is compared with
-    Apple chips."""
+    Apple chips. Both must multiply the format the same way (compute_precision): a card that
+    runs int8 natively and one that dequantizes it to 16 bits (weight-only, at the runtime's
+    quantized-kernel efficiency) are different paths."""
     a = one_card(query(w, gpus=False))
     rows = a.gpus
     assert len(rows) == _platform_gpus(a)
@@ -59,6 +61,7 @@ def test_more_bandwidth_never_lowers_decode_speed(w: dict[str, Any]) -> None:
     compared = 0
     for x, y in _pairs(rows):
         if (is_hbm(x.id) == is_hbm(y.id) and is_apple(x.id) == is_apple(y.id)
+                and x.compute_precision == y.compute_precision
                 and x.bandwidth_gb_s >= y.bandwidth_gb_s and x.compute_tflops >= y.compute_tflops):
             compared += 1
             assert x.decode_tokens_per_s >= y.decode_tokens_per_s * (1 - 1e-12), (
@@ -81,7 +84,7 @@ def test_more_bandwidth_never_lowers_decode_speed_on_several_gpus(
     for x, y in _pairs(rows):
         link = lambda r: (KN.gpus[r.id].get("interconnect") or {}).get("gb_s") or 0  # noqa: E731
         if (is_hbm(x.id) == is_hbm(y.id) and is_apple(x.id) == is_apple(y.id)
-                and x.bandwidth_gb_s >= y.bandwidth_gb_s
+                and x.compute_precision == y.compute_precision and x.bandwidth_gb_s >= y.bandwidth_gb_s
                 and x.compute_tflops >= y.compute_tflops and link(x) >= link(y)):
             assert x.decode_tokens_per_s >= y.decode_tokens_per_s * (1 - 1e-12), (x.id, y.id)
 

@@ -1,6 +1,8 @@
 """The query language: what people type → Workload; what it cannot read → a caret and a way out."""
 
 import functools
+import re
+import string
 from pathlib import Path
 
 import pytest
@@ -31,7 +33,7 @@ def gpus(w):
     ("full fine-tune 7B on 8x H100 for 20B tokens",
      dict(task="full_ft", params=7e9, train_tokens=20e9, gpus=[("h100-sxm5", 8, None)])),
     ("infer 7B fp16 on rtx 4000 ada vs rtx 6000 ada",
-     dict(task="infer", precision="fp16", gpus=[("rtx-4000-ada", 1, None), ("rtx-6000-ada", 1, None)])),
+     dict(task="infer", precision="fp16", gpus=[("rtx-4000-ada", 0, None), ("rtx-6000-ada", 0, None)])),
     ("which gpu for 13B lora", dict(task="lora", question="which_gpu", params=13e9)),
     ("max users for 70B int4 on h200 at 32k context",
      dict(question="max_users", precision="int4", context_tokens=32768, gpus=[("h200-sxm", 1, None)])),
@@ -201,6 +203,7 @@ def test_lark_reads_queries_as_the_generated_parser_does(monkeypatch):
     monkeypatch.setattr(_query_parser, "GRAMMAR", "stale")
     monkeypatch.setattr(query, "_parser", None)
     monkeypatch.setattr(query, "_errors", None)
+    monkeypatch.setattr(query, "_lexer", None)     # lark's lexer, for this test only
     assert type(query._get_parser()).__module__.startswith("lark")
     assert [_outcome(q) for q in SAME_BOTH_WAYS] == generated
 
@@ -208,8 +211,10 @@ def test_lark_reads_queries_as_the_generated_parser_does(monkeypatch):
 def test_control_character_check_matches_its_definition():
     from kb.query.parse import _UNPRINTABLE, _unprintable
 
-    found = {i for i in range(0x110000) if _UNPRINTABLE.match(chr(i))}
+    found = {i for i in range(0x110000) if re.match(_UNPRINTABLE, chr(i))}
     assert found == {i for i in range(0x110000) if _unprintable(chr(i))}
+    # parse skips the search for printable ASCII: among ASCII, exactly the unprintable are not
+    assert {i for i in range(128) if not chr(i).isprintable()} == {i for i in range(128) if _unprintable(chr(i))}
 
 
 @functools.cache
@@ -260,6 +265,38 @@ def test_the_lexer_cuts_queries_as_lark_does():
 @given(st.text(alphabet="abgkmstvxyB019.,-_/+$?!()'= \t×é", max_size=40))
 def test_the_lexer_cuts_any_text_as_lark_does(q):
     assert _kbq_cut(q) == _lark_cut(q)
+
+
+# the grammar's letters in both cases, and the four characters `re` matches to an ASCII letter
+# when it ignores case (İ ı → i, ſ → s, the Kelvin sign → k), which the folded lexer reads as them
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="abghikmorstuvxBGHIKMORSTUVX019.,-/$ ×\u0130\u0131\u017f\u212aÉé", max_size=30))
+def test_the_folded_lexer_cuts_any_case_as_lark_does(q):
+    assert _kbq_cut(q) == _lark_cut(q)
+
+
+def test_the_lexer_reads_a_folded_copy_and_keeps_the_text_as_typed():
+    from kb.query import parse as query
+    query._get_parser()
+    assert query._lexer is not None and query._lexer.folded
+    for q in ["SERVE 70B INT4 16 USERS ON 2X H100", "ſerve 70B ınt4 on 4090", "\u212aV 8K \u0130NT4 70B"]:
+        assert _kbq_cut(q) == _lark_cut(q), q
+    assert [t.text for t in query._lex("ſerve 70B ON 2X H100")] == ["ſerve", "70B", "ON", "2X", "H100"]
+
+
+def test_fold_maps_every_character_re_matches_to_an_ascii_letter_ignoring_case():
+    """kb.query.parse.FOLD is what `re` does ignoring case: every character that a
+    case-insensitive [a-z] matches, folded to the one letter it matches, and nothing else."""
+    import sys
+
+    from kb.query.parse import FOLD
+    letter = re.compile("(?i:[a-z])")
+    matched = {chr(c): chr(c).translate(FOLD) for c in range(sys.maxunicode + 1)
+               if letter.fullmatch(chr(c)) and chr(c) not in string.ascii_lowercase}
+    assert {k: v for k, v in matched.items() if k.isascii()} == {c: c.lower() for c in string.ascii_uppercase}
+    for ch, folded in matched.items():
+        assert re.fullmatch(f"(?i:{folded})", ch) and folded in string.ascii_lowercase, ch
+    assert set(FOLD) == {ord(k) for k in matched}
 
 
 def test_a_bare_number_after_under_is_a_budget_only_when_the_question_asks_what_to_buy():

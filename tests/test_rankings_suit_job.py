@@ -164,12 +164,13 @@ def test_a_budget_ranking_picks_the_format_that_needs_fewest_cards():
 @pytest.mark.parametrize("query", ["cheapest hardware to run qwen2.5 72b", "cheapest way to run llama 3 70b",
                                    "cheapest gpu for mixtral 8x7b q4_k_m", "cheapest setup for qwen2.5 32b"])
 def test_a_cheapest_question_leads_with_the_cheapest_configuration_that_fits(query):
-    # prices.yaml sorts.cost: "cheapest" is the cheapest configuration that fits and meets the speed
-    # floor (plug-in cards before server modules); headroom beyond the memory error only breaks ties.
+    # prices.yaml sorts.cost: "cheapest" is the cheapest configuration that fits, suits the job and
+    # meets the speed floor (plug-in cards before server modules); headroom beyond the memory error
+    # only breaks ties.
     # The pick costs no more than any other such row; a tight pick says so in the verdict.
     a = ask(query)
     pick = a.gpus[0]
-    rivals = [r for r in a.gpus if r.fits and r.meets_target and r.within_budget is not False
+    rivals = [r for r in a.gpus if r.fits and r.meets_target and r.within_budget is not False and r.suits_job
               and not KN.gpus[r.id]["form_factor"].upper().startswith(("SXM", "OAM"))]
     assert pick.fits and all(pick.config_price_usd <= r.config_price_usd for r in rivals if r.config_price_usd)
     margin = KN.constants["recommend_headroom_fraction"]["value"]

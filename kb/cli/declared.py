@@ -19,13 +19,16 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import Any
+from kb.hints import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any, TypeAlias
 
 from kb.errors import KbError
 from kb.recordtype import record
 
 Kind = Callable[[str, str], object]     # (flag, text) → the value; ValueError(message) if refused
-Values = dict[str, Any]                 # the options of a command line by dest
+Values: TypeAlias = "dict[str, Any]"               # the options of a command line by dest
 
 
 @record(frozen=True)

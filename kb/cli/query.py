@@ -10,9 +10,11 @@ errors on stderr as `Error: …`; exit 0 on an answer, 2 on a query or rule erro
 from __future__ import annotations
 
 import sys
-import typing
+from kb.hints import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO
 from collections.abc import Iterator
-from typing import Any
 
 from kb.cli import declared
 from kb.cli.declared import RULES, Opt, fail
@@ -193,7 +195,7 @@ class _LineTooLong(Exception):
         self.number = number
 
 
-def _lines(raw: typing.BinaryIO, state: dict[str, Any]) -> Iterator[tuple[str, int]]:
+def _lines(raw: BinaryIO, state: dict[str, Any]) -> Iterator[tuple[str, int]]:
     """The lines of a batch as (text, length in bytes); at most MAX_FILE_BYTES read into one line,
     so /dev/zero or a file without newlines is refused, not held. A line that is not UTF-8
     becomes a query error of its own, not the end of the batch."""

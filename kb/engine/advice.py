@@ -9,7 +9,7 @@ that hold the job), the sort keys, the cost fields of each GPU row, and the reco
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from kb.hints import TYPE_CHECKING
 
 from kb.engine.answer import GpuRow
 from kb.expr.parse import Col, at
@@ -17,6 +17,7 @@ from kb.knowledge.data import Knowledge
 from kb.query.workload import Workload
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from kb.engine.evaluate import Scope
     from kb.knowledge.records import GPU
     from kb.engine.answer_records import Brief, PricesUsed, Recommendation

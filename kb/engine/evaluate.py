@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from typing import Any
+from kb.hints import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any, TypeAlias
 
 from kb.errors import EvalError
 from kb.expr.parse import MISSING, RAISED, Col, Failed, at, filled, guarded
 from kb.knowledge.data import Formula, Knowledge
 from kb.recordtype import field, record
 
-Scope = dict[str, Any]
+Scope: TypeAlias = "dict[str, Any]"
 INFINITE = (math.inf, -math.inf)
 
 

@@ -9,7 +9,7 @@ In: the rows of an answer (kb.engine.answer.GpuRow), its throughput dict, the me
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from kb.hints import TYPE_CHECKING
 
 from kb.engine.answer import GpuRow
 

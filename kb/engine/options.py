@@ -90,7 +90,7 @@ def _checkpointed(kn: Knowledge, rule: OptionRule, asked: Workload,
     ckpt = next((r for r in kn.advice.get("options") or [] if r["id"] == "checkpointing"), None)
     if ckpt is None or rule["kind"] != "words" or rule is ckpt:
         return []
-    said = {**_words(kn, rule["words"]), **_words(kn, ckpt["words"])}
+    said = {**words_changes(kn, rule["words"]), **words_changes(kn, ckpt["words"])}
     return [(_with(asked, **said), CHECKPOINTED)]
 
 
@@ -127,7 +127,7 @@ def _with(w: Workload, **changes: object) -> Workload:
     return out
 
 
-def _words(kn: Knowledge, words: str) -> dict[str, object]:
+def words_changes(kn: Knowledge, words: str) -> dict[str, object]:
     """What an option's words (prices.yaml advice.options) set, read by the query language; read
     once per knowledge (kept in Derived.tables), a copy returned."""
     from kb.query.parse import parse
@@ -150,7 +150,7 @@ def _changed(kn: Knowledge, rule: OptionRule, asked: Workload, row: GpuRow,
     gpu = (GpuRequest(row.id, row.count) if row.id in kn.gpus else
            GpuRequest(None, row.count, bare if bare is not None else row.vram_gb))
     if kind == "words":
-        said = _words(kn, rule["words"])
+        said = words_changes(kn, rule["words"])
         if all(getattr(asked, k) == v for k, v in said.items()):
             return []                   # the job already has it: not an option
         first = _with(asked, **said)

@@ -12,19 +12,22 @@ of a format the rule lists, for no more users than it says.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, cast
+from kb.hints import TYPE_CHECKING, cast
 
 from kb.engine import advice as rightsize
 from kb.engine.verdict_room import tight
 from kb.knowledge.gpu_names import gpu_values, runs_on
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from kb.engine.answer import Answer, GpuRow
     from kb.engine.answer_records import Question
     from kb.knowledge.data import Knowledge
     from kb.query.workload import Workload
 
-Answerer = Callable[["Workload", "frozenset[str]"], "Answer"]
+    Answerer = Callable[[Workload, frozenset[str]], Answer]
+
 
 
 def applies(w: Workload, kn: Knowledge) -> bool:

@@ -7,7 +7,9 @@ composed (kb.engine.verdict) after the options are known. kb.ask and kb.answer_i
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from kb.hints import TYPE_CHECKING
+from kb.engine import volume
+from kb.engine.compare_counts import compared, local_fallback, settle
 from kb.figures import num
 
 if TYPE_CHECKING:
@@ -42,20 +44,27 @@ def respond(kn: Knowledge, query: str, w: Workload | None = None, *, sort: str |
     else:
         w.sort = sort or w.sort
         w.want_options = options or w.want_options
-    return with_options(answer(w, kn, query), w, kn, reread)
+    said = ""
+    if compared(w) or volume.applies(kn, w):    # counts, format or users the engine chooses: settled
+        if compared(w):                         # once, then read so
+            said = settle(kn, w, query)
+        if volume.applies(kn, w):
+            volume.settle(kn, w, query)
+        settled = w.copy()
+        reread = settled.copy
+    return with_options(answer(w, kn, query), w, kn, reread, said)
 
 
-def with_options(a: Answer, w: Workload, kn: Knowledge, asked: Callable[[], Workload]) -> Answer:
+def with_options(a: Answer, w: Workload, kn: Knowledge, asked: Callable[[], Workload], said: str = "") -> Answer:
     """Options when asked for, or when the GPUs asked about do not hold the job
     (kb.engine.options), duplicates merged; the sides of a comparison ("fp8 vs int4":
     kb.engine.compare); the verdict composed again with them."""
-    from kb.engine.verdict import compose
+    from kb.engine.verdict import compose, fitted
 
     if w.compare is not None:
         from kb.engine.compare import sides
 
         a.comparison = sides(kn, asked(), a)
-    said = ""
     rows = [g for g in a.gpus if g.requested]
     if w.want_options or (rows and not any(g.fits for g in rows)):
         from kb.engine.options import compute
@@ -64,23 +73,10 @@ def with_options(a: Answer, w: Workload, kn: Knowledge, asked: Callable[[], Work
         a.options = merged(compute(kn, as_asked, a))
         if w.focus == "time" and w.compare is None and rows and "training" in a.bottleneck:
             a, said = as_run(a, kn) or (a, "")
-        elif rows and (fb := _local_fallback(kn, as_asked, a)) is not None:
+        elif rows and (fb := local_fallback(kn, as_asked, a)) is not None:
             a, said = as_run(a, kn, fb) or (a, "")
-    a.verdict = f"{said} {compose(a, kn)}".lstrip()
+    a.verdict = fitted([said, compose(a, kn)]) if said else compose(a, kn)
     return a
-
-
-def _local_fallback(kn: Knowledge, w: Workload, a: Answer) -> LocalFallback | None:
-    """The format a plain question on one person's own cards is answered at when it names none
-    and its 16-bit default does not fit them (query.yaml local_fallback); None otherwise."""
-    fb = kn.query.get("local_fallback")
-    if (fb is None or w.precision is not None or w.runtime is not None or w.question is not None
-            or w.compare is not None or w.task in kn.query["training_tasks"] or (w.users or 1) > fb["max_users"]):
-        return None
-    asked = [g for g in a.gpus if g.requested]
-    if not asked or any(g.id not in kn.gpus or kn.gpus[g.id].get("segment") not in fb["segments"] for g in asked):
-        return None
-    return fb
 
 
 def as_run(a: Answer, kn: Knowledge, fb: LocalFallback | None = None) -> tuple[Answer, str] | None:

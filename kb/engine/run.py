@@ -10,19 +10,14 @@ first (kb.engine.solve), then answered at its value. Pure: no I/O, no printing.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from kb.hints import TYPE_CHECKING, cast
 
 from kb.engine import advice as rightsize
-from kb.engine import cost_batch
-from kb.engine import fewest
+from kb.engine import cost_batch, train_choice
 from kb.engine import per_card
 from kb.engine import training as tr
 from kb.engine import unknown
 from kb.engine.answer import Answer, GpuRow
-from kb.engine.budget import note, spent
-from kb.engine import solve
-from kb.engine.probes import Probes
-from kb.engine.single_probe import at_value, choose_split
 from kb.engine.assemble import (ROW_FORMULAS, brief_answer, bottleneck, error_bands,
                                 gpu_warnings, memory, rank_order, rows_of, shown_figures, workload_dict)
 from kb.engine.claims import check_claims
@@ -37,6 +32,7 @@ from kb.figures import num
 from kb.query.workload import GpuRequest, Workload
 
 if TYPE_CHECKING:
+    from kb.engine import solve
     from kb.knowledge.records import GPU
     from kb.engine.answer_records import Advice, ClaimChecked, Outcome, Question
 
@@ -53,7 +49,13 @@ def answer(w: Workload, kn: Knowledge, query: str = "", *, brief: bool = False) 
     else:
         plain = w.copy() if w.budget_usd is not None and w.precision is None and not w.gpus else None
         loaded = w.copy() if cost_batch.applies(w, kn) else None    # before the answer fills w in
+        method = w.copy() if train_choice.applies(kn, w) else None
+        scale = w.copy() if train_choice.scales_out(kn, w) else None
         result = _answer(w, kn, query, brief)
+        if method is not None:
+            result = train_choice.chosen(kn, method, result, lambda x: _answer(x, kn, query, brief)) or result
+        if scale is not None and (out := train_choice.scaled_out(kn, scale, result, lambda x: answer(x, kn, query, brief=brief))):
+            return out
         single = None
         if loaded is not None:
             found = cost_batch.loaded(loaded, kn, result, lambda x: _answer(x, kn, query, brief))
@@ -121,6 +123,12 @@ CARDS_AT_ONCE = 32      # cards a how-many search over the catalogue runs side b
 
 
 def _answer_question(w: Workload, kn: Knowledge, query: str, brief: bool = False) -> Answer:
+    # the searches are imported by the questions that run them, not by every answer's start-up
+    from kb.engine import fewest, solve
+    from kb.engine.budget import note, spent
+    from kb.engine.probes import Probes
+    from kb.engine.single_probe import at_value
+
     question = w.question or ""
     if w.gpus:
         targets = [(capacity_gpu(g, kn) if g.gpu_id is None else kn.gpus[g.gpu_id], g.count) for g in w.gpus]
@@ -163,13 +171,11 @@ def _answer_question(w: Workload, kn: Knowledge, query: str, brief: bool = False
         if primary["found"] and spec["vary"] == "gpu_count":
             w2.gpus[0].count = int(primary["value"])
     elif primary["found"] and spec["vary"] == "gpu_count":
-        for g in w2.gpus:
-            g.count = int(primary["value"])
-    known = None        # an option's figures at the value: the search's probe there computed some
-    if brief and primary["found"] and len(targets) == 1:
-        gpu, count = targets[0]
-        known = probes.scope_at(spec["vary"], primary["value"], gpu,
-                                int(primary["value"]) if spec["vary"] == "gpu_count" else count, spec.get("holds", "fits"))
+        for g, row in zip(w2.gpus, rows + [primary] * (len(w2.gpus) - len(rows)), strict=True):
+            g.count = int((row if row["found"] else primary)["value"])     # each card its own count
+    at = int(primary["value"]) if spec["vary"] == "gpu_count" and primary["found"] else targets[0][1]
+    known = (probes.scope_at(spec["vary"], primary["value"], targets[0][0], at, spec.get("holds", "fits"))
+             if brief and primary["found"] and len(targets) == 1 else None)   # computed by the search
     result = _answer(w2, kn, query, brief, known)
     facts: Question | dict[str, object] = result.question or {}
     if spec.get("holds") == "serves_at_floor":
@@ -220,6 +226,9 @@ def _exact_gpus_needed(kn: Knowledge, w: Workload, rows: list[GpuRow],
                        primary: Evaluated) -> None:
     """Rows that do not fit get the fewest GPUs that hold the job by the forward model (the
     even-split formula can be too few when the KV cache is replicated over tensor-parallel ranks)."""
+    from kb.engine import solve
+    from kb.engine.probes import Probes
+
     steps = int(kn.constants["gpus_per_node"]["value"]) ** 2
     probes = Probes(kn, w)
     for rank, i in enumerate(order):
@@ -246,6 +255,8 @@ def _scaled_gpus_needed(kn: Knowledge, asked: Workload, rows: list[GpuRow],
     """A training job no count holds under the runtime's own data parallel (gpus_needed 0):
     several GPUs run it in the layout people use at that scale (kb.engine.training.resolve_at_scale),
     so the fewest that hold it come from the forward model over the count."""
+    from kb.engine import solve
+
     upper = int(kn.query["solve"]["how_many_gpus"]["upper"])
     for rank, i in enumerate(order):
         row = rows[rank]
@@ -278,6 +289,8 @@ def _ranked(w: Workload, kn: Knowledge, query: str = "", brief: bool = False,
     asked = w.copy() if scalable else None
     r = resolve(w, kn)
     if r.is_training and w.gpus and not (w.tp or w.pp) and tr.is_model_parallel(w, kn):
+        from kb.engine.single_probe import choose_split
+
         req = w.gpus[0]
         choose_split(kn, r, capacity_gpu(req, kn) if req.gpu_id is None else kn.gpus[req.gpu_id],
                            tr.gpu_count(w))

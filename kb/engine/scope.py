@@ -9,7 +9,7 @@ figures, as rules/formulas.yaml `inputs` names them).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Literal
+from kb.hints import TYPE_CHECKING
 
 from kb.engine import training as tr
 from kb.engine.evaluate import Scope
@@ -19,6 +19,7 @@ from kb.recordtype import record
 from kb.query.workload import GpuRequest, Workload
 
 if TYPE_CHECKING:
+    from typing import Literal
     from kb.knowledge.records import GPU, Model, Precision, Runtime, Value
     from kb.engine.answer_records import Parallel
 

@@ -10,7 +10,8 @@ Pure: no I/O.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+
+from kb.hints import TYPE_CHECKING
 
 from kb.engine.layout import Layout
 from kb.knowledge.data import Knowledge
@@ -129,8 +130,8 @@ def _at_scale(w: Workload, kn: Knowledge, params: float) -> AtScale | None:
     (for LoRA and QLoRA, the frozen base model in its format)."""
     rows = [r for r in kn.sharding.get("at_scale") or [] if w.task in r["tasks"]]
     count = gpu_count(w)
-    if not rows or w.offload or count < 2:
-        return None
+    if not rows or (w.offload and w.task not in ("lora", "qlora")) or count < 2:
+        return None         # (a LoRA or QLoRA offloads under FSDP, as Answer.AI's FSDP + QLoRA does)
     c = {k: float(v["value"]) for k, v in kn.constants.items()}
     if w.task in ("lora", "qlora"):     # the frozen base in its format (the adapters are small)
         d = kn.defaults

@@ -18,7 +18,7 @@ The ranking policy is never recited here: the table says it once ("ranked by val
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from kb.hints import TYPE_CHECKING
 
 from kb.engine.verdict_lead import config, speed
 from kb.engine.verdict_lead import lead as _lead
@@ -49,9 +49,9 @@ def compose(a: Answer, kn: Knowledge) -> str:
     if q.get("unknown"):
         return str(q["unknown"])
     kind = q.get("kind") or ""
-    if kind in SOLVED:
+    if kind in SOLVED and not (kind == "how_many_gpus" and sum(g.requested for g in a.gpus) > 1):
         parts = _solved(a, q)
-    elif kind == "compare":
+    elif kind in ("compare", "how_many_gpus"):      # how many of each of two cards: side by side
         parts = _compare(a)
     elif a.comparison and len(a.comparison) > 1:
         from kb.query.unparse import value_text
@@ -63,13 +63,13 @@ def compose(a: Answer, kn: Knowledge) -> str:
     elif kind == "which_gpu" or not any(g.requested for g in a.gpus):
         parts = _which(a, q, kn)
     elif kind == "cost":
-        parts = _cost(a, q) or _fit(a, q)
+        parts = _cost(a, q, kn) or _fit(a, q)
     else:
         parts = _fit(a, q)
     return fitted([p for p in parts if p])
 
 
-SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
+SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z]|\d+× )")      # a sentence may open with a configuration
 
 
 def fitted(parts: list[str]) -> str:
@@ -97,7 +97,9 @@ def _borderline(a: Answer, g: GpuRow) -> str | None:
 def _fixes(a: Answer, most: int = 2, what_fits: str = "it") -> list[str]:
     """The one or two options that would hold the job, with their figure, a sentence each (the
     GPU named only when it is not the one asked about); `what_fits`: what the first one names."""
-    found = [o for o in a.options or [] if o["fits"] and o.get("meets_target") is not False][:most]
+    asked_target = _target_asked(a)         # a default time floor is no target: a fix that fits is one
+    found = [o for o in a.options or [] if o["fits"]
+             and (o.get("meets_target") is not False or not asked_target)][:most]
     asked = next((g.id for g in a.gpus if g.requested), None)
     out = []
     for i, o in enumerate(found):
@@ -130,10 +132,12 @@ def _fit(a: Answer, q: Question) -> list[str]:
             parts += _fixes(a)
     else:           # the refusal's first sentence, then what would fit, then the rest of why
         first, *why = SENTENCE.split(text)
-        if q.get("outcome") in ("replicas_verdict", "too_small_verdict"):   # why no count holds it comes first
-            parts = [lead, first, *why[:1], *_fixes(a), *why[1:]]
+        fixes = _fixes(a)
+        if q.get("outcome") in ("replicas_verdict", "too_small_verdict") and (
+                not fixes or g.count > 1):      # why no count holds it: for several cards asked, or no fix
+            parts = [lead, first, *why[:1], *fixes, *why[1:]]
         else:
-            parts = [lead, first, *_fixes(a), *why]
+            parts = [lead, first, *fixes, *why]
     return [p for p in parts if p]
 
 
@@ -143,7 +147,7 @@ def _target_asked(a: Answer) -> bool:
     return any(a.workload.get(k) is not None for k in TARGETS)
 
 
-def _cost(a: Answer, q: Question) -> list[str] | None:
+def _cost(a: Answer, q: Question, kn: Knowledge) -> list[str] | None:
     g = next((x for x in a.gpus if x.requested), a.gpus[0] if a.gpus else None)
     if g is None or not g.fits:
         return None
@@ -161,6 +165,10 @@ def _cost(a: Answer, q: Question) -> list[str] | None:
                  f"user{'s' if users != 1 else ''}" + (" (the most it serves" if single is not None else " (")
                  + f"{', ' if single is not None else ''}{usd(g.config_usd_per_hour)}/h)."
                  + (f" At 1 user: {usd(single)} per million." if single is not None else ""))
+        hours = a.workload.get("hours_per_day")
+        if isinstance(hours, (int, float)) and g.config_usd_per_hour:     # the hours a day were asked
+            month = g.config_usd_per_hour * hours * float(kn.constants["days_per_month"]["value"])
+            first += f" Rented {num(hours)} h a day: {usd(month)} a month."
     buy = f"To buy: {usd(g.config_price_usd)}" + (f", paid back in {num(g.breakeven_months)} months of renting."
                                                   if g.breakeven_months else ".")
     return [x for x in (first, buy if g.config_price_usd else None, str(q.get("outcome_text") or "")) if x]
@@ -170,17 +178,29 @@ def _compare(a: Answer) -> list[str]:
     training = _training(a)
     asked = [g for g in a.gpus if g.requested]
     lines = []
+    rent = a.workload.get("rent") is True           # a rented comparison is priced by the hour
+
+    def price(g: GpuRow) -> str | None:
+        if rent and training and g.run_cost_usd:
+            return f"{usd(g.run_cost_usd)} a run at {usd(g.config_usd_per_hour)}/h"
+        if rent:
+            return f"{usd(g.config_usd_per_hour)}/h" if g.config_usd_per_hour else None
+        return usd(g.config_price_usd) if g.config_price_usd else None
     for g in asked:
         if g.fits:
-            figures = [f"{num(g.per_gpu_gb)} of {num(g.usable_vram_gb)} GB", _rate(g, training),
-                       usd(g.config_price_usd) if g.config_price_usd else None]
+            figures = [f"{num(g.per_gpu_gb)} of {num(g.usable_vram_gb)} GB" + (", tight" if _borderline(a, g) else ""),
+                       _rate(g, training), price(g)]
             lines.append(f"{config(g)}: " + ", ".join(x for x in figures if x) + ".")
         else:
             lines.append(f"{config(g)}: does not fit ({num(g.per_gpu_gb)} of {num(g.usable_vram_gb)} GB).")
-    return [*lines, _winner(asked, training)]
+    return [*lines, _winner(asked, training, rent)]
 
 
-def _winner(asked: list[GpuRow], training: bool) -> str:
+def _pct(ratio: float) -> str:
+    return f"{(ratio - 1) * 100:.0f}%"
+
+
+def _winner(asked: list[GpuRow], training: bool, rent: bool = False) -> str:
     fitting = [g for g in asked if g.fits]
     if not fitting:
         return "Neither holds it."
@@ -190,11 +210,18 @@ def _winner(asked: list[GpuRow], training: bool) -> str:
     def rate(g: GpuRow) -> float:
         return (g.train_tokens_per_s if training else g.decode_tokens_per_s) or 0.0
     fast, slow = max(fitting, key=rate), min(fitting, key=rate)
-    priced = [g for g in fitting if g.config_price_usd]
-    cheap = min(priced, key=lambda g: g.config_price_usd or 0.0) if priced else None
+
+    def cost(g: GpuRow) -> float | None:        # rented: a training run's cost, else the hour's
+        return (g.run_cost_usd if training else g.config_usd_per_hour) if rent else g.config_price_usd
+    priced = [g for g in fitting if cost(g)]
+    cheap = min(priced, key=lambda g: cost(g) or 0.0) if priced else None
     said = []
-    if rate(fast) > rate(slow) > 0:
-        said.append(f"Faster: {config(fast)}, {rate(fast) / rate(slow):.1f}×.")
+    ratio = f"{rate(fast) / rate(slow):.1f}" if rate(fast) > rate(slow) > 0 else ""
+    both = cheap is fast and len(priced) > 1    # the faster one costs less too
+    if ratio and ratio != "1.0":
+        said.append(f"Faster{' and cheaper' if both else ''}: {config(fast)}, {ratio}×.")
+    elif ratio:
+        said.append(f"About the same speed (within {_pct(rate(fast) / rate(slow))}).")
     if cheap is not None and cheap is not fast:
         said.append(f"Cheaper: {config(cheap)}.")
     return " ".join(said) or "They tie on speed."
@@ -278,8 +305,8 @@ def _alternatives(a: Answer, pick: GpuRow, training: bool, kn: Knowledge) -> lis
         out.append(f"Faster: {config(g)}{_runtime_said(q, g, pick)} ({_price(a, g)}, {speed(g, training)}).")
     rent = bool(a.workload.get("rent"))
 
-    def cost(g: GpuRow) -> float | None:
-        return g.config_usd_per_hour if rent else g.config_price_usd
+    def cost(g: GpuRow) -> float | None:        # rented: a training run's cost, else the hour's
+        return (g.run_cost_usd if training else g.config_usd_per_hour) if rent else g.config_price_usd
     mine = cost(pick)
     cheaper = [g for g in fitting if (c := cost(g)) and mine and c < mine]
     if cheaper:

@@ -3,9 +3,9 @@ question asked for first (kb.engine.verdict composes them)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from kb.hints import TYPE_CHECKING
 
-from kb.figures import duration, num
+from kb.figures import BREAKDOWN_LABELS, duration, num
 
 if TYPE_CHECKING:
     from kb.engine.answer import Answer, GpuRow
@@ -39,7 +39,10 @@ def lead(a: Answer, focus: str | None, g: GpuRow) -> str | None:
     if focus == "memory" and mem.get("total_gb") is not None:
         per = mem.get("per_gpu_gb")
         each = f" ({num(per)} GB per GPU)" if per is not None and (mem.get("gpu_count") or 1) > 1 else ""
-        return f"Memory: {num(mem['total_gb'])} GB in all{each}."
+        parts = sorted(((float(v), BREAKDOWN_LABELS[k]) for k, v in (mem.get("breakdown") or {}).items()
+                        if k in BREAKDOWN_LABELS and isinstance(v, (int, float)) and v > 0), reverse=True)[:2]
+        most = ", ".join(f"{label} {num(v)}" for v, label in parts)     # the two largest parts
+        return f"Memory: {num(mem['total_gb'])} GB in all{each}" + (f": {most}." if most else ".")
     if not g.fits:
         return None
     t = a.throughput

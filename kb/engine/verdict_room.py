@@ -11,11 +11,12 @@ plainly when the configuration it leads with, or a cheaper one it names, is shor
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Callable
+from kb.hints import TYPE_CHECKING
 
 from kb.figures import num
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from kb.engine.answer import Answer, GpuRow
     from kb.knowledge.data import Knowledge
 

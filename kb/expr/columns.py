@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from itertools import repeat
-from typing import Any, cast
+from kb.hints import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    from typing import Any, TypeAlias
 
 from kb.errors import EvalError
 
 Scope = Mapping[str, object]   # a value per name: one figure, or a Col of them
-Fn = Callable[[Scope], Any]         # Any: what a formula gives is read by the engine as a number
+Fn: TypeAlias = "Callable[[Scope], Any]"         # Any: what a formula gives is read by the engine as a number
 Op = Callable[..., object]          # an operator's semantics: operator.add, min, a checked sqrt…
 
 # what evaluating a formula may raise; each becomes an EvalError (or a Failed element)

@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar
+from kb.hints import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any, ClassVar, TypeAlias
 
 from kb.expr import units as u
 from kb.expr.columns import Fn, Op, and_, lift1, lift2, or_, short_circuit
@@ -24,7 +27,7 @@ from kb.expr.units import BOOL, ONE, TEXT, Unit, UnitError, format_unit
 from kb.expr.nodes_base import (  # noqa: F401 - the leaves and helpers, re-exported for kb.expr.parse and kb.present.export
     _COMPARE, ATOM, ASCII, MATH, Literal, Name, ExprNode, Num, Show, Str, Symbols, _infix, _wrap, literal,
     plain_exponent)
-from kb.expr.nodes_base import field_types, stored_kinds
+from kb.expr.nodes_base import field_types, folded, stored_kinds
 
 
 def _pow(a: object, b: object) -> float:
@@ -63,11 +66,6 @@ class Binary(ExprNode):
     def children(self) -> tuple[ExprNode, ...]:
         return (self.left, self.right)
 
-    def _names(self) -> tuple[str | None, str | None]:
-        """Each operand's name where it is a plain name (read in place: kb.expr.columns.lift2)."""
-        return (self.left.name if isinstance(self.left, Name) else None,
-                self.right.name if isinstance(self.right, Name) else None)
-
 
 class Unary(ExprNode):
     """A node of an operator and its one operand."""
@@ -87,11 +85,15 @@ class Bin(Binary):
     TAG = "bin"
     __slots__ = ()
 
-    def _compile(self) -> Fn:
+    @staticmethod
+    def closure(op: str, operands: list[Fn]) -> Fn:
         # Operand types are settled at load by the unit check (kb.knowledge.build); a None (a figure
         # the workload lacks) or text raises TypeError here, which Expr.__call__ reports.
         # x / 0 raises ZeroDivisionError, which Expr.message reports as "division by zero"
-        return lift2(_ARITH[self.op], self.left.compile(), self.right.compile(), names=self._names())
+        return lift2(_ARITH[op], operands[0], operands[1])
+
+    def _compile(self, operands: list[Fn]) -> Fn:
+        return self.closure(self.op, operands)
 
     def unit(self, units: Mapping[str, Unit]) -> Unit:
         a, b = self.left.unit(units), self.right.unit(units)
@@ -121,10 +123,13 @@ class Cmp(Binary):
     TAG = "cmp"
     __slots__ = ()
 
-    def _compile(self) -> Fn:
+    @staticmethod
+    def closure(op: str, operands: list[Fn]) -> Fn:
         # None == x is a plain False, as in one GPU's scope; only ordering raises on None
-        return lift2(_COMPARE[self.op], self.left.compile(), self.right.compile(),
-                     none_fails=self.op not in ("==", "!="), names=self._names())
+        return lift2(_COMPARE[op], operands[0], operands[1], none_fails=op not in ("==", "!="))
+
+    def _compile(self, operands: list[Fn]) -> Fn:
+        return self.closure(self.op, operands)
 
     def unit(self, units: Mapping[str, Unit]) -> Unit:
         a, b = self.left.unit(units), self.right.unit(units)
@@ -152,9 +157,12 @@ class Logic(Binary):
     TAG = "logic"
     __slots__ = ()
 
-    def _compile(self) -> Fn:
-        both = and_ if self.op == "and" else or_
-        return short_circuit(both, self.left.compile(), self.right.compile(), self.op == "or")
+    @staticmethod
+    def closure(op: str, operands: list[Fn]) -> Fn:
+        return short_circuit(and_ if op == "and" else or_, operands[0], operands[1], op == "or")
+
+    def _compile(self, operands: list[Fn]) -> Fn:
+        return self.closure(self.op, operands)
 
     def unit(self, units: Mapping[str, Unit]) -> Unit:
         return _truth(self.op, self.children(), units)
@@ -169,8 +177,12 @@ class Not(Unary):
     TAG = "not"
     __slots__ = ()
 
-    def _compile(self) -> Fn:
-        return lift1(operator.not_, self.inner.compile(), none_fails=False)
+    @staticmethod
+    def closure(operands: list[Fn]) -> Fn:
+        return lift1(operator.not_, operands[0], none_fails=False)
+
+    def _compile(self, operands: list[Fn]) -> Fn:
+        return self.closure(operands)
 
     def unit(self, units: Mapping[str, Unit]) -> Unit:
         return _truth("not", self.children(), units)
@@ -184,8 +196,12 @@ class Neg(Unary):
     TAG = "neg"
     __slots__ = ()
 
-    def _compile(self) -> Fn:
-        return lift1(_neg, self.inner.compile())
+    @staticmethod
+    def closure(operands: list[Fn]) -> Fn:
+        return lift1(_neg, operands[0])
+
+    def _compile(self, operands: list[Fn]) -> Fn:
+        return self.closure(operands)
 
     def unit(self, units: Mapping[str, Unit]) -> Unit:
         return self.inner.unit(units)
@@ -210,8 +226,12 @@ class Call(ExprNode):
     def children(self) -> tuple[ExprNode, ...]:
         return self.args
 
-    def _compile(self) -> Fn:
-        return FUNCTIONS[self.fn].build([a.compile() for a in self.args])
+    @staticmethod
+    def closure(fn: str, operands: list[Fn]) -> Fn:
+        return FUNCTIONS[fn].build(operands)
+
+    def _compile(self, operands: list[Fn]) -> Fn:
+        return self.closure(self.fn, operands)
 
     def unit(self, units: Mapping[str, Unit]) -> Unit:
         return FUNCTIONS[self.fn].unit([a.unit(units) for a in self.args])
@@ -221,7 +241,7 @@ class Call(ExprNode):
 
 
 
-ListForm = list[Any]     # a node's stored form: [TAG, field, …] (nodes_base.ExprNode.to_list)
+ListForm: TypeAlias = "list[Any]"   # a node's stored form: [TAG, field, …] (nodes_base.ExprNode.to_list)
 
 # every node class, found by its TAG when read back
 NODES: tuple[type[ExprNode], ...] = (Num, Str, Name, Bin, Cmp, Logic, Not, Neg, Call)
@@ -248,16 +268,58 @@ def _builder(cls: type[ExprNode]) -> Callable[[ListForm], ExprNode]:
 _BUILDERS: dict[str, Callable[[ListForm], ExprNode]] = {}
 
 
+def _tagged(data: ListForm) -> type[ExprNode]:
+    cls = next((c for c in NODES if data and c.TAG == data[0]), None)
+    if cls is None:
+        raise ValueError(f"unknown AST node {data[0] if data else data!r}")
+    return cls
+
+
 def from_list(data: ListForm) -> ExprNode:
     """The node a `to_list()` form describes: its class by the TAG, its fields in FIELDS order
     as the class declares them (kb.expr.nodes_base.stored_kinds)."""
     build = _BUILDERS.get(data[0]) if data else None
     if build is None:
-        cls = next((c for c in NODES if data and c.TAG == data[0]), None)
-        if cls is None:
-            raise ValueError(f"unknown AST node {data[0] if data else data!r}")
+        cls = _tagged(data)
         build = _BUILDERS[cls.TAG] = _builder(cls)
     return build(data)
+
+
+def _compiler(cls: type[ExprNode]) -> Callable[[ListForm], Fn]:
+    """list form → the closure that compiling its node gives, through the class's `closure` (the one
+    each node's own compile calls) and kb.expr.nodes_base.folded, for the shapes the node classes
+    have; any other shape through its node."""
+    close = cls.closure
+    kinds = tuple(kind for _, kind in stored_kinds(cls))
+    if kinds == ("plain",) and issubclass(cls, (Literal, Name)):      # a leaf: its value, or a name's lookup
+        return lambda a: close(a[1])
+
+    def one(a: ListForm) -> Fn:
+        operands = [compile_list(a[1])]
+        return folded(close(operands), operands)
+
+    def two(a: ListForm) -> Fn:
+        operands = [compile_list(a[2]), compile_list(a[3])]
+        return folded(close(a[1], operands), operands)
+
+    def many(a: ListForm) -> Fn:
+        operands = [compile_list(x) for x in a[2]]
+        return folded(close(a[1], operands), operands)
+    shapes = {("node",): one, ("plain", "node", "node"): two, ("plain", "nodes"): many}
+    return shapes.get(kinds) or (lambda a: from_list(a).compile())
+
+
+_COMPILERS: dict[str, Callable[[ListForm], Fn]] = {}
+
+
+def compile_list(data: ListForm) -> Fn:
+    """The closure `from_list(data).compile()` gives, made from the list form without making the
+    nodes: a snapshot's expression is first read to be evaluated (kb.expr.parse.StoredExpr)."""
+    make = _COMPILERS.get(data[0]) if data else None
+    if make is None:
+        cls = _tagged(data)
+        make = _COMPILERS[cls.TAG] = _compiler(cls)
+    return make(data)
 
 
 def signature() -> list[str]:

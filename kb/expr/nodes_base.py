@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar
+from kb.hints import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
 
 from kb.expr.columns import RAISED, Fn, Op, Scope, missing
 from kb.recordtype import frozen_error
@@ -45,6 +48,28 @@ def plain_exponent(text: str) -> str:
         return text
     mantissa, exp = text.split("e")
     return f"{mantissa}e{int(exp)}"
+
+
+def constant(value: object) -> Fn:
+    """The closure of a value known when compiled (a literal, or a subtree that reads no name)."""
+    return lambda s: value
+
+
+_CONSTANT = constant(None).__code__     # what every constant's closure runs: how compile knows one
+
+
+def folded(fn: Fn, operands: list[Fn]) -> Fn:
+    """A node's closure `fn` over its operands' closures, or, when they all are constants (its
+    subtree reads no name), the constant it evaluates to, unless evaluating it raises (it then
+    raises, with its message, when used)."""
+    for operand in operands:
+        if getattr(operand, "__code__", None) is not _CONSTANT:
+            return fn
+    try:
+        value = fn({})
+    except RAISED:
+        return fn
+    return constant(value)
 
 
 # ---------------------------------------------------------------- the stored form, declared
@@ -86,6 +111,9 @@ class ExprNode:
     __slots__ = ()
     FIELDS: ClassVar[tuple[str, ...]] = ()
     TAG: ClassVar[str]          # names the class in the stored (list) form
+    # the closure of a node of the class, from its plain fields and then its operands' closures
+    # (a leaf: from its value or name), as compile and kb.expr.nodes.compile_list make it
+    closure: ClassVar[Callable[..., Fn]]
 
     def _values(self) -> tuple[Any, ...]:
         return tuple(getattr(self, name) for name in self.FIELDS)
@@ -123,21 +151,16 @@ class ExprNode:
         for child in self.children():
             child.names(out)
 
-    def constant(self) -> bool:
-        return all(child.constant() for child in self.children())
-
     def compile(self) -> Fn:
-        """A closure scope → value (a Col where a name read holds one)."""
-        fn = self._compile()
-        if not self.constant():
-            return fn
-        try:
-            value = fn({})
-        except RAISED:
-            return fn
-        return lambda s: value
+        """A closure scope → value (a Col where a name read holds one). A node whose operands
+        all compiled to constants (they read no name) is evaluated now, once, unless that raises
+        (it then raises, with its message, when used): each node is compiled once, its operands first."""
+        operands = [child.compile() for child in self.children()]
+        return folded(self._compile(operands), operands)
 
-    def _compile(self) -> Fn:
+    def _compile(self, operands: list[Fn]) -> Fn:
+        """The closure of this node over its children's compiled closures (`operands`, in
+        `children()` order)."""
         raise NotImplementedError
 
     def unit(self, units: Mapping[str, Unit]) -> Unit:
@@ -190,9 +213,10 @@ class Literal(ExprNode):
     def __init__(self, value: object) -> None:
         object.__setattr__(self, "value", value)
 
-    def _compile(self) -> Fn:
-        value = self.value
-        return lambda s: value
+    closure = staticmethod(constant)
+
+    def compile(self) -> Fn:
+        return constant(self.value)
 
 
 class Num(Literal):
@@ -231,18 +255,17 @@ class Name(ExprNode):
     def names(self, out: list[str]) -> None:
         out.append(self.name)
 
-    def constant(self) -> bool:
-        return False
-
-    def _compile(self) -> Fn:
-        key = self.name
-
+    @staticmethod
+    def closure(key: str) -> Fn:
         def lookup(s: Scope) -> object:
             try:
                 return s[key]
             except KeyError:
                 raise missing(key) from None
         return lookup
+
+    def compile(self) -> Fn:
+        return self.closure(self.name)
 
     def unit(self, units: Mapping[str, Unit]) -> Unit:
         return units[self.name]

@@ -14,18 +14,19 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from functools import cache, cached_property, lru_cache
-from typing import TYPE_CHECKING, Any
+from kb.hints import TYPE_CHECKING
 
 from kb.expr.columns import MISSING, NO_HOLES, RAISED, Col, Failed, Fn, Scope, at, elementwise
 from kb.expr.columns import filled, guarded
 from kb.errors import EvalError
 from kb.expr.functions import FUNCTIONS
-from kb.expr.nodes import Bin, Call, Cmp, Logic, Neg, Not, from_list
+from kb.expr.nodes import Bin, Call, Cmp, Logic, Neg, Not, compile_list, from_list
 from kb.expr.nodes_base import Name, ExprNode, Num, Str
 from kb.recordtype import field, record
 from kb.expr.units import BOOL, COUNTS, ONE, TEXT, Unit, UnitError, format_unit, parse_unit
 
 if TYPE_CHECKING:
+    from typing import Any, TypeAlias
     from lark import Lark, Token, Tree
 
 __all__ = ["BOOL", "COUNTS", "FUNCTIONS", "MAX_DEPTH", "MISSING", "NO_HOLES", "ONE", "RAISED",
@@ -91,8 +92,8 @@ def _parser() -> Lark:
 
 # ---------------------------------------------------------------- parse tree → nodes
 
-Kids = list[Any]
-Builder = Callable[[Kids, dict[str, int], int], ExprNode]
+Kids: TypeAlias = "list[Any]"
+Builder: TypeAlias = "Callable[[Kids, dict[str, int], int], ExprNode]"
 
 
 def _token(token: Token) -> ExprNode:
@@ -224,7 +225,8 @@ class StoredExpr(Expr):
     """An Expr read back from the knowledge snapshot (kb.knowledge.snapshot; its stored form is
     kb.knowledge.codec.StoredExpression, whose field names these arguments are) with the names it reads: its
     nodes are built from their list form (`ast.to_list()`) when first read, since a plain query
-    reads a fraction of the rules' ~320 expressions. Otherwise an Expr like any other."""
+    reads a fraction of the rules' ~320 expressions, and its closure is compiled from that form
+    without them (kb.expr.nodes.compile_list). Otherwise an Expr like any other."""
 
     def __init__(self, text: str, ast: list[object], names: tuple[str, ...], name_columns: dict[str, int]) -> None:
         d = self.__dict__
@@ -233,6 +235,12 @@ class StoredExpr(Expr):
     @cached_property
     def ast(self) -> ExprNode:
         return from_list(self.__dict__["_stored"])
+
+    @cached_property
+    def fn(self) -> Fn:
+        """The closure, compiled from the stored form unless the nodes are made already."""
+        made = self.__dict__.get("ast")
+        return made.compile() if made is not None else compile_list(self.__dict__["_stored"])
 
 
 def infer_unit(ast: ExprNode, units: dict[str, Unit]) -> Unit:

@@ -266,6 +266,16 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
         if not skip_precisions and fb.precision not in precisions:
             errs.add(qdoc.error(("local_fallback", "precision"), f"unknown precision '{fb.precision}'",
                                 nearest(fb.precision, precisions)))
+    for i, um in enumerate(parsed["query"].unnamed_model):
+        need_source(qdoc, ("unnamed_model", i, "source"), um.source)
+        if um.model not in models:
+            errs.add(qdoc.error(("unnamed_model", i, "model"), f"unknown model '{um.model}'", nearest(um.model, models)))
+        if runtimes and um.runtime is not None and um.runtime not in runtimes:
+            errs.add(qdoc.error(("unnamed_model", i, "runtime"), f"unknown runtime '{um.runtime}'",
+                                nearest(um.runtime, runtimes)))
+        if not skip_precisions and um.precision is not None and um.precision not in precisions:
+            errs.add(qdoc.error(("unnamed_model", i, "precision"), f"unknown precision '{um.precision}'",
+                                nearest(um.precision, precisions)))
     for i, qf in enumerate(parsed["query"].question_formats):
         need_source(qdoc, ("question_formats", i, "source"), qf.source)
         if not skip_precisions and qf.precision not in precisions:

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Generic, TypeVar
 
 from kb.expr import parse as ex
+from kb.hints import TYPE_CHECKING
 from kb.recordtype import field, record
 
 if TYPE_CHECKING:
+    from typing import TypeVar
+
     import networkx as nx
 
     from kb.knowledge.gpu_names import Gemm, Scope
@@ -206,24 +208,27 @@ CaseText = tuple[tuple[str, ...], str, str | None, str, str]
 CardsAt = tuple[list[tuple["GPU", int]], "Precision", "Gemm"]
 
 
-K = TypeVar("K")
-A = TypeVar("A")
-V = TypeVar("V")
+if TYPE_CHECKING:
+    K = TypeVar("K")
+    A = TypeVar("A")
+    V = TypeVar("V")
 
 
-class Lazy(Mapping[K, V], Generic[K, A, V]):
+class Lazy(Mapping["K", "V"]):
     """A read-only table: `index()` gives every key with what computing its value needs (made
-    on first use), `compute(arg)` one value, computed on first read and kept."""
+    on first use), `compute(arg)` one value, computed on first read and kept. (What the index
+    holds, A, is the type checker's per table, checked where the table is made: a class generic
+    in it would need typing's Generic when it runs, kb.hints.)"""
 
     __slots__ = ("_index", "_make_index", "_compute", "_done")
 
     def __init__(self, index: Callable[[], dict[K, A]], compute: Callable[[A], V]) -> None:
-        self._make_index = index
-        self._compute = compute
-        self._index: dict[K, A] | None = None
+        self._make_index: Callable[[], Mapping[K, object]] = index
+        self._compute: Callable[[object], V] = compute      # type: ignore[assignment]  # A, as above
+        self._index: Mapping[K, object] | None = None
         self._done: dict[K, V] = {}
 
-    def _keys(self) -> dict[K, A]:
+    def _keys(self) -> Mapping[K, object]:
         index = self._index
         if index is None:
             index = self._index = self._make_index()

@@ -11,14 +11,15 @@ the catalogue's columns per key).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from kb.hints import TYPE_CHECKING
 
 from kb.expr.parse import Col
 
 if TYPE_CHECKING:
+    from typing import Any, TypeAlias
     from kb.knowledge.records import GPU, Precision, Runtime
 
-Scope = dict[str, Any]
+Scope: TypeAlias = "dict[str, Any]"
 # the runtime's GEMMs: what FP16 GEMMs accumulate in, and the precision ids whose own
 # low-precision GEMMs (W8A8, W4A4) it runs (runtimes.yaml gemm_accumulate and native_gemm)
 Gemm = tuple[str, tuple[str, ...]]

@@ -36,13 +36,13 @@ class Solve(TypedDict):
 
 class Unit(TypedDict):
     """A unit word and what the number beside it sets (query.yaml `units`)."""
-    field: Literal["users", "context_tokens", "seq_len", "batch", "lora_rank", "prompt_tokens", "output_tokens", "tokens", "tp", "pp", "speed_floor_tok_s", "tokens_per_day", "hours_per_day", "duration", "gpu_count", "budget_usd", "examples", "epochs"]
-    limit: Literal["users", "batch", "context", "seq", "prompt", "output", "rank", "tokens", "params", "gpu_count", "memory_gb", "parallel", "speed", "duration", "hours_per_day", "usd", "examples", "epochs"]
+    field: Literal["users", "context_tokens", "seq_len", "batch", "lora_rank", "prompt_tokens", "output_tokens", "tokens", "tp", "pp", "speed_floor_tok_s", "tokens_per_day", "hours_per_day", "duration", "gpu_count", "budget_usd", "examples", "epochs", "requests_per_day"]
+    limit: Literal["users", "batch", "context", "seq", "prompt", "output", "rank", "tokens", "params", "gpu_count", "memory_gb", "parallel", "speed", "duration", "hours_per_day", "usd", "examples", "epochs", "requests"]
     words: list[str]
     scale: float
     binary_k: bool
     focus: Literal["memory", "speed", "time", "fit", "cost"] | None
-    alone: Literal["filler"] | None
+    alone: Literal["filler", "time"] | None
     asks: Literal["max_users", "max_batch"] | None
 
 
@@ -97,6 +97,17 @@ class LocalFallback(TypedDict):
     source: str
 
 
+class UnnamedModel(TypedDict):
+    """The model a question that compares cards or asks which card to buy is sized on when it names none
+    (query.yaml `unnamed_model`): the model those cards' published benchmarks use."""
+    segments: list[Literal["datacenter", "workstation", "consumer", "apple", "embedded"] | Literal["any"]]
+    model: str
+    precision: str | None
+    runtime: str | None
+    text: str
+    source: str
+
+
 class Phrase(TypedDict):
     """Words that set Workload fields (query.yaml `phrases`)."""
     set: dict[str, str | bool | int | float]
@@ -146,6 +157,7 @@ class QueryRules(TypedDict):
     situations: dict[str, Situation]
     question_formats: list[QuestionFormat]
     local_fallback: LocalFallback | None
+    unnamed_model: list[UnnamedModel]
     phrases: list[Phrase]
     model_suffixes: list[str]
     model_prefixes: list[str]

@@ -11,18 +11,22 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-from kb.knowledge.kinds import Segment
-from kb.knowledge.schema_base import (Count, Month, Name, NodeId, NonNeg, Optimizer, Positive,
+from kb.knowledge.schema_base import (Month, Name, NodeId, NonNeg, Optimizer, Positive,
                                       PurchaseUsd, Slug, SortKeySchema, SortName, Strict, Text, UsdPerHour)
+from kb.knowledge.schema_query import (CostBatchSchema, CostPerSchema, DefaultsSchema, LocalFallbackSchema, PhraseSchema,
+                                       QuestionFormatSchema, QueryFile, SituationSchema, SolveSchema, UnitSchema,
+                                       UnnamedModelSchema)
 from kb.knowledge.schema_catalogue import (BareSizeSchema, ClaimSchema, ConfigDefaultsSchema, GpuSchema, GpusFile, InterconnectSchema, MlaSchema, ModelSchema,
                                  ModelsFile, MoeSchema, ObjectiveSchema, PerLayerEmbeddingSchema, PrecisionSchema,
                                  PrecisionsFile, RecipeSchema, RecipeSetSchema, RecipeWhenSchema, RecurrentSchema,
                                  RuntimeSchema, RuntimeDefaultsSchema, RuntimesFile, ShardingSchema, ShardingFile,
                                  SourceSchema, SourcesFile, TensorPrecision, TensorTflopsSchema)
 
-# The catalogue files' models (kb.knowledge.schema_catalogue) and the shared types (kb.knowledge.schema_base), read
+# The catalogue files' and query.yaml's models (kb.knowledge.schema_catalogue, schema_query) and the shared types (kb.knowledge.schema_base), read
 # from here as from one module.
-__all__ = ["BareSizeSchema", "ClaimSchema", "ConfigDefaultsSchema", "GpuSchema", "GpusFile", "InterconnectSchema", "MlaSchema", "ModelSchema", "ModelsFile",
+__all__ = ["CostBatchSchema", "CostPerSchema", "DefaultsSchema", "LocalFallbackSchema", "PhraseSchema",
+           "QuestionFormatSchema", "QueryFile", "SituationSchema", "SolveSchema", "UnitSchema", "UnnamedModelSchema",
+           "BareSizeSchema", "ClaimSchema", "ConfigDefaultsSchema", "GpuSchema", "GpusFile", "InterconnectSchema", "MlaSchema", "ModelSchema", "ModelsFile",
            "MoeSchema", "ObjectiveSchema", "PerLayerEmbeddingSchema", "PrecisionSchema", "PrecisionsFile", "RecipeSchema",
            "RecipeSetSchema", "RecipeWhenSchema", "RecurrentSchema", "RuntimeSchema", "RuntimeDefaultsSchema", "RuntimesFile",
            "ShardingSchema", "ShardingFile", "SourceSchema", "SourcesFile", "TensorPrecision", "TensorTflopsSchema",
@@ -107,154 +111,6 @@ class FlowFile(Strict):
     nodes: list[NodeSchema] = Field(min_length=1)
     applies: str | None = None      # a condition on the answer's figures; the flow is left out when false
 
-
-# ---------------------------------------------------------------- query.yaml
-
-class DefaultsSchema(Strict):
-    params: Positive
-    users: Count
-    batch: Count
-    context_tokens: Count
-    prompt_tokens: Count
-    output_tokens: Count
-    seq_len: Count
-    lora_rank: Count
-    inference_precision: Slug
-    training_precision: Slug
-    qlora_precision: Slug
-    kv_precision: Slug
-    gpu_count: Count
-    max_gpus: Count
-    train_tokens: Positive
-    checkpointing: bool
-    flash_attention: bool
-    optimizer: Optimizer
-    source: Slug
-
-
-class SolveSchema(Strict):
-    vary: Literal["users", "context_tokens", "params", "gpu_count", "batch"]
-    unit: str
-    lower: Positive
-    upper: Positive
-    verdict: str
-    holds: str = "fits"                  # the bool formula the value must keep (formulas.yaml)
-    verdict_floor: str | None = None     # when the speed floor, not memory, stops the search
-    verdict_layout: str | None = None    # when fewer GPUs fit but form no valid layout
-
-
-LimitName = Literal["users", "batch", "context", "seq", "prompt", "output", "rank", "tokens",
-                    "params", "gpu_count", "memory_gb", "parallel", "speed", "duration",
-                    "hours_per_day", "usd", "examples", "epochs"]
-
-
-class UnitSchema(Strict):
-    """A unit word and what the number beside it sets (query.yaml `units`)."""
-    field: Literal["users", "context_tokens", "seq_len", "batch", "lora_rank", "prompt_tokens",
-                   "output_tokens", "tokens", "tp", "pp", "speed_floor_tok_s", "tokens_per_day",
-                   "hours_per_day", "duration", "gpu_count", "budget_usd", "examples", "epochs"]
-    limit: LimitName
-    words: list[Name] = Field(min_length=1)
-    scale: Positive = 1.0
-    binary_k: bool = False
-    focus: Literal["memory", "speed", "time", "fit", "cost"] | None = None
-    alone: Literal["filler"] | None = None      # the word without a number: a filler
-    # 'how many' before the word without a number asks this capacity question ('how many concurrent users')
-    asks: Literal["max_users", "max_batch"] | None = None
-
-
-class CostPerSchema(Strict):
-    """Words that make a number and its unit the quantity priced (query.yaml `cost_per`)."""
-    words: list[str] = Field(min_length=1)
-    units: list[str] = Field(min_length=1)
-    focus: Literal["memory", "speed", "time", "fit", "cost"]
-
-
-class SituationSchema(Strict):
-    """Where a question is asked from (query.yaml `situations`)."""
-    words: list[str] = Field(min_length=1)
-    segments: list[Segment] = Field(min_length=1)
-    runtime: str | None = None
-    precision: str | None = None
-    text: str
-    source: str
-
-
-class QuestionFormatSchema(Strict):
-    """The weight format a question is sized at when it names none (query.yaml `question_formats`):
-    the first rule whose `questions`, `sorts`, user range and card segments match."""
-    questions: list[Literal["which_gpu", "largest_model", "how_many_gpus"]] = Field(min_length=1)
-    sorts: list[str] | None = None          # the ranking asked for ("cheapest": cost); None: any
-    min_users: int = 1
-    max_users: int | None = None
-    segments: list[Segment | Literal["any"]] | None = None
-    precision: str
-    runtime: str | None = None              # the runtime it sizes under when none is named
-    named_runtimes: list[str] = []          # runtimes a question may name for the rule to apply
-    text: str
-    source: str
-
-
-class CostBatchSchema(Strict):
-    """The batch a serving cost question that names no user count is priced at (query.yaml
-    `cost_batch`): the capacity question `solve` answers on the configuration asked."""
-    solve: Literal["max_users"]
-    text: str
-    source: str
-
-
-class PhraseSchema(Strict):
-    """Words that set Workload fields (query.yaml `phrases`)."""
-    set: dict[Literal["focus", "question", "sort", "rent", "want_options", "sharding", "runtime",
-                      "dp_attention", "hours_per_day", "gpu_count", "vs"], str | bool | int | float]
-    words: list[Name] = Field(min_length=1)
-
-
-class LocalFallbackSchema(Strict):
-    """A plain question about one person's own card that names no format or runtime, whose 16-bit
-    default does not fit the card: answered at the format people run there (query.yaml
-    `local_fallback`), the 16-bit figure said first."""
-    segments: list[Segment] = Field(min_length=1)
-    max_users: int = 1
-    precision: str
-    text: str
-    source: str
-
-
-class QueryFile(Strict):
-    tasks: dict[Name, list[Name]]
-    task_resolution: dict[Name, Name] = {}
-    training_tasks: list[Name]
-    inference_tasks: list[Name]
-    questions: dict[Literal["which_gpu", "max_users", "max_context", "largest_model",
-                            "how_many_gpus", "max_batch"], list[Name]]
-    solve: dict[Literal["max_users", "max_context", "largest_model", "how_many_gpus", "max_batch"], SolveSchema]
-    billion: Positive
-    limits: dict[LimitName, tuple[NonNeg, Positive]]
-    fillers: list[Name]
-    units: dict[Name, UnitSchema] = {}
-    ttft_words: list[Name] = []
-    per_hour_words: list[Name] = []
-    budget_words: list[Name] = []
-    number_words: dict[Name, Positive] = {}
-    size_words: list[Name] = []
-    cost_per: CostPerSchema | None = None
-    cost_batch: CostBatchSchema | None = None
-    situations: dict[Name, SituationSchema] = {}
-    question_formats: list[QuestionFormatSchema] = []
-    local_fallback: LocalFallbackSchema | None = None
-    phrases: list[PhraseSchema] = []
-    model_suffixes: list[Name] = []
-    model_prefixes: list[Name] = []
-    model_variants: list[Name] = []
-    format_suffixes: dict[Name, Name] = {}
-    gpu_words: list[Name] = []
-    focus_lead: dict[str, str] = {}
-    reference_queries: list[str] = []
-    knobs: dict[Literal["checkpointing", "no_checkpointing", "flash", "eager", "adam8bit", "sgd",
-                        "adamw", "offload", "fp8_kv", "int8_kv", "optimizer_in_backward", "paged",
-                        "lora_attention_only", "quantized_inputs_kept"], list[Name]]
-    defaults: DefaultsSchema
 
 
 class BandRuntimeSchema(Strict):           # one runtime's measurements: how many, median and p90 error

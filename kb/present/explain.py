@@ -7,19 +7,14 @@ In: an Answer (kb.engine.answer). Out: text lines.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from kb.hints import TYPE_CHECKING
 
-from kb.figures import num
+from kb.figures import BREAKDOWN_LABELS, num
 
 if TYPE_CHECKING:
     from kb.engine.answer import Answer
     from kb.knowledge.records import Value
 
-BREAKDOWN_LABELS = {
-    "weights_gb": "weights", "kv_cache_gb": "KV cache", "activations_gb": "activations",
-    "gradients_gb": "gradients", "optimizer_gb": "optimizer", "adapters_gb": "adapters",
-    "overhead_gb": "runtime overhead", "other_models_gb": "other models",
-}
 
 
 def _values(values: dict[str, Value]) -> str:

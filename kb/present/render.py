@@ -8,10 +8,10 @@ warnings and the trace.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from kb.hints import TYPE_CHECKING
 
 from kb.figures import duration, num
-from kb.present.explain import BREAKDOWN_LABELS as BREAKDOWN_LABELS  # re-exported for the server
+from kb.figures import BREAKDOWN_LABELS as BREAKDOWN_LABELS  # re-exported for the server
 from kb.present.explain import _values, explained
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ the error kbq reports once the phrases before it are read.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from kb.hints import TYPE_CHECKING
 
 from kb.errors import QueryError
 from kb.query.tokens import Tok
@@ -214,7 +214,8 @@ class Classifier:
                 shorter, found = found, (hit, j + 1)
             if not has_prefix(vocab, key):
                 break
-        if found is not None and shorter is not None and self._opens_quantity(found[1] - 1):
+        if (found is not None and shorter is not None and shorter[1] == found[1] - 1
+                and self._opens_quantity(found[1] - 1)):
             return shorter          # '1t tokens in 30 days': 'in' opens '30 days', so the
         return found                # phrase is 'tokens', not 'tokens in' (a prompt)
 

@@ -9,7 +9,7 @@ a size that is not the named model's).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from kb.hints import TYPE_CHECKING
 
 from kb.errors import QueryError
 from kb.knowledge.data import norm
@@ -173,6 +173,7 @@ class Finisher:
             w.seq_len, w.context_tokens = w.context_tokens, None     # "qlora … at 8k context"
             w.notes.append("read the context length as the training sequence length")
         self.dataset_tokens(training)
+        self.request_rate(training)
         if self.ttft and not self.durations:        # 'ttft for 70b …': the time to first token asked
             w.focus = w.focus or "time"
         for _tok, seconds in self.durations:
@@ -211,6 +212,30 @@ class Finisher:
                            f"{tokens:.3g} training tokens")
         w.train_tokens = tokens
 
+    def alone_unit(self, alone: str) -> None:
+        """A unit word with no number that is no error: a filler ('budget'), or a unit of time that
+        asks the time ('h100 hours', 'gpu hours'; 'how many gpu hours' counts hours, not GPUs)."""
+        if alone == "time":
+            self.w.focus = self.w.focus or "time"
+            if self.w.question == "how_many_gpus":
+                self.w.question = None
+
+    def request_rate(self, training: bool) -> None:
+        """'at 1000 requests per minute': the tokens a day those requests generate, each request
+        counted at the output length (query.yaml defaults.output_tokens unless given); said."""
+        w, rate = self.w, self.dataset.get("requests_per_day")
+        if rate is None:
+            return
+        if training or w.tokens_per_day is not None:
+            raise self.fail(rate, f"'{rate.text}' is a serving rate" + (
+                ", and this is a training question" if training else ", and the tokens a day are given too"),
+                expected=["serve …"] if training else [])
+        out = w.output_tokens or int(self.query_rules["defaults"]["output_tokens"])
+        w.tokens_per_day = rate.value * out
+        w.notes.append(f"read '{rate.text}' as {rate.value:,.0f} requests a day of {out} output tokens each"
+                       f"{'' if w.output_tokens else ' (the default output length)'}: "
+                       f"{w.tokens_per_day:.3g} tokens a day to generate")
+
     def note_plural(self, toks: list[Tok], counted: bool) -> None:
         """A card typed in the plural with no count before it ('on rented h100s'), kept for counts()."""
         key = "".join(norm(t.text) for t in toks)
@@ -227,6 +252,11 @@ class Finisher:
             text = self.q[self.plural[0].col - 1:self.plural[-1].end - 1]
             w.notes.append(f"read '{text}' with no count as: how many of them it needs")
         if self.w.gpu_count is None:
+            named = [g for g in w.gpus if g.gpu_id is not None]
+            if (len(named) == len(w.gpus) >= 2 and w.question is None
+                    and not any(id(g) in self.counted for g in named)):
+                for g in named:         # cards compared with no count: the engine sizes each
+                    g.count = 0         # (kb.engine.compare_counts)
             return
         for g in self.w.gpus:
             if g.gpu_id is not None and id(g) not in self.counted:
@@ -273,6 +303,27 @@ class Finisher:
                        f"names none [{rt['default_precision_source']}]; name one ('fp16', 'q8_0') "
                        "to size another")
 
+    def unnamed_model(self) -> None:
+        """Cards compared, or a card to buy, with no model named: sized on the model those cards'
+        published benchmarks run (query.yaml `unnamed_model`), said in the notes."""
+        w, kn = self.w, self.kn
+        named = [kn.gpus[g.gpu_id]["segment"] for g in w.gpus if g.gpu_id is not None]
+        if not (len(named) >= 2 and len(named) == len(w.gpus)) and not (w.question == "which_gpu" and not w.gpus):
+            return
+        held = named or w.segments or ["any"]
+        rules = self.query_rules.get("unnamed_model") or []
+        rule = (next((r for r in rules if set(held) <= set(r["segments"])), None)
+                or next((r for r in rules if held[0] in r["segments"]), None))
+        if rule is None:
+            return
+        w.model_id = rule["model"]
+        how = ""
+        if w.precision is None and w.task not in self.vocab.training_tasks and rule["precision"] is not None:
+            w.precision = rule["precision"]
+            w.runtime = w.runtime or rule["runtime"]
+            how = f" (at {w.precision}" + (f" under {w.runtime}" if w.runtime else "") + ", as that benchmark runs it)"
+        w.notes.append(f"{rule['text']}{how} [{rule['source']}]")
+
     def finish(self) -> None:
         w = self.w
         self.resolve_task()
@@ -282,6 +333,8 @@ class Finisher:
         self.check_runtime_and_size()
         self.lengths()
         self.counts()
+        if w.model_id is None and w.params is None and not self.model_given:
+            self.unnamed_model()
         if w.model_id is None and w.params is None and w.question != "largest_model" and not self.model_given:
             raise QueryError(self.q, len(self.q.rstrip()) + 1, "which model? add a size or a name",
                              None, ["a size like 13B", "a name like llama-3.1-8b"])

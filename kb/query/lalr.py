@@ -14,7 +14,7 @@ and every other rule is handed its children by the transformer's method of that 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, cast
+from kb.hints import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
     from typing import Protocol

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
+from kb.hints import TYPE_CHECKING
 
 from kb.query import lalr
 from kb.errors import QueryError
@@ -25,6 +25,10 @@ from kb.query.tokens import Tok
 from kb.query.words import Vocab, vocabulary  # noqa: F401  (kept importable from here)
 from kb.recordtype import replace
 from kb.query.workload import Workload
+
+if TYPE_CHECKING:
+    from typing import Any
+    from lark.lexer import TerminalDef
 
 MAX_QUERY_CHARS = 500
 
@@ -52,8 +56,7 @@ def _get_parser() -> Any:
         if current:
             _parser = lalr.Parser(tables.STATES, tables.RULES, tables.START_STATE, tables.END_STATE, _Phrases())
             _errors = lalr
-            _lexer = _Lexer(re.compile(tables.PATTERN, tables.FLAGS),
-                            frozenset(tables.IGNORE))
+            _lexer = _Lexer(re.compile(tables.PATTERN, tables.FLAGS), frozenset(tables.IGNORE), tables.FOLDED)
         else:
             import lark
             from lark import exceptions
@@ -104,48 +107,64 @@ def _sep(text: str, col: int) -> Tok:
     return Tok("sep", text, col)          # _SEP, _FLAG: the grammar drops them
 
 
+# The text a folded pattern (kb.query.parsergen) reads: ASCII letters in lowercase, and the four
+# characters that `re`, ignoring case, matches to an ASCII letter (İ ı → i, ſ → s, Kelvin K → k),
+# one character for one, so columns hold. A pattern compiled without ignoring case costs half
+# as much to compile (tests/test_query.py checks the four against `re`, and the cut against lark's).
+FOLD = str.maketrans({**{chr(c): chr(c + 32) for c in range(ord("A"), ord("Z") + 1)},
+                      "\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
+
+
 class _Lexer:
     """Cuts a query into the grammar's terminals exactly as lark's lexer does, for lark's LALR
     parser to read. lark's basic lexer tries the terminals in one order (priority, then the
     longest pattern) at each position and skips the ignored ones (WS); this does the same with
     one regular expression of those terminals in that order, one match per item, and makes each
     item's Tok as it goes, instead of lark's per-token bookkeeping (line counter, one lexer per
-    parser state, its Token objects). tests/test_query.py checks both cut every query alike."""
+    parser state, its Token objects). `folded`: the pattern reads the query folded by FOLD.
+    tests/test_query.py checks both cut every query alike."""
 
-    def __init__(self, pattern: re.Pattern[str], ignore: frozenset[str]) -> None:
+    def __init__(self, pattern: re.Pattern[str], ignore: frozenset[str], folded: bool = False) -> None:
         self.pattern = pattern
         self.ignore = ignore
+        self.folded = folded
+
+    @staticmethod
+    def order(parser: Any) -> list[TerminalDef] | None:
+        """A lark LALR parser's terminals in the order its basic lexer tries them (the first that
+        matches is taken); None where lark would not match them one pattern at a time (a literal
+        string terminal, the `regex` module, bytes)."""
+        terminals = list(parser.terminals)
+        if parser.lexer_conf.use_bytes or getattr(parser.options, "regex", False) or any(
+                t.pattern.type != "re" for t in terminals):
+            return None
+        return sorted(terminals, key=lambda t: (-t.priority, -t.pattern.max_width, -len(t.pattern.value), t.name))
 
     @classmethod
     def of(cls, parser: Any) -> _Lexer | None:
-        """The lexer of a lark LALR parser's terminals; None where lark would not match them
-        one pattern at a time (a literal string terminal, the `regex` module, bytes)."""
-        conf = parser.lexer_conf
-        terminals = list(parser.terminals)
-        if conf.use_bytes or getattr(parser.options, "regex", False) or any(
-                t.pattern.type != "re" for t in terminals):
+        """The lexer of a lark LALR parser's terminals (None as `order` says)."""
+        terminals = cls.order(parser)
+        if terminals is None:
             return None
-        # lark's BasicLexer order: the first terminal of this order that matches is taken
-        terminals.sort(key=lambda t: (-t.priority, -t.pattern.max_width, -len(t.pattern.value), t.name))
         pattern = "|".join(f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in terminals)
-        return cls(re.compile(pattern, conf.g_regex_flags), frozenset(conf.ignore))
+        return cls(re.compile(pattern, parser.lexer_conf.g_regex_flags), frozenset(parser.lexer_conf.ignore))
 
     def items(self, query: str) -> list[Tok]:
         """The query's items as Toks, each marked with its terminal for the parser; a
         QueryError at the first character no terminal matches."""
         match, ignore, make = self.pattern.match, self.ignore, _SINGLE.get
+        text = query.translate(FOLD) if self.folded else query
         pos, end, out = 0, len(query), []
         while pos < end:
-            m = match(query, pos)
+            m = match(text, pos)
             if m is None:
                 raise QueryError(query, pos + 1, f"the character {query[pos]!r} has no meaning here",
                                  expected=["words", "numbers", "?"])
             name = m.lastgroup
-            pos = m.end()
+            start, pos = m.span()
             if name in ignore:
                 continue
-            text = m.group()
-            tok = make(name, _sep)(text, m.start() + 1)     # type: ignore[arg-type]
+            tok = make(name, _sep)(query[start:pos], start + 1)     # type: ignore[arg-type]
             tok.type = name                                  # type: ignore[assignment]
             out.append(tok)
         return out
@@ -201,7 +220,9 @@ def _printable(text: str) -> str:
     return "".join("?" if _unprintable(ch) else ch for ch in text)
 
 
-_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")   # _unprintable
+# _unprintable as a pattern, compiled when a query is not printable ASCII (re caches it): a printable
+# ASCII query, nearly every one, holds none of these, and a cold start does not compile it
+_UNPRINTABLE = r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
 
 
 def parse(query: str, kn: Knowledge, model_given: bool = False) -> Workload:
@@ -211,7 +232,7 @@ def parse(query: str, kn: Knowledge, model_given: bool = False) -> Workload:
     query = query.translate(_SPACES)     # a query is one line (same length: columns hold)
     if len(query) > MAX_QUERY_CHARS:
         raise QueryError(_printable(query[:80]) + "…", 1, f"the query is longer than {MAX_QUERY_CHARS} characters")
-    bad = _UNPRINTABLE.search(query)
+    bad = None if query.isascii() and query.isprintable() else re.search(_UNPRINTABLE, query)
     if bad is not None:
         raise QueryError(_printable(query), bad.start() + 1, "control characters are not allowed")
     if not query.strip():

@@ -15,12 +15,16 @@ no `?rule` and no kept punctuation; anything else is refused here.
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kb.query.lalr import DROP, KEEP, REDUCE, SHIFT, SPLICE
 from kb.paths import grammar_dir
+
+if TYPE_CHECKING:
+    from lark.lexer import TerminalDef
 
 OUT = Path(__file__).resolve().parent / "_query_parser.py"
 
@@ -38,7 +42,8 @@ def tables() -> dict[str, Any]:
 
     parser = lark.Lark(grammar_text(), parser="lalr", maybe_placeholders=False)
     lexer = _Lexer.of(parser)
-    if lexer is None or parser.options.keep_all_tokens:
+    terminals = _Lexer.order(parser)
+    if lexer is None or terminals is None or parser.options.keep_all_tokens:
         raise SystemExit("grammar/query.lark: kb.query.parse's one-pattern lexer cannot cut its terminals")
     index: dict[Any, int] = {}
     rules: list[tuple[str, tuple[int, ...]]] = []
@@ -65,9 +70,50 @@ def tables() -> dict[str, Any]:
     states = {number[state]: {str(symbol): (SHIFT, number[arg]) if action is Shift else (REDUCE, index[arg])
                               for symbol, (action, arg) in sorted(table.states[state].items())}
               for state in number}
-    return {"GRAMMAR": grammar_text(), "PATTERN": lexer.pattern.pattern, "FLAGS": lexer.pattern.flags,
+    folded = folded_pattern(terminals)
+    return {"GRAMMAR": grammar_text(), "PATTERN": lexer.pattern.pattern if folded is None else folded,
+            "FLAGS": lexer.pattern.flags, "FOLDED": folded is not None,
             "IGNORE": tuple(sorted(lexer.ignore)), "START_STATE": 0,
             "END_STATE": number[table.end_states[start]], "RULES": tuple(rules), "STATES": states}
+
+
+# what in a terminal's regular expression is no literal character: an escape (\d, \x0c, \u00d7,
+# \N{…}, \-) and a group's name
+_NOT_LITERAL = re.compile(r"\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|N\{[^}]*\}|.)|\(\?P(?:<\w+>|=\w+\))",
+                          re.DOTALL)
+_RANGE = re.compile(r"(.)-([^\]])", re.DOTALL)
+
+
+def _foldable(value: str, caseless: bool) -> bool:
+    """Whether a terminal's regular expression reads a query folded by kb.query.parse.FOLD (ASCII
+    letters in lowercase; İ ı ſ and the Kelvin sign as the letters `re` matches them to) as the
+    terminal reads the query itself: a case-insensitive terminal (`caseless`) writes its letters
+    in lowercase, sets no flag inside and has no other cased character; any other terminal reads
+    no letter. A range (`a-z`) spanning a letter is taken only as `a-z` or within it, in a
+    case-insensitive terminal. Conservative: a `-` outside a class counts as a range."""
+    rest = _NOT_LITERAL.sub("", value)
+    if "(?" in rest.replace("(?:", "").replace("(?=", "").replace("(?!", "").replace("(?<", ""):
+        return False                        # an inline flag
+    for lo, hi in _RANGE.findall(rest):
+        spans = [c for c in map(chr, range(ord(lo), ord(hi) + 1)) if c.isascii() and c.isalpha()]
+        if spans and not (caseless and "a" <= lo and hi <= "z"):
+            return False
+    return all(not ch.isalpha() or (caseless and "a" <= ch <= "z")
+               if ch.isascii() else ch.lower() == ch == ch.upper() for ch in rest)
+
+
+def folded_pattern(terminals: list[TerminalDef]) -> str | None:
+    """The terminals' one pattern (in lark's order, as kb.query.parse._Lexer.of makes it) for the
+    query folded by kb.query.parse.FOLD: each case-insensitive terminal without its `(?i:…)`, which
+    halves the pattern's compile at every start; None when a terminal does not read folded text
+    alike (`_foldable`), or sets another flag."""
+    parts = []
+    for t in terminals:
+        flags = set(t.pattern.flags)
+        if flags - {"i"} or not _foldable(t.pattern.value, "i" in flags):
+            return None
+        parts.append(f"(?P<{t.name}>(?:{t.pattern.value}))" if flags else f"(?P<{t.name}>{t.pattern.to_regexp()})")
+    return "|".join(parts)
 
 
 def _literal(value: Any) -> str:

@@ -9,11 +9,10 @@ set, or a QueryError with a caret on the second value. Every word comes from rul
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from kb.hints import TYPE_CHECKING
 
 from kb.knowledge.data import norm
 from kb.query.tokens import Tok
-from kb.query.unknown_words import Entry
 from kb.query.words import number, vocab_of
 
 if TYPE_CHECKING:
@@ -22,6 +21,7 @@ if TYPE_CHECKING:
     from kb.errors import QueryError
     from kb.knowledge.data import Knowledge
     from kb.knowledge.records_rules import QueryRules
+    from kb.query.unknown_words import Entry
     from kb.query.workload import Workload
 
 # what a Workload field compared is called in an error

@@ -178,8 +178,8 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
         spec = self.query_rules["units"][unit]
         if spec.get("focus"):
             self.w.focus = self.w.focus or spec["focus"]
-        elif spec.get("alone") == "filler":
-            return
+        elif (alone := spec.get("alone")) is not None:     # budget alone; h100 hours asks the time
+            self.alone_unit(alone)
         elif spec.get("asks") and self.w.question == "how_many_gpus" and self.pending_count is None:
             self.w.question = spec["asks"]          # 'how many concurrent users can an h100 serve'
         elif spec["field"] == "gpu_count":
@@ -284,7 +284,7 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
         field = spec["field"]
         if field == "tokens":
             self.tokens_tok = Tok("tokens", span.text, span.col, value)
-        elif field in ("examples", "epochs"):       # read with the task and length (kb.query.finish)
+        elif field in ("examples", "epochs", "requests_per_day"):   # read with the task and lengths (finish)
             self.dataset[field] = Tok(field, span.text, span.col, value)
         elif field == "duration":
             self.durations.append((span, value))
@@ -356,8 +356,8 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
                     self.runtime_tok = first
             elif name == "vs":
                 self.join = first
-            elif name in ("question", "focus") and getattr(self.w, name) is not None:
-                continue                          # the first question form decides
+            elif name in ("question", "focus") and getattr(self.w, name) not in (None, "fit"):
+                continue            # the first question form decides ('does' asks a fit only if nothing more)
             else:
                 setattr(self.w, name, value)
 

@@ -6,13 +6,16 @@ unknown_words read.
 
 from __future__ import annotations
 
-from typing import Any
+from kb.hints import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any, TypeAlias
 
 from kb.recordtype import record
 
 # what a token stands for, read as the number it is by the rules that take it (a size, a count,
 # a length; the text of a number cut from a word)
-TokValue = Any
+TokValue: TypeAlias = "Any"
 
 
 @record

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, TypeVar
+from kb.hints import TYPE_CHECKING
 
 from kb.errors import QueryError, nearest
 from kb.knowledge.data import norm
 from kb.query.words import NameReading, near_misses, read_name
 
 if TYPE_CHECKING:
+    from typing import TypeVar
+
+    Entry = TypeVar("Entry", tuple[str, str], str)
     from kb.knowledge.data import Knowledge
     from kb.query.tokens import Tok, TokValue
     from kb.query.words import Vocab
@@ -23,7 +26,6 @@ if TYPE_CHECKING:
     from kb.query.workload import Workload
 
 # what a phrase table holds per key: (kind, value) in Vocab.table, a unit name in Vocab.units
-Entry = TypeVar("Entry", tuple[str, str], str)
 
 _LEADING_NUMBER = r"^(\d+(?:\.\d+)?)([a-z/].*)$"      # these compile on first use (re caches them):
 _PHRASE_KINDS = frozenset(("word", "num", "size", "moe", "mem"))

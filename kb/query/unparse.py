@@ -42,7 +42,7 @@ def _phrase(kn: Knowledge, wanted: dict[str, object]) -> str | None:
 
 def _gpu(kn: Knowledge, g: GpuRequest) -> str:
     what = g.gpu_id if g.gpu_id is not None else f"{num(g.capacity_gb or 0)}gb"
-    return f"{g.count}x {what}"
+    return what if g.count == 0 else f"{g.count}x {what}"      # 0: a compared card with no count
 
 
 def value_text(kn: Knowledge, field: str, value: object) -> str:
