@@ -173,9 +173,9 @@ def _answer_question(w: Workload, kn: Knowledge, query: str, brief: bool = False
     elif primary["found"] and spec["vary"] == "gpu_count":
         for g, row in zip(w2.gpus, rows + [primary] * (len(w2.gpus) - len(rows)), strict=True):
             g.count = int((row if row["found"] else primary)["value"])     # each card its own count
-    at = int(primary["value"]) if spec["vary"] == "gpu_count" and primary["found"] else targets[0][1]
-    known = (probes.scope_at(spec["vary"], primary["value"], targets[0][0], at, spec.get("holds", "fits"))
-             if brief and primary["found"] and len(targets) == 1 else None)   # computed by the search
+    known = (probes.scope_at(spec["vary"], primary["value"], targets[0][0], int(primary["value"]) if spec["vary"]
+                             == "gpu_count" else targets[0][1], spec.get("holds", "fits"))   # computed by the search
+             if brief and primary["found"] and len(targets) == 1 else None)
     result = _answer(w2, kn, query, brief, known)
     facts: Question | dict[str, object] = result.question or {}
     if spec.get("holds") == "serves_at_floor":
