@@ -50,3 +50,8 @@ def duration(seconds: float | None) -> str:
         if s >= size * 2:
             return f"{num(s / size)} {unit}"
     return f"{num(s)} s"
+
+
+def usd(v: float | None) -> str:
+    """A dollar amount as every verdict shows it: whole dollars from $100, cents below."""
+    return "n/a" if v is None else f"${v:,.0f}" if v >= 100 else f"${v:,.2f}"

@@ -53,7 +53,8 @@ def check(query: str) -> list[str]:
     body = render.text(a, None, explain=False).split("\n", 3)[3]       # all but query, rule, verdict
     body += "\n".join(render.options_lines(a))
     shown = {n.replace(",", "") for n in NUMBER.findall(body)}
-    configs = {(g.count, g.name) for g in a.gpus} | {(o["count"], o["gpu"]) for o in a.options or []}
+    configs = ({(g.count, g.name) for g in a.gpus} | {(o["count"], o["gpu"]) for o in a.options or []}
+               | {(g.gpus_needed, g.name) for g in a.gpus if g.gpus_needed})   # the 'fewest by memory' column
     rest = verdict
     for count, name in sorted(configs, key=lambda c: -len(c[1])):
         rest = rest.replace(f"{count}× {name}", "")

@@ -27,8 +27,8 @@ from kb.engine.verdict_lead import training as _training
 from kb.engine.scope import TOKENS_DEFAULT
 from kb.engine.verdict_count import how_many, target
 from kb.engine.verdict_room import tight, tight_sentences
-from kb.engine.verdict_sides import sides, usd
-from kb.figures import num
+from kb.engine.verdict_sides import sides
+from kb.figures import num, usd
 
 if TYPE_CHECKING:
     from kb.engine.answer import Answer, GpuRow

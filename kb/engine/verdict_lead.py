@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kb.hints import TYPE_CHECKING
 
-from kb.figures import BREAKDOWN_LABELS, duration, num
+from kb.figures import BREAKDOWN_LABELS, duration, num, usd
 
 if TYPE_CHECKING:
     from kb.engine.answer import Answer, GpuRow
@@ -58,7 +58,7 @@ def lead(a: Answer, focus: str | None, g: GpuRow) -> str | None:
     if focus == "time":
         if is_training and t.get("train_time_s"):
             hours = [f"{num(g.run_hours * g.count)} GPU-hours"] if g.run_hours else []
-            rent = [f"${num(g.run_cost_usd)} rented"] if g.run_cost_usd else []
+            rent = [f"{usd(g.run_cost_usd)} rented"] if g.run_cost_usd else []
             paid = f" ({', '.join(hours + rent)})" if hours or rent else ""
             return (f"Time: {num(a.workload.get('train_tokens'))} tokens in {duration(t['train_time_s'])} "
                     f"on {config(g)}{paid}.")

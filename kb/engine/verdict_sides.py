@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from kb.hints import TYPE_CHECKING
 
-from kb.figures import num
+from kb.figures import num, usd
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -21,9 +21,6 @@ if TYPE_CHECKING:
     Label = Callable[[Side], str]      # how a side is named
 
 
-def usd(v: float | None) -> str:
-    """A dollar amount as every verdict shows it: whole dollars from $100, cents below."""
-    return "n/a" if v is None else f"${v:,.0f}" if v >= 100 else f"${v:,.2f}"
 
 
 def _on(side: Side) -> str:
