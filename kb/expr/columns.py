@@ -210,54 +210,14 @@ def missing(name: str) -> EvalError:
     return EvalError(f"'{name}' has no value for this workload")
 
 
-def lift2(op: Callable[[object, object], object], left: Fn, right: Fn, none_fails: bool = True,
-          names: tuple[str | None, str | None] = (None, None)) -> Fn:
-    """op over two operands; `names`: an operand that is a plain name, read from the scope
-    here (as its own lookup would: left first) rather than through its closure."""
+def lift2(op: Callable[[object, object], object], left: Fn, right: Fn, none_fails: bool = True) -> Fn:
+    """op over two operands, a scalar or a column each."""
     def mixed(a: object, b: object) -> object:
         try:
             out = _fast(op, a, b)
         except RAISED:
             out = None
         return elementwise(op, a, b, none_fails=none_fails) if out is None else out
-
-    lk, rk = names
-    if lk is not None and rk is not None:
-        def both_names(s: Scope) -> object:
-            try:
-                a = s[lk]
-            except KeyError:
-                raise missing(lk) from None
-            try:
-                b = s[rk]
-            except KeyError:
-                raise missing(rk) from None
-            if a.__class__ is Col or b.__class__ is Col:
-                return mixed(a, b)
-            return op(a, b)
-        return both_names
-    if lk is not None:
-        def left_name(s: Scope) -> object:
-            try:
-                a = s[lk]
-            except KeyError:
-                raise missing(lk) from None
-            b = right(s)
-            if a.__class__ is Col or b.__class__ is Col:
-                return mixed(a, b)
-            return op(a, b)
-        return left_name
-    if rk is not None:
-        def right_name(s: Scope) -> object:
-            a = left(s)
-            try:
-                b = s[rk]
-            except KeyError:
-                raise missing(rk) from None
-            if a.__class__ is Col or b.__class__ is Col:
-                return mixed(a, b)
-            return op(a, b)
-        return right_name
 
     def apply(s: Scope) -> object:
         a, b = left(s), right(s)
