@@ -91,7 +91,7 @@ def _checkpointed(kn: Knowledge, rule: OptionRule, asked: Workload,
     if ckpt is None or rule["kind"] != "words" or rule is ckpt:
         return []
     said = {**words_changes(kn, rule["words"]), **words_changes(kn, ckpt["words"])}
-    return [(_with(asked, **said), CHECKPOINTED)]
+    return [(with_changes(asked, **said), CHECKPOINTED)]
 
 
 def _base_row(a: Answer) -> GpuRow | None:
@@ -118,7 +118,7 @@ def _applies(rule: OptionRule, w: WorkloadDict, training: bool, kn: Knowledge) -
     return True
 
 
-def _with(w: Workload, **changes: object) -> Workload:
+def with_changes(w: Workload, **changes: object) -> Workload:
     """A copy of the Workload with fields changed (the comparison, if any, dropped)."""
     out = w.copy()
     out.compare = None
@@ -153,20 +153,20 @@ def _changed(kn: Knowledge, rule: OptionRule, asked: Workload, row: GpuRow,
         said = words_changes(kn, rule["words"])
         if all(getattr(asked, k) == v for k, v in said.items()):
             return []                   # the job already has it: not an option
-        first = _with(asked, **said)
-        more = _with(first, gpus=[GpuRequest(gpu.gpu_id, 0, gpu.capacity_gb)])   # count: found by _ask
+        first = with_changes(asked, **said)
+        more = with_changes(first, gpus=[GpuRequest(gpu.gpu_id, 0, gpu.capacity_gb)])   # count: found by _ask
         return [(first, None), (more, "more GPUs")]
     if kind == "context":           # a training job's context is its sequence length
         field = "seq_len" if "training" in base.bottleneck else "context_tokens"
         ctx = base.workload.get(field)
         held = int(ctx) if isinstance(ctx, (int, float)) else 0
-        return [(_with(asked, **{field: held // 2}), None)] if held >= 2 else []
+        return [(with_changes(asked, **{field: held // 2}), None)] if held >= 2 else []
     if kind == "users":
-        return [(_with(asked, users=int(base.workload["users"] or 1) // 2), None)]
+        return [(with_changes(asked, users=int(base.workload["users"] or 1) // 2), None)]
     if kind == "gpus":
         most = int(kn.advice.get("max_gpus_per_config", 1))
         needed = valid_count(kn, base.workload, row.gpus_needed or 0, most)
-        return ([(_with(asked, gpus=[GpuRequest(gpu.gpu_id, needed, gpu.capacity_gb)]), None)]
+        return ([(with_changes(asked, gpus=[GpuRequest(gpu.gpu_id, needed, gpu.capacity_gb)]), None)]
                 if needed and row.count < needed <= most else [])
     bigger = sorted((g for g in kn.gpus.values() if g["vram_gb"] > (row.vram_gb or 0) and g.get("price_usd")
                      and _same_shelf(kn, row.id, g, str(base.workload.get("runtime") or ""))
@@ -174,7 +174,7 @@ def _changed(kn: Knowledge, rule: OptionRule, asked: Workload, row: GpuRow,
                     key=lambda g: (g["price_usd"], g["vram_gb"]))
     need = base.memory.get("total_gb") or 0
     tries = int(kn.advice.get("next_card_tries", 1))
-    fitting = [(_with(asked, gpus=[GpuRequest(g["id"], row.count)]), None) for g in bigger
+    fitting = [(with_changes(asked, gpus=[GpuRequest(g["id"], row.count)]), None) for g in bigger
                if g["vram_gb"] * row.count >= need]
     return fitting[:tries]   # type: ignore[return-value]
 
@@ -198,7 +198,7 @@ def _ask(kn: Knowledge, w: Workload, base: Answer, rule: OptionRule, extra: str 
 
     try:
         if w.gpus and w.gpus[0].count == 0:         # as many cards as then hold it
-            probe = _with(w, gpus=[GpuRequest(w.gpus[0].gpu_id, 1, w.gpus[0].capacity_gb)])
+            probe = with_changes(w, gpus=[GpuRequest(w.gpus[0].gpu_id, 1, w.gpus[0].capacity_gb)])
             if _count_found(kn, probe):
                 return None
             probed = _answered(kn, probe, "", before)

@@ -44,14 +44,12 @@ def respond(kn: Knowledge, query: str, w: Workload | None = None, *, sort: str |
     else:
         w.sort = sort or w.sort
         w.want_options = options or w.want_options
-    said = ""
-    if compared(w) or volume.applies(kn, w):    # counts, format or users the engine chooses: settled
-        if compared(w):                         # once, then read so
-            said = settle(kn, w, query)
-        if volume.applies(kn, w):
-            volume.settle(kn, w, query)
-        settled = w.copy()
-        reread = settled.copy
+    cards, volume_asked = compared(w), volume.applies(kn, w)
+    said = settle(kn, w, query) if cards else ""    # counts, format or users the engine chooses:
+    if volume_asked:                                # settled once, then read so
+        volume.settle(kn, w, query)
+    if cards or volume_asked:
+        reread = w.copy().copy
     return with_options(answer(w, kn, query), w, kn, reread, said)
 
 

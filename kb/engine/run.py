@@ -136,7 +136,7 @@ def _answer_question(w: Workload, kn: Knowledge, query: str, brief: bool = False
         got = resolve(w.copy(), kn)
         targets = [(g, 1) for g in kn.gpus.values() if runs_on(got.runtime, g, got.precision["id"])]
     else:
-        targets = [(kn.gpus[(ranked := _first_ranked(w, kn))[0]], ranked[1])]
+        targets = [_first_ranked(w, kn)]
     probes = Probes(kn, w, [gpu for gpu, _ in targets],     # what every card's search shares
                     catalogue=question == "how_many_gpus" and not w.gpus)
     rows: list[solve.Row] = []
@@ -242,12 +242,12 @@ def _exact_gpus_needed(kn: Knowledge, w: Workload, rows: list[GpuRow],
                 primary.scope["gpus_needed"] = found
 
 
-def _first_ranked(w: Workload, kn: Knowledge) -> tuple[str, int]:
+def _first_ranked(w: Workload, kn: Knowledge) -> tuple[GPU, int]:
     """The first configuration of the sizing flow's ranking for the workload as asked, its card
     and count (a capacity question with no GPU is answered on it)."""
     plain = w.copy()
     plain.question = None
-    return (first := _answer(plain, kn).gpus[0]).id, first.count
+    return kn.gpus[(first := _answer(plain, kn).gpus[0]).id], first.count
 
 
 def _scaled_gpus_needed(kn: Knowledge, asked: Workload, rows: list[GpuRow],

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from kb.hints import TYPE_CHECKING
 
-from kb.figures import num
+from kb.figures import num, usd
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -41,7 +41,7 @@ def applies(kn: Knowledge, w: Workload) -> bool:
 
 def chosen(kn: Knowledge, w: Workload, plain: Answer, answer: Callable[[Workload], Answer]) -> Answer | None:
     """The answer at the training method the question's ranking favours (see the module)."""
-    from kb.engine.options import words_changes
+    from kb.engine.options import with_changes, words_changes
 
     cheapest = w.sort == "cost"
 
@@ -54,17 +54,15 @@ def chosen(kn: Knowledge, w: Workload, plain: Answer, answer: Callable[[Workload
 
     rules = [r for r in kn.advice.get("options") or [] if r["kind"] == "words"
              and (w.task in r["tasks"] or "training" in r["tasks"])]
-    ckpt = next((r for r in rules if words_changes(kn, r["words"]).get("checkpointing") is True), None)
+    said_by = {id(r): words_changes(kn, r["words"]) for r in rules}
+    ckpt = next((r for r in rules if said_by[id(r)].get("checkpointing") is True), None)
     best, best_key, said = plain, key(plain, 0), ""
     for rule, with_ckpt in [(r, False) for r in rules] + [(r, True) for r in rules if ckpt and r is not ckpt]:
-        changes = {**words_changes(kn, rule["words"]), **(words_changes(kn, ckpt["words"]) if with_ckpt and ckpt else {})}
+        changes = {**said_by[id(rule)], **(said_by[id(ckpt)] if with_ckpt and ckpt else {})}
         if any(k not in METHOD_FIELDS + ("task", "task_explicit") for k in changes) or (
                 w.task == "full_ft" and w.task_explicit and "task" in changes):     # a full fine-tune named is kept
             continue
-        trial = w.copy()
-        for name, value in changes.items():
-            setattr(trial, name, value)
-        a = answer(trial)
+        a = answer(with_changes(w, **changes))
         k = key(a, int(rule["quality_rank"]))
         if k < best_key:
             pick = a.gpus[0]
@@ -72,7 +70,7 @@ def chosen(kn: Knowledge, w: Workload, plain: Answer, answer: Callable[[Workload
             change = rule["change"] + (f" with {ckpt['change']}" if with_ckpt and ckpt else "")
             said = (f"method: {change}, the way {'the cheapest' if cheapest else 'the best'} "
                     f"configuration {'for the budget ' if w.budget_usd else ''}runs this job: "
-                    f"{pick.count}× {pick.name}, ${num(pick.config_price_usd)} to buy "
+                    f"{pick.count}× {pick.name}, {usd(pick.config_price_usd)} to buy "
                     f"(quality: {rule['quality']}) [{rule['source']}]")
     if best is plain:
         return None

@@ -33,9 +33,9 @@ def applies(kn: Knowledge, w: Workload) -> bool:
             and w.task not in kn.query["training_tasks"] and w.question not in ("max_users", "max_batch"))
 
 
-def settle(kn: Knowledge, w: Workload, query: str) -> str:
+def settle(kn: Knowledge, w: Workload, query: str) -> None:
     """Set w.users (in place) to the users the volume needs on the configuration the question
-    is answered on; the sentence for the assumptions ("" when one user makes it)."""
+    is answered on, said in its notes when more than one."""
     from kb.engine import answer
 
     rate = float(w.tokens_per_day or 0) / float(kn.constants["seconds_per_day"]["value"])
@@ -63,11 +63,10 @@ def settle(kn: Knowledge, w: Workload, query: str) -> str:
         users = max(users + 1, math.ceil(rate / speed))
     w.users = users
     if users == 1:
-        return ""
+        return
     how = (f"{num(rate)} tokens/s to generate ({num(float(w.tokens_per_day or 0))} tokens a day) need about "
            f"{users} requests in flight at once" + (f", each decoding at {num(speed)} tokens/s on {config}"
                                                     if config else ""))
     w.notes.append(f"concurrent users: {users}, {how}, each request's context its prompt and output "
                    f"({w.context_tokens} tokens; the users a volume needs: in-flight requests times each "
                    "one's decode rate meet the rate)")
-    return ""
