@@ -41,6 +41,14 @@ def _pairs(rows: list[Any]) -> list[tuple[Any, Any]]:
     return list(itertools.permutations(rows, 2))
 
 
+def _no_weaker(x: Any, y: Any) -> bool:
+    """Card x has no less bandwidth and compute than y, the same kind of memory, and multiplies
+    the format the same way (compute_precision)."""
+    return (is_hbm(x.id) == is_hbm(y.id) and is_apple(x.id) == is_apple(y.id)
+            and x.compute_precision == y.compute_precision
+            and x.bandwidth_gb_s >= y.bandwidth_gb_s and x.compute_tflops >= y.compute_tflops)
+
+
 @PROPERTY
 @given(inference_workloads())
 def test_more_bandwidth_never_lowers_decode_speed(w: dict[str, Any]) -> None:
@@ -60,9 +68,7 @@ def test_more_bandwidth_never_lowers_decode_speed(w: dict[str, Any]) -> None:
     rows = [r for r in rows if r.decode_tokens_per_s is not None]
     compared = 0
     for x, y in _pairs(rows):
-        if (is_hbm(x.id) == is_hbm(y.id) and is_apple(x.id) == is_apple(y.id)
-                and x.compute_precision == y.compute_precision
-                and x.bandwidth_gb_s >= y.bandwidth_gb_s and x.compute_tflops >= y.compute_tflops):
+        if _no_weaker(x, y):
             compared += 1
             assert x.decode_tokens_per_s >= y.decode_tokens_per_s * (1 - 1e-12), (
                 f"{x.id} ({x.bandwidth_gb_s} GB/s, {x.compute_tflops} TFLOPS) decodes at "
@@ -83,9 +89,7 @@ def test_more_bandwidth_never_lowers_decode_speed_on_several_gpus(
     assert all(r.count == w["count"] for r in a.gpus)
     for x, y in _pairs(rows):
         link = lambda r: (KN.gpus[r.id].get("interconnect") or {}).get("gb_s") or 0  # noqa: E731
-        if (is_hbm(x.id) == is_hbm(y.id) and is_apple(x.id) == is_apple(y.id)
-                and x.compute_precision == y.compute_precision and x.bandwidth_gb_s >= y.bandwidth_gb_s
-                and x.compute_tflops >= y.compute_tflops and link(x) >= link(y)):
+        if _no_weaker(x, y) and link(x) >= link(y):
             assert x.decode_tokens_per_s >= y.decode_tokens_per_s * (1 - 1e-12), (x.id, y.id)
 
 
