@@ -79,6 +79,16 @@ def spent() -> Budget | None:
     return budget if budget is not None and budget.spent() else None
 
 
+def group_size(per_item: int, most: int) -> int:
+    """How many items of a search to run side by side before the budget is looked at again:
+    `most`, or under a probe budget as many as its probes left allow at `per_item` probes an
+    item, at least one. Counted, not timed: the same budget cuts at the same item."""
+    budget = _current.get()
+    if budget is None or budget.probes is None:
+        return most
+    return min(most, max(1, (budget.probes - budget.used) // per_item))
+
+
 def count_probe() -> None:
     """One probe made (kb.engine.probes.Probes.probe)."""
     budget = _current.get()

@@ -247,11 +247,10 @@ class Probes:
         for name, v in cards.items():
             scope[name] = Col.of(v[i] for i in which) if v.__class__ is Col else v
         scope["gpu_count"] = Col.of(counts[i] for i in which)
-        # what reads the count but not the card: computed once per count (kept), then each card's
-        by_count = {c: self._scope("gpu_count", c, c, names) for c in set(counts.values())}
-        for name in ("tp", "pp", "dp", *self._wanted("count", names, self._reading()[0])):
-            if name not in base:
-                scope[name] = one_or_col([by_count[counts[i]].get(name) for i in which])
+        # each card's layout at its count; what reads it is computed over the cards with the rest
+        by_count = {c: scope_values(self.layout("gpu_count", c, c)) for c in set(counts.values())}
+        for name in ("tp", "pp", "dp"):
+            scope[name] = one_or_col([by_count[counts[i]][name] for i in which])
         ev = Evaluated(scope)
         evaluate(self.kn, ev, names)
         s = ev.scope

@@ -118,10 +118,6 @@ def _budget_precision(w: Workload, kn: Knowledge, query: str, brief: bool, plain
     return a
 
 
-CARDS_AT_ONCE = 32      # cards a how-many search over the catalogue runs side by side (between them,
-                        # the budget is looked at: kb.engine.budget)
-
-
 def _answer_question(w: Workload, kn: Knowledge, query: str, brief: bool = False) -> Answer:
     # the searches are imported by the questions that run them, not by every answer's start-up
     from kb.engine import fewest, solve
@@ -142,7 +138,7 @@ def _answer_question(w: Workload, kn: Knowledge, query: str, brief: bool = False
     rows: list[solve.Row] = []
     stopped = None
     side_by_side = question == "how_many_gpus" and probes.shared_counts()
-    step = CARDS_AT_ONCE if side_by_side else 1
+    step = solve.cards_at_once(kn) if side_by_side else 1
     if brief and side_by_side:      # an option reads only the card that answers (kb.engine.fewest)
         rows.append(fewest.primary(kn, probes))
     for first in range(0, len(targets) if not rows else 0, step):  # the first cards always, the rest

@@ -12,7 +12,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from kb.engine.bracket import Bracket, margin as _margin
-from kb.engine.budget import count_probe
+from kb.engine.budget import count_probe, group_size
 from kb.engine.probe_batch import probes_over
 from kb.engine.probes import FEW_COUNTS, Probes
 from kb.engine.single_probe import Probe
@@ -204,6 +204,13 @@ def smallest_fitting(kn: Knowledge, w: Workload, lower: int, upper: int, gpu: GP
 # a capacity question solved on one GPU (Answer.question["answer"]): its keys depend on the
 # question, their values are the engine's figures
 Row = dict[str, Any]
+
+
+def cards_at_once(kn: Knowledge, most: int = 256) -> int:
+    """How many cards a how-many search over the catalogue runs side by side, at most `most`
+    (kb.engine.budget.group_size; a card's search: the bisection of the count range, two more)."""
+    spec = kn.query["solve"]["how_many_gpus"]
+    return group_size(math.ceil(math.log2(int(spec["upper"]) - int(spec["lower"]) + 2)) + 2, most)
 
 
 def how_many_rows(kn: Knowledge, w: Workload, p: Probes, first: int, last: int) -> list[Row]:
