@@ -13,10 +13,8 @@ from __future__ import annotations
 from kb.hints import TYPE_CHECKING, cast
 
 from kb.engine import advice as rightsize
-from kb.engine import cost_batch, train_choice
-from kb.engine import per_card
+from kb.engine import cost_batch, per_card, train_choice, unknown
 from kb.engine import training as tr
-from kb.engine import unknown
 from kb.engine.answer import Answer, GpuRow
 from kb.engine.assemble import (ROW_FORMULAS, brief_answer, bottleneck, error_bands,
                                 gpu_warnings, memory, rank_order, rows_of, shown_figures, workload_dict)
@@ -120,21 +118,24 @@ def _budget_precision(w: Workload, kn: Knowledge, query: str, brief: bool, plain
 
 def _answer_question(w: Workload, kn: Knowledge, query: str, brief: bool = False) -> Answer:
     # the searches are imported by the questions that run them, not by every answer's start-up
-    from kb.engine import fewest, solve
+    from kb.engine import fewest, scaled, solve
     from kb.engine.budget import note, spent
     from kb.engine.probes import Probes
     from kb.engine.single_probe import at_value
 
     question = w.question or ""
+    sized: list[solve.Row] = []         # the catalogue's cards no copy of a training job fits (kb.engine.scaled)
+    unsized: list[str] = []
     if w.gpus:
         targets = [(capacity_gpu(g, kn) if g.gpu_id is None else kn.gpus[g.gpu_id], g.count) for g in w.gpus]
     elif question == "how_many_gpus":
         got = resolve(w.copy(), kn)
         targets = [(g, 1) for g in kn.gpus.values() if runs_on(got.runtime, g, got.precision["id"])]
+        targets, sized, unsized = scaled.split_off(kn, w, got, targets)
     else:
         targets = [_first_ranked(w, kn)]
     probes = Probes(kn, w, [gpu for gpu, _ in targets],     # what every card's search shares
-                    catalogue=question == "how_many_gpus" and not w.gpus)
+                    catalogue=question == "how_many_gpus" and not w.gpus and not sized)
     rows: list[solve.Row] = []
     stopped = None
     side_by_side = question == "how_many_gpus" and probes.shared_counts()
@@ -148,6 +149,7 @@ def _answer_question(w: Workload, kn: Knowledge, query: str, brief: bool = False
             rows.extend(solve.how_many_rows(kn, w, probes, first, min(first + step, len(targets))))
         else:
             rows.append(solve.solve_row(kn, w, question, targets[first][0], targets[first][1], probes))
+    rows += sized
     found = [r for r in rows if r["found"]]
     if w.gpus or not found:
         primary = rows[0]
@@ -197,10 +199,11 @@ def _answer_question(w: Workload, kn: Knowledge, query: str, brief: bool = False
         result.warnings.append(f"memory allows {num(allows, 6)} tokens, but the model's "
                                f"maximum context is {num(limit, 6)}")
     if stopped is not None:
-        text = (f"{len(targets) - len(rows)} of the {len(targets)} GPUs were not searched: this answer's "
-                f"{stopped.reason()} ran out (the answer is the best of the {len(rows)} searched)")
+        text = (f"{len(targets) + len(sized) - len(rows)} of the {len(targets) + len(sized)} GPUs were not "
+                f"searched: this answer's {stopped.reason()} ran out (the answer is the best of the {len(rows)} searched)")
         note(stopped, text)
         result.warnings.append(text)
+    result.warnings += unsized
     result.path.insert(0, f"question/{question}")
     return result
 

@@ -81,21 +81,38 @@ def resolve_at_scale(w: Workload, kn: Knowledge, runtime: Runtime, params: float
     """A full fine-tune or pretraining too large for one GPU's copy, on several GPUs, with no
     sharding named and a runtime that would copy the model state to every GPU: the layout people
     run at that scale (_at_scale), with the checkpointing its published runs use unless asked."""
-    strategies = kn.sharding.get("strategies", {})
-    if w.sharding in strategies:
-        return None
-    own = strategies.get(runtime.get("sharding") or kn.sharding.get("default", ""))
-    if own is None or own["stage"] > 0:
-        return None
-    row = _at_scale(w, kn, params)
+    state_gb = copy_gb(w, kn, runtime, params)
+    row = None if state_gb is None else _at_scale(w, kn, state_gb)
     if row is None:
         return None
     w.sharding = row["strategy"]
     if row.get("checkpointing") is not None and w.checkpointing is None:
         w.checkpointing = row["checkpointing"]
         assumptions.append(f"activation checkpointing: {'on' if w.checkpointing else 'off'} "
-                           f"(as the published runs of {strategies[w.sharding]['name'].split(' (')[0]} at this scale)")
+                           f"(as the published runs of {kn.sharding['strategies'][w.sharding]['name'].split(' (')[0]} at this scale)")
     return row
+
+
+def copy_gb(w: Workload, kn: Knowledge, runtime: Runtime, params: float) -> float | None:
+    """The model state every GPU keeps a copy of under the runtime's own data parallel, where a
+    GPU that cannot hold it runs the job in the layout people use at scale (runtimes.yaml
+    sharding.at_scale): no sharding named, a runtime that shards nothing, a task the layouts
+    cover, no CPU offload of a full fine-tune. None where no such layout applies. For LoRA and
+    QLoRA the frozen base in its format (the adapters are small); else 16-bit weights and
+    gradients, FP32 master weights and AdamW's two FP32 moments."""
+    strategies = kn.sharding.get("strategies", {})
+    own = strategies.get(runtime.get("sharding") or kn.sharding.get("default", ""))
+    if w.sharding in strategies or own is None or own["stage"] > 0:
+        return None
+    if not any(w.task in r["tasks"] for r in kn.sharding.get("at_scale") or []) or (
+            w.offload and w.task not in ("lora", "qlora")):
+        return None         # (a LoRA or QLoRA offloads under FSDP, as Answer.AI's FSDP + QLoRA does)
+    c = {k: float(v["value"]) for k, v in kn.constants.items()}
+    if w.task in ("lora", "qlora"):
+        d = kn.defaults
+        fmt = w.precision or str(d["qlora_precision"] if w.task == "qlora" else d["training_precision"])
+        return params * float(kn.precisions[fmt]["bits_per_weight"]) / 8 / c["bytes_per_gb"]
+    return params * (2 * c["grad_bytes"] + c["master_weight_bytes"] + c["adamw_state_bytes"]) / c["bytes_per_gb"]
 
 
 def resolve_sharding(w: Workload, kn: Knowledge, runtime: Runtime, assumptions: list[str],
@@ -123,22 +140,14 @@ def resolve_sharding(w: Workload, kn: Knowledge, runtime: Runtime, assumptions: 
         assumptions.append(f"several GPUs: {st['name']} ({why}) [{st['source']}]{hint}{mfu}")
 
 
-def _at_scale(w: Workload, kn: Knowledge, params: float) -> AtScale | None:
+def _at_scale(w: Workload, kn: Knowledge, state_gb: float) -> AtScale | None:
     """The layout people run a full fine-tune, pretraining or LoRA / QLoRA in on this many GPUs
-    (runtimes.yaml sharding.at_scale), when the query named no sharding, the runtime's own way
-    keeps a full copy of the model state per GPU, and one GPU asked about cannot hold that copy
-    (for LoRA and QLoRA, the frozen base model in its format)."""
+    (runtimes.yaml sharding.at_scale) when one GPU asked about cannot hold the copy of the model
+    state (copy_gb) the runtime's own way keeps on each."""
     rows = [r for r in kn.sharding.get("at_scale") or [] if w.task in r["tasks"]]
     count = gpu_count(w)
-    if not rows or (w.offload and w.task not in ("lora", "qlora")) or count < 2:
-        return None         # (a LoRA or QLoRA offloads under FSDP, as Answer.AI's FSDP + QLoRA does)
-    c = {k: float(v["value"]) for k, v in kn.constants.items()}
-    if w.task in ("lora", "qlora"):     # the frozen base in its format (the adapters are small)
-        d = kn.defaults
-        fmt = w.precision or str(d["qlora_precision"] if w.task == "qlora" else d["training_precision"])
-        state_gb = params * float(kn.precisions[fmt]["bits_per_weight"]) / 8 / c["bytes_per_gb"]
-    else:   # 16-bit weights and gradients, FP32 master weights and AdamW's two FP32 moments
-        state_gb = params * (2 * c["grad_bytes"] + c["master_weight_bytes"] + c["adamw_state_bytes"]) / c["bytes_per_gb"]
+    if not rows or count < 2:
+        return None
     sizes = [float(kn.gpus[g.gpu_id]["memory_gb"] or 0) for g in w.gpus if g.gpu_id in kn.gpus]
     smallest = min(sizes, default=None)
     if smallest is None or state_gb <= smallest:

@@ -1,0 +1,97 @@
+"""A how-many question over the catalogue for a training job no one card's copy of it holds.
+
+Hugging Face Trainer runs several GPUs as plain DDP: each keeps the whole model state. A full
+fine-tune of a 70B model in mixed precision with AdamW keeps 16 bytes a parameter (16-bit
+weights and gradients, FP32 master weights and two FP32 moments: Rajbhandari et al. 2020, ZeRO,
+section 3.1), 1,120 GB, more than any card holds. Named, a card is sized in the layout people
+run at that scale (FSDP over the GPUs); over the catalogue the same must happen, card by card,
+instead of "does not fit even at 1 GPU" on the first card of the list.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from kb import ask, get_knowledge
+
+FULL_70B = "codellama-70b full fine-tune"
+LORA_180B = "falcon-180b lora"
+
+
+@pytest.fixture(scope="module")
+def full_70b():
+    return ask(f"how many gpus for {FULL_70B}")
+
+
+def _rows(a) -> dict[str, int | None]:
+    return {r["gpu_id"]: r["value"] for r in a.question["per_gpu"]}
+
+
+def test_the_catalogue_finds_a_count_for_a_job_no_card_holds_alone(full_70b):
+    q = full_70b.question
+    assert q["answer"]["found"] and q["value"] >= 2
+    assert any("FSDP" in s for s in full_70b.assumptions)
+    assert full_70b.gpus[0].fits
+
+
+def test_each_count_is_at_least_the_model_state_over_the_card(full_70b):
+    """16 bytes a parameter (ZeRO, section 3.1) over the card's memory, exact arithmetic: no
+    count below it can hold the state, sharded or not."""
+    kn = get_knowledge()
+    params = float(kn.models["codellama-70b"]["params_total"])
+    for gid, n in _rows(full_70b).items():
+        if n is not None:
+            assert n >= math.ceil(params * 16 / 1e9 / float(kn.gpus[gid]["memory_gb"])), gid
+
+
+@pytest.mark.parametrize("job", [FULL_70B, LORA_180B, "llama 3.1 405b pretrain"])
+def test_a_catalogue_row_is_the_count_the_card_named_gets(job):
+    """The row of a card is what `how many <card> for …` answers on that card alone; a card left
+    unsized is one that needs the model-parallel layouts (runtimes.yaml at_scale: Megatron from
+    100 GPUs), where each card's split is its own."""
+    kn = get_knowledge()
+    split_at = min(r["min_gpus"] for r in kn.sharding["at_scale"]
+                   if kn.sharding["strategies"][r["strategy"]].get("model_parallel"))
+    rows = _rows(ask(f"how many gpus for {job}"))
+    for gid in ("h100-sxm5", "mi355x", "a100-sxm4-80gb", "l40s"):
+        named = ask(f"how many {gid} for {job}").question["value"]
+        if rows[gid] is None:
+            assert named >= split_at, (job, gid)
+        else:
+            assert rows[gid] == named, (job, gid)
+    assert any(rows[gid] is not None for gid in ("h100-sxm5", "mi355x"))
+
+
+def test_the_fewest_gpus_lead(full_70b):
+    rows = {k: v for k, v in _rows(full_70b).items() if v is not None}
+    assert full_70b.question["value"] == min(rows.values())
+
+
+def test_a_lora_whose_base_no_card_holds_shards_it():
+    """Falcon 180B's 16-bit base is 360 GB (180e9 x 2 B): more than the largest card's 288 GB."""
+    a = ask(f"how many gpus for {LORA_180B}")
+    assert a.question["answer"]["found"] and a.question["value"] >= 2
+
+
+def test_cards_of_platforms_the_stack_does_not_support_well_are_not_sharded(full_70b):
+    """FSDP at scale runs on the platforms runtimes.yaml marks well supported (NVIDIA and AMD
+    for Hugging Face Trainer): Macs are not clustered for it."""
+    kn = get_knowledge()
+    for gid, n in _rows(full_70b).items():
+        if kn.gpus[gid]["vendor"] == "apple":
+            assert n is None, gid
+
+
+def test_cards_past_the_model_parallel_layouts_are_said_not_sized(full_70b):
+    said = [w for w in full_70b.warnings if "not sized here" in w]
+    unsized = [gid for gid, n in _rows(full_70b).items() if n is None]
+    assert said and unsized
+
+
+def test_a_job_one_card_holds_is_answered_as_before():
+    """Llama 3.1 8B: 8e9 x 16 B = 128 GB of state, which a 180 GB B200 holds alone."""
+    a = ask("how many gpus for llama 3.1 8b full fine-tune")
+    assert a.question["value"] == 1
+    assert not any("not sized here" in w for w in a.warnings)
