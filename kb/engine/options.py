@@ -53,8 +53,12 @@ def compute(kn: Knowledge, asked: Workload, base: Answer) -> list[Option]:
             break
         if not _applies(rule, w, training, kn):
             continue
-        found = [o for changed, extra in _changed(kn, rule, asked, row, base)
-                 if (o := _ask(kn, changed, base, rule, extra, asked_before)) is not None]
+        found: list[Option] = []
+        for changed, extra in _changed(kn, rule, asked, row, base):
+            if (o := _ask(kn, changed, base, rule, extra, asked_before)) is not None:
+                found.append(o)
+                if rule["kind"] == "next_card" and _cheapest_card(o, w):
+                    break
         here = [o for o in out + found if (o["gpu_id"], o["count"]) == (row.id, row.count)]
         if training and not any(o in found or o["workload_changes"] == {"checkpointing": True} for o in here):
             found += [o for changed, extra in _checkpointed(kn, rule, asked, base)
@@ -73,6 +77,14 @@ def compute(kn: Knowledge, asked: Workload, base: Answer) -> list[Option]:
         o.pop("_hardware")
         o.pop("_price")
     return unique
+
+
+def _cheapest_card(o: Option, w: WorkloadDict) -> bool:
+    """A next card tried (in order of price, at the count asked) that no later one can come
+    before (_order): it holds the job, meets the target and has a price, and the count is the
+    one asked, not one a how-many search finds on each card."""
+    return o["fits"] and o["meets_target"] is not False and o.get("_price") is not None and (
+        w.get("question") != "how_many_gpus")
 
 
 def _order(o: Option, targeted: bool = True) -> tuple[bool, bool, int, int, int, bool, float]:

@@ -150,13 +150,16 @@ def _boundary(p: Probes, vary: str, gpu: GPU, count: int, holds: str, low: tuple
 
 
 def fewest_scanned(kn: Knowledge, w: Workload, gpu: GPU, upper: int) -> int | None:
-    """The fewest GPUs from 2 up to `upper` that hold a training job whose layout changes with
-    the count (kb.engine.training.resolve_at_scale: FSDP on tens, Megatron on hundreds), so memory
-    need not fall as GPUs are added: counts are tried one by one up to a node, then doubling by
-    halves (12, 16, 24, 32, 48…: counts a model-parallel split divides), and the gap below the
-    first that holds it is bisected (in whole nodes past a node's square of GPUs)."""
+    """The fewest GPUs from 2 up to `upper` that hold a training job whose layout changes with the
+    count (kb.engine.training.resolve_at_scale: FSDP on tens, Megatron on hundreds): counts one by
+    one up to a node, then growing by half (12, 16, 24, 32…: counts a split divides), and the gap
+    below the first that holds it bisected (in whole nodes past a node's square of GPUs)."""
     node = int(kn.constants["gpus_per_node"]["value"])
     p = Probes(kn, w)                   # every count's probe shares what does not read the count
+    one, two = p.resolved("gpu_count", 1).workload, p.resolved("gpu_count", 2).workload
+    st = kn.sharding.get("strategies", {}).get(two.sharding or "")   # plain data parallel at every count:
+    if st and two.sharding == one.sharding and not (st["stage"] or st.get("model_parallel") or two.offload):
+        return None                     # every GPU keeps its copy, so no count holds what one does not
     scan, n = [], 2
     while n <= upper:
         scan.append(n)
@@ -306,8 +309,7 @@ def solve_row(kn: Knowledge, w: Workload, question: str, gpu: GPU, count: int,
         return how_many_row(p, gpu, n, probe(vary, n, gpu, n), probe(vary, n - 1, gpu, n - 1) if n > 1 else None)
     holds = spec.get("holds", "fits")
     value, capped = largest_fitting(kn, w, vary, spec["lower"], spec["upper"], gpu, count, holds, p)
-    row: Row = {"gpu": gpu["name"], "gpu_id": gpu["id"], "count": count, "value": value,
-                           "found": value is not None, "at_upper_bound": capped}
+    row: Row = {"gpu": gpu["name"], "gpu_id": gpu["id"], "count": count, "value": value, "found": value is not None, "at_upper_bound": capped}
     if value is not None:
         nxt = step_of(vary, value)
         at, after = probe(vary, value, gpu, count, holds), probe(vary, nxt, gpu, count, holds)
@@ -319,8 +321,7 @@ def solve_row(kn: Knowledge, w: Workload, question: str, gpu: GPU, count: int,
                        floor_binding=after.fits_memory and not after.fits)
     elif holds != "fits":
         first = probe(vary, spec["lower"], gpu, count, holds)
-        row.update(speed_floor=first.floor, speed_at_lower=first.speed,
-                   floor_binding=first.fits_memory)
+        row.update(speed_floor=first.floor, speed_at_lower=first.speed, floor_binding=first.fits_memory)
     return row
 
 
