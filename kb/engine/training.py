@@ -81,7 +81,7 @@ def resolve_at_scale(w: Workload, kn: Knowledge, runtime: Runtime, params: float
     """A full fine-tune or pretraining too large for one GPU's copy, on several GPUs, with no
     sharding named and a runtime that would copy the model state to every GPU: the layout people
     run at that scale (_at_scale), with the checkpointing its published runs use unless asked."""
-    state_gb = copy_gb(w, kn, runtime, params)
+    state_gb = None if gpu_count(w) < 2 else copy_gb(w, kn, runtime, params)
     row = None if state_gb is None else _at_scale(w, kn, state_gb)
     if row is None:
         return None
@@ -107,12 +107,14 @@ def copy_gb(w: Workload, kn: Knowledge, runtime: Runtime, params: float) -> floa
     if not any(w.task in r["tasks"] for r in kn.sharding.get("at_scale") or []) or (
             w.offload and w.task not in ("lora", "qlora")):
         return None         # (a LoRA or QLoRA offloads under FSDP, as Answer.AI's FSDP + QLoRA does)
-    c = {k: float(v["value"]) for k, v in kn.constants.items()}
+    c = kn.constants
+    per_gb = float(c["bytes_per_gb"]["value"])
     if w.task in ("lora", "qlora"):
         d = kn.defaults
         fmt = w.precision or str(d["qlora_precision"] if w.task == "qlora" else d["training_precision"])
-        return params * float(kn.precisions[fmt]["bits_per_weight"]) / 8 / c["bytes_per_gb"]
-    return params * (2 * c["grad_bytes"] + c["master_weight_bytes"] + c["adamw_state_bytes"]) / c["bytes_per_gb"]
+        return params * float(kn.precisions[fmt]["bits_per_weight"]) / 8 / per_gb
+    return params * (2 * float(c["grad_bytes"]["value"]) + float(c["master_weight_bytes"]["value"])
+                     + float(c["adamw_state_bytes"]["value"])) / per_gb
 
 
 def resolve_sharding(w: Workload, kn: Knowledge, runtime: Runtime, assumptions: list[str],
