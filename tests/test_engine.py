@@ -39,7 +39,7 @@ def ends(answer, flow):
     ("serve 70B int4 on h100", "sizing", "fits_verdict"),
     ("serve 70B fp16 on h100", "sizing", "no_fit_verdict"),
     ("serve 70B int4", "sizing", "ranked_verdict"),
-    ("full fine-tune 405B", "sizing", "replicas_any_verdict"),              # ddp: a copy on every GPU
+    ("full fine-tune 405B with ddp", "sizing", "replicas_any_verdict"),     # ddp: a copy on every GPU
     ("serve 405B fp16 128k context 32 users", "sizing", "none_fit_verdict"),
     # 2.147 GB of KV cache per user (Llama 2 7B shape, 4k context): 999,999 users need more than
     # 4,096 of even the largest card (512 GB); 200,000 users (429,000 GB) need more than 4,096
@@ -79,7 +79,7 @@ def test_every_node_of_every_flow_is_walked_by_some_query():
                "full fine-tune 3B", "infer 7B int4", "infer 13B fp16", "infer 70B fp16",
                "infer 13B fp16 1 users", "serve 70B int4 64 users", "qlora 70B",
                "full fine-tune 70B", "full fine-tune 13B", "pretrain 7B", "serve 70B int4 on h100",
-               "serve 70B fp16 on h100", "serve 70B int4", "full fine-tune 405B", "serve 7B on 1GB",
+               "serve 70B fp16 on h100", "serve 70B int4", "full fine-tune 405B with ddp", "serve 7B on 1GB",
                "serve llama-3.1-8b int4 2048 users 256 context prompt 32 output 224 fp8 kv cache on h100",
                "full fine-tune 70B on 16x h100 ddp", "serve 7B 999999 users on h100",
                "serve 7B 999999 users", "serve 7B 200000 users", "full fine-tune 1B with 8bit adam",

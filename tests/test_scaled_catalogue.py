@@ -95,3 +95,23 @@ def test_a_job_one_card_holds_is_answered_as_before():
     a = ask("how many gpus for llama 3.1 8b full fine-tune")
     assert a.question["value"] == 1
     assert not any("not sized here" in w for w in a.warnings)
+
+
+def test_a_plain_question_no_card_holds_is_answered_at_the_fewest_gpus():
+    """`full fine-tune llama 3.1 70b` with no GPU: no card holds the 16-bytes-a-parameter state
+    (about 1,130 GB) a DDP rank keeps, so a ranking of single cards has nothing to pick; the
+    answer is the fewest GPUs that hold it, laid out as at scale, and says why."""
+    kn = get_knowledge()
+    a = ask("full fine-tune llama 3.1 70b")
+    assert a.gpus[0].fits
+    assert a.question and a.question["kind"] == "how_many_gpus"
+    assert any("no single card holds this job" in s for s in a.assumptions)
+    params = float(kn.models["llama-3.1-70b"]["params_total"])
+    biggest = max(float(g["memory_gb"] or 0) for g in kn.gpus.values())
+    assert a.gpus[0].count >= math.ceil(params * 16 / 1e9 / biggest)
+
+
+def test_a_plain_question_a_card_holds_stays_a_ranking():
+    a = ask("full fine-tune llama 3.1 8b")
+    assert a.gpus[0].fits and a.gpus[0].count == 1
+    assert not any("no single card holds this job" in s for s in a.assumptions)

@@ -49,14 +49,14 @@ def answer(w: Workload, kn: Knowledge, query: str = "", *, brief: bool = False) 
         loaded = w.copy() if cost_batch.applies(w, kn) else None    # before the answer fills w in
         method = w.copy() if train_choice.applies(kn, w) else None
         scale = w.copy() if train_choice.scales_out(kn, w) else None
-        result = _answer(w, kn, query, brief)
+        result = ranked(w, kn, query, brief)
         if method is not None:
-            result = train_choice.chosen(kn, method, result, lambda x: _answer(x, kn, query, brief)) or result
+            result = train_choice.chosen(kn, method, result, lambda x: ranked(x, kn, query, brief)) or result
         if scale is not None and (out := train_choice.scaled_out(kn, scale, result, lambda x: answer(x, kn, query, brief=brief))):
             return out
         single = None
         if loaded is not None:
-            found = cost_batch.loaded(loaded, kn, result, lambda x: _answer(x, kn, query, brief))
+            found = cost_batch.loaded(loaded, kn, result, lambda x: ranked(x, kn, query, brief))
             if found is not None:
                 result, single = found
         if plain is not None and "training" not in result.bottleneck:
@@ -102,7 +102,7 @@ def _budget_precision(w: Workload, kn: Knowledge, query: str, brief: bool, plain
             continue
         trial = w.copy()
         trial.precision = precision
-        a = _answer(trial, kn, query, brief)
+        a = ranked(trial, kn, query, brief)
         best = next((r for r in a.gpus if r.fits and r.within_budget), None)
         if best is not None:
             said = (f"precision: {precision}, for the budget of ${w.budget_usd:,.0f}: {rule['change']} holds it on "
@@ -174,7 +174,7 @@ def _answer_question(w: Workload, kn: Knowledge, query: str, brief: bool = False
     known = (probes.scope_at(spec["vary"], primary["value"], targets[0][0], int(primary["value"]) if spec["vary"]
                              == "gpu_count" else targets[0][1], spec.get("holds", "fits"))   # computed by the search
              if brief and primary["found"] and len(targets) == 1 else None)
-    result = _answer(w2, kn, query, brief, known)
+    result = ranked(w2, kn, query, brief, known)
     facts: Question | dict[str, object] = result.question or {}
     if spec.get("holds") == "serves_at_floor":
         floor = w.speed_floor_tok_s or kn.constants["decode_speed_floor_tok_s"]["value"]
@@ -246,7 +246,7 @@ def _first_ranked(w: Workload, kn: Knowledge) -> tuple[GPU, int]:
     and count (a capacity question with no GPU is answered on it)."""
     plain = w.copy()
     plain.question = None
-    return kn.gpus[(first := _answer(plain, kn).gpus[0]).id], first.count
+    return kn.gpus[(first := ranked(plain, kn).gpus[0]).id], first.count
 
 
 def _scaled_gpus_needed(kn: Knowledge, asked: Workload, rows: list[GpuRow],
@@ -268,9 +268,10 @@ def _scaled_gpus_needed(kn: Knowledge, asked: Workload, rows: list[GpuRow],
                 primary.scope["gpus_needed"] = found
 
 
-def _answer(w: Workload, kn: Knowledge, query: str = "", brief: bool = False,
-            known: Scope | None = None) -> Answer:
-    """The answer on the candidate cards; a ranking also ranks, under the runtime that runs them,
+def ranked(w: Workload, kn: Knowledge, query: str = "", brief: bool = False,
+           known: Scope | None = None) -> Answer:
+    """The answer on the candidate cards (a plain question's ranking, before answer() may settle on
+    another question of it); a ranking also ranks, under the runtime that runs them,
     the cards its default runtime does not (kb.engine.per_card). `known`: a brief answer's
     figures already computed from the same inputs (kb.engine.evaluate.seed)."""
     asked = w.copy() if per_card.applies(w, kn) else None

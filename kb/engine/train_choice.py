@@ -79,26 +79,34 @@ def chosen(kn: Knowledge, w: Workload, plain: Answer, answer: Callable[[Workload
 
 
 def scales_out(kn: Knowledge, w: Workload) -> bool:
-    """A pretraining or full fine-tune with its tokens named, asked with no GPUs and no question of
-    its own: a ranking of single cards, which a large run may outgrow (the how-many search lays
-    these out as people run them at scale: runtimes.yaml sharding at_scale)."""
-    return (not w.gpus and w.task in ("pretrain", "full_ft") and w.question in (None, "which_gpu")
-            and w.train_tokens is not None and w.deadline_hours is None and w.budget_usd is None)
+    """A training job asked with no GPUs and no question of its own (no deadline or budget): a
+    ranking of single cards, which a large job may outgrow (the how-many search lays these out as
+    people run them at scale: runtimes.yaml sharding at_scale)."""
+    tasks = {t for r in kn.sharding.get("at_scale") or [] for t in r["tasks"]}
+    return (not w.gpus and w.task in tasks and w.question in (None, "which_gpu")
+            and w.deadline_hours is None and w.budget_usd is None)
 
 
 def scaled_out(kn: Knowledge, w: Workload, plain: Answer, answer: Callable[[Workload], Answer]) -> Answer | None:
-    """When no single card finishes the tokens named within the usable horizon (formulas.yaml
-    usable_train_horizon_h), the fewest GPUs that do (the how-many search with that deadline),
-    said in the assumptions; None when a card of the ranking finishes in time."""
+    """When no card of the ranking holds the job, the fewest GPUs that do; when the tokens are
+    named and no single card finishes them within the usable horizon (formulas.yaml
+    usable_train_horizon_h), the fewest that do (the how-many search with that deadline); said
+    in the assumptions. None when a card of the ranking holds the job (and finishes in time)."""
     if any(g.fits and g.suits_job is not False for g in plain.gpus[:1]):
+        return None
+    if w.train_tokens is None and plain.gpus[:1] and plain.gpus[0].fits:
         return None
     horizon = float(kn.constants["usable_train_horizon_h"]["value"])
     asked = w.copy()
-    asked.question, asked.deadline_hours = "how_many_gpus", horizon
+    asked.question = "how_many_gpus"
+    asked.deadline_hours = horizon if w.train_tokens is not None else None
     a = answer(asked)
     row = a.question.get("answer") if a.question else None
     if not isinstance(row, dict) or not row.get("found"):
         return None
+    if w.train_tokens is None:
+        a.assumptions.insert(0, "no single card holds this job, so the fewest GPUs that do")
+        return a
     a.assumptions.insert(0, f"no single card trains {num(float(w.train_tokens or 0))} tokens within "
                             f"{num(horizon / 24)} days (formulas.yaml usable_train_horizon_h), so the "
                             "fewest GPUs that do")
