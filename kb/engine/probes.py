@@ -163,7 +163,10 @@ class Probes:
                 self._first[group] = (vkey[1], dict(base))
             else:
                 before = first[1]           # the names whose value differs (or that one lacks)
-                changed = frozenset({k for k, v in base.items() if v != before.get(k, base)} | (before.keys() - base.keys()))
+                try:                        # the items of one and not the other, compared as sets
+                    changed = frozenset(k for k, _ in base.items() ^ before.items())
+                except TypeError:           # a value that cannot be hashed: one by one
+                    changed = frozenset({k for k, v in base.items() if v != before.get(k, base)} | set(before) - set(base))
                 self._changed[vkey] = self._reads_of(changed)
                 self._reuse(base, self._by_value.get((vary, first[0], names)), vary, value, names, wanted)
             evaluate(kn, Evaluated(base), wanted)
@@ -223,10 +226,8 @@ class Probes:
     def shared_counts(self) -> bool:
         """Whether probes_at may stand for probe: the query names no GPU (so the workload is the
         same at every count) and the cards are several, with no split chosen per card."""
-        if self.w.gpus or len(self.cards) < 2:
-            return False
-        r = self.resolved("gpu_count", 1)
-        return not (r.is_training and not (r.workload.tp or r.workload.pp) and tr.is_model_parallel(r.workload, self.kn))
+        r = None if self.w.gpus or len(self.cards) < 2 else self.resolved("gpu_count", 1)
+        return r is not None and not (r.is_training and not (r.workload.tp or r.workload.pp) and tr.is_model_parallel(r.workload, self.kn))
 
     def probes_at(self, counts: dict[int, int]) -> dict[int, Probe]:
         """probe("gpu_count", n, cards[i], n) for each card i and its own count n, all computed at

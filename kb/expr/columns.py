@@ -210,14 +210,69 @@ def missing(name: str) -> EvalError:
     return EvalError(f"'{name}' has no value for this workload")
 
 
+def constant(value: object) -> Fn:
+    """The closure of a value known when compiled (a literal, or a subtree that reads no name);
+    its `value` is read by lift2, as a name's `key`."""
+    def const(s: Scope) -> object:
+        return value
+    const.value = value                 # type: ignore[attr-defined]
+    return const
+
+
+def reader(key: str) -> Fn:
+    """The closure of a name: its value in the scope."""
+    def lookup(s: Scope) -> object:
+        try:
+            return s[key]
+        except KeyError:
+            raise missing(key) from None
+    lookup.key = key                    # type: ignore[attr-defined]
+    return lookup
+
+
+CONSTANT = constant(None).__code__      # what every constant's closure runs: how one is known
+READER = reader("").__code__            # what every name's closure runs
+
+
 def lift2(op: Callable[[object, object], object], left: Fn, right: Fn, none_fails: bool = True) -> Fn:
-    """op over two operands, a scalar or a column each."""
+    """op over two operands, a scalar or a column each. A name operand is looked up and a
+    constant one read in place, not called (`size * 2`, `a / b`: a formula's commonest nodes)."""
     def mixed(a: object, b: object) -> object:
         try:
             out = _fast(op, a, b)
         except RAISED:
             out = None
         return elementwise(op, a, b, none_fails=none_fails) if out is None else out
+
+    name = getattr(left, "key", None) if getattr(left, "__code__", None) is READER else None
+    if getattr(right, "__code__", None) is CONSTANT:
+        c = right.value                 # type: ignore[attr-defined]
+
+        def to_constant(s: Scope) -> object:
+            if name is None:
+                a = left(s)
+            else:
+                try:
+                    a = s[name]
+                except KeyError:
+                    raise missing(name) from None
+            if a.__class__ is Col or c.__class__ is Col:
+                return mixed(a, c)
+            return op(a, c)
+        return to_constant
+    if name is not None and getattr(right, "__code__", None) is READER:
+        other = right.key               # type: ignore[attr-defined]
+
+        def of_names(s: Scope) -> object:
+            try:
+                a = s[name]
+                b = s[other]
+            except KeyError as exc:
+                raise missing(str(exc.args[0])) from None
+            if a.__class__ is Col or b.__class__ is Col:
+                return mixed(a, b)
+            return op(a, b)
+        return of_names
 
     def apply(s: Scope) -> object:
         a, b = left(s), right(s)

@@ -14,7 +14,7 @@ from kb.hints import TYPE_CHECKING
 if TYPE_CHECKING:
     from typing import Any, ClassVar
 
-from kb.expr.columns import RAISED, Fn, Op, Scope, missing
+from kb.expr.columns import CONSTANT, RAISED, Fn, Op, constant, reader
 from kb.recordtype import frozen_error
 from kb.expr.units import TEXT, Unit
 
@@ -50,20 +50,12 @@ def plain_exponent(text: str) -> str:
     return f"{mantissa}e{int(exp)}"
 
 
-def constant(value: object) -> Fn:
-    """The closure of a value known when compiled (a literal, or a subtree that reads no name)."""
-    return lambda s: value
-
-
-_CONSTANT = constant(None).__code__     # what every constant's closure runs: how compile knows one
-
-
 def folded(fn: Fn, operands: list[Fn]) -> Fn:
     """A node's closure `fn` over its operands' closures, or, when they all are constants (its
     subtree reads no name), the constant it evaluates to, unless evaluating it raises (it then
     raises, with its message, when used)."""
     for operand in operands:
-        if getattr(operand, "__code__", None) is not _CONSTANT:
+        if getattr(operand, "__code__", None) is not CONSTANT:
             return fn
     try:
         value = fn({})
@@ -255,14 +247,7 @@ class Name(ExprNode):
     def names(self, out: list[str]) -> None:
         out.append(self.name)
 
-    @staticmethod
-    def closure(key: str) -> Fn:
-        def lookup(s: Scope) -> object:
-            try:
-                return s[key]
-            except KeyError:
-                raise missing(key) from None
-        return lookup
+    closure = staticmethod(reader)
 
     def compile(self) -> Fn:
         return self.closure(self.name)
