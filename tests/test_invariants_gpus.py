@@ -113,9 +113,10 @@ def _check_fits(rows: list[Any], paged: bool = False) -> None:
 @PROPERTY
 @given(workloads())
 def test_what_fits_on_a_gpu_fits_on_every_gpu_with_more_memory(w: dict[str, Any]) -> None:
-    a = ask(query(w, gpus=False))
+    q = query(w, gpus=False)
+    a = ask(q)
     if a.question and a.question["kind"] == "how_many_gpus":    # no card holds the training job:
-        assert a.gpus[0].fits                                   # the fewest GPUs that do
+        assert a.gpus[0].fits, q                                # the fewest GPUs that do
         return
     assert len(a.gpus) == _platform_gpus(a)
     _check_fits(a.gpus, bool(a.workload.get("paged")))

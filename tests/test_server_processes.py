@@ -347,3 +347,33 @@ def test_an_embed_origin_that_is_not_an_origin_is_refused(tmp_path):
     r = subprocess.run([*command, "serve", "--port", "0", "--embed-origin", "wiki.example.com/x"],
                        capture_output=True, text=True, cwd=tmp_path, timeout=60, check=False)
     assert r.returncode == 2 and "is not an origin" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_kbq_installs_what_its_server_worker_imports():
+    """`kbq serve` runs gunicorn's gevent worker, whose module imports `packaging`; gunicorn
+    declares that only under its `gevent` extra. The distributions kbq's requirements bring in
+    (extras followed, markers of this platform) must hold every one the worker imports: a clean
+    `pip install .` once lacked `packaging` and `kbq serve` stopped at start, while the test
+    extras (pytest needs packaging) hid it."""
+    from importlib.metadata import PackageNotFoundError, requires
+    from packaging.requirements import Requirement
+
+    done: set[tuple[str, frozenset[str]]] = set()
+    todo = [("kbq", frozenset[str]())]
+    while todo:
+        item = todo.pop()
+        if item in done:
+            continue
+        done.add(item)
+        name, extras = item
+        try:
+            reqs = requires(name) or []
+        except PackageNotFoundError:
+            continue
+        envs = [{"extra": e} for e in extras] or [{"extra": ""}]
+        for req in map(Requirement, reqs):
+            if req.marker is None or any(req.marker.evaluate(e) for e in envs):
+                todo.append((req.name.lower().replace("_", "-"), frozenset(req.extras)))
+    seen = {name for name, _ in done}
+    if sys.platform != "win32":
+        assert {"gunicorn", "gevent", "packaging"} <= seen, sorted(seen)

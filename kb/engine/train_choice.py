@@ -102,8 +102,8 @@ def scaled_out(kn: Knowledge, w: Workload, plain: Answer, answer: Callable[[Work
     asked.deadline_hours = horizon if w.train_tokens is not None else None
     a = answer(asked)
     row = a.question.get("answer") if a.question else None
-    if not isinstance(row, dict) or not row.get("found"):
-        return None
+    if not isinstance(row, dict) or not row.get("found") or not (a.gpus and a.gpus[0].fits):
+        return None                     # (a count the search found that the answer there does not hold)
     if w.train_tokens is None:
         a.assumptions.insert(0, "no single card holds this job, so the fewest GPUs that do")
         return a
