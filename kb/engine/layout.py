@@ -79,3 +79,13 @@ def _asked(count: int, heads: int, node: int, tp: int | None, pp: int | None) ->
 
 def scope_values(layout: Layout) -> dict[str, int]:
     return {"tp": layout.tp, "pp": layout.pp, "dp": layout.dp}
+
+
+def count_scan(node: int, upper: int) -> list[int]:
+    """The GPU counts a search for the fewest that hold a job tries in turn, from 2 to `upper`:
+    one by one up to a node, then growing by half (12, 16, 24, 32, 48…: counts a split divides)."""
+    scan, n = [], 2
+    while n <= upper:
+        scan.append(n)
+        n = n + 1 if n < node else (n * 3 // 2 if n & (n - 1) == 0 else n * 4 // 3)
+    return scan

@@ -10,7 +10,7 @@ training stack supports well (runtimes.yaml well_supported), where such runs are
 
 On such a card the workload at a count is the same whichever of them it is (the layout follows
 the count once one card cannot hold the copy), so the cards are probed side by side: the counts
-from 2 up to a node one by one, then growing by half (as kb.engine.solve.fewest_scanned), each
+from 2 up to a node one by one, then growing by half (kb.engine.layout.count_scan), each
 count one evaluation over every card still searching (kb.engine.probes keeps each count's
 columns), and the gap below the first count that holds the job on a card bisected. Memory per
 GPU falls as the sharded state is split over more GPUs, so that is the fewest that hold it, the
@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kb.engine import training as tr
+from kb.engine.layout import count_scan
 from kb.engine.probes import Probes
 from kb.engine.scope import stack_platforms
 from kb.query.workload import GpuRequest
@@ -80,11 +81,7 @@ def split_off(kn: Knowledge, w: Workload, got: Resolved,
 
 def _fewest(p: Probes, kn: Knowledge, last: int) -> dict[int, int]:
     """Each card's fewest GPUs from 2 to `last` that hold the job (see the module's docstring)."""
-    node = int(kn.constants["gpus_per_node"]["value"])
-    scan, n = [], 2
-    while n <= last:
-        scan.append(n)
-        n = n + 1 if n < node else (n * 3 // 2 if n & (n - 1) == 0 else n * 4 // 3)
+    scan = count_scan(int(kn.constants["gpus_per_node"]["value"]), last)
     if scan and scan[-1] != last:
         scan.append(last)
     left = list(range(len(p.cards)))

@@ -12,6 +12,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from kb.engine.bracket import Bracket, margin as _margin
+from kb.engine.layout import count_scan
 from kb.engine.budget import count_probe, group_size
 from kb.engine.probe_batch import probes_over
 from kb.engine.probes import FEW_COUNTS, Probes
@@ -160,10 +161,7 @@ def fewest_scanned(kn: Knowledge, w: Workload, gpu: GPU, upper: int) -> int | No
     st = kn.sharding.get("strategies", {}).get(two.sharding or "")   # plain data parallel at every count:
     if st and two.sharding == one.sharding and not (st["stage"] or st.get("model_parallel") or two.offload):
         return None                     # every GPU keeps its copy, so no count holds what one does not
-    scan, n = [], 2
-    while n <= upper:
-        scan.append(n)
-        n = n + 1 if n < node else (n * 3 // 2 if n & (n - 1) == 0 else n * 4 // 3)
+    scan = count_scan(node, upper)
     done, size = 0, 1
     while done < len(scan):             # the counts in growing batches (kb.engine.probe_batch)
         batch = scan[done:done + size]
