@@ -115,3 +115,28 @@ def test_a_plain_question_a_card_holds_stays_a_ranking():
     a = ask("full fine-tune llama 3.1 8b")
     assert a.gpus[0].fits and a.gpus[0].count == 1
     assert not any("no single card holds this job" in s for s in a.assumptions)
+
+
+def test_a_plain_question_whose_deadline_no_card_meets_is_answered_at_the_fewest_that_do():
+    """Pretraining 7B on 1T tokens in 30 days: a single card would take years, so the ranking of
+    single cards has nothing that meets the deadline; the answer is the fewest GPUs that finish
+    in time. No fewer can: 6 N D training FLOPs (Kaplan et al. 2020, 4.2e22 here) over 30 days at
+    the card's dense BF16 peak, as rules/gpus.yaml records it, is a floor at 100% utilisation."""
+    kn = get_knowledge()
+    a = ask("pretrain 7b on 1t tokens in 30 days")
+    row = a.gpus[0]
+    assert a.question and a.question["kind"] == "how_many_gpus"
+    assert row.fits and row.meets_target is not False
+    assert row.run_hours is not None and row.run_hours <= 30 * 24
+    flops = kn.gpus[row.id]["tensor_tflops"]
+    peak = float(flops["bf16"] or flops["fp16"]) * 1e12
+    assert row.count >= math.ceil(6 * 7e9 * 1e12 / (peak * 30 * 86400))
+    assert any("within the time asked" in s for s in a.assumptions)
+
+
+def test_a_plain_question_whose_deadline_one_card_meets_stays_a_ranking():
+    """Llama 3.1 8B on 10B tokens in 7 days: one MI355X trains about 18,000 tokens/s (rules'
+    figures), 10e9 / 18e3 s = 6.4 days, so a single card meets it and the ranking stands."""
+    a = ask("full fine-tune llama 3.1 8b on 10b tokens in 7 days")
+    assert a.gpus[0].count == 1 and a.gpus[0].meets_target is not False
+    assert not (a.question and a.question.get("kind") == "how_many_gpus")

@@ -79,31 +79,37 @@ def chosen(kn: Knowledge, w: Workload, plain: Answer, answer: Callable[[Workload
 
 
 def scales_out(kn: Knowledge, w: Workload) -> bool:
-    """A training job asked with no GPUs and no question of its own (no deadline or budget): a
-    ranking of single cards, which a large job may outgrow (the how-many search lays these out as
-    people run them at scale: runtimes.yaml sharding at_scale)."""
+    """A training job asked with no GPUs and no question of its own (nor a budget): a ranking of
+    single cards, which a large job, its tokens or its deadline may outgrow (the how-many search
+    lays these out as people run them at scale: runtimes.yaml sharding at_scale)."""
     tasks = {t for r in kn.sharding.get("at_scale") or [] for t in r["tasks"]}
-    return (not w.gpus and w.task in tasks and w.question in (None, "which_gpu")
-            and w.deadline_hours is None and w.budget_usd is None)
+    return not w.gpus and w.task in tasks and w.question in (None, "which_gpu") and w.budget_usd is None
 
 
 def scaled_out(kn: Knowledge, w: Workload, plain: Answer, answer: Callable[[Workload], Answer]) -> Answer | None:
-    """When no card of the ranking holds the job, the fewest GPUs that do; when the tokens are
-    named and no single card finishes them within the usable horizon (formulas.yaml
-    usable_train_horizon_h), the fewest that do (the how-many search with that deadline); said
-    in the assumptions. None when a card of the ranking holds the job (and finishes in time)."""
-    if any(g.fits and g.suits_job is not False for g in plain.gpus[:1]):
+    """The fewest GPUs that do the job (the how-many search), said in the assumptions, when no card
+    of the ranking holds it; or, a deadline asked, none finishes within it; or, the tokens named,
+    none finishes them within the usable horizon (formulas.yaml usable_train_horizon_h). None when
+    the ranking's first card does, or the search finds no count whose answer holds the job."""
+    top = plain.gpus[0] if plain.gpus else None
+    deadline = w.deadline_hours
+    if top is not None and top.fits and top.suits_job is not False and (
+            deadline is None or top.meets_target is not False):
         return None
-    if w.train_tokens is None and plain.gpus[:1] and plain.gpus[0].fits:
+    if w.train_tokens is None and deadline is None and top is not None and top.fits:
         return None
     horizon = float(kn.constants["usable_train_horizon_h"]["value"])
     asked = w.copy()
     asked.question = "how_many_gpus"
-    asked.deadline_hours = horizon if w.train_tokens is not None else None
+    asked.deadline_hours = deadline if deadline is not None else horizon if w.train_tokens is not None else None
     a = answer(asked)
     row = a.question.get("answer") if a.question else None
     if not isinstance(row, dict) or not row.get("found") or not (a.gpus and a.gpus[0].fits):
         return None                     # (a count the search found that the answer there does not hold)
+    if deadline is not None:
+        a.assumptions.insert(0, "no single card holds this job and finishes it within the time asked, "
+                                "so the fewest GPUs that do")
+        return a
     if w.train_tokens is None:
         a.assumptions.insert(0, "no single card holds this job, so the fewest GPUs that do")
         return a
