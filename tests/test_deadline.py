@@ -28,6 +28,28 @@ def test_tokens_in_a_duration_are_the_budget_and_the_deadline(q, tokens, days):
     assert w["deadline_hours"] == days * DAY_H
 
 
+@pytest.mark.parametrize("q, hours", [
+    ("pretrain 1b on 100b tokens in a week", 7 * DAY_H),
+    ("pretrain 1b on 100b tokens within a day", DAY_H),
+    ("pretrain 1b on 100b tokens in one week", 7 * DAY_H),
+    ("pretrain 1b on 100b tokens in two days", 2 * DAY_H),
+    # a month: 365.25 / 12 = 30.44 days (formulas.yaml days_per_month), 730.56 h
+    ("pretrain 7b on 1t tokens in a month", 30.44 * DAY_H),
+    ("pretrain 7b on 1t tokens within a month", 30.44 * DAY_H),
+])
+def test_a_unit_of_time_with_an_article_or_a_count_word_is_that_many(q, hours):
+    """'a week', 'one week', 'two days': the article or the count word is the number ('a week'
+    was an error asking for '16 week'; 'a month' read as a month of renting)."""
+    w = ask(q).workload
+    assert w["deadline_hours"] == pytest.approx(hours, rel=1e-9)
+    assert not w.get("rent")
+
+
+def test_a_month_of_renting_is_still_read_as_such():
+    w = ask("rent 4x h100 for llama 3.1 70b for a month").workload
+    assert w["rent"] and w["hours_per_day"] == 24.0 and w["deadline_hours"] is None
+
+
 def test_tokens_in_and_out_still_read_as_prompt_and_output():
     w = ask("llama 3.1 8b on a 4090 1000 tokens in 200 tokens out").workload
     assert (w["prompt_tokens"], w["output_tokens"]) == (1000, 200)

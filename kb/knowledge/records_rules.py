@@ -42,7 +42,7 @@ class Unit(TypedDict):
     scale: float
     binary_k: bool
     focus: Literal["memory", "speed", "time", "fit", "cost"] | None
-    alone: Literal["filler", "time"] | None
+    alone: Literal["filler", "time", "one"] | None
     asks: Literal["max_users", "max_batch"] | None
 
 

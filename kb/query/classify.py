@@ -244,10 +244,13 @@ class Classifier:
         return j < len(self.toks) and self.toks[j].kind == "num"
 
     def _opens_quantity(self, j: int) -> bool:
-        """Item j is a filler word ('in', 'for') and a number with its unit word follows it."""
+        """Item j is a filler word ('in', 'for') and a number with its unit word follows it, or a
+        unit word that alone is one of it ('in a month', 'in a week': query.yaml units, alone)."""
         k = j
         while k < len(self.toks) and (hit := self.vocab.table.get(self.keys[k])) is not None and hit[0] == "filler":
             k += 1                  # 'in under 30 days'
+        if k > j and k < len(self.toks) and (unit := self.vocab.units.get(self.keys[k])) is not None:
+            return self.query_rules["units"][unit].get("alone") == "one"
         return k > j and self._number_at(k) and k + 1 < len(self.toks) and self.keys[k + 1] in self.vocab.units
 
     def _unit_follows(self, j: int, table: Mapping[str, Entry]) -> bool:

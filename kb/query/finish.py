@@ -15,11 +15,11 @@ from kb.errors import QueryError
 from kb.knowledge.data import norm
 from kb.query.words import Vocab
 from kb.query.phrases import tok_number
+from kb.query.tokens import Tok
 from kb.query.workload import Workload
 
 if TYPE_CHECKING:
     from kb.knowledge.data import Knowledge
-    from kb.query.tokens import Tok
     from kb.knowledge.records_rules import QueryRules
 
 
@@ -46,12 +46,16 @@ class Finisher:
     plural: list[Tok] | None
     dataset: dict[str, Tok]
     model_given: bool
+    pending_count: Tok | None
 
     def fail(self, tok: Tok, message: str, suggestion: str | None = None,
              expected: list[str] | None = None, width: int | None = None) -> QueryError:
         raise NotImplementedError
 
     def check_range(self, tok: Tok, value: float, lo: float, hi: float) -> None:
+        raise NotImplementedError
+
+    def set_unit(self, unit: str, first: Tok, last: Tok, number_first: bool = False) -> None:
         raise NotImplementedError
 
     def read_budget(self, tok: Tok, keys: list[str]) -> bool:
@@ -212,13 +216,22 @@ class Finisher:
                            f"{tokens:.3g} training tokens")
         w.train_tokens = tokens
 
-    def alone_unit(self, alone: str) -> None:
-        """A unit word with no number that is no error: a filler ('budget'), or a unit of time that
-        asks the time ('h100 hours', 'gpu hours'; 'how many gpu hours' counts hours, not GPUs)."""
+    def alone_unit(self, alone: str, unit: str, word: Tok) -> None:
+        """A unit word with no number that is no error: a filler ('budget'); a unit of time that
+        asks the time ('h100 hours', 'gpu hours'; 'how many gpu hours' counts hours, not GPUs);
+        or one of the unit ('in a week', 'within a day': query.yaml units, alone: one)."""
         if alone == "time":
             self.w.focus = self.w.focus or "time"
             if self.w.question == "how_many_gpus":
                 self.w.question = None
+        elif alone == "one":
+            self.set_unit(unit, Tok("num", word.text, word.col, 1.0), word, number_first=True)
+
+    def counted_unit(self, unit: str, word: Tok) -> None:
+        """A count word before a unit word other than GPUs is its number ('two days', 'one week')."""
+        count, self.pending_count = self.pending_count, None
+        if count is not None:
+            self.set_unit(unit, Tok("num", count.text, count.col, float(count.value or 0)), word, number_first=True)
 
     def request_rate(self, training: bool) -> None:
         """'at 1000 requests per minute': the tokens a day those requests generate, each request

@@ -173,21 +173,21 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
 
     def on_unit(self, children: list[Tok]) -> None:
         """A unit word with no number: a figure asked for, the GPUs a count waits for, or an error."""
-        phrase = children[0]
-        unit = str(phrase.value[0])
+        unit = str((phrase := children[0]).value[0])
         spec = self.query_rules["units"][unit]
         if spec.get("focus"):
             self.w.focus = self.w.focus or spec["focus"]
+        elif self.pending_count is not None and spec["field"] not in ("gpu_count", "budget_usd"):
+            self.counted_unit(unit, phrase.value[1][-1])    # 'two days', 'one week'
         elif (alone := spec.get("alone")) is not None:     # budget alone; h100 hours asks the time
-            self.alone_unit(alone)
+            self.alone_unit(alone, unit, phrase.value[1][0])
         elif spec.get("asks") and self.w.question == "how_many_gpus" and self.pending_count is None:
             self.w.question = spec["asks"]          # 'how many concurrent users can an h100 serve'
         elif spec["field"] == "gpu_count":
             if self.pending_count is not None:
                 self.w.gpu_count = self.take_count()
         else:
-            tok = phrase.value[1][0]
-            raise self.fail(tok, f"'{phrase.text}' needs a number", f"16 {phrase.text}",
+            raise self.fail(phrase.value[1][0], f"'{phrase.text}' needs a number", f"16 {phrase.text}",
                             expected=[f"16 {phrase.text}", f"{phrase.text} 16"], width=len(phrase.text))
 
     def on_number(self, children: list[Tok]) -> None:
