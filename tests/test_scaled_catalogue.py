@@ -140,3 +140,17 @@ def test_a_plain_question_whose_deadline_one_card_meets_stays_a_ranking():
     a = ask("full fine-tune llama 3.1 8b on 10b tokens in 7 days")
     assert a.gpus[0].count == 1 and a.gpus[0].meets_target is not False
     assert not (a.question and a.question.get("kind") == "how_many_gpus")
+
+
+def test_a_recipe_for_some_counts_only_is_applied_at_the_counts_it_is_for():
+    """torchtune's single-device full fine-tune recipe (paged 8-bit AdamW, the optimizer step in
+    the backward pass: runtimes.yaml recipes, max_gpus 1) is for one GPU. The catalogue's search
+    applied it at every count, so it found a count where the answer on that many cards (AdamW)
+    did not fit. Each count is now resolved with the recipes of its own count: the count found
+    holds the job, and it is what the question naming the card finds."""
+    job = "kimi-k2 full fine-tune batch 1 seq 1 with torchtune"
+    a = ask(f"how many gpus for {job}")
+    assert a.question["answer"]["found"] and a.gpus[0].fits
+    assert a.workload.get("optimizer") == "adamw"
+    gid, n = a.gpus[0].id, a.gpus[0].count
+    assert ask(f"how many {gid} for {job}").question["value"] == n

@@ -25,10 +25,11 @@ One probe made alone, and a model-parallel training probe, are kb.engine.single_
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from kb.engine.budget import count_probe
 from kb.engine.evaluate import Evaluated, Scope, evaluate
+from kb.engine import formula_reads as fr
 from kb.engine import training as tr
 from kb.engine.gpus import catalogue_columns, layout_of
 from kb.engine.layout import Layout, scope_values
@@ -45,7 +46,6 @@ if TYPE_CHECKING:
 
 Names = tuple[str, ...]
 
-KEPT_CHANGES = 64   # sets of changed inputs whose formula reads are kept with the knowledge
 FEW_COUNTS = 1      # probes_at with at most this many counts reads each count's columns over every card
 
 
@@ -67,29 +67,40 @@ class Probes:
         self._by_count: dict[tuple[str, float, int, Names], Scope] = {}
         self._columns: dict[tuple[str, float, int, Names], Scope] = {}
         self._card_columns: dict[tuple[int, Gemm], Scope] = {}
-        self._reads: tuple[dict[str, bool], dict[str, bool]] | None = None
         # the first value a search probes (per architecture), with its inputs: a formula that reads
         # no input (or formula) that differs at another value has the same value there (_reuse)
         self._first: dict[tuple[str, Names, str], tuple[float | None, Scope]] = {}
         self._ref: dict[tuple[str, float | None, Names], float | None] = {}     # each value's first
         self._changed: dict[tuple[str, float | None, Names], dict[str, bool]] = {}
         self._first_cards: dict[tuple[str, int, int, Names, float | None], Scope] = {}
-        self._wanted_at = cast("dict[tuple[str, Names], tuple[str, ...]]", kn.derived.tables.setdefault("engine.wanted", {}))
         # made probes and a card's names, each kept with its card (so that no other takes its id)
         self._made: dict[tuple[str, float, int, int, str, bool], tuple[GPU, Probe, Scope | None]] = {}
         self._card_values: dict[tuple[int, int, int, Gemm], tuple[GPU, Scope]] = {}
         self._alike_at: dict[tuple[str, float, float, int], bool] = {}
         self._copied: dict[tuple[int, tuple[str, ...]], tuple[str, ...]] = {}
+        self._windows: tuple[tuple[int, int | None], ...] | None = None     # (_key)
+        self._regimes: dict[tuple[bool, ...], float] = {}
 
     def _key(self, vary: str, value: float) -> tuple[str, float | None]:
-        """The workload at a GPU count is the workload itself when the query names no GPU."""
-        return (vary, None) if vary == "gpu_count" and not self.w.gpus else (vary, value)
+        """The workload at a GPU count is the workload itself when the query names no GPU, but for
+        a runtime recipe made for some counts only (kb.engine.training.count_windows): then the
+        counts that fall in the same windows share one, keyed by the first of them asked."""
+        if vary != "gpu_count" or self.w.gpus:
+            return (vary, value)
+        if self._windows is None:
+            self._windows = tr.count_windows(self.w, resolve(self.w.copy(), self.kn).runtime)
+        if not self._windows:
+            return (vary, None)
+        return (vary, self._regimes.setdefault(tuple(tr.in_window(int(value), win) for win in self._windows), value))
 
     def resolved(self, vary: str, value: float) -> Resolved:
         key = self._key(vary, value)
         found = self._resolved.get(key)
         if found is None:
-            found = self._resolved[key] = resolve(at_value(self.w, vary, value, self.kn), self.kn)
+            w = at_value(self.w, vary, value, self.kn)
+            if key[1] is not None and vary == "gpu_count" and not w.gpus:
+                w.gpu_count = int(key[1])       # the count the recipes read
+            found = self._resolved[key] = resolve(w, self.kn)
         return found
 
     def layout(self, vary: str, value: float, count: int) -> Layout:
@@ -99,35 +110,6 @@ class Probes:
             found = self._layouts[key] = layout_of(self.resolved(vary, value), self.kn, count)
         return found
 
-    def _reading(self) -> tuple[dict[str, bool], dict[str, bool]]:
-        """Formula → whether it reads a name of the card; and whether it reads the card or the
-        count (gpu_count, the layout): directly or through the formulas it reads. Made once per
-        knowledge and kept with it (Derived.tables)."""
-        reads = self._reads
-        if reads is None:
-            tables = self.kn.derived.tables
-            found = tables.get("engine.probe_reads")
-            if isinstance(found, tuple):
-                reads = found
-            else:
-                some_gpu = next(iter(self.kn.gpus.values()))
-                card = set(gpu_values(some_gpu, 1, next(iter(self.kn.precisions.values()))))
-                count = card | set(scope_values(Layout(1, 1, 1, True, None)))
-                reads = (self._read_map(card), self._read_map(count))
-                tables["engine.probe_reads"] = reads
-            self._reads = reads
-        return reads
-
-    def _read_map(self, names: set[str]) -> dict[str, bool]:
-        formulas = self.kn.formulas
-        reads: dict[str, bool] = {}
-        for order in self.kn.derived.order.values():
-            for name in order:              # each formula after the formulas it reads
-                if name not in reads:
-                    f = formulas[name]
-                    reads[name] = any(n in names for n in f.names) or any(reads.get(d, True) for d in f.deps)
-        return reads
-
     def _scope(self, vary: str, value: float, count: int, names: Names) -> Scope:
         """The scope at this value and count, with every formula `names` needs that does not
         read the card."""
@@ -135,11 +117,11 @@ class Probes:
         found = self._by_count.get(key)
         if found is None:
             kn = self.kn
-            reads_card = self._reading()[0]
+            reads_card = fr.probe_reads(kn)[0]
             base = self._value_scope(vary, value, names)
             found = self._by_count[key] = dict(base)
             found.update(scope_values(self.layout(vary, value, count)))
-            wanted = self._wanted("count", names, reads_card)
+            wanted = fr.wanted(kn, "count", names, reads_card)
             first = self._ref[(*self._key(vary, value), names)]
             if first is not None and self._alike(vary, value, first, count):
                 self._reuse(found, self._by_count.get((vary, first, count, names)), vary, value, names, wanted)
@@ -153,9 +135,9 @@ class Probes:
         base = self._by_value.get(vkey)
         if base is None:
             kn = self.kn
-            reads_count = self._reading()[1]
+            reads_count = fr.probe_reads(kn)[1]
             base = self._by_value[vkey] = base_scope(self.resolved(vary, value), kn)
-            wanted = self._wanted("value", names, reads_count)
+            wanted = fr.wanted(kn, "value", names, reads_count)
             group = (vary, names, str(self.resolved(vary, value).model["id"]))
             first = self._first.get(group)
             self._ref[vkey] = vkey[1] if first is None else first[0]
@@ -167,25 +149,10 @@ class Probes:
                     changed = frozenset(k for k, _ in base.items() ^ before.items())
                 except TypeError:           # a value that cannot be hashed: one by one
                     changed = frozenset({k for k, v in base.items() if v != before.get(k, base)} | set(before) - set(base))
-                self._changed[vkey] = self._reads_of(changed)
+                self._changed[vkey] = fr.changed_reads(kn, changed)
                 self._reuse(base, self._by_value.get((vary, first[0], names)), vary, value, names, wanted)
             evaluate(kn, Evaluated(base), wanted)
         return base
-
-    def _reads_of(self, changed: frozenset[str]) -> dict[str, bool]:
-        """Formula → whether it reads one of the `changed` inputs, directly or through the formulas
-        it reads; kept with the knowledge for the few sets a search changes (the varied input and
-        what the workload derives from it)."""
-        tables = self.kn.derived.tables
-        kept = tables.get("engine.changed_reads")
-        if not isinstance(kept, dict):
-            kept = tables["engine.changed_reads"] = {}
-        found = kept.get(changed)
-        if found is None:
-            found = self._read_map(set(changed))
-            if len(kept) < KEPT_CHANGES:
-                kept[changed] = found
-        return cast("dict[str, bool]", found)
 
     def _alike(self, vary: str, value: float, first: float, count: int) -> bool:
         """Whether the layout of `count` GPUs and the precision are the same at `value` as at the
@@ -196,16 +163,6 @@ class Probes:
             found = self._alike_at[key] = (
                 scope_values(self.layout(vary, value, count)) == scope_values(self.layout(vary, first, count))
                 and self.resolved(vary, value).precision is self.resolved(vary, first).precision)
-        return found
-
-    def _wanted(self, level: str, names: Names, skip: dict[str, bool] | None) -> tuple[str, ...]:
-        """The formulas `names` need, in order, once each, but those `skip` marks."""
-        key = (level, names)
-        found = self._wanted_at.get(key)
-        if found is None:
-            order = self.kn.derived.order
-            found = self._wanted_at[key] = tuple(dict.fromkeys(
-                n for name in names for n in order[name] if skip is None or not skip[n]))
         return found
 
     def _reuse(self, scope: Scope, first: Scope | None, vary: str, value: float, names: Names,
@@ -233,6 +190,11 @@ class Probes:
         """probe("gpu_count", n, cards[i], n) for each card i and its own count n, all computed at
         once: the cards and their counts as columns (each entry what that card computes alone at
         its count). Only where shared_counts()."""
+        groups: dict[tuple[str, float | None], dict[int, int]] = {}
+        for i, c in counts.items():         # the counts that share a workload (_key), each group at once
+            groups.setdefault(self._key("gpu_count", c), {})[i] = c
+        if len(groups) > 1:
+            return {i: at for group in groups.values() for i, at in self.probes_at(group).items()}
         names = self.names()
         which = list(counts)
         for _ in which:
@@ -351,7 +313,7 @@ class Probes:
             if card is None:
                 card = self._card_values[gkey] = (gpu, gpu_values(gpu, count, precision, gemm))
             scope.update(card[1])
-            wanted = self._wanted("card", names, None)
+            wanted = fr.wanted(self.kn, "card", names, None)
             at_first = self._ref[(*self._key(vary, value), names)]
             ckey = (vary, id(gpu), count, names, at_first)
             first = self._first_cards.get(ckey)

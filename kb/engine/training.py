@@ -37,6 +37,19 @@ def gpu_count(w: Workload) -> int:
     return max((g.count for g in w.gpus), default=w.gpu_count or 1)
 
 
+def in_window(count: int, window: tuple[int, int | None]) -> bool:
+    """Whether a count of GPUs lies in a recipe's window (runtimes.yaml recipes: min_gpus, max_gpus)."""
+    return count >= window[0] and (window[1] is None or count <= window[1])
+
+
+def count_windows(w: Workload, runtime: Runtime) -> tuple[tuple[int, int | None], ...]:
+    """The GPU-count windows of the runtime's recipes for this task that not every count lies in:
+    where the job the recipes make changes with the count alone (empty: it does not)."""
+    return tuple((r["when"]["min_gpus"], r["when"]["max_gpus"]) for r in runtime.get("recipes") or []
+                 if (not r["when"]["tasks"] or w.task in r["when"]["tasks"])
+                 and (r["when"]["min_gpus"] > 1 or r["when"]["max_gpus"] is not None))
+
+
 def resolve_objective(w: Workload, kn: Knowledge, assumptions: list[str]) -> None:
     """A preference or RL objective: the task becomes its training method (full fine-tune unless
     a LoRA/QLoRA word was given) and the answer says what the objective holds."""
@@ -55,8 +68,7 @@ def apply_recipes(w: Workload, kn: Knowledge, runtime: Runtime, model: Model,
     count = gpu_count(w)
     for recipe in runtime.get("recipes") or []:
         when = recipe["when"]
-        if (when["tasks"] and w.task not in when["tasks"]) or count < when["min_gpus"] or (
-                when["max_gpus"] is not None and count > when["max_gpus"]) or (
+        if (when["tasks"] and w.task not in when["tasks"]) or not in_window(count, (when["min_gpus"], when["max_gpus"])) or (
                 model["params_total"] < when["min_params"]):
             continue
         sets: dict[str, object] = dict(recipe["set"])
