@@ -54,8 +54,9 @@ def split_off(kn: Knowledge, w: Workload, got: Resolved,
         return targets, [], []
     strategies = kn.sharding.get("strategies", {})
     upper = int(kn.query["solve"]["how_many_gpus"]["upper"])
-    split_at = min((r["min_gpus"] for r in kn.sharding.get("at_scale") or [] if got.workload.task in r["tasks"]
-                    and strategies[r["strategy"]].get("model_parallel")), default=upper + 1)
+    split_at, split_by = min(((r["min_gpus"], strategies[r["strategy"]]["name"].split(" ")[0])
+                              for r in kn.sharding.get("at_scale") or [] if got.workload.task in r["tasks"]
+                              and strategies[r["strategy"]].get("model_parallel")), default=(upper + 1, ""))
     scaled = w.copy()
     scaled.gpus = [GpuRequest(small[0]["id"], 1)]
     p = Probes(kn, scaled, small)
@@ -73,7 +74,7 @@ def split_off(kn: Knowledge, w: Workload, got: Resolved,
                 for i, g in enumerate(small)]
     left = sum(not r["found"] for r in rows) if split_at <= upper else 0
     text = [f"{left} of the GPUs cannot hold {state_gb:,.0f} GB of model state each and would need more "
-            f"than {split_at - 1}, where the layout splits the model (Megatron): not sized here; name one "
+            f"than {split_at - 1}, where the layout splits the model ({split_by}): not sized here; name one "
             f"to size it"] if left else []
     small_ids = {g["id"] for g in small}
     return [t for t in targets if t[0]["id"] not in small_ids], rows, text
