@@ -182,7 +182,8 @@ class Probes:
 
     def shared_counts(self) -> bool:
         """Whether probes_at may stand for probe: the query names no GPU (so the workload is the
-        same at every count) and the cards are several, with no split chosen per card."""
+        same at every count, or at the counts of one recipe window: _key) and the cards are
+        several, with no split chosen per card."""
         r = None if self.w.gpus or len(self.cards) < 2 else self.resolved("gpu_count", 1)
         return r is not None and not (r.is_training and not (r.workload.tp or r.workload.pp) and tr.is_model_parallel(r.workload, self.kn))
 

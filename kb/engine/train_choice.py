@@ -106,14 +106,9 @@ def scaled_out(kn: Knowledge, w: Workload, plain: Answer, answer: Callable[[Work
     row = a.question.get("answer") if a.question else None
     if not isinstance(row, dict) or not row.get("found") or not (a.gpus and a.gpus[0].fits):
         return None                     # (a count the search found that the answer there does not hold)
-    if deadline is not None:
-        a.assumptions.insert(0, "no single card holds this job and finishes it within the time asked, "
-                                "so the fewest GPUs that do")
-        return a
-    if w.train_tokens is None:
-        a.assumptions.insert(0, "no single card holds this job, so the fewest GPUs that do")
-        return a
-    a.assumptions.insert(0, f"no single card trains {num(float(w.train_tokens or 0))} tokens within "
-                            f"{num(horizon / 24)} days (formulas.yaml usable_train_horizon_h), so the "
-                            "fewest GPUs that do")
+    why = ("holds this job and finishes it within the time asked" if deadline is not None else
+           "holds this job" if w.train_tokens is None else
+           f"trains {num(float(w.train_tokens))} tokens within {num(horizon / 24)} days "
+           "(formulas.yaml usable_train_horizon_h)")
+    a.assumptions.insert(0, f"no single card {why}, so the fewest GPUs that do")
     return a
