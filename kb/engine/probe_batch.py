@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 from kb.engine import training as tr
 from kb.engine.evaluate import Evaluated, Scope, evaluate
 from kb.engine.layout import scope_values
-from kb.engine.scope import base_scope
 from kb.engine.single_probe import Probe
 from kb.expr.parse import Col
 from kb.knowledge.gpu_names import FP32_GEMM, gpu_values
@@ -44,7 +43,7 @@ def probes_over(p: Probes, vary: str, values: list[tuple[float, int]], gpu: GPU,
         if r.is_training and not (w.tp or w.pp) and tr.is_model_parallel(w, kn):
             alone.add(k)
             continue
-        scope = base_scope(r, kn)
+        scope = p.inputs(vary, v)
         scope.update(scope_values(p.layout(vary, v, n)))
         scope.update(gpu_values(gpu, n, r.precision, scope.get("_gemm", FP32_GEMM)))
         scopes.append(scope)
@@ -73,11 +72,12 @@ def _evaluated(p: Probes, scopes: list[Scope], holds: str) -> list[Probe]:
         return [_probe_of(p, s, holds) for s in scopes]
     scope: Scope = dict(first)
     differ: set[str] = set()
-    for s in scopes[1:]:
-        for name, v in s.items():
-            f = first[name]
-            if v.__class__ is not f.__class__ or v != f:
-                differ.add(name)
+    try:                # the items of each and not of the first, compared as sets
+        for s in scopes[1:]:
+            differ.update(k for k, _ in s.items() - first.items())
+    except TypeError:   # a value that cannot be hashed: one by one
+        differ = {name for s in scopes[1:] for name, v in s.items()
+                  if v.__class__ is not first[name].__class__ or v != first[name]}
     for name in differ:
         scope[name] = Col.of([s[name] for s in scopes])
     ev = Evaluated(scope)

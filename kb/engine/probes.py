@@ -5,8 +5,8 @@ In: the Knowledge, the question's Workload and the cards its rows search. Out: a
 
 A search tries a few dozen values on each of up to every catalogue card, and most of what a
 probe computes does not depend on the card, or not even on the value: Probes makes each part
-once and shares it. The workload at a value is resolved once (once in all for a GPU count
-when the query names no GPU: the count then changes nothing of the workload); its scope with
+once and shares it. The workload at a value is resolved once, and once for all the values that
+resolve alike (kb.engine.resolutions: the counts of one regime, the sizes of one); its scope with
 the formulas that read neither the card nor the count (kb.knowledge.gpu_names.gpu_values and
 the parallel layout, kb.engine.layout) is computed once per value, then with the layout of each
 count the formulas that read the count but not the card; and the formulas that read the card
@@ -33,8 +33,9 @@ from kb.engine import formula_reads as fr
 from kb.engine import training as tr
 from kb.engine.gpus import catalogue_columns, layout_of
 from kb.engine.layout import Layout, scope_values
-from kb.engine.scope import Resolved, base_scope, resolve
-from kb.engine.single_probe import Probe, at_value, choose_split, targets_asked
+from kb.engine.resolutions import Resolutions
+from kb.engine.scope import Resolved
+from kb.engine.single_probe import Probe, choose_split, targets_asked
 from kb.expr.parse import Col
 from kb.knowledge.data import Knowledge
 from kb.knowledge.gpu_names import FP32_GEMM, Gemm, gemm_of, gpu_columns, gpu_values, one_or_col
@@ -61,7 +62,7 @@ class Probes:
         # on): a probe on one of them reads its value from the columns over all of them
         self.cards = cards or []
         self._index = {id(g): i for i, g in enumerate(self.cards)}
-        self._resolved: dict[tuple[str, float | None], Resolved] = {}
+        self._res = Resolutions(kn, w)      # the workload at each value, shared where alike
         self._layouts: dict[tuple[str, float, int], Layout] = {}
         self._by_value: dict[tuple[str, float | None, Names], Scope] = {}
         self._by_count: dict[tuple[str, float, int, Names], Scope] = {}
@@ -78,30 +79,17 @@ class Probes:
         self._card_values: dict[tuple[int, int, int, Gemm], tuple[GPU, Scope]] = {}
         self._alike_at: dict[tuple[str, float, float, int], bool] = {}
         self._copied: dict[tuple[int, tuple[str, ...]], tuple[str, ...]] = {}
-        self._windows: tuple[tuple[int, int | None], ...] | None = None     # (_key)
-        self._regimes: dict[tuple[bool, ...], float] = {}
 
     def _key(self, vary: str, value: float) -> tuple[str, float | None]:
-        """The workload at a GPU count is the workload itself when the query names no GPU, but for
-        a runtime recipe made for some counts only (kb.engine.training.count_windows): then the
-        counts that fall in the same windows share one, keyed by the first of them asked."""
-        if vary != "gpu_count" or self.w.gpus:
-            return (vary, value)
-        if self._windows is None:
-            self._windows = tr.count_windows(self.w, resolve(self.w.copy(), self.kn).runtime)
-        if not self._windows:
-            return (vary, None)
-        return (vary, self._regimes.setdefault(tuple(tr.in_window(int(value), win) for win in self._windows), value))
+        return self._res.key(vary, value)
 
     def resolved(self, vary: str, value: float) -> Resolved:
-        key = self._key(vary, value)
-        found = self._resolved.get(key)
-        if found is None:
-            w = at_value(self.w, vary, value, self.kn)
-            if key[1] is not None and vary == "gpu_count" and not w.gpus:
-                w.gpu_count = int(key[1])       # the count the recipes read
-            found = self._resolved[key] = resolve(w, self.kn)
-        return found
+        """The workload resolved at this value (kb.engine.resolutions)."""
+        return self._res.resolved(vary, value)
+
+    def inputs(self, vary: str, value: float) -> Scope:
+        """Its base_scope: a copy, made once per workload."""
+        return self._res.inputs(vary, value)
 
     def layout(self, vary: str, value: float, count: int) -> Layout:
         key = (vary, value, count)
@@ -136,7 +124,7 @@ class Probes:
         if base is None:
             kn = self.kn
             reads_count = fr.probe_reads(kn)[1]
-            base = self._by_value[vkey] = base_scope(self.resolved(vary, value), kn)
+            base = self._by_value[vkey] = self.inputs(vary, value)
             wanted = fr.wanted(kn, "value", names, reads_count)
             group = (vary, names, str(self.resolved(vary, value).model["id"]))
             first = self._first.get(group)

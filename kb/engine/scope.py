@@ -8,10 +8,10 @@ figures, as rules/formulas.yaml `inputs` names them).
 
 from __future__ import annotations
 
-import math
 from kb.hints import TYPE_CHECKING
 
 from kb.engine import training as tr
+from kb.engine.bare_size import bare_model, size_inputs
 from kb.engine.evaluate import Scope
 from kb.knowledge.gpu_names import gemm_of, runs_on
 from kb.knowledge.data import Knowledge, capacity_fields
@@ -112,10 +112,7 @@ def resolve(w: Workload, kn: Knowledge) -> Resolved:
     if is_training:
         tr.resolve_sharding(w, kn, runtime, assumptions, scaled)
     assumptions[:] = [a for a in assumptions if a]
-    held = w.context_tokens if not is_training else w.seq_len
-    if held and held > model["max_context"]:
-        warnings.append(f"{held} tokens is longer than {model['name']}'s maximum context "
-                        f"({model['max_context']})")
+    warnings += _too_long(w, model, is_training)
     precision = kn.precisions[w.precision or d["inference_precision"]]
     kv = kn.precisions.get(w.kv_precision or d["kv_precision"], kn.precisions[d["kv_precision"]])
     return Resolved(w, runtime, model, precision, kv, assumptions, warnings, is_training)
@@ -154,6 +151,14 @@ def question_format(w: Workload, kn: Knowledge) -> None:
         w.notes.append(f"precision: {rule['precision']}, {FORMAT_DEFAULT}, so the question is "
                      f"sized at {rule['text']} [{rule['source']}]")
         return
+
+
+def _too_long(w: Workload, model: Model, is_training: bool) -> list[str]:
+    """A context (a training sequence) longer than the model's."""
+    held = w.context_tokens if not is_training else w.seq_len
+    if held and held > model["max_context"]:
+        return [f"{held} tokens is longer than {model['name']}'s maximum context ({model['max_context']})"]
+    return []
 
 
 def _context_holds_the_work(w: Workload, assumptions: list[str]) -> None:
@@ -221,25 +226,25 @@ def _runtime_for_devices(w: Workload, kn: Knowledge, rt: Runtime, is_training: b
     return rt
 
 
-def bare_size_ref(kn: Knowledge, params: float) -> str:
-    """The reference architecture of a bare size: the reference nearest it on a log scale."""
-    return min(kn.bare_size_refs, key=lambda r: abs(math.log(kn.models[r]["params_total"] / params)))
-
-
 def _resolve_model(w: Workload, kn: Knowledge, assumptions: list[str]) -> Model:
     if w.model_id is not None:
         return kn.models[w.model_id].copy()
-    params = w.params if w.params is not None else kn.defaults["params"]
-    size = f"{params / kn.billion:g}B"
-    ref_id = bare_size_ref(kn, params)
-    ref = kn.models[ref_id]
-    model = ref.copy()
-    model.update({"params_total": params, "params_active": params, "name": f"{size} model", "id": ref_id})
-    assumptions.append(f"model: a {size} dense model with {ref['name']}'s architecture "
-                       f"({ref['layers']} layers, {ref['kv_heads']} KV heads × {ref['head_dim']}, "
-                       f"{ref['attention'].upper()}); weights use {size} parameters "
-                       "(models.yaml bare_size)")
+    model, said = bare_model(kn, w.params if w.params is not None else kn.defaults["params"])
+    assumptions.append(said)
     return model
+
+
+def at_size(r: Resolved, kn: Knowledge, params: float) -> Resolved:
+    """resolve() of r's bare-size workload at another size of the same
+    kb.engine.bare_size.size_regime: the same job but for the model's size, its name and what the
+    assumptions and warnings say of it."""
+    model, said = bare_model(kn, params)
+    was = bare_model(kn, float(r.model["params_total"]))[1]
+    w = r.workload.copy()
+    w.params = params
+    return Resolved(w, r.runtime, model, r.precision, r.kv_precision,
+                    [said if a == was else a for a in r.assumptions], _too_long(w, model, r.is_training),
+                    r.is_training, r.workload_parallel)
 
 
 def base_scope(r: Resolved, kn: Knowledge) -> Scope:
@@ -248,8 +253,8 @@ def base_scope(r: Resolved, kn: Knowledge) -> Scope:
     sliding = m.get("sliding_window") or 0
     mla, moe = m.get("mla"), m.get("moe")
     scope: Scope = dict(kn.derived.constants)
+    scope.update(size_inputs(m))
     scope.update({
-        "params": float(m["params_total"]), "active_params": float(m["params_active"]),
         "users": w.users, "batch": w.batch, "context_tokens": w.context_tokens,
         "prompt_tokens": w.prompt_tokens, "output_tokens": w.output_tokens,
         "seq_len": w.seq_len, "lora_rank": w.lora_rank, "train_tokens": w.train_tokens,

@@ -51,7 +51,7 @@ def largest_fitting(kn: Knowledge, w: Workload, vary: str, lower: float, upper: 
 
 def _arch_ranges(kn: Knowledge, lower: float, upper: float) -> list[tuple[float, float]]:
     """[lower, upper] cut where the architecture assumed for a bare size changes (the reference
-    nearest on a log scale, kb.engine.scope.bare_size_ref: the cut is the two references' geometric
+    nearest on a log scale, kb.engine.bare_size.bare_size_ref: the cut is the two references' geometric
     mean), largest first; each range's ends are inside it."""
     sizes = sorted(float(kn.models[r]["params_total"]) for r in kn.bare_size_refs)
     cuts = [c for c in (math.sqrt(a * b) for a, b in zip(sizes, sizes[1:])) if lower < c < upper]

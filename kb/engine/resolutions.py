@@ -1,0 +1,106 @@
+"""The workload of a capacity search resolved at each value it tries, once for the values that
+resolve alike (kb.engine.probes).
+
+In: the Knowledge and the question's Workload. Out: at a value (a GPU count, a size, a number of
+users…), the Resolved workload (kb.engine.scope.resolve) and its inputs (base_scope), each made
+once and shared by every value that resolves to the same job:
+
+- GPU counts, when the query names no GPU: the count changes nothing of the workload, but for a
+  runtime recipe made for some counts only (kb.engine.training.count_windows): the counts that
+  fall in the same windows share one.
+- GPU counts, when it names GPUs: the counts of one kb.engine.training.count_regime share one. It
+  differs from each count's own only in the count the GPUs are asked at, which every probe is
+  given apart.
+- Bare sizes of one kb.engine.bare_size.size_regime: the first size's, made again at each other
+  size by kb.engine.scope.at_size (the model's size, name and what is said of it), its inputs
+  that one's with the size's own (size_inputs).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kb.engine import training as tr
+from kb.engine.bare_size import size_inputs, size_regime
+from kb.engine.evaluate import Scope
+from kb.engine.scope import Resolved, at_size, base_scope, resolve
+from kb.engine.single_probe import at_value
+from kb.knowledge.data import Knowledge
+from kb.query.workload import Workload
+
+if TYPE_CHECKING:
+    from kb.knowledge.records import Runtime
+
+Key = tuple[str, float | None]
+
+
+class Resolutions:
+    """The resolved workload of one search at each value, shared where values resolve alike."""
+
+    def __init__(self, kn: Knowledge, w: Workload) -> None:
+        self.kn, self.w = kn, w
+        self._resolved: dict[Key, Resolved] = {}
+        self._inputs: dict[Key, Scope] = {}
+        self._windows: tuple[tuple[int, int | None], ...] | None = None     # (key)
+        self._regimes: dict[tuple[bool, ...], float] = {}
+        # bare sizes: the first resolved of each size_regime, and the one each later size's is made from
+        self._runtime: Runtime | None = None
+        self._sizes: dict[tuple[object, ...], Key] = {}
+        self._like: dict[Key, Key] = {}
+
+    def key(self, vary: str, value: float) -> Key:
+        """The value's workload: (vary, the first value asked that resolves alike), or
+        (vary, None) for the workload itself; the value itself where no other is alike."""
+        if vary != "gpu_count":
+            return (vary, value)
+        if self._windows is None:
+            runtime = resolve(self.w.copy(), self.kn).runtime
+            self._windows = (tuple((r["when"]["min_gpus"], r["when"]["max_gpus"]) for r in runtime.get("recipes") or [])
+                             if self.w.gpus else tr.count_windows(self.w, runtime))
+        if self.w.gpus:
+            return (vary, self._regimes.setdefault(tr.count_regime(self.kn, self._windows, int(value)), value))
+        if not self._windows:
+            return (vary, None)
+        return (vary, self._regimes.setdefault(tuple(tr.in_window(int(value), win) for win in self._windows), value))
+
+    def resolved(self, vary: str, value: float) -> Resolved:
+        key = self.key(vary, value)
+        found = self._resolved.get(key)
+        if found is None:
+            regime = self._size_regime(vary, value)
+            like = self._sizes.get(regime) if regime is not None else None
+            if like is not None:        # a size that resolves as an earlier one did
+                found = self._resolved[key] = at_size(self._resolved[like], self.kn, float(value))
+                self._like[key] = like
+                return found
+            w = at_value(self.w, vary, value if key[1] is None else key[1], self.kn)
+            if key[1] is not None and vary == "gpu_count" and not w.gpus:
+                w.gpu_count = int(key[1])       # the count the recipes read
+            found = self._resolved[key] = resolve(w, self.kn)
+            if vary == "params" and self.w.model_id is None:
+                if regime is None:
+                    self._runtime = found.runtime
+                    regime = self._size_regime(vary, value)
+                if regime is not None:
+                    self._sizes.setdefault(regime, key)
+        return found
+
+    def _size_regime(self, vary: str, value: float) -> tuple[object, ...] | None:
+        """A bare size's size_regime (None before a size is resolved, or for what is not one)."""
+        if vary != "params" or self._runtime is None or self.w.model_id is not None:
+            return None
+        return size_regime(self.kn, self.w, self._runtime, float(value))
+
+    def inputs(self, vary: str, value: float) -> Scope:
+        """base_scope of the workload at this value (a copy, made once per workload: key)."""
+        self.resolved(vary, value)
+        return dict(self._base(self.key(vary, value)))
+
+    def _base(self, key: Key) -> Scope:
+        found = self._inputs.get(key)
+        if found is None:
+            like = self._like.get(key)
+            r = self._resolved[key]
+            found = self._inputs[key] = ({**self._base(like), **size_inputs(r.model)} if like is not None
+                                         else base_scope(r, self.kn))
+        return found
