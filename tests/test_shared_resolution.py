@@ -15,7 +15,7 @@ import pytest
 from kb import get_knowledge
 from kb.engine.probes import Probes
 from kb.engine.bare_size import size_regime
-from kb.engine.scope import at_size, base_scope, resolve
+from kb.engine.scope import PASSED_ON, at_size, base_scope, resolve
 from kb.engine.single_probe import at_value
 from kb.errors import KbError
 from kb.query.parse import parse
@@ -107,3 +107,18 @@ def test_at_size_is_resolve_at_that_size() -> None:
     other = resolve(at_value(w, "params", 6.5e9, kn), kn)
     made = at_size(first, kn, 6.5e9)
     assert _job(made) == _job(other) and made.assumptions == other.assumptions
+
+
+@pytest.mark.parametrize("vary", PASSED_ON)
+def test_users_and_batches_resolve_as_resolving_each_value_does(vary: str) -> None:
+    kn = get_knowledge()
+    checked = 0
+    for q, w in [*_workloads(named=True), *_workloads(named=False)]:
+        p = Probes(kn, w)
+        for value in (1, 2, 5, 17, 64, 300, 4096):
+            own = resolve(at_value(w, vary, value, kn), kn)
+            got = p.resolved(vary, value)
+            assert _job(got) == _job(own) and got.assumptions == own.assumptions, (q, value)
+            assert p.inputs(vary, value) == base_scope(own, kn), (q, value)
+            checked += 1
+    assert checked > 5000

@@ -14,6 +14,8 @@ once and shared by every value that resolves to the same job:
 - Bare sizes of one kb.engine.bare_size.size_regime: the first size's, made again at each other
   size by kb.engine.scope.at_size (the model's size, name and what is said of it), its inputs
   that one's with the size's own (size_inputs).
+- Users or a batch (kb.engine.scope.PASSED_ON, which resolving passes on as asked): the first
+  value's, with the value set (passed_on), its inputs that one's with the value's own.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import TYPE_CHECKING
 from kb.engine import training as tr
 from kb.engine.bare_size import size_inputs, size_regime
 from kb.engine.evaluate import Scope
-from kb.engine.scope import Resolved, at_size, base_scope, resolve
+from kb.engine.scope import PASSED_ON, Resolved, at_size, base_scope, passed_on, resolve
 from kb.engine.single_probe import at_value
 from kb.knowledge.data import Knowledge
 from kb.query.workload import Workload
@@ -43,7 +45,8 @@ class Resolutions:
         self._inputs: dict[Key, Scope] = {}
         self._windows: tuple[tuple[int, int | None], ...] | None = None     # (key)
         self._regimes: dict[tuple[bool, ...], float] = {}
-        # bare sizes: the first resolved of each size_regime, and the one each later size's is made from
+        # the first resolved of each size_regime (and of users, batch: (vary,)), and the one each
+        # later value's is made from
         self._runtime: Runtime | None = None
         self._sizes: dict[tuple[object, ...], Key] = {}
         self._like: dict[Key, Key] = {}
@@ -73,10 +76,16 @@ class Resolutions:
                 found = self._resolved[key] = at_size(self._resolved[like], self.kn, float(value))
                 self._like[key] = like
                 return found
+            if vary in PASSED_ON and value >= 1 and (like := self._sizes.get((vary,))) is not None:
+                found = self._resolved[key] = passed_on(self._resolved[like], vary, int(value))
+                self._like[key] = like
+                return found
             w = at_value(self.w, vary, value if key[1] is None else key[1], self.kn)
             if key[1] is not None and vary == "gpu_count" and not w.gpus:
                 w.gpu_count = int(key[1])       # the count the recipes read
             found = self._resolved[key] = resolve(w, self.kn)
+            if vary in PASSED_ON and value >= 1:
+                self._sizes.setdefault((vary,), key)
             if vary == "params" and self.w.model_id is None:
                 if regime is None:
                     self._runtime = found.runtime
@@ -101,6 +110,6 @@ class Resolutions:
         if found is None:
             like = self._like.get(key)
             r = self._resolved[key]
-            found = self._inputs[key] = ({**self._base(like), **size_inputs(r.model)} if like is not None
-                                         else base_scope(r, self.kn))
+            found = self._inputs[key] = (base_scope(r, self.kn) if like is None else {
+                **self._base(like), **(size_inputs(r.model) if key[0] == "params" else {key[0]: getattr(r.workload, key[0])})})
         return found

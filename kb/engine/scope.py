@@ -247,6 +247,19 @@ def at_size(r: Resolved, kn: Knowledge, params: float) -> Resolved:
                     r.is_training, r.workload_parallel)
 
 
+# the workload fields resolve() passes on as they are when set (1 or more), and base_scope gives
+# under their own names: a search over one of them resolves the workload once (kb.engine.resolutions)
+PASSED_ON = ("users", "batch")
+
+
+def passed_on(r: Resolved, attr: str, value: int) -> Resolved:
+    """resolve() of r's workload with `attr` (one of PASSED_ON) set to another `value` ≥ 1."""
+    w = r.workload.copy()
+    setattr(w, attr, value)
+    return Resolved(w, r.runtime, r.model, r.precision, r.kv_precision, list(r.assumptions),
+                    list(r.warnings), r.is_training, r.workload_parallel)
+
+
 def base_scope(r: Resolved, kn: Knowledge) -> Scope:
     w, m = r.workload, r.model
     training = set(kn.query["training_tasks"])
