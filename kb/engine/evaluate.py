@@ -57,6 +57,18 @@ def evaluate(kn: Knowledge, ev: Evaluated, names: Iterable[str]) -> None:
                     ev.columns.append(dep)
 
 
+def compute(kn: Knowledge, ev: Evaluated, ordered: Iterable[str]) -> None:
+    """Compute the formulas `ordered` that ev.scope lacks, in that order: each after the formulas
+    it reads that the scope lacks (kb.engine.formula_reads.wanted gives such an order)."""
+    scope = ev.scope
+    formulas = kn.formulas
+    for name in ordered:
+        if name not in scope:
+            value = scope[name] = _eval_formula(formulas[name], ev)
+            if value.__class__ is Col:
+                ev.columns.append(name)
+
+
 def seed(kn: Knowledge, scope: Scope, known: Scope, names: Iterable[str]) -> None:
     """Into `scope`, the values `known` holds of the formulas `names` need, where `known` was
     computed from the same inputs (every name of `scope` with the same value, and no input

@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kb.engine.budget import count_probe
-from kb.engine.evaluate import Evaluated, Scope, evaluate
+from kb.engine.evaluate import Evaluated, Scope, compute, evaluate
 from kb.engine import formula_reads as fr
 from kb.engine import training as tr
 from kb.engine.gpus import catalogue_columns, layout_of
@@ -63,6 +63,11 @@ class Probes:
         self.cards = cards or []
         self._index = {id(g): i for i, g in enumerate(self.cards)}
         self._res = Resolutions(kn, w)      # the workload at each value, shared where alike
+        # the first whole probe scope per (vary, card, count, names, the workload its own is made
+        # from), with its workload's key; and the formulas a change of inputs makes stale (_again)
+        self._roots: dict[tuple[str, int, int, Names, tuple[str, float | None]],
+                          tuple[tuple[str, float | None], Scope]] = {}
+        self._stale: dict[tuple[int, Names], Names] = {}
         self._layouts: dict[tuple[str, float, int], Layout] = {}
         self._by_value: dict[tuple[str, float | None, Names], Scope] = {}
         self._by_count: dict[tuple[str, float, int, Names], Scope] = {}
@@ -113,7 +118,7 @@ class Probes:
             first = self._ref[(*self._key(vary, value), names)]
             if first is not None and self._alike(vary, value, first, count):
                 self._reuse(found, self._by_count.get((vary, first, count, names)), vary, value, names, wanted)
-            evaluate(kn, Evaluated(found), wanted)
+            compute(kn, Evaluated(found), wanted)
         return found
 
     def _value_scope(self, vary: str, value: float, names: Names) -> Scope:
@@ -139,7 +144,7 @@ class Probes:
                     changed = frozenset({k for k, v in base.items() if v != before.get(k, base)} | set(before) - set(base))
                 self._changed[vkey] = fr.changed_reads(kn, changed)
                 self._reuse(base, self._by_value.get((vary, first[0], names)), vary, value, names, wanted)
-            evaluate(kn, Evaluated(base), wanted)
+            compute(kn, Evaluated(base), wanted)
         return base
 
     def _alike(self, vary: str, value: float, first: float, count: int) -> bool:
@@ -288,12 +293,14 @@ class Probes:
         if vary == "gpu_count":
             count = int(value)
         names = self.names(holds)
-        shared = self._scope(vary, value, count, names)
         i = self._index.get(id(gpu))
         whole = None                # the probe's own scope (not columns' values)
         if i is not None and len(self.cards) > 1 and (not alone or (vary, value, count, names) in self._columns):
-            s = self._over_cards(vary, value, count, names, shared, i)
+            s = self._over_cards(vary, value, count, names, self._scope(vary, value, count, names), i)
+        elif (again := self._again(vary, value, gpu, count, names)) is not None:
+            s = whole = again
         else:
+            shared = self._scope(vary, value, count, names)
             scope = dict(shared)
             precision = self.resolved(vary, value).precision
             gemm = shared.get("_gemm", FP32_GEMM)
@@ -309,14 +316,39 @@ class Probes:
             if first is not None and at_first is not None and self._alike(vary, value, at_first, count):
                 self._reuse(scope, first, vary, value, names, wanted)
             ev = Evaluated(scope)
-            evaluate(self.kn, ev, names)
+            compute(self.kn, ev, wanted)
             s = whole = ev.scope
             if first is None and self._key(vary, value)[1] == at_first:
                 self._first_cards[ckey] = s
+            key = self._key(vary, value)
+            self._roots.setdefault((vary, id(gpu), count, names, self._res.derived_from(key) or key), (key, s))
         meets = bool(s.get("meets_target")) if self.targets else None
         return Probe(bool(s.get(holds)) and meets is not False, s.get("per_gpu_gb"), s.get("usable_vram_gb"),
                      bool(s.get("fits")), s.get("decode_tokens_per_s"), s.get("speed_floor_tok_s"),
                      meets), whole
+
+    def _again(self, vary: str, value: float, gpu: GPU, count: int, names: Names) -> Scope | None:
+        """The probe's whole scope made from the first made on this card at this count of a
+        workload this value's is made from, or made from as well: this one's differs from it only
+        in a few inputs (kb.engine.resolutions: changes), so a copy of that scope with those inputs
+        set and the formulas that read them, directly or not, computed again is this probe's.
+        None where no such probe was made."""
+        key = self._key(vary, value)
+        base = self._res.derived_from(key)
+        root = None if base is None else self._roots.get((vary, id(gpu), count, names, base))
+        if root is None or not self._alike(vary, value, root[0][1], count):  # type: ignore[arg-type]
+            return None
+        changes = self._res.changes(key)
+        reads = fr.changed_reads(self.kn, frozenset(changes))
+        stale = self._stale.get((id(reads), names))
+        if stale is None:
+            stale = self._stale[(id(reads), names)] = tuple(n for n in fr.wanted(self.kn, "card", names, None) if reads[n])
+        scope = dict(root[1])
+        for n in stale:
+            del scope[n]
+        scope.update(changes)
+        compute(self.kn, Evaluated(scope), stale)
+        return scope
 
     def _cards(self, precision: Precision, accumulate: Gemm, r: Resolved) -> Scope:
         """The cards' names as columns, one card each (gpu_values reads the count only as

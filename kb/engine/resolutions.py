@@ -45,6 +45,7 @@ class Resolutions:
         self._inputs: dict[Key, Scope] = {}
         self._windows: tuple[tuple[int, int | None], ...] | None = None     # (key)
         self._regimes: dict[tuple[bool, ...], float] = {}
+        self._keys: dict[float, Key] = {}        # each GPU count's (key)
         # the first resolved of each size_regime (and of users, batch: (vary,)), and the one each
         # later value's is made from
         self._runtime: Runtime | None = None
@@ -56,15 +57,21 @@ class Resolutions:
         (vary, None) for the workload itself; the value itself where no other is alike."""
         if vary != "gpu_count":
             return (vary, value)
+        found = self._keys.get(value)
+        if found is None:
+            found = self._keys[value] = self._count_key(value)
+        return found
+
+    def _count_key(self, value: float) -> Key:
         if self._windows is None:
             runtime = resolve(self.w.copy(), self.kn).runtime
             self._windows = (tuple((r["when"]["min_gpus"], r["when"]["max_gpus"]) for r in runtime.get("recipes") or [])
                              if self.w.gpus else tr.count_windows(self.w, runtime))
         if self.w.gpus:
-            return (vary, self._regimes.setdefault(tr.count_regime(self.kn, self._windows, int(value)), value))
+            return ("gpu_count", self._regimes.setdefault(tr.count_regime(self.kn, self._windows, int(value)), value))
         if not self._windows:
-            return (vary, None)
-        return (vary, self._regimes.setdefault(tuple(tr.in_window(int(value), win) for win in self._windows), value))
+            return ("gpu_count", None)
+        return ("gpu_count", self._regimes.setdefault(tuple(tr.in_window(int(value), win) for win in self._windows), value))
 
     def resolved(self, vary: str, value: float) -> Resolved:
         key = self.key(vary, value)
@@ -109,7 +116,16 @@ class Resolutions:
         found = self._inputs.get(key)
         if found is None:
             like = self._like.get(key)
-            r = self._resolved[key]
-            found = self._inputs[key] = (base_scope(r, self.kn) if like is None else {
-                **self._base(like), **(size_inputs(r.model) if key[0] == "params" else {key[0]: getattr(r.workload, key[0])})})
+            found = self._inputs[key] = (base_scope(self._resolved[key], self.kn) if like is None
+                                         else {**self._base(like), **self.changes(key)})
         return found
+
+    def derived_from(self, key: Key) -> Key | None:
+        """The key of the workload this one's was made from (None: resolved itself)."""
+        return self._like.get(key)
+
+    def changes(self, key: Key) -> Scope:
+        """The inputs in which a workload made from another (derived_from) differs from it: a
+        size's (size_inputs), or the users or batch."""
+        r = self._resolved[key]
+        return size_inputs(r.model) if key[0] == "params" else {key[0]: getattr(r.workload, key[0])}
