@@ -15,7 +15,8 @@ import pytest
 from kb import get_knowledge
 from kb.engine.probes import Probes
 from kb.engine.bare_size import size_regime
-from kb.engine.scope import PASSED_ON, at_size, base_scope, resolve
+from kb.engine.inputs import base_scope
+from kb.engine.scope import PASSED_ON, at_size, resolve
 from kb.engine.single_probe import at_value
 from kb.errors import KbError
 from kb.query.parse import parse

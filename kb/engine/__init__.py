@@ -19,7 +19,8 @@ from kb.engine.assemble import ROW_FORMULAS, error_bands
 from kb.engine.evaluate import Evaluated, Scope, evaluate
 from kb.engine.gpus import gpu_scope, layout_of
 from kb.engine.run import answer
-from kb.engine.scope import Resolved, base_scope, resolve
+from kb.engine.inputs import base_scope
+from kb.engine.scope import Resolved, resolve
 from kb.knowledge.gpu_names import gpu_columns, gpu_values, runs_on
 
 __all__ = ["ROW_FORMULAS", "Evaluated", "Resolved", "Scope", "answer", "base_scope", "error_bands",

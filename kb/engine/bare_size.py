@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from kb.hints import TYPE_CHECKING
+from kb.hints import TYPE_CHECKING, cast
 
 from kb.engine import training as tr
 from kb.knowledge.data import Knowledge
@@ -22,9 +22,18 @@ if TYPE_CHECKING:
     from kb.knowledge.records import Model, Runtime
 
 
+KEPT_SIZES = 4096       # sizes whose reference is kept with the knowledge (a search tries a few dozen)
+
+
 def bare_size_ref(kn: Knowledge, params: float) -> str:
     """The reference architecture of a bare size: the reference nearest it on a log scale."""
-    return min(kn.bare_size_refs, key=lambda r: abs(math.log(kn.models[r]["params_total"] / params)))
+    kept = cast("dict[float, str]", kn.derived.tables.setdefault("engine.bare_size_ref", {}))
+    found = kept.get(params)
+    if found is None:
+        found = min(kn.bare_size_refs, key=lambda r: abs(math.log(kn.models[r]["params_total"] / params)))
+        if len(kept) < KEPT_SIZES:
+            kept[params] = found
+    return found
 
 
 def bare_model(kn: Knowledge, params: float) -> tuple[Model, str]:

@@ -281,7 +281,7 @@ def _stack_runs(kn: Knowledge, a: Answer, row: GpuRow) -> bool:
     """The answer's training stack supports the row's platform for its task (runtimes.yaml
     well_supported): a QLoRA on the T4 asked about is a fix (its fp16 rate is slower, not
     missing), one on a Mac is not (bitsandbytes has no Apple backend). True for inference."""
-    from kb.engine.scope import stack_platforms
+    from kb.engine.inputs import stack_platforms
 
     gpu, rt = kn.gpus.get(row.id), kn.runtimes.get(str(a.workload.get("runtime")))
     return (gpu is None or rt is None or "training" not in a.bottleneck
@@ -292,7 +292,7 @@ def _stack_supports(kn: Knowledge, a: Answer, gpu: GPU) -> bool:
     """The training stack of answer `a` supports this card's platform for its task, and the card
     has tensor cores for the job's precision (formulas.yaml suits_job reads both); always for
     inference."""
-    from kb.engine.scope import stack_platforms
+    from kb.engine.inputs import stack_platforms
     from kb.knowledge.gpu_names import gpu_values
 
     rt = kn.runtimes.get(str(a.workload.get("runtime")))

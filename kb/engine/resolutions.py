@@ -20,12 +20,13 @@ once and shared by every value that resolves to the same job:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from kb.hints import TYPE_CHECKING
 
 from kb.engine import training as tr
-from kb.engine.bare_size import size_inputs, size_regime
+from kb.engine.bare_size import bare_model, size_inputs, size_regime
 from kb.engine.evaluate import Scope
-from kb.engine.scope import PASSED_ON, Resolved, at_size, base_scope, passed_on, resolve
+from kb.engine.inputs import base_scope
+from kb.engine.scope import PASSED_ON, Resolved, at_size, passed_on, resolve
 from kb.engine.single_probe import at_value
 from kb.knowledge.data import Knowledge
 from kb.query.workload import Workload
@@ -51,6 +52,7 @@ class Resolutions:
         self._runtime: Runtime | None = None
         self._sizes: dict[tuple[object, ...], Key] = {}
         self._like: dict[Key, Key] = {}
+        self._said: dict[Key, str] = {}
 
     def key(self, vary: str, value: float) -> Key:
         """The value's workload: (vary, the first value asked that resolves alike), or
@@ -80,7 +82,11 @@ class Resolutions:
             regime = self._size_regime(vary, value)
             like = self._sizes.get(regime) if regime is not None else None
             if like is not None:        # a size that resolves as an earlier one did
-                found = self._resolved[key] = at_size(self._resolved[like], self.kn, float(value))
+                first = self._resolved[like]
+                said = self._said.get(like)
+                if said is None:        # what the first size's assumptions say of its model
+                    said = self._said[like] = bare_model(self.kn, float(first.model["params_total"]))[1]
+                found = self._resolved[key] = at_size(first, self.kn, float(value), said)
                 self._like[key] = like
                 return found
             if vary in PASSED_ON and value >= 1 and (like := self._sizes.get((vary,))) is not None:

@@ -1,7 +1,7 @@
 """The engine's entry: Workload + Knowledge → Answer.
 
 In: a Workload (kb.query.parse) and the Knowledge. Out: an Answer (kb.engine.answer).
-Steps: resolve the model, precision and defaults (kb.engine.scope); evaluate every candidate GPU
+Steps: resolve the model, precision and defaults (kb.engine.scope, kb.engine.inputs); evaluate every candidate GPU
 at once (kb.engine.gpus, kb.engine.evaluate); rank them by the sizing flow's ranking; on the
 first GPU's own view, walk each flow (kb.engine.walk); check the sources' claims
 (kb.engine.claims); assemble the answer (kb.engine.assemble). A capacity question is solved
@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from kb.hints import TYPE_CHECKING, cast
 
-from kb.engine import advice as rightsize
-from kb.engine import cost_batch, per_card, train_choice, unknown
+from kb.engine import advice as rightsize, cost_batch, per_card, train_choice, unknown
 from kb.engine import training as tr
 from kb.engine.answer import Answer, GpuRow
 from kb.engine.assemble import (ROW_FORMULAS, brief_answer, bottleneck, error_bands,
@@ -21,7 +20,8 @@ from kb.engine.assemble import (ROW_FORMULAS, brief_answer, bottleneck, error_ba
 from kb.engine.claims import check_claims
 from kb.engine.evaluate import Evaluated, Scope, evaluate, seed
 from kb.engine.gpus import catalogue_columns, layout_columns, layout_of, layouts_of
-from kb.engine.scope import base_scope, capacity_gpu, question_format, resolve
+from kb.engine.inputs import base_scope
+from kb.engine.scope import capacity_gpu, question_format, resolve
 from kb.knowledge.gpu_names import gemm_of, gpu_columns, runs_on
 from kb.engine.walk import Tracer, applies, differs, walk
 from kb.expr.parse import Col

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from kb.engine import training as tr
 from kb.engine.layout import count_scan
 from kb.engine.probes import Probes
-from kb.engine.scope import stack_platforms
+from kb.engine.inputs import stack_platforms
 from kb.query.workload import GpuRequest
 
 if TYPE_CHECKING:

@@ -14,7 +14,8 @@ from kb.engine import training as tr
 from kb.engine.evaluate import Evaluated, Scope, evaluate
 from kb.engine.gpus import gpu_scope, layout_of
 from kb.engine.layout import Layout
-from kb.engine.scope import Resolved, base_scope
+from kb.engine.inputs import base_scope
+from kb.engine.scope import Resolved
 from kb.expr.parse import Col
 from kb.knowledge.data import Knowledge
 from kb.query.workload import GpuRequest, Workload
