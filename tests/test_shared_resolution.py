@@ -1,6 +1,6 @@
-"""A search's probes resolve a workload once for every value that resolves alike: GPU counts of
-one count_regime (kb.engine.training) on the GPUs a query names, and bare sizes of one
-size_regime (kb.engine.bare_size). What a probe reads of the shared resolution must be what resolving
+"""A search's probes resolve a workload once for every value that resolves alike (kb.engine.
+resolutions): GPU counts of one count_regime (kb.engine.training) on the GPUs a query names, bare
+sizes of one size_regime (kb.engine.bare_size), users, batches and contexts. What a probe reads of the shared resolution must be what resolving
 the workload at its own value gives: the job (every workload field but the count the GPUs are
 asked at), the model, the formats, the runtime and the warnings; for a bare size also the
 assumptions and the scope's inputs, which then differ only in the size.
@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from kb import get_knowledge
-from kb.engine.probes import Probes
+from kb.engine.resolutions import Resolutions
 from kb.engine.bare_size import size_regime
 from kb.engine.inputs import base_scope
 from kb.engine.scope import PASSED_ON, at_size, resolve
@@ -54,7 +54,7 @@ def test_counts_of_one_regime_resolve_to_the_same_job() -> None:
     kn = get_knowledge()
     checked = 0
     for q, w in _workloads(named=True):
-        p = Probes(kn, w)
+        p = Resolutions(kn, w)
         for count in COUNTS:
             own = resolve(at_value(w, "gpu_count", count, kn), kn)
             assert _job(p.resolved("gpu_count", count)) == _job(own), (q, count)
@@ -65,7 +65,7 @@ def test_counts_of_one_regime_resolve_to_the_same_job() -> None:
 def test_the_counts_a_regime_joins_differ_only_in_what_it_does_not_read() -> None:
     """The regime is not the count itself: 9 to 16 GPUs of a job with no window there share one."""
     kn = get_knowledge()
-    p = Probes(kn, parse("full fine-tune 8b on 2x h100", kn))
+    p = Resolutions(kn, parse("full fine-tune 8b on 2x h100", kn))
     assert p.resolved("gpu_count", 9) is p.resolved("gpu_count", 16)
     assert p.resolved("gpu_count", 1) is not p.resolved("gpu_count", 2)
 
@@ -74,7 +74,7 @@ def test_sizes_of_one_regime_resolve_as_resolving_each_size_does() -> None:
     kn = get_knowledge()
     checked = derived = 0
     for q, w in [*_workloads(named=True), *_workloads(named=False)]:
-        p = Probes(kn, w)
+        p = Resolutions(kn, w)
         for size in SIZES:
             mine = at_value(w, "params", size, kn)
             own = resolve(mine.copy(), kn)
@@ -110,16 +110,21 @@ def test_at_size_is_resolve_at_that_size() -> None:
     assert _job(made) == _job(other) and made.assumptions == other.assumptions
 
 
-@pytest.mark.parametrize("vary", PASSED_ON)
-def test_users_and_batches_resolve_as_resolving_each_value_does(vary: str) -> None:
+VALUES = {"users": (1, 2, 5, 17, 64, 300, 4096), "batch": (1, 2, 5, 17, 64, 300, 4096),
+          "context_tokens": (1, 2, 64, 600, 2048, 8192, 32768, 131072, 10**6)}
+
+
+@pytest.mark.parametrize("vary", [*PASSED_ON, "context_tokens"])
+def test_users_batches_and_contexts_resolve_as_resolving_each_value_does(vary: str) -> None:
     kn = get_knowledge()
-    checked = 0
+    checked = derived = 0
     for q, w in [*_workloads(named=True), *_workloads(named=False)]:
-        p = Probes(kn, w)
-        for value in (1, 2, 5, 17, 64, 300, 4096):
+        p = Resolutions(kn, w)
+        for value in VALUES[vary]:
             own = resolve(at_value(w, vary, value, kn), kn)
             got = p.resolved(vary, value)
             assert _job(got) == _job(own) and got.assumptions == own.assumptions, (q, value)
             assert p.inputs(vary, value) == base_scope(own, kn), (q, value)
+            derived += p.derived_from(p.key(vary, value)) is not None
             checked += 1
-    assert checked > 5000
+    assert checked > 5000 and derived > checked // 2

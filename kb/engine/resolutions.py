@@ -16,6 +16,8 @@ once and shared by every value that resolves to the same job:
   that one's with the size's own (size_inputs).
 - Users or a batch (kb.engine.scope.PASSED_ON, which resolving passes on as asked): the first
   value's, with the value set (passed_on), its inputs that one's with the value's own.
+- Contexts whose prompt and output the search sets, the context holding both (holds_its_work):
+  the first one's, with the three set and what the warnings say of the length (at_context).
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from kb.engine import training as tr
 from kb.engine.bare_size import bare_model, size_inputs, size_regime
 from kb.engine.evaluate import Scope
 from kb.engine.inputs import base_scope
-from kb.engine.scope import PASSED_ON, Resolved, at_size, passed_on, resolve
+from kb.engine.scope import (CONTEXT_FIELDS, PASSED_ON, Resolved, at_context, at_size, holds_its_work,
+                             passed_on, resolve)
 from kb.engine.single_probe import at_value
 from kb.knowledge.data import Knowledge
 from kb.query.workload import Workload
@@ -47,10 +50,10 @@ class Resolutions:
         self._windows: tuple[tuple[int, int | None], ...] | None = None     # (key)
         self._regimes: dict[tuple[bool, ...], float] = {}
         self._keys: dict[float, Key] = {}        # each GPU count's (key)
-        # the first resolved of each size_regime (and of users, batch: (vary,)), and the one each
+        # the first value resolved of each group that resolves alike (_group), and the one each
         # later value's is made from
         self._runtime: Runtime | None = None
-        self._sizes: dict[tuple[object, ...], Key] = {}
+        self._firsts: dict[tuple[object, ...], Key] = {}
         self._like: dict[Key, Key] = {}
         self._said: dict[Key, str] = {}
 
@@ -78,40 +81,49 @@ class Resolutions:
     def resolved(self, vary: str, value: float) -> Resolved:
         key = self.key(vary, value)
         found = self._resolved.get(key)
-        if found is None:
-            regime = self._size_regime(vary, value)
-            like = self._sizes.get(regime) if regime is not None else None
-            if like is not None:        # a size that resolves as an earlier one did
-                first = self._resolved[like]
-                said = self._said.get(like)
-                if said is None:        # what the first size's assumptions say of its model
-                    said = self._said[like] = bare_model(self.kn, float(first.model["params_total"]))[1]
-                found = self._resolved[key] = at_size(first, self.kn, float(value), said)
-                self._like[key] = like
-                return found
-            if vary in PASSED_ON and value >= 1 and (like := self._sizes.get((vary,))) is not None:
-                found = self._resolved[key] = passed_on(self._resolved[like], vary, int(value))
-                self._like[key] = like
-                return found
-            w = at_value(self.w, vary, value if key[1] is None else key[1], self.kn)
-            if key[1] is not None and vary == "gpu_count" and not w.gpus:
-                w.gpu_count = int(key[1])       # the count the recipes read
-            found = self._resolved[key] = resolve(w, self.kn)
-            if vary in PASSED_ON and value >= 1:
-                self._sizes.setdefault((vary,), key)
-            if vary == "params" and self.w.model_id is None:
-                if regime is None:
-                    self._runtime = found.runtime
-                    regime = self._size_regime(vary, value)
-                if regime is not None:
-                    self._sizes.setdefault(regime, key)
+        if found is not None:
+            return found
+        w = at_value(self.w, vary, value if key[1] is None else key[1], self.kn)
+        group = self._group(vary, value, w)
+        like = None if group is None else self._firsts.get(group)
+        if like is not None:            # a value that resolves as an earlier one did
+            found = self._resolved[key] = self._made_from(like, vary, value, w)
+            self._like[key] = like
+            return found
+        if key[1] is not None and vary == "gpu_count" and not w.gpus:
+            w.gpu_count = int(key[1])       # the count the recipes read
+        found = self._resolved[key] = resolve(w, self.kn)
+        if vary == "params" and self._runtime is None:
+            self._runtime = found.runtime   # (which the size does not choose)
+            group = self._group(vary, value, w)
+        if group is not None:
+            self._firsts.setdefault(group, key)
         return found
 
-    def _size_regime(self, vary: str, value: float) -> tuple[object, ...] | None:
-        """A bare size's size_regime (None before a size is resolved, or for what is not one)."""
-        if vary != "params" or self._runtime is None or self.w.model_id is not None:
-            return None
-        return size_regime(self.kn, self.w, self._runtime, float(value))
+    def _group(self, vary: str, value: float, w: Workload) -> tuple[object, ...] | None:
+        """The values that resolve alike, as far as this value's workload `w` tells (None: not
+        known to resolve as any other)."""
+        if vary == "params":
+            if self._runtime is None or self.w.model_id is not None:
+                return None
+            regime = size_regime(self.kn, self.w, self._runtime, float(value))
+            return None if regime is None else (vary, *regime)
+        if vary in PASSED_ON:
+            return (vary,) if value >= 1 else None
+        if vary == "context_tokens":
+            return (vary,) if holds_its_work(w) else None
+        return None
+
+    def _made_from(self, like: Key, vary: str, value: float, w: Workload) -> Resolved:
+        first = self._resolved[like]
+        if vary == "params":
+            said = self._said.get(like)
+            if said is None:        # what the first size's assumptions say of its model
+                said = self._said[like] = bare_model(self.kn, float(first.model["params_total"]))[1]
+            return at_size(first, self.kn, float(value), said)
+        if vary == "context_tokens":
+            return at_context(first, w)
+        return passed_on(first, vary, int(value))
 
     def inputs(self, vary: str, value: float) -> Scope:
         """base_scope of the workload at this value (a copy, made once per workload: key)."""
@@ -132,6 +144,9 @@ class Resolutions:
 
     def changes(self, key: Key) -> Scope:
         """The inputs in which a workload made from another (derived_from) differs from it: a
-        size's (size_inputs), or the users or batch."""
+        size's (size_inputs), the users or batch, or the context with its prompt and output."""
         r = self._resolved[key]
-        return size_inputs(r.model) if key[0] == "params" else {key[0]: getattr(r.workload, key[0])}
+        if key[0] == "params":
+            return size_inputs(r.model)
+        fields = CONTEXT_FIELDS if key[0] == "context_tokens" else (key[0],)
+        return {f: getattr(r.workload, f) for f in fields}

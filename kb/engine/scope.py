@@ -251,6 +251,27 @@ def at_size(r: Resolved, kn: Knowledge, params: float, was: str | None = None) -
 PASSED_ON = ("users", "batch")
 
 
+CONTEXT_FIELDS = ("context_tokens", "prompt_tokens", "output_tokens")   # base_scope's names too
+
+
+def holds_its_work(w: Workload) -> bool:
+    """Whether the context, prompt and output are all set, the context holding the other two:
+    resolve() then changes none of them (_context_holds_the_work) and says nothing of them."""
+    return (w.context_tokens is not None and w.prompt_tokens is not None and w.output_tokens is not None
+            and w.prompt_tokens + w.output_tokens <= w.context_tokens)
+
+
+def at_context(r: Resolved, asked: Workload) -> Resolved:
+    """resolve() of `asked`, r's workload with another context, prompt and output, where both
+    hold their work (holds_its_work): r's with those three, and what the warnings say of the
+    length (_too_long)."""
+    w = r.workload.copy()
+    for name in CONTEXT_FIELDS:
+        setattr(w, name, getattr(asked, name))
+    return Resolved(w, r.runtime, r.model, r.precision, r.kv_precision, list(r.assumptions),
+                    _too_long(w, r.model, r.is_training), r.is_training, r.workload_parallel)
+
+
 def passed_on(r: Resolved, attr: str, value: int) -> Resolved:
     """resolve() of r's workload with `attr` (one of PASSED_ON) set to another `value` ≥ 1."""
     w = r.workload.copy()
