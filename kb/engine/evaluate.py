@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from typing import Any, TypeAlias
 
 from kb.errors import EvalError
-from kb.expr.parse import MISSING, RAISED, Col, Failed, at, filled, guarded
+from kb.expr.parse import MISSING, RAISED, Col, Expr, Failed, at, filled, guarded
 from kb.knowledge.data import Formula, Knowledge
 from kb.recordtype import field, record
 
@@ -101,7 +101,7 @@ def _eval_formula(f: Formula, ev: Evaluated) -> Any:
             try:
                 holds = case.when.fn(scope)
             except RAISED as exc:
-                return _failed(f, ev, case.when.message(exc, scope), scope)
+                return _failed(f, ev, case.when, exc, scope)
             if holds.__class__ is Col:
                 return _eval_cases_each(f, ev, i, holds)
             if not holds:
@@ -109,7 +109,7 @@ def _eval_formula(f: Formula, ev: Evaluated) -> Any:
         try:
             value = case.expr.fn(scope)
         except RAISED as exc:
-            return _failed(f, ev, case.expr.message(exc, scope), scope)
+            return _failed(f, ev, case.expr, exc, scope)
         ev.cases[f.name] = i
         if value.__class__ is Col:
             return _checked(f, ev, value, case.expr)
@@ -120,9 +120,10 @@ def _eval_formula(f: Formula, ev: Evaluated) -> Any:
     return None
 
 
-def _failed(f: Formula, ev: Evaluated, message: str, scope: Scope) -> None:
+def _failed(f: Formula, ev: Evaluated, expr: Expr, exc: Exception, scope: Scope) -> None:
+    """A failure is recorded (with the expression's message) unless an input it reads is missing."""
     if not any(scope.get(n) is None for n in f.names):
-        ev.errors[f.name] = message
+        ev.errors[f.name] = expr.message(exc, scope)
     return None
 
 
