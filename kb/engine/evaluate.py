@@ -9,6 +9,8 @@ order, with the case each used and any error (per candidate where the scope hold
 from __future__ import annotations
 
 import math
+from itertools import repeat
+from operator import add, not_
 from collections.abc import Iterable, Mapping
 from kb.hints import TYPE_CHECKING
 
@@ -157,25 +159,52 @@ def _eval_cases_each(f: Formula, ev: Evaluated, start: int, first: Col) -> Any:
     """Cases whose conditions differ between candidates: each candidate takes its first case
     that holds, as it would on its own."""
     scope = ev.scope
-    n = len(first)
-    chosen: list[Any] = [None] * n          # case index, or a Failed condition
+    cases = f.cases
+    if start + 2 == len(cases) and cases[start + 1].when is None:
+        found = _two_cases(f, ev, start, first)
+        if found is not None:
+            return found
+    chosen: list[Any] = [None] * len(first)     # case index, or a Failed condition
     holds: Any = first
-    for i in range(start, len(f.cases)):
-        case = f.cases[i]
+    for i in range(start, len(cases)):
         if i > start:
-            holds = True if case.when is None else guarded(case.when.fn, scope)
-        for k in range(n):
-            if chosen[k] is None:
-                h = holds[k] if holds.__class__ is Col else holds
-                if h.__class__ is Failed:
-                    chosen[k] = h
-                elif h:
-                    chosen[k] = i
-    values = {i: guarded(f.cases[i].expr.fn, scope) for i in {c for c in chosen if c.__class__ is int}}
-    col = Col.of([c if c is None or c.__class__ is Failed else at(values[c], k)
-               for k, c in enumerate(chosen)])
-    ev.cases[f.name] = Col(c if c.__class__ is int else len(f.cases) - 1 for c in chosen)
-    return _checked(f, ev, col, f.cases[next((c for c in chosen if c.__class__ is int), -1)].expr)
+            when = cases[i].when
+            holds = True if when is None else guarded(when.fn, scope)
+        if holds.__class__ is Col:
+            chosen = [c if c is not None else h if h.__class__ is Failed else i if h else None
+                      for c, h in zip(chosen, holds)]
+        elif holds.__class__ is Failed or holds:    # every candidate left takes this one
+            taken = holds if holds.__class__ is Failed else i
+            chosen = [taken if c is None else c for c in chosen]
+            break
+    values = {i: guarded(cases[i].expr.fn, scope) for i in {c for c in chosen if c.__class__ is int}}
+    col = Col.of([c if c is None or c.__class__ is Failed else v[k] if (v := values[c]).__class__ is Col else v
+                  for k, c in enumerate(chosen)])
+    last = len(cases) - 1
+    ev.cases[f.name] = Col([c if c.__class__ is int else last for c in chosen])
+    return _checked(f, ev, col, cases[next((c for c in chosen if c.__class__ is int), -1)].expr)
+
+
+def _two_cases(f: Formula, ev: Evaluated, start: int, holds: Col) -> Col | None:
+    """_eval_cases_each where case `start` is the last but one and the last has no condition
+    (\"when …, else …\"), in C-level passes: each candidate whose condition is false (or
+    missing) takes the last. None where a condition failed (the general path then runs)."""
+    try:
+        later = list(map(not_, holds))      # per candidate: whether it takes the last case
+    except TypeError:                       # a Failed condition
+        return None
+    n = len(later)
+    scope = ev.scope
+    taken = (start,) * (not all(later)) + (start + 1,) * any(later)
+    values = {i: guarded(f.cases[i].expr.fn, scope) for i in taken}
+    columns = [v if v.__class__ is Col else [v] * n for v in (values.get(start), values.get(start + 1))]
+    col = Col(map(tuple.__getitem__, zip(*columns), later))
+    holes = {k for i, v in values.items() for k in (v.holes if v.__class__ is Col else
+             (range(n) if v is None or v.__class__ is Failed else ())) if later[k] == (i > start)}
+    if holes:
+        col.holes = frozenset(holes)
+    ev.cases[f.name] = Col(map(add, repeat(start), later))
+    return _checked(f, ev, col, f.cases[start + later[0]].expr)
 
 
 def condition(expr: Any, scope: Scope) -> bool:
