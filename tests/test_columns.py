@@ -201,3 +201,39 @@ def test_the_knowledge_is_never_changed_after_it_is_built() -> None:
         KN.gpus = {}  # type: ignore[misc]
     with pytest.raises(TypeError):
         KN.derived.order["weights_gb"] = ()  # type: ignore[index]
+
+
+# ---------------------------------------------------------------- a formula's cases over a column
+
+# (condition, expression)… then the else: two cases (the C-level path) and three
+CASES = [("a > b", "a / b", "b / a"), ("t", "a", "s"), ("s == 'x'", "sqrt(a)", "b"),
+         ("a / b > 1", "1 / a", "1 / b"), ("not t", "a - b", "log2(b)"),
+         ("a > b", "a / b", "t", "b", "1 / a"), ("s == 'y'", "log2(a)", "a / b > 2", "s", "t")]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(CASES), st.data())
+def test_a_formula_with_a_condition_and_an_else_evaluates_each_candidate_as_alone(
+        texts: tuple[str, ...], data: Any) -> None:
+    """Each candidate takes the case it takes alone, with the value, the case and the error it
+    has alone; a condition that fails or reads a missing figure as it does alone."""
+    from kb.engine.evaluate import _eval_formula
+    from kb.knowledge.data import Case, Formula
+
+    exprs = [ex.parse(t) for t in texts]
+    cases = tuple(Case(exprs[i], exprs[i + 1], None) for i in range(0, len(exprs) - 1, 2)) + (
+        Case(None, exprs[-1], None),)
+    names = tuple(sorted({n for e in exprs for n in e.names}))
+    f = Formula("f", "1", "", cases, (), "test:1", names, (), False)
+    columns = {n: [data.draw(AWKWARD) for _ in range(N)] for n in names}
+    cols = Evaluated({n: ex.Col.of(v) for n, v in columns.items()})
+    got = _eval_formula(f, cols)
+    for k in range(N):
+        alone = Evaluated({n: v[k] for n, v in columns.items()})
+        want = _eval_formula(f, alone)
+        value = got[k] if got.__class__ is ex.Col else got
+        assert _same(value, want), (texts, k, value, want)
+        case = cols.cases.get("f")
+        assert (case[k] if case.__class__ is ex.Col else case) == alone.cases.get("f", case[k] if case.__class__ is ex.Col else case)
+        error = cols.errors.get("f")
+        assert (error[k] if error.__class__ is ex.Col else error) == alone.errors.get("f"), (texts, k)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from itertools import repeat
 from operator import add, not_
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from kb.hints import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -166,10 +166,12 @@ def _eval_cases_each(f: Formula, ev: Evaluated, start: int, first: Col) -> Any:
             return found
     chosen: list[Any] = [None] * len(first)     # case index, or a Failed condition
     holds: Any = first
+    conditions: dict[int, Any] = {}
     for i in range(start, len(cases)):
         if i > start:
             when = cases[i].when
             holds = True if when is None else guarded(when.fn, scope)
+        conditions[i] = holds
         if holds.__class__ is Col:
             chosen = [c if c is not None else h if h.__class__ is Failed else i if h else None
                       for c, h in zip(chosen, holds)]
@@ -182,7 +184,29 @@ def _eval_cases_each(f: Formula, ev: Evaluated, start: int, first: Col) -> Any:
                   for k, c in enumerate(chosen)])
     last = len(cases) - 1
     ev.cases[f.name] = Col([c if c.__class__ is int else last for c in chosen])
-    return _checked(f, ev, col, cases[next((c for c in chosen if c.__class__ is int), -1)].expr)
+    out = _checked(f, ev, col, cases[next((c for c in chosen if c.__class__ is int), -1)].expr)
+
+    def failed_in(k: int) -> Expr:      # the condition that failed, or the case's expression
+        c = chosen[k]
+        if c.__class__ is int:
+            return cases[c].expr
+        return cases[next(i for i, h in conditions.items() if at(h, k) is c)].when or cases[-1].expr
+    _said_as_alone(f, ev, col, failed_in)
+    return out
+
+
+def _said_as_alone(f: Formula, ev: Evaluated, col: Col, failed_in: Callable[[int], Expr]) -> None:
+    """A candidate's error (kb.engine.evaluate._checked) as it is alone: the message of the
+    expression that failed for it (its case's, or the condition's), not the first candidate's."""
+    errors = ev.errors.get(f.name)
+    if errors.__class__ is not Col:
+        return
+    said = list(errors)
+    for k, e in enumerate(said):
+        if e is not None and (v := col[k]).__class__ is Failed and v.error is not None:
+            expr = failed_in(k)
+            said[k] = expr.message(v.error, {n: at(ev.scope.get(n), k) for n in expr.names})
+    ev.errors[f.name] = Col(said)
 
 
 def _two_cases(f: Formula, ev: Evaluated, start: int, holds: Col) -> Col | None:
@@ -204,7 +228,9 @@ def _two_cases(f: Formula, ev: Evaluated, start: int, holds: Col) -> Col | None:
     if holes:
         col.holes = frozenset(holes)
     ev.cases[f.name] = Col(map(add, repeat(start), later))
-    return _checked(f, ev, col, f.cases[start + later[0]].expr)
+    out = _checked(f, ev, col, f.cases[start + later[0]].expr)
+    _said_as_alone(f, ev, col, lambda k: f.cases[start + later[k]].expr)
+    return out
 
 
 def condition(expr: Any, scope: Scope) -> bool:
