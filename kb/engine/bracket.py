@@ -32,15 +32,17 @@ def margin(p: Probe) -> float | None:
 
 class Bracket:
     """Whether a size inside one architecture's range fits, where the job's memory grows with
-    the size (kb.engine.solve._largest_params): from the largest size known to fit and the smallest known not
-    to, the sizes at or below the one fit and those at or above the other do not, unprobed. A
-    size between them is first bracketed closely around where the margin (margin), drawn as a
-    straight line between them, crosses zero (memory grows about linearly with the size), so
-    that the bisection's later sizes are told without a probe; then probed if still between."""
+    the size (kb.engine.solve._largest_params): from the largest size known to fit (at first the
+    range's smallest, with its probe) and the smallest known not to, the sizes at or below the one
+    fit and those at or above the other do not, unprobed. A size between them, once they are
+    within AIM_SPAN of each other, is first bracketed closely around where the margin (margin),
+    drawn as a straight line between them, crosses zero (memory grows about linearly with the
+    size), so that the bisection's later sizes are told without a probe; then probed if still
+    between."""
 
-    def __init__(self, p: Probes, gpu: GPU, count: int, holds: str, bottom: float) -> None:
+    def __init__(self, p: Probes, gpu: GPU, count: int, holds: str, bottom: tuple[float, Probe]) -> None:
         self.p, self.gpu, self.count, self.holds = p, gpu, count, holds
-        self.fit: tuple[float, Probe | None] = (bottom, None)       # `bottom` fits (the range's)
+        self.fit: tuple[float, Probe | None] = bottom       # the range's smallest size, which fits
         self.over: tuple[float, Probe] | None = None
         self.aimed = False
 
@@ -49,7 +51,8 @@ class Bracket:
             return True
         if self.over is not None and v >= self.over[0]:
             return False
-        if not self.aimed and self.over is not None and self.fit[1] is not None:
+        if (not self.aimed and self.over is not None and self.fit[1] is not None
+                and self.over[0] <= AIM_SPAN * self.fit[0]):
             self.aimed = True
             m_lo, m_hi = margin(self.fit[1]), margin(self.over[1])
             if m_lo is not None and m_hi is not None and m_hi > m_lo:
@@ -69,4 +72,5 @@ class Bracket:
         return at.fits
 
 
-SECANT_SPREAD = 1.001 ** 0.25   # the bracket around the margin's zero: a quarter of the search's step
+SECANT_SPREAD = 1.001 ** 0.25
+AIM_SPAN = 5.0   # a bracket aimed from once its ends are this close (a wider one spans the bend near a range's top)

@@ -41,7 +41,7 @@ def largest_fitting(kn: Knowledge, w: Workload, vary: str, lower: float, upper: 
     if not at_lower.fits:
         return None, False
     if vary == "params":
-        return _largest_params(kn, p, lower, upper, gpu, count, holds)
+        return _largest_params(kn, p, (lower, at_lower), upper, gpu, count, holds)
     at_upper = probe(vary, upper, gpu, count, holds)
     if at_upper.fits:
         return upper, True
@@ -59,8 +59,8 @@ def _arch_ranges(kn: Knowledge, lower: float, upper: float) -> list[tuple[float,
     return ends[::-1]
 
 
-def _largest_params(kn: Knowledge, p: Probes, lower: float, upper: float, gpu: GPU, count: int,
-                    holds: str) -> tuple[float, bool]:
+def _largest_params(kn: Knowledge, p: Probes, low: tuple[float, Probe], upper: float, gpu: GPU,
+                    count: int, holds: str) -> tuple[float, bool]:
     """The largest size in (lower, upper] that fits (`lower` does), to 3 significant digits
     rounded down so it still fits, and whether it is `upper`. Memory grows with the size only while the
     architecture stays (weights grow; KV cache and activations follow the reference's layers and
@@ -72,12 +72,13 @@ def _largest_params(kn: Knowledge, p: Probes, lower: float, upper: float, gpu: G
     def fits(v: float) -> bool:
         return p.probe("params", v, gpu, count, holds).fits
 
+    lower = low[0]
     ranges = _arch_ranges(kn, lower, upper)
-    found = _fitting_range(p, ranges, lower, upper, gpu, count, holds)
+    found = _fitting_range(p, ranges, low, upper, gpu, count, holds)
     if found is None:
         return upper, True
-    bottom, top = found
-    inside = Bracket(p, gpu, count, holds, bottom)
+    bottom, top, at_bottom = found
+    inside = Bracket(p, gpu, count, holds, (bottom, at_bottom))
     lo, hi = lower, upper
     while hi / lo > 1.001:
         mid = math.sqrt(lo * hi)
@@ -91,11 +92,14 @@ def _largest_params(kn: Knowledge, p: Probes, lower: float, upper: float, gpu: G
     return (_floor_digits(lo, 4) if _floor_digits(lo, 4) >= bottom else lo), False
 
 
-def _fitting_range(p: Probes, ranges: list[tuple[float, float]], lower: float, upper: float,
-                   gpu: GPU, count: int, holds: str) -> tuple[float, float] | None:
+def _fitting_range(p: Probes, ranges: list[tuple[float, float]], low: tuple[float, Probe],
+                   upper: float, gpu: GPU, count: int,
+                   holds: str) -> tuple[float, float, Probe] | None:
     """None if `upper` fits; else the first of `ranges` (largest first) whose smallest size fits
-    (`lower` does), else the last. `upper` and those sizes are probed side by side
-    (kb.engine.probe_batch), each read counted as the probe it stands for."""
+    (`low`'s size does: its probe), else the last, with the probe of that size. `upper` and
+    those sizes are probed side by side (kb.engine.probe_batch), each read counted as the probe
+    it stands for."""
+    lower = low[0]
     sizes = [upper] + [b for b, _ in ranges if b != lower]
     at = iter(probes_over(p, "params", [(v, count) for v in sizes], gpu, holds))
     count_probe()
@@ -103,11 +107,11 @@ def _fitting_range(p: Probes, ranges: list[tuple[float, float]], lower: float, u
         return None
     for b, t in ranges:
         if b == lower:
-            return b, t
+            return b, t, low[1]
         count_probe()
-        if next(at).fits:
-            return b, t
-    return ranges[-1]
+        if (found := next(at)).fits:
+            return b, t, found
+    return (*ranges[-1], low[1])
 
 
 def _floor_digits(v: float, digits: int) -> float:
