@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from kb import ask, get_knowledge
-from kb.engine.scope import bare_size_ref, capacity_gpu, question_format
+from kb.engine.bare_size import bare_size_ref
+from kb.engine.scope import capacity_gpu, question_format
 from kb.engine.solve import _arch_ranges, probe, step_of
 from kb.query.parse import parse
 
