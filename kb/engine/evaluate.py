@@ -166,7 +166,7 @@ def _eval_cases_each(f: Formula, ev: Evaluated, start: int, first: Col) -> Any:
             return found
     chosen: list[Any] = [None] * len(first)     # case index, or a Failed condition
     holds: Any = first
-    conditions: dict[int, Any] = {}
+    conditions: dict[int, object] = {}
     for i in range(start, len(cases)):
         if i > start:
             when = cases[i].when

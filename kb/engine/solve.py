@@ -92,13 +92,11 @@ def _largest_params(kn: Knowledge, p: Probes, low: tuple[float, Probe], upper: f
     return (_floor_digits(lo, 4) if _floor_digits(lo, 4) >= bottom else lo), False
 
 
-def _fitting_range(p: Probes, ranges: list[tuple[float, float]], low: tuple[float, Probe],
-                   upper: float, gpu: GPU, count: int,
-                   holds: str) -> tuple[float, float, Probe] | None:
+def _fitting_range(p: Probes, ranges: list[tuple[float, float]], low: tuple[float, Probe], upper: float,
+                   gpu: GPU, count: int, holds: str) -> tuple[float, float, Probe] | None:
     """None if `upper` fits; else the first of `ranges` (largest first) whose smallest size fits
-    (`low`'s size does: its probe), else the last, with the probe of that size. `upper` and
-    those sizes are probed side by side (kb.engine.probe_batch), each read counted as the probe
-    it stands for."""
+    (`low`'s size does: its probe), else the last, with that size's probe. `upper` and those
+    sizes are probed side by side (kb.engine.probe_batch), each read counted as a probe."""
     lower = low[0]
     sizes = [upper] + [b for b, _ in ranges if b != lower]
     at = iter(probes_over(p, "params", [(v, count) for v in sizes], gpu, holds))
