@@ -49,6 +49,21 @@ def probe_reads(kn: Knowledge) -> tuple[Reads, Reads]:
     return reads
 
 
+def card_only(kn: Knowledge, names: Names) -> Names:
+    """The formulas `names` need, in order, that read a name of the card but not the count nor
+    the layout (gpu_count, tp, pp, dp): the same for a card at every count."""
+    kept = cast("dict[Names, Names]", kn.derived.tables.setdefault("engine.card_only", {}))
+    found = kept.get(names)
+    if found is None:
+        card = probe_reads(kn)[0]
+        count = cast("Reads | None", kn.derived.tables.get("engine.count_reads"))
+        if count is None:
+            count = kn.derived.tables["engine.count_reads"] = read_map(
+                kn, {"gpu_count", *scope_values(Layout(1, 1, 1, True, None))})
+        found = kept[names] = tuple(n for n in wanted(kn, "card", names, None) if card[n] and not count[n])
+    return found
+
+
 def changed_reads(kn: Knowledge, changed: frozenset[str]) -> Reads:
     """Formula → whether it reads one of the `changed` inputs; kept for the few sets a search
     changes (the varied input and what the workload derives from it)."""

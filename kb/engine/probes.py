@@ -11,9 +11,9 @@ the formulas that read neither the card nor the count (kb.knowledge.gpu_names.gp
 the parallel layout, kb.engine.layout) is computed once per value, then with the layout of each
 count the formulas that read the count but not the card; and the formulas that read the card
 are computed for every card at once, as columns (kb.expr.parse.Col), as the catalogue's
-answer computes them. A formula gives the same value whether or not a name it does not read
-is in its scope, and a column holds what each card computes alone, so every Probe is the one
-a probe made from scratch on that card gives.
+answer computes them (those that read no count, once per value). A formula gives the same value
+whether or not a name it does not read is in its scope, and a column holds what each card
+computes alone, so every Probe is the one a probe made from scratch on that card gives.
 
 Between values: a search's later values differ from its first in a few inputs (the users, the
 context and the prompt it splits into); the formulas that read none of them, directly or
@@ -73,6 +73,7 @@ class Probes:
         self._by_count: dict[tuple[str, float, int, Names], Scope] = {}
         self._columns: dict[tuple[str, float, int, Names], Scope] = {}
         self._card_columns: dict[tuple[int, Gemm], Scope] = {}
+        self._card_level_at: dict[tuple[str, float | None, Names], Scope] = {}
         # the first value a search probes (per architecture), with its inputs: a formula that reads
         # no input (or formula) that differs at another value has the same value there (_reuse)
         self._first: dict[tuple[str, Names, str], tuple[float | None, Scope]] = {}
@@ -201,8 +202,9 @@ class Probes:
         accumulate = base.get("_gemm", FP32_GEMM)
         cards = self._cards(precision, accumulate, self.resolved("gpu_count", some))
         scope = dict(base)
-        for name, v in cards.items():
-            scope[name] = Col.of(v[i] for i in which) if v.__class__ is Col else v
+        for part in (cards, self._card_level("gpu_count", some, names)):
+            for name, v in part.items():
+                scope[name] = Col.of(v[i] for i in which) if v.__class__ is Col else v
         scope["gpu_count"] = Col.of(counts[i] for i in which)
         # each card's layout at its count; what reads it is computed over the cards with the rest
         by_count = {c: scope_values(self.layout("gpu_count", c, c)) for c in set(counts.values())}
@@ -362,6 +364,20 @@ class Probes:
             self._card_columns[(id(precision), accumulate)] = cards
         return cards
 
+    def _card_level(self, vary: str, value: float, names: Names) -> Scope:
+        """The formulas `names` needs that read the card but not its count or layout, over every
+        card (a Col per formula where the cards differ), at this value: computed once per value."""
+        key = (*self._key(vary, value), names)
+        found = self._card_level_at.get(key)
+        if found is None:
+            r = self.resolved(vary, value)
+            scope = dict(self._value_scope(vary, value, names))
+            scope.update(self._cards(r.precision, scope.get("_gemm", FP32_GEMM), r))
+            only = fr.card_only(self.kn, names)
+            compute(self.kn, Evaluated(scope), only)
+            found = self._card_level_at[key] = {n: scope[n] for n in only}
+        return found
+
     def _over_cards(self, vary: str, value: float, count: int, names: Names, shared: Scope,
                     i: int | None) -> Scope:
         """Card i's values of `names`, computed once over every card (a Col per name where the
@@ -374,6 +390,7 @@ class Probes:
             cards = self._cards(precision, accumulate, self.resolved(vary, value))
             scope = dict(shared)
             scope.update(cards)
+            scope.update(self._card_level(vary, value, names))
             scope["gpu_count"] = count
             ev = Evaluated(scope)
             evaluate(self.kn, ev, names)
