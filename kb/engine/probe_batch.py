@@ -18,7 +18,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from kb.engine import training as tr
-from kb.engine.evaluate import Evaluated, Scope, evaluate
+from kb.engine import formula_reads as fr
+from kb.engine.evaluate import Evaluated, Scope, compute
 from kb.engine.layout import scope_values
 from kb.engine.single_probe import Probe
 from kb.expr.parse import Col
@@ -81,15 +82,14 @@ def _evaluated(p: Probes, scopes: list[Scope], holds: str) -> list[Probe]:
     for name in differ:
         scope[name] = Col.of([s[name] for s in scopes])
     ev = Evaluated(scope)
-    names = p.names(holds)
-    evaluate(p.kn, ev, names)
+    compute(p.kn, ev, fr.wanted(p.kn, "card", p.names(holds), None))
     s = ev.scope
     return [_probe_at(p, s, holds, k) for k in range(len(scopes))]
 
 
 def _probe_of(p: Probes, scope: Scope, holds: str) -> Probe:
     ev = Evaluated(scope)
-    evaluate(p.kn, ev, p.names(holds))
+    compute(p.kn, ev, fr.wanted(p.kn, "card", p.names(holds), None))
     return _probe_at(p, ev.scope, holds, None)
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kb.engine.budget import count_probe
-from kb.engine.evaluate import Evaluated, Scope, compute, evaluate
+from kb.engine.evaluate import Evaluated, Scope, compute
 from kb.engine import formula_reads as fr
 from kb.engine import training as tr
 from kb.engine.gpus import catalogue_columns, layout_of
@@ -211,7 +211,7 @@ class Probes:
         for name in ("tp", "pp", "dp"):
             scope[name] = one_or_col([by_count[counts[i]][name] for i in which])
         ev = Evaluated(scope)
-        evaluate(self.kn, ev, names)
+        compute(self.kn, ev, fr.wanted(self.kn, "card", names, None))
         s = ev.scope
         out: dict[int, Probe] = {}
         for k, i in enumerate(which):
@@ -393,7 +393,7 @@ class Probes:
             scope.update(self._card_level(vary, value, names))
             scope["gpu_count"] = count
             ev = Evaluated(scope)
-            evaluate(self.kn, ev, names)
+            compute(self.kn, ev, fr.wanted(self.kn, "card", names, None))
             columns = self._columns[key] = {n: ev.scope.get(n) for n in (*names, "speed_floor_tok_s")}
         if i is None:
             return columns
