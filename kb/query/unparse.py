@@ -9,7 +9,7 @@ the text is what the page links and the CLI prints for an option or a side of a 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
     from kb.knowledge.data import Knowledge
@@ -123,7 +123,18 @@ def unparse(w: Workload, kn: Knowledge) -> str:
 
 def _joins_a_name(kn: Knowledge, before: str, phrase: str) -> bool:
     """The text before and the phrase's first word together spell a model's name or alias."""
-    def key(text: str) -> str:
-        return text.lower().replace("-", " ").replace("_", " ")
-    joined = key(f"{before} {phrase.split()[0]}")
-    return any(joined == key(name) for mid, m in kn.models.items() for name in (mid, *m.get("aliases", [])))
+    return _name_key(f"{before} {phrase.split()[0]}") in _name_keys(kn)
+
+
+def _name_key(text: str) -> str:
+    return text.lower().replace("-", " ").replace("_", " ")
+
+
+def _name_keys(kn: Knowledge) -> frozenset[str]:
+    """Every model's name and aliases as _name_key spells them, kept with the knowledge (for
+    the models it was made from)."""
+    kept = kn.derived.tables.get("query.model_name_keys")
+    if not (isinstance(kept, tuple) and kept[0] is kn.models):
+        kept = kn.derived.tables["query.model_name_keys"] = (kn.models, frozenset(
+            _name_key(name) for mid, m in kn.models.items() for name in (mid, *m.get("aliases", []))))
+    return cast("frozenset[str]", kept[1])
