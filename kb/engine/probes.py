@@ -25,6 +25,7 @@ One probe made alone, and a model-parallel training probe, are kb.engine.single_
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from kb.engine.budget import count_probe
@@ -33,7 +34,7 @@ from kb.engine import formula_reads as fr
 from kb.engine import training as tr
 from kb.engine.gpus import catalogue_columns, layout_of
 from kb.engine.layout import Layout, scope_values
-from kb.engine.resolutions import Resolutions
+from kb.engine.resolutions import Key, Resolutions
 from kb.engine.scope import Resolved
 from kb.engine.single_probe import Probe, choose_split, targets_asked
 from kb.expr.parse import Col
@@ -58,15 +59,12 @@ class Probes:
         self.kn, self.w = kn, w
         self.catalogue = catalogue      # the cards are the catalogue the runtime runs on, in its order
         self.targets = targets_asked(w)
-        # the cards the rows search (a question naming no GPU: the catalogue the runtime runs
-        # on): a probe on one of them reads its value from the columns over all of them
-        self.cards = cards or []
+        self.cards = cards or []    # the cards the rows search: a probe on one reads the columns over all
         self._index = {id(g): i for i, g in enumerate(self.cards)}
         self._res = Resolutions(kn, w)      # the workload at each value, shared where alike
         # the first whole probe scope per (vary, card, count, names, the workload its own is made
         # from), with its workload's key; and the formulas a change of inputs makes stale (_again)
-        self._roots: dict[tuple[str, int, int, Names, tuple[str, float | None]],
-                          tuple[tuple[str, float | None], Scope]] = {}
+        self._roots: dict[tuple[str, int, int, Names, Key], tuple[Key, Scope]] = {}
         self._stale: dict[tuple[int, Names], Names] = {}
         self._layouts: dict[tuple[str, float, int], Layout] = {}
         self._by_value: dict[tuple[str, float | None, Names], Scope] = {}
@@ -202,9 +200,10 @@ class Probes:
         accumulate = base.get("_gemm", FP32_GEMM)
         cards = self._cards(precision, accumulate, self.resolved("gpu_count", some))
         scope = dict(base)
+        pick = itemgetter(*which)           # (two cards or more: their counts differ)
         for part in (cards, self._card_level("gpu_count", some, names)):
             for name, v in part.items():
-                scope[name] = Col.of(v[i] for i in which) if v.__class__ is Col else v
+                scope[name] = v if v.__class__ is not Col else Col.of(pick(v)) if v.holes else Col(pick(v))
         scope["gpu_count"] = Col.of(counts[i] for i in which)
         # each card's layout at its count; what reads it is computed over the cards with the rest
         by_count = {c: scope_values(self.layout("gpu_count", c, c)) for c in set(counts.values())}
