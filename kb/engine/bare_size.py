@@ -52,14 +52,16 @@ def bare_model(kn: Knowledge, params: float) -> tuple[Model, str]:
 
 def size_regime(kn: Knowledge, w: Workload, runtime: Runtime, params: float) -> tuple[object, ...] | None:
     """What kb.engine.scope.resolve reads of a bare size `params` (w names no model; `runtime`
-    is the one it resolves to, which the size does not choose): the reference architecture
-    (bare_size_ref) and which of the runtime's recipes the size is too small for
-    (training.apply_recipes). Sizes with the same tuple resolve alike but for the size
-    (kb.engine.scope.at_size). None on several GPUs, where the size also chooses the layout at
-    scale (training.resolve_at_scale)."""
+    is the one it resolves to, which the size does not choose): of its reference architecture
+    (bare_size_ref), the context length (the default sequence or context, what the warnings say
+    of a longer one) and the checkpoint format (an inference job's default precision); and
+    which of the runtime's recipes the size is too small for (training.apply_recipes). Sizes
+    with the same tuple resolve alike but for the model (kb.engine.scope.at_size). None on
+    several GPUs, where the size also chooses the layout at scale (training.resolve_at_scale)."""
     if tr.gpu_count(w) > 1:
         return None
-    return (bare_size_ref(kn, params),
+    ref = kn.models[bare_size_ref(kn, params)]
+    return (ref["max_context"], ref.get("native_precision"),
             *(params < r["when"]["min_params"] for r in runtime.get("recipes") or []))
 
 

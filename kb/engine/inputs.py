@@ -55,8 +55,7 @@ def base_scope(r: Resolved, kn: Knowledge) -> Scope:
         "weight_bytes_per_param": r.precision["bits_per_weight"] / 8,
         "kv_bytes_per_value": r.kv_precision["bits_per_weight"] / 8,
     })
-    fields, kinds = _kept(kn, "engine.model_inputs", m["id"], kn.models.get(m["id"]),
-                          lambda: (_model_fields(m), _layer_kinds(m)))
+    fields, kinds = _architecture(kn, m)
     scope.update(fields)
     scope.update({
         "gpu_candidates": None, "fitting_gpus": None, "fewest_gpus_needed": None,
@@ -71,6 +70,17 @@ def base_scope(r: Resolved, kn: Knowledge) -> Scope:
     scope.update({f"stack.{v}": v in supported for v in STACK_VENDORS})
     scope.update(target_inputs(w))
     return scope
+
+
+def model_inputs(kn: Knowledge, m: Model) -> Scope:
+    """The names base_scope gives of a model: its size and its architecture."""
+    fields, kinds = _architecture(kn, m)
+    return {**size_inputs(m), **fields, **kinds}
+
+
+def _architecture(kn: Knowledge, m: Model) -> tuple[Scope, Scope]:
+    return _kept(kn, "engine.model_inputs", m["id"], kn.models.get(m["id"]),
+                 lambda: (_model_fields(m), _layer_kinds(m)))
 
 
 def _kept(kn: Knowledge, table: str, key: object, of: object, make: Callable[[], T]) -> T:

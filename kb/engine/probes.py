@@ -62,9 +62,9 @@ class Probes:
         self.cards = cards or []    # the cards the rows search: a probe on one reads the columns over all
         self._index = {id(g): i for i, g in enumerate(self.cards)}
         self._res = Resolutions(kn, w)      # the workload at each value, shared where alike
-        # the first whole probe scope per (vary, card, count, names, the workload its own is made
-        # from), with its workload's key; and the formulas a change of inputs makes stale (_again)
-        self._roots: dict[tuple[str, int, int, Names, Key], tuple[Key, Scope]] = {}
+        # per (vary, card, count, names, workload made from, model): the first whole probe scope,
+        # with its workload's key; the formulas a change of inputs makes stale (_again)
+        self._roots: dict[tuple[str, int, int, Names, Key, str], tuple[Key, Scope]] = {}
         self._stale: dict[tuple[int, Names], Names] = {}
         self._layouts: dict[tuple[str, float, int], Layout] = {}
         self._by_value: dict[tuple[str, float | None, Names], Scope] = {}
@@ -322,7 +322,8 @@ class Probes:
             if first is None and self._key(vary, value)[1] == at_first:
                 self._first_cards[ckey] = s
             key = self._key(vary, value)
-            self._roots.setdefault((vary, id(gpu), count, names, self._res.derived_from(key) or key), (key, s))
+            self._roots.setdefault((vary, id(gpu), count, names, self._res.derived_from(key) or key,
+                                    str(r.model["id"])), (key, s))
         meets = bool(s.get("meets_target")) if self.targets else None
         return Probe(bool(s.get(holds)) and meets is not False, s.get("per_gpu_gb"), s.get("usable_vram_gb"),
                      bool(s.get("fits")), s.get("decode_tokens_per_s"), s.get("speed_floor_tok_s"),
@@ -336,7 +337,7 @@ class Probes:
         None where no such probe was made."""
         key = self._key(vary, value)
         base = self._res.derived_from(key)
-        root = None if base is None else self._roots.get((vary, id(gpu), count, names, base))
+        root = base and self._roots.get((vary, id(gpu), count, names, base, str(self.resolved(vary, value).model["id"])))
         if root is None or not self._alike(vary, value, root[0][1], count):  # type: ignore[arg-type]
             return None
         changes = self._res.changes(key)

@@ -12,8 +12,8 @@ once and shared by every value that resolves to the same job:
   differs from each count's own only in the count the GPUs are asked at, which every probe is
   given apart.
 - Bare sizes of one kb.engine.bare_size.size_regime: the first size's, made again at each other
-  size by kb.engine.scope.at_size (the model's size, name and what is said of it), its inputs
-  that one's with the size's own (size_inputs).
+  size by kb.engine.scope.at_size (the model, its reference architecture and what is said of
+  it), its inputs that one's with the model's own (kb.engine.inputs.model_inputs).
 - Users or a batch (kb.engine.scope.PASSED_ON, which resolving passes on as asked): the first
   value's, with the value set (passed_on), its inputs that one's with the value's own.
 - Contexts whose prompt and output the search sets, the context holding both (holds_its_work):
@@ -25,9 +25,9 @@ from __future__ import annotations
 from kb.hints import TYPE_CHECKING
 
 from kb.engine import training as tr
-from kb.engine.bare_size import bare_model, size_inputs, size_regime
+from kb.engine.bare_size import bare_model, size_regime
 from kb.engine.evaluate import Scope
-from kb.engine.inputs import base_scope
+from kb.engine.inputs import base_scope, model_inputs
 from kb.engine.scope import (CONTEXT_FIELDS, PASSED_ON, Resolved, at_context, at_size, holds_its_work,
                              passed_on, resolve)
 from kb.engine.single_probe import at_value
@@ -143,10 +143,13 @@ class Resolutions:
         return self._like.get(key)
 
     def changes(self, key: Key) -> Scope:
-        """The inputs in which a workload made from another (derived_from) differs from it: a
-        size's (size_inputs), the users or batch, or the context with its prompt and output."""
+        """The inputs in which a workload made from another (derived_from) differs from it: of a
+        size, its model's (model_inputs), the users or batch, or the context with its prompt
+        and output."""
         r = self._resolved[key]
-        if key[0] == "params":
-            return size_inputs(r.model)
+        if key[0] == "params":         # those of the model's names that differ from the other's
+            was = self._base(self._like[key])
+            return {n: v for n, v in model_inputs(self.kn, r.model).items()
+                    if v.__class__ is not (w := was[n]).__class__ or v != w}
         fields = CONTEXT_FIELDS if key[0] == "context_tokens" else (key[0],)
         return {f: getattr(r.workload, f) for f in fields}

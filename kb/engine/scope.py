@@ -235,8 +235,9 @@ def _resolve_model(w: Workload, kn: Knowledge, assumptions: list[str]) -> Model:
 
 def at_size(r: Resolved, kn: Knowledge, params: float, was: str | None = None) -> Resolved:
     """resolve() of r's bare-size workload at another size of the same
-    kb.engine.bare_size.size_regime: the same job but for the model's size, its name and what the
-    assumptions and warnings say of it (`was`: what r's say of its model, if known)."""
+    kb.engine.bare_size.size_regime: the same job but for the model (its size and the reference
+    architecture it takes) and what the assumptions and warnings say of it (`was`: what r's say of
+    its model, if known)."""
     model, said = bare_model(kn, params)
     was = was or bare_model(kn, float(r.model["params_total"]))[1]
     w = r.workload.copy()
