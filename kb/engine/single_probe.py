@@ -85,10 +85,9 @@ def choose_split(kn: Knowledge, r: Resolved, gpu: GPU, count: int, holds: str = 
     if not splits:
         w.tp, w.pp = None, None
         return _probe(kn, r, w, gpu, count, holds, base)
-    layouts = _layouts(w, count, splits, kn)
-    scope = gpu_scope(base_scope(r, kn) if base is None else base, gpu, count, r.precision, layouts[0])
-    for name in ("tp", "pp", "dp"):
-        scope[name] = Col.of(getattr(x, name) for x in layouts)
+    first, columns = _layouts(w, count, splits, kn)
+    scope = gpu_scope(base_scope(r, kn) if base is None else base, gpu, count, r.precision, first)
+    scope.update(columns)
     ev = Evaluated(scope)
     targets = targets_asked(w)
     evaluate(kn, ev, _probe_formulas(holds, bool(targets)))
@@ -112,16 +111,16 @@ def choose_split(kn: Knowledge, r: Resolved, gpu: GPU, count: int, holds: str = 
                  floor[chosen] if floor.__class__ is Col else floor, meets)
 
 
-def _layouts(w: Workload, count: int, splits: list[tuple[int, int]], kn: Knowledge) -> list[Layout]:
-    """kb.engine.training.layout of `count` GPUs under each split (t, p), on one copy of the
-    workload (the layout reads its stack and its split)."""
+def _layouts(w: Workload, count: int, splits: list[tuple[int, int]], kn: Knowledge) -> tuple[Layout, Scope]:
+    """kb.engine.training.layout of `count` GPUs under the first split, on a copy of the workload
+    (the layout reads its stack and its split), and tp, pp and dp under each split as columns
+    (training.split: a model-parallel stack's layout)."""
     import copy
 
     w2 = copy.copy(w)
-    out = []
-    for w2.tp, w2.pp in splits:
-        out.append(tr.layout(count, w2, kn))
-    return out
+    w2.tp, w2.pp = splits[0]
+    each = [tr.split(count, t, p) for t, p in splits]
+    return tr.layout(count, w2, kn), {name: Col.of(s[k] for s in each) for k, name in enumerate(("tp", "pp", "dp"))}
 
 
 def _probe_formulas(holds: str, targets: bool) -> list[str]:

@@ -188,11 +188,17 @@ def layout(count: int, w: Workload | None = None, kn: Knowledge | None = None) -
     st = kn.sharding.get("strategies", {}).get(w.sharding or "") if w is not None and kn is not None else None
     if w is None or not (st and st.get("model_parallel")):
         return Layout(tp=1, pp=1, dp=count, canonical=True, note=None)
-    t, p = w.tp or 1, w.pp or 1
+    t, p, d = split(count, w.tp or 1, w.pp or 1)
+    return Layout(tp=t, pp=p, dp=d, canonical=True,
+                  note=f"{count} GPUs: tensor parallel {t} × pipeline {p} × data parallel {d}")
+
+
+def split(count: int, t: int, p: int) -> tuple[int, int, int]:
+    """tp, pp and dp of `count` GPUs under a model-parallel split t × p (none where it does not
+    divide the count)."""
     if count % (t * p):
         t, p = 1, 1
-    return Layout(tp=t, pp=p, dp=max(1, count // (t * p)), canonical=True,
-                  note=f"{count} GPUs: tensor parallel {t} × pipeline {p} × data parallel {max(1, count // (t * p))}")
+    return t, p, max(1, count // (t * p))
 
 
 def model_parallel_layouts(count: int, heads: int, kv_heads: int, layers: int, node: int) -> list[tuple[int, int]]:
