@@ -9,9 +9,10 @@ order, with the case each used and any error (per candidate where the scope hold
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable, Mapping
 from itertools import repeat
 from operator import add, not_
-from collections.abc import Callable, Iterable, Mapping
+
 from kb.hints import TYPE_CHECKING
 
 if TYPE_CHECKING:

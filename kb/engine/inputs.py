@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from kb.knowledge.records import Model, Runtime
 
     T = TypeVar("T")
+
 STACK_VENDORS = ("nvidia", "amd", "intel", "apple", "google", "aws")   # formulas.yaml stack.<vendor>
 
 
