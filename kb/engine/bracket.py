@@ -72,5 +72,5 @@ class Bracket:
         return at.fits
 
 
-SECANT_SPREAD = 1.001 ** 0.25
+SECANT_SPREAD = 1.001 ** 0.25   # the bracket around the margin's zero: a quarter of the search's step
 AIM_SPAN = 5.0   # a bracket aimed from once its ends are this close (a wider one spans the bend near a range's top)
