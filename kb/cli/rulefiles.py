@@ -1,11 +1,9 @@
 """`kbq schema`: print the JSON Schema of a rule file kind or of the answer.
 
-In: a schema name (a choice computed when read). Out: a JSON Schema on stdout.
+In: a schema name (one of the rule file kinds, or "answer"). Out: a JSON Schema on stdout.
 """
 
 from __future__ import annotations
-
-from collections.abc import Callable, Sequence
 
 import click
 
@@ -18,28 +16,8 @@ def _schema_names() -> list[str]:
     return [*FILES, "answer"]
 
 
-class LazyChoice(click.Choice):  # type: ignore[type-arg]
-    """A click.Choice whose choices are computed when first read (a usage error, the help, a
-    completion), so that importing the command does not import what lists them."""
-
-    def __init__(self, choices: Callable[[], Sequence[str]]) -> None:
-        super().__init__(())
-        self._make = choices
-        self._made: Sequence[str] | None = None
-
-    @property
-    def choices(self) -> Sequence[str]:
-        if self._made is None:
-            self._made = tuple(self._make())
-        return self._made
-
-    @choices.setter
-    def choices(self, value: Sequence[str]) -> None:
-        self._made = tuple(value) if value else None
-
-
 @click.command(help="Print the JSON Schema of a rule file kind (gpus, models, formulas, flow, …) or of the answer.")
-@click.argument("name", type=LazyChoice(_schema_names))
+@click.argument("name", type=click.Choice(_schema_names()))
 def schema(name: str) -> None:
     if name == "answer":
         from pydantic import TypeAdapter
