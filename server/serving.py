@@ -91,10 +91,11 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-def settings(sock: socket.socket, processes: int) -> dict[str, Any]:
-    """gunicorn's settings for `kbq serve` (its names, https://docs.gunicorn.org/en/stable/settings.html)."""
+def settings(fd: int, processes: int) -> dict[str, Any]:
+    """gunicorn's settings for `kbq serve` (its names, https://docs.gunicorn.org/en/stable/settings.html),
+    listening on the socket whose descriptor is fd."""
     return {
-        "bind": [f"fd://{sock.fileno()}"],
+        "bind": [f"fd://{fd}"],
         "workers": processes,
         "worker_class": "server.worker.KbqWorker",
         "worker_connections": CONNECTIONS,
@@ -128,5 +129,9 @@ def serve(host: str, port: int, processes: int, threads: int, rules: str | None,
     bound = url(host, sock.getsockname()[1])
     how = (f"{processes} process{'es' if processes != 1 else ''} x {threads} answer "
            f"thread{'s' if threads != 1 else ''}, gunicorn with gevent")
-    KbqApplication(app, settings(sock, processes), lambda: ready(bound, how)).run()
+    # gunicorn takes the descriptor over: it makes a socket of its own from it and closes this
+    # number. The socket here lets go of it, or its finalizer would close whatever reuses the
+    # number later (in a worker, on Python 3.13, the event loop's epoll descriptor at exit).
+    fd = sock.detach()
+    KbqApplication(app, settings(fd, processes), lambda: ready(bound, how)).run()
 
