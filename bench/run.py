@@ -16,7 +16,7 @@
 4. Server: `kbq serve` on 127.0.0.1 driven by a bounded client (64 keep-alive connections on threads):
    answers/s, p50/p99 latency, errors, server memory at start and end.
 5. Catalogue scaling: answer time with 10x the GPUs and models (generated, not shipped).
-6. The slowest answers of the generated corpus (bench/slowest.py), in CPU time: each <= 20 ms.
+6. The slowest answers of the generated corpus (bench/slowest.py), in CPU time: each <= 100 ms.
 
 The parts live in cold.py (1), inprocess.py (2, 3, 5, 6 and --million), server_load.py (4) and
 common.py (the bench queries, the table of figures, the subprocess environment).

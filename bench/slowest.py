@@ -1,4 +1,4 @@
-"""The slowest answers of the generated corpus, in process: no answer may take more than 20 ms.
+"""The slowest answers of the generated corpus, in process: no answer may take more than 100 ms.
 
     python bench/slowest.py          # every query of the corpus, the ten slowest printed
 
@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-LIMIT_MS = 20.0
+LIMIT_MS = 100.0
 
 
 def corpus() -> list[str]:

@@ -18,7 +18,7 @@ from kb.engine.answer import Answer, GpuRow
 from kb.engine.assemble import (ROW_FORMULAS, brief_answer, bottleneck, error_bands,
                                 gpu_warnings, memory, rank_order, rows_of, shown_figures, workload_dict)
 from kb.engine.claims import check_claims
-from kb.engine.evaluate import Evaluated, Scope, evaluate, seed
+from kb.engine.evaluate import Evaluated, evaluate
 from kb.engine.gpus import catalogue_columns, layout_columns, layout_of, layouts_of
 from kb.engine.inputs import base_scope
 from kb.engine.scope import capacity_gpu, question_format, resolve
@@ -134,8 +134,7 @@ def _answer_question(w: Workload, kn: Knowledge, query: str, brief: bool = False
         targets, sized, unsized = scaled.split_off(kn, w, got, targets)
     else:
         targets = [_first_ranked(w, kn)]
-    probes = Probes(kn, w, [gpu for gpu, _ in targets],     # what every card's search shares
-                    catalogue=question == "how_many_gpus" and not w.gpus and not sized)
+    probes = Probes(kn, w, [gpu for gpu, _ in targets])
     rows: list[solve.Row] = []
     stopped = None
     side_by_side = question == "how_many_gpus" and probes.shared_counts()
@@ -171,10 +170,7 @@ def _answer_question(w: Workload, kn: Knowledge, query: str, brief: bool = False
     elif primary["found"] and spec["vary"] == "gpu_count":
         for g, row in zip(w2.gpus, rows + [primary] * (len(w2.gpus) - len(rows)), strict=True):
             g.count = int((row if row["found"] else primary)["value"])     # each card its own count
-    known = (probes.scope_at(spec["vary"], primary["value"], targets[0][0], int(primary["value"]) if spec["vary"]
-                             == "gpu_count" else targets[0][1], spec.get("holds", "fits"))   # computed by the search
-             if brief and primary["found"] and len(targets) == 1 else None)
-    result = ranked(w2, kn, query, brief, known)
+    result = ranked(w2, kn, query, brief)
     facts: Question | dict[str, object] = result.question or {}
     if spec.get("holds") == "serves_at_floor":
         floor = w.speed_floor_tok_s or kn.constants["decode_speed_floor_tok_s"]["value"]
@@ -268,21 +264,19 @@ def _scaled_gpus_needed(kn: Knowledge, asked: Workload, rows: list[GpuRow],
                 primary.scope["gpus_needed"] = found
 
 
-def ranked(w: Workload, kn: Knowledge, query: str = "", brief: bool = False,
-           known: Scope | None = None) -> Answer:
+def ranked(w: Workload, kn: Knowledge, query: str = "", brief: bool = False) -> Answer:
     """The answer on the candidate cards (a plain question's ranking, before answer() may settle on
     another question of it); a ranking also ranks, under the runtime that runs them,
-    the cards its default runtime does not (kb.engine.per_card). `known`: a brief answer's
-    figures already computed from the same inputs (kb.engine.evaluate.seed)."""
+    the cards its default runtime does not (kb.engine.per_card)."""
     asked = w.copy() if per_card.applies(w, kn) else None
-    result = _ranked(w, kn, query, brief, known=known)
+    result = _ranked(w, kn, query, brief)
     if asked is None:
         return result
     return per_card.merged(asked, kn, result, lambda x, ids: _ranked(x, kn, query, brief, ids))
 
 
 def _ranked(w: Workload, kn: Knowledge, query: str = "", brief: bool = False,
-            only: frozenset[str] | None = None, known: Scope | None = None) -> Answer:
+            only: frozenset[str] | None = None) -> Answer:
     at_scale = kn.sharding.get("at_scale") or []
     scalable = (w.gpus and w.sharding is None and not w.offload
                 and (w.task == "train" or any(w.task in r["tasks"] for r in at_scale)))
@@ -316,8 +310,6 @@ def _ranked(w: Workload, kn: Knowledge, query: str = "", brief: bool = False,
     base = base_scope(r, kn)
     every = Evaluated({**base, **gpus}, columns=[k for k, v in gpus.items() if v.__class__ is Col])
     rightsizing = not w.gpus and bool(kn.advice)
-    if known is not None and brief and not rightsizing:
-        seed(kn, every.scope, known, ROW_FORMULAS[r.is_training] + rightsize.cost_formulas(r.is_training))
     # judging each GPU at the fewest cards that hold the job needs only that count at one card
     evaluate(kn, every, ("gpus_needed",) if rightsizing else ROW_FORMULAS[r.is_training])
     if rightsizing:

@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING, Any
 from kb.engine.bracket import Bracket, margin as _margin
 from kb.engine.layout import count_scan
 from kb.engine.budget import count_probe, group_size
-from kb.engine.probe_batch import probes_over
-from kb.engine.probes import FEW_COUNTS, Probes
+from kb.engine.probes import Probes
 from kb.engine.single_probe import Probe
 from kb.knowledge.data import Knowledge
 from kb.figures import duration, num
@@ -95,19 +94,14 @@ def _largest_params(kn: Knowledge, p: Probes, low: tuple[float, Probe], upper: f
 def _fitting_range(p: Probes, ranges: list[tuple[float, float]], low: tuple[float, Probe], upper: float,
                    gpu: GPU, count: int, holds: str) -> tuple[float, float, Probe] | None:
     """None if `upper` fits; else the first of `ranges` (largest first) whose smallest size fits
-    (`low`'s size does: its probe), else the last, with that size's probe. `upper` and those
-    sizes are probed side by side (kb.engine.probe_batch), each read counted as a probe."""
+    (`low`'s size does: its probe), else the last, with that size's probe."""
     lower = low[0]
-    sizes = [upper] + [b for b, _ in ranges if b != lower]
-    at = iter(probes_over(p, "params", [(v, count) for v in sizes], gpu, holds))
-    count_probe()
-    if next(at).fits:
+    if p.probe("params", upper, gpu, count, holds).fits:
         return None
     for b, t in ranges:
         if b == lower:
             return b, t, low[1]
-        count_probe()
-        if (found := next(at)).fits:
+        if (found := p.probe("params", b, gpu, count, holds)).fits:
             return b, t, found
     return (*ranges[-1], low[1])
 
@@ -158,27 +152,21 @@ def fewest_scanned(kn: Knowledge, w: Workload, gpu: GPU, upper: int) -> int | No
     one up to a node, then growing by half (12, 16, 24, 32…: counts a split divides), and the gap
     below the first that holds it bisected (in whole nodes past a node's square of GPUs)."""
     node = int(kn.constants["gpus_per_node"]["value"])
-    p = Probes(kn, w)                   # every count's probe shares what does not read the count
+    p = Probes(kn, w)
     one, two = p.resolved("gpu_count", 1).workload, p.resolved("gpu_count", 2).workload
     st = kn.sharding.get("strategies", {}).get(two.sharding or "")   # plain data parallel at every count:
     if st and two.sharding == one.sharding and not (st["stage"] or st.get("model_parallel") or two.offload):
         return None                     # every GPU keeps its copy, so no count holds what one does not
     scan = count_scan(node, upper)
-    done, size = 0, 1
-    while done < len(scan):             # the counts in growing batches (kb.engine.probe_batch)
-        batch = scan[done:done + size]
-        for k, at in enumerate(probes_over(p, "gpu_count", [(c, c) for c in batch], gpu)):
-            count_probe()
-            if at.fits:
-                n = batch[k]
-                prev = scan[done + k - 1] if done + k else 1
-                step = node if prev >= node * node and prev % node == 0 and n % node == 0 else 1  # past tens, whole nodes
-                lo, hi = prev // step, n // step
-                while hi - lo > 1:
-                    mid = (lo + hi) // 2
-                    lo, hi = (lo, mid) if p.probe("gpu_count", mid * step, gpu, mid * step).fits else (mid, hi)
-                return hi * step
-        done, size = done + len(batch), size * 2
+    for k, n in enumerate(scan):        # the counts in order, the gap below the first that holds it bisected
+        if p.probe("gpu_count", n, gpu, n).fits:
+            prev = scan[k - 1] if k else 1
+            step = node if prev >= node * node and prev % node == 0 and n % node == 0 else 1  # past tens, whole nodes
+            lo, hi = prev // step, n // step
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                lo, hi = (lo, mid) if p.probe("gpu_count", mid * step, gpu, mid * step).fits else (mid, hi)
+            return hi * step
     return None
 
 
@@ -236,19 +224,8 @@ def how_many_rows(kn: Knowledge, w: Workload, p: Probes, first: int, last: int) 
             seen.update(((i, new[i]), at) for i, at in p.probes_at(new).items())
         return {i: seen[(i, n)] for i, n in counts.items()}
 
-    known: dict[tuple[int, int], bool] = {}
-
     def fits_at(counts: dict[int, int]) -> dict[int, bool]:
-        """Whether each card holds the job at its count (Probes.fits_at: no Probe made where
-        the step asks one count), each (card, count) computed once, each asked counted."""
-        new = {i: n for i, n in counts.items() if (i, n) not in known and (i, n) not in seen}
-        for _ in range(len(counts) - len(new)):
-            count_probe()
-        if len(set(new.values())) > FEW_COUNTS:       # Probes made anyway: kept for the rows
-            seen.update(((i, new[i]), at) for i, at in p.probes_at(new).items())
-        elif new:
-            known.update(((i, new[i]), ok) for i, ok in p.fits_at(new).items())
-        return {i: known[(i, n)] if (i, n) in known else seen[(i, n)].fits for i, n in counts.items()}
+        return {i: at.fits for i, at in probes_at(counts).items()}
 
     at_upper = fits_at({i: upper for i in cards})
     found: dict[int, int | None] = {i: None for i in cards}
