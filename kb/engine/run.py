@@ -4,15 +4,18 @@ In: a Workload (kb.query.parse) and the Knowledge. Out: an Answer (kb.engine.ans
 Steps: resolve the model, precision and defaults (kb.engine.scope, kb.engine.inputs); evaluate every candidate GPU
 at once (kb.engine.gpus, kb.engine.evaluate); rank them by the sizing flow's ranking; on the
 first GPU's own view, walk each flow (kb.engine.walk); check the sources' claims
-(kb.engine.claims); assemble the answer (kb.engine.assemble). A capacity question is solved
-first (kb.engine.solve), then answered at its value. Pure: no I/O, no printing.
+(kb.engine.claims); assemble the answer (kb.engine.assemble). A capacity question is answered by
+its kind's strategy (kb.engine.capacity: searched, then answered at its value); any other by the
+ranking and the stages of PLAIN_STAGES that apply to it. Pure: no I/O, no printing.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from kb.hints import TYPE_CHECKING, cast
 
-from kb.engine import advice as rightsize, cost_batch, per_card, train_choice, unknown
+from kb.engine import advice as rightsize, capacity, cost_batch, per_card, train_choice, unknown
 from kb.engine import training as tr
 from kb.engine.answer import Answer, GpuRow
 from kb.engine.assemble import (ROW_FORMULAS, brief_answer, bottleneck, error_bands,
@@ -26,11 +29,9 @@ from kb.knowledge.gpu_names import gemm_of, gpu_columns, runs_on
 from kb.engine.walk import Tracer, applies, differs, walk
 from kb.expr.parse import Col
 from kb.knowledge.data import Knowledge
-from kb.figures import num
-from kb.query.workload import GpuRequest, Workload
+from kb.query.workload import Workload
 
 if TYPE_CHECKING:
-    from kb.engine import solve
     from kb.knowledge.records import GPU
     from kb.engine.answer_records import Advice, ClaimChecked, Outcome, Question
 
@@ -43,33 +44,83 @@ def answer(w: Workload, kn: Knowledge, query: str = "", *, brief: bool = False) 
     the sizing flow's outcome); the verdict text is composed from that by kb.engine.verdict."""
     question_format(w, kn)
     if w.question in kn.query["solve"]:
-        result = _answer_question(w, kn, query, brief)
+        result = capacity.answer(kn, w, ranked, query, brief)
     else:
-        plain = w.copy() if w.budget_usd is not None and w.precision is None and not w.gpus else None
-        loaded = w.copy() if cost_batch.applies(w, kn) else None    # before the answer fills w in
-        method = w.copy() if train_choice.applies(kn, w) else None
-        scale = w.copy() if train_choice.scales_out(kn, w) else None
-        result = ranked(w, kn, query, brief)
-        if method is not None:
-            result = train_choice.chosen(kn, method, result, lambda x: ranked(x, kn, query, brief)) or result
-        if scale is not None and (out := train_choice.scaled_out(kn, scale, result, lambda x: answer(x, kn, query, brief=brief))):
-            return out
-        single = None
-        if loaded is not None:
-            found = cost_batch.loaded(loaded, kn, result, lambda x: ranked(x, kn, query, brief))
-            if found is not None:
-                result, single = found
-        if plain is not None and "training" not in result.bottleneck:
-            result = _budget_precision(plain, kn, query, brief, result) or result
-        result.question = _plain_question(w, result, result.question)
-        if single is not None:
-            result.question["one_user_usd_per_million"] = single
+        result, final = _plain(w, kn, query, brief)
+        if final:
+            return result
     if brief:
         return result
     from kb.engine.verdict import compose      # the text is composed once, from the data above
 
     result.verdict = compose(result, kn)
     return result
+
+
+class _Plain:
+    """A question without a search being answered (the fit on the cards named, several
+    compared, which GPU, its cost, a training job's time): the ranking of the workload, then each
+    stage of PLAIN_STAGES that applies to the workload as asked, in turn."""
+
+    def __init__(self, kn: Knowledge, query: str, brief: bool) -> None:
+        self.kn, self.query, self.brief = kn, query, brief
+        self.single: float | None = None    # one user's cost per million tokens (_cost_batch)
+        self.final = False                  # the answer is another question's, whole (_scale_out)
+
+    def rank(self, w: Workload) -> Answer:
+        return ranked(w, self.kn, self.query, self.brief)
+
+
+def _method(p: _Plain, asked: Workload, result: Answer) -> Answer | None:
+    """The training method an expert would choose for the cards (kb.engine.train_choice)."""
+    return train_choice.chosen(p.kn, asked, result, p.rank)
+
+
+def _scale_out(p: _Plain, asked: Workload, result: Answer) -> Answer | None:
+    """A training job no card holds, answered on the cards people scale out to."""
+    out = train_choice.scaled_out(p.kn, asked, result, lambda x: answer(x, p.kn, p.query, brief=p.brief))
+    p.final = bool(out)
+    return out
+
+
+def _cost_batch(p: _Plain, asked: Workload, result: Answer) -> Answer | None:
+    """A cost question at the batch that loads the cards (kb.engine.cost_batch)."""
+    found = cost_batch.loaded(asked, p.kn, result, p.rank)
+    if found is None:
+        return None
+    out, p.single = found
+    return out
+
+
+def _budget(p: _Plain, asked: Workload, result: Answer) -> Answer | None:
+    """An inference ranking with a budget and no precision named: the format to buy for."""
+    return None if "training" in result.bottleneck else _budget_precision(asked, p.kn, p.query, p.brief, result)
+
+
+# the stages of a plain answer, in order: whether one applies (read from the workload as asked,
+# before the ranking fills it in), and what it makes of the answer so far (None: leaves it)
+PLAIN_STAGES: tuple[tuple[Callable[[Knowledge, Workload], bool],
+                          Callable[[_Plain, Workload, Answer], Answer | None]], ...] = (
+    (train_choice.applies, _method),
+    (train_choice.scales_out, _scale_out),
+    (lambda kn, w: cost_batch.applies(w, kn), _cost_batch),
+    (lambda kn, w: w.budget_usd is not None and w.precision is None and not w.gpus, _budget),
+)
+
+
+def _plain(w: Workload, kn: Knowledge, query: str, brief: bool) -> tuple[Answer, bool]:
+    """The answer to a question without a search, and whether it is final (no verdict to add)."""
+    p = _Plain(kn, query, brief)
+    stages = [(run, w.copy()) for applies, run in PLAIN_STAGES if applies(kn, w)]
+    result = p.rank(w)
+    for run, asked in stages:
+        result = run(p, asked, result) or result
+        if p.final:
+            return result, True
+    result.question = _plain_question(w, result, result.question)
+    if p.single is not None:
+        result.question["one_user_usd_per_million"] = p.single
+    return result, False
 
 
 def _plain_question(w: Workload, a: Answer, facts: Question | None) -> Question:
@@ -116,106 +167,6 @@ def _budget_precision(w: Workload, kn: Knowledge, query: str, brief: bool, plain
     return a
 
 
-def _answer_question(w: Workload, kn: Knowledge, query: str, brief: bool = False) -> Answer:
-    # the searches are imported by the questions that run them, not by every answer's start-up
-    from kb.engine import fewest, scaled, solve
-    from kb.engine.budget import note, spent
-    from kb.engine.probes import Probes
-    from kb.engine.single_probe import at_value
-
-    question = w.question or ""
-    sized: list[solve.Row] = []         # the catalogue's cards no copy of a training job fits (kb.engine.scaled)
-    unsized: list[str] = []
-    if w.gpus:
-        targets = [(capacity_gpu(g, kn) if g.gpu_id is None else kn.gpus[g.gpu_id], g.count) for g in w.gpus]
-    elif question == "how_many_gpus":
-        got = resolve(w.copy(), kn)
-        targets = [(g, 1) for g in kn.gpus.values() if runs_on(got.runtime, g, got.precision["id"])]
-        targets, sized, unsized = scaled.split_off(kn, w, got, targets)
-    else:
-        targets = [_first_ranked(w, kn)]
-    probes = Probes(kn, w, [gpu for gpu, _ in targets])
-    rows: list[solve.Row] = []
-    stopped = None
-    side_by_side = question == "how_many_gpus" and probes.shared_counts()
-    step = solve.cards_at_once(kn) if side_by_side else 1
-    if brief and side_by_side:      # an option reads only the card that answers (kb.engine.fewest)
-        rows.append(fewest.primary(kn, probes))
-    for first in range(0, len(targets) if not rows else 0, step):  # the first cards always, the rest
-        if rows and (stopped := spent()) is not None:                   # while the budget lasts
-            break
-        if side_by_side:
-            rows.extend(solve.how_many_rows(kn, w, probes, first, min(first + step, len(targets))))
-        else:
-            rows.append(solve.solve_row(kn, w, question, targets[first][0], targets[first][1], probes))
-    rows += sized
-    found = [r for r in rows if r["found"]]
-    if w.gpus or not found:
-        primary = rows[0]
-    elif question == "how_many_gpus":
-        primary = min(found, key=lambda r: (r["value"], -(kn.gpus[r["gpu_id"]]["bandwidth_gb_s"] or 0)))
-    else:
-        primary = max(found, key=lambda r: r["value"])
-    spec = kn.query["solve"][question]
-    limit, allows = _model_limit(kn, w, question, primary)
-    if limit is not None:
-        primary = {**primary, "value": float(limit), "binds": "the model's maximum context",
-                   "at_upper_bound": False}
-    w2 = at_value(w, spec["vary"], primary["value"], kn) if primary["found"] else at_value(w, "users", w.users or 1)
-    w2.gpus = [g for g in w2.gpus] or []
-    if not w.gpus:
-        w2.gpus = [GpuRequest(primary["gpu_id"], int(primary.get("count") or 1))]
-        if primary["found"] and spec["vary"] == "gpu_count":
-            w2.gpus[0].count = int(primary["value"])
-    elif primary["found"] and spec["vary"] == "gpu_count":
-        for g, row in zip(w2.gpus, rows + [primary] * (len(w2.gpus) - len(rows)), strict=True):
-            g.count = int((row if row["found"] else primary)["value"])     # each card its own count
-    result = ranked(w2, kn, query, brief)
-    facts: Question | dict[str, object] = result.question or {}
-    if spec.get("holds") == "serves_at_floor":
-        floor = w.speed_floor_tok_s or kn.constants["decode_speed_floor_tok_s"]["value"]
-        result.assumptions.append(f"speed floor: every user decodes at {floor:g} tokens/s or more"
-                                  + ("" if w.speed_floor_tok_s else " (formulas.yaml decode_speed_floor_tok_s)"))
-    q: Question = cast("Question", {
-        **facts, "kind": question, "vary": spec["vary"], "unit": spec["unit"],
-        "value": primary["value"], "gpu": primary["gpu"], "answer": primary,
-        "lower": spec["lower"], "upper": spec["upper"],
-        "per_gpu": [{"gpu": r["gpu"], "gpu_id": r["gpu_id"], "value": r["value"]} for r in rows]})
-    result.question = q
-    if question == "how_many_gpus" and not primary["found"]:
-        q["note"] = tr.no_count_note(kn, result.memory).strip() or None
-    if question == "largest_model" and primary["found"]:
-        q["value_b"] = primary["value"] / kn.billion
-        q["next_b"] = (primary.get("next") or 0) / kn.billion
-    if question == "how_many_gpus" and primary["found"] and result.gpus:
-        q["fewest_by_memory"] = result.gpus[0].gpus_needed
-    if limit is not None:
-        q["model_max_context"] = limit
-        q["memory_allows"] = allows or 0.0
-        result.warnings.append(f"memory allows {num(allows, 6)} tokens, but the model's "
-                               f"maximum context is {num(limit, 6)}")
-    if stopped is not None:
-        text = (f"{len(targets) + len(sized) - len(rows)} of the {len(targets) + len(sized)} GPUs were not "
-                f"searched: this answer's {stopped.reason()} ran out (the answer is the best of the {len(rows)} searched)")
-        note(stopped, text)
-        result.warnings.append(text)
-    result.warnings += unsized
-    result.path.insert(0, f"question/{question}")
-    return result
-
-
-def _model_limit(kn: Knowledge, w: Workload, question: str, row: solve.Row) -> tuple[int | None, float | None]:
-    """A max-context answer never exceeds the model's own limit: (that limit, what memory
-    allows) when memory allows more, else (None, None)."""
-    if question != "max_context" or not row["found"]:
-        return None, None
-
-    limit = resolve(w.copy(), kn).model.get("max_context")
-    if limit and row["value"] > limit:
-        return int(limit), float(row["value"])
-    return None, None
-
-
 def _exact_gpus_needed(kn: Knowledge, w: Workload, rows: list[GpuRow],
                        candidates: list[tuple[GPU, int, bool]], order: list[int],
                        primary: Evaluated) -> None:
@@ -235,14 +186,6 @@ def _exact_gpus_needed(kn: Knowledge, w: Workload, rows: list[GpuRow],
             row.gpus_needed = found
             if rank == 0:
                 primary.scope["gpus_needed"] = found
-
-
-def _first_ranked(w: Workload, kn: Knowledge) -> tuple[GPU, int]:
-    """The first configuration of the sizing flow's ranking for the workload as asked, its card
-    and count (a capacity question with no GPU is answered on it)."""
-    plain = w.copy()
-    plain.question = None
-    return kn.gpus[(first := ranked(plain, kn).gpus[0]).id], first.count
 
 
 def _scaled_gpus_needed(kn: Knowledge, asked: Workload, rows: list[GpuRow],
