@@ -21,10 +21,11 @@ from kb.engine.answer import Answer, GpuRow
 from kb.engine.assemble import (ROW_FORMULAS, brief_answer, bottleneck, error_bands,
                                 gpu_warnings, memory, rank_order, rows_of, shown_figures, workload_dict)
 from kb.engine.claims import check_claims
-from kb.engine.evaluate import Evaluated, evaluate
+from kb.engine.evaluate import Evaluated, Scope, evaluate
 from kb.engine.gpus import catalogue_columns, layout_columns, layout_of, layouts_of
 from kb.engine.inputs import base_scope
-from kb.engine.scope import capacity_gpu, question_format, resolve
+from kb.engine.layout import Layout
+from kb.engine.scope import Resolved, capacity_gpu, question_format, resolve
 from kb.knowledge.gpu_names import gemm_of, gpu_columns, runs_on
 from kb.engine.walk import Tracer, applies, differs, walk
 from kb.expr.parse import Col
@@ -220,34 +221,71 @@ def ranked(w: Workload, kn: Knowledge, query: str = "", brief: bool = False) -> 
 
 def _ranked(w: Workload, kn: Knowledge, query: str = "", brief: bool = False,
             only: frozenset[str] | None = None) -> Answer:
+    """The ranking's stages: the workload resolved, every candidate evaluated at once, the rows
+    ranked and the first one's figures; then, but for a brief answer, the flows walked and the
+    answer assembled with its trace, claims and advice."""
     at_scale = kn.sharding.get("at_scale") or []
     scalable = (w.gpus and w.sharding is None and not w.offload
                 and (w.task == "train" or any(w.task in r["tasks"] for r in at_scale)))
     asked = w.copy() if scalable else None
+    r = _resolved(w, kn)
+    candidates, every, layouts = _evaluated(w, kn, r, *_candidates(w, kn, r, only))
+    n = len(candidates)
+    sizing = next(f for f in kn.flows if f.role == "sizing")
+    order = list(range(n)) if w.gpus else rank_order(rightsize.sort_keys(kn, w, sizing.ranking), every, n)
+    rows = rows_of(every, candidates, order)
+    rightsize.fill_rows(every.scope, rows, order, r.is_training)
+    primary = every.view(order[0])
+    _first_figures(w, kn, r, layouts[order[0]], primary)
+    if w.gpus and not r.is_training and r.runtime.get("multi_gpu") == "tensor_parallel":
+        _exact_gpus_needed(kn, w, rows, candidates, order, primary)
+    if asked is not None and r.is_training and not brief:
+        _scaled_gpus_needed(kn, asked, rows, candidates, order, primary)
+    fits = every.scope.get("fits")
+    primary.scope["gpu_candidates"] = n
+    primary.scope["fitting_gpus"] = sum(map(bool, fits)) if fits.__class__ is Col else n * bool(fits)
+    primary.scope["fewest_gpus_needed"] = rightsize.fewest_needed(rows)
+    primary.scope["sort_order"] = rightsize.sort_text(kn, w) or "fit, speed and power"
+    if brief:
+        return brief_answer(kn, r, primary, rows, query)
+    return _whole(w, kn, query, r, (candidates, every, order, rows), primary)
+
+
+def _resolved(w: Workload, kn: Knowledge) -> Resolved:
+    """The workload resolved; a model-parallel training stack on the cards named with no split
+    asked gets the split chosen for its first card (kb.engine.single_probe.choose_split)."""
     r = resolve(w, kn)
     if r.is_training and w.gpus and not (w.tp or w.pp) and tr.is_model_parallel(w, kn):
         from kb.engine.single_probe import choose_split
 
         req = w.gpus[0]
         choose_split(kn, r, capacity_gpu(req, kn) if req.gpu_id is None else kn.gpus[req.gpu_id],
-                           tr.gpu_count(w))
-    sizing = next(f for f in kn.flows if f.role == "sizing")
+                     tr.gpu_count(w))
+    return r
 
-    # every candidate GPU at once: per-GPU names hold one value per candidate (kb.expr.parse.Col)
+
+def _candidates(w: Workload, kn: Knowledge, r: Resolved,
+                only: frozenset[str] | None) -> tuple[list[tuple[GPU, int, bool]], Scope]:
+    """The candidate configurations (card, count, named) and their cards' names as columns: the
+    cards named; the classes of card asked about (or the cards given), where the runtime runs
+    them; else every catalogue card the runtime runs on."""
     if w.gpus:
         candidates = [(capacity_gpu(req, kn) if req.gpu_id is None else kn.gpus[req.gpu_id], req.count, True)
                       for req in w.gpus]
-        gpus = gpu_columns([(g, c) for g, c, _ in candidates], r.precision, gemm_of(r.runtime))
-    elif w.segments or only:    # the classes of card asked about (or the cards given): judge only those
-        candidates = [(g, 1, False) for g in kn.gpus.values()
-                      if runs_on(r.runtime, g, r.precision["id"]) and (not w.segments or g.get("segment") in w.segments)
-                      and (only is None or g["id"] in only)] or [
-            (g, 1, False) for g in kn.gpus.values() if runs_on(r.runtime, g, r.precision["id"])]
-        gpus = gpu_columns([(g, 1) for g, _, _ in candidates], r.precision, gemm_of(r.runtime))
-    else:
-        candidates = [(g, 1, False) for g in kn.gpus.values() if runs_on(r.runtime, g, r.precision["id"])]
-        gpus = catalogue_columns(kn, r.precision, r.runtime)
-    # a formula is computed when the rows, a flow or a claim first needs it
+        return candidates, gpu_columns([(g, c) for g, c, _ in candidates], r.precision, gemm_of(r.runtime))
+    runs = [g for g in kn.gpus.values() if runs_on(r.runtime, g, r.precision["id"])]
+    if w.segments or only:
+        candidates = [(g, 1, False) for g in runs if (not w.segments or g.get("segment") in w.segments)
+                      and (only is None or g["id"] in only)] or [(g, 1, False) for g in runs]
+        return candidates, gpu_columns([(g, 1) for g, _, _ in candidates], r.precision, gemm_of(r.runtime))
+    return [(g, 1, False) for g in runs], catalogue_columns(kn, r.precision, r.runtime)
+
+
+def _evaluated(w: Workload, kn: Knowledge, r: Resolved, candidates: list[tuple[GPU, int, bool]],
+               gpus: Scope) -> tuple[list[tuple[GPU, int, bool]], Evaluated, list[Layout]]:
+    """Every candidate evaluated at once (per-GPU names hold one value per candidate,
+    kb.expr.parse.Col) for its row and cost. A ranking over the catalogue first finds each card's
+    fewest GPUs that hold the job and judges the card at that count (kb.engine.advice)."""
     layouts = layouts_of(r, kn, candidates)
     gpus = {**gpus, **layout_columns(layouts)}
     base = base_scope(r, kn)
@@ -265,31 +303,24 @@ def _ranked(w: Workload, kn: Knowledge, query: str = "", brief: bool = False,
         every = Evaluated({**base, **gpus}, columns=[k for k, v in gpus.items() if v.__class__ is Col])
         evaluate(kn, every, ROW_FORMULAS[r.is_training])
     evaluate(kn, every, rightsize.cost_formulas(r.is_training))
-    n = len(candidates)
-    order = list(range(n)) if w.gpus else rank_order(rightsize.sort_keys(kn, w, sizing.ranking), every, n)
-    rows = rows_of(every, candidates, order)
-    rightsize.fill_rows(every.scope, rows, order, r.is_training)
-    fits = every.scope.get("fits")
-    primary = every.view(order[0])
-    if layouts[order[0]].note:
-        r.assumptions.append(f"layout: {layouts[order[0]].note}")
+    return candidates, every, layouts
+
+
+def _first_figures(w: Workload, kn: Knowledge, r: Resolved, layout: Layout, primary: Evaluated) -> None:
+    """What the first row's layout and a training job's time and paged states add to the
+    assumptions, and the parallel layout the workload reports."""
+    if layout.note:
+        r.assumptions.append(f"layout: {layout.note}")
     if r.is_training:
         evaluate(kn, primary, ("paged_states_gb", "paged_out"))
         r.assumptions.extend(n for n in (tr.time_note(primary.scope), tr.paged_note(primary.scope)) if n)
-    r.workload_parallel = (tr.parallel(w, kn, layouts[order[0]]) if r.is_training
-                           else layouts[order[0]].as_dict())
-    if w.gpus and not r.is_training and r.runtime.get("multi_gpu") == "tensor_parallel":
-        _exact_gpus_needed(kn, w, rows, candidates, order, primary)
-    if asked is not None and r.is_training and not brief:
-        _scaled_gpus_needed(kn, asked, rows, candidates, order, primary)
-    primary.scope["gpu_candidates"] = n
-    primary.scope["fitting_gpus"] = sum(map(bool, fits)) if fits.__class__ is Col else n * bool(fits)
-    primary.scope["fewest_gpus_needed"] = rightsize.fewest_needed(rows)
-    primary.scope["sort_order"] = rightsize.sort_text(kn, w) or "fit, speed and power"
-    if brief:
-        return brief_answer(kn, r, primary, rows, query)
+    r.workload_parallel = tr.parallel(w, kn, layout) if r.is_training else layout.as_dict()
 
-    tracer = Tracer(kn, primary)
+
+def _walked(kn: Knowledge, primary: Evaluated,
+            tracer: Tracer) -> tuple[list[str], Outcome, list[Advice], list[ClaimChecked]]:
+    """Each flow that bears on the question walked on the first row's view: the path, the sizing
+    flow's outcome, the other flows' advice and where that advice differs from kbq's answer."""
     path: list[str] = []
     outcome: Outcome = {"outcome": None, "outcome_text": None, "unknown": None}
     advice: list[Advice] = []
@@ -306,6 +337,17 @@ def _ranked(w: Workload, kn: Knowledge, query: str = "", brief: bool = False,
             advice.append({"flow": flow.id, "title": flow.title, "source": flow.source,
                            "conclusion": text, "node": flow_path[-1]})
             seeds += differs(kn, flow, flow.nodes[flow_path[-1].split("/", 1)[1]], text, primary)
+    return path, outcome, advice, seeds
+
+
+def _whole(w: Workload, kn: Knowledge, query: str, r: Resolved,
+           ranking: tuple[list[tuple[GPU, int, bool]], Evaluated, list[int], list[GpuRow]],
+           primary: Evaluated) -> Answer:
+    """The whole answer: the flows walked, the figures shown traced, the warnings, the claims
+    checked, the recommendation and the prices."""
+    candidates, every, order, rows = ranking
+    tracer = Tracer(kn, primary)
+    path, outcome, advice, seeds = _walked(kn, primary, tracer)
     shown, throughput, withheld = shown_figures(kn, r, primary, rows)
     for name in shown:
         tracer.formula("answer", name)
@@ -320,7 +362,7 @@ def _ranked(w: Workload, kn: Knowledge, query: str = "", brief: bool = False,
     r.assumptions.extend(rightsize.price_assumptions(kn, w, rows[0]))
     question: Question = {"kind": "", "vary": None, "unit": None, "value": None, "gpu": None,
                           "focus": w.focus, "total_gb": s.get("total_gb"),
-                          "fitting_gpus": s.get("fitting_gpus"), "gpu_candidates": n,
+                          "fitting_gpus": s.get("fitting_gpus"), "gpu_candidates": len(candidates),
                           "fewest_gpus_needed": s.get("fewest_gpus_needed"),
                           "outcome": outcome["outcome"], "outcome_text": outcome["outcome_text"],
                           "unknown": outcome["unknown"]}
