@@ -207,34 +207,58 @@ def cards_at_once(kn: Knowledge, most: int = 256) -> int:
 def how_many_rows(kn: Knowledge, w: Workload, p: Probes, first: int, last: int) -> list[Row]:
     """solve_row("how_many_gpus") on each of p.cards[first:last], where p.shared_counts(): the
     cards' searches run side by side, each step one probe per card still searching, all computed
-    at once (Probes.probes_at). Each card takes the steps smallest_fitting takes on it alone, so
-    each row is the one solve_row gives."""
+    at once (Probes.probes_at). Each card takes the steps smallest_fitting takes on it alone (the
+    bisection, then the next canonical count up), so each row is the one solve_row gives."""
     spec = kn.query["solve"]["how_many_gpus"]
     lower, upper = int(spec["lower"]), int(spec["upper"])
     cards = range(first, last)
-    seen: dict[tuple[int, int], Probe] = {}
+    at = _SideBySide(p)
+    at_upper = at.fits({i: upper for i in cards})
+    bounds = _bisected(at, {i: (lower - 1, upper) for i in cards if at_upper[i]})
+    found: dict[int, int | None] = {i: None for i in cards}
+    found.update(_canonical_up(p, at, bounds, upper))
+    counts = {i: n for i, n in found.items() if n is not None}
+    at_n = at.probes(counts) if counts else {}
+    before = {i: n - 1 for i, n in counts.items() if n > 1}
+    at_prev = at.probes(before) if before else {}
+    return [how_many_row(p, p.cards[i], found[i], at_n.get(i), at_prev.get(i)) for i in cards]
 
-    def probes_at(counts: dict[int, int]) -> dict[int, Probe]:
-        """Probes.probes_at, each (card, count) computed once (the row's figures read the
-        counts the search ended at again); each asked counts against the budget."""
-        new = {i: n for i, n in counts.items() if (i, n) not in seen}
+
+class _SideBySide:
+    """Probes.probes_at, each (card, count) computed once (a row's figures read the counts the
+    search ended at again); each asked counts against the budget."""
+
+    def __init__(self, p: Probes) -> None:
+        self.p = p
+        self.seen: dict[tuple[int, int], Probe] = {}
+
+    def probes(self, counts: dict[int, int]) -> dict[int, Probe]:
+        new = {i: n for i, n in counts.items() if (i, n) not in self.seen}
         for _ in range(len(counts) - len(new)):
             count_probe()
         if new:
-            seen.update(((i, new[i]), at) for i, at in p.probes_at(new).items())
-        return {i: seen[(i, n)] for i, n in counts.items()}
+            self.seen.update(((i, new[i]), at) for i, at in self.p.probes_at(new).items())
+        return {i: self.seen[(i, n)] for i, n in counts.items()}
 
-    def fits_at(counts: dict[int, int]) -> dict[int, bool]:
-        return {i: at.fits for i, at in probes_at(counts).items()}
+    def fits(self, counts: dict[int, int]) -> dict[int, bool]:
+        return {i: at.fits for i, at in self.probes(counts).items()}
 
-    at_upper = fits_at({i: upper for i in cards})
-    found: dict[int, int | None] = {i: None for i in cards}
-    bounds = {i: (lower - 1, upper) for i in cards if at_upper[i]}
+
+def _bisected(at: _SideBySide, bounds: dict[int, tuple[int, int]]) -> dict[int, tuple[int, int]]:
+    """Each card's bracket (the low end does not hold the job, the high end does) narrowed to
+    neighbours, a bisection's step on every card at once."""
     while searching := {i: (lo + hi) // 2 for i, (lo, hi) in bounds.items() if hi - lo > 1}:
-        for i, ok in fits_at(searching).items():          # the bisection's step on each card
+        for i, ok in at.fits(searching).items():
             lo, hi = bounds[i]
             bounds[i] = (lo, searching[i]) if ok else (searching[i], hi)
-    scan = {i: hi for i, (_, hi) in bounds.items()}           # then the next canonical count up
+    return bounds
+
+
+def _canonical_up(p: Probes, at: _SideBySide, bounds: dict[int, tuple[int, int]], upper: int) -> dict[int, int]:
+    """From each card's fewest that hold the job, the next canonical count up that holds it (the
+    bisection's where none up to `upper` does)."""
+    found: dict[int, int] = {}
+    scan = {i: hi for i, (_, hi) in bounds.items()}
     while scan:
         for i, n in list(scan.items()):
             while n <= upper and not _canonical(p, n):
@@ -245,16 +269,12 @@ def how_many_rows(kn: Knowledge, w: Workload, p: Probes, first: int, last: int) 
             else:
                 scan[i] = n
         if scan:
-            for i, ok in fits_at(scan).items():
+            for i, ok in at.fits(scan).items():
                 if ok:
                     found[i] = scan.pop(i)
                 else:
                     scan[i] += 1
-    counts = {i: n for i, n in found.items() if n is not None}
-    at_n = probes_at(counts) if counts else {}
-    before = {i: n - 1 for i, n in counts.items() if n > 1}
-    at_prev = probes_at(before) if before else {}
-    return [how_many_row(p, p.cards[i], found[i], at_n.get(i), at_prev.get(i)) for i in cards]
+    return found
 
 
 def _layout_facts(p: Probes, count: int) -> dict[str, int]:
