@@ -17,7 +17,7 @@ and assembles the Knowledge.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from kb.expr import parse as ex
 from kb.knowledge import prices as kb_prices
@@ -32,7 +32,14 @@ from kb.paths import OPTIONAL_RULE_FILES, REQUIRED_RULE_FILES
 from kb.knowledge.schema import FILES
 
 if TYPE_CHECKING:
-    from kb.knowledge.records_rules import Price
+    from collections.abc import Iterable
+
+    import networkx as nx
+
+    from kb.knowledge.records import (GPU, EmbeddedDefault, Model, Objective, PerCardDefault, Precision, Runtime,
+                                      RuntimeDefaults, ShardingTable, Source)
+    from kb.knowledge.records_rules import Constant, Input, Price, QueryRules
+    from kb.knowledge.schema import ConfigDefaultsSchema, RuntimesFile
 
 __all__ = ["build", "Knowledge", "Formula", "Flow", "Node", "Edge", "Claim", "Case", "norm",
            "TEMPLATE_FIELD", "GPU_INPUT_PREFIX", "PER_GPU_INPUTS"]
@@ -192,15 +199,15 @@ class _Assembly:
         if not self.skip_sources and sid not in self.known_sources:
             self.errs.add(doc.error(loc, f"unknown source '{sid}'", nearest(sid, self.known_sources)))
 
-    def unknown(self, doc: Doc, loc: Path_, what: str, name: str, known: Any) -> None:
+    def unknown(self, doc: Doc, loc: Path_, what: str, name: str, known: Iterable[str]) -> None:
         self.errs.add(doc.error(loc, f"unknown {what} '{name}'", nearest(name, known)))
 
-    def precision_unknown(self, doc: Doc, loc: Path_, pid: str, precisions: dict[str, Any]) -> None:
+    def precision_unknown(self, doc: Doc, loc: Path_, pid: str, precisions: dict[str, Precision]) -> None:
         """A precision id not in precisions.yaml (unless that file stands in as empty)."""
         if not self.skip_precisions and pid not in precisions:
             self.unknown(doc, loc, "precision", pid, precisions)
 
-    def sources(self) -> dict[str, Any]:
+    def sources(self) -> dict[str, Source]:
         listed = self.parsed["sources"].sources
         sources = {s.id: s.model_dump() for s in listed}
         unique(self.docs["sources"], [("sources", i, "id") for i in range(len(sources))],
@@ -208,7 +215,7 @@ class _Assembly:
         self.known_sources = set(sources)
         return sources
 
-    def gpus(self) -> tuple[dict[str, Any], dict[str, str]]:
+    def gpus(self) -> tuple[dict[str, GPU], dict[str, str]]:
         doc, listed = self.docs["gpus"], self.parsed["gpus"].gpus
         gpus, gpu_alias = catalogue(doc, "gpus", [g.model_dump() for g in listed], self.errs)
         for i, g in enumerate(listed):
@@ -220,7 +227,7 @@ class _Assembly:
                 self.need_source(doc, ("gpus", i, "field_sources", fname), sid)
         return gpus, gpu_alias
 
-    def models(self) -> tuple[dict[str, Any], dict[str, str], list[str], Any]:
+    def models(self) -> tuple[dict[str, Model], dict[str, str], list[str], ConfigDefaultsSchema]:
         doc, mfile = self.docs["models"], self.parsed["models"]
         models, model_alias = catalogue(doc, "models", [m.model_dump() for m in mfile.models], self.errs)
         for i, m in enumerate(mfile.models):
@@ -234,7 +241,7 @@ class _Assembly:
                 self.unknown(doc, ("bare_size", "references", i), "model", ref, models)
         return models, model_alias, refs, mfile.config_defaults
 
-    def runtimes(self) -> tuple[dict[str, Any], dict[str, str], Any, Any]:
+    def runtimes(self) -> tuple[dict[str, Runtime], dict[str, str], ShardingTable, dict[str, Objective]]:
         """Each runtime's sources and the figures its kind needs; the training tables."""
         rdoc, rfile = self.docs["runtimes"], self.parsed["runtimes"]
         runtimes, runtime_alias = catalogue(rdoc, "runtimes", [r.model_dump() for r in rfile.runtimes], self.errs)
@@ -255,23 +262,26 @@ class _Assembly:
             self.need_source(self.docs["error_bands"], ("source",), self.parsed["error_bands"].source)
         return runtimes, runtime_alias, sharding, objectives
 
-    def runtime_defaults(self, runtimes: dict[str, Any]) -> Any:
+    def runtime_defaults(self, runtimes: dict[str, Runtime]) -> RuntimeDefaults:
         """runtimes.yaml defaults: known runtimes, each rule with its source."""
         rdoc = self.docs["runtimes"]
-        rdefaults = self.parsed["runtimes"].defaults.model_dump()
+        rdefaults = cast("RuntimeDefaults", self.parsed["runtimes"].defaults.model_dump())
         self.need_source(rdoc, ("defaults", "source"), rdefaults["source"])
-        for key in ("inference", "gguf", "training"):
-            if rdefaults[key] not in runtimes:
-                self.unknown(rdoc, ("defaults", key), "runtime", rdefaults[key], runtimes)
-        for key in ("embedded", "per_card"):
-            rule = rdefaults.get(key)
+        for key, rid in (("inference", rdefaults["inference"]), ("gguf", rdefaults["gguf"]),
+                         ("training", rdefaults["training"])):
+            if rid not in runtimes:
+                self.unknown(rdoc, ("defaults", key), "runtime", rid, runtimes)
+        rules: tuple[tuple[str, EmbeddedDefault | PerCardDefault | None], ...] = (
+            ("embedded", rdefaults.get("embedded")), ("per_card", rdefaults.get("per_card")))
+        for key, rule in rules:
             if rule:
                 self.need_source(rdoc, ("defaults", key, "source"), rule["source"])
                 if rule["runtime"] not in runtimes:
                     self.unknown(rdoc, ("defaults", key, "runtime"), "runtime", rule["runtime"], runtimes)
         return rdefaults
 
-    def precisions(self, runtimes: dict[str, Any], rdefaults: Any) -> tuple[dict[str, Any], dict[str, str]]:
+    def precisions(self, runtimes: dict[str, Runtime],
+                   rdefaults: RuntimeDefaults) -> tuple[dict[str, Precision], dict[str, str]]:
         """The formats, and every format the runtimes and the models name checked against them."""
         pdoc, rdoc, rfile = self.docs["precisions"], self.docs["runtimes"], self.parsed["runtimes"]
         listed = self.parsed["precisions"].precisions
@@ -280,7 +290,8 @@ class _Assembly:
             for pid in rt.unsupported_formats:
                 if precisions and pid not in precisions:
                     self.unknown(rdoc, ("runtimes", i, "unsupported_formats", pid), "precision", pid, precisions)
-        for pair in (rdefaults.get("per_card") or {}).get("precisions", {}).items():
+        per_card = rdefaults.get("per_card")
+        for pair in (per_card["precisions"] if per_card else {}).items():
             for pid in pair:
                 if precisions and pid not in precisions:
                     self.unknown(rdoc, ("defaults", "per_card", "precisions", pair[0]), "precision", pid, precisions)
@@ -294,7 +305,7 @@ class _Assembly:
             check_native(self.docs["models"], self.parsed["models"].models, precisions, self.need_source, self.errs)
         return precisions, precision_alias
 
-    def _runtime_formats(self, rfile: Any, precisions: dict[str, Any]) -> None:
+    def _runtime_formats(self, rfile: RuntimesFile, precisions: dict[str, Precision]) -> None:
         """Each runtime's default precision and native GEMM formats are known formats."""
         rdoc = self.docs["runtimes"]
         for i, rt in enumerate(rfile.runtimes):
@@ -304,7 +315,8 @@ class _Assembly:
                 if precisions and pid not in precisions:
                     self.unknown(rdoc, ("runtimes", i, "native_gemm", j), "precision", pid, precisions)
 
-    def formulas(self, gpus: dict[str, Any]) -> tuple[Any, Any, dict[str, ex.Unit], Any, Any, Any]:
+    def formulas(self, gpus: dict[str, GPU]) -> tuple[dict[str, Input], dict[str, Constant], dict[str, ex.Unit],
+                                                    dict[str, Formula], nx.DiGraph[str], dict[str, tuple[str, ...]]]:
         """inputs, constants and formulas (one namespace), their units, the formulas compiled and
         their graph and closures; each GPU's capacity from the constants."""
         fdoc, ffile = self.docs["formulas"], self.parsed["formulas"]
@@ -329,10 +341,10 @@ class _Assembly:
         closure = closures(fdoc, graph, self.errs)
         return inputs, constants, units, mark_per_gpu(formulas, closure), graph, closure
 
-    def query(self, models: dict[str, Any], runtimes: dict[str, Any], precisions: dict[str, Any],
-              constants: dict[str, Any]) -> Any:
+    def query(self, models: dict[str, Model], runtimes: dict[str, Runtime], precisions: dict[str, Precision],
+              constants: dict[str, Constant]) -> QueryRules:
         """query.yaml: the sources of its rules and every model, runtime and format it names."""
-        query = self.parsed["query"].model_dump()
+        query = cast("QueryRules", self.parsed["query"].model_dump())
         self._situations(precisions)
         self._unnamed_models(models, runtimes, precisions)
         self._question_formats(runtimes, precisions)
@@ -341,7 +353,7 @@ class _Assembly:
             self.precision_unknown(self.docs["query"], ("defaults", key), query["defaults"][key], precisions)
         return query
 
-    def _situations(self, precisions: dict[str, Any]) -> None:
+    def _situations(self, precisions: dict[str, Precision]) -> None:
         qdoc, q = self.docs["query"], self.parsed["query"]
         self.need_source(qdoc, ("defaults", "source"), q.defaults.source)
         for name, sit in q.situations.items():
@@ -354,7 +366,8 @@ class _Assembly:
             self.need_source(qdoc, ("local_fallback", "source"), fb.source)
             self.precision_unknown(qdoc, ("local_fallback", "precision"), fb.precision, precisions)
 
-    def _unnamed_models(self, models: dict[str, Any], runtimes: dict[str, Any], precisions: dict[str, Any]) -> None:
+    def _unnamed_models(self, models: dict[str, Model], runtimes: dict[str, Runtime],
+                        precisions: dict[str, Precision]) -> None:
         qdoc = self.docs["query"]
         for i, um in enumerate(self.parsed["query"].unnamed_model):
             self.need_source(qdoc, ("unnamed_model", i, "source"), um.source)
@@ -365,7 +378,7 @@ class _Assembly:
             if um.precision is not None:
                 self.precision_unknown(qdoc, ("unnamed_model", i, "precision"), um.precision, precisions)
 
-    def _question_formats(self, runtimes: dict[str, Any], precisions: dict[str, Any]) -> None:
+    def _question_formats(self, runtimes: dict[str, Runtime], precisions: dict[str, Precision]) -> None:
         qdoc = self.docs["query"]
         for i, qf in enumerate(self.parsed["query"].question_formats):
             self.need_source(qdoc, ("question_formats", i, "source"), qf.source)
@@ -375,15 +388,16 @@ class _Assembly:
                     where = ("question_formats", i, "runtime") if j == 0 else ("question_formats", i, "named_runtimes", j - 1)
                     self.unknown(qdoc, where, "runtime", rid, runtimes)
 
-    def _limits(self, constants: dict[str, Any]) -> None:
-        most = constants.get("max_gpu_count", {}).get("value")
+    def _limits(self, constants: dict[str, Constant]) -> None:
+        limit = constants.get("max_gpu_count")
+        most = limit.get("value") if limit is not None else None
         counts = self.parsed["query"].limits.get("gpu_count")
         if most is not None and counts is not None and counts[1] != most:
             self.errs.add(self.docs["query"].error(
                 ("limits", "gpu_count"), f"limits.gpu_count ends at {counts[1]:g}, but formulas.yaml's max_gpu_count "
                 f"(the most GPUs kbq sizes) is {most:g}; make them agree"))
 
-    def flows(self, units: dict[str, ex.Unit], graph: Any) -> list[Flow]:
+    def flows(self, units: dict[str, ex.Unit], graph: nx.DiGraph[str]) -> list[Flow]:
         """Each flow compiled, ids unique, in order; one of them sizes."""
         docs, names = self.docs, set(self.parsed["formulas"].formulas)
         keys = sorted(k for k in docs if k.startswith("flow:"))
@@ -395,7 +409,7 @@ class _Assembly:
             self.errs.add(RuleError(f"{self.root.name}/flows", 1, 1, "no flow has role: sizing"))
         return flows
 
-    def prices(self, gpus: dict[str, Any], names: set[str]) -> tuple[dict[str, Price], dict[str, Any]]:
+    def prices(self, gpus: dict[str, GPU], names: set[str]) -> tuple[dict[str, Price], dict[str, GPU]]:
         """prices.yaml checked and merged into the GPUs (not where gpus.yaml has errors of its
         own, which it would only echo)."""
         gpus_sound = not any(e.render().startswith(self.docs["gpus"].display + ":") for e in self.errs.errors)
