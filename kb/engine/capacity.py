@@ -15,7 +15,8 @@ A kind overrides only the stages it does differently; STRATEGIES maps each kind 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, cast
+
+from kb.hints import TYPE_CHECKING, cast
 
 from kb.engine import training as tr
 from kb.engine.answer import Answer
