@@ -95,3 +95,19 @@ def test_an_option_reads_whether_a_count_is_found_from_one_probe(query: str) -> 
     found = bool(whole.question and whole.question["answer"]["found"])
     assert _count_found(kn, w) == found
     assert not found or whole.gpus[0].fits
+
+
+def test_a_probe_dropped_from_the_bounded_store_is_made_again_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Probes keeps at most KEPT probes (and resolved workloads); past that the oldest go, and
+    one asked again is made again, the same as before."""
+    from kb.engine import probes
+
+    monkeypatch.setattr(probes, "KEPT", 3)
+    kn = get_knowledge()
+    w = parse("max users for 70B int4 on h200 at 32k context", kn)
+    gpu = kn.gpus[w.gpus[0].gpu_id]
+    p = Probes(kn, w)
+    first = [p.probe("users", v, gpu, 1) for v in (1, 2, 4, 8, 16)]
+    assert len(p._made) == 3 and len(p._resolved) == 3
+    assert [p.probe("users", v, gpu, 1) for v in (1, 2, 4, 8, 16)] == first
+    assert first == [Probes(kn, w).probe("users", v, gpu, 1) for v in (1, 2, 4, 8, 16)]

@@ -17,8 +17,9 @@ row it fills).
 
 from __future__ import annotations
 
-from functools import cached_property, lru_cache
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kb.engine import training as tr
 from kb.engine.budget import count_probe
@@ -41,6 +42,19 @@ Names = tuple[str, ...]
 
 KEPT = 1024     # resolved workloads and probes a Probes keeps (a search tries a few dozen values)
 
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+def _kept(table: dict[K, V], key: K, make: Callable[[], V]) -> V:
+    """table[key], made on first ask; the oldest entry goes when the table holds KEPT."""
+    found = table.get(key)
+    if found is None:
+        if len(table) >= KEPT:
+            del table[next(iter(table))]
+        found = table[key] = make()
+    return found
+
 
 class Probes:
     """The probes of one question's search, on its cards."""
@@ -49,8 +63,12 @@ class Probes:
         self.kn, self.w = kn, w
         self.targets = targets_asked(w)
         self.cards = cards or []    # the cards a how-many search over several runs side by side
-        self.resolved = lru_cache(maxsize=KEPT)(self._resolve)
+        self._resolved: dict[tuple[str, float], Resolved] = {}
         self._made: dict[tuple[str, float, str, int, str], Probe] = {}
+
+    def resolved(self, vary: str, value: float) -> Resolved:
+        """The workload at this value, resolved (kept: a search asks a value's layout apart)."""
+        return _kept(self._resolved, (vary, value), lambda: self._resolve(vary, value))
 
     def _resolve(self, vary: str, value: float) -> Resolved:
         """The workload at this value, resolved. With no GPU named, a count reaches the workload
@@ -79,13 +97,8 @@ class Probes:
     def probe(self, vary: str, value: float, gpu: GPU, count: int, holds: str = "fits") -> Probe:
         """The probe at `value` on `count` of `gpu` (on `value` of it where the count varies)."""
         count_probe()                       # the server's search budget (kb.engine.budget)
-        key = (vary, value, str(gpu["id"]), count, holds)
-        found = self._made.get(key)
-        if found is None:
-            if len(self._made) >= KEPT:
-                del self._made[next(iter(self._made))]
-            found = self._made[key] = self._fresh(vary, value, gpu, count, holds)
-        return found
+        return _kept(self._made, (vary, value, str(gpu["id"]), count, holds),
+                     lambda: self._fresh(vary, value, gpu, count, holds))
 
     def _fresh(self, vary: str, value: float, gpu: GPU, count: int, holds: str) -> Probe:
         r = self.resolved(vary, value)
