@@ -1,6 +1,6 @@
 """The capacity searches (kb.engine.solve, kb.engine.probes) give what a probe made from scratch
-and a plain bisection give: sharing the card-free formulas, computing the cards as columns and
-narrowing the bracket by the margin change how fast the answer comes, not the answer."""
+and a plain bisection give: computing the cards as columns and narrowing the bracket by the
+margin change how fast the answer comes, not the answer."""
 
 from __future__ import annotations
 
@@ -51,29 +51,29 @@ def test_the_search_finds_the_bisections_value(query: str) -> None:
 @pytest.mark.parametrize("query", ["how many gpus for deepseek-v3", "how many gpus for 70b fp16",
                                    "how many gpus to train 13b full fine-tune"])
 def test_a_probe_over_the_catalogue_is_the_probe_on_its_card(query: str) -> None:
+    """Every catalogue card at one count, evaluated at once as columns: each card's Probe is
+    the one a probe on that card alone gives."""
     kn = get_knowledge()
     w = parse(query, kn)
     cards = list(kn.gpus.values())
-    shared = Probes(kn, w, cards)
     for count in (1, 2, 8, 24):
-        for gpu in cards:
-            alone = Probes(kn, w).probe("gpu_count", count, gpu, count)
-            assert shared.probe("gpu_count", count, gpu, count) == alone, (gpu["id"], count)
-
+        over = Probes(kn, w, cards).probes_at({i: count for i in range(len(cards))})
+        for i, gpu in enumerate(cards):
+            assert over[i] == Probes(kn, w).probe("gpu_count", count, gpu, count), (gpu["id"], count)
 
 
 @pytest.mark.parametrize("query", ["how many gpus for 70b fp16", "how many gpus to train 13b full fine-tune",
                                    "how many gpus for mistral-small-3.1-24b lora",
                                    "how many gpus for 8b at 20 tok/s"])
 def test_a_search_step_over_the_cards_is_each_cards_own_probe(query: str) -> None:
-    """A how-many search's step at one count (every card at it) and at several counts: the
-    Probes (probes_at) are each card's probe among the cards, and the verdicts alone (fits_at)
-    those of a probe made from scratch."""
+    """A how-many search's step at one count (every card at it) and at several counts (the
+    counts as a column too): the Probes (probes_at) and verdicts (fits_at) are those of each
+    card's probe made alone."""
     kn = get_knowledge()
     w = parse(query, kn)
     cards = list(kn.gpus.values())
     for counts in ({i: 2 for i in range(len(cards))}, {i: 1 + i % 3 for i in range(len(cards))}):
-        among = {i: Probes(kn, w, cards).probe("gpu_count", n, cards[i], n) for i, n in counts.items()}
+        among = {i: Probes(kn, w).probe("gpu_count", n, cards[i], n) for i, n in counts.items()}
         alone = {i: Probes(kn, w).probe("gpu_count", n, cards[i], n).fits for i, n in counts.items()}
         assert Probes(kn, w, cards).probes_at(counts) == among
         assert Probes(kn, w, cards).fits_at(counts) == alone
@@ -95,3 +95,19 @@ def test_an_option_reads_whether_a_count_is_found_from_one_probe(query: str) -> 
     found = bool(whole.question and whole.question["answer"]["found"])
     assert _count_found(kn, w) == found
     assert not found or whole.gpus[0].fits
+
+
+def test_a_probe_dropped_from_the_bounded_store_is_made_again_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Probes keeps at most KEPT probes (and resolved workloads); past that the oldest go, and
+    one asked again is made again, the same as before."""
+    from kb.engine import probes
+
+    monkeypatch.setattr(probes, "KEPT", 3)
+    kn = get_knowledge()
+    w = parse("max users for 70B int4 on h200 at 32k context", kn)
+    gpu = kn.gpus[w.gpus[0].gpu_id]
+    p = Probes(kn, w)
+    first = [p.probe("users", v, gpu, 1) for v in (1, 2, 4, 8, 16)]
+    assert len(p._made) == 3 and len(p._resolved) == 3
+    assert [p.probe("users", v, gpu, 1) for v in (1, 2, 4, 8, 16)] == first
+    assert first == [Probes(kn, w).probe("users", v, gpu, 1) for v in (1, 2, 4, 8, 16)]

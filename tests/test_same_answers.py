@@ -20,6 +20,7 @@ import io
 import json
 import os
 import random
+import site
 import subprocess
 import sys
 import tarfile
@@ -155,6 +156,11 @@ def _base_python(tmp: Path) -> str:
     venv = tmp / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
     python = str(venv / "bin" / "python")
+    # run from a venv, this interpreter's packages are the venv's, which --system-site-packages
+    # does not reach: a .pth file names them
+    here = subprocess.run([python, "-c", "import site; print(site.getsitepackages()[0])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    Path(here, "base-sees-this.pth").write_text("\n".join(site.getsitepackages()) + "\n", encoding="utf-8")
     wheels = tmp / "wheels"
     subprocess.run([python, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(src)],
                    check=True)

@@ -60,36 +60,6 @@ def evaluate(kn: Knowledge, ev: Evaluated, names: Iterable[str]) -> None:
                     ev.columns.append(dep)
 
 
-def compute(kn: Knowledge, ev: Evaluated, ordered: Iterable[str]) -> None:
-    """Compute the formulas `ordered` that ev.scope lacks, in that order: each after the formulas
-    it reads that the scope lacks (kb.engine.formula_reads.wanted gives such an order)."""
-    scope = ev.scope
-    formulas = kn.formulas
-    for name in ordered:
-        if name not in scope:
-            value = scope[name] = _eval_formula(formulas[name], ev)
-            if value.__class__ is Col:
-                ev.columns.append(name)
-
-
-def seed(kn: Knowledge, scope: Scope, known: Scope, names: Iterable[str]) -> None:
-    """Into `scope`, the values `known` holds of the formulas `names` need, where `known` was
-    computed from the same inputs (every name of `scope` with the same value, and no input
-    `scope` lacks): a formula gives the same value from the same inputs. Else nothing."""
-    formulas = kn.formulas
-    for k, v in scope.items():
-        was = known.get(k, scope)
-        if was is not v and (was.__class__ is not v.__class__ or was != v):
-            return
-    if any(k not in scope and k not in formulas for k in known):
-        return
-    order = formula_order(kn)
-    for name in names:
-        for dep in order[name]:
-            if dep not in scope and dep in known:
-                scope[dep] = known[dep]
-
-
 def formula_order(kn: Knowledge) -> Mapping[str, tuple[str, ...]]:
     """Each formula after the formulas it needs, in the order to compute them."""
     return kn.derived.order

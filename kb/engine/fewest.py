@@ -60,8 +60,8 @@ def primary(kn: Knowledge, p: Probes) -> solve.Row:
         return solve.how_many_row(p, cards[0], None, None, None)    # no card holds it: the first card's row
     n, (_, i) = best
     gpu = cards[i]
-    return solve.how_many_row(p, gpu, n, p.probe("gpu_count", n, gpu, n, alone=True),
-                              p.probe("gpu_count", n - 1, gpu, n - 1, alone=True) if n > 1 else None)
+    return solve.how_many_row(p, gpu, n, p.probe("gpu_count", n, gpu, n),
+                              p.probe("gpu_count", n - 1, gpu, n - 1) if n > 1 else None)
 
 
 def _count(p: Probes, i: int, lower: int, upper: int) -> int:
@@ -70,7 +70,7 @@ def _count(p: Probes, i: int, lower: int, upper: int) -> int:
     gpu = p.cards[i]
 
     def fits(n: int) -> bool:
-        return p.probe("gpu_count", n, gpu, n, alone=True).fits
+        return p.probe("gpu_count", n, gpu, n).fits
 
     lo, hi = lower - 1, upper
     while hi - lo > 1:

@@ -2,8 +2,7 @@
 
 In: a Resolved workload (kb.engine.scope.resolve) and the Knowledge. Out: base_scope, the scope
 every formula is evaluated in before the GPU, its count and the parallel layout are added: the
-workload's fields, the constants, the formats' widths and the model's and runtime's figures (those
-of a model's architecture and of a runtime made once per knowledge, as they do not change).
+workload's fields, the constants, the formats' widths and the model's and runtime's figures.
 """
 
 from __future__ import annotations
@@ -18,13 +17,8 @@ from kb.knowledge.gpu_names import gemm_of
 from kb.query.workload import Workload
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import TypeVar
-
     from kb.engine.scope import Resolved
     from kb.knowledge.records import Model, Runtime
-
-    T = TypeVar("T")
 
 STACK_VENDORS = ("nvidia", "amd", "intel", "apple", "google", "aws")   # formulas.yaml stack.<vendor>
 
@@ -56,42 +50,20 @@ def base_scope(r: Resolved, kn: Knowledge) -> Scope:
         "weight_bytes_per_param": r.precision["bits_per_weight"] / 8,
         "kv_bytes_per_value": r.kv_precision["bits_per_weight"] / 8,
     })
-    fields, kinds = _architecture(kn, m)
-    scope.update(fields)
+    scope.update(_model_fields(m))
     scope.update({
         "gpu_candidates": None, "fitting_gpus": None, "fewest_gpus_needed": None,
         "precision.kind": r.precision["kind"],
         "precision.experts_only": bool(r.precision.get("experts_only")),
     })
-    scope.update(kinds)
+    scope.update(_layer_kinds(m))
     rt = r.runtime
-    scope.update(_kept(kn, "engine.runtime_inputs", id(rt), rt, lambda: _runtime_fields(rt)))
+    scope.update(_runtime_fields(rt))
     scope["precision.quantizes_embeddings"] = r.precision.get("quantizes_embeddings", True)
     supported = stack_platforms(rt, str(w.task))
     scope.update({f"stack.{v}": v in supported for v in STACK_VENDORS})
     scope.update(target_inputs(w))
     return scope
-
-
-def model_inputs(kn: Knowledge, m: Model) -> Scope:
-    """The names base_scope gives of a model: its size and its architecture."""
-    fields, kinds = _architecture(kn, m)
-    return {**size_inputs(m), **fields, **kinds}
-
-
-def _architecture(kn: Knowledge, m: Model) -> tuple[Scope, Scope]:
-    return _kept(kn, "engine.model_inputs", m["id"], kn.models.get(m["id"]),
-                 lambda: (_model_fields(m), _layer_kinds(m)))
-
-
-def _kept(kn: Knowledge, table: str, key: object, of: object, make: Callable[[], T]) -> T:
-    """make(), kept with the knowledge under `key` while the record it is made from is `of`
-    (the knowledge's own model or runtime: a view with another under the same id makes its own)."""
-    kept = cast("dict[object, tuple[object, T]]", kn.derived.tables.setdefault(table, {}))
-    found = kept.get(key)
-    if found is None or found[0] is not of or of is None:
-        found = kept[key] = (of, make())
-    return found[1]
 
 
 def _model_fields(m: Model) -> Scope:

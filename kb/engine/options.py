@@ -13,7 +13,6 @@ Workload's answer (asked, not estimated), so `kbq "<query>"` shows the same numb
 
 from __future__ import annotations
 
-import copy
 from typing import TYPE_CHECKING
 
 from kb.engine.answer import Answer, GpuRow
@@ -140,18 +139,12 @@ def with_changes(w: Workload, **changes: object) -> Workload:
 
 
 def words_changes(kn: Knowledge, words: str) -> dict[str, object]:
-    """What an option's words (prices.yaml advice.options) set, read by the query language; read
-    once per knowledge (kept in Derived.tables), a copy returned."""
+    """What an option's words (prices.yaml advice.options) set, read by the query language."""
     from kb.query.parse import parse
 
-    tables = kn.derived.tables
-    key = "options.words " + words
-    found = tables.get(key)
-    if not isinstance(found, dict):
-        plain = Workload().to_dict()
-        said = parse(words, kn, model_given=True).to_dict()
-        found = tables[key] = {k: v for k, v in said.items() if k != "notes" and v != plain[k]}
-    return copy.deepcopy(found)
+    plain = Workload().to_dict()
+    said = parse(words, kn, model_given=True).to_dict()
+    return {k: v for k, v in said.items() if k != "notes" and v != plain[k]}
 
 
 def _changed(kn: Knowledge, rule: OptionRule, asked: Workload, row: GpuRow,

@@ -4,33 +4,35 @@ In: a Workload (kb.query.parse) and the Knowledge. Out: an Answer (kb.engine.ans
 Steps: resolve the model, precision and defaults (kb.engine.scope, kb.engine.inputs); evaluate every candidate GPU
 at once (kb.engine.gpus, kb.engine.evaluate); rank them by the sizing flow's ranking; on the
 first GPU's own view, walk each flow (kb.engine.walk); check the sources' claims
-(kb.engine.claims); assemble the answer (kb.engine.assemble). A capacity question is solved
-first (kb.engine.solve), then answered at its value. Pure: no I/O, no printing.
+(kb.engine.claims); assemble the answer (kb.engine.assemble). A capacity question is answered by
+its kind's strategy (kb.engine.capacity: searched, then answered at its value); any other by the
+ranking and the stages of PLAIN_STAGES that apply to it. Pure: no I/O, no printing.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from kb.hints import TYPE_CHECKING, cast
 
-from kb.engine import advice as rightsize, cost_batch, per_card, train_choice, unknown
+from kb.engine import advice as rightsize, capacity, cost_batch, per_card, train_choice, unknown
 from kb.engine import training as tr
 from kb.engine.answer import Answer, GpuRow
 from kb.engine.assemble import (ROW_FORMULAS, brief_answer, bottleneck, error_bands,
                                 gpu_warnings, memory, rank_order, rows_of, shown_figures, workload_dict)
 from kb.engine.claims import check_claims
-from kb.engine.evaluate import Evaluated, Scope, evaluate, seed
+from kb.engine.evaluate import Evaluated, Scope, evaluate
 from kb.engine.gpus import catalogue_columns, layout_columns, layout_of, layouts_of
 from kb.engine.inputs import base_scope
-from kb.engine.scope import capacity_gpu, question_format, resolve
+from kb.engine.layout import Layout
+from kb.engine.scope import Resolved, capacity_gpu, question_format, resolve
 from kb.knowledge.gpu_names import gemm_of, gpu_columns, runs_on
 from kb.engine.walk import Tracer, applies, differs, walk
 from kb.expr.parse import Col
 from kb.knowledge.data import Knowledge
-from kb.figures import num
-from kb.query.workload import GpuRequest, Workload
+from kb.query.workload import Workload
 
 if TYPE_CHECKING:
-    from kb.engine import solve
     from kb.knowledge.records import GPU
     from kb.engine.answer_records import Advice, ClaimChecked, Outcome, Question
 
@@ -43,33 +45,83 @@ def answer(w: Workload, kn: Knowledge, query: str = "", *, brief: bool = False) 
     the sizing flow's outcome); the verdict text is composed from that by kb.engine.verdict."""
     question_format(w, kn)
     if w.question in kn.query["solve"]:
-        result = _answer_question(w, kn, query, brief)
+        result = capacity.answer(kn, w, ranked, query, brief)
     else:
-        plain = w.copy() if w.budget_usd is not None and w.precision is None and not w.gpus else None
-        loaded = w.copy() if cost_batch.applies(w, kn) else None    # before the answer fills w in
-        method = w.copy() if train_choice.applies(kn, w) else None
-        scale = w.copy() if train_choice.scales_out(kn, w) else None
-        result = ranked(w, kn, query, brief)
-        if method is not None:
-            result = train_choice.chosen(kn, method, result, lambda x: ranked(x, kn, query, brief)) or result
-        if scale is not None and (out := train_choice.scaled_out(kn, scale, result, lambda x: answer(x, kn, query, brief=brief))):
-            return out
-        single = None
-        if loaded is not None:
-            found = cost_batch.loaded(loaded, kn, result, lambda x: ranked(x, kn, query, brief))
-            if found is not None:
-                result, single = found
-        if plain is not None and "training" not in result.bottleneck:
-            result = _budget_precision(plain, kn, query, brief, result) or result
-        result.question = _plain_question(w, result, result.question)
-        if single is not None:
-            result.question["one_user_usd_per_million"] = single
+        result, final = _plain(w, kn, query, brief)
+        if final:
+            return result
     if brief:
         return result
     from kb.engine.verdict import compose      # the text is composed once, from the data above
 
     result.verdict = compose(result, kn)
     return result
+
+
+class _Plain:
+    """A question without a search being answered (the fit on the cards named, several
+    compared, which GPU, its cost, a training job's time): the ranking of the workload, then each
+    stage of PLAIN_STAGES that applies to the workload as asked, in turn."""
+
+    def __init__(self, kn: Knowledge, query: str, brief: bool) -> None:
+        self.kn, self.query, self.brief = kn, query, brief
+        self.single: float | None = None    # one user's cost per million tokens (_cost_batch)
+        self.final = False                  # the answer is another question's, whole (_scale_out)
+
+    def rank(self, w: Workload) -> Answer:
+        return ranked(w, self.kn, self.query, self.brief)
+
+
+def _method(p: _Plain, asked: Workload, result: Answer) -> Answer | None:
+    """The training method an expert would choose for the cards (kb.engine.train_choice)."""
+    return train_choice.chosen(p.kn, asked, result, p.rank)
+
+
+def _scale_out(p: _Plain, asked: Workload, result: Answer) -> Answer | None:
+    """A training job no card holds, answered on the cards people scale out to."""
+    out = train_choice.scaled_out(p.kn, asked, result, lambda x: answer(x, p.kn, p.query, brief=p.brief))
+    p.final = bool(out)
+    return out
+
+
+def _cost_batch(p: _Plain, asked: Workload, result: Answer) -> Answer | None:
+    """A cost question at the batch that loads the cards (kb.engine.cost_batch)."""
+    found = cost_batch.loaded(asked, p.kn, result, p.rank)
+    if found is None:
+        return None
+    out, p.single = found
+    return out
+
+
+def _budget(p: _Plain, asked: Workload, result: Answer) -> Answer | None:
+    """An inference ranking with a budget and no precision named: the format to buy for."""
+    return None if "training" in result.bottleneck else _budget_precision(asked, p.kn, p.query, p.brief, result)
+
+
+# the stages of a plain answer, in order: whether one applies (read from the workload as asked,
+# before the ranking fills it in), and what it makes of the answer so far (None: leaves it)
+PLAIN_STAGES: tuple[tuple[Callable[[Knowledge, Workload], bool],
+                          Callable[[_Plain, Workload, Answer], Answer | None]], ...] = (
+    (train_choice.applies, _method),
+    (train_choice.scales_out, _scale_out),
+    (lambda kn, w: cost_batch.applies(w, kn), _cost_batch),
+    (lambda kn, w: w.budget_usd is not None and w.precision is None and not w.gpus, _budget),
+)
+
+
+def _plain(w: Workload, kn: Knowledge, query: str, brief: bool) -> tuple[Answer, bool]:
+    """The answer to a question without a search, and whether it is final (no verdict to add)."""
+    p = _Plain(kn, query, brief)
+    stages = [(run, w.copy()) for applies, run in PLAIN_STAGES if applies(kn, w)]
+    result = p.rank(w)
+    for run, asked in stages:
+        result = run(p, asked, result) or result
+        if p.final:
+            return result, True
+    result.question = _plain_question(w, result, result.question)
+    if p.single is not None:
+        result.question["one_user_usd_per_million"] = p.single
+    return result, False
 
 
 def _plain_question(w: Workload, a: Answer, facts: Question | None) -> Question:
@@ -116,110 +168,6 @@ def _budget_precision(w: Workload, kn: Knowledge, query: str, brief: bool, plain
     return a
 
 
-def _answer_question(w: Workload, kn: Knowledge, query: str, brief: bool = False) -> Answer:
-    # the searches are imported by the questions that run them, not by every answer's start-up
-    from kb.engine import fewest, scaled, solve
-    from kb.engine.budget import note, spent
-    from kb.engine.probes import Probes
-    from kb.engine.single_probe import at_value
-
-    question = w.question or ""
-    sized: list[solve.Row] = []         # the catalogue's cards no copy of a training job fits (kb.engine.scaled)
-    unsized: list[str] = []
-    if w.gpus:
-        targets = [(capacity_gpu(g, kn) if g.gpu_id is None else kn.gpus[g.gpu_id], g.count) for g in w.gpus]
-    elif question == "how_many_gpus":
-        got = resolve(w.copy(), kn)
-        targets = [(g, 1) for g in kn.gpus.values() if runs_on(got.runtime, g, got.precision["id"])]
-        targets, sized, unsized = scaled.split_off(kn, w, got, targets)
-    else:
-        targets = [_first_ranked(w, kn)]
-    probes = Probes(kn, w, [gpu for gpu, _ in targets],     # what every card's search shares
-                    catalogue=question == "how_many_gpus" and not w.gpus and not sized)
-    rows: list[solve.Row] = []
-    stopped = None
-    side_by_side = question == "how_many_gpus" and probes.shared_counts()
-    step = solve.cards_at_once(kn) if side_by_side else 1
-    if brief and side_by_side:      # an option reads only the card that answers (kb.engine.fewest)
-        rows.append(fewest.primary(kn, probes))
-    for first in range(0, len(targets) if not rows else 0, step):  # the first cards always, the rest
-        if rows and (stopped := spent()) is not None:                   # while the budget lasts
-            break
-        if side_by_side:
-            rows.extend(solve.how_many_rows(kn, w, probes, first, min(first + step, len(targets))))
-        else:
-            rows.append(solve.solve_row(kn, w, question, targets[first][0], targets[first][1], probes))
-    rows += sized
-    found = [r for r in rows if r["found"]]
-    if w.gpus or not found:
-        primary = rows[0]
-    elif question == "how_many_gpus":
-        primary = min(found, key=lambda r: (r["value"], -(kn.gpus[r["gpu_id"]]["bandwidth_gb_s"] or 0)))
-    else:
-        primary = max(found, key=lambda r: r["value"])
-    spec = kn.query["solve"][question]
-    limit, allows = _model_limit(kn, w, question, primary)
-    if limit is not None:
-        primary = {**primary, "value": float(limit), "binds": "the model's maximum context",
-                   "at_upper_bound": False}
-    w2 = at_value(w, spec["vary"], primary["value"], kn) if primary["found"] else at_value(w, "users", w.users or 1)
-    w2.gpus = [g for g in w2.gpus] or []
-    if not w.gpus:
-        w2.gpus = [GpuRequest(primary["gpu_id"], int(primary.get("count") or 1))]
-        if primary["found"] and spec["vary"] == "gpu_count":
-            w2.gpus[0].count = int(primary["value"])
-    elif primary["found"] and spec["vary"] == "gpu_count":
-        for g, row in zip(w2.gpus, rows + [primary] * (len(w2.gpus) - len(rows)), strict=True):
-            g.count = int((row if row["found"] else primary)["value"])     # each card its own count
-    known = (probes.scope_at(spec["vary"], primary["value"], targets[0][0], int(primary["value"]) if spec["vary"]
-                             == "gpu_count" else targets[0][1], spec.get("holds", "fits"))   # computed by the search
-             if brief and primary["found"] and len(targets) == 1 else None)
-    result = ranked(w2, kn, query, brief, known)
-    facts: Question | dict[str, object] = result.question or {}
-    if spec.get("holds") == "serves_at_floor":
-        floor = w.speed_floor_tok_s or kn.constants["decode_speed_floor_tok_s"]["value"]
-        result.assumptions.append(f"speed floor: every user decodes at {floor:g} tokens/s or more"
-                                  + ("" if w.speed_floor_tok_s else " (formulas.yaml decode_speed_floor_tok_s)"))
-    q: Question = cast("Question", {
-        **facts, "kind": question, "vary": spec["vary"], "unit": spec["unit"],
-        "value": primary["value"], "gpu": primary["gpu"], "answer": primary,
-        "lower": spec["lower"], "upper": spec["upper"],
-        "per_gpu": [{"gpu": r["gpu"], "gpu_id": r["gpu_id"], "value": r["value"]} for r in rows]})
-    result.question = q
-    if question == "how_many_gpus" and not primary["found"]:
-        q["note"] = tr.no_count_note(kn, result.memory).strip() or None
-    if question == "largest_model" and primary["found"]:
-        q["value_b"] = primary["value"] / kn.billion
-        q["next_b"] = (primary.get("next") or 0) / kn.billion
-    if question == "how_many_gpus" and primary["found"] and result.gpus:
-        q["fewest_by_memory"] = result.gpus[0].gpus_needed
-    if limit is not None:
-        q["model_max_context"] = limit
-        q["memory_allows"] = allows or 0.0
-        result.warnings.append(f"memory allows {num(allows, 6)} tokens, but the model's "
-                               f"maximum context is {num(limit, 6)}")
-    if stopped is not None:
-        text = (f"{len(targets) + len(sized) - len(rows)} of the {len(targets) + len(sized)} GPUs were not "
-                f"searched: this answer's {stopped.reason()} ran out (the answer is the best of the {len(rows)} searched)")
-        note(stopped, text)
-        result.warnings.append(text)
-    result.warnings += unsized
-    result.path.insert(0, f"question/{question}")
-    return result
-
-
-def _model_limit(kn: Knowledge, w: Workload, question: str, row: solve.Row) -> tuple[int | None, float | None]:
-    """A max-context answer never exceeds the model's own limit: (that limit, what memory
-    allows) when memory allows more, else (None, None)."""
-    if question != "max_context" or not row["found"]:
-        return None, None
-
-    limit = resolve(w.copy(), kn).model.get("max_context")
-    if limit and row["value"] > limit:
-        return int(limit), float(row["value"])
-    return None, None
-
-
 def _exact_gpus_needed(kn: Knowledge, w: Workload, rows: list[GpuRow],
                        candidates: list[tuple[GPU, int, bool]], order: list[int],
                        primary: Evaluated) -> None:
@@ -241,14 +189,6 @@ def _exact_gpus_needed(kn: Knowledge, w: Workload, rows: list[GpuRow],
                 primary.scope["gpus_needed"] = found
 
 
-def _first_ranked(w: Workload, kn: Knowledge) -> tuple[GPU, int]:
-    """The first configuration of the sizing flow's ranking for the workload as asked, its card
-    and count (a capacity question with no GPU is answered on it)."""
-    plain = w.copy()
-    plain.question = None
-    return kn.gpus[(first := ranked(plain, kn).gpus[0]).id], first.count
-
-
 def _scaled_gpus_needed(kn: Knowledge, asked: Workload, rows: list[GpuRow],
                         candidates: list[tuple[GPU, int, bool]], order: list[int], primary: Evaluated) -> None:
     """A training job no count holds under the runtime's own data parallel (gpus_needed 0):
@@ -268,56 +208,89 @@ def _scaled_gpus_needed(kn: Knowledge, asked: Workload, rows: list[GpuRow],
                 primary.scope["gpus_needed"] = found
 
 
-def ranked(w: Workload, kn: Knowledge, query: str = "", brief: bool = False,
-           known: Scope | None = None) -> Answer:
+def ranked(w: Workload, kn: Knowledge, query: str = "", brief: bool = False) -> Answer:
     """The answer on the candidate cards (a plain question's ranking, before answer() may settle on
     another question of it); a ranking also ranks, under the runtime that runs them,
-    the cards its default runtime does not (kb.engine.per_card). `known`: a brief answer's
-    figures already computed from the same inputs (kb.engine.evaluate.seed)."""
+    the cards its default runtime does not (kb.engine.per_card)."""
     asked = w.copy() if per_card.applies(w, kn) else None
-    result = _ranked(w, kn, query, brief, known=known)
+    result = _ranked(w, kn, query, brief)
     if asked is None:
         return result
     return per_card.merged(asked, kn, result, lambda x, ids: _ranked(x, kn, query, brief, ids))
 
 
 def _ranked(w: Workload, kn: Knowledge, query: str = "", brief: bool = False,
-            only: frozenset[str] | None = None, known: Scope | None = None) -> Answer:
+            only: frozenset[str] | None = None) -> Answer:
+    """The ranking's stages: the workload resolved, every candidate evaluated at once, the rows
+    ranked and the first one's figures; then, but for a brief answer, the flows walked and the
+    answer assembled with its trace, claims and advice."""
     at_scale = kn.sharding.get("at_scale") or []
     scalable = (w.gpus and w.sharding is None and not w.offload
                 and (w.task == "train" or any(w.task in r["tasks"] for r in at_scale)))
     asked = w.copy() if scalable else None
+    r = _resolved(w, kn)
+    candidates, every, layouts = _evaluated(w, kn, r, *_candidates(w, kn, r, only))
+    n = len(candidates)
+    sizing = next(f for f in kn.flows if f.role == "sizing")
+    order = list(range(n)) if w.gpus else rank_order(rightsize.sort_keys(kn, w, sizing.ranking), every, n)
+    rows = rows_of(every, candidates, order)
+    rightsize.fill_rows(every.scope, rows, order, r.is_training)
+    primary = every.view(order[0])
+    _first_figures(w, kn, r, layouts[order[0]], primary)
+    if w.gpus and not r.is_training and r.runtime.get("multi_gpu") == "tensor_parallel":
+        _exact_gpus_needed(kn, w, rows, candidates, order, primary)
+    if asked is not None and r.is_training and not brief:
+        _scaled_gpus_needed(kn, asked, rows, candidates, order, primary)
+    fits = every.scope.get("fits")
+    primary.scope["gpu_candidates"] = n
+    primary.scope["fitting_gpus"] = sum(map(bool, fits)) if fits.__class__ is Col else n * bool(fits)
+    primary.scope["fewest_gpus_needed"] = rightsize.fewest_needed(rows)
+    primary.scope["sort_order"] = rightsize.sort_text(kn, w) or "fit, speed and power"
+    if brief:
+        return brief_answer(kn, r, primary, rows, query)
+    return _whole(w, kn, query, r, (candidates, every, order, rows), primary)
+
+
+def _resolved(w: Workload, kn: Knowledge) -> Resolved:
+    """The workload resolved; a model-parallel training stack on the cards named with no split
+    asked gets the split chosen for its first card (kb.engine.single_probe.choose_split)."""
     r = resolve(w, kn)
     if r.is_training and w.gpus and not (w.tp or w.pp) and tr.is_model_parallel(w, kn):
         from kb.engine.single_probe import choose_split
 
         req = w.gpus[0]
         choose_split(kn, r, capacity_gpu(req, kn) if req.gpu_id is None else kn.gpus[req.gpu_id],
-                           tr.gpu_count(w))
-    sizing = next(f for f in kn.flows if f.role == "sizing")
+                     tr.gpu_count(w))
+    return r
 
-    # every candidate GPU at once: per-GPU names hold one value per candidate (kb.expr.parse.Col)
+
+def _candidates(w: Workload, kn: Knowledge, r: Resolved,
+                only: frozenset[str] | None) -> tuple[list[tuple[GPU, int, bool]], Scope]:
+    """The candidate configurations (card, count, named) and their cards' names as columns: the
+    cards named; the classes of card asked about (or the cards given), where the runtime runs
+    them; else every catalogue card the runtime runs on."""
     if w.gpus:
         candidates = [(capacity_gpu(req, kn) if req.gpu_id is None else kn.gpus[req.gpu_id], req.count, True)
                       for req in w.gpus]
-        gpus = gpu_columns([(g, c) for g, c, _ in candidates], r.precision, gemm_of(r.runtime))
-    elif w.segments or only:    # the classes of card asked about (or the cards given): judge only those
-        candidates = [(g, 1, False) for g in kn.gpus.values()
-                      if runs_on(r.runtime, g, r.precision["id"]) and (not w.segments or g.get("segment") in w.segments)
-                      and (only is None or g["id"] in only)] or [
-            (g, 1, False) for g in kn.gpus.values() if runs_on(r.runtime, g, r.precision["id"])]
-        gpus = gpu_columns([(g, 1) for g, _, _ in candidates], r.precision, gemm_of(r.runtime))
-    else:
-        candidates = [(g, 1, False) for g in kn.gpus.values() if runs_on(r.runtime, g, r.precision["id"])]
-        gpus = catalogue_columns(kn, r.precision, r.runtime)
-    # a formula is computed when the rows, a flow or a claim first needs it
+        return candidates, gpu_columns([(g, c) for g, c, _ in candidates], r.precision, gemm_of(r.runtime))
+    runs = [g for g in kn.gpus.values() if runs_on(r.runtime, g, r.precision["id"])]
+    if w.segments or only:
+        candidates = [(g, 1, False) for g in runs if (not w.segments or g.get("segment") in w.segments)
+                      and (only is None or g["id"] in only)] or [(g, 1, False) for g in runs]
+        return candidates, gpu_columns([(g, 1) for g, _, _ in candidates], r.precision, gemm_of(r.runtime))
+    return [(g, 1, False) for g in runs], catalogue_columns(kn, r.precision, r.runtime)
+
+
+def _evaluated(w: Workload, kn: Knowledge, r: Resolved, candidates: list[tuple[GPU, int, bool]],
+               gpus: Scope) -> tuple[list[tuple[GPU, int, bool]], Evaluated, list[Layout]]:
+    """Every candidate evaluated at once (per-GPU names hold one value per candidate,
+    kb.expr.parse.Col) for its row and cost. A ranking over the catalogue first finds each card's
+    fewest GPUs that hold the job and judges the card at that count (kb.engine.advice)."""
     layouts = layouts_of(r, kn, candidates)
     gpus = {**gpus, **layout_columns(layouts)}
     base = base_scope(r, kn)
     every = Evaluated({**base, **gpus}, columns=[k for k, v in gpus.items() if v.__class__ is Col])
     rightsizing = not w.gpus and bool(kn.advice)
-    if known is not None and brief and not rightsizing:
-        seed(kn, every.scope, known, ROW_FORMULAS[r.is_training] + rightsize.cost_formulas(r.is_training))
     # judging each GPU at the fewest cards that hold the job needs only that count at one card
     evaluate(kn, every, ("gpus_needed",) if rightsizing else ROW_FORMULAS[r.is_training])
     if rightsizing:
@@ -330,31 +303,24 @@ def _ranked(w: Workload, kn: Knowledge, query: str = "", brief: bool = False,
         every = Evaluated({**base, **gpus}, columns=[k for k, v in gpus.items() if v.__class__ is Col])
         evaluate(kn, every, ROW_FORMULAS[r.is_training])
     evaluate(kn, every, rightsize.cost_formulas(r.is_training))
-    n = len(candidates)
-    order = list(range(n)) if w.gpus else rank_order(rightsize.sort_keys(kn, w, sizing.ranking), every, n)
-    rows = rows_of(every, candidates, order)
-    rightsize.fill_rows(every.scope, rows, order, r.is_training)
-    fits = every.scope.get("fits")
-    primary = every.view(order[0])
-    if layouts[order[0]].note:
-        r.assumptions.append(f"layout: {layouts[order[0]].note}")
+    return candidates, every, layouts
+
+
+def _first_figures(w: Workload, kn: Knowledge, r: Resolved, layout: Layout, primary: Evaluated) -> None:
+    """What the first row's layout and a training job's time and paged states add to the
+    assumptions, and the parallel layout the workload reports."""
+    if layout.note:
+        r.assumptions.append(f"layout: {layout.note}")
     if r.is_training:
         evaluate(kn, primary, ("paged_states_gb", "paged_out"))
         r.assumptions.extend(n for n in (tr.time_note(primary.scope), tr.paged_note(primary.scope)) if n)
-    r.workload_parallel = (tr.parallel(w, kn, layouts[order[0]]) if r.is_training
-                           else layouts[order[0]].as_dict())
-    if w.gpus and not r.is_training and r.runtime.get("multi_gpu") == "tensor_parallel":
-        _exact_gpus_needed(kn, w, rows, candidates, order, primary)
-    if asked is not None and r.is_training and not brief:
-        _scaled_gpus_needed(kn, asked, rows, candidates, order, primary)
-    primary.scope["gpu_candidates"] = n
-    primary.scope["fitting_gpus"] = sum(map(bool, fits)) if fits.__class__ is Col else n * bool(fits)
-    primary.scope["fewest_gpus_needed"] = rightsize.fewest_needed(rows)
-    primary.scope["sort_order"] = rightsize.sort_text(kn, w) or "fit, speed and power"
-    if brief:
-        return brief_answer(kn, r, primary, rows, query)
+    r.workload_parallel = tr.parallel(w, kn, layout) if r.is_training else layout.as_dict()
 
-    tracer = Tracer(kn, primary)
+
+def _walked(kn: Knowledge, primary: Evaluated,
+            tracer: Tracer) -> tuple[list[str], Outcome, list[Advice], list[ClaimChecked]]:
+    """Each flow that bears on the question walked on the first row's view: the path, the sizing
+    flow's outcome, the other flows' advice and where that advice differs from kbq's answer."""
     path: list[str] = []
     outcome: Outcome = {"outcome": None, "outcome_text": None, "unknown": None}
     advice: list[Advice] = []
@@ -371,6 +337,17 @@ def _ranked(w: Workload, kn: Knowledge, query: str = "", brief: bool = False,
             advice.append({"flow": flow.id, "title": flow.title, "source": flow.source,
                            "conclusion": text, "node": flow_path[-1]})
             seeds += differs(kn, flow, flow.nodes[flow_path[-1].split("/", 1)[1]], text, primary)
+    return path, outcome, advice, seeds
+
+
+def _whole(w: Workload, kn: Knowledge, query: str, r: Resolved,
+           ranking: tuple[list[tuple[GPU, int, bool]], Evaluated, list[int], list[GpuRow]],
+           primary: Evaluated) -> Answer:
+    """The whole answer: the flows walked, the figures shown traced, the warnings, the claims
+    checked, the recommendation and the prices."""
+    candidates, every, order, rows = ranking
+    tracer = Tracer(kn, primary)
+    path, outcome, advice, seeds = _walked(kn, primary, tracer)
     shown, throughput, withheld = shown_figures(kn, r, primary, rows)
     for name in shown:
         tracer.formula("answer", name)
@@ -385,7 +362,7 @@ def _ranked(w: Workload, kn: Knowledge, query: str = "", brief: bool = False,
     r.assumptions.extend(rightsize.price_assumptions(kn, w, rows[0]))
     question: Question = {"kind": "", "vary": None, "unit": None, "value": None, "gpu": None,
                           "focus": w.focus, "total_gb": s.get("total_gb"),
-                          "fitting_gpus": s.get("fitting_gpus"), "gpu_candidates": n,
+                          "fitting_gpus": s.get("fitting_gpus"), "gpu_candidates": len(candidates),
                           "fewest_gpus_needed": s.get("fewest_gpus_needed"),
                           "outcome": outcome["outcome"], "outcome_text": outcome["outcome_text"],
                           "unknown": outcome["unknown"]}

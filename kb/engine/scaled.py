@@ -11,8 +11,7 @@ training stack supports well (runtimes.yaml well_supported), where such runs are
 On such a card the workload at a count is the same whichever of them it is (the layout follows
 the count once one card cannot hold the copy), so the cards are probed side by side: the counts
 from 2 up to a node one by one, then growing by half (kb.engine.layout.count_scan), each
-count one evaluation over every card still searching (kb.engine.probes keeps each count's
-columns), and the gap below the first count that holds the job on a card bisected. Memory per
+count one evaluation over every card still searching (kb.engine.probes.Probes.probes_at), and the gap below the first count that holds the job on a card bisected. Memory per
 GPU falls as the sharded state is split over more GPUs, so that is the fewest that hold it, the
 count the card's own search finds. The scan stops below the first count where the layout becomes
 model parallel (Megatron: each card's split is its own); the cards that need more are said,

@@ -2,8 +2,7 @@
 
 In: a Workload (kb.query.parse) and the Knowledge. Out: Resolved (the workload with its defaults, the
 model, precision, KV precision and runtime, and the assumptions and warnings that say what was
-assumed), and the same at another size or number of users (at_size, passed_on). Its inputs, the
-names formulas read, are kb.engine.inputs.base_scope.
+assumed). Its inputs, the names formulas read, are kb.engine.inputs.base_scope.
 """
 
 from __future__ import annotations
@@ -12,7 +11,6 @@ from kb.hints import TYPE_CHECKING
 
 from kb.engine import training as tr
 from kb.engine.bare_size import bare_model
-from kb.engine.evaluate import Scope
 from kb.knowledge.gpu_names import runs_on
 from kb.knowledge.data import Knowledge, capacity_fields
 from kb.recordtype import record
@@ -231,54 +229,6 @@ def _resolve_model(w: Workload, kn: Knowledge, assumptions: list[str]) -> Model:
     model, said = bare_model(kn, w.params if w.params is not None else kn.defaults["params"])
     assumptions.append(said)
     return model
-
-
-def at_size(r: Resolved, kn: Knowledge, params: float, was: str | None = None) -> Resolved:
-    """resolve() of r's bare-size workload at another size of the same
-    kb.engine.bare_size.size_regime: the same job but for the model (its size and the reference
-    architecture it takes) and what the assumptions and warnings say of it (`was`: what r's say of
-    its model, if known)."""
-    model, said = bare_model(kn, params)
-    was = was or bare_model(kn, float(r.model["params_total"]))[1]
-    w = r.workload.copy()
-    w.params = params
-    return Resolved(w, r.runtime, model, r.precision, r.kv_precision,
-                    [said if a == was else a for a in r.assumptions], _too_long(w, model, r.is_training),
-                    r.is_training, r.workload_parallel)
-
-
-# the workload fields resolve() passes on as they are when set (1 or more), and base_scope gives
-# under their own names: a search over one of them resolves the workload once (kb.engine.resolutions)
-PASSED_ON = ("users", "batch")
-
-
-CONTEXT_FIELDS = ("context_tokens", "prompt_tokens", "output_tokens")   # base_scope's names too
-
-
-def holds_its_work(w: Workload) -> bool:
-    """Whether the context, prompt and output are all set, the context holding the other two:
-    resolve() then changes none of them (_context_holds_the_work) and says nothing of them."""
-    return (w.context_tokens is not None and w.prompt_tokens is not None and w.output_tokens is not None
-            and w.prompt_tokens + w.output_tokens <= w.context_tokens)
-
-
-def at_context(r: Resolved, asked: Workload) -> Resolved:
-    """resolve() of `asked`, r's workload with another context, prompt and output, where both
-    hold their work (holds_its_work): r's with those three, and what the warnings say of the
-    length (_too_long)."""
-    w = r.workload.copy()
-    for name in CONTEXT_FIELDS:
-        setattr(w, name, getattr(asked, name))
-    return Resolved(w, r.runtime, r.model, r.precision, r.kv_precision, list(r.assumptions),
-                    _too_long(w, r.model, r.is_training), r.is_training, r.workload_parallel)
-
-
-def passed_on(r: Resolved, attr: str, value: int) -> Resolved:
-    """resolve() of r's workload with `attr` (one of PASSED_ON) set to another `value` ≥ 1."""
-    w = r.workload.copy()
-    setattr(w, attr, value)
-    return Resolved(w, r.runtime, r.model, r.precision, r.kv_precision, list(r.assumptions),
-                    list(r.warnings), r.is_training, r.workload_parallel)
 
 
 def capacity_gpu(req: GpuRequest, kn: Knowledge) -> GPU:

@@ -1,4 +1,4 @@
-"""One probe of a capacity search made alone (kb.engine.probes shares what several have in common).
+"""One probe of a capacity search, and the pieces kb.engine.probes makes every probe from.
 
 In: the Knowledge, a Workload, the value a search tries, a card and a count. Out: the Probe there
 (whether the job fits, with the figures the verdict quotes); the Workload at a value (at_value);

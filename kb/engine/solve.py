@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING, Any
 from kb.engine.bracket import Bracket, margin as _margin
 from kb.engine.layout import count_scan
 from kb.engine.budget import count_probe, group_size
-from kb.engine.probe_batch import probes_over
-from kb.engine.probes import FEW_COUNTS, Probes
+from kb.engine.probes import Probes
 from kb.engine.single_probe import Probe
 from kb.knowledge.data import Knowledge
 from kb.figures import duration, num
@@ -95,19 +94,14 @@ def _largest_params(kn: Knowledge, p: Probes, low: tuple[float, Probe], upper: f
 def _fitting_range(p: Probes, ranges: list[tuple[float, float]], low: tuple[float, Probe], upper: float,
                    gpu: GPU, count: int, holds: str) -> tuple[float, float, Probe] | None:
     """None if `upper` fits; else the first of `ranges` (largest first) whose smallest size fits
-    (`low`'s size does: its probe), else the last, with that size's probe. `upper` and those
-    sizes are probed side by side (kb.engine.probe_batch), each read counted as a probe."""
+    (`low`'s size does: its probe), else the last, with that size's probe."""
     lower = low[0]
-    sizes = [upper] + [b for b, _ in ranges if b != lower]
-    at = iter(probes_over(p, "params", [(v, count) for v in sizes], gpu, holds))
-    count_probe()
-    if next(at).fits:
+    if p.probe("params", upper, gpu, count, holds).fits:
         return None
     for b, t in ranges:
         if b == lower:
             return b, t, low[1]
-        count_probe()
-        if (found := next(at)).fits:
+        if (found := p.probe("params", b, gpu, count, holds)).fits:
             return b, t, found
     return (*ranges[-1], low[1])
 
@@ -158,27 +152,21 @@ def fewest_scanned(kn: Knowledge, w: Workload, gpu: GPU, upper: int) -> int | No
     one up to a node, then growing by half (12, 16, 24, 32…: counts a split divides), and the gap
     below the first that holds it bisected (in whole nodes past a node's square of GPUs)."""
     node = int(kn.constants["gpus_per_node"]["value"])
-    p = Probes(kn, w)                   # every count's probe shares what does not read the count
+    p = Probes(kn, w)
     one, two = p.resolved("gpu_count", 1).workload, p.resolved("gpu_count", 2).workload
     st = kn.sharding.get("strategies", {}).get(two.sharding or "")   # plain data parallel at every count:
     if st and two.sharding == one.sharding and not (st["stage"] or st.get("model_parallel") or two.offload):
         return None                     # every GPU keeps its copy, so no count holds what one does not
     scan = count_scan(node, upper)
-    done, size = 0, 1
-    while done < len(scan):             # the counts in growing batches (kb.engine.probe_batch)
-        batch = scan[done:done + size]
-        for k, at in enumerate(probes_over(p, "gpu_count", [(c, c) for c in batch], gpu)):
-            count_probe()
-            if at.fits:
-                n = batch[k]
-                prev = scan[done + k - 1] if done + k else 1
-                step = node if prev >= node * node and prev % node == 0 and n % node == 0 else 1  # past tens, whole nodes
-                lo, hi = prev // step, n // step
-                while hi - lo > 1:
-                    mid = (lo + hi) // 2
-                    lo, hi = (lo, mid) if p.probe("gpu_count", mid * step, gpu, mid * step).fits else (mid, hi)
-                return hi * step
-        done, size = done + len(batch), size * 2
+    for k, n in enumerate(scan):        # the counts in order, the gap below the first that holds it bisected
+        if p.probe("gpu_count", n, gpu, n).fits:
+            prev = scan[k - 1] if k else 1
+            step = node if prev >= node * node and prev % node == 0 and n % node == 0 else 1  # past tens, whole nodes
+            lo, hi = prev // step, n // step
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                lo, hi = (lo, mid) if p.probe("gpu_count", mid * step, gpu, mid * step).fits else (mid, hi)
+            return hi * step
     return None
 
 
@@ -219,45 +207,58 @@ def cards_at_once(kn: Knowledge, most: int = 256) -> int:
 def how_many_rows(kn: Knowledge, w: Workload, p: Probes, first: int, last: int) -> list[Row]:
     """solve_row("how_many_gpus") on each of p.cards[first:last], where p.shared_counts(): the
     cards' searches run side by side, each step one probe per card still searching, all computed
-    at once (Probes.probes_at). Each card takes the steps smallest_fitting takes on it alone, so
-    each row is the one solve_row gives."""
+    at once (Probes.probes_at). Each card takes the steps smallest_fitting takes on it alone (the
+    bisection, then the next canonical count up), so each row is the one solve_row gives."""
     spec = kn.query["solve"]["how_many_gpus"]
     lower, upper = int(spec["lower"]), int(spec["upper"])
     cards = range(first, last)
-    seen: dict[tuple[int, int], Probe] = {}
+    at = _SideBySide(p)
+    at_upper = at.fits({i: upper for i in cards})
+    bounds = _bisected(at, {i: (lower - 1, upper) for i in cards if at_upper[i]})
+    found: dict[int, int | None] = {i: None for i in cards}
+    found.update(_canonical_up(p, at, bounds, upper))
+    counts = {i: n for i, n in found.items() if n is not None}
+    at_n = at.probes(counts) if counts else {}
+    before = {i: n - 1 for i, n in counts.items() if n > 1}
+    at_prev = at.probes(before) if before else {}
+    return [how_many_row(p, p.cards[i], found[i], at_n.get(i), at_prev.get(i)) for i in cards]
 
-    def probes_at(counts: dict[int, int]) -> dict[int, Probe]:
-        """Probes.probes_at, each (card, count) computed once (the row's figures read the
-        counts the search ended at again); each asked counts against the budget."""
-        new = {i: n for i, n in counts.items() if (i, n) not in seen}
+
+class _SideBySide:
+    """Probes.probes_at, each (card, count) computed once (a row's figures read the counts the
+    search ended at again); each asked counts against the budget."""
+
+    def __init__(self, p: Probes) -> None:
+        self.p = p
+        self.seen: dict[tuple[int, int], Probe] = {}
+
+    def probes(self, counts: dict[int, int]) -> dict[int, Probe]:
+        new = {i: n for i, n in counts.items() if (i, n) not in self.seen}
         for _ in range(len(counts) - len(new)):
             count_probe()
         if new:
-            seen.update(((i, new[i]), at) for i, at in p.probes_at(new).items())
-        return {i: seen[(i, n)] for i, n in counts.items()}
+            self.seen.update(((i, new[i]), at) for i, at in self.p.probes_at(new).items())
+        return {i: self.seen[(i, n)] for i, n in counts.items()}
 
-    known: dict[tuple[int, int], bool] = {}
+    def fits(self, counts: dict[int, int]) -> dict[int, bool]:
+        return {i: at.fits for i, at in self.probes(counts).items()}
 
-    def fits_at(counts: dict[int, int]) -> dict[int, bool]:
-        """Whether each card holds the job at its count (Probes.fits_at: no Probe made where
-        the step asks one count), each (card, count) computed once, each asked counted."""
-        new = {i: n for i, n in counts.items() if (i, n) not in known and (i, n) not in seen}
-        for _ in range(len(counts) - len(new)):
-            count_probe()
-        if len(set(new.values())) > FEW_COUNTS:       # Probes made anyway: kept for the rows
-            seen.update(((i, new[i]), at) for i, at in p.probes_at(new).items())
-        elif new:
-            known.update(((i, new[i]), ok) for i, ok in p.fits_at(new).items())
-        return {i: known[(i, n)] if (i, n) in known else seen[(i, n)].fits for i, n in counts.items()}
 
-    at_upper = fits_at({i: upper for i in cards})
-    found: dict[int, int | None] = {i: None for i in cards}
-    bounds = {i: (lower - 1, upper) for i in cards if at_upper[i]}
+def _bisected(at: _SideBySide, bounds: dict[int, tuple[int, int]]) -> dict[int, tuple[int, int]]:
+    """Each card's bracket (the low end does not hold the job, the high end does) narrowed to
+    neighbours, a bisection's step on every card at once."""
     while searching := {i: (lo + hi) // 2 for i, (lo, hi) in bounds.items() if hi - lo > 1}:
-        for i, ok in fits_at(searching).items():          # the bisection's step on each card
+        for i, ok in at.fits(searching).items():
             lo, hi = bounds[i]
             bounds[i] = (lo, searching[i]) if ok else (searching[i], hi)
-    scan = {i: hi for i, (_, hi) in bounds.items()}           # then the next canonical count up
+    return bounds
+
+
+def _canonical_up(p: Probes, at: _SideBySide, bounds: dict[int, tuple[int, int]], upper: int) -> dict[int, int]:
+    """From each card's fewest that hold the job, the next canonical count up that holds it (the
+    bisection's where none up to `upper` does)."""
+    found: dict[int, int] = {}
+    scan = {i: hi for i, (_, hi) in bounds.items()}
     while scan:
         for i, n in list(scan.items()):
             while n <= upper and not _canonical(p, n):
@@ -268,16 +269,12 @@ def how_many_rows(kn: Knowledge, w: Workload, p: Probes, first: int, last: int) 
             else:
                 scan[i] = n
         if scan:
-            for i, ok in fits_at(scan).items():
+            for i, ok in at.fits(scan).items():
                 if ok:
                     found[i] = scan.pop(i)
                 else:
                     scan[i] += 1
-    counts = {i: n for i, n in found.items() if n is not None}
-    at_n = probes_at(counts) if counts else {}
-    before = {i: n - 1 for i, n in counts.items() if n > 1}
-    at_prev = probes_at(before) if before else {}
-    return [how_many_row(p, p.cards[i], found[i], at_n.get(i), at_prev.get(i)) for i in cards]
+    return found
 
 
 def _layout_facts(p: Probes, count: int) -> dict[str, int]:

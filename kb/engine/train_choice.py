@@ -54,11 +54,11 @@ def chosen(kn: Knowledge, w: Workload, plain: Answer, answer: Callable[[Workload
 
     rules = [r for r in kn.advice.get("options") or [] if r["kind"] == "words"
              and (w.task in r["tasks"] or "training" in r["tasks"])]
-    said_by = {id(r): words_changes(kn, r["words"]) for r in rules}
-    ckpt = next((r for r in rules if said_by[id(r)].get("checkpointing") is True), None)
+    said_by = {r["id"]: words_changes(kn, r["words"]) for r in rules}
+    ckpt = next((r for r in rules if said_by[r["id"]].get("checkpointing") is True), None)
     best, best_key, said = plain, key(plain, 0), ""
     for rule, with_ckpt in [(r, False) for r in rules] + [(r, True) for r in rules if ckpt and r is not ckpt]:
-        changes = {**said_by[id(rule)], **(said_by[id(ckpt)] if with_ckpt and ckpt else {})}
+        changes = {**said_by[rule["id"]], **(said_by[ckpt["id"]] if with_ckpt and ckpt else {})}
         if any(k not in METHOD_FIELDS + ("task", "task_explicit") for k in changes) or (
                 w.task == "full_ft" and w.task_explicit and "task" in changes):     # a full fine-tune named is kept
             continue

@@ -50,16 +50,6 @@ def count_windows(w: Workload, runtime: Runtime) -> tuple[tuple[int, int | None]
                  and (r["when"]["min_gpus"] > 1 or r["when"]["max_gpus"] is not None))
 
 
-def count_regime(kn: Knowledge, windows: tuple[tuple[int, int | None], ...], count: int) -> tuple[bool, ...]:
-    """What resolving a job on GPUs the query names reads of their count: whether they are
-    several (resolve_at_scale, _at_scale, resolve_sharding), which of the runtime's recipe
-    `windows` the count lies in (apply_recipes, in_window) and which at-scale layouts' smallest
-    counts it reaches (_at_scale). Counts with the same tuple resolve to the same job but for the
-    count itself."""
-    return (count > 1, *(in_window(count, win) for win in windows),
-            *(count >= r["min_gpus"] for r in kn.sharding.get("at_scale") or []))
-
-
 def resolve_objective(w: Workload, kn: Knowledge, assumptions: list[str]) -> None:
     """A preference or RL objective: the task becomes its training method (full fine-tune unless
     a LoRA/QLoRA word was given) and the answer says what the objective holds."""

@@ -21,7 +21,7 @@ from kb.knowledge.checks import (Collector, NeedSource, check_unit, col_offset, 
                                  unique)
 from kb.knowledge.loader import Doc
 from kb.knowledge.data import GPU_INPUT_PREFIX, TEMPLATE_FIELD, TEMPLATE_SPEC, Case, Claim, Edge, Flow, Formula, Node
-from kb.knowledge.schema import FlowFile
+from kb.knowledge.schema import FlowFile, NodeSchema
 from kb.knowledge.schema import FormulasFile, SourcesFile
 
 
@@ -88,47 +88,7 @@ def compile_flow(doc: Doc, flow: FlowFile, units: dict[str, ex.Unit], formulas: 
         if n.id in nodes:
             errs.add(doc.error(("nodes", i, "id"), f"duplicate node id '{n.id}'"))
             continue
-        for j, fname in enumerate(n.compute):
-            if fname not in formulas:
-                errs.add(doc.error(("nodes", i, "compute", j), f"unknown formula '{fname}'",
-                                   nearest(fname, formulas)))
-        edges = []
-        for j, e in enumerate(n.edges):
-            if any(earlier.to == e.to for earlier in n.edges[:j]):
-                errs.add(doc.error(("nodes", i, "edges", j, "to"),
-                                   f"a second edge from '{n.id}' to '{e.to}'; join the two conditions "
-                                   "with 'or' in one edge"))
-            when = compile_expr(doc, ("nodes", i, "edges", j, "when"), e.when, units, errs, want=ex.BOOL) if e.when else None
-            edges.append(Edge(e.to, when, e.label))
-        if n.kind == "verdict":
-            if n.edges:
-                errs.add(doc.error(("nodes", i, "edges"), f"verdict node '{n.id}' cannot have edges"))
-            text_loc = ("nodes", i, "text")
-            quote = col_offset(doc, text_loc) - (doc.pos(text_loc)[1] - 1)
-            for m in TEMPLATE_FIELD.finditer(n.text):
-                if m.group(1) not in units:
-                    errs.add(doc.error(text_loc, f"unknown name '{m.group(1)}' in the verdict text",
-                                       nearest(m.group(1), units),
-                                       column_offset=quote + m.start(1) if "\n" not in n.text else 0))
-                elif m.group(2) is not None and not TEMPLATE_SPEC.match(m.group(2)):
-                    errs.add(doc.error(("nodes", i, "text"),
-                                       f"format '{m.group(2)}' of {{{m.group(1)}}} is not allowed; "
-                                       "use a width of up to 2 digits and up to 6 decimals, e.g. :.1f"))
-        elif not n.edges:
-            errs.add(doc.error(("nodes", i, "id"), f"node '{n.id}' has no edges; only a verdict can end a flow"))
-        elif n.edges[-1].when is not None:
-            errs.add(doc.error(("nodes", i, "edges", len(n.edges) - 1),
-                               f"the last edge of '{n.id}' has a condition, so some workloads match no branch; "
-                               "leave its 'when' out to make it the otherwise branch"))
-        line = doc.pos(("nodes", i))[0]
-        agrees = compile_expr(doc, ("nodes", i, "agrees"), n.agrees, units, errs, want=ex.BOOL) if n.agrees else None
-        if n.differs is not None:
-            for m in TEMPLATE_FIELD.finditer(n.differs):
-                if m.group(1) not in units:
-                    errs.add(doc.error(("nodes", i, "differs"), f"unknown name '{m.group(1)}' in the text",
-                                       nearest(m.group(1), units)))
-        nodes[n.id] = Node(n.id, n.kind, n.text, tuple(n.compute), tuple(edges), n.style,
-                           f"{doc.display}:{line}", agrees, n.differs)
+        nodes[n.id] = _node(doc, i, n, units, formulas, errs)
     for i, n in enumerate(flow.nodes):
         for j, e in enumerate(n.edges):
             if e.to not in nodes:
@@ -153,6 +113,63 @@ def compile_flow(doc: Doc, flow: FlowFile, units: dict[str, ex.Unit], formulas: 
     for node_id, out in out_edges(graph, result).items():
         result.nodes[node_id] = replace(result.nodes[node_id], edges=out)
     return result
+
+
+def _node(doc: Doc, i: int, n: NodeSchema, units: dict[str, ex.Unit], formulas: set[str], errs: Collector) -> Node:
+    """Node i of a flow: the formulas it computes known, its edges' conditions compiled, how it
+    ends checked (a verdict has no edges, any other node an otherwise branch), its agreement
+    with kbq's answer compiled and the names its texts fill in known."""
+    for j, fname in enumerate(n.compute):
+        if fname not in formulas:
+            errs.add(doc.error(("nodes", i, "compute", j), f"unknown formula '{fname}'",
+                               nearest(fname, formulas)))
+    edges = _edges(doc, i, n, units, errs)
+    if n.kind == "verdict":
+        _verdict(doc, i, n, units, errs)
+    elif not n.edges:
+        errs.add(doc.error(("nodes", i, "id"), f"node '{n.id}' has no edges; only a verdict can end a flow"))
+    elif n.edges[-1].when is not None:
+        errs.add(doc.error(("nodes", i, "edges", len(n.edges) - 1),
+                           f"the last edge of '{n.id}' has a condition, so some workloads match no branch; "
+                           "leave its 'when' out to make it the otherwise branch"))
+    line = doc.pos(("nodes", i))[0]
+    agrees = compile_expr(doc, ("nodes", i, "agrees"), n.agrees, units, errs, want=ex.BOOL) if n.agrees else None
+    for m in TEMPLATE_FIELD.finditer(n.differs or ""):
+        if m.group(1) not in units:
+            errs.add(doc.error(("nodes", i, "differs"), f"unknown name '{m.group(1)}' in the text",
+                               nearest(m.group(1), units)))
+    return Node(n.id, n.kind, n.text, tuple(n.compute), tuple(edges), n.style,
+                f"{doc.display}:{line}", agrees, n.differs)
+
+
+def _edges(doc: Doc, i: int, n: NodeSchema, units: dict[str, ex.Unit], errs: Collector) -> list[Edge]:
+    """Node i's edges, each condition compiled; two edges to one node are one too many."""
+    edges = []
+    for j, e in enumerate(n.edges):
+        if any(earlier.to == e.to for earlier in n.edges[:j]):
+            errs.add(doc.error(("nodes", i, "edges", j, "to"),
+                               f"a second edge from '{n.id}' to '{e.to}'; join the two conditions "
+                               "with 'or' in one edge"))
+        when = compile_expr(doc, ("nodes", i, "edges", j, "when"), e.when, units, errs, want=ex.BOOL) if e.when else None
+        edges.append(Edge(e.to, when, e.label))
+    return edges
+
+
+def _verdict(doc: Doc, i: int, n: NodeSchema, units: dict[str, ex.Unit], errs: Collector) -> None:
+    """A verdict node ends the flow, and its text fills in known names in allowed formats."""
+    if n.edges:
+        errs.add(doc.error(("nodes", i, "edges"), f"verdict node '{n.id}' cannot have edges"))
+    text_loc = ("nodes", i, "text")
+    quote = col_offset(doc, text_loc) - (doc.pos(text_loc)[1] - 1)
+    for m in TEMPLATE_FIELD.finditer(n.text):
+        if m.group(1) not in units:
+            errs.add(doc.error(text_loc, f"unknown name '{m.group(1)}' in the verdict text",
+                               nearest(m.group(1), units),
+                               column_offset=quote + m.start(1) if "\n" not in n.text else 0))
+        elif m.group(2) is not None and not TEMPLATE_SPEC.match(m.group(2)):
+            errs.add(doc.error(("nodes", i, "text"),
+                               f"format '{m.group(2)}' of {{{m.group(1)}}} is not allowed; "
+                               "use a width of up to 2 digits and up to 6 decimals, e.g. :.1f"))
 
 
 def _check_graph(doc: Doc, raw: FlowFile, flow: Flow, errs: Collector, graph: nx.DiGraph[str]) -> None:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from kb.knowledge.loader import Path_
     from kb.knowledge.records import GPU
     from kb.knowledge.records_rules import PriceAdvice, CloudRule, Price
-    from kb.knowledge.schema import PricesFile
+    from kb.knowledge.schema import AdviceSchema, PricesFile
 
 NeedSource = Callable[[Doc, "Path_", str], None]
 
@@ -43,14 +43,20 @@ def check(doc: Doc, pfile: PricesFile, gpus: dict[str, GPU], formulas: set[str],
         need_source(doc, ("prices", i, "purchase_source"), p.purchase_source)
         for j, c in enumerate(p.cloud):
             need_source(doc, ("prices", i, "cloud", j, "source"), c.source)
-    if pfile.advice is None:
-        return
-    need_source(doc, ("advice", "source"), pfile.advice.source)
-    need_source(doc, ("advice", "cloud_price", "source"), pfile.advice.cloud_price.source)
-    for j, o in enumerate(pfile.advice.options):
+    if pfile.advice is not None:
+        _check_advice(doc, pfile.advice, formulas, need_source, add)
+
+
+def _check_advice(doc: Doc, advice: AdviceSchema, formulas: set[str], need_source: NeedSource,
+                  add: Callable[[RuleError], None]) -> None:
+    """prices.yaml advice: its sources known; every sort key, worded key and cost key a formula or
+    an input, each sort key and the cost key with words in advice.says."""
+    need_source(doc, ("advice", "source"), advice.source)
+    need_source(doc, ("advice", "cloud_price", "source"), advice.cloud_price.source)
+    for j, o in enumerate(advice.options):
         need_source(doc, ("advice", "options", j, "source"), o.source)
-    says = pfile.advice.says
-    for sort, keys in pfile.advice.sorts.items():
+    says = advice.says
+    for sort, keys in advice.sorts.items():
         for j, k in enumerate(keys):
             if k.by not in formulas:
                 add(doc.error(("advice", "sorts", sort, j, "by"), f"unknown name '{k.by}'",
@@ -61,16 +67,16 @@ def check(doc: Doc, pfile: PricesFile, gpus: dict[str, GPU], formulas: set[str],
     for name in says:
         if name not in formulas:
             add(doc.error(("advice", "says", name), f"unknown name '{name}'", nearest(name, formulas)))
-    for key, names in (("rent_ignores", pfile.advice.rent_ignores), ("training_only", pfile.advice.training_only)):
+    for key, names in (("rent_ignores", advice.rent_ignores), ("training_only", advice.training_only)):
         for j, name in enumerate(names):
             if name not in formulas:
                 add(doc.error(("advice", key, j), f"unknown name '{name}'", nearest(name, formulas)))
-    if pfile.advice.rent_cost_key not in formulas:
-        add(doc.error(("advice", "rent_cost_key"), f"unknown formula '{pfile.advice.rent_cost_key}'",
-                      nearest(pfile.advice.rent_cost_key, formulas)))
-    elif pfile.advice.rent_cost_key not in says:
+    if advice.rent_cost_key not in formulas:
+        add(doc.error(("advice", "rent_cost_key"), f"unknown formula '{advice.rent_cost_key}'",
+                      nearest(advice.rent_cost_key, formulas)))
+    elif advice.rent_cost_key not in says:
         add(doc.error(("advice", "rent_cost_key"),
-                      f"'{pfile.advice.rent_cost_key}' has no words in advice.says (how an answer names this key)"))
+                      f"'{advice.rent_cost_key}' has no words in advice.says (how an answer names this key)"))
 
 
 PICK: dict[str, Callable[[list[float]], float]] = {"median": statistics.median, "lowest": min, "highest": max}
