@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.server_common import fetch
 from tests.test_server_processes import _read_response, get
 
 HEADERS = {"content-security-policy", "x-content-type-options", "referrer-policy", "x-frame-options"}
@@ -271,3 +272,19 @@ def test_a_spent_budget_says_what_was_not_tried_and_is_not_kept(tmp_path):
     assert plain.extensions["kbq"].cache.stats()["entries"] == 1
 
 
+
+
+def test_unreadable_queries_log_no_traceback(serve):
+    # every unreadable query computed on an answer thread logged gevent's 3 KB traceback of the
+    # QueryError to stderr (~1.4 GB an hour under a stream of bad queries)
+    served = serve("--processes", "1", "--threads", "2")
+    before = len(served.output())
+    for i in range(10):
+        bad = urllib.parse.quote_plus(f"serve {70 + i}B on h10")     # 'h10': no such GPU
+        assert get(served.base, f"/api/answer?q={bad}")[0] == 400
+        status, _, _ = fetch(f"{served.base}/?q={bad}")
+        assert status == 400
+    time.sleep(0.5)
+    logged = served.output()[before:]
+    assert "Traceback" not in logged
+    assert len(logged) < 20 * 200, f"{len(logged)} bytes logged for 20 bad queries"
