@@ -12,8 +12,9 @@ What it adds to gunicorn's GeventWorker:
   and never reads the responses holds one response and those buffers, and no further request
   of it is read meanwhile;
 - a body declared larger than BODY_BYTES is refused with 413 before any of it is read (nothing
-  is read into memory or written to disk), and a chunked body (its size unknown) closes the
-  connection after its response, so the rest is never drained;
+  is read into memory or written to disk); a chunked body (its size unknown) is refused with
+  413 once it proves longer, and closes the connection after its response, so the rest is never
+  drained;
 - the responses gunicorn writes itself (a request line or headers over the limit, a malformed
   request) are the API's JSON error shape with the security headers (server.security);
 - a request whose client closed its connection before the request was read is dropped unread
@@ -36,7 +37,7 @@ from gunicorn import util
 from gunicorn.http.errors import ParseException
 from gunicorn.workers.ggevent import GeventWorker
 
-from werkzeug.exceptions import BadRequest
+from werkzeug.exceptions import BadRequest, RequestEntityTooLarge
 
 from server import serving
 from server.fairness import gone, readable
@@ -161,14 +162,23 @@ def _guarded(environ: dict[str, Any]) -> dict[str, Any]:
 
 class _Body:
     """The request body, whose malformed framing (a bad chunk size) is the client's error, 400,
-    rather than an exception of the server inside the app."""
+    rather than an exception of the server inside the app, and which is refused (413) once it
+    proves longer than BODY_BYTES. A chunked body declares no length: werkzeug reads it up to
+    the app's limit and stops there without looking further, so the app would parse the first
+    64 KiB of a longer body as if it were the whole. Here, a read that reaches the limit looks
+    for one byte more."""
 
     def __init__(self, inner: Any) -> None:
-        self.inner = inner
+        self.inner, self.read_bytes = inner, 0
 
     def _read(self, how: str, *args: Any) -> Any:
         try:
-            return getattr(self.inner, how)(*args)
+            data = getattr(self.inner, how)(*args)
+            self.read_bytes += len(data) if how != "readlines" else sum(map(len, data))
+            if self.read_bytes > serving.BODY_BYTES or (
+                    data and self.read_bytes == serving.BODY_BYTES and self.inner.read(1)):
+                raise RequestEntityTooLarge()
+            return data
         except ParseException as err:
             raise BadRequest(f"the request body is malformed: {err}") from None
 

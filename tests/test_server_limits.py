@@ -288,3 +288,29 @@ def test_unreadable_queries_log_no_traceback(serve):
     logged = served.output()[before:]
     assert "Traceback" not in logged
     assert len(logged) < 20 * 200, f"{len(logged)} bytes logged for 20 bad queries"
+
+
+def _chunked(body: bytes, size: int = 8192) -> bytes:
+    chunks = [body[i:i + size] for i in range(0, len(body), size)]
+    return b"".join(b"%x\r\n%s\r\n" % (len(c), c) for c in chunks) + b"0\r\n\r\n"
+
+
+@pytest.mark.parametrize("body", [
+    # JSON whose first 64 KiB are a whole question followed by blanks: answered 200
+    b'{"q": "serve 70B int4 16 users"}' + b" " * 70_000,
+    # a string that runs past 64 KiB: 400 "not valid JSON ... column 65537"
+    b'{"q": "serve 70B int4 16 users", "pad": "' + b"x" * 70_000 + b'"}',
+], ids=["first-64k-parse", "cut-mid-string"])
+def test_a_chunked_body_over_the_limit_is_a_413(serve, body):
+    served = serve("--processes", "1")
+    head = (b"POST /api/answer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n")
+    code, headers, reply = _raw(served.port, head + _chunked(body))
+    assert code == 413, reply
+    assert "64 KiB" in reply["error"]["message"]
+    assert headers.get("connection") == "close"
+    # a chunked body of exactly the limit is read whole and answered
+    exact = b'{"q": "serve 70B int4 16 users"}'
+    exact += b" " * (64 * 1024 - len(exact))
+    code, _, reply = _raw(served.port, head + _chunked(exact))
+    assert code == 200 and reply["verdict"]
