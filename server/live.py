@@ -59,15 +59,38 @@ def fingerprint(root: Path) -> Fingerprint:
     return tuple(out)
 
 
-PROXIES = ("127.0.0.1", "::1")    # a proxy on this machine may say whom it forwards
+class Proxies:
+    """The proxies whose X-Forwarded-For is believed (gunicorn's `forwarded_allow_ips`: addresses
+    and networks, or '*' for any); none unless configured, so a client cannot name itself."""
+
+    def __init__(self, allowed: list[str] | str = "") -> None:
+        import ipaddress
+
+        items = allowed.split(",") if isinstance(allowed, str) else allowed
+        items = [i.strip() for i in items if i.strip()]
+        self.any = "*" in items
+        self.networks = [ipaddress.ip_network(i) for i in items if i != "*"]
+
+    def trusted(self, peer: str) -> bool:
+        import ipaddress
+
+        if self.any:
+            return True
+        if not self.networks:
+            return False
+        try:
+            address = ipaddress.ip_address(peer)
+        except ValueError:
+            return False
+        return any(address in network for network in self.networks)
 
 
-def client_of(environ: dict[str, Any]) -> str:
-    """Who asked: the peer's address, or, from a proxy on this machine, the address the proxy
-    put last in X-Forwarded-For (nginx: `proxy_set_header X-Forwarded-For $remote_addr`)."""
+def client_of(environ: dict[str, Any], proxies: Proxies) -> str:
+    """Who asked: the peer's address, or, from a configured proxy, the address the proxy put
+    last in X-Forwarded-For (nginx: `proxy_set_header X-Forwarded-For $remote_addr`)."""
     peer = environ.get("REMOTE_ADDR") or ""
     forwarded = environ.get("HTTP_X_FORWARDED_FOR")
-    if forwarded and peer in PROXIES:
+    if forwarded and proxies.trusted(peer):
         return forwarded.rsplit(",", 1)[-1].strip()[:64] or peer
     return peer
 
@@ -89,6 +112,7 @@ class LiveKnowledge:
         self._lock = threading.Lock()
         self.cache = AnswerCache(cache_bytes)      # answers already given (server.answer_cache)
         self.gate = gate or Gate()                 # who computes next (server.fairness)
+        self.proxies = Proxies()                   # whose X-Forwarded-For names the client
         self._builder: threading.Thread | None = None
 
     def get(self) -> Knowledge:
@@ -178,7 +202,7 @@ class LiveKnowledge:
         cut: list[bool] = []
 
         def gated() -> bytes:
-            body, budget = self.gate.run(compute, client_of(environ), environ.get("gunicorn.socket"))
+            body, budget = self.gate.run(compute, client_of(environ, self.proxies), environ.get("gunicorn.socket"))
             cut.append(bool(budget and budget.cut))
             return body
 

@@ -91,8 +91,11 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-def settings(sock: socket.socket, processes: int) -> dict[str, Any]:
-    """gunicorn's settings for `kbq serve` (its names, https://docs.gunicorn.org/en/stable/settings.html)."""
+def settings(sock: socket.socket, processes: int, forwarded_allow_ips: str = "") -> dict[str, Any]:
+    """gunicorn's settings for `kbq serve` (its names, https://docs.gunicorn.org/en/stable/settings.html).
+    `forwarded_allow_ips`: the proxies whose forwarding headers are believed, by gunicorn (the
+    scheme) and by kbq (X-Forwarded-For names the client, server.fairness); none by default, not
+    gunicorn's default of 127.0.0.1 (any program on the machine could then pose as any client)."""
     return {
         "bind": [f"fd://{sock.fileno()}"],
         "workers": processes,
@@ -105,6 +108,7 @@ def settings(sock: socket.socket, processes: int) -> dict[str, Any]:
         "limit_request_line": REQUEST_LINE_BYTES,
         "limit_request_fields": HEADER_FIELDS,
         "limit_request_field_size": HEADER_FIELD_BYTES,
+        "forwarded_allow_ips": forwarded_allow_ips,
         "preload_app": True,
         "proc_name": "kbq",
         "loglevel": "warning",
@@ -116,7 +120,8 @@ def settings(sock: socket.socket, processes: int) -> dict[str, Any]:
 
 def serve(host: str, port: int, processes: int, threads: int, rules: str | None,
           ready: Ready, embed_origins: list[str] | None = None,
-          sock: socket.socket | None = None, cache_mb: float = 0) -> None:
+          sock: socket.socket | None = None, cache_mb: float = 0,
+          forwarded_allow_ips: str = "") -> None:
     """Serve until stopped; `ready` is called once the workers are being started."""
     if os.name == "nt":
         raise OSError(0, "kbq serve runs on POSIX systems (Linux, macOS); gunicorn does not run on Windows")
@@ -128,5 +133,5 @@ def serve(host: str, port: int, processes: int, threads: int, rules: str | None,
     bound = url(host, sock.getsockname()[1])
     how = (f"{processes} process{'es' if processes != 1 else ''} x {threads} answer "
            f"thread{'s' if threads != 1 else ''}, gunicorn with gevent")
-    KbqApplication(app, settings(sock, processes), lambda: ready(bound, how)).run()
+    KbqApplication(app, settings(sock, processes, forwarded_allow_ips), lambda: ready(bound, how)).run()
 

@@ -41,6 +41,7 @@ from werkzeug.exceptions import BadRequest, RequestEntityTooLarge
 
 from server import serving
 from server.fairness import gone, readable
+from server.live import Proxies
 from server.server_errors import json_error
 
 SWITCH_SECONDS = 0.001     # how long a thread may hold the interpreter before the event loop's turn
@@ -95,6 +96,7 @@ class KbqWorker(GeventWorker):
         live = getattr(self.app.wsgi(), "extensions", {}).get("kbq")
         self._gate = live.gate if live is not None else None
         if live is not None:
+            live.proxies = Proxies(self.cfg.forwarded_allow_ips)
             pool = ThreadPool(live.gate.slots)
             live.gate.use(Event, pool.apply)
 

@@ -314,3 +314,40 @@ def test_a_chunked_body_over_the_limit_is_a_413(serve, body):
     exact += b" " * (64 * 1024 - len(exact))
     code, _, reply = _raw(served.port, head + _chunked(exact))
     assert code == 200 and reply["verdict"]
+
+
+def _most_waiting_under_rotating_forwarded_for(served, seconds: float = 2.0) -> int:
+    """16 connections from one address, each naming another client in X-Forwarded-For, ask
+    distinct pages; the most answers /api/health saw waiting for their client's turn."""
+    stop = time.monotonic() + seconds
+    counter = iter(range(100_000))
+
+    def ask(n: int) -> None:
+        while time.monotonic() < stop:
+            with socket.create_connection(("127.0.0.1", served.port), timeout=30) as s:
+                s.sendall(f"GET {_expensive(next(counter))} HTTP/1.1\r\nHost: x\r\n"
+                          f"X-Forwarded-For: 10.9.{n}.{next(counter) % 250}\r\n\r\n".encode())
+                _read_response(s)
+
+    threads = [threading.Thread(target=ask, args=(n,)) for n in range(16)]
+    for t in threads:
+        t.start()
+    most = 0
+    try:
+        while time.monotonic() < stop:
+            status, body = get(served.base, "/api/health")
+            most = max(most, body["computing"]["waiting"])
+            time.sleep(0.02)
+    finally:
+        for t in threads:
+            t.join()
+    return most
+
+
+def test_x_forwarded_for_names_the_client_only_from_a_configured_proxy(serve):
+    # any client on this machine could name itself in X-Forwarded-For, so one rotating it got
+    # every answer thread instead of one at a time (the per-address fairness, server.fairness)
+    served = serve("--processes", "1", "--threads", "16")
+    assert _most_waiting_under_rotating_forwarded_for(served) >= 4    # one client: one at a time
+    proxied = serve("--processes", "1", "--threads", "16", "--forwarded-allow-ips", "127.0.0.1")
+    assert _most_waiting_under_rotating_forwarded_for(proxied) == 0   # a proxy's 16 clients
