@@ -15,6 +15,7 @@ from werkzeug.exceptions import HTTPException
 
 from kb.knowledge.data import readable_template
 from kb.figures import duration, num
+from kb.links import web_address
 
 
 def unit(text: Any) -> str:
@@ -56,7 +57,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
                                            int(app.config["KBQ_CACHE_MB"] * 1024 * 1024), gate)
     app.json = api.SafeJSON(app)
     app.jinja_env.filters.update(num=num, duration=duration, unit=unit, quantity=quantity,
-                                 readable=readable_template)
+                                 readable=readable_template, web_address=web_address)
     app.jinja_env.trim_blocks = app.jinja_env.lstrip_blocks = True
     security.init_app(app)
 
