@@ -31,6 +31,7 @@ from server.fairness import Gate
 from server.rebuild import RebuildFailed, error_dicts
 
 Fingerprint = tuple[tuple[str, int, int], ...]
+PAGE_BYTES = 16 * 1024 * 1024     # the knowledge's pages kept per process (the shipped rules' are ~0.7 MB)
 
 
 class NoKnowledge(Exception):
@@ -111,6 +112,7 @@ class LiveKnowledge:
         self._checked = float("-inf")
         self._lock = threading.Lock()
         self.cache = AnswerCache(cache_bytes)      # answers already given (server.answer_cache)
+        self.pages = AnswerCache(PAGE_BYTES)       # the knowledge's own pages, built once for it
         self.gate = gate or Gate()                 # who computes next (server.fairness)
         self.proxies = Proxies()                   # whose X-Forwarded-For names the client
         self._builder: threading.Thread | None = None
@@ -207,6 +209,17 @@ class LiveKnowledge:
             return body
 
         return self.cache.get(kn, key, gated, keep=lambda: not any(cut))
+
+    def page(self, kn: Knowledge, key: Hashable, build: Callable[[], str]) -> bytes:
+        """The bytes of a page that shows the knowledge alone (server.browse: /sources, /rules…):
+        built once for `kn` and the rules banner it is shown with, on a thread of the pool (a
+        300 KB page takes ~40 ms, which would hold the event loop), then given from memory as
+        a cached answer is, until the knowledge changes."""
+        from contextvars import copy_context
+
+        context = copy_context()              # the request's context (Flask's) goes with the work
+        full = (key, self.loaded_at, repr(self.degraded()))
+        return self.pages.get(kn, full, lambda: self.gate.offload(lambda: context.run(build).encode()))
 
     def status(self) -> dict[str, Any]:
         try:

@@ -61,10 +61,24 @@ def load_app(rules: str | None, embed_origins: list[str] | None = None, cache_mb
         config["KBQ_EMBED_ORIGINS"] = embed_origins
     app = create_app(config)
     try:
-        app.extensions["kbq"].get()
+        kn = app.extensions["kbq"].get()
     except Exception:  # noqa: BLE001 - the pages and /api/health show the rule errors
-        pass
+        return app
+    warm(app, [*BUILT_PAGES, *(f"/flows/{f.id}" for f in kn.flows)])
     return app
+
+
+BUILT_PAGES = ("/sources", "/rules", "/gpus", "/models", "/flows")
+
+
+def warm(app: Flask, paths: list[str]) -> None:
+    """Ask the app once for each page of the knowledge, plain and gzipped, before the workers
+    are forked: each is built once (server.browse), compressed once (server.compress), and every
+    worker starts with them in memory."""
+    client = app.test_client()
+    for path in paths:
+        for accept in ("identity", "gzip"):
+            client.get(path, headers={"Accept-Encoding": accept}).close()
 
 
 def url(host: str, port: int) -> str:
