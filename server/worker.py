@@ -86,7 +86,12 @@ class KbqWorker(GeventWorker):
         super().init_signals()
         import signal
 
+        from server.application import STOP_SIGNALS
+
         signal.signal(signal.SIGINT, self.handle_exit)
+        # forked with the stop signals blocked (server.application.KbqArbiter.spawn_worker): one
+        # that arrived meanwhile is delivered now, to these handlers
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
 
     def load_wsgi(self) -> None:
         super().load_wsgi()

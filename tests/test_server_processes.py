@@ -377,3 +377,34 @@ def test_kbq_installs_what_its_server_worker_imports():
     seen = {name for name, _ in done}
     if sys.platform != "win32":
         assert {"gunicorn", "gevent", "packaging"} <= seen, sorted(seen)
+
+
+@needs_fork
+def test_a_stop_while_the_workers_start_is_not_lost(tmp_path):
+    # a SIGTERM that reached a worker before its signal handlers were installed went to the
+    # arbiter's handlers it inherited from the fork, and was lost: the worker answered on until
+    # the graceful timeout (10 s) killed it, mid-response
+    from server import serving
+
+    kbq = shutil.which("kbq")
+    assert kbq, "the kbq console script is not installed (pip install -e .)"
+    for _ in range(3):
+        with socket.socket() as free:
+            free.bind(("127.0.0.1", 0))
+            port = free.getsockname()[1]
+        proc = subprocess.Popen([kbq, "serve", "--host", "127.0.0.1", "--port", str(port),
+                                 "--processes", "2"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                cwd=tmp_path, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        try:
+            assert proc.stdout.readline().startswith(b"kbq serving on")   # the workers are forking
+            start = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=30) == 0
+            took = time.monotonic() - start
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            proc.stdout.close()
+        assert took < serving.GRACEFUL_SECONDS / 2, f"stopped after {took:.1f} s"
+        assert wait_port_free(port)
