@@ -21,17 +21,22 @@ What it adds to gunicorn's GeventWorker:
   by the app (server.fairness.gone);
 - SIGINT drains the requests in flight as SIGTERM does, and on either a connection waiting for
   its next request (none has arrived on it) is closed at once, so a stop waits only for the
-  requests in flight.
+  requests in flight; the connections waiting in the listening socket's queue are accepted and
+  answered before the socket is closed (`run`), instead of being reset.
 """
 
 from __future__ import annotations
 
 import socket
 import sys
+import time
+from functools import partial
 from typing import Any
 
 import gevent
 from gevent.event import Event
+from gevent.pool import Pool
+from gevent.server import StreamServer
 from gevent.threadpool import ThreadPool
 from gunicorn import util
 from gunicorn.http.errors import ParseException
@@ -45,6 +50,7 @@ from server.live import Proxies
 from server.server_errors import json_error
 
 SWITCH_SECONDS = 0.001     # how long a thread may hold the interpreter before the event loop's turn
+STOP_POLL_SECONDS = 0.1    # how often the worker looks whether it was told to stop
 
 
 def write_error(sock: socket.socket, status_int: int, reason: str, mesg: str) -> None:
@@ -110,6 +116,54 @@ class KbqWorker(GeventWorker):
         for g in list(self._idle):            # nothing asked on these: close them now
             if not readable(self._sockets.get(g)):
                 g.kill(StopIteration, block=False)
+
+    def run(self) -> None:
+        """gunicorn's GeventWorker.run (one gevent StreamServer per listening socket, a pool of
+        `worker_connections` greenlets, a heartbeat every second), with a stop that takes what
+        waits in the listening socket's queue before it closes the socket: a connection the
+        kernel accepted, whose request may already be sent, would otherwise be reset when the
+        last copy of the socket closes. Then the requests in flight finish, as in gunicorn,
+        within `graceful_timeout`. A stop is seen within STOP_POLL_SECONDS, not a second."""
+        servers = []
+        for listener in self.sockets:
+            listener.setblocking(1)
+            server = StreamServer(listener, handle=partial(self.handle, listener),
+                                  spawn=Pool(self.worker_connections))
+            if self.cfg.workers > 1:
+                server.max_accept = 1           # share the queue with the other workers
+            server.start()
+            servers.append(server)
+        beat = 0.0
+        while self.alive:
+            if time.monotonic() - beat >= 1.0:
+                self.notify()
+                beat = time.monotonic()
+            gevent.sleep(STOP_POLL_SECONDS)
+        for listener, server in zip(self.sockets, servers):
+            self._drain(listener, server)
+        deadline = time.monotonic() + self.cfg.graceful_timeout
+        while any(server.pool.free_count() != server.pool.size for server in servers):
+            if time.monotonic() >= deadline:
+                self.log.warning("Worker graceful timeout (pid:%s)", self.pid)
+                for server in servers:
+                    server.stop(timeout=1)
+                return
+            self.notify()
+            gevent.sleep(STOP_POLL_SECONDS)
+
+    def _drain(self, listener: Any, server: StreamServer) -> None:
+        """Stop accepting, hand every connection still in the listening socket's queue to the
+        pool, then close the socket (a connection that comes after is refused, not reset)."""
+        bound = _Bound(listener.getsockname())
+        server.stop_accepting()
+        listener.setblocking(False)
+        while True:
+            try:
+                client, addr = listener.accept()
+            except OSError:                     # BlockingIOError: the queue is empty
+                break
+            server.pool.spawn(self.handle, bound, client, addr)
+        server.close()
 
     def timeout_ctx(self) -> Any:
         # a connection that had a response and waits for another may be closed on a stop (a
@@ -210,6 +264,17 @@ def _declared_length(headers: list[tuple[str, str]]) -> int | None:
             except ValueError:
                 return None
     return None
+
+
+class _Bound:
+    """A closed listening socket's address, for the connections taken from its queue at a stop
+    (gunicorn's handler asks its listener for its address)."""
+
+    def __init__(self, name: Any) -> None:
+        self.name = name
+
+    def getsockname(self) -> Any:
+        return self.name
 
 
 class _Waiting:

@@ -408,3 +408,47 @@ def test_a_stop_while_the_workers_start_is_not_lost(tmp_path):
             proc.stdout.close()
         assert took < serving.GRACEFUL_SECONDS / 2, f"stopped after {took:.1f} s"
         assert wait_port_free(port)
+
+
+@needs_fork
+@pytest.mark.parametrize("processes", ["1", "2"])
+def test_a_stop_answers_the_connections_waiting_to_be_accepted(serve, processes):
+    # a stop closed the listening socket with connections in its queue, whose requests were
+    # already sent: each was reset (16 of 16 clients connecting at the moment of the stop)
+    import collections
+    import threading
+
+    served = serve("--processes", processes)
+    outcomes: collections.Counter[str] = collections.Counter()
+    done = threading.Event()
+
+    def ask() -> None:
+        while not done.is_set():
+            try:
+                s = socket.create_connection(("127.0.0.1", served.port), timeout=15)
+            except ConnectionRefusedError:        # the socket is closed: nothing was sent
+                outcomes["refused"] += 1
+                time.sleep(0.01)
+                continue
+            try:
+                s.sendall(b"GET /api/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                outcomes["answered" if _read_response(s) == 200 else "other"] += 1
+            except OSError as err:                # reset, or closed before a response
+                outcomes[type(err).__name__] += 1
+            finally:
+                s.close()
+
+    threads = [threading.Thread(target=ask) for _ in range(16)]
+    for t in threads:
+        t.start()
+    try:
+        time.sleep(1)
+        served.proc.send_signal(signal.SIGTERM)
+        assert served.proc.wait(timeout=30) == 0
+        time.sleep(0.2)
+    finally:
+        done.set()
+        for t in threads:
+            t.join()
+    assert outcomes["answered"] > 0 and outcomes["refused"] > 0, outcomes
+    assert set(outcomes) == {"answered", "refused"}, outcomes
