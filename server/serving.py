@@ -34,6 +34,8 @@ SEND_SECONDS = 30          # a response the client does not read for this long c
 GRACEFUL_SECONDS = 10      # on SIGTERM/SIGINT/SIGHUP, requests in flight get this long to finish
 WORKER_SILENT_SECONDS = 30  # a worker whose event loop does not report for this long is replaced
 CONNECTIONS = 1000         # open connections per worker process (bench/soak.py: ~700 held add ~70 MB)
+CONNECTIONS_PER_ADDRESS = 64   # of which one client address may hold (a proxy named in
+                           # --forwarded-allow-ips: no limit); past it: 429 and closed
 BACKLOG = 2048             # connections the kernel holds before a worker accepts them
 REQUEST_LINE_BYTES = 8190  # gunicorn's maximum; a 500-character query of 4-byte characters is 6,000
 HEADER_FIELDS = 50         # header fields in a request
@@ -47,11 +49,12 @@ CLIENT_SLOTS = 1           # answers one address may have computing at once, per
 
 
 def load_app(rules: str | None, embed_origins: list[str] | None = None, cache_mb: float = 0,
-             threads: int = 2) -> Flask:
+             threads: int = 2, per_address: int = CONNECTIONS_PER_ADDRESS) -> Flask:
     """The app with its knowledge loaded, so that no request waits for a build."""
     from server import create_app
 
     config: dict[str, Any] = {"KBQ_CACHE_MB": cache_mb, "KBQ_ANSWER_SLOTS": threads,
+                              "KBQ_CONNECTIONS_PER_ADDRESS": per_address,
                               "KBQ_CLIENT_SLOTS": CLIENT_SLOTS, "KBQ_ANSWER_BUDGET_S": ANSWER_BUDGET_S,
                               "KBQ_SEARCH_PROBES": SEARCH_PROBES,
                               "MAX_CONTENT_LENGTH": BODY_BYTES}
@@ -135,7 +138,7 @@ def settings(sock: socket.socket, processes: int, forwarded_allow_ips: str = "")
 def serve(host: str, port: int, processes: int, threads: int, rules: str | None,
           ready: Ready, embed_origins: list[str] | None = None,
           sock: socket.socket | None = None, cache_mb: float = 0,
-          forwarded_allow_ips: str = "") -> None:
+          forwarded_allow_ips: str = "", per_address: int = CONNECTIONS_PER_ADDRESS) -> None:
     """Serve until stopped; `ready` is called once the workers are being started."""
     if os.name == "nt":
         raise OSError(0, "kbq serve runs on POSIX systems (Linux, macOS); gunicorn does not run on Windows")
@@ -143,7 +146,7 @@ def serve(host: str, port: int, processes: int, threads: int, rules: str | None,
 
     sock = sock or listen(host, port)
     sock.set_inheritable(True)
-    app = load_app(rules, embed_origins, cache_mb, threads)
+    app = load_app(rules, embed_origins, cache_mb, threads, per_address)
     bound = url(host, sock.getsockname()[1])
     how = (f"{processes} process{'es' if processes != 1 else ''} x {threads} answer "
            f"thread{'s' if threads != 1 else ''}, gunicorn with gevent")

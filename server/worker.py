@@ -19,6 +19,10 @@ What it adds to gunicorn's GeventWorker:
   request) are the API's JSON error shape with the security headers (server.security);
 - a request whose client closed its connection before the request was read is dropped unread
   by the app (server.fairness.gone);
+- one client address holds at most KBQ_CONNECTIONS_PER_ADDRESS open connections (a proxy named in
+  `forwarded_allow_ips`, any number): past it a connection gets 429 and is closed, so one client
+  holding idle or silent connections cannot fill `worker_connections` and keep everyone else
+  waiting in the kernel's queue;
 - SIGINT drains the requests in flight as SIGTERM does, and on either a connection waiting for
   its next request (none has arrived on it) is closed at once, so a stop waits only for the
   requests in flight; the connections waiting in the listening socket's queue are accepted and
@@ -86,6 +90,9 @@ class KbqWorker(GeventWorker):
         self._idle: set[Any] = set()     # connections waiting for a next request
         self._served: set[Any] = set()   # connections that had a response
         self._sockets: dict[Any, Any] = {}   # each connection's socket
+        self._open: dict[str, int] = {}      # open connections by client address
+        self._per_address = 0                 # the most one address may hold (load_wsgi)
+        self._proxies = Proxies()
         super().init_process()
 
     def init_signals(self) -> None:
@@ -106,8 +113,11 @@ class KbqWorker(GeventWorker):
         self.wsgi = lambda environ, start: app(_guarded(environ), start)
         live = getattr(self.app.wsgi(), "extensions", {}).get("kbq")
         self._gate = live.gate if live is not None else None
+        self._proxies = Proxies(self.cfg.forwarded_allow_ips)
+        config = getattr(self.app.wsgi(), "config", {})
+        self._per_address = int(config.get("KBQ_CONNECTIONS_PER_ADDRESS") or 0)   # 0: no limit
         if live is not None:
-            live.proxies = Proxies(self.cfg.forwarded_allow_ips)
+            live.proxies = self._proxies
             pool = ThreadPool(live.gate.slots)
             live.gate.use(Event, pool.apply)
 
@@ -182,6 +192,13 @@ class KbqWorker(GeventWorker):
             self._dropped()
             util.close(client)
             return
+        peer = addr[0] if isinstance(addr, tuple) else ""
+        if self._over_limit(peer):
+            util.write_nonblock(client, json_error(
+                429, "Too Many Requests",
+                f"more than {self._per_address} open connections from one address"))
+            util.close(client)
+            return
         me = gevent.getcurrent()
         self._sockets[me] = client
         try:
@@ -189,6 +206,23 @@ class KbqWorker(GeventWorker):
         finally:
             self._served.discard(me)
             self._sockets.pop(me, None)
+            self._left(peer)
+
+    def _over_limit(self, peer: str) -> bool:
+        """Whether `peer` already holds the connections one address may (a proxy named in
+        forwarded_allow_ips holds any number); else this connection is counted."""
+        if self._per_address and not self._proxies.trusted(peer):
+            if self._open.get(peer, 0) >= self._per_address:
+                return True
+        self._open[peer] = self._open.get(peer, 0) + 1
+        return False
+
+    def _left(self, peer: str) -> None:
+        count = self._open.get(peer, 0) - 1
+        if count > 0:
+            self._open[peer] = count
+        else:
+            self._open.pop(peer, None)
 
     def _dropped(self) -> None:
         if self._gate is not None:

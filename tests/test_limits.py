@@ -214,6 +214,7 @@ def test_the_generated_workloads_span_every_task_precision_and_size() -> None:
      "is not a token count"),
     (["serve", "--cache-mb", "nan"], "'--cache-mb': 'nan' is not a finite number"),
     (["serve", "--cache-mb", "inf"], "'--cache-mb': 'inf' is not a finite number"),
+    (["serve", "--connections-per-address", "0"], "'--connections-per-address': 0 is not in the range"),
     (["serve", "--forwarded-allow-ips", "127.0.0.1,proxy.local"],
      "'--forwarded-allow-ips': 'proxy.local' is not an IP address or network"),
     (["--batch", "-", "--jobs", "²"], "--jobs needs a number of processes"),

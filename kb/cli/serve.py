@@ -41,6 +41,10 @@ SERVE_OPTIONS = (
     Opt("--forwarded-allow-ips", "forwarded_allow_ips", metavar="ADDRESSES", kind=addresses, default="",
         help="proxies (addresses or networks, comma-separated; * for any) whose X-Forwarded-For\n"
              "names the client; by default none: the client is the connection's address"),
+    Opt("--connections-per-address", "per_address", metavar="N", kind=integer(1, 1000), default=64,
+        show_default=True,
+        help="open connections one client address may hold in each process (a proxy named in\n"
+             "--forwarded-allow-ips: no limit); past it, 429 and the connection closed"),
     Opt("--cache-mb", "cache_mb", metavar="MB", kind=amount, default=32.0, show_default=True,
         help="answers already given, kept per process to give again while the rules are\n"
              "unchanged (0: none)"),
@@ -52,7 +56,7 @@ SERVE_OPTIONS = (
                     "core, each computing answers on a few threads.")
 @options(*SERVE_OPTIONS)
 def serve(host: str, port: int, processes: int | None, threads: int, embed_origins: tuple[str, ...] | list[str],
-          forwarded_allow_ips: str, cache_mb: float, rules: str | None) -> None:
+          forwarded_allow_ips: str, per_address: int, cache_mb: float, rules: str | None) -> None:
     import os
 
     from kb import cpu_cores
@@ -73,7 +77,7 @@ def serve(host: str, port: int, processes: int | None, threads: int, embed_origi
         raise click.ClickException(f"cannot listen on {host}:{port}: {err.strerror or err}") from None
     try:
         serving.serve(host, port, processes or cpu_cores(), threads, rules, ready, origins, sock, cache_mb,
-                      forwarded_allow_ips)
+                      forwarded_allow_ips, per_address)
     except OSError as err:
         raise click.ClickException(f"cannot serve: {err.strerror or err}") from None
 
