@@ -12,7 +12,8 @@ A worker is forked with the stop signals (STOP_SIGNALS) blocked, and unblocks th
 handlers are in place (server.worker.KbqWorker.init_signals): a stop signal that reaches a
 worker while it is still starting waits for those handlers instead of reaching the arbiter's,
 which a worker inherits from the fork and which do nothing there (a SIGTERM right after start
-was lost: the worker served on until the graceful timeout killed it).
+was lost: the worker served on until the graceful timeout killed it). A stop that had to kill a
+worker after the graceful timeout exits 1.
 """
 
 from __future__ import annotations
@@ -33,6 +34,27 @@ class KbqArbiter(Arbiter):
     def handle_int(self) -> None:
         """Ctrl-C: the graceful stop of SIGTERM."""
         self.handle_term()
+
+    killed = 0                              # workers a stop had to kill (SIGKILL)
+
+    def kill_workers(self, sig: int) -> None:
+        """gunicorn's kill_workers, counting the workers still there when a stop's graceful
+        timeout has run out and they are killed."""
+        if sig == signal.SIGKILL:
+            self.killed += len(self.WORKERS)
+        super().kill_workers(sig)
+
+    def halt(self, reason: str | None = None, exit_status: int = 0) -> None:
+        """gunicorn's halt, but exit 1 when a worker had to be killed: its requests in flight
+        were cut, and a supervisor should hear of it (gunicorn exits 0)."""
+        try:
+            super().halt(reason, exit_status)
+        except SystemExit as stop:
+            if self.killed and not stop.code:
+                self.log.error("%d worker(s) did not stop within the graceful timeout and were killed",
+                               self.killed)
+                raise SystemExit(1) from None
+            raise
 
     def spawn_worker(self) -> int:
         """gunicorn's spawn_worker, with the stop signals blocked across the fork: in the arbiter

@@ -460,3 +460,23 @@ def test_a_stop_answers_the_connections_waiting_to_be_accepted(serve, processes)
             t.join()
     assert outcomes["answered"] > 0 and outcomes["refused"] > 0, outcomes
     assert set(outcomes) == {"answered", "refused"}, outcomes
+
+
+@needs_fork
+def test_a_stop_that_has_to_kill_a_worker_exits_1(serve):
+    # gunicorn killed a worker that did not stop within the graceful timeout and exited 0
+    from server import serving
+
+    served = serve("--processes", "1")
+    (worker,) = answering_processes(served.base, 1)
+    os.kill(worker, signal.SIGSTOP)              # a worker that can no longer stop by itself
+    try:
+        start = time.monotonic()
+        served.proc.send_signal(signal.SIGTERM)
+        assert served.proc.wait(timeout=serving.GRACEFUL_SECONDS + 20) == 1
+        assert time.monotonic() - start >= serving.GRACEFUL_SECONDS - 1
+    finally:
+        if alive(worker):
+            os.kill(worker, signal.SIGKILL)
+    assert wait_gone([worker]) == []
+    assert "did not stop within the graceful timeout and were killed" in served.output()
