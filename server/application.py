@@ -51,8 +51,9 @@ class KbqArbiter(Arbiter):
             super().halt(reason, exit_status)
         except SystemExit as stop:
             if self.killed and not stop.code:
-                self.log.error("%d worker(s) did not stop within the graceful timeout and were killed",
-                               self.killed)
+                if self.log is not None:
+                    self.log.error("%d worker(s) did not stop within the graceful timeout and "
+                                   "were killed", self.killed)
                 raise SystemExit(1) from None
             raise
 
@@ -61,7 +62,7 @@ class KbqArbiter(Arbiter):
         until the fork returns, in the worker until its handlers are installed."""
         blocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
         try:
-            return super().spawn_worker()  # type: ignore[no-any-return]
+            return super().spawn_worker()
         finally:
             if os.getpid() == self.pid:     # the arbiter (a worker never returns here but to exit)
                 signal.pthread_sigmask(signal.SIG_SETMASK, blocked)

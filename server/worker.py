@@ -134,11 +134,11 @@ class KbqWorker(GeventWorker):
         kernel accepted, whose request may already be sent, would otherwise be reset when the
         last copy of the socket closes. Then the requests in flight finish, as in gunicorn,
         within `graceful_timeout`. A stop is seen within STOP_POLL_SECONDS, not a second."""
-        servers = []
+        servers, pools = [], []
         for listener in self.sockets:
-            listener.setblocking(1)
-            server = StreamServer(listener, handle=partial(self.handle, listener),
-                                  spawn=Pool(self.worker_connections))
+            listener.setblocking(True)
+            pools.append(Pool(self.worker_connections))
+            server = StreamServer(listener, handle=partial(self.handle, listener), spawn=pools[-1])
             if self.cfg.workers > 1:
                 server.max_accept = 1           # share the queue with the other workers
             server.start()
@@ -149,10 +149,10 @@ class KbqWorker(GeventWorker):
                 self.notify()
                 beat = time.monotonic()
             gevent.sleep(STOP_POLL_SECONDS)
-        for listener, server in zip(self.sockets, servers):
-            self._drain(listener, server)
+        for listener, server, pool in zip(self.sockets, servers, pools):
+            self._drain(listener, server, pool)
         deadline = time.monotonic() + self.cfg.graceful_timeout
-        while any(server.pool.free_count() != server.pool.size for server in servers):
+        while any(pool.free_count() != pool.size for pool in pools):
             if time.monotonic() >= deadline:
                 self.log.warning("Worker graceful timeout (pid:%s)", self.pid)
                 for server in servers:
@@ -161,7 +161,7 @@ class KbqWorker(GeventWorker):
             self.notify()
             gevent.sleep(STOP_POLL_SECONDS)
 
-    def _drain(self, listener: Any, server: StreamServer) -> None:
+    def _drain(self, listener: Any, server: StreamServer, pool: Pool) -> None:
         """Stop accepting, hand every connection still in the listening socket's queue to the
         pool, then close the socket (a connection that comes after is refused, not reset)."""
         bound = _Bound(listener.getsockname())
@@ -172,7 +172,7 @@ class KbqWorker(GeventWorker):
                 client, addr = listener.accept()
             except OSError:                     # BlockingIOError: the queue is empty
                 break
-            server.pool.spawn(self.handle, bound, client, addr)
+            pool.spawn(self.handle, bound, client, addr)
         server.close()
 
     def timeout_ctx(self) -> Any:
