@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from kb.recordtype import field, record
 from kb.figures import duration, num
+from kb.links import web_address
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -166,7 +167,7 @@ def _sources(answer: Answer, kn: Knowledge, configs: list[Config]) -> tuple[list
         s = kn.sources.get(sid)
         if s is not None:
             out.append(QuotedSource(sid, str(s["title"]), str(s.get("publisher") or ""), str(s.get("date") or ""),
-                              s.get("url")))
+                              web_address(s.get("url"))))
     return out[:SOURCES], max(0, len(out) - SOURCES)
 
 
