@@ -97,18 +97,23 @@ def answered(kn: "Knowledge", query: str, *, sort: str | None = None,
     """answer_in()'s answer and the knowledge it was answered with: `kn`, or, when the query
     names a Hugging Face Hub id that models.yaml lacks (kb.errors.HubModelNamed), a view of `kn`
     with that model, read from its config.json through huggingface_hub (kb.query.hub: its cache,
-    HF_HOME and HF_HUB_OFFLINE; kb.query.hub.HubError when it cannot be read)."""
+    HF_HOME and HF_HUB_OFFLINE). A model that cannot be read is a QueryError under its id, whose
+    message says how to fetch it."""
     from kb.engine.pipeline import respond
     from kb.errors import HubModelNamed
 
     try:
         return respond(kn, query, sort=sort, options=options), kn
     except HubModelNamed as named:
-        repo_id = named.repo_id
+        repo_id, column = named.repo_id, named.column
     from kb.engine.hfconfig import from_hub
+    from kb.errors import QueryError
     from kb.query import hub
 
-    got = hub.read(repo_id)
+    try:
+        got = hub.read(repo_id)
+    except hub.HubError as err:          # not cached offline, no such model…: under the id typed
+        raise QueryError(query, column, str(err), width=len(repo_id)) from None
     model, how, said = from_hub(got, kn)
     note = (f"model: {model['name']}, read from its config.json on the Hugging Face Hub at revision "
             f"{got.revision}; {said}")

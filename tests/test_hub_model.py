@@ -98,6 +98,7 @@ def test_offline_and_not_cached_is_a_clear_error(tmp_path: Path) -> None:
     r = kbq(tmp_path, "serve acme/Nowhere-13B 16 users")
     assert r.returncode == 2 and r.stdout == ""
     assert "Traceback" not in r.stderr
+    assert "  serve acme/Nowhere-13B 16 users\n        ^^^^^^^^^^^^^^^^\n" in r.stderr   # under the id
     for part in ("acme/Nowhere-13B", "HF_HUB_OFFLINE", "hf download acme/Nowhere-13B config.json",
                  "huggingface-cli download acme/Nowhere-13B config.json", "--model-config"):
         assert part in r.stderr, (part, r.stderr)
@@ -140,6 +141,23 @@ def test_model_config_wins_over_a_hub_id(tmp_path: Path) -> None:
     assert src["kind"] == "config.json" and src["revision"] is None and src["config_path"] == str(path)
 
 
+def test_a_hub_id_is_never_read_as_the_size_its_name_says() -> None:
+    """The resolver hands a Hub id the catalogue lacks to the entry (kb.answered), which reads
+    its config; a pasted name without an organisation is still a bare size, said so."""
+    from kb import get_knowledge
+    from kb.errors import HubModelNamed, QueryError
+    from kb.query.parse import parse
+
+    kn = get_knowledge()
+    with pytest.raises(HubModelNamed) as named:
+        parse("lora acme/super-coder-34b on a100", kn)
+    assert named.value.repo_id == "acme/super-coder-34b" and named.value.column == len("lora ") + 1
+    w = parse("lora super-coder-34b on a100", kn)
+    assert w.params == 34e9 and any("bare 34B" in n for n in w.notes)
+    with pytest.raises(QueryError):           # two known words with a slash: not a Hub id
+        parse("serve fp8/int4 70b", kn)
+
+
 def test_a_plain_query_never_imports_huggingface_hub(tmp_path: Path) -> None:
     code = ("import sys\nfrom kb.cli.main import main\n"
             "code = main(['--json', 'serve 70B int4 16 users'])\n"
@@ -161,6 +179,7 @@ def test_the_api_answers_a_hub_id_and_refuses_an_uncached_one(home: Path, serve)
         urllib.request.urlopen(f"{served.base}/api/answer?q={q}", timeout=60)
     assert err.value.code == 400
     body = json.load(err.value)
+    assert body["error"]["column"] == len("serve ") + 1
     assert "hf download acme/Nowhere-13B config.json" in body["error"]["message"]
     assert "--model-config" in body["error"]["message"]
 
