@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from kb.knowledge.build import Knowledge
     from kb.knowledge.records import Model
 
-__all__ = ["answer_in", "answered", "ask", "asked_in", "cpu_cores", "get_knowledge", "__version__"]
+__all__ = ["answer_in", "answered", "as_typed", "ask", "asked_in", "cpu_cores", "get_knowledge", "__version__"]
 
 
 def get_knowledge(rules_dir: str | Path | None = None) -> "Knowledge":
@@ -151,19 +151,21 @@ def _answer_with(kn: "Knowledge", model: "Model", query: str, note: str, source:
         raise QueryError(query, second.column, f"one model is read from the Hugging Face Hub per "
                          f"query; '{second.repo_id}' is a second", width=len(second.repo_id)) from None
     a.model_source = source
-    if source["repo_id"] is not None:
-        _named_as(a, model["id"], source["repo_id"])
+    for item in [*(a.options or []), *(a.comparison or [])]:
+        item["query"] = as_typed(item["query"], source)
     return a, view
 
 
-def _named_as(a: "Answer", model_id: str, name: str) -> None:
-    """The queries an answer suggests (its options, the sides of a comparison) with the model
-    called `name` (what the query typed) rather than by its `model_id`, a word only the view knows."""
+def as_typed(query: str, source: "ModelSource | None") -> str:
+    """A query kbq wrote (kb.query.unparse) for an answer whose model came from the Hub, with
+    that model called by its Hub id, as the question named it, rather than by its model id, a word
+    only the answer's own knowledge holds: so the query can be asked again. Others unchanged."""
+    if source is None or source["repo_id"] is None:
+        return query
     import re
 
-    word = re.compile(rf"(?<![\w./-]){re.escape(model_id)}(?![\w./-])")
-    for item in [*(a.options or []), *(a.comparison or [])]:
-        item["query"] = word.sub(name, item["query"])
+    word = re.compile(rf"(?<![\w./-]){re.escape(source['model_id'])}(?![\w./-])")
+    return word.sub(source["repo_id"], query)
 
 
 def _priced(kn: "Knowledge", prices: str | Path, rules_dir: str | Path | None) -> "Knowledge":

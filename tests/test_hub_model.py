@@ -201,3 +201,17 @@ def test_an_unreachable_hub_is_given_up_on_within_the_timeout(tmp_path: Path) ->
     assert time.monotonic() - start < 15
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "within 2 s" in r.stderr and "hf download acme/Nowhere-13B config.json" in r.stderr
+
+
+def test_a_quote_s_alternatives_are_the_same_model(home: Path) -> None:
+    """`kbq --quote`: the alternatives (the question asked again with no GPU named) size the Hub
+    model, not the bare size its name says: the same memory per GPU on one card."""
+    import re
+
+    r = kbq(home, "--quote", f"serve {REPO} bf16 on rtx 4090")
+    assert r.returncode == 0, r.stderr
+    mine = re.search(r"- Memory: ([\d.]+) of", r.stdout)
+    other = re.search(r"with no GPU named: 1× [^*]+\*\*: ([\d.]+) of", r.stdout)
+    assert mine and other, r.stdout
+    assert mine.group(1) == other.group(1)
+    assert COMMIT in r.stdout

@@ -107,7 +107,7 @@ def run(args: QueryArgs, usage: str) -> int:
     if not query:
         sys.stdout.write(usage)
         return 2
-    from kb import ask, asked_in
+    from kb import as_typed, ask, asked_in
     from kb.errors import KbError
 
     try:
@@ -119,8 +119,9 @@ def run(args: QueryArgs, usage: str) -> int:
         from kb.present.quote import build, markdown, to_quote
 
         try:
-            quoted, asked, wider = to_quote(result, kn, lambda q: ask(q, args.rules, args.config,
-                                                                      prices=args.prices, sort=args.sort))
+            quoted, asked, wider = to_quote(result, kn, lambda q: ask(
+                as_typed(q, result.model_source), args.rules, args.config, prices=args.prices,
+                sort=args.sort))
         except KbError as err:
             return fail(str(err), err.exit_code)
         sys.stdout.write(markdown(build(quoted, kn, asked, wider)))
