@@ -215,3 +215,16 @@ def test_a_quote_s_alternatives_are_the_same_model(home: Path) -> None:
     assert mine and other, r.stdout
     assert mine.group(1) == other.group(1)
     assert COMMIT in r.stdout
+
+
+def test_a_cached_index_or_config_that_makes_no_sense_is_not_believed(home: Path) -> None:
+    """An index whose total_size is not a size counts nothing (the shapes do); a config.json in
+    the cache that is not JSON is a clear error, not a traceback."""
+    snap = hub_cache.snapshot(home)
+    (snap / "model.safetensors.index.json").write_text('{"metadata": {"total_size": 1e400}, "weight_map": {}}')
+    a = answer(home, f"serve {REPO}")
+    assert a["model_source"]["params_from"] == "shapes"
+    assert a["model_source"]["params_total"] == pytest.approx(PUBLISHED_PARAMS, rel=0.01)
+    (snap / "config.json").write_text("{not json")
+    r = kbq(home, f"serve {REPO}")
+    assert r.returncode == 2 and "Traceback" not in r.stderr and "config.json is not JSON" in r.stderr

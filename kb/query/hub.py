@@ -2,9 +2,9 @@
 index, read through huggingface_hub.
 
 In: a Hub id ('acme/Foo-13B-Instruct') that kb.query.unknown_words found in a query and no
-models.yaml entry names (it raises kb.errors.HubModelNamed, which the entry, kb.ask /
-kb.answer_in, catches). Out: a HubModel: the parsed config.json, the commit it was read at, and what the
-checkpoint says of its size (model.safetensors.index.json's total_size; the element count and
+models.yaml entry names (it raises kb.errors.HubModelNamed, which the entry, kb.answered behind
+kb.ask and kb.answer_in, catches). Out: a HubModel: the parsed config.json, the commit it was
+read at, and what the checkpoint says of its size (model.safetensors.index.json's total_size; the element count and
 dtype of every tensor where the safetensors files' headers are in the cache), for
 kb.engine.hfconfig.model_of to make a model entry from; or a HubError saying how to fetch it.
 
@@ -113,7 +113,8 @@ def _read(repo_id: str, offline: bool, timeout: float) -> HubModel:
         index = _json_object(repo_id, index_path)
         meta, weight_map = index.get("metadata"), index.get("weight_map")
         size = meta.get("total_size") if isinstance(meta, dict) else None
-        total_size = int(size) if isinstance(size, (int, float)) and not isinstance(size, bool) and size > 0 else None
+        total_size = (int(size) if isinstance(size, (int, float)) and not isinstance(size, bool)
+                      and 0 < size < 2 ** 63 else None)           # not inf, NaN or a negative
         files = sorted({str(f) for f in weight_map.values()}) if isinstance(weight_map, dict) else []
     return HubModel(repo_id, revision, config, path, total_size, _cached_tensors(repo_id, revision, files),
                     files)
