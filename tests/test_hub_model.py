@@ -184,23 +184,40 @@ def test_the_api_answers_a_hub_id_and_refuses_an_uncached_one(home: Path, serve)
     assert "--model-config" in body["error"]["message"]
 
 
-def test_an_unreachable_hub_is_given_up_on_within_the_timeout(tmp_path: Path) -> None:
-    """Online with nothing cached and the Hub refusing connections (a closed port on this
-    machine; huggingface_hub would retry for half a minute): a clear error within KBQ_HUB_TIMEOUT."""
+def test_a_hub_that_does_not_answer_is_given_up_on_within_the_timeout(tmp_path: Path) -> None:
+    """Online with nothing cached and a Hub that takes the connection but never answers (a
+    socket on this machine that listens and reads nothing): a clear error within about
+    KBQ_HUB_TIMEOUT, however the installed huggingface_hub retries (2.x backs off for half a
+    minute; 1.0 gives up after the first timeout)."""
     import socket
     import time
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = {**hub_env(tmp_path), "HF_HUB_OFFLINE": "0", "HF_ENDPOINT": f"http://127.0.0.1:{port}",
-           "KBQ_HUB_TIMEOUT": "2"}
-    start = time.monotonic()
-    r = subprocess.run([KBQ, "serve acme/Nowhere-13B"], capture_output=True, text=True, timeout=60,
-                       env=env, cwd=tmp_path)
-    assert time.monotonic() - start < 15
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        env = {**hub_env(tmp_path), "HF_HUB_OFFLINE": "0",
+               "HF_ENDPOINT": f"http://127.0.0.1:{silent.getsockname()[1]}", "KBQ_HUB_TIMEOUT": "2"}
+        start = time.monotonic()
+        r = subprocess.run([KBQ, "serve acme/Nowhere-13B"], capture_output=True, text=True,
+                           timeout=60, env=env, cwd=tmp_path)
+        took = time.monotonic() - start
+    assert took < 15, took
     assert r.returncode == 2 and "Traceback" not in r.stderr
-    assert "within 2 s" in r.stderr and "hf download acme/Nowhere-13B config.json" in r.stderr
+    assert "within 2 s" in r.stderr or "the Hub cannot be reached" in r.stderr, r.stderr
+    assert "hf download acme/Nowhere-13B config.json" in r.stderr
+
+
+def test_a_cached_index_or_config_that_makes_no_sense_is_not_believed(home: Path) -> None:
+    """An index whose total_size is not a size counts nothing (the shapes do); a config.json in
+    the cache that is not JSON is a clear error, not a traceback."""
+    snap = hub_cache.snapshot(home)
+    (snap / "model.safetensors.index.json").write_text('{"metadata": {"total_size": 1e400}, "weight_map": {}}')
+    a = answer(home, f"serve {REPO}")
+    assert a["model_source"]["params_from"] == "shapes"
+    assert a["model_source"]["params_total"] == pytest.approx(PUBLISHED_PARAMS, rel=0.01)
+    (snap / "config.json").write_text("{not json")
+    r = kbq(home, f"serve {REPO}")
+    assert r.returncode == 2 and "Traceback" not in r.stderr and "config.json is not JSON" in r.stderr
 
 
 def test_a_quote_s_alternatives_are_the_same_model(home: Path) -> None:
@@ -215,16 +232,3 @@ def test_a_quote_s_alternatives_are_the_same_model(home: Path) -> None:
     assert mine and other, r.stdout
     assert mine.group(1) == other.group(1)
     assert COMMIT in r.stdout
-
-
-def test_a_cached_index_or_config_that_makes_no_sense_is_not_believed(home: Path) -> None:
-    """An index whose total_size is not a size counts nothing (the shapes do); a config.json in
-    the cache that is not JSON is a clear error, not a traceback."""
-    snap = hub_cache.snapshot(home)
-    (snap / "model.safetensors.index.json").write_text('{"metadata": {"total_size": 1e400}, "weight_map": {}}')
-    a = answer(home, f"serve {REPO}")
-    assert a["model_source"]["params_from"] == "shapes"
-    assert a["model_source"]["params_total"] == pytest.approx(PUBLISHED_PARAMS, rel=0.01)
-    (snap / "config.json").write_text("{not json")
-    r = kbq(home, f"serve {REPO}")
-    assert r.returncode == 2 and "Traceback" not in r.stderr and "config.json is not JSON" in r.stderr
