@@ -232,3 +232,45 @@ def test_a_quote_s_alternatives_are_the_same_model(home: Path) -> None:
     assert mine and other, r.stdout
     assert mine.group(1) == other.group(1)
     assert COMMIT in r.stdout
+
+
+def test_the_server_keeps_answering_while_a_hub_read_waits(tmp_path: Path, serve) -> None:
+    """`kbq serve`: a question whose Hub read hangs (a Hub that never answers) holds neither the
+    event loop nor another client's question; it ends as a JSON 400 within about KBQ_HUB_TIMEOUT."""
+    import socket
+    import threading
+    import time
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        env = {**hub_env(tmp_path), "HF_HUB_OFFLINE": "0",
+               "HF_ENDPOINT": f"http://127.0.0.1:{silent.getsockname()[1]}", "KBQ_HUB_TIMEOUT": "4"}
+        served = serve(env=env)
+        got: dict[str, object] = {}
+
+        def hub_question() -> None:
+            q = urllib.parse.quote_plus("serve acme/Nowhere-13B")
+            start = time.monotonic()
+            try:
+                urllib.request.urlopen(f"{served.base}/api/answer?q={q}", timeout=60)
+            except urllib.error.HTTPError as err:
+                got["status"], got["body"] = err.code, json.load(err)
+            got["took"] = time.monotonic() - start
+
+        asking = threading.Thread(target=hub_question)
+        asking.start()
+        time.sleep(0.5)                                   # the Hub read is under way
+        start = time.monotonic()
+        with urllib.request.urlopen(f"{served.base}/api/health", timeout=30) as r:
+            assert r.status == 200
+        # another client's question (the server reads a local proxy's X-Forwarded-For) is
+        # computed on the other answer thread meanwhile; the same client's would wait its turn
+        other = urllib.request.Request(f"{served.base}/api/answer?q=serve+7B",
+                                       headers={"X-Forwarded-For": "192.0.2.7"})
+        with urllib.request.urlopen(other, timeout=30) as r:
+            assert r.status == 200
+        assert time.monotonic() - start < 3 and asking.is_alive()
+        asking.join(60)
+    assert got["status"] == 400 and float(got["took"]) < 20        # type: ignore[arg-type]
+    assert "hf download acme/Nowhere-13B config.json" in got["body"]["error"]["message"]  # type: ignore[index]
