@@ -25,7 +25,7 @@ from kb.hints import TYPE_CHECKING
 
 from kb.errors import KbError
 from kb.paths import MAX_FILE_BYTES
-from kb.recordtype import field, record
+from kb.recordtype import record
 
 if TYPE_CHECKING:
     from kb.knowledge.records import JSON, Config
@@ -52,7 +52,6 @@ class HubModel:
     config_path: str              # where the cache keeps it
     total_size: int | None = None                                     # index metadata, bytes
     tensors: dict[str, int] | None = None    # dtype → elements, from the cached shards' headers
-    weight_files: list[str] = field(default_factory=list)
 
 
 def deadline() -> float:
@@ -116,8 +115,7 @@ def _read(repo_id: str, offline: bool, timeout: float) -> HubModel:
         total_size = (int(size) if isinstance(size, (int, float)) and not isinstance(size, bool)
                       and 0 < size < 2 ** 63 else None)           # not inf, NaN or a negative
         files = sorted({str(f) for f in weight_map.values()}) if isinstance(weight_map, dict) else []
-    return HubModel(repo_id, revision, config, path, total_size, _cached_tensors(repo_id, revision, files),
-                    files)
+    return HubModel(repo_id, revision, config, path, total_size, _cached_tensors(repo_id, revision, files))
 
 
 def _fetch(repo_id: str, filename: str, revision: str | None, offline: bool, timeout: float) -> str | None:
