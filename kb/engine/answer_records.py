@@ -286,3 +286,17 @@ class Side(TypedDict):
     train_tokens_per_s: float | None
     usd_per_million_tokens: float | None
     run_cost_usd: float | None
+
+
+class ModelSource(TypedDict):
+    """Where the model of an answer came from when models.yaml does not hold it: a config.json
+    read from the Hugging Face Hub (kind "hub", at the commit `revision` of the cache) or given
+    with --model-config (kind "config.json")."""
+    kind: str                       # "hub" or "config.json"
+    model_id: str                   # the id the answer's workload names it by
+    repo_id: str | None             # the Hub id, as the query named it
+    revision: str | None            # the commit hash of the snapshot read
+    config_path: str                # the config.json read (in the Hugging Face cache for "hub")
+    params_from: str                # "headers", "index" or "shapes" (kb.engine.hfconfig.COUNTED_BY)
+    params_total: float
+    dtypes: dict[str, int] | None   # tensor type → elements, from the cached safetensors headers
