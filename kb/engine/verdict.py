@@ -49,7 +49,9 @@ def compose(a: Answer, kn: Knowledge) -> str:
     if q.get("unknown"):
         return str(q["unknown"])
     kind = q.get("kind") or ""
-    if kind in SOLVED and not (kind == "how_many_gpus" and sum(g.requested for g in a.gpus) > 1):
+    if a.replicas:
+        parts = [_replicas(a, kn)]
+    elif kind in SOLVED and not (kind == "how_many_gpus" and sum(g.requested for g in a.gpus) > 1):
         parts = _solved(a, q)
     elif kind in ("compare", "how_many_gpus"):      # how many of each of two cards: side by side
         parts = _compare(a)
@@ -67,6 +69,29 @@ def compose(a: Answer, kn: Knowledge) -> str:
     else:
         parts = _fit(a, q)
     return fitted([p for p in parts if p])
+
+
+def _replicas(a: Answer, kn: Knowledge) -> str:
+    """A serving fleet: N× GPU as R replicas of a layout, with its figures under load (query.yaml
+    solve.how_many_gpus verdict_replicas)."""
+    r = a.replicas or {}
+    lay = r["layout"]
+    layout = f"TP{lay['tp']}" + (f" × PP{lay['pp']}" if lay["pp"] > 1 else "") + (
+        " with data-parallel attention" if lay["dp_attention"] else "")
+    binds = r.get("binds") or ""
+    binds_text = ("One replica holds every user." if binds == "one replica holds every user"
+                  else f"What limits a replica's users: {binds}.")
+
+    def f(name: str) -> str:
+        v = r.get(name)
+        return num(float(v)) if isinstance(v, (int, float)) else "?"
+    return str(kn.query["solve"]["how_many_gpus"]["verdict_replicas"]).format(
+        gpus=r["gpus"], gpu=a.question["gpu"] if a.question else "", replicas=r["replicas"],
+        s="" if r["replicas"] == 1 else "s", layout=layout, users_per_replica=r["users_per_replica"],
+        tokens_per_s_per_user=f("tokens_per_s_per_user"), ttft_s=f("ttft_s"),
+        tokens_per_s_per_gpu=f("tokens_per_s_per_gpu"), requests_per_s=f("requests_per_s"),
+        nodes=r["nodes"], nodes_s="" if r["nodes"] == 1 else "s", usd_per_hour=f("usd_per_hour"),
+        usd_per_million_tokens=f("usd_per_million_tokens"), binds_text=binds_text)
 
 
 SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z]|\d+× )")      # a sentence may open with a configuration

@@ -43,6 +43,7 @@ class SolveSchema(Strict):
     holds: str = "fits"                  # the bool formula the value must keep (formulas.yaml)
     verdict_floor: str | None = None     # when the speed floor, not memory, stops the search
     verdict_layout: str | None = None    # when fewer GPUs fit but form no valid layout
+    verdict_replicas: str | None = None  # serving: replicas of a layout (kb.engine.replicas)
 
 
 LimitName = Literal["users", "batch", "context", "seq", "prompt", "output", "rank", "tokens",

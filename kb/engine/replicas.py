@@ -1,0 +1,174 @@
+"""Serving capacity as replicas of a layout: traffic and targets in, R copies of a TP × PP split out.
+
+In: a serving Workload that asks how many GPUs (its users set by the query, or by a volume through
+kb.engine.volume), the Knowledge, the card. Out: a Plan — the layout of one replica (tensor-parallel
+GPUs inside a node, pipeline stages over whole nodes, data-parallel attention for a mixture of
+experts), how many replicas, the users each serves — chosen as the fewest GPUs whose replicas meet
+the load and the targets (rules/formulas.yaml `serves_load`: the replica holds its share, each user
+decodes at the speed asked for under continuous batching with the prompts counted, the first token
+comes within any bound asked). The search only evaluates the forward model; every figure of the
+answer is then the forward model's on the whole fleet (kb.engine.run answers at the plan).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from kb.engine.probes import Probes
+from kb.engine.solve import largest_fitting
+from kb.recordtype import record
+
+if TYPE_CHECKING:
+    from kb.knowledge.data import Knowledge
+    from kb.knowledge.records import GPU
+    from kb.query.workload import Workload
+
+HOLDS = "serves_load"
+RATE_STEPS = 4      # a rate asked: the users in flight are raised at most this often (it settles in one or two)
+
+
+@record(frozen=True)
+class Plan:
+    gpu_id: str
+    tp: int
+    pp: int
+    dp_attention: bool
+    replica_gpus: int       # tp × pp
+    per_replica: int        # the most users one replica serves within the targets
+    replicas: int
+    users: int
+
+    @property
+    def gpus(self) -> int:
+        return self.replicas * self.replica_gpus
+
+
+def applies(kn: Knowledge, w: Workload) -> bool:
+    """A how-many question about serving several users (or a volume) on a runtime that splits
+    layers by tensor parallelism, with no layout named."""
+    return (w.question == "how_many_gpus" and w.task not in kn.query["training_tasks"]
+            and (w.users or 1) > 1 and w.tp is None and w.pp is None
+            and (w.runtime is None or bool(kn.runtimes[w.runtime].get("tensor_parallel"))))
+
+
+def layouts(kn: Knowledge, heads: int, experts: bool) -> list[tuple[int, int, bool]]:
+    """The replica layouts tried, smallest first: tensor parallel 1, 2, 4… inside a node (dividing
+    the attention heads), then whole nodes as pipeline stages; for a mixture of experts each split
+    also with data-parallel attention (experts spread over the ranks, each rank the KV cache of its
+    own requests)."""
+    node = int(kn.constants["gpus_per_node"]["value"])
+    most = int(kn.constants["max_gpu_count"]["value"])
+    inside = [t for t in range(1, node + 1) if node % t == 0 and heads % t == 0]
+    top = inside[-1]
+    found = [(t, 1) for t in inside] + [(top, p) for p in range(2, most // top + 1) if top * p % node == 0]
+    return [(t, p, dp) for t, p in found for dp in ((False, True) if experts and t > 1 else (False,))]
+
+
+def _trial(w: Workload, tp: int, pp: int, dp_attention: bool) -> Workload:
+    """One replica's workload: the layout set, its share of a volume already read as users."""
+    trial = w.copy()
+    trial.tp, trial.pp, trial.dp_attention = tp, pp, dp_attention or trial.dp_attention
+    trial.gpus, trial.tokens_per_day = [], None
+    return trial
+
+
+def _serves(kn: Knowledge, w: Workload, gpu: GPU, tp: int, pp: int, dp_attention: bool) -> int | None:
+    """The most users one replica of tp × pp GPUs serves within the targets (None: not one)."""
+    trial = _trial(w, tp, pp, dp_attention)
+    found, _ = largest_fitting(kn, trial, "users", 1, max(1, int(w.users or 1)), gpu, tp * pp, HOLDS,
+                               Probes(kn, trial, [gpu]))
+    return int(found) if found else None
+
+
+def binds(kn: Knowledge, w: Workload, gpu: GPU, p: Plan) -> str:
+    """What stops a replica taking one more user: memory, the time to first token asked, or the
+    per-user speed (formulas.yaml serves_load); nothing when one replica holds every user."""
+    if p.per_replica >= p.users:
+        return "one replica holds every user"
+    trial = _trial(w, p.tp, p.pp, p.dp_attention)
+    probes = Probes(kn, trial, [gpu])
+    nxt = p.per_replica + 1
+    if not probes.probe("users", nxt, gpu, p.replica_gpus, "fits").fits_memory:
+        return "memory"
+    if w.ttft_max_s is not None and not probes.probe("users", nxt, gpu, p.replica_gpus, "serving_ttft_ok").fits:
+        return "time to first token"
+    return "per-user speed"
+
+
+def plan(kn: Knowledge, w: Workload, gpu: GPU, heads: int, experts: bool) -> Plan | None:
+    """The fewest GPUs of this card whose replicas serve every user within the targets; of equal
+    counts, the one whose replicas have room for the most users. None when no layout up to the
+    most GPUs kbq sizes serves even one user."""
+    users = int(w.users or 1)
+    most = int(kn.constants["max_gpu_count"]["value"])
+    best: Plan | None = None
+    for tp, pp, dpa in layouts(kn, heads, experts):
+        size = tp * pp
+        if best is not None and size > best.gpus:
+            break
+        each = _serves(kn, w, gpu, tp, pp, dpa)
+        if not each:
+            continue
+        replicas = math.ceil(users / each)
+        if replicas * size > most:
+            continue
+        p = Plan(gpu["id"], tp, pp, dpa, size, each, replicas, users)
+        if best is None or (p.gpus, -p.per_replica * p.replicas) < (best.gpus, -best.per_replica * best.replicas):
+            best = p
+    return best
+
+
+def users_for_rate(kn: Knowledge, w: Workload, figures: dict[str, Any]) -> int | None:
+    """A volume asked (requests or tokens a day): the requests in flight that carry it by Little's
+    law at the latency under load just computed, when more than the plan holds; else None."""
+    if w.tokens_per_day is None or not w.output_tokens:
+        return None
+    rate = float(w.tokens_per_day) / float(kn.constants["seconds_per_day"]["value"]) / w.output_tokens
+    got, latency = figures.get("serving_requests_per_s"), figures.get("serving_latency_s")
+    if not isinstance(got, (int, float)) or not isinstance(latency, (int, float)) or got >= rate * (1 - 1e-9):
+        return None
+    return max(int(w.users or 1) + 1, math.ceil(rate * float(latency)))
+
+
+def at_plan(w: Workload, p: Plan) -> Workload:
+    """The workload answered at the plan: every user on replicas × (tp × pp) GPUs of the card."""
+    from kb.query.workload import GpuRequest
+
+    out = w.copy()
+    out.question = None
+    out.tp, out.pp = p.tp, p.pp
+    out.dp_attention = p.dp_attention or out.dp_attention
+    out.gpus = [GpuRequest(p.gpu_id, p.gpus)]
+    return out
+
+
+def block(kn: Knowledge, p: Plan, figures: dict[str, Any], binding: str) -> dict[str, Any]:
+    """The `replicas` block of the answer: the layout, the count and the figures under load (the
+    forward model's, on the fleet)."""
+    node = int(kn.constants["gpus_per_node"]["value"])
+
+    def get(name: str) -> float | None:
+        v = figures.get(name)
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+    per_hour = get("config_usd_per_hour")
+    if per_hour is None and get("cloud_usd_per_hour") is not None:
+        per_hour = float(figures["cloud_usd_per_hour"]) * p.gpus
+    return {
+        "gpu_id": p.gpu_id, "gpus": p.gpus, "replicas": p.replicas,
+        "layout": {"tp": p.tp, "pp": p.pp, "dp_attention": p.dp_attention, "gpus": p.replica_gpus},
+        "nodes": math.ceil(p.gpus / node) if p.replica_gpus <= node else p.replicas * math.ceil(p.replica_gpus / node),
+        "users": p.users, "users_per_replica": math.ceil(p.users / p.replicas), "most_users_per_replica": p.per_replica,
+        "tokens_per_s_per_user": get("serving_tokens_per_s_per_user"),
+        "tpot_s": get("serving_tpot_s"),
+        "ttft_s": get("serving_ttft_s"),
+        "latency_s": get("serving_latency_s"),
+        "requests_per_s": get("serving_requests_per_s"),
+        "output_tokens_per_s": get("serving_output_tokens_per_s"),
+        "tokens_per_s_per_gpu": get("serving_tokens_per_s_per_gpu"),
+        "prefill_share": get("serving_prefill_share"),
+        "usd_per_hour": per_hour,
+        "usd_per_million_tokens": get("serving_usd_per_million_tokens"),
+        "binds": binding,
+    }
