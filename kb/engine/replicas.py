@@ -49,7 +49,7 @@ def applies(kn: Knowledge, w: Workload) -> bool:
     layers by tensor parallelism, with no layout named."""
     return (w.question == "how_many_gpus" and w.task not in kn.query["training_tasks"]
             and (w.users or 1) > 1 and w.tp is None and w.pp is None
-            and (w.runtime is None or bool(kn.runtimes[w.runtime].get("tensor_parallel"))))
+            and (w.runtime is None or kn.runtimes[w.runtime]["multi_gpu"] == "tensor_parallel"))
 
 
 def layouts(kn: Knowledge, heads: int, experts: bool) -> list[tuple[int, int, bool]]:

@@ -47,7 +47,7 @@ def settle(kn: Knowledge, w: Workload, query: str) -> None:
     # (kb.engine.replicas), which chooses the layout itself
     rt = kn.runtimes.get(w.runtime or "") or {}
     fleet = (w.question == "how_many_gpus" and w.tp is None and w.pp is None
-             and w.runtime is not None and not rt.get("tensor_parallel"))
+             and w.runtime is not None and rt.get("multi_gpu") != "tensor_parallel")
     users, speed, config = 1, 0.0, ""
     for _ in range(STEPS):
         probe = w.copy()
