@@ -32,6 +32,7 @@ class Solve(TypedDict):
     holds: str
     verdict_floor: str | None
     verdict_layout: str | None
+    verdict_replicas: str | None
 
 
 class Unit(TypedDict):
