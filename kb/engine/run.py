@@ -10,6 +10,8 @@ first (kb.engine.solve), then answered at its value. Pure: no I/O, no printing.
 
 from __future__ import annotations
 
+from typing import Any
+
 from kb.hints import TYPE_CHECKING, cast
 
 from kb.engine import advice as rightsize, cost_batch, per_card, train_choice, unknown
@@ -85,13 +87,14 @@ def _replicas_answer(w: Workload, kn: Knowledge, query: str, brief: bool) -> Ans
     if w.gpus and w.gpus[0].gpu_id is not None:
         gpu = kn.gpus[w.gpus[0].gpu_id]
     else:
-        first = _answer_question(w.copy(), kn, query, brief=True).question or {}
-        row = first.get("answer") or {}
+        first: dict[str, Any] = dict(_answer_question(w.copy(), kn, query, brief=True).question or {})
+        row: dict[str, Any] = first.get("answer") or {}
         if not row.get("gpu_id"):
             return None
-        gpu = kn.gpus[row["gpu_id"]]
+        gpu = kn.gpus[str(row["gpu_id"])]
     model = resolve(w.copy(), kn).model
-    heads, experts = int(model["attention_heads"]), int(model.get("experts") or 1) > 1
+    heads = int(str(model["attention_heads"]))
+    experts = int(str(model.get("experts") or 1)) > 1
     p = replicas.plan(kn, w, gpu, heads, experts)
     if p is None:
         return None
