@@ -13,13 +13,15 @@ answer is then the forward model's on the whole fleet (kb.engine.run answers at 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from kb.engine.probes import Probes
 from kb.engine.solve import largest_fitting
 from kb.recordtype import record
 
 if TYPE_CHECKING:
+    from kb.engine.answer import Answer
+    from kb.engine.answer_records import Question
     from kb.knowledge.data import Knowledge
     from kb.knowledge.records import GPU
     from kb.query.workload import Workload
@@ -172,3 +174,57 @@ def block(kn: Knowledge, p: Plan, figures: dict[str, Any], binding: str) -> dict
         "usd_per_million_tokens": get("serving_usd_per_million_tokens"),
         "binds": binding,
     }
+
+
+def answered(w: Workload, kn: Knowledge, query: str) -> Answer | None:
+    """A how-many question about serving many users (applies()): the fewest GPUs as replicas of a
+    layout, answered at that plan with its verdict; None when it does not apply or no layout
+    serves even one user within the targets (the memory search then answers, and says so).
+    `w` is left as it is (the engine fills a workload's defaults in place)."""
+    if not applies(kn, w):
+        return None
+    from kb.engine import answer
+    from kb.engine.run import ranked
+    from kb.engine.scope import resolve
+    from kb.engine.verdict import compose
+
+    if w.gpus and w.gpus[0].gpu_id is not None:
+        gpu = kn.gpus[w.gpus[0].gpu_id]
+    else:               # the card the memory search leads with
+        first: dict[str, Any] = dict(answer(w.copy(), kn, query, brief=True).question or {})
+        row: dict[str, Any] = first.get("answer") or {}
+        if not row.get("gpu_id"):
+            return None
+        gpu = kn.gpus[str(row["gpu_id"])]
+    model = resolve(w.copy(), kn).model
+    heads, experts = int(str(model["attention_heads"])), int(str(model.get("experts") or 1)) > 1
+    p = plan(kn, w, gpu, heads, experts)
+    if p is None:
+        return None
+    result = ranked(at_plan(w, p), kn, query)
+    figures = {s.rule_id: s.result for s in result.trace}
+    for _ in range(RATE_STEPS):      # a rate asked: the requests in flight grow until it is met
+        more = users_for_rate(kn, w, figures)
+        if more is None or (again := plan(kn, _with_users(w, more), gpu, heads, experts)) is None:
+            break
+        w, p = _with_users(w, more), again
+        result = ranked(at_plan(w, p), kn, query)
+        figures = {s.rule_id: s.result for s in result.trace}
+    if result.gpus:
+        figures.setdefault("cloud_usd_per_hour", result.gpus[0].cloud_usd_per_hour)
+    result.replicas = block(kn, p, figures, binds(kn, w, gpu, p))
+    spec = kn.query["solve"]["how_many_gpus"]
+    result.question = cast("Question", {
+        **(result.question or {}), "kind": "how_many_gpus", "vary": "gpu_count", "unit": spec["unit"],
+        "value": float(p.gpus), "gpu": gpu["name"], "lower": spec["lower"], "upper": spec["upper"],
+        "answer": {"gpu": gpu["name"], "gpu_id": gpu["id"], "count": p.gpus, "value": float(p.gpus),
+                   "found": True, "at_upper_bound": False, "binds": result.replicas["binds"]}})
+    result.path.insert(0, "question/how_many_gpus")
+    result.verdict = compose(result, kn)
+    return result
+
+
+def _with_users(w: Workload, users: int) -> Workload:
+    out = w.copy()
+    out.users = users
+    return out

@@ -10,8 +10,6 @@ first (kb.engine.solve), then answered at its value. Pure: no I/O, no printing.
 
 from __future__ import annotations
 
-from typing import Any
-
 from kb.hints import TYPE_CHECKING, cast
 
 from kb.engine import advice as rightsize, cost_batch, per_card, train_choice, unknown
@@ -44,11 +42,7 @@ def answer(w: Workload, kn: Knowledge, query: str = "", *, brief: bool = False) 
     The engine puts what was asked and what answers it on `Answer.question` (its kind, the figure,
     the sizing flow's outcome); the verdict text is composed from that by kb.engine.verdict."""
     question_format(w, kn)
-    from kb.engine import replicas
-    fleet = _replicas_answer(w, kn, query, brief) if replicas.applies(kn, w) else None
-    if fleet is not None:
-        result = fleet
-    elif w.question in kn.query["solve"]:
+    if w.question in kn.query["solve"]:
         result = _answer_question(w, kn, query, brief)
     else:
         plain = w.copy() if w.budget_usd is not None and w.precision is None and not w.gpus else None
@@ -76,55 +70,6 @@ def answer(w: Workload, kn: Knowledge, query: str = "", *, brief: bool = False) 
 
     result.verdict = compose(result, kn)
     return result
-
-
-def _replicas_answer(w: Workload, kn: Knowledge, query: str, brief: bool) -> Answer | None:
-    """A how-many question about serving many users: the fewest GPUs as replicas of a layout
-    (kb.engine.replicas), answered at that plan; None when no layout serves even one user within
-    the targets (the memory search then answers, and says so)."""
-    from kb.engine import replicas
-
-    if w.gpus and w.gpus[0].gpu_id is not None:
-        gpu = kn.gpus[w.gpus[0].gpu_id]
-    else:
-        first: dict[str, Any] = dict(_answer_question(w.copy(), kn, query, brief=True).question or {})
-        row: dict[str, Any] = first.get("answer") or {}
-        if not row.get("gpu_id"):
-            return None
-        gpu = kn.gpus[str(row["gpu_id"])]
-    model = resolve(w.copy(), kn).model
-    heads = int(str(model["attention_heads"]))
-    experts = int(str(model.get("experts") or 1)) > 1
-    p = replicas.plan(kn, w, gpu, heads, experts)
-    if p is None:
-        return None
-    result = ranked(replicas.at_plan(w, p), kn, query, brief)
-    figures = {s.rule_id: s.result for s in result.trace}
-    for _ in range(replicas.RATE_STEPS):      # a rate asked: the requests in flight grow until it is met
-        more = replicas.users_for_rate(kn, w, figures)
-        if more is None or (p2 := replicas.plan(kn, replace_users(w, more), gpu, heads, experts)) is None:
-            break
-        w, p = replace_users(w, more), p2
-        result = ranked(replicas.at_plan(w, p), kn, query, brief)
-        figures = {s.rule_id: s.result for s in result.trace}
-    row0 = result.gpus[0] if result.gpus else None
-    if row0 is not None:
-        figures.setdefault("cloud_usd_per_hour", row0.cloud_usd_per_hour)
-    result.replicas = replicas.block(kn, p, figures, replicas.binds(kn, w, gpu, p))
-    spec = kn.query["solve"]["how_many_gpus"]
-    result.question = cast("Question", {
-        **(result.question or {}), "kind": "how_many_gpus", "vary": "gpu_count", "unit": spec["unit"],
-        "value": float(p.gpus), "gpu": gpu["name"], "lower": spec["lower"], "upper": spec["upper"],
-        "answer": {"gpu": gpu["name"], "gpu_id": gpu["id"], "count": p.gpus, "value": float(p.gpus),
-                   "found": True, "at_upper_bound": False, "binds": result.replicas["binds"]}})
-    result.path.insert(0, "question/how_many_gpus")
-    return result
-
-
-def replace_users(w: Workload, users: int) -> Workload:
-    out = w.copy()
-    out.users = users
-    return out
 
 
 def _plain_question(w: Workload, a: Answer, facts: Question | None) -> Question:
