@@ -13,13 +13,13 @@ answer is then the forward model's on the whole fleet (kb.engine.run answers at 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, cast
 
-from kb.engine.probes import Probes
-from kb.engine.solve import largest_fitting
+from kb.hints import TYPE_CHECKING, cast
 from kb.recordtype import record
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from kb.engine.answer import Answer
     from kb.engine.answer_records import Question
     from kb.knowledge.data import Knowledge
@@ -77,6 +77,9 @@ def _trial(w: Workload, tp: int, pp: int, dp_attention: bool) -> Workload:
 
 def _serves(kn: Knowledge, w: Workload, gpu: GPU, tp: int, pp: int, dp_attention: bool) -> int | None:
     """The most users one replica of tp × pp GPUs serves within the targets (None: not one)."""
+    from kb.engine.probes import Probes
+    from kb.engine.solve import largest_fitting
+
     trial = _trial(w, tp, pp, dp_attention)
     found, _ = largest_fitting(kn, trial, "users", 1, max(1, int(w.users or 1)), gpu, tp * pp, HOLDS,
                                Probes(kn, trial, [gpu]))
@@ -86,6 +89,8 @@ def _serves(kn: Knowledge, w: Workload, gpu: GPU, tp: int, pp: int, dp_attention
 def binds(kn: Knowledge, w: Workload, gpu: GPU, p: Plan) -> str:
     """What stops a replica taking one more user: memory, the time to first token asked, or the
     per-user speed (formulas.yaml serves_load); nothing when one replica holds every user."""
+    from kb.engine.probes import Probes
+
     if p.per_replica >= p.users:
         return "one replica holds every user"
     trial = _trial(w, p.tp, p.pp, p.dp_attention)
