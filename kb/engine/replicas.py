@@ -221,8 +221,8 @@ def answered(w: Workload, kn: Knowledge, query: str) -> Answer | None:
     spec = kn.query["solve"]["how_many_gpus"]
     result.question = cast("Question", {
         **(result.question or {}), "kind": "how_many_gpus", "vary": "gpu_count", "unit": spec["unit"],
-        "value": float(p.gpus), "gpu": gpu["name"], "lower": spec["lower"], "upper": spec["upper"],
-        "answer": {"gpu": gpu["name"], "gpu_id": gpu["id"], "count": p.gpus, "value": float(p.gpus),
+        "value": p.gpus, "gpu": gpu["name"], "lower": spec["lower"], "upper": spec["upper"],
+        "answer": {"gpu": gpu["name"], "gpu_id": gpu["id"], "count": p.gpus, "value": p.gpus,
                    "found": True, "at_upper_bound": False, "binds": result.replicas["binds"]}})
     result.path.insert(0, "question/how_many_gpus")
     result.verdict = compose(result, kn)
