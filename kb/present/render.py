@@ -315,6 +315,9 @@ def markdown(a: Answer, limit: int | None = 12) -> str:
         add(f"**Speed** on {mem['gpu_count']}× {md(b['gpu'])}: decode {num(t['decode_tokens_per_s'])} tokens/s per user "
             f"({num(t['decode_tokens_per_s_aggregate'])} in all), prefill {num(t['prefill_tokens_per_s'])} tokens/s, "
             f"time to first token {num(t['ttft_s'])} s.")
+    for line in fleet_lines(a):
+        add("")
+        add(f"**{line.split()[0].capitalize()}:** {md(line.split(None, 1)[1])}")
     phases = ", ".join(f"{p}: {b[p]}" for p in ("decode", "prefill", "training") if b.get(p))
     add(f"**Bottleneck:** {phases}; ridge point {num(b['ridge_point'])} FLOP/B.")
     add("")
