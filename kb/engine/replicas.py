@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from kb.query.workload import Workload
 
 HOLDS = "serves_load"
+CARDS_TRIED = 4     # no card named: the fleets planned, on the cards with the most bandwidth
 RATE_STEPS = 4      # a rate asked: the users in flight are raised at most this often (it settles in one or two)
 
 
@@ -188,22 +189,20 @@ def answered(w: Workload, kn: Knowledge, query: str) -> Answer | None:
     `w` is left as it is (the engine fills a workload's defaults in place)."""
     if not applies(kn, w):
         return None
-    from kb.engine import answer
     from kb.engine.run import ranked
     from kb.engine.scope import resolve
     from kb.engine.verdict import compose
 
-    if w.gpus and w.gpus[0].gpu_id is not None:
-        gpu = kn.gpus[w.gpus[0].gpu_id]
-    else:               # the card the memory search leads with
-        first: dict[str, Any] = dict(answer(w.copy(), kn, query, brief=True).question or {})
-        row: dict[str, Any] = first.get("answer") or {}
-        if not row.get("gpu_id"):
-            return None
-        gpu = kn.gpus[str(row["gpu_id"])]
     model = resolve(w.copy(), kn).model
     heads, experts = int(str(model["attention_heads"])), int(str(model.get("experts") or 1)) > 1
-    p = plan(kn, w, gpu, heads, experts)
+    if w.gpus and w.gpus[0].gpu_id is not None:
+        gpu = kn.gpus[w.gpus[0].gpu_id]
+        p = plan(kn, w, gpu, heads, experts)
+    else:
+        found = _cheapest(kn, w, _cards(kn, w), heads, experts)
+        if found is None:
+            return None
+        gpu, p = found
     if p is None:
         return None
     result = ranked(at_plan(w, p), kn, query)
@@ -227,6 +226,26 @@ def answered(w: Workload, kn: Knowledge, query: str) -> Answer | None:
     result.path.insert(0, "question/how_many_gpus")
     result.verdict = compose(result, kn)
     return result
+
+
+def _cards(kn: Knowledge, w: Workload) -> list[GPU]:
+    """No card named: the datacenter cards the runtime runs the format on, with a rented price,
+    the CARDS_TRIED with the most bandwidth (the cards a serving fleet is built of)."""
+    from kb.engine.scope import resolve
+    from kb.knowledge.gpu_names import runs_on
+
+    got = resolve(w.copy(), kn)
+    cards = [g for g in kn.gpus.values() if g["segment"] == "datacenter" and g.get("cloud_usd_per_hour")
+             and runs_on(got.runtime, g, got.precision["id"])]
+    return sorted(cards, key=lambda g: -float(g["bandwidth_gb_s"] or 0))[:CARDS_TRIED]
+
+
+def _cheapest(kn: Knowledge, w: Workload, cards: list[GPU], heads: int, experts: bool) -> tuple[GPU, Plan] | None:
+    """The card whose fleet costs least an hour to rent (the plan on each)."""
+    plans = [(g, p) for g in cards if (p := plan(kn, w, g, heads, experts)) is not None]
+    if not plans:
+        return None
+    return min(plans, key=lambda gp: float(gp[0]["cloud_usd_per_hour"] or 0) * gp[1].gpus)
 
 
 def _with_users(w: Workload, users: int) -> Workload:
