@@ -61,6 +61,7 @@ class WorkloadDict(TypedDict):
     dp_attention: bool | None
     speed_floor_tok_s: float | None
     ttft_max_s: float | None
+    ttft_percentile: float | None
     tokens_per_day: float | None
     deadline_hours: float | None
     usd_per_gpu_hour: float | None
