@@ -13,7 +13,8 @@ if TYPE_CHECKING:
     from typing import Any
     from kb.knowledge.records import Value
     from kb.engine.answer_records import (Advice, Bottleneck, ClaimChecked, ErrorBand, Memory, Option,
-                                   PricesUsed, Question, Recommendation, Side, Throughput, WorkloadDict)
+                                   PricesUsed, Question, Recommendation, Replicas, Side, Throughput,
+                                   WorkloadDict)
 
 from kb.recordtype import field, record
 
@@ -96,7 +97,7 @@ class Answer:
     options: list[Option] | None = None     # what to change so it fits (when computed)
     prices: PricesUsed = field(default_factory=lambda: _NO_PRICES.copy())   # which prices were used, as of when
     comparison: list[Side] | None = None    # "fp8 vs int4": each side's figures (kb.engine.compare)
-    replicas: dict[str, Any] | None = None  # serving capacity: replicas of a layout (kb.engine.replicas)
+    replicas: Replicas | None = None        # serving capacity: replicas of a layout (kb.engine.replicas)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON contract. Built by hand (dataclasses.asdict deep-copies every value).

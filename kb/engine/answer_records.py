@@ -268,6 +268,38 @@ class Option(TypedDict):
     _price: NotRequired[float | None]
 
 
+class ReplicaLayout(TypedDict):
+    """One replica's split: tensor-parallel GPUs, pipeline stages, data-parallel attention."""
+    tp: int
+    pp: int
+    dp_attention: bool
+    gpus: int
+
+
+class Replicas(TypedDict):
+    """Serving many users as replicas of a layout (kb.engine.replicas): the fleet and its figures
+    under load (continuous batching, the prompts counted)."""
+    gpu_id: str
+    gpus: int
+    replicas: int
+    layout: ReplicaLayout
+    nodes: int
+    users: int
+    users_per_replica: int
+    most_users_per_replica: int
+    tokens_per_s_per_user: float | None
+    tpot_s: float | None
+    ttft_s: float | None
+    latency_s: float | None
+    requests_per_s: float | None
+    output_tokens_per_s: float | None
+    tokens_per_s_per_gpu: float | None
+    prefill_share: float | None
+    usd_per_hour: float | None
+    usd_per_million_tokens: float | None
+    binds: str
+
+
 class Side(TypedDict):
     """One side of a comparison ("fp8 vs int4"): the value and its answer's figures (kb.engine.compare)."""
     field: str

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from kb.engine.answer import Answer
-    from kb.engine.answer_records import Question
+    from kb.engine.answer_records import Question, Replicas
     from kb.knowledge.data import Knowledge
     from kb.knowledge.records import GPU
     from kb.query.workload import Workload
@@ -151,7 +151,7 @@ def at_plan(w: Workload, p: Plan) -> Workload:
     return out
 
 
-def block(kn: Knowledge, p: Plan, figures: dict[str, Any], binding: str) -> dict[str, Any]:
+def block(kn: Knowledge, p: Plan, figures: dict[str, Any], binding: str) -> Replicas:
     """The `replicas` block of the answer: the layout, the count and the figures under load (the
     forward model's, on the fleet)."""
     node = int(kn.constants["gpus_per_node"]["value"])
