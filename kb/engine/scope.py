@@ -93,7 +93,7 @@ def resolve(w: Workload, kn: Knowledge) -> Resolved:
         default("users", d["users"], f"concurrent users: {d['users']}")
         default("batch", 1, "")
         ctx = min(runtime.get("default_context_tokens") or d["context_tokens"], model["max_context"])
-        if w.context_tokens is None and w.prompt_tokens and w.output_tokens and (w.users or 1) > 1:
+        if w.context_tokens is None and w.prompt_tokens and w.output_tokens and w.prompt_tokens + w.output_tokens <= ctx:
             w.context_tokens = w.prompt_tokens + w.output_tokens      # the traffic's own lengths
             assumptions.append(f"context per user: {w.context_tokens} tokens, the request's prompt "
                                f"({w.prompt_tokens}) + output ({w.output_tokens}); a paged KV cache holds the "
