@@ -114,3 +114,15 @@ def test_moe_rate_per_gpu_at_full_load_is_what_fused_moe_kernels_reach(query: st
     gpus = a["gpus"][0]["count"]
     per_gpu = step(a, "serving_output_tokens_per_s") / gpus
     assert 0.70 * measured <= per_gpu <= 1.43 * measured
+
+
+def test_a_fleet_of_modules_is_bought_in_servers() -> None:
+    # H200 SXM modules come on 8-GPU HGX baseboards: each node begun adds what Thinkmate's HGX
+    # H100 8-GPU quotation ($317,000, August 2024) costs beyond eight modules at $30,000
+    from kb import get_knowledge
+
+    kn = get_knowledge()
+    a = ask("how many h200 for llama-3.1-70b fp8 500 users prompt 2000 output 500 at 20 tok/s").to_dict()
+    r = a["replicas"]
+    cards = kn.gpus["h200-sxm"]["price_usd"] * r["gpus"]
+    assert r["buy_usd"] == pytest.approx(cards + math.ceil(r["gpus"] / 8) * (317_000 - 8 * 30_000), rel=1e-9)

@@ -297,6 +297,7 @@ class Replicas(TypedDict):
     prefill_share: float | None
     usd_per_hour: float | None
     usd_per_million_tokens: float | None
+    buy_usd: float | None               # modules in the servers they need (formulas.yaml fleet_price_usd)
     binds: str
 
 

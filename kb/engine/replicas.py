@@ -178,6 +178,7 @@ def block(kn: Knowledge, p: Plan, figures: dict[str, Any], binding: str) -> Repl
         "prefill_share": get("serving_prefill_share"),
         "usd_per_hour": per_hour,
         "usd_per_million_tokens": get("serving_usd_per_million_tokens"),
+        "buy_usd": get("fleet_price_usd"),
         "binds": binding,
     }
 

@@ -211,7 +211,8 @@ def fleet_lines(a: Answer) -> list[str]:
             f"  load     {num(r['tokens_per_s_per_user'])} tok/s per user, first token in {num(r['ttft_s'])} s, "
             f"{num(r['latency_s'])} s a request, {num(r['requests_per_s'])} requests/s, "
             f"{num(r['tokens_per_s_per_gpu'])} tok/s per GPU; prompts take {num(100 * (r['prefill_share'] or 0))}% "
-            "of the GPU time (continuous batching)"]
+            "of the GPU time (continuous batching)"] + (
+            [f"  servers  ${r['buy_usd']:,.0f} to buy the GPUs with the servers they are sold in"] if r.get("buy_usd") else [])
 
 
 def _asked(a: Answer) -> list[str]:
