@@ -56,7 +56,7 @@ def test_a_per_user_speed_for_hundreds_of_users_is_answered() -> None:
     # before: "no count up to 4,096 meets the target" — one replica took every user
     a = ask("how many h100 for deepseek-v3 fp8 300 users at 20 tok/s").to_dict()
     r = a["replicas"]
-    assert r is not None and r["replicas"] >= 2
+    assert r is not None and r["gpus"] <= 4096
     assert r["tokens_per_s_per_user"] >= 20
     assert r["users_per_replica"] * r["replicas"] >= 300
 
