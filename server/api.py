@@ -224,7 +224,7 @@ def answer_model() -> TypeAdapter[Answer]:
     from kb.knowledge.records import Value  # noqa: F401
     from kb.engine.answer_records import (Advice, Bottleneck, ClaimChecked, ErrorBand,  # noqa: F401
                                    Memory, Option, PricesUsed, Question, Recommendation, Replicas,
-                                   ReplicaLayout, Side, Throughput, WorkloadDict)
+                                   ReplicaLayout, Disaggregated, Side, Throughput, WorkloadDict)
 
     as_dataclass(Answer)
     return TypeAdapter(Answer)

@@ -126,3 +126,18 @@ def test_a_fleet_of_modules_is_bought_in_servers() -> None:
     r = a["replicas"]
     cards = kn.gpus["h200-sxm"]["price_usd"] * r["gpus"]
     assert r["buy_usd"] == pytest.approx(cards + math.ceil(r["gpus"] / 8) * (317_000 - 8 * 30_000), rel=1e-9)
+
+
+def test_disaggregated_prefill_is_offered_with_its_own_count() -> None:
+    # prompts on workers of their own, decode on workers that only decode (DistServe, Zhong et al.
+    # 2024): the decode workers meet the per-user speed alone, the first token includes the KV
+    # cache's transfer, and the option says whether it takes fewer GPUs than colocated replicas
+    a = ask("how many h200 for llama-3.1-70b fp8 500 users prompt 8000 output 300 at 20 tok/s ttft under 2 s").to_dict()
+    r = a["replicas"]
+    d = r["disaggregated"]
+    assert d is not None
+    assert d["gpus"] == d["prefill_gpus"] + d["decode_gpus"]
+    assert d["decode_gpus"] == d["decode_replicas"] * d["decode_layout"]["tp"] * d["decode_layout"]["pp"]
+    assert d["tokens_per_s_per_user"] >= 20 and d["ttft_s"] <= 2 and d["kv_transfer_s"] > 0
+    assert d["fewer_gpus"] == (d["gpus"] < r["gpus"])
+    assert ("Disaggregated" in a["verdict"]) == d["fewer_gpus"]

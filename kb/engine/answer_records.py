@@ -276,6 +276,22 @@ class ReplicaLayout(TypedDict):
     gpus: int
 
 
+class Disaggregated(TypedDict):
+    """The same load on separate prefill and decode workers (kb.engine.replicas.disaggregated)."""
+    gpus: int
+    decode_replicas: int
+    decode_layout: ReplicaLayout
+    decode_gpus: int
+    prefill_gpus: int
+    users_per_decode_replica: int
+    tokens_per_s_per_user: float | None
+    ttft_s: float | None
+    kv_transfer_s: float | None
+    requests_per_s: float | None
+    tokens_per_s_per_gpu: float | None
+    fewer_gpus: bool
+
+
 class Replicas(TypedDict):
     """Serving many users as replicas of a layout (kb.engine.replicas): the fleet and its figures
     under load (continuous batching, the prompts counted)."""
@@ -299,6 +315,7 @@ class Replicas(TypedDict):
     usd_per_million_tokens: float | None
     buy_usd: float | None               # modules in the servers they need (formulas.yaml fleet_price_usd)
     binds: str
+    disaggregated: Disaggregated | None  # prefill and decode on separate workers, when it meets the targets
 
 
 class Side(TypedDict):

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from kb.engine.answer import Answer
-    from kb.engine.answer_records import Question, Replicas
+    from kb.engine.answer_records import Disaggregated, Question, Replicas
     from kb.knowledge.data import Knowledge
     from kb.knowledge.records import GPU
     from kb.query.workload import Workload
@@ -76,13 +76,14 @@ def _trial(w: Workload, tp: int, pp: int, dp_attention: bool) -> Workload:
     return trial
 
 
-def _serves(kn: Knowledge, w: Workload, gpu: GPU, tp: int, pp: int, dp_attention: bool) -> int | None:
+def _serves(kn: Knowledge, w: Workload, gpu: GPU, tp: int, pp: int, dp_attention: bool,
+            holds: str = HOLDS) -> int | None:
     """The most users one replica of tp × pp GPUs serves within the targets (None: not one)."""
     from kb.engine.probes import Probes
     from kb.engine.solve import largest_fitting
 
     trial = _trial(w, tp, pp, dp_attention)
-    found, _ = largest_fitting(kn, trial, "users", 1, max(1, int(w.users or 1)), gpu, tp * pp, HOLDS,
+    found, _ = largest_fitting(kn, trial, "users", 1, max(1, int(w.users or 1)), gpu, tp * pp, holds,
                                Probes(kn, trial, [gpu]))
     return int(found) if found else None
 
@@ -104,7 +105,7 @@ def binds(kn: Knowledge, w: Workload, gpu: GPU, p: Plan) -> str:
     return "per-user speed"
 
 
-def plan(kn: Knowledge, w: Workload, gpu: GPU, heads: int, experts: bool) -> Plan | None:
+def plan(kn: Knowledge, w: Workload, gpu: GPU, heads: int, experts: bool, holds: str = HOLDS) -> Plan | None:
     """The fewest GPUs of this card whose replicas serve every user within the targets; of equal
     counts, the one whose replicas have room for the most users. None when no layout up to the
     most GPUs kbq sizes serves even one user."""
@@ -115,7 +116,7 @@ def plan(kn: Knowledge, w: Workload, gpu: GPU, heads: int, experts: bool) -> Pla
         size = tp * pp
         if best is not None and size > best.gpus:
             break
-        each = _serves(kn, w, gpu, tp, pp, dpa)
+        each = _serves(kn, w, gpu, tp, pp, dpa, holds)
         if not each:
             continue
         replicas = math.ceil(users / each)
@@ -179,7 +180,7 @@ def block(kn: Knowledge, p: Plan, figures: dict[str, Any], binding: str) -> Repl
         "usd_per_hour": per_hour,
         "usd_per_million_tokens": get("serving_usd_per_million_tokens"),
         "buy_usd": get("fleet_price_usd"),
-        "binds": binding,
+        "binds": binding, "disaggregated": None,
     }
 
 
@@ -218,6 +219,7 @@ def answered(w: Workload, kn: Knowledge, query: str) -> Answer | None:
     if result.gpus:
         figures.setdefault("cloud_usd_per_hour", result.gpus[0].cloud_usd_per_hour)
     result.replicas = block(kn, p, figures, binds(kn, w, gpu, p))
+    result.replicas["disaggregated"] = disaggregated(kn, w, gpu, heads, experts, p, query)
     spec = kn.query["solve"]["how_many_gpus"]
     result.question = cast("Question", {
         **(result.question or {}), "kind": "how_many_gpus", "vary": "gpu_count", "unit": spec["unit"],
@@ -227,6 +229,38 @@ def answered(w: Workload, kn: Knowledge, query: str) -> Answer | None:
     result.path.insert(0, "question/how_many_gpus")
     result.verdict = compose(result, kn)
     return result
+
+
+def disaggregated(kn: Knowledge, w: Workload, gpu: GPU, heads: int, experts: bool, colocated: Plan,
+                  query: str) -> Disaggregated | None:
+    """The same users on decode workers that only decode (each holding its share at the per-user
+    speed: formulas.yaml serves_at_floor) and prefill workers of the same layout for the prompts
+    (formulas.yaml disagg_*: their number at the request rate, the first token with the KV cache
+    moved over the network), as DistServe, Dynamo, llm-d and SGLang's PD mode run it; None when
+    no decode layout serves a user or the first token misses the bound asked."""
+    from kb.engine.run import ranked
+
+    d = plan(kn, w, gpu, heads, experts, "serves_at_floor")
+    if d is None:
+        return None
+    a = ranked(at_plan(w, d), kn, query, brief=False)
+    f = {s.rule_id: s.result for s in a.trace}
+
+    def get(name: str) -> float | None:
+        v = f.get(name)
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+    prefill, ttft = get("disagg_prefill_gpus"), get("disagg_ttft_s")
+    if prefill is None or ttft is None or (w.ttft_max_s is not None and ttft > w.ttft_max_s):
+        return None
+    total = d.gpus + int(prefill)
+    out = get("decode_tokens_per_s_aggregate")
+    return {"gpus": total, "decode_replicas": d.replicas, "decode_gpus": d.gpus, "prefill_gpus": int(prefill),
+            "decode_layout": {"tp": d.tp, "pp": d.pp, "dp_attention": d.dp_attention, "gpus": d.replica_gpus},
+            "users_per_decode_replica": math.ceil(d.users / d.replicas),
+            "tokens_per_s_per_user": get("decode_tokens_per_s"), "ttft_s": ttft,
+            "kv_transfer_s": get("disagg_kv_transfer_s"), "requests_per_s": get("disagg_requests_per_s"),
+            "tokens_per_s_per_gpu": out / total if out is not None else None,
+            "fewer_gpus": total < colocated.gpus}
 
 
 def _cards(kn: Knowledge, w: Workload) -> list[GPU]:

@@ -33,6 +33,7 @@ class Solve(TypedDict):
     verdict_floor: str | None
     verdict_layout: str | None
     verdict_replicas: str | None
+    verdict_disaggregated: str | None
 
 
 class Unit(TypedDict):

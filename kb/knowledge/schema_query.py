@@ -44,6 +44,7 @@ class SolveSchema(Strict):
     verdict_floor: str | None = None     # when the speed floor, not memory, stops the search
     verdict_layout: str | None = None    # when fewer GPUs fit but form no valid layout
     verdict_replicas: str | None = None  # serving: replicas of a layout (kb.engine.replicas)
+    verdict_disaggregated: str | None = None  # ...and prefill on workers of its own, when that takes fewer GPUs
 
 
 LimitName = Literal["users", "batch", "context", "seq", "prompt", "output", "rank", "tokens",

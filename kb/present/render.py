@@ -212,7 +212,10 @@ def fleet_lines(a: Answer) -> list[str]:
             f"{num(r['latency_s'])} s a request, {num(r['requests_per_s'])} requests/s, "
             f"{num(r['tokens_per_s_per_gpu'])} tok/s per GPU; prompts take {num(100 * (r['prefill_share'] or 0))}% "
             "of the GPU time (continuous batching)"] + (
-            [f"  servers  ${r['buy_usd']:,.0f} to buy the GPUs with the servers they are sold in"] if r.get("buy_usd") else [])
+            [f"  servers  ${r['buy_usd']:,.0f} to buy the GPUs with the servers they are sold in"] if r.get("buy_usd") else []) + (
+            [f"  disagg   prompts on {d['prefill_gpus']} GPUs, decode on {d['decode_replicas']} × {d['decode_layout']['gpus']} "
+             f"GPUs: {d['gpus']} in all ({'fewer' if d['fewer_gpus'] else 'no fewer'}), first token in {num(d['ttft_s'])} s"]
+            if (d := r.get("disaggregated")) else [])
 
 
 def _asked(a: Answer) -> list[str]:
