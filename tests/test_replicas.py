@@ -18,6 +18,7 @@ import pytest
 from kb import ask
 
 NIM_70B = {25: (38.75e-3, 623.4), 50: (59.73e-3, 814.37)}    # concurrency: (ITL s, output tok/s)
+NIM_70B_TTFT = {25: 0.68869, 50: 0.83451}                        # concurrency: mean TTFT s
 
 
 def step(a: dict[str, Any], name: str) -> Any:
@@ -34,6 +35,8 @@ def test_time_per_output_token_under_load_counts_the_prompts(users: int) -> None
     assert step(a, "serving_tpot_s") == pytest.approx(itl, rel=0.20)
     # decode alone would be well under the measured latency: the prefill is most of the gap
     assert step(a, "decode_step_s") < 0.8 * itl
+    # the first token waits for the prompts ahead of it; tolerance 30%
+    assert step(a, "serving_ttft_s") == pytest.approx(NIM_70B_TTFT[users], rel=0.30)
 
 
 def test_how_many_for_a_speed_target_is_a_count_of_replicas() -> None:
