@@ -112,10 +112,12 @@ def plan(kn: Knowledge, w: Workload, gpu: GPU, heads: int, experts: bool, holds:
     users = int(w.users or 1)
     most = int(kn.constants["max_gpu_count"]["value"])
     best: Plan | None = None
+    from kb.engine.budget import spent
+
     for tp, pp, dpa in layouts(kn, heads, experts):
         size = tp * pp
-        if best is not None and size > best.gpus:
-            break
+        if (best is not None and size > best.gpus) or spent() is not None:
+            break           # no larger replica takes fewer GPUs; or the server's search budget is used up
         each = _serves(kn, w, gpu, tp, pp, dpa, holds)
         if not each:
             continue
