@@ -77,13 +77,14 @@ def _trial(w: Workload, tp: int, pp: int, dp_attention: bool) -> Workload:
 
 
 def _serves(kn: Knowledge, w: Workload, gpu: GPU, tp: int, pp: int, dp_attention: bool,
-            holds: str = HOLDS) -> int | None:
-    """The most users one replica of tp × pp GPUs serves within the targets (None: not one)."""
+            holds: str = HOLDS, least: int = 1) -> int | None:
+    """The most users one replica of tp × pp GPUs serves within the targets (None: not `least`,
+    the fewest that keep the fleet within the most GPUs kbq sizes)."""
     from kb.engine.probes import Probes
     from kb.engine.solve import largest_fitting
 
     trial = _trial(w, tp, pp, dp_attention)
-    found, _ = largest_fitting(kn, trial, "users", 1, max(1, int(w.users or 1)), gpu, tp * pp, holds,
+    found, _ = largest_fitting(kn, trial, "users", least, max(least, int(w.users or 1)), gpu, tp * pp, holds,
                                Probes(kn, trial, [gpu]))
     return int(found) if found else None
 
@@ -118,7 +119,7 @@ def plan(kn: Knowledge, w: Workload, gpu: GPU, heads: int, experts: bool, holds:
         size = tp * pp
         if (best is not None and size > best.gpus) or spent() is not None:
             break           # no larger replica takes fewer GPUs; or the server's search budget is used up
-        each = _serves(kn, w, gpu, tp, pp, dpa, holds)
+        each = _serves(kn, w, gpu, tp, pp, dpa, holds, max(1, math.ceil(users * size / most)))
         if not each:
             continue
         replicas = math.ceil(users / each)
