@@ -117,6 +117,11 @@ class Throughput(TypedDict):
     ttft_s: float | None
     train_tokens_per_s: float | None
     train_time_s: float | None
+    # under load: continuous batching with the arriving prompts counted (formulas.yaml serving_*)
+    serving_tokens_per_s_per_user: NotRequired[float | None]
+    serving_tokens_per_s_per_gpu: NotRequired[float | None]
+    serving_ttft_s: NotRequired[float | None]
+    serving_requests_per_s: NotRequired[float | None]
 
 
 class Bottleneck(TypedDict):
