@@ -6,8 +6,10 @@ GPUs inside a node, pipeline stages over whole nodes, data-parallel attention fo
 experts), how many replicas, the users each serves — chosen as the fewest GPUs whose replicas meet
 the load and the targets (rules/formulas.yaml `serves_load`: the replica holds its share, each user
 decodes at the speed asked for under continuous batching with the prompts counted, the first token
-comes within any bound asked). The search only evaluates the forward model; every figure of the
-answer is then the forward model's on the whole fleet (kb.engine.run answers at the plan).
+comes within any bound asked); with the same users on separate prefill and decode workers as an
+option. The search only evaluates the forward model; every figure of the answer is then the
+forward model's on the whole fleet (answered() answers at the plan; kb.engine.pipeline asks it
+before the memory search).
 """
 
 from __future__ import annotations
@@ -110,11 +112,11 @@ def plan(kn: Knowledge, w: Workload, gpu: GPU, heads: int, experts: bool, holds:
     """The fewest GPUs of this card whose replicas serve every user within the targets; of equal
     counts, the one whose replicas have room for the most users. None when no layout up to the
     most GPUs kbq sizes serves even one user."""
+    from kb.engine.budget import spent
+
     users = int(w.users or 1)
     most = int(kn.constants["max_gpu_count"]["value"])
     best: Plan | None = None
-    from kb.engine.budget import spent
-
     for tp, pp, dpa in layouts(kn, heads, experts):
         size = tp * pp
         if (best is not None and size > best.gpus) or spent() is not None:
