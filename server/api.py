@@ -224,7 +224,7 @@ def answer_model() -> TypeAdapter[Answer]:
     from kb.knowledge.records import Value  # noqa: F401
     from kb.engine.answer_records import (Advice, Bottleneck, ClaimChecked, ErrorBand,  # noqa: F401
                                    Memory, ModelSource, Option, PricesUsed, Question, Recommendation,
-                                   Side, Throughput, WorkloadDict)
+                                   Replicas, ReplicaLayout, Disaggregated, Side, Throughput, WorkloadDict)
 
     as_dataclass(Answer)
     return TypeAdapter(Answer)

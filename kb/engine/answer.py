@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from kb.knowledge.records import Value
     from kb.engine.answer_records import (Advice, Bottleneck, ClaimChecked, ErrorBand, Memory,
                                           ModelSource, Option, PricesUsed, Question, Recommendation,
-                                          Side, Throughput, WorkloadDict)
+                                          Replicas, Side, Throughput, WorkloadDict)
 
 from kb.recordtype import field, record
 
@@ -98,6 +98,7 @@ class Answer:
     prices: PricesUsed = field(default_factory=lambda: _NO_PRICES.copy())   # which prices were used, as of when
     comparison: list[Side] | None = None    # "fp8 vs int4": each side's figures (kb.engine.compare)
     model_source: ModelSource | None = None  # a model read from a config.json (the Hub's or --model-config's)
+    replicas: Replicas | None = None        # serving capacity: replicas of a layout (kb.engine.replicas)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON contract. Built by hand (dataclasses.asdict deep-copies every value).

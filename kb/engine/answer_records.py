@@ -61,6 +61,7 @@ class WorkloadDict(TypedDict):
     dp_attention: bool | None
     speed_floor_tok_s: float | None
     ttft_max_s: float | None
+    ttft_percentile: float | None
     tokens_per_day: float | None
     deadline_hours: float | None
     usd_per_gpu_hour: float | None
@@ -116,6 +117,11 @@ class Throughput(TypedDict):
     ttft_s: float | None
     train_tokens_per_s: float | None
     train_time_s: float | None
+    # under load: continuous batching with the arriving prompts counted (formulas.yaml serving_*)
+    serving_tokens_per_s_per_user: NotRequired[float | None]
+    serving_tokens_per_s_per_gpu: NotRequired[float | None]
+    serving_ttft_s: NotRequired[float | None]
+    serving_requests_per_s: NotRequired[float | None]
 
 
 class Bottleneck(TypedDict):
@@ -265,6 +271,56 @@ class Option(TypedDict):
     _rank: NotRequired[int]                     # the sort keys, dropped once sorted
     _hardware: NotRequired[int]
     _price: NotRequired[float | None]
+
+
+class ReplicaLayout(TypedDict):
+    """One replica's split: tensor-parallel GPUs, pipeline stages, data-parallel attention."""
+    tp: int
+    pp: int
+    dp_attention: bool
+    gpus: int
+
+
+class Disaggregated(TypedDict):
+    """The same load on separate prefill and decode workers (kb.engine.replicas.disaggregated)."""
+    gpus: int
+    decode_replicas: int
+    decode_layout: ReplicaLayout
+    decode_gpus: int
+    prefill_gpus: int
+    users_per_decode_replica: int
+    tokens_per_s_per_user: float | None
+    ttft_s: float | None
+    kv_transfer_s: float | None
+    requests_per_s: float | None
+    tokens_per_s_per_gpu: float | None
+    fewer_gpus: bool
+
+
+class Replicas(TypedDict):
+    """Serving many users as replicas of a layout (kb.engine.replicas): the fleet and its figures
+    under load (continuous batching, the prompts counted)."""
+    gpu_id: str
+    gpus: int
+    replicas: int
+    layout: ReplicaLayout
+    nodes: int
+    users: int
+    users_per_replica: int
+    most_users_per_replica: int
+    tokens_per_s_per_user: float | None
+    tpot_s: float | None
+    ttft_s: float | None
+    latency_s: float | None
+    requests_per_s: float | None
+    output_tokens_per_s: float | None
+    tokens_per_s_per_gpu: float | None
+    prefill_share: float | None
+    usd_per_hour: float | None
+    usd_per_million_tokens: float | None
+    buy_usd: float | None               # modules in the servers they need (formulas.yaml fleet_price_usd)
+    binds: str
+    disaggregated: Disaggregated | None  # prefill and decode on separate workers, when it meets the targets
 
 
 class Side(TypedDict):
