@@ -246,7 +246,7 @@ def test_the_server_keeps_answering_while_a_hub_read_waits(tmp_path: Path, serve
         silent.listen(16)
         env = {**hub_env(tmp_path), "HF_HUB_OFFLINE": "0",
                "HF_ENDPOINT": f"http://127.0.0.1:{silent.getsockname()[1]}", "KBQ_HUB_TIMEOUT": "4"}
-        served = serve(env=env)
+        served = serve("--forwarded-allow-ips", "127.0.0.1", env=env)    # as behind a local proxy
         got: dict[str, object] = {}
 
         def hub_question() -> None:
@@ -264,7 +264,7 @@ def test_the_server_keeps_answering_while_a_hub_read_waits(tmp_path: Path, serve
         start = time.monotonic()
         with urllib.request.urlopen(f"{served.base}/api/health", timeout=30) as r:
             assert r.status == 200
-        # another client's question (the server reads a local proxy's X-Forwarded-For) is
+        # another client's question (the server believes the local proxy's X-Forwarded-For) is
         # computed on the other answer thread meanwhile; the same client's would wait its turn
         other = urllib.request.Request(f"{served.base}/api/answer?q=serve+7B",
                                        headers={"X-Forwarded-For": "192.0.2.7"})
