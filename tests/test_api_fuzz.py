@@ -21,6 +21,8 @@ SCHEMA = schemathesis.openapi.from_wsgi("/api/openapi.json", APP)
 @SCHEMA.parametrize()
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 def test_api_conforms_and_never_fails(case):
-    response = case.call()
+    # the WSGI client does not undo gzip; the bodies are checked as sent uncompressed (gzip has
+    # its own tests through real HTTP, tests/test_server_http.py)
+    response = case.call(headers={"Accept-Encoding": "identity"})
     assert response.status_code < 500, response.text[:500]
     case.validate_response(response, excluded_checks=EXCLUDED)

@@ -66,6 +66,8 @@ def _value(opt: Opt, tmp: Path) -> str:
     """A value the declared option takes: its first choice, a number, or a path."""
     if opt.choices:
         return opt.choices[0]
+    if opt.metavar == "ADDRESSES":
+        return "127.0.0.1"
     if opt.kind is declared.amount or getattr(opt.kind, "low", None) is not None:
         return "1"
     return str(tmp)
