@@ -45,7 +45,7 @@ def read(path: str | Path, kn: Knowledge) -> Model:
     cfg: Config = text_config if isinstance(text_config, dict) else raw
     _check_names(p, raw, cfg)
     try:
-        model = extend(_model(cfg, p), cfg, raw, kn.config_defaults)
+        model = extend(_model(cfg, p), cfg, raw, kn.config_defaults, kn.query.get("hf_quantization"))
     except (TypeError, ValueError, KeyError, OverflowError, ZeroDivisionError) as exc:
         raise ConfigError(f"{p}: {exc}") from None   # int(1e999), hidden_size // 0 heads …
     _check_sizes(model, cfg, p)

@@ -97,6 +97,28 @@ class LocalFallback(TypedDict):
     source: str
 
 
+class HfQuantizationRule(TypedDict):
+    """One row of query.yaml `hf_quantization.rules`: a checkpoint's config.json quantization_config that
+    matches every condition given is stored in `precision` (in `moe_precision` for a mixture of experts, when
+    given). Rows are tried in order."""
+    quant_method: str | None
+    fmt_prefix: str | None
+    bits: int | None
+    flag: str | None
+    weight_bits: int | None
+    weight_type: str | None
+    precision: str
+    moe_precision: str | None
+
+
+class HfQuantization(TypedDict):
+    """How a Hugging Face checkpoint's quantization_config names its stored format (query.yaml
+    `hf_quantization`): the rows, first match wins; no match is a 16-bit checkpoint or a format kbq has no
+    entry for."""
+    rules: list[HfQuantizationRule]
+    source: str
+
+
 class UnnamedModel(TypedDict):
     """The model a question that compares cards or asks which card to buy is sized on when it names none
     (query.yaml `unnamed_model`): the model those cards' published benchmarks use."""
@@ -157,6 +179,7 @@ class QueryRules(TypedDict):
     situations: dict[str, Situation]
     question_formats: list[QuestionFormat]
     local_fallback: LocalFallback | None
+    hf_quantization: HfQuantization | None
     unnamed_model: list[UnnamedModel]
     phrases: list[Phrase]
     model_suffixes: list[str]

@@ -105,6 +105,28 @@ class CostBatchSchema(Strict):
     source: str
 
 
+class HfQuantizationRuleSchema(Strict):
+    """One row of query.yaml `hf_quantization.rules`: a checkpoint's config.json
+    quantization_config that matches every condition given is stored in `precision` (in
+    `moe_precision` for a mixture of experts, when given). Rows are tried in order."""
+    quant_method: str | None = None         # quantization_config.quant_method
+    fmt_prefix: str | None = None           # quantization_config.fmt starts with it (lower case)
+    bits: int | None = None                 # quantization_config.bits
+    flag: str | None = None                 # a true flag of quantization_config (load_in_4bit)
+    weight_bits: int | None = None          # compressed-tensors: some config_groups' weights.num_bits
+    weight_type: str | None = None          # … whose weights.type is this
+    precision: Slug
+    moe_precision: Slug | None = None
+
+
+class HfQuantizationSchema(Strict):
+    """How a Hugging Face checkpoint's quantization_config names its stored format (query.yaml
+    `hf_quantization`): the rows, first match wins; no match is a 16-bit checkpoint or a format
+    kbq has no entry for."""
+    rules: list[HfQuantizationRuleSchema] = Field(min_length=1)
+    source: Slug
+
+
 class PhraseSchema(Strict):
     """Words that set Workload fields (query.yaml `phrases`)."""
     set: dict[Literal["focus", "question", "sort", "rent", "want_options", "sharding", "runtime",
@@ -156,6 +178,7 @@ class QueryFile(Strict):
     situations: dict[Name, SituationSchema] = {}
     question_formats: list[QuestionFormatSchema] = []
     local_fallback: LocalFallbackSchema | None = None
+    hf_quantization: HfQuantizationSchema | None = None
     unnamed_model: list[UnnamedModelSchema] = []
     phrases: list[PhraseSchema] = []
     model_suffixes: list[Name] = []
