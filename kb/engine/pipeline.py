@@ -73,7 +73,7 @@ def with_options(a: Answer, w: Workload, kn: Knowledge, asked: Callable[[], Work
             a, said = as_run(a, kn) or (a, "")
         elif rows and (fb := local_fallback(kn, as_asked, a)) is not None:
             a, said = as_run(a, kn, fb) or (a, "")
-    a.verdict = fitted([said, compose(a, kn)]) if said else compose(a, kn)
+    a.verdict = fitted([said, compose(a, kn)], kn) if said else compose(a, kn)
     return a
 
 

@@ -1,4 +1,5 @@
-"""The verdict: the answer to what was asked, first, with its figure, in at most 45 words.
+"""The verdict: the answer to what was asked, first, with its figure, within a word limit
+(rules/query.yaml verdict.max_words; the wording of several sentences is verdict.templates).
 
 In: an Answer whose engine data is filled in (Answer.question: the kind of question, the figure
 found, the sizing flow's outcome; the ranked GPU rows; the recommendation; the options).
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
     from kb.engine.answer_records import Question, Side
     from kb.knowledge.data import Knowledge
 
-MAX_WORDS = 45
 SOLVED = ("max_users", "max_context", "largest_model", "how_many_gpus", "max_batch")
 
 
@@ -50,40 +50,41 @@ def compose(a: Answer, kn: Knowledge) -> str:
         return str(q["unknown"])
     kind = q.get("kind") or ""
     if kind in SOLVED and not (kind == "how_many_gpus" and sum(g.requested for g in a.gpus) > 1):
-        parts = _solved(a, q)
+        parts = _solved(a, q, kn)
     elif kind in ("compare", "how_many_gpus"):      # how many of each of two cards: side by side
-        parts = _compare(a)
+        parts = _compare(a, kn)
     elif a.comparison and len(a.comparison) > 1:
         from kb.query.unparse import value_text
 
         def label(s: Side) -> str:
             return value_text(kn, s["field"], s["value"])
-        parts = sides(a.comparison, str(q.get("kind") or ""), _training(a),
+        parts = sides(kn.query["verdict"], a.comparison, str(q.get("kind") or ""), _training(a),
                       _fixes(a, 1, label(a.comparison[0])), label)   # the options change the first side
     elif kind == "which_gpu" or not any(g.requested for g in a.gpus):
         parts = _which(a, q, kn)
     elif kind == "cost":
-        parts = _cost(a, q, kn) or _fit(a, q)
+        parts = _cost(a, q, kn) or _fit(a, q, kn)
     else:
-        parts = _fit(a, q)
-    return fitted([p for p in parts if p])
+        parts = _fit(a, q, kn)
+    return fitted([p for p in parts if p], kn)
 
 
 SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z]|\d+× )")      # a sentence may open with a configuration
 
 
-def fitted(parts: list[str]) -> str:
-    """The sentences in order, leaving out the last ones while the text is over MAX_WORDS (the
-    first, the answer itself, always stays)."""
+def fitted(parts: list[str], kn: Knowledge) -> str:
+    """The sentences in order, leaving out the last ones while the text is over the word limit
+    (query.yaml verdict.max_words; the first, the answer itself, always stays)."""
+    most = kn.query["verdict"]["max_words"]["value"]
     sentences = [x for p in parts for x in SENTENCE.split(p) if x]
-    while len(sentences) > 1 and words(" ".join(sentences)) > MAX_WORDS:
+    while len(sentences) > 1 and words(" ".join(sentences)) > most:
         sentences = sentences[:-1]
     return " ".join(sentences)
 
 
 # ---------------------------------------------------------------- pieces
 
-def _borderline(a: Answer, g: GpuRow) -> str | None:
+def _borderline(a: Answer, g: GpuRow, kn: Knowledge) -> str | None:
     """A fit whose headroom is inside the memory estimate's p90 error band."""
     band = a.error_bands.get("total_gb")
     pct = band.get("p90_pct") if band else None
@@ -91,7 +92,7 @@ def _borderline(a: Answer, g: GpuRow) -> str | None:
         return None
     if g.headroom_gb >= g.per_gpu_gb * pct / 100:
         return None
-    return f"Borderline: {num(g.headroom_gb)} GB spare, within the memory estimate's ±{num(pct)}% p90 error."
+    return kn.query["verdict"]["templates"]["borderline"].format(spare=num(g.headroom_gb), pct=num(pct))
 
 
 def _fixes(a: Answer, most: int = 2, what_fits: str = "it") -> list[str]:
@@ -112,7 +113,7 @@ def _fixes(a: Answer, most: int = 2, what_fits: str = "it") -> list[str]:
 
 # ---------------------------------------------------------------- fit, compare, cost
 
-def _fit(a: Answer, q: Question) -> list[str]:
+def _fit(a: Answer, q: Question, kn: Knowledge) -> list[str]:
     g = next((x for x in a.gpus if x.requested), a.gpus[0] if a.gpus else None)
     if g is None:
         return [str(q.get("outcome_text") or "")]
@@ -126,7 +127,7 @@ def _fit(a: Answer, q: Question) -> list[str]:
     parts: list[str | None] = [lead, text] if lead else [text]
     if g.fits:
         s = speed(g, _training(a))
-        parts += [_borderline(a, g), f"Speed: {s}." if s and not lead else None]
+        parts += [_borderline(a, g, kn), f"Speed: {s}." if s and not lead else None]
         if g.meets_target is False and _target_asked(a):    # a default horizon is no target asked
             parts.append("It misses the target asked for.")
             parts += _fixes(a)
@@ -174,7 +175,7 @@ def _cost(a: Answer, q: Question, kn: Knowledge) -> list[str] | None:
     return [x for x in (first, buy if g.config_price_usd else None, str(q.get("outcome_text") or "")) if x]
 
 
-def _compare(a: Answer) -> list[str]:
+def _compare(a: Answer, kn: Knowledge) -> list[str]:
     training = _training(a)
     asked = [g for g in a.gpus if g.requested]
     lines = []
@@ -188,7 +189,7 @@ def _compare(a: Answer) -> list[str]:
         return usd(g.config_price_usd) if g.config_price_usd else None
     for g in asked:
         if g.fits:
-            figures = [f"{num(g.per_gpu_gb)} of {num(g.usable_vram_gb)} GB" + (", tight" if _borderline(a, g) else ""),
+            figures = [f"{num(g.per_gpu_gb)} of {num(g.usable_vram_gb)} GB" + (", tight" if _borderline(a, g, kn) else ""),
                        _rate(g, training), price(g)]
             lines.append(f"{config(g)}: " + ", ".join(x for x in figures if x) + ".")
         else:
@@ -323,7 +324,7 @@ def _alternatives(a: Answer, pick: GpuRow, training: bool, kn: Knowledge) -> lis
 
 # ---------------------------------------------------------------- solved questions
 
-def _solved(a: Answer, q: Question) -> list[str]:
+def _solved(a: Answer, q: Question, kn: Knowledge) -> list[str]:
     row = q.get("answer") or {}
     kind = q["kind"]
     unit = q.get("unit") or ""
@@ -343,7 +344,7 @@ def _solved(a: Answer, q: Question) -> list[str]:
     if kind == "how_many_gpus":
         g = a.gpus[0] if a.gpus else None
         time = _lead(a, "time", g) if g is not None and _training(a) and a.workload.get("deadline_hours") else None
-        return how_many(a, q, row, time or (speed(g, _training(a)) if g is not None and g.fits else None))
+        return how_many(kn.query["verdict"], a, q, row, time or (speed(g, _training(a)) if g is not None and g.fits else None))
     if kind == "largest_model":
         first = f"About {num(q.get('value_b'))}B parameters at {a.workload.get('precision')} on {on}."
         nxt = f"{num(q.get('next_b'))}B"

@@ -3,7 +3,7 @@
 In: a ranked GPU row (kb.engine.answer.GpuRow), the answer's rows and the Knowledge (formulas.yaml
 recommend_headroom_fraction, the share of its need a recommended configuration keeps spare for
 the memory estimate's error: the `roomy_fit` formula). Out: the sentence that calls a pick tight
-and names the cheapest roomy configuration beside it, and whether an alternative it names is tight.
+and names the cheapest roomy configuration beside it (worded by query.yaml verdict.templates), and whether an alternative it names is tight.
 A "cheapest" ranking puts price before headroom (prices.yaml sorts.cost), so the verdict says
 plainly when the configuration it leads with, or a cheaper one it names, is short of that margin.
 """
@@ -53,14 +53,14 @@ def tight_sentences(kn: Knowledge, a: Answer, pick: GpuRow, rows: list[GpuRow],
         return []
     training = "training" in a.bottleneck
     extra = None if training else more_context(a, pick)
-    gives = (f", room for about {round(extra, 1 - int(math.log10(extra))):,.0f} more tokens of context"
-             if extra and extra >= 1 else ", little room for a longer sequence or batch" if training
-             else ", little room for a longer context")
-    said = [f"Tight: {num(pick.per_gpu_gb)} of {num(pick.usable_vram_gb)} GB per card, under the "
-            f"{100 * margin(kn):.0f}% memory-error margin{gives}."]
+    t = kn.query["verdict"]["templates"]
+    gives = (t["tight_more_context"].format(tokens=f"{round(extra, 1 - int(math.log10(extra))):,.0f}")
+             if extra and extra >= 1 else t["tight_training"] if training else t["tight_inference"])
+    said = [t["tight"].format(per_gpu=num(pick.per_gpu_gb), usable=num(pick.usable_vram_gb),
+                              pct=f"{100 * margin(kn):.0f}", gives=gives)]
     roomy = [g for g in rows if g.fits and g is not pick and not tight(kn, g) and g.meets_target is not False]
     if roomy:
         g = roomy[0]
         cost = price(g)
-        said.append(f"Roomier: {g.count}× {g.name}" + (f" ({cost})" if cost else "") + ".")
+        said.append(t["roomier"].format(config=f"{g.count}× {g.name}", cost=f" ({cost})" if cost else ""))
     return said

@@ -119,6 +119,56 @@ class HfQuantization(TypedDict):
     source: str
 
 
+class Threshold(TypedDict):
+    """A limit of the verdict's policy and why it has that value (query.yaml `verdict`)."""
+    value: float
+    reason: str
+
+
+class VerdictTemplates(TypedDict):
+    """The verdict's sentences (query.yaml `verdict.templates`): str.format templates whose named fields the
+    code fills (kb/engine/verdict*.py, unknown.py)."""
+    sides_on: str
+    sides_head: str
+    sides_where: str
+    sides_held: str
+    sides_no_fit: str
+    sides_memory: str
+    sides_figure: str
+    sides_fits: str
+    sides_held_each: str
+    sides_none_fit: str
+    sides_only: str
+    sides_cheaper: str
+    sides_faster: str
+    sides_less_memory: str
+    sides_quality: str
+    sides_even: str
+    sides_both: str
+    count_holds: str
+    count_memory_alone: str
+    count_layout: str
+    count_target: str
+    count_memory_binds: str
+    count_speed: str
+    unknown: str
+    borderline: str
+    tight: str
+    tight_more_context: str
+    tight_training: str
+    tight_inference: str
+    roomier: str
+
+
+class Verdict(TypedDict):
+    """The verdict's policy (query.yaml `verdict`): its word limit, the leads an A vs B verdict names, and the
+    wording of its sentences."""
+    max_words: Threshold
+    faster_ratio: Threshold
+    less_memory_fraction: Threshold
+    templates: VerdictTemplates
+
+
 class UnnamedModel(TypedDict):
     """The model a question that compares cards or asks which card to buy is sized on when it names none
     (query.yaml `unnamed_model`): the model those cards' published benchmarks use."""
@@ -180,6 +230,7 @@ class QueryRules(TypedDict):
     question_formats: list[QuestionFormat]
     local_fallback: LocalFallback | None
     hf_quantization: HfQuantization | None
+    verdict: Verdict
     unnamed_model: list[UnnamedModel]
     phrases: list[Phrase]
     model_suffixes: list[str]

@@ -127,6 +127,56 @@ class HfQuantizationSchema(Strict):
     source: Slug
 
 
+class ThresholdSchema(Strict):
+    """A limit of the verdict's policy and why it has that value (query.yaml `verdict`)."""
+    value: Positive
+    reason: str = Field(min_length=1)
+
+
+class VerdictTemplatesSchema(Strict):
+    """The verdict's sentences (query.yaml `verdict.templates`): str.format templates whose
+    named fields the code fills (kb/engine/verdict*.py, unknown.py)."""
+    sides_on: str
+    sides_head: str
+    sides_where: str
+    sides_held: str
+    sides_no_fit: str
+    sides_memory: str
+    sides_figure: str
+    sides_fits: str
+    sides_held_each: str
+    sides_none_fit: str
+    sides_only: str
+    sides_cheaper: str
+    sides_faster: str
+    sides_less_memory: str
+    sides_quality: str
+    sides_even: str
+    sides_both: str
+    count_holds: str
+    count_memory_alone: str
+    count_layout: str
+    count_target: str
+    count_memory_binds: str
+    count_speed: str
+    unknown: str
+    borderline: str
+    tight: str
+    tight_more_context: str
+    tight_training: str
+    tight_inference: str
+    roomier: str
+
+
+class VerdictSchema(Strict):
+    """The verdict's policy (query.yaml `verdict`): its word limit, the leads an A vs B verdict
+    names, and the wording of its sentences."""
+    max_words: ThresholdSchema
+    faster_ratio: ThresholdSchema
+    less_memory_fraction: ThresholdSchema
+    templates: VerdictTemplatesSchema
+
+
 class PhraseSchema(Strict):
     """Words that set Workload fields (query.yaml `phrases`)."""
     set: dict[Literal["focus", "question", "sort", "rent", "want_options", "sharding", "runtime",
@@ -179,6 +229,7 @@ class QueryFile(Strict):
     question_formats: list[QuestionFormatSchema] = []
     local_fallback: LocalFallbackSchema | None = None
     hf_quantization: HfQuantizationSchema | None = None
+    verdict: VerdictSchema
     unnamed_model: list[UnnamedModelSchema] = []
     phrases: list[PhraseSchema] = []
     model_suffixes: list[Name] = []
