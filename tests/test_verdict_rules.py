@@ -30,6 +30,18 @@ FIELDS = {
     "unknown": {"figures", "failed", "error"}, "borderline": {"spare", "pct"},
     "tight": {"per_gpu", "usable", "pct", "gives"}, "tight_more_context": {"tokens"},
     "tight_training": set(), "tight_inference": set(), "roomier": {"config", "cost"},
+    "fix_first": {"change", "what", "per_gpu"}, "fix_more": {"change"}, "misses_target": set(),
+    "compare_none": set(), "compare_only": {"config"}, "compare_faster": {"config", "ratio"},
+    "compare_faster_cheaper": {"config", "ratio"}, "compare_same_speed": {"pct"},
+    "compare_cheaper": {"config"}, "compare_tie": set(), "none_fit": {"total"},
+    "none_fit_fewest": {"count", "gpu"},
+    "solved_floor_at_lower": {"on", "lower", "unit", "speed", "floor"}, "solved_memory_alone": {"fewest"},
+    "solved_no_count": {"gpu", "upper", "target", "memory"}, "solved_no_fit": {"on", "lower", "unit"},
+    "solved_largest_model": {"size", "precision", "on"}, "solved_model_max_context": {"value", "on"},
+    "solved_memory_allows": {"value"}, "solved_max_context": {"value", "on"}, "solved_each_at": {"speed"},
+    "solved_max_users": {"value", "on", "each"}, "solved_value": {"value", "unit", "on"},
+    "solved_floor_binds": {"next", "speed", "floor"}, "solved_binds": {"what", "next", "per_gpu", "usable"},
+    "solved_stops": {"upper", "unit"},
 }
 
 
@@ -70,3 +82,20 @@ def test_the_rules_word_and_weigh_an_a_vs_b_verdict(tmp_path: Path) -> None:
     changed = ask(QUERY, rules_dir=root).verdict
     assert changed.endswith("Even, by the rules."), changed
     assert "faster" not in changed and "GB less" not in changed
+
+
+def test_the_rules_set_how_finely_the_largest_model_is_named(tmp_path: Path) -> None:
+    """Two significant digits asked instead of three: the size named is the three-digit one
+    rounded down to two (rounding down keeps a size that fits)."""
+    query = "largest model for rtx 4090"
+    three = ask(query).question
+    root = tmp_path / "rules"
+    shutil.copytree(RULES, root)
+    doc = yaml.safe_load((root / "query.yaml").read_text(encoding="utf-8"))
+    doc["solve"]["largest_model"]["precision"]["digits"] = 2
+    (root / "query.yaml").write_text(yaml.safe_dump(doc, allow_unicode=True), encoding="utf-8")
+    two = ask(query, rules_dir=root).question
+    assert three is not None and two is not None
+    b3, b2 = float(str(three["value_b"])), float(str(two["value_b"]))
+    assert b2 == float(f"{b3:.2g}") or b2 == int(b3), (b3, b2)
+    assert b2 <= b3

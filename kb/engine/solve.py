@@ -22,6 +22,7 @@ from kb.query.workload import Workload
 
 if TYPE_CHECKING:
     from kb.knowledge.records import GPU
+    from kb.knowledge.records_rules import SolvePrecision
 
 
 def probe(kn: Knowledge, w: Workload, vary: str, value: float, gpu: GPU, count: int,
@@ -79,16 +80,27 @@ def _largest_params(kn: Knowledge, p: Probes, low: tuple[float, Probe], upper: f
     bottom, top, at_bottom = found
     inside = Bracket(p, gpu, count, holds, (bottom, at_bottom))
     lo, hi = lower, upper
-    while hi / lo > 1.001:
+    fine = _precision(kn)
+    while hi / lo > fine["tolerance"]:
         mid = math.sqrt(lo * hi)
         lo, hi = (mid, hi) if (mid < bottom or (mid <= top and inside.fits(mid))) else (lo, mid)
     lo = max(lo, bottom)
     if hi > top and top > lo and top < upper and fits(top):
         lo = top
-    value = _floor_digits(lo, 3)
+    digits = fine["digits"]
+    value = _floor_digits(lo, digits)
     if value >= bottom or fits(value):          # in [bottom, lo], so it fits; below the range,
         return value, False                     # asked
-    return (_floor_digits(lo, 4) if _floor_digits(lo, 4) >= bottom else lo), False
+    return (_floor_digits(lo, digits + 1) if _floor_digits(lo, digits + 1) >= bottom else lo), False
+
+
+def _precision(kn: Knowledge) -> SolvePrecision:
+    """How finely the parameters of the largest model are searched (query.yaml
+    solve.largest_model.precision)."""
+    fine = kn.query["solve"]["largest_model"]["precision"]
+    if fine is None:
+        raise ValueError("rules/query.yaml solve.largest_model needs its `precision`")
+    return fine
 
 
 def _fitting_range(p: Probes, ranges: list[tuple[float, float]], low: tuple[float, Probe], upper: float,
@@ -286,9 +298,14 @@ def _canonical(p: Probes, count: int) -> bool:
     return p.layout("gpu_count", count, count).canonical
 
 
-def step_of(vary: str, value: float) -> float:
+def step_of(kn: Knowledge, vary: str, value: float) -> float:
+    """The next value up a verdict weighs: one more, or for the parameters a step of
+    query.yaml solve.largest_model.precision (next_ratio, to its digits)."""
     if vary == "params":
-        return float(f"{value * 1.01:.3g}") if float(f"{value * 1.01:.3g}") > value else value * 1.01
+        fine = _precision(kn)
+        up = value * fine["next_ratio"]
+        shown = float(f"{up:.{fine['digits']}g}")
+        return shown if shown > value else up
     return value + 1
 
 
@@ -308,7 +325,7 @@ def solve_row(kn: Knowledge, w: Workload, question: str, gpu: GPU, count: int,
     value, capped = largest_fitting(kn, w, vary, spec["lower"], spec["upper"], gpu, count, holds, p)
     row: Row = {"gpu": gpu["name"], "gpu_id": gpu["id"], "count": count, "value": value, "found": value is not None, "at_upper_bound": capped}
     if value is not None:
-        nxt = step_of(vary, value)
+        nxt = step_of(kn, vary, value)
         at, after = probe(vary, value, gpu, count, holds), probe(vary, nxt, gpu, count, holds)
         row.update(fits_at_value=at.fits, per_gpu_gb=at.per_gpu_gb, usable_gb=at.usable_gb,
                    next=nxt, fits_at_next=after.fits, per_gpu_gb_at_next=after.per_gpu_gb,

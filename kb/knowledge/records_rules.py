@@ -23,6 +23,15 @@ class Constant(TypedDict):
     source: str
 
 
+class SolvePrecision(TypedDict):
+    """How finely a search over a continuous value (the parameters of the largest model) is carried
+    (query.yaml solve.largest_model.precision), and why."""
+    digits: int
+    tolerance: float
+    next_ratio: float
+    reason: str
+
+
 class Solve(TypedDict):
     vary: Literal["users", "context_tokens", "params", "gpu_count", "batch"]
     unit: str
@@ -32,6 +41,7 @@ class Solve(TypedDict):
     holds: str
     verdict_floor: str | None
     verdict_layout: str | None
+    precision: SolvePrecision | None
 
 
 class Unit(TypedDict):
@@ -145,6 +155,32 @@ class VerdictTemplates(TypedDict):
     sides_quality: str
     sides_even: str
     sides_both: str
+    fix_first: str
+    fix_more: str
+    misses_target: str
+    compare_none: str
+    compare_only: str
+    compare_faster: str
+    compare_faster_cheaper: str
+    compare_same_speed: str
+    compare_cheaper: str
+    compare_tie: str
+    none_fit: str
+    none_fit_fewest: str
+    solved_floor_at_lower: str
+    solved_memory_alone: str
+    solved_no_count: str
+    solved_no_fit: str
+    solved_largest_model: str
+    solved_model_max_context: str
+    solved_memory_allows: str
+    solved_max_context: str
+    solved_each_at: str
+    solved_max_users: str
+    solved_value: str
+    solved_floor_binds: str
+    solved_binds: str
+    solved_stops: str
     count_holds: str
     count_memory_alone: str
     count_layout: str

@@ -34,6 +34,15 @@ class DefaultsSchema(Strict):
     source: Slug
 
 
+class SolvePrecisionSchema(Strict):
+    """How finely a search over a continuous value (the parameters of the largest model) is
+    carried (query.yaml solve.largest_model.precision), and why."""
+    digits: int = Field(ge=1)           # significant digits the answer keeps, rounded down
+    tolerance: Positive                 # the bisection stops when high / low is at most this
+    next_ratio: Positive                # "the next size up" the verdict weighs is value × this
+    reason: str = Field(min_length=1)
+
+
 class SolveSchema(Strict):
     vary: Literal["users", "context_tokens", "params", "gpu_count", "batch"]
     unit: str
@@ -43,6 +52,7 @@ class SolveSchema(Strict):
     holds: str = "fits"                  # the bool formula the value must keep (formulas.yaml)
     verdict_floor: str | None = None     # when the speed floor, not memory, stops the search
     verdict_layout: str | None = None    # when fewer GPUs fit but form no valid layout
+    precision: SolvePrecisionSchema | None = None   # a continuous value (params): how fine
 
 
 LimitName = Literal["users", "batch", "context", "seq", "prompt", "output", "rank", "tokens",
@@ -153,6 +163,32 @@ class VerdictTemplatesSchema(Strict):
     sides_quality: str
     sides_even: str
     sides_both: str
+    fix_first: str
+    fix_more: str
+    misses_target: str
+    compare_none: str
+    compare_only: str
+    compare_faster: str
+    compare_faster_cheaper: str
+    compare_same_speed: str
+    compare_cheaper: str
+    compare_tie: str
+    none_fit: str
+    none_fit_fewest: str
+    solved_floor_at_lower: str
+    solved_memory_alone: str
+    solved_no_count: str
+    solved_no_fit: str
+    solved_largest_model: str
+    solved_model_max_context: str
+    solved_memory_allows: str
+    solved_max_context: str
+    solved_each_at: str
+    solved_max_users: str
+    solved_value: str
+    solved_floor_binds: str
+    solved_binds: str
+    solved_stops: str
     count_holds: str
     count_memory_alone: str
     count_layout: str
