@@ -151,7 +151,7 @@ def test_a_query_word_past_the_cap_is_refused_with_a_caret(tmp_path: Path) -> No
 
 # ---------------------------------------------------------------- formulas no workload computes
 
-KV_CASE = "        expr: kv_cache_gb_per_user * sequences\n"
+KV_CASE = "        expr: kv_cache_gb_per_user * sequences * kv_held_share\n"
 LORA_OPTIMIZER = "        expr: lora_params * optimizer_bytes_per_param / bytes_per_gb\n"
 
 

@@ -84,6 +84,7 @@ class Quote:
     sources: list[QuotedSource]
     more_sources: int
     units: str
+    fleet: list[str] = field(default_factory=list)     # serving many users: the replicas and their load
 
 
 def _money(v: float | None) -> str:
@@ -222,7 +223,15 @@ def build(answer: Answer, kn: Knowledge, asked: Answer | None = None, wider: Ans
                  alternatives=alternatives, changes=changes,
                  assumptions=answer.assumptions[:ASSUMPTIONS],
                  more_assumptions=max(0, len(answer.assumptions) - ASSUMPTIONS),
-                 sources=sources, more_sources=more, units=answer.units)
+                 sources=sources, more_sources=more, units=answer.units, fleet=_fleet(answer))
+
+
+def _fleet(answer: Answer) -> list[str]:
+    """The fleet's layout and figures under load, as the text answer states them (kb.present.render)."""
+    from kb.present.render import fleet_lines
+
+    return [line.strip().split(None, 1)[0].capitalize() + ": " + line.strip().split(None, 1)[1]
+            for line in fleet_lines(answer)]
 
 
 # ---------------------------------------------------------------- Markdown
@@ -280,7 +289,7 @@ def markdown(q: Quote) -> str:
                 f"- Speed: {_md(c.speed)}",
                 f"- Running cost: {_md(c.cost)}",
                 f"- Buy: {_md(buy_text(c))}",
-                f"- Rent: {_md(rent_text(c))}", ""]
+                f"- Rent: {_md(rent_text(c))}"] + [f"- {_md(x)}" for x in q.fleet] + [""]
     if q.changes:
         out += ["Other changes that would fit:", ""] + [f"- {_md(c)}" for c in q.changes] + [""]
     if q.alternatives:
