@@ -11,6 +11,7 @@ Reads nothing else; unknown layouts leave the entry as it was.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
+from kb.knowledge import names as N
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -139,7 +140,7 @@ def native_precision(raw: Config, is_moe: bool, table: HfQuantization | None) ->
     for row in table["rules"]:
         if _matches(row, q, method, fmt, weights):
             moe = row.get("moe_precision")
-            return moe if is_moe and moe else row["precision"]
+            return moe if is_moe and moe else row[N.PRECISION]
     return None
 
 

@@ -31,6 +31,7 @@ from kb.engine.verdict_fleet import fleet
 from kb.engine.verdict_room import tight, tight_sentences
 from kb.engine.verdict_sides import sides
 from kb.figures import num, usd
+from kb.knowledge import names as N
 
 if TYPE_CHECKING:
     from kb.engine.answer import Answer, GpuRow
@@ -89,7 +90,7 @@ def fitted(parts: list[str], kn: Knowledge) -> str:
 
 def _borderline(a: Answer, g: GpuRow, kn: Knowledge) -> str | None:
     """A fit whose headroom is inside the memory estimate's p90 error band."""
-    band = a.error_bands.get("total_gb")
+    band = a.error_bands.get(N.TOTAL_GB)
     pct = band.get("p90_pct") if band else None
     if not g.fits or pct is None or g.per_gpu_gb is None or g.headroom_gb is None:
         return None
@@ -102,15 +103,15 @@ def _fixes(a: Answer, kn: Knowledge, most: int = 2, what_fits: str = "it") -> li
     """The one or two options that would hold the job, with their figure, a sentence each (the
     GPU named only when it is not the one asked about); `what_fits`: what the first one names."""
     asked_target = _target_asked(a)         # a default time floor is no target: a fix that fits is one
-    found = [o for o in a.options or [] if o["fits"]
-             and (o.get("meets_target") is not False or not asked_target)][:most]
+    found = [o for o in a.options or [] if o[N.FITS]
+             and (o.get(N.MEETS_TARGET) is not False or not asked_target)][:most]
     asked = next((g.id for g in a.gpus if g.requested), None)
     out = []
     for i, o in enumerate(found):
         on = f"{o['count']}×" + ("" if o["gpu_id"] == asked else f" {o['gpu']}")
         what = f"{o['change_only']} on {on}"
         t = kn.query["verdict"]["templates"]
-        out.append(t["fix_first"].format(change=what, what=what_fits, per_gpu=num(o['per_gpu_gb'])) if i == 0
+        out.append(t["fix_first"].format(change=what, what=what_fits, per_gpu=num(o[N.PER_GPU_GB])) if i == 0
                    else t["fix_more"].format(change=what))
     return out
 
@@ -156,7 +157,7 @@ def _cost(a: Answer, q: Question, kn: Knowledge) -> list[str] | None:
     g = next((x for x in a.gpus if x.requested), a.gpus[0] if a.gpus else None)
     if g is None or not g.fits:
         return None
-    users = a.workload.get("users") or 1
+    users = a.workload.get(N.USERS) or 1
     if _training(a):
         if g.run_cost_usd is None:
             return None
@@ -172,7 +173,7 @@ def _cost(a: Answer, q: Question, kn: Knowledge) -> list[str] | None:
                  + (f" At 1 user: {usd(single)} per million." if single is not None else ""))
         hours = a.workload.get("hours_per_day")
         if isinstance(hours, (int, float)) and g.config_usd_per_hour:     # the hours a day were asked
-            month = g.config_usd_per_hour * hours * float(kn.constants["days_per_month"]["value"])
+            month = g.config_usd_per_hour * hours * float(kn.constants[N.DAYS_PER_MONTH]["value"])
             first += f" Rented {num(hours)} h a day: {usd(month)} a month."
     buy = f"To buy: {usd(g.config_price_usd)}" + (f", paid back in {num(g.breakeven_months)} months of renting."
                                                   if g.breakeven_months else ".")
@@ -261,7 +262,7 @@ def _format_said(a: Answer) -> str:
     (kb.engine.scope.question_format), which the assumptions explain; '' otherwise."""
     from kb.engine.scope import FORMAT_DEFAULT
 
-    precision = a.workload.get("precision")
+    precision = a.workload.get(N.PRECISION)
     if not any(s.startswith(f"precision: {precision}, {FORMAT_DEFAULT}") for s in a.assumptions):
         return ""
     return f" at {precision} under {a.workload.get('runtime')}"
@@ -292,7 +293,7 @@ def _none_fit(a: Answer, q: Question, kn: Knowledge) -> list[str]:
         return [str(q.get("outcome_text") or "")]
     g = min(needing, key=lambda x: x.gpus_needed or 0)
     t = kn.query["verdict"]["templates"]
-    return [t["none_fit"].format(total=num(a.memory.get('total_gb'))),
+    return [t["none_fit"].format(total=num(a.memory.get(N.TOTAL_GB))),
             t["none_fit_fewest"].format(count=g.gpus_needed, gpu=g.name)]
 
 
@@ -342,7 +343,7 @@ def _solved(a: Answer, q: Question, kn: Knowledge) -> list[str]:
                                                       speed=num(row.get('speed_at_lower')),
                                                       floor=num(row.get('speed_floor')))]
         if kind == "how_many_gpus" and (asked := target(a)):
-            need = q.get("fewest_gpus_needed")
+            need = q.get(N.FEWEST_GPUS_NEEDED)
             mem = t["solved_memory_alone"].format(fewest=need) if need else ""
             return [t["solved_no_count"].format(gpu=row.get('gpu') or q.get('gpu'), upper=num(q.get('upper')),
                                                 target=asked, memory=mem), str(q.get("note") or "")]
@@ -353,7 +354,7 @@ def _solved(a: Answer, q: Question, kn: Knowledge) -> list[str]:
         time = _lead(a, "time", g) if g is not None and _training(a) and a.workload.get("deadline_hours") else None
         return how_many(kn.query["verdict"], a, q, row, time or (speed(g, _training(a)) if g is not None and g.fits else None))
     if kind == "largest_model":
-        first = t["solved_largest_model"].format(size=num(q.get('value_b')), precision=a.workload.get('precision'), on=on)
+        first = t["solved_largest_model"].format(size=num(q.get('value_b')), precision=a.workload.get(N.PRECISION), on=on)
         nxt = f"{num(q.get('next_b'))}B"
     elif kind == "max_context" and q.get("model_max_context"):
         return [t["solved_model_max_context"].format(value=num(value, 6), on=on),

@@ -12,6 +12,7 @@ from __future__ import annotations
 from kb.hints import TYPE_CHECKING
 
 from kb.figures import duration, num
+from kb.knowledge import names as N
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -28,7 +29,7 @@ def target(a: Answer) -> str | None:
     deadline = w.get("deadline_hours")
     if deadline is not None:
         return f"done within {duration(deadline * 3600)}"
-    if w.get("speed_floor_tok_s") is not None:
+    if w.get(N.SPEED_FLOOR_TOK_S) is not None:
         return f"{num(w['speed_floor_tok_s'])} tok/s"
     if w.get("ttft_max_s") is not None or w.get("tokens_per_day") is not None:
         return "the time to first token or tokens a day"
@@ -41,7 +42,7 @@ def how_many(v: Verdict, a: Answer, q: Question, row: Mapping[str, Value], speed
     t = v["templates"]
     n = row["value"]
     first = t["count_holds"].format(n=n, gpu=row.get("gpu"), verb="hold" if n != 1 else "holds",
-                                    per_gpu=num(row.get("per_gpu_gb")), usable=num(row.get("usable_gb")))
+                                    per_gpu=num(row.get(N.PER_GPU_GB)), usable=num(row.get("usable_gb")))
     by_memory = q.get("fewest_by_memory")
     mem = t["count_memory_alone"].format(fewest=by_memory) if by_memory and by_memory != n else ""
     if row.get("layout_binding"):

@@ -14,6 +14,7 @@ import math
 from kb.hints import TYPE_CHECKING
 
 from kb.figures import num
+from kb.knowledge import names as N
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 
 def margin(kn: Knowledge) -> float:
     """The spare share a recommendation keeps (formulas.yaml recommend_headroom_fraction)."""
-    return float(kn.constants["recommend_headroom_fraction"]["value"])
+    return float(kn.constants[N.RECOMMEND_HEADROOM_FRACTION]["value"])
 
 
 def tight(kn: Knowledge, g: GpuRow) -> bool:
@@ -37,12 +38,12 @@ def more_context(a: Answer, pick: GpuRow) -> float | None:
     KV cache splits over its GPUs with the layers (no tensor-parallel copies): the spare of every
     card over the KV cache's GB per token (the answer's memory is the pick's); else None."""
     mem, w = a.memory, a.workload
-    kv, tokens = mem.get("breakdown", {}).get("kv_cache_gb"), (w.get("users") or 1) * (w.get("context_tokens") or 0)
+    kv, tokens = mem.get("breakdown", {}).get(N.KV_CACHE_GB), (w.get(N.USERS) or 1) * (w.get(N.CONTEXT_TOKENS) or 0)
     parallel = w.get("parallel")
-    tp = parallel["tp"] if parallel else 1
+    tp = parallel[N.TP] if parallel else 1
     if not kv or not tokens or tp != 1 or mem.get("gpu") != pick.name or pick.headroom_gb is None:
         return None
-    return pick.headroom_gb * pick.count / (kv / tokens) / (w.get("users") or 1)
+    return pick.headroom_gb * pick.count / (kv / tokens) / (w.get(N.USERS) or 1)
 
 
 def tight_sentences(kn: Knowledge, a: Answer, pick: GpuRow, rows: list[GpuRow],

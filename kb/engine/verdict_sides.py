@@ -14,6 +14,7 @@ from __future__ import annotations
 from kb.hints import TYPE_CHECKING
 
 from kb.figures import num, usd
+from kb.knowledge import names as N
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -33,10 +34,10 @@ def _on(v: Verdict, side: Side) -> str:
 def _side_figure(side: Side, kind: str, training: bool) -> tuple[float | None, str]:
     """The figure a side is weighed by, and its unit: the cost when a cost was asked, else the speed."""
     if kind == "cost":
-        return (side["run_cost_usd"], "for the run") if training else \
-            (side["usd_per_million_tokens"], "per million tokens")
-    return (side["train_tokens_per_s"], "training tok/s") if training else \
-        (side["decode_tokens_per_s"], "tok/s per user")
+        return (side[N.RUN_COST_USD], "for the run") if training else \
+            (side[N.USD_PER_MILLION_TOKENS], "per million tokens")
+    return (side[N.TRAIN_TOKENS_PER_S], "training tok/s") if training else \
+        (side[N.DECODE_TOKENS_PER_S], "tok/s per user")
 
 
 def _clause(v: Verdict, side: Side, kind: str, training: bool, on: bool, again: bool, alike: bool,
@@ -45,12 +46,12 @@ def _clause(v: Verdict, side: Side, kind: str, training: bool, on: bool, again: 
     `alike`: no side fits and all need the same count (said once, after the clauses)."""
     t = v["templates"]
     where = t["sides_where"].format(on=_on(v, side)) if on else ""
-    if not side["fits"]:            # the cards that would hold it: here, or once for all sides
-        more = side.get("gpus_needed")
+    if not side[N.FITS]:            # the cards that would hold it: here, or once for all sides
+        more = side.get(N.GPUS_NEEDED)
         held = t["sides_held"].format(more=more) if more and more != side["count"] and not alike else ""
-        return t["sides_no_fit"].format(label=label(side), where=where, per_gpu=num(side["per_gpu_gb"]),
-                                        usable=num(side.get("usable_vram_gb")), held=held)
-    mem = t["sides_memory"].format(per_gpu=num(side["per_gpu_gb"]), usable=num(side.get("usable_vram_gb")))
+        return t["sides_no_fit"].format(label=label(side), where=where, per_gpu=num(side[N.PER_GPU_GB]),
+                                        usable=num(side.get(N.USABLE_VRAM_GB)), held=held)
+    mem = t["sides_memory"].format(per_gpu=num(side[N.PER_GPU_GB]), usable=num(side.get(N.USABLE_VRAM_GB)))
     value, unit = _side_figure(side, kind, training)
     if again:
         unit = unit.removesuffix(" per user")
@@ -74,8 +75,8 @@ def sides(v: Verdict, sides: list[Side], kind: str, training: bool, fixes: list[
 
 def _alike(sides: list[Side]) -> int | None:
     """The count of cards every side needs by memory, when none fits and they agree."""
-    counts = {s.get("gpus_needed") for s in sides if not s["fits"]}
-    if any(s["fits"] for s in sides) or len(counts) != 1:
+    counts = {s.get(N.GPUS_NEEDED) for s in sides if not s[N.FITS]}
+    if any(s[N.FITS] for s in sides) or len(counts) != 1:
         return None
     n = counts.pop()
     return n if n and n != sides[0]["count"] else None
@@ -84,7 +85,7 @@ def _alike(sides: list[Side]) -> int | None:
 def _side_winner(v: Verdict, sides: list[Side], kind: str, training: bool, fixes: list[str],
                  label: Label) -> str:
     t = v["templates"]
-    fitting = [s for s in sides if s["fits"]]
+    fitting = [s for s in sides if s[N.FITS]]
     if not fitting:
         more = _alike(sides)
         held = t["sides_held_each"].format(more=more) if more is not None else ""
@@ -121,10 +122,10 @@ def _leads(v: Verdict, fitting: list[Side], kind: str, training: bool) -> list[t
                 said.append((low[0], t["sides_cheaper"].format(ratio=ratio, unit=_side_figure(low[0], kind, training)[1])))
             else:
                 said.append((high[0], t["sides_faster"].format(verb="trains" if training else "decodes", ratio=ratio)))
-    small = min(fitting, key=lambda s: s["per_gpu_gb"] or 0.0)
-    big = max(fitting, key=lambda s: s["per_gpu_gb"] or 0.0)
-    gap = (big["per_gpu_gb"] or 0.0) - (small["per_gpu_gb"] or 0.0)
-    if gap >= v["less_memory_fraction"]["value"] * (big["per_gpu_gb"] or 0.0):
+    small = min(fitting, key=lambda s: s[N.PER_GPU_GB] or 0.0)
+    big = max(fitting, key=lambda s: s[N.PER_GPU_GB] or 0.0)
+    gap = (big[N.PER_GPU_GB] or 0.0) - (small[N.PER_GPU_GB] or 0.0)
+    if gap >= v["less_memory_fraction"]["value"] * (big[N.PER_GPU_GB] or 0.0):
         said.append((small, t["sides_less_memory"].format(gap=num(gap))))
     return said
 
