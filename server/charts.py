@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from kb.knowledge.data import readable_template
 from kb.figures import num
 from kb.present.render import BREAKDOWN_LABELS
+from kb.knowledge import names as N
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -34,9 +35,9 @@ FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif"
 INK, MUTED, GRID = "#1f2937", "#6b7280", "#e5e7eb"
 OK, BAD, WALKED = "#15803d", "#b91c1c", "#1d4ed8"
 PART_COLOURS = {                   # Okabe-Ito: tells the parts apart for colour-blind readers
-    "weights_gb": "#0072B2", "kv_cache_gb": "#E69F00", "activations_gb": "#009E73",
-    "gradients_gb": "#CC79A7", "optimizer_gb": "#D55E00", "adapters_gb": "#56B4E9",
-    "overhead_gb": "#8c8c8c",
+    N.WEIGHTS_GB: "#0072B2", N.KV_CACHE_GB: "#E69F00", N.ACTIVATIONS_GB: "#009E73",
+    N.GRADIENTS_GB: "#CC79A7", N.OPTIMIZER_GB: "#D55E00", N.ADAPTERS_GB: "#56B4E9",
+    N.OVERHEAD_GB: "#8c8c8c",
 }
 PHASE_COLOURS = {"decode": "#0072B2", "prefill": "#D55E00", "training": "#009E73"}
 CHAR_W = 6.6                        # average glyph width at font-size 12, for layout
@@ -83,11 +84,11 @@ def per_gpu_parts(breakdown: Mapping[str, float | None], row: GpuRow) -> dict[st
     """The parts of one GPU's share: the job split evenly over the row's GPUs, and each GPU's own
     runtime overhead (per_gpu_gb less the split parts), so the parts add up to per_gpu_gb."""
     count = row.count or 1
-    parts = {k: float(breakdown.get(k) or 0) / count for k in BREAKDOWN_LABELS if k != "overhead_gb"}
+    parts = {k: float(breakdown.get(k) or 0) / count for k in BREAKDOWN_LABELS if k != N.OVERHEAD_GB}
     per_gpu = row.per_gpu_gb
     split = sum(parts.values())
-    overhead = float(breakdown.get("overhead_gb") or 0) / count if per_gpu is None else per_gpu - split
-    parts["overhead_gb"] = max(0.0, overhead)
+    overhead = float(breakdown.get(N.OVERHEAD_GB) or 0) / count if per_gpu is None else per_gpu - split
+    parts[N.OVERHEAD_GB] = max(0.0, overhead)
     return parts
 
 
@@ -123,7 +124,7 @@ def memory_bar(answer: Answer, limit: int = 8, ident: str = "memory", width: int
         ry = top + i * row_h
         name = (f"{row.count}× " if row.count > 1 else "") + row.name
         fits = bool(row.fits)
-        verdict = "fits" if fits else "does not fit"
+        verdict = N.FITS if fits else "does not fit"
         figures = f"{num(need)} / {num(cap)} GB"
         body.append(f'<g><title>{esc(name)}: needs {esc(num(need))} GB per GPU of '
                     f'{esc(num(cap))} GB usable; {verdict}</title>')

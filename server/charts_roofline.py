@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from kb.figures import num
 from server.charts import BAD, CHAR_W, GRID, INK, MUTED, PHASE_COLOURS, WALKED, _svg, _text, esc
+from kb.knowledge import names as N
 
 BOLD_W = 7.2            # average glyph width of bold 12 px text, for placing a label
 
@@ -39,7 +40,7 @@ def roofline(answer: Answer, ident: str = "roofline", width: int = 760) -> str |
         return None
     b = answer.bottleneck
     bw, peak = float(row.bandwidth_gb_s or 0), float(row.compute_tflops or 0)
-    ridge = float(b.get("ridge_point") or peak * 1000 / bw)
+    ridge = float(b.get(N.RIDGE_POINT) or peak * 1000 / bw)
     points = [(p, float(v)) for p, v in (b.get("arithmetic_intensity") or {}).items() if v and v > 0]
 
     def roof(x: float) -> float:     # TFLOP/s: GB/s × FLOP/B = GFLOP/s

@@ -28,6 +28,7 @@ from kb.present.render import BREAKDOWN_LABELS
 from server import charts, charts_roofline
 from server.trace_deps import relevant
 from server.live import LiveKnowledge
+from kb.knowledge import names as N
 
 if TYPE_CHECKING:
     from kb.engine.answer import Answer, Step
@@ -45,9 +46,9 @@ EXAMPLES = (
     "mixtral 8x7b q4_k_m on 2x 3090",
 )
 TABLE_ROWS = 5           # GPUs in the main table; the rest fold away (a phone's screen or two)
-EMBED_RULES = ("weights_gb", "kv_cache_gb", "activations_gb", "gradients_gb", "optimizer_gb",
-               "adapters_gb", "overhead_gb", "total_gb", "per_gpu_gb", "fits",
-               "decode_tokens_per_s", "prefill_tokens_per_s", "train_tokens_per_s")
+EMBED_RULES = (N.WEIGHTS_GB, N.KV_CACHE_GB, N.ACTIVATIONS_GB, N.GRADIENTS_GB, N.OPTIMIZER_GB,
+               N.ADAPTERS_GB, N.OVERHEAD_GB, N.TOTAL_GB, N.PER_GPU_GB, N.FITS,
+               N.DECODE_TOKENS_PER_S, N.PREFILL_TOKENS_PER_S, N.TRAIN_TOKENS_PER_S)
 
 
 def live() -> LiveKnowledge:
@@ -119,7 +120,7 @@ def answer_view(answer: Answer, kn: Knowledge, embed: bool = False) -> dict[str,
     primary = gpus[0] if gpus else None
     whole = answer.memory["breakdown"]
     shares = charts.per_gpu_parts(whole, primary) if primary else {}
-    breakdown = [{"key": k, "label": label, "gb": whole.get(k), "per_gpu_gb": shares.get(k)}
+    breakdown = [{"key": k, "label": label, "gb": whole.get(k), N.PER_GPU_GB: shares.get(k)}
                  for k, label in BREAKDOWN_LABELS.items() if whole.get(k)]
     roof = charts_roofline.roofline(answer, ident="roofline", width=640)
     roof_narrow = charts_roofline.roofline(answer, ident="roofline-narrow", width=charts.NARROW)
@@ -127,8 +128,8 @@ def answer_view(answer: Answer, kn: Knowledge, embed: bool = False) -> dict[str,
     if embed:
         trace = [s for s in trace if s.step.rule_id in EMBED_RULES]
     return {
-        "fits": bool(primary and primary.fits),
-        "training": answer.workload["task"] in kn.query["training_tasks"],
+        N.FITS: bool(primary and primary.fits),
+        "training": answer.workload[N.TASK] in kn.query["training_tasks"],
         "gpu_columns": gpu_columns(answer, kn),
         "breakdown": breakdown,
         "memory_svg": Markup(charts.memory_bar(answer, limit=6, width=700)),
@@ -147,31 +148,31 @@ def answer_view(answer: Answer, kn: Knowledge, embed: bool = False) -> dict[str,
 
 
 COLUMNS = {   # field → (heading, kind) for the GPU table, after GPU and fits
-    "count": ("count", "count"), "vram_gb": ("VRAM GB", "num"), "per_gpu_gb": ("needs GB/GPU", "num"),
-    "headroom_gb": ("spare GB", "num"), "gpus_needed": ("fewest by memory", "num"),
-    "train_tokens_per_s": ("train tok/s", "num"), "train_time_s": ("time", "duration"),
-    "decode_tokens_per_s": ("decode tok/s per user", "num"),
-    "decode_tokens_per_s_aggregate": ("decode tok/s in all", "num"),
-    "prefill_tokens_per_s": ("prefill tok/s", "num"), "ttft_s": ("first token s", "num"),
+    "count": ("count", "count"), "vram_gb": ("VRAM GB", "num"), N.PER_GPU_GB: ("needs GB/GPU", "num"),
+    N.HEADROOM_GB: ("spare GB", "num"), N.GPUS_NEEDED: ("fewest by memory", "num"),
+    N.TRAIN_TOKENS_PER_S: ("train tok/s", "num"), N.TRAIN_TIME_S: ("time", "duration"),
+    N.DECODE_TOKENS_PER_S: ("decode tok/s per user", "num"),
+    N.DECODE_TOKENS_PER_S_AGGREGATE: ("decode tok/s in all", "num"),
+    N.PREFILL_TOKENS_PER_S: ("prefill tok/s", "num"), N.TTFT_S: ("first token s", "num"),
 }
-MEMORY = ("count", "vram_gb", "per_gpu_gb", "headroom_gb", "gpus_needed")
-SPEED = {True: ("train_tokens_per_s", "train_time_s"),
-         False: ("decode_tokens_per_s", "decode_tokens_per_s_aggregate", "prefill_tokens_per_s", "ttft_s")}
-FOCUS_FIELD = {"memory": "per_gpu_gb", "fit": "per_gpu_gb",
-               "time": {True: "train_time_s", False: "ttft_s"}, "speed": None}
+MEMORY = ("count", "vram_gb", N.PER_GPU_GB, N.HEADROOM_GB, N.GPUS_NEEDED)
+SPEED = {True: (N.TRAIN_TOKENS_PER_S, N.TRAIN_TIME_S),
+         False: (N.DECODE_TOKENS_PER_S, N.DECODE_TOKENS_PER_S_AGGREGATE, N.PREFILL_TOKENS_PER_S, N.TTFT_S)}
+FOCUS_FIELD = {"memory": N.PER_GPU_GB, "fit": N.PER_GPU_GB,
+               "time": {True: N.TRAIN_TIME_S, False: N.TTFT_S}, "speed": None}
 
 
 def gpu_columns(answer: Answer, kn: Knowledge) -> list[tuple[str, str, str]]:
     """The GPU table's columns, the figure the question asks about first (so a phone shows
     GPU, fit and that figure before it scrolls): the focus word's figure, else the speed of the
     task, else (nothing timed: it does not fit or the hardware has no speed figures) memory."""
-    training = answer.workload["task"] in kn.query["training_tasks"]
+    training = answer.workload[N.TASK] in kn.query["training_tasks"]
     speed = SPEED[training]
     timed = any(getattr(g, speed[0]) is not None for g in answer.gpus)
     fields = [*MEMORY, *speed] if timed else list(MEMORY)
     focus = FOCUS_FIELD.get(answer.workload.get("focus") or "")
     first = focus[training] if isinstance(focus, dict) else focus
-    first = first if first in fields else (speed[0] if timed else "per_gpu_gb")
+    first = first if first in fields else (speed[0] if timed else N.PER_GPU_GB)
     fields.remove(first)
     return [(f, *COLUMNS[f]) for f in (first, *fields)]
 

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from kb.knowledge.build import Knowledge
+from kb.knowledge import names as N
 
 if TYPE_CHECKING:
     from kb.engine.answer import Answer, Step
@@ -26,12 +27,12 @@ def figure_roots(answer: Answer, kn: Knowledge) -> set[str]:
         sections.append(vars(first))
     roots = {k for sec in sections for k, v in sec.items() if k in kn.formulas and v}
     if first is not None:
-        roots |= {k for k in ("fits", "headroom_gb", "gpus_needed") if k in kn.formulas}
+        roots |= {k for k in (N.FITS, N.HEADROOM_GB, N.GPUS_NEEDED) if k in kn.formulas}
     phases = answer.bottleneck.get("arithmetic_intensity") or {}
     for phase in phases:
         roots |= {n for n in (f"{phase}_intensity", f"{phase}_bound") if n in kn.formulas}
-    if phases and "ridge_point" in kn.formulas:
-        roots.add("ridge_point")
+    if phases and N.RIDGE_POINT in kn.formulas:
+        roots.add(N.RIDGE_POINT)
     return roots
 
 

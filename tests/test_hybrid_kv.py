@@ -161,6 +161,26 @@ def test_model_config_reads_quantization_config(tmp_path):
     assert "native_precision" not in read(_config(tmp_path, **plain), kn)
 
 
+def test_quantization_formats_come_from_the_rules_table():
+    """query.yaml hf_quantization decides the format: bitsandbytes' load_in_4bit is NF4 and
+    compressed-tensors' 8-bit float weights FP8 (transformers' quantization_config conventions,
+    rules/sources.yaml hf-transformers-docs); a table without a row for a method reads
+    its checkpoints as 16-bit."""
+    from kb import get_knowledge
+    from kb.engine.hflayers import native_precision
+
+    table = get_knowledge().query["hf_quantization"]
+    assert table is not None
+    bnb = {"quantization_config": {"quant_method": "bitsandbytes", "load_in_4bit": True}}
+    ct = {"quantization_config": {"quant_method": "compressed-tensors",
+                                  "config_groups": {"g": {"weights": {"num_bits": 8, "type": "float"}}}}}
+    assert native_precision(bnb, False, table) == "nf4"
+    assert native_precision(ct, False, table) == "fp8"
+    kept = {**table, "rules": [r for r in table["rules"] if r["quant_method"] != "bitsandbytes"]}
+    assert native_precision(bnb, False, kept) is None
+    assert native_precision(bnb, False, None) is None
+
+
 def test_model_config_gemma3_pattern_and_llama4_chunks(tmp_path):
     from kb import get_knowledge
     from kb.engine.hfconfig import read

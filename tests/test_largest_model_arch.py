@@ -39,7 +39,7 @@ def test_a40_fp8_16_users_answers_the_34b_architecture_range() -> None:
     assert 30e9 <= value <= 32.1e9
     assert bare_size_ref(kn, value) == "codellama-34b"
     w = parse("largest model for a40 fp8 16 users", kn)
-    assert _fits(kn, w, value) and not _fits(kn, w, step_of("params", value))
+    assert _fits(kn, w, value) and not _fits(kn, w, step_of(kn, "params", value))
 
 
 @pytest.mark.parametrize("query", ["largest model for a40 fp8 16 users", "largest model for 8GB bnb8 qlora",
@@ -55,7 +55,7 @@ def test_no_larger_architecture_range_fits(query: str) -> None:
     w = parse(query, kn)
     spec = kn.query["solve"]["largest_model"]
     assert _fits(kn, w, value)
-    assert not _fits(kn, w, step_of("params", value))
+    assert not _fits(kn, w, step_of(kn, "params", value))
     for bottom, top in _arch_ranges(kn, spec["lower"], spec["upper"]):
         assert bare_size_ref(kn, bottom) == bare_size_ref(kn, top)     # one architecture a range
         if bottom > value:

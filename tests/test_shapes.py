@@ -210,6 +210,22 @@ def test_the_format_key_follows_a_table_declaration() -> None:
     assert snapshot.format_key(STORED) != one
 
 
+def test_the_names_module_is_that_of_the_rules() -> None:
+    """kb/knowledge/names.py holds a constant for every input, constant and formula of
+    rules/formulas.yaml and no other: fails while it is stale (run `python -m kb.knowledge.shapes`)."""
+    import yaml
+
+    from kb.knowledge import names
+    from kb.paths import rules_dir
+
+    assert shapes.NAMES_FILE.read_text(encoding="utf-8") == shapes.names_text(), "names.py is stale"
+    doc = yaml.safe_load((rules_dir() / "formulas.yaml").read_text(encoding="utf-8"))
+    listed = {*doc["inputs"], *doc["constants"], *doc["formulas"]}
+    held = {v for k, v in vars(names).items() if k.isupper() and isinstance(v, str)}
+    assert held == listed
+    assert names.MODEL_KV_HEADS == "model.kv_heads"     # a dotted input: its dots become _
+
+
 def test_the_typed_dicts_are_those_the_schemas_give() -> None:
     """kb/knowledge/records.py and records_rules.py are written from the schemas: fails while
     either is stale (run `python -m kb.knowledge.shapes`)."""

@@ -15,6 +15,7 @@ from kb.engine.answer import GpuRow
 from kb.expr.parse import Col, at
 from kb.knowledge.data import Knowledge
 from kb.query.workload import Workload
+from kb.knowledge import names as N
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -24,10 +25,10 @@ if TYPE_CHECKING:
     from kb.knowledge.records_rules import Price
 
 # cost figures of a row → formula names (rules/formulas.yaml)
-ROW_COST = ("needs_server_board", "cloud_usd_per_hour", "config_price_usd", "config_usd_per_hour", "breakeven_months",
-            "meets_target", "within_budget", "suits_job", "config_power_w", "roomy_fit")
-SERVE_COST = ("usd_per_million_tokens",)
-TRAIN_COST = ("run_hours", "run_cost_usd", "gpu_hours")
+ROW_COST = (N.NEEDS_SERVER_BOARD, N.CLOUD_USD_PER_HOUR, N.CONFIG_PRICE_USD, N.CONFIG_USD_PER_HOUR, N.BREAKEVEN_MONTHS,
+            N.MEETS_TARGET, N.WITHIN_BUDGET, N.SUITS_JOB, N.CONFIG_POWER_W, N.ROOMY_FIT)
+SERVE_COST = (N.USD_PER_MILLION_TOKENS,)
+TRAIN_COST = (N.RUN_HOURS, N.RUN_COST_USD, N.GPU_HOURS)
 CLASSES = {"consumer": "consumer/workstation", "workstation": "consumer/workstation",
            "apple": "consumer/workstation", "embedded": "consumer/workstation", "datacenter": "datacenter"}
 
@@ -53,7 +54,7 @@ def sort_keys(kn: Knowledge, w: Workload, fallback: list[tuple[str, str]]) -> li
         set((kn.advice.get("untargeted_training_ignores") or {}).get(name, [])) if w.deadline_hours is None else set())
     keys: list[tuple[str, str]] = [(k["by"], k["order"]) for k in kn.advice["sorts"][name] if k["by"] not in skip]
     if w.rent:
-        keys = [(kn.advice["rent_cost_key"] if k == "config_price_usd" else k, o) for k, o in keys
+        keys = [(kn.advice["rent_cost_key"] if k == N.CONFIG_PRICE_USD else k, o) for k, o in keys
                 if k not in kn.advice.get("rent_ignores", [])]
     return keys
 
@@ -95,21 +96,21 @@ def fill_rows(scope: Scope, rows: list[GpuRow], order: list[int], is_training: b
     cols = {n: scope.get(n) for n in names}
     for row, i in zip(rows, order):
         vals = {n: (c[i] if c.__class__ is Col else c) for n, c in cols.items()}
-        row.price_usd = _num(scope, "gpu.price_usd", i)
-        row.cloud_usd_per_hour = vals["cloud_usd_per_hour"]
-        row.config_price_usd = vals["config_price_usd"]
-        row.config_usd_per_hour = vals["config_usd_per_hour"]
-        row.breakeven_months = vals["breakeven_months"]
-        row.meets_target = None if vals["meets_target"] is None else bool(vals["meets_target"])
-        row.within_budget = None if vals["within_budget"] is None else bool(vals["within_budget"])
-        row.suits_job = None if vals["suits_job"] is None else bool(vals["suits_job"])
+        row.price_usd = _num(scope, N.GPU_PRICE_USD, i)
+        row.cloud_usd_per_hour = vals[N.CLOUD_USD_PER_HOUR]
+        row.config_price_usd = vals[N.CONFIG_PRICE_USD]
+        row.config_usd_per_hour = vals[N.CONFIG_USD_PER_HOUR]
+        row.breakeven_months = vals[N.BREAKEVEN_MONTHS]
+        row.meets_target = None if vals[N.MEETS_TARGET] is None else bool(vals[N.MEETS_TARGET])
+        row.within_budget = None if vals[N.WITHIN_BUDGET] is None else bool(vals[N.WITHIN_BUDGET])
+        row.suits_job = None if vals[N.SUITS_JOB] is None else bool(vals[N.SUITS_JOB])
         if not row.fits:            # costs only for configurations that run
             row.breakeven_months = None
         elif is_training:
-            row.run_hours = vals["run_hours"]
-            row.run_cost_usd = vals["run_cost_usd"]
+            row.run_hours = vals[N.RUN_HOURS]
+            row.run_cost_usd = vals[N.RUN_COST_USD]
         else:
-            row.usd_per_million_tokens = vals["usd_per_million_tokens"]
+            row.usd_per_million_tokens = vals[N.USD_PER_MILLION_TOKENS]
 
 
 def _num(scope: Scope, name: str, i: int) -> float | None:
@@ -149,8 +150,8 @@ def _segment(kn: Knowledge, r: GpuRow) -> str:
 
 def _brief(r: GpuRow) -> Brief:
     return {"gpu": r.name, "gpu_id": r.id, "count": r.count, "price_usd": r.config_price_usd,
-            "usd_per_hour": r.config_usd_per_hour, "meets_target": r.meets_target,
-            "headroom_gb": r.headroom_gb}
+            "usd_per_hour": r.config_usd_per_hour, N.MEETS_TARGET: r.meets_target,
+            N.HEADROOM_GB: r.headroom_gb}
 
 
 def _why(r: GpuRow, is_training: bool) -> str:
@@ -191,7 +192,7 @@ def prices_used(kn: Knowledge, w: Workload, gpu_ids: list[str]) -> PricesUsed:
         out["as_of"] = out["as_of"] or p.get("as_of")
         out["gpus"][gid] = {"purchase_usd": p["purchase_usd"], "purchase_kind": p["purchase_kind"],
                             "purchase_date": p["purchase_date"], "purchase_source": p["purchase_source"],
-                            "cloud_usd_per_hour": p["cloud_usd_per_hour"], "cloud_rule": p.get("cloud_rule"),
+                            N.CLOUD_USD_PER_HOUR: p[N.CLOUD_USD_PER_HOUR], "cloud_rule": p.get("cloud_rule"),
                             "cloud_low": p.get("cloud_low"), "cloud_high": p.get("cloud_high"),
                             "cloud_pages": p.get("cloud_pages"), "cloud_disagree": p.get("cloud_disagree"),
                             "cloud": [f"{c['provider']} ${c['usd_per_hour']:.2f}/h ({c['date']}, {c['source']})"
@@ -234,7 +235,7 @@ def price_assumptions(kn: Knowledge, w: Workload, row: GpuRow) -> list[str]:
     if w.budget_usd is not None:
         out.append(f"budget: {money(w.budget_usd)} for the GPUs")
     if kn.prices:
-        hours = w.hours_per_day if w.hours_per_day is not None else kn.constants["default_hours_per_day"]["value"]
+        hours = w.hours_per_day if w.hours_per_day is not None else kn.constants[N.DEFAULT_HOURS_PER_DAY]["value"]
         out.append(f"buy against rent at {hours:g} h a day" + ("" if w.hours_per_day is not None
                                                                 else " (default; 'at 24/7' for round the clock)"))
     return out

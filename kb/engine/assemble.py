@@ -17,32 +17,33 @@ from kb.engine.evaluate import Evaluated, Scope, evaluate
 from kb.engine.scope import Resolved
 from kb.expr.parse import Col, at
 from kb.knowledge.data import Knowledge
+from kb.knowledge import names as N
 
 if TYPE_CHECKING:
     from kb.knowledge.records import GPU, Value
     from kb.engine.answer_records import Bottleneck, ErrorBand, Memory, Throughput, WorkloadDict
 
 # Answer keys → formula names (what the answer shows); the names live in rules/formulas.yaml.
-BREAKDOWN = ("weights_gb", "kv_cache_gb", "activations_gb", "gradients_gb", "optimizer_gb",
-             "adapters_gb", "overhead_gb", "other_models_gb")
+BREAKDOWN = (N.WEIGHTS_GB, N.KV_CACHE_GB, N.ACTIVATIONS_GB, N.GRADIENTS_GB, N.OPTIMIZER_GB,
+             N.ADAPTERS_GB, N.OVERHEAD_GB, N.OTHER_MODELS_GB)
 # a training answer shows the memory as the ranks hold it, added up over the GPUs
-TRAINING_BREAKDOWN = {"weights_gb": "job_weights_gb", "activations_gb": "job_activations_gb",
-                      "gradients_gb": "job_gradients_gb", "optimizer_gb": "job_optimizer_gb",
-                      "adapters_gb": "job_adapters_gb"}
-INFERENCE_SPEED = ("decode_tokens_per_s", "decode_tokens_per_s_aggregate",
-                   "prefill_tokens_per_s", "ttft_s")
-UNDER_LOAD = ("serving_tokens_per_s_per_user", "serving_tokens_per_s_per_gpu", "serving_ttft_s",
-              "serving_requests_per_s")
-TRAINING_SPEED = ("train_tokens_per_s", "train_time_s")
-ROW_MEMORY = ("usable_vram_gb", "per_gpu_gb", "fits", "headroom_gb", "gpus_needed",
-              "rank_speed_tokens_per_s")
+TRAINING_BREAKDOWN = {N.WEIGHTS_GB: N.JOB_WEIGHTS_GB, N.ACTIVATIONS_GB: N.JOB_ACTIVATIONS_GB,
+                      N.GRADIENTS_GB: N.JOB_GRADIENTS_GB, N.OPTIMIZER_GB: N.JOB_OPTIMIZER_GB,
+                      N.ADAPTERS_GB: N.JOB_ADAPTERS_GB}
+INFERENCE_SPEED = (N.DECODE_TOKENS_PER_S, N.DECODE_TOKENS_PER_S_AGGREGATE,
+                   N.PREFILL_TOKENS_PER_S, N.TTFT_S)
+UNDER_LOAD = (N.SERVING_TOKENS_PER_S_PER_USER, N.SERVING_TOKENS_PER_S_PER_GPU, N.SERVING_TTFT_S,
+              N.SERVING_REQUESTS_PER_S)
+TRAINING_SPEED = (N.TRAIN_TOKENS_PER_S, N.TRAIN_TIME_S)
+ROW_MEMORY = (N.USABLE_VRAM_GB, N.PER_GPU_GB, N.FITS, N.HEADROOM_GB, N.GPUS_NEEDED,
+              N.RANK_SPEED_TOKENS_PER_S)
 ROW_FORMULAS = {False: ROW_MEMORY + INFERENCE_SPEED, True: ROW_MEMORY + TRAINING_SPEED}
 
 
-ROW_FIELDS = ("usable_vram_gb", "per_gpu_gb", "fits", "headroom_gb", "gpus_needed",
-              "gpu.compute_tflops", "_compute_precision", "decode_tokens_per_s",
-              "decode_tokens_per_s_aggregate", "prefill_tokens_per_s", "ttft_s",
-              "train_tokens_per_s", "train_time_s")
+ROW_FIELDS = (N.USABLE_VRAM_GB, N.PER_GPU_GB, N.FITS, N.HEADROOM_GB, N.GPUS_NEEDED,
+              N.GPU_COMPUTE_TFLOPS, "_compute_precision", N.DECODE_TOKENS_PER_S,
+              N.DECODE_TOKENS_PER_S_AGGREGATE, N.PREFILL_TOKENS_PER_S, N.TTFT_S,
+              N.TRAIN_TOKENS_PER_S, N.TRAIN_TIME_S)
 
 
 def rows_of(ev: Evaluated, candidates: list[tuple[GPU, int, bool]], order: list[int]) -> list[GpuRow]:
@@ -82,7 +83,7 @@ def shown_figures(kn: Knowledge, r: Resolved, primary: Evaluated,
                   rows: list[GpuRow]) -> tuple[tuple[str, ...], Throughput, list[str]]:
     """The memory parts, total and speeds an answer shows, computed; its throughput, with the
     speeds of what does not fit withheld (kb.engine.margins), and the warnings that says so."""
-    shown = tr.shown(r.is_training, BREAKDOWN, TRAINING_BREAKDOWN) + ("total_gb",) + (
+    shown = tr.shown(r.is_training, BREAKDOWN, TRAINING_BREAKDOWN) + (N.TOTAL_GB,) + (
         TRAINING_SPEED if r.is_training else INFERENCE_SPEED + UNDER_LOAD)
     evaluate(kn, primary, shown)
     s = primary.scope
@@ -90,11 +91,11 @@ def shown_figures(kn: Knowledge, r: Resolved, primary: Evaluated,
     def get(k: str) -> float | None:
         return s.get(k) if k in shown else None
     throughput: Throughput = {
-        "decode_tokens_per_s": get("decode_tokens_per_s"),
-        "decode_tokens_per_s_aggregate": get("decode_tokens_per_s_aggregate"),
-        "prefill_tokens_per_s": get("prefill_tokens_per_s"), "ttft_s": get("ttft_s"),
-        "train_tokens_per_s": get("train_tokens_per_s"), "train_time_s": get("train_time_s")}
-    fits = bool(s.get("fits"))
+        N.DECODE_TOKENS_PER_S: get(N.DECODE_TOKENS_PER_S),
+        N.DECODE_TOKENS_PER_S_AGGREGATE: get(N.DECODE_TOKENS_PER_S_AGGREGATE),
+        N.PREFILL_TOKENS_PER_S: get(N.PREFILL_TOKENS_PER_S), N.TTFT_S: get(N.TTFT_S),
+        N.TRAIN_TOKENS_PER_S: get(N.TRAIN_TOKENS_PER_S), N.TRAIN_TIME_S: get(N.TRAIN_TIME_S)}
+    fits = bool(s.get(N.FITS))
     for name in UNDER_LOAD:         # nothing under load for what does not fit
         throughput[name] = get(name) if fits else None      # type: ignore[literal-required]
     return shown, throughput, margins.withhold_speeds(rows, throughput, fits)
@@ -125,30 +126,30 @@ def workload_dict(r: Resolved) -> WorkloadDict:
     d.pop("notes", None)
     d["model"] = r.model["id"]
     d["model_name"] = r.model["name"]
-    d["params"] = r.model["params_total"]
-    d["active_params"] = r.model["params_active"]
+    d[N.PARAMS] = r.model["params_total"]
+    d[N.ACTIVE_PARAMS] = r.model["params_active"]
     d["parallel"] = r.workload_parallel
     return cast("WorkloadDict", d)
 
 
 def memory(s: Scope, r: Resolved) -> Memory:
     keys = {k: TRAINING_BREAKDOWN.get(k, k) if r.is_training else k for k in BREAKDOWN}
-    return {"total_gb": s.get("total_gb"),
+    return {N.TOTAL_GB: s.get(N.TOTAL_GB),
             "breakdown": {k: s.get(name) for k, name in keys.items()},
-            "per_gpu_gb": s.get("per_gpu_gb"),
-            "kv_cache_gb_per_user": s.get("kv_cache_gb_per_user") if not r.is_training else None,
-            "gpu": s.get("gpu.name"), "gpu_count": s.get("gpu_count"),
+            N.PER_GPU_GB: s.get(N.PER_GPU_GB),
+            N.KV_CACHE_GB_PER_USER: s.get(N.KV_CACHE_GB_PER_USER) if not r.is_training else None,
+            "gpu": s.get(N.GPU_NAME), N.GPU_COUNT: s.get(N.GPU_COUNT),
             **tr.memory_extras(s, r.workload, r.is_training)}
 
 
 def bottleneck(s: Scope, r: Resolved) -> Bottleneck:
     if r.is_training:
-        return {"training": s.get("train_bound"),
-                "arithmetic_intensity": {"training": s.get("train_intensity")},
-                "ridge_point": s.get("ridge_point"), "gpu": s.get("gpu.name"), "gpu_id": s.get("gpu.id")}
-    return {"decode": s.get("decode_bound"), "prefill": s.get("prefill_bound"),
-            "arithmetic_intensity": {"decode": s.get("decode_intensity"), "prefill": s.get("prefill_intensity")},
-            "ridge_point": s.get("ridge_point"), "gpu": s.get("gpu.name"), "gpu_id": s.get("gpu.id")}
+        return {"training": s.get(N.TRAIN_BOUND),
+                "arithmetic_intensity": {"training": s.get(N.TRAIN_INTENSITY)},
+                N.RIDGE_POINT: s.get(N.RIDGE_POINT), "gpu": s.get(N.GPU_NAME), "gpu_id": s.get(N.GPU_ID)}
+    return {"decode": s.get(N.DECODE_BOUND), "prefill": s.get(N.PREFILL_BOUND),
+            "arithmetic_intensity": {"decode": s.get(N.DECODE_INTENSITY), "prefill": s.get(N.PREFILL_INTENSITY)},
+            N.RIDGE_POINT: s.get(N.RIDGE_POINT), "gpu": s.get(N.GPU_NAME), "gpu_id": s.get(N.GPU_ID)}
 
 
 def gpu_warnings(every: Evaluated, candidates: list[tuple[GPU, int, bool]],
@@ -166,8 +167,8 @@ def gpu_warnings(every: Evaluated, candidates: list[tuple[GPU, int, bool]],
         elif used and used != compute:
             out.append(f"{gpu['name']} has no native {compute.upper()} tensor math; "
                        f"computed at its {used.upper()} rate")
-        per_gpu = at(s.get("per_gpu_gb"), i)
-        if requested and not at(s.get("fits"), i) and per_gpu is not None:
+        per_gpu = at(s.get(N.PER_GPU_GB), i)
+        if requested and not at(s.get(N.FITS), i) and per_gpu is not None:
             out.append(f"does not fit on {at(s['gpu_count'], i)}× {gpu['name']}: needs "
                        f"{per_gpu:.1f} GB per GPU")
     return out

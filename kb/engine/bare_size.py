@@ -13,6 +13,7 @@ import math
 from kb.hints import TYPE_CHECKING, cast
 
 from kb.knowledge.data import Knowledge
+from kb.knowledge import names as N
 
 if TYPE_CHECKING:
     from kb.engine.evaluate import Scope
@@ -40,4 +41,4 @@ def bare_model(kn: Knowledge, params: float) -> tuple[Model, str]:
 
 def size_inputs(m: Model) -> Scope:
     """The names base_scope gives of a model's size."""
-    return {"params": float(m["params_total"]), "active_params": float(m["params_active"])}
+    return {N.PARAMS: float(m["params_total"]), N.ACTIVE_PARAMS: float(m["params_active"])}

@@ -8,6 +8,7 @@ the sizes known to fit and not to, with few probes.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+from kb.knowledge import names as N
 
 if TYPE_CHECKING:
     from kb.engine.probes import Probes
@@ -64,7 +65,7 @@ class Bracket:
         return self._probe(v)
 
     def _probe(self, v: float) -> bool:
-        at = self.p.probe("params", v, self.gpu, self.count, self.holds)
+        at = self.p.probe(N.PARAMS, v, self.gpu, self.count, self.holds)
         if at.fits:
             self.fit = (v, at)
         else:

@@ -25,6 +25,7 @@ from kb.figures import num
 from kb.knowledge.data import Knowledge
 from kb.knowledge.gpu_names import runs_on
 from kb.query.workload import GpuRequest, Workload
+from kb.knowledge import names as N
 
 if TYPE_CHECKING:
     from kb.engine.answer_records import Question
@@ -197,13 +198,13 @@ def _at_answer(s: Search, primary: Row) -> Workload:
     from kb.engine.single_probe import at_value
 
     w, vary = s.w, s.spec["vary"]
-    w2 = at_value(w, vary, primary["value"], s.kn) if primary["found"] else at_value(w, "users", w.users or 1)
+    w2 = at_value(w, vary, primary["value"], s.kn) if primary["found"] else at_value(w, N.USERS, w.users or 1)
     w2.gpus = [g for g in w2.gpus] or []
     if not w.gpus:
         w2.gpus = [GpuRequest(primary["gpu_id"], int(primary.get("count") or 1))]
-        if primary["found"] and vary == "gpu_count":
+        if primary["found"] and vary == N.GPU_COUNT:
             w2.gpus[0].count = int(primary["value"])
-    elif primary["found"] and vary == "gpu_count":
+    elif primary["found"] and vary == N.GPU_COUNT:
         rows = s.rows
         for g, row in zip(w2.gpus, rows + [primary] * (len(w2.gpus) - len(rows)), strict=True):
             g.count = int((row if row["found"] else primary)["value"])     # each card its own count
@@ -214,8 +215,8 @@ def _question(s: Search, primary: Row, result: Answer) -> None:
     """What was asked and what answers it, on the answer (its speed floor said if it holds one)."""
     spec, w = s.spec, s.w
     facts: Question | dict[str, object] = result.question or {}
-    if spec.get("holds") == "serves_at_floor":
-        floor = w.speed_floor_tok_s or s.kn.constants["decode_speed_floor_tok_s"]["value"]
+    if spec.get("holds") == N.SERVES_AT_FLOOR:
+        floor = w.speed_floor_tok_s or s.kn.constants[N.DECODE_SPEED_FLOOR_TOK_S]["value"]
         result.assumptions.append(f"speed floor: every user decodes at {floor:g} tokens/s or more"
                                   + ("" if w.speed_floor_tok_s else " (formulas.yaml decode_speed_floor_tok_s)"))
     result.question = cast("Question", {

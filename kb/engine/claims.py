@@ -13,6 +13,7 @@ from kb.hints import TYPE_CHECKING
 from kb.engine.evaluate import Evaluated, evaluate
 from kb.expr.parse import Col, Failed, at, guarded
 from kb.knowledge.data import Claim, Knowledge
+from kb.knowledge import names as N
 
 if TYPE_CHECKING:
     from kb.knowledge.records import Value
@@ -44,7 +45,7 @@ def check_claims(kn: Knowledge, every: Evaluated, primary: Evaluated,
         if needs_value:
             evaluate(kn, ev, needs_value)
         computed = guarded(claim.computed.fn, s)
-        gpu = s.get("gpu.name")
+        gpu = s.get(N.GPU_NAME)
         for i in where:
             value = at(computed, i)
             if value is None or value.__class__ is Failed or (

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kb.engine.answer import Answer
+from kb.knowledge import names as N
 
 if TYPE_CHECKING:
     from kb.engine.answer_records import Side
@@ -35,13 +36,13 @@ def sides(kn: Knowledge, asked: Workload, first: Answer) -> list[Side]:
         if cmp["field"] == "runtime" and w.precision is None:
             # one format on every side, named in each side's query: a runtime named alone may
             # choose its own (runtimes.yaml default_precision), a comparison of runtimes does not
-            w.precision = first.workload.get("precision")
-        if cmp["field"] == "params":
+            w.precision = first.workload.get(N.PRECISION)
+        if cmp["field"] == N.PARAMS:
             w.model_id = None
         query = unparse(w, kn)
         a = first if i == 0 else answer(w, kn, query)
         side = _side(cmp["field"], value, query, a)
-        if cmp["field"] == "precision":
+        if cmp["field"] == N.PRECISION:
             side["quality_rank"] = quality_rank(kn, value)
         out.append(side)
     return out
@@ -51,7 +52,7 @@ def quality_rank(kn: Knowledge, precision: object) -> int | None:
     """The quality cost the rules rank a precision at (the options of rules/prices.yaml that
     change the weights to it: quality_rank, 0 no quality cost); None where none ranks it."""
     for rule in kn.advice.get("options") or []:
-        if rule.get("precision") == precision and rule.get("quality_rank") is not None:
+        if rule.get(N.PRECISION) == precision and rule.get("quality_rank") is not None:
             return int(rule["quality_rank"])
     return None
 
@@ -60,13 +61,13 @@ def _side(field: str, value: object, query: str, a: Answer) -> Side:
     rows = [g for g in a.gpus if g.requested] or a.gpus[:1]
     row = rows[0] if rows else None
     return {"field": field, "value": value, "query": query, "verdict": a.verdict,
-            "fits": row.fits if row else None, "gpu": row.name if row else None,
-            "count": row.count if row else None, "total_gb": a.memory.get("total_gb"),
-            "per_gpu_gb": row.per_gpu_gb if row else None,
-            "usable_vram_gb": row.usable_vram_gb if row else None,
-            "gpus_needed": row.gpus_needed if row else None,
-            "decode_tokens_per_s": row.decode_tokens_per_s if row else None,
-            "prefill_tokens_per_s": row.prefill_tokens_per_s if row else None,
-            "train_tokens_per_s": row.train_tokens_per_s if row else None,
-            "usd_per_million_tokens": row.usd_per_million_tokens if row else None,
-            "run_cost_usd": row.run_cost_usd if row else None}
+            N.FITS: row.fits if row else None, "gpu": row.name if row else None,
+            "count": row.count if row else None, N.TOTAL_GB: a.memory.get(N.TOTAL_GB),
+            N.PER_GPU_GB: row.per_gpu_gb if row else None,
+            N.USABLE_VRAM_GB: row.usable_vram_gb if row else None,
+            N.GPUS_NEEDED: row.gpus_needed if row else None,
+            N.DECODE_TOKENS_PER_S: row.decode_tokens_per_s if row else None,
+            N.PREFILL_TOKENS_PER_S: row.prefill_tokens_per_s if row else None,
+            N.TRAIN_TOKENS_PER_S: row.train_tokens_per_s if row else None,
+            N.USD_PER_MILLION_TOKENS: row.usd_per_million_tokens if row else None,
+            N.RUN_COST_USD: row.run_cost_usd if row else None}

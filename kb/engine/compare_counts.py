@@ -15,6 +15,7 @@ from __future__ import annotations
 from kb.hints import TYPE_CHECKING
 
 from kb.figures import num
+from kb.knowledge import names as N
 
 if TYPE_CHECKING:
     from kb.engine.answer import Answer
@@ -46,7 +47,7 @@ def settle(kn: Knowledge, w: Workload, query: str) -> str:
     said, notes = [], []
     fb = local_fallback(kn, w, first)
     if fb is not None:
-        w.precision = fb["precision"]
+        w.precision = fb[N.PRECISION]
         which = (f"{short[0].name} does not hold it" if len(short) == 1 else
                  "neither holds it" if len(short) == 2 else "none holds it")
         said.append(f"at {first.workload.get('precision')} {which}: compared at {fb['precision']}")

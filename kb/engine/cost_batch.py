@@ -11,6 +11,7 @@ from __future__ import annotations
 from kb.hints import TYPE_CHECKING
 
 from kb.figures import num
+from kb.knowledge import names as N
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -42,8 +43,8 @@ def loaded(w: Workload, kn: Knowledge, one_user: Answer,
         return None
     if w.context_tokens is None and w.prompt_tokens is None and w.output_tokens is None:
         w = w.copy()    # a server's requests are the default request, not a full context each
-        w.prompt_tokens = int(kn.defaults["prompt_tokens"])
-        w.output_tokens = int(kn.defaults["output_tokens"])
+        w.prompt_tokens = int(kn.defaults[N.PROMPT_TOKENS])
+        w.output_tokens = int(kn.defaults[N.OUTPUT_TOKENS])
         w.context_tokens = w.prompt_tokens + w.output_tokens
     asked = w.copy()
     asked.question = rule["solve"]
@@ -52,7 +53,7 @@ def loaded(w: Workload, kn: Knowledge, one_user: Answer,
     users = int(row["value"] or 0) if row["found"] else 0
     if users <= 1:
         return None
-    result = answer(at_value(w, "users", users, kn))
+    result = answer(at_value(w, N.USERS, users, kn))
     result.assumptions = [s for s in result.assumptions if not s.startswith("concurrent users:")]
     result.assumptions.append(
         f"concurrent users: {users}, {rule['text']} ${num(first.usd_per_million_tokens)} per million "

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kb.engine import solve
+from kb.knowledge import names as N
 
 if TYPE_CHECKING:
     from kb.engine.probes import Probes
@@ -39,7 +40,7 @@ def primary(kn: Knowledge, p: Probes) -> solve.Row:
         return -(cards[i]["bandwidth_gb_s"] or 0), i
 
     best: tuple[int, tuple[float, int]] | None = None      # (count, rank of its card)
-    scan_to = int(kn.constants["gpus_per_node"]["value"])
+    scan_to = int(kn.constants[N.GPUS_PER_NODE]["value"])
     m = lower
     while left and not (best is not None and best[0] < m):
         if m > scan_to or m > upper:
@@ -60,8 +61,8 @@ def primary(kn: Knowledge, p: Probes) -> solve.Row:
         return solve.how_many_row(p, cards[0], None, None, None)    # no card holds it: the first card's row
     n, (_, i) = best
     gpu = cards[i]
-    return solve.how_many_row(p, gpu, n, p.probe("gpu_count", n, gpu, n),
-                              p.probe("gpu_count", n - 1, gpu, n - 1) if n > 1 else None)
+    return solve.how_many_row(p, gpu, n, p.probe(N.GPU_COUNT, n, gpu, n),
+                              p.probe(N.GPU_COUNT, n - 1, gpu, n - 1) if n > 1 else None)
 
 
 def _count(p: Probes, i: int, lower: int, upper: int) -> int:
@@ -70,7 +71,7 @@ def _count(p: Probes, i: int, lower: int, upper: int) -> int:
     gpu = p.cards[i]
 
     def fits(n: int) -> bool:
-        return p.probe("gpu_count", n, gpu, n).fits
+        return p.probe(N.GPU_COUNT, n, gpu, n).fits
 
     lo, hi = lower - 1, upper
     while hi - lo > 1:
@@ -78,7 +79,7 @@ def _count(p: Probes, i: int, lower: int, upper: int) -> int:
         lo, hi = (lo, mid) if fits(mid) else (mid, hi)
     n = hi
     while True:
-        while n <= upper and not p.layout("gpu_count", n, n).canonical:
+        while n <= upper and not p.layout(N.GPU_COUNT, n, n).canonical:
             n += 1
         if n > upper:
             return hi

@@ -17,6 +17,7 @@ from kb.expr.parse import Col
 from kb.knowledge.gpu_names import FP32_GEMM, gemm_of, gpu_columns, gpu_values, precision_key, runs_on
 from kb.engine.layout import Layout, choose, scope_values
 from kb.knowledge.data import Knowledge
+from kb.knowledge import names as N
 
 if TYPE_CHECKING:
     from kb.knowledge.records import GPU, Precision, Runtime
@@ -37,7 +38,7 @@ def layout_of(r: Resolved, kn: Knowledge, count: int) -> Layout:
         return tr.layout(count, r.workload, kn)
     w = r.workload
     return choose(count, int(r.model["attention_heads"]), r.runtime.get("multi_gpu") == "tensor_parallel",
-                  int(kn.constants["gpus_per_node"]["value"]), w.tp, w.pp)
+                  int(kn.constants[N.GPUS_PER_NODE]["value"]), w.tp, w.pp)
 
 
 def layouts_of(r: Resolved, kn: Knowledge, candidates: list[tuple[GPU, int, bool]]) -> list[Layout]:
@@ -55,7 +56,7 @@ def layouts_of(r: Resolved, kn: Knowledge, candidates: list[tuple[GPU, int, bool
 def layout_columns(layouts: list[Layout]) -> Scope:
     """tp, pp and dp over the candidates: one value when all agree, else a Col."""
     out: Scope = {}
-    for name in ("tp", "pp", "dp"):
+    for name in (N.TP, N.PP, N.DP):
         col = Col.of(getattr(x, name) for x in layouts)
         out[name] = col[0] if all(v == col[0] for v in col) else col
     return out

@@ -17,6 +17,7 @@ from kb.errors import KbError
 from kb.engine.hflayers import extend, obj, whole
 from kb.knowledge.data import norm
 from kb.paths import MAX_NAME_CHARS
+from kb.knowledge import names as N
 
 if TYPE_CHECKING:
     from kb.knowledge.data import Knowledge
@@ -58,7 +59,7 @@ def model_of(raw: JSON, origin: str, kn: Knowledge, folder: str = "", *, name: s
     _check_names(origin, raw, cfg)
     try:
         model = extend(_model(cfg, name or str(cfg.get("_name_or_path") or folder or "config")),
-                       cfg, raw, kn.config_defaults)
+                       cfg, raw, kn.config_defaults, kn.query.get("hf_quantization"))
     except (TypeError, ValueError, KeyError, OverflowError, ZeroDivisionError) as exc:
         raise ConfigError(f"{origin}: {exc}") from None   # int(1e999), hidden_size // 0 heads …
     if aliases:
@@ -192,11 +193,11 @@ def _with_params(model: Model, kn: Knowledge) -> Model:
     view = with_model(kn, model, words=False)
     r = resolve(Workload(model_id=model["id"]), view)
     ev = Evaluated(base_scope(r, view))
-    evaluate(view, ev, ["arch_params_total", "arch_params_active"])
-    total, active = ev.scope.get("arch_params_total"), ev.scope.get("arch_params_active")
+    evaluate(view, ev, [N.ARCH_PARAMS_TOTAL, N.ARCH_PARAMS_ACTIVE])
+    total, active = ev.scope.get(N.ARCH_PARAMS_TOTAL), ev.scope.get(N.ARCH_PARAMS_ACTIVE)
     most = kn.query["limits"]["params"][1]
     if total is None or active is None or not 0 < active <= total <= most:
-        why = ev.errors.get("arch_params_total") or ev.errors.get("arch_params_active") or (
+        why = ev.errors.get(N.ARCH_PARAMS_TOTAL) or ev.errors.get(N.ARCH_PARAMS_ACTIVE) or (
             "its sizes give no finite count" if total is None or active is None
             else f"{total:.3g} parameters, outside 1 to {most:.0e} (query.yaml limits)")
         raise ConfigError(f"{model['name']}: no parameter count ({why})")

@@ -3,18 +3,21 @@ layouts, and the checkpoint's quantization_config.
 
 In: the text config (a dict from config.json) and the model entry kb.engine.hfconfig built so far.
 Out: the entry with the models.yaml fields these describe (attention_layers, recurrent,
-sliding_window(_layers), local_attention, moe layer counts and widths, native_precision).
+sliding_window(_layers), local_attention, moe layer counts and widths, native_precision: the
+quantization_config read through the table rules/query.yaml hf_quantization gives).
 Reads nothing else; unknown layouts leave the entry as it was.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
+from kb.knowledge import names as N
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from kb.knowledge.records import JSON, Config, Model, Moe, Recurrent
+    from kb.knowledge.records_rules import HfQuantization, HfQuantizationRule
 
 _STATE_KINDS = ("mamba", "linear_attention")
 
@@ -124,36 +127,43 @@ def shared_experts(cfg: Config) -> int:
     return 1 if str(cfg.get("model_type", "")).startswith("llama4") else 0
 
 
-def native_precision(raw: Config, is_moe: bool) -> str | None:
-    """The checkpoint's format from quantization_config (quant_method, bits, fmt), as a
-    precisions.yaml id; None for a 16-bit checkpoint or a format kbq has no entry for."""
+def native_precision(raw: Config, is_moe: bool, table: HfQuantization | None) -> str | None:
+    """The checkpoint's format from quantization_config, as a precisions.yaml id: the first row
+    of `table` (query.yaml hf_quantization) that matches; None for a 16-bit checkpoint or a
+    format kbq has no entry for."""
     q = raw.get("quantization_config") or obj(raw.get("text_config")).get("quantization_config")
-    if not isinstance(q, dict):
+    if not isinstance(q, dict) or table is None:
         return None
     method = str(q.get("quant_method", "")).lower()
-    bits = q.get("bits")
-    if method == "fp8" or str(q.get("fmt", "")).lower().startswith("e4m3"):
-        return "fp8"
-    if method == "mxfp4":
-        return "mxfp4-experts" if is_moe else "fp4"
-    if method in ("gptq", "awq") and bits == 4:
-        return method
-    if method == "bitsandbytes":
-        return "nf4" if q.get("load_in_4bit") else "int8" if q.get("load_in_8bit") else None
-    if method == "compressed-tensors":
-        weights = [obj(g.get("weights")) for g in obj(q.get("config_groups")).values() if isinstance(g, dict)]
-        if any(w.get("num_bits") == 4 for w in weights):
-            return "int4-experts" if is_moe else "int4"
-        if any(w.get("num_bits") == 8 and w.get("type") == "float" for w in weights):
-            return "fp8"
-        if any(w.get("num_bits") == 8 for w in weights):
-            return "int8"
+    fmt = str(q.get("fmt", "")).lower()
+    weights = [obj(g.get("weights")) for g in obj(q.get("config_groups")).values() if isinstance(g, dict)]
+    for row in table["rules"]:
+        if _matches(row, q, method, fmt, weights):
+            moe = row.get("moe_precision")
+            return moe if is_moe and moe else row[N.PRECISION]
     return None
 
 
-def extend(model: Model, cfg: Config, raw: Config, defaults: Mapping[str, int]) -> Model:
+def _matches(row: HfQuantizationRule, q: Config, method: str, fmt: str, weights: list[Config]) -> bool:
+    """Whether a quantization_config meets every condition a row of hf_quantization gives."""
+    if (want := row.get("quant_method")) is not None and method != want:
+        return False
+    if (prefix := row.get("fmt_prefix")) is not None and not fmt.startswith(prefix):
+        return False
+    if (bits := row.get("bits")) is not None and q.get("bits") != bits:
+        return False
+    if (flag := row.get("flag")) is not None and not q.get(flag):
+        return False
+    if (wbits := row.get("weight_bits")) is None:
+        return True
+    wtype = row.get("weight_type")
+    return any(w.get("num_bits") == wbits and (wtype is None or w.get("type") == wtype) for w in weights)
+
+
+def extend(model: Model, cfg: Config, raw: Config, defaults: Mapping[str, int],
+           quantization: HfQuantization | None = None) -> Model:
     """The entry with every layout and format field the config describes (`defaults`: what a
-    field the config leaves out is taken to be)."""
+    field the config leaves out is taken to be; `quantization`: query.yaml hf_quantization)."""
     layers = model["layers"]
     block, attention = recurrent(cfg, layers, defaults)
     if block:
@@ -166,7 +176,7 @@ def extend(model: Model, cfg: Config, raw: Config, defaults: Mapping[str, int]) 
     if moe:
         moe_layout(cfg, layers, moe)
         moe["shared_experts"] = shared_experts(cfg)
-    native = native_precision(raw, bool(model.get("moe")))
+    native = native_precision(raw, bool(model.get("moe")), quantization)
     if native:
         model["native_precision"], model["native_source"] = native, model["source"]
     return model

@@ -15,6 +15,7 @@ from kb.engine.evaluate import Scope
 from kb.knowledge.data import Knowledge
 from kb.knowledge.gpu_names import gemm_of
 from kb.query.workload import Workload
+from kb.knowledge import names as N
 
 if TYPE_CHECKING:
     from kb.engine.scope import Resolved
@@ -29,37 +30,37 @@ def base_scope(r: Resolved, kn: Knowledge) -> Scope:
     scope: Scope = dict(kn.derived.constants)
     scope.update(size_inputs(m))
     scope.update({
-        "users": w.users, "batch": w.batch, "context_tokens": w.context_tokens,
-        "prompt_tokens": w.prompt_tokens, "output_tokens": w.output_tokens,
-        "seq_len": w.seq_len, "lora_rank": w.lora_rank, "train_tokens": w.train_tokens,
-        "is_training": w.task in training, "is_inference": w.task not in training,
-        "is_full_ft": w.task == "full_ft", "is_lora": w.task == "lora",
-        "is_qlora": w.task == "qlora", "is_pretrain": w.task == "pretrain",
-        "is_prefill_only": w.task == "prefill",
-        "checkpointing": bool(w.checkpointing), "flash_attention": bool(w.flash_attention),
-        "offload": bool(w.offload), "paged": bool(w.paged),
-        "checkpoint_offload": bool(w.checkpoint_offload),
+        N.USERS: w.users, N.BATCH: w.batch, N.CONTEXT_TOKENS: w.context_tokens,
+        N.PROMPT_TOKENS: w.prompt_tokens, N.OUTPUT_TOKENS: w.output_tokens,
+        N.SEQ_LEN: w.seq_len, N.LORA_RANK: w.lora_rank, N.TRAIN_TOKENS: w.train_tokens,
+        N.IS_TRAINING: w.task in training, N.IS_INFERENCE: w.task not in training,
+        N.IS_FULL_FT: w.task == "full_ft", N.IS_LORA: w.task == "lora",
+        N.IS_QLORA: w.task == "qlora", N.IS_PRETRAIN: w.task == "pretrain",
+        N.IS_PREFILL_ONLY: w.task == "prefill",
+        N.CHECKPOINTING: bool(w.checkpointing), N.FLASH_ATTENTION: bool(w.flash_attention),
+        N.OFFLOAD: bool(w.offload), N.PAGED: bool(w.paged),
+        N.CHECKPOINT_OFFLOAD: bool(w.checkpoint_offload),
         **tr.scope_values(w, kn),
-        "optimizer_in_backward": bool(w.optimizer_in_backward),
-        "lora_attention_only": bool(w.lora_attention_only),
-        "quantized_inputs_kept": bool(w.quantized_inputs_kept),
-        "optimizer": w.optimizer, "precision": w.precision, "task": w.task,
-        "gpu_named": bool(w.gpus),
-        "dp_attention": bool(w.dp_attention),
-        "speed_floor_tok_s": w.speed_floor_tok_s or kn.constants["decode_speed_floor_tok_s"]["value"],
-        "weight_bytes_per_param": r.precision["bits_per_weight"] / 8,
-        "kv_bytes_per_value": r.kv_precision["bits_per_weight"] / 8,
+        N.OPTIMIZER_IN_BACKWARD: bool(w.optimizer_in_backward),
+        N.LORA_ATTENTION_ONLY: bool(w.lora_attention_only),
+        N.QUANTIZED_INPUTS_KEPT: bool(w.quantized_inputs_kept),
+        N.OPTIMIZER: w.optimizer, N.PRECISION: w.precision, N.TASK: w.task,
+        N.GPU_NAMED: bool(w.gpus),
+        N.DP_ATTENTION: bool(w.dp_attention),
+        N.SPEED_FLOOR_TOK_S: w.speed_floor_tok_s or kn.constants[N.DECODE_SPEED_FLOOR_TOK_S]["value"],
+        N.WEIGHT_BYTES_PER_PARAM: r.precision["bits_per_weight"] / 8,
+        N.KV_BYTES_PER_VALUE: r.kv_precision["bits_per_weight"] / 8,
     })
     scope.update(_model_fields(m))
     scope.update({
-        "gpu_candidates": None, "fitting_gpus": None, "fewest_gpus_needed": None,
-        "precision.kind": r.precision["kind"],
-        "precision.experts_only": bool(r.precision.get("experts_only")),
+        N.GPU_CANDIDATES: None, N.FITTING_GPUS: None, N.FEWEST_GPUS_NEEDED: None,
+        N.PRECISION_KIND: r.precision["kind"],
+        N.PRECISION_EXPERTS_ONLY: bool(r.precision.get("experts_only")),
     })
     scope.update(_layer_kinds(m))
     rt = r.runtime
     scope.update(_runtime_fields(rt))
-    scope["precision.quantizes_embeddings"] = r.precision.get("quantizes_embeddings", True)
+    scope[N.PRECISION_QUANTIZES_EMBEDDINGS] = r.precision.get("quantizes_embeddings", True)
     supported = stack_platforms(rt, str(w.task))
     scope.update({f"stack.{v}": v in supported for v in STACK_VENDORS})
     scope.update(target_inputs(w))
@@ -71,49 +72,49 @@ def _model_fields(m: Model) -> Scope:
     sliding = m.get("sliding_window") or 0
     mla, moe = m.get("mla"), m.get("moe")
     return {
-        "model.id": m["id"], "model.layers": m["layers"], "model.hidden_size": m["hidden_size"],
-        "model.intermediate_size": m["intermediate_size"],
-        "model.attention_heads": m["attention_heads"], "model.kv_heads": m["kv_heads"],
-        "model.head_dim": m["head_dim"], "model.vocab_size": m["vocab_size"],
-        "model.attention": m["attention"], "model.sliding_window": sliding,
-        "model.sliding_window_layers": (m.get("sliding_window_layers") if m.get("sliding_window_layers") is not None else m["layers"]) if sliding else 0,
-        "model.kv_lora_rank": mla["kv_lora_rank"] if mla else 0,
-        "model.qk_rope_head_dim": mla["qk_rope_head_dim"] if mla else 0,
-        "model.experts": moe["experts"] if moe else 1,
-        "model.experts_per_token": moe["experts_per_token"] if moe else 1,
-        "model.shared_experts": moe.get("shared_experts", 0) if moe else 0,
-        "model.tie_embeddings": bool(m.get("tie_embeddings")),
-        "model.gated_mlp": m.get("mlp", "gated") == "gated",
+        N.MODEL_ID: m["id"], N.MODEL_LAYERS: m["layers"], N.MODEL_HIDDEN_SIZE: m["hidden_size"],
+        N.MODEL_INTERMEDIATE_SIZE: m["intermediate_size"],
+        N.MODEL_ATTENTION_HEADS: m["attention_heads"], N.MODEL_KV_HEADS: m["kv_heads"],
+        N.MODEL_HEAD_DIM: m["head_dim"], N.MODEL_VOCAB_SIZE: m["vocab_size"],
+        N.MODEL_ATTENTION: m["attention"], N.MODEL_SLIDING_WINDOW: sliding,
+        N.MODEL_SLIDING_WINDOW_LAYERS: (m.get("sliding_window_layers") if m.get("sliding_window_layers") is not None else m["layers"]) if sliding else 0,
+        N.MODEL_KV_LORA_RANK: mla["kv_lora_rank"] if mla else 0,
+        N.MODEL_QK_ROPE_HEAD_DIM: mla["qk_rope_head_dim"] if mla else 0,
+        N.MODEL_EXPERTS: moe["experts"] if moe else 1,
+        N.MODEL_EXPERTS_PER_TOKEN: moe["experts_per_token"] if moe else 1,
+        N.MODEL_SHARED_EXPERTS: moe.get("shared_experts", 0) if moe else 0,
+        N.MODEL_TIE_EMBEDDINGS: bool(m.get("tie_embeddings")),
+        N.MODEL_GATED_MLP: m.get("mlp", "gated") == "gated",
     }
 
 
 def _runtime_fields(rt: Runtime) -> Scope:
     """The names base_scope gives of a runtime."""
     return {
-        "runtime.decode_bandwidth_efficiency": rt.get("decode_bandwidth_efficiency"),
-        "runtime.quant_kernel_efficiency": rt.get("quant_kernel_efficiency"),
-        "runtime.hbm_decode_efficiency": rt.get("hbm_decode_efficiency", 1.0),
-        "runtime.moe_expert_kernel_s": rt.get("moe_expert_kernel_s", 0.0),
-        "runtime.moe_layer_kernel_s": rt.get("moe_layer_kernel_s", 0.0),
-        "runtime.mla_layer_kernel_s": rt.get("mla_layer_kernel_s", 0.0),
-        "runtime.decode_step_overhead_s": rt.get("decode_step_overhead_s"),
-        "runtime.prefill_compute_efficiency": rt.get("prefill_compute_efficiency"),
+        N.RUNTIME_DECODE_BANDWIDTH_EFFICIENCY: rt.get("decode_bandwidth_efficiency"),
+        N.RUNTIME_QUANT_KERNEL_EFFICIENCY: rt.get("quant_kernel_efficiency"),
+        N.RUNTIME_HBM_DECODE_EFFICIENCY: rt.get("hbm_decode_efficiency", 1.0),
+        N.RUNTIME_MOE_EXPERT_KERNEL_S: rt.get("moe_expert_kernel_s", 0.0),
+        N.RUNTIME_MOE_LAYER_KERNEL_S: rt.get("moe_layer_kernel_s", 0.0),
+        N.RUNTIME_MLA_LAYER_KERNEL_S: rt.get("mla_layer_kernel_s", 0.0),
+        N.RUNTIME_DECODE_STEP_OVERHEAD_S: rt.get("decode_step_overhead_s"),
+        N.RUNTIME_PREFILL_COMPUTE_EFFICIENCY: rt.get("prefill_compute_efficiency"),
         # a runtime calibrated on no Apple or Hopper point uses its own prefill efficiency there
-        "runtime.apple_prefill_compute_efficiency": (rt.get("apple_prefill_compute_efficiency")
+        N.RUNTIME_APPLE_PREFILL_COMPUTE_EFFICIENCY: (rt.get("apple_prefill_compute_efficiency")
                                                       or rt.get("prefill_compute_efficiency")),
-        "runtime.apple_decode_step_overhead_s": (rt.get("apple_decode_step_overhead_s")
+        N.RUNTIME_APPLE_DECODE_STEP_OVERHEAD_S: (rt.get("apple_decode_step_overhead_s")
                                                  if rt.get("apple_decode_step_overhead_s") is not None
                                                  else rt.get("decode_step_overhead_s")),
-        "runtime.hopper_warpgroup_mma": rt.get("hopper_warpgroup_mma", True),
+        N.RUNTIME_HOPPER_WARPGROUP_MMA: rt.get("hopper_warpgroup_mma", True),
         "_gemm": gemm_of(rt),
-        "runtime.memory_utilization": rt.get("memory_utilization", 1.0),
-        "runtime.overhead_gb": rt.get("overhead_gb"),
-        "runtime.training_mfu": rt.get("training_mfu"),
-        "runtime.tensor_parallel": rt.get("multi_gpu") == "tensor_parallel",
-        "runtime.logits_memory_fraction": rt.get("logits_memory_fraction", 1.0),
-        "runtime.master_weights": rt.get("master_weights", True),
-        "runtime.lora_dropout": rt.get("lora_dropout", 0.0),
-        "runtime.quantizes_output_head": bool(rt.get("quantizes_output_head")),
+        N.RUNTIME_MEMORY_UTILIZATION: rt.get("memory_utilization", 1.0),
+        N.RUNTIME_OVERHEAD_GB: rt.get(N.OVERHEAD_GB),
+        N.RUNTIME_TRAINING_MFU: rt.get(N.TRAINING_MFU),
+        N.RUNTIME_TENSOR_PARALLEL: rt.get("multi_gpu") == "tensor_parallel",
+        N.RUNTIME_LOGITS_MEMORY_FRACTION: rt.get("logits_memory_fraction", 1.0),
+        N.RUNTIME_MASTER_WEIGHTS: rt.get("master_weights", True),
+        N.RUNTIME_LORA_DROPOUT: rt.get("lora_dropout", 0.0),
+        N.RUNTIME_QUANTIZES_OUTPUT_HEAD: bool(rt.get("quantizes_output_head")),
     }
 
 
@@ -129,27 +130,27 @@ def _layer_kinds(m: Model) -> Scope:
     moe, rec = m.get("moe"), m.get("recurrent")
     attention = m.get("attention_layers")
     return {
-        "model.attention_layers": m["layers"] if attention is None else attention,
-        "model.moe_layers": (moe.get("moe_layers") or m["layers"]) if moe else 0,
-        "model.dense_intermediate_size": (moe and moe.get("dense_intermediate_size")) or m["intermediate_size"],
-        "model.shared_intermediate_size": ((moe and moe.get("shared_expert_intermediate_size"))
+        N.MODEL_ATTENTION_LAYERS: m["layers"] if attention is None else attention,
+        N.MODEL_MOE_LAYERS: (moe.get("moe_layers") or m["layers"]) if moe else 0,
+        N.MODEL_DENSE_INTERMEDIATE_SIZE: (moe and moe.get("dense_intermediate_size")) or m["intermediate_size"],
+        N.MODEL_SHARED_INTERMEDIATE_SIZE: ((moe and moe.get("shared_expert_intermediate_size"))
                                            or m["intermediate_size"]),
-        "model.state_layers": rec["layers"] if rec else 0,
-        "model.state_heads": rec["heads"] if rec else 0, "model.state_head_dim": rec["head_dim"] if rec else 0,
-        "model.state_dim": rec["state_dim"] if rec else 0, "model.state_groups": rec["groups"] if rec else 0,
-        "model.state_conv_kernel": rec["conv_kernel"] if rec else 1,
+        N.MODEL_STATE_LAYERS: rec["layers"] if rec else 0,
+        N.MODEL_STATE_HEADS: rec["heads"] if rec else 0, N.MODEL_STATE_HEAD_DIM: rec["head_dim"] if rec else 0,
+        N.MODEL_STATE_DIM: rec["state_dim"] if rec else 0, N.MODEL_STATE_GROUPS: rec["groups"] if rec else 0,
+        N.MODEL_STATE_CONV_KERNEL: rec["conv_kernel"] if rec else 1,
     }
 
 
 def target_inputs(w: Workload) -> Scope:
     """The prices, utilisation and targets a query set (rules/formulas.yaml asked_*)."""
     return {
-        "hourly_price_asked": w.usd_per_gpu_hour is not None, "asked_usd_per_gpu_hour": w.usd_per_gpu_hour,
-        "hours_per_day_asked": w.hours_per_day is not None, "asked_hours_per_day": w.hours_per_day,
-        "budget_asked": w.budget_usd is not None, "asked_budget_usd": w.budget_usd,
-        "deadline_asked": w.deadline_hours is not None, "asked_deadline_h": w.deadline_hours,
-        "ttft_asked": w.ttft_max_s is not None, "asked_ttft_max_s": w.ttft_max_s,
-        "ttft_percentile_asked": w.ttft_percentile is not None, "ttft_quantile": (w.ttft_percentile or 50) / 100,
-        "tokens_per_day_asked": w.tokens_per_day is not None, "asked_tokens_per_day": w.tokens_per_day,
-        "rent_asked": bool(w.rent), "sort_order": None,
+        N.HOURLY_PRICE_ASKED: w.usd_per_gpu_hour is not None, N.ASKED_USD_PER_GPU_HOUR: w.usd_per_gpu_hour,
+        N.HOURS_PER_DAY_ASKED: w.hours_per_day is not None, N.ASKED_HOURS_PER_DAY: w.hours_per_day,
+        N.BUDGET_ASKED: w.budget_usd is not None, N.ASKED_BUDGET_USD: w.budget_usd,
+        N.DEADLINE_ASKED: w.deadline_hours is not None, N.ASKED_DEADLINE_H: w.deadline_hours,
+        N.TTFT_ASKED: w.ttft_max_s is not None, N.ASKED_TTFT_MAX_S: w.ttft_max_s,
+        N.TTFT_PERCENTILE_ASKED: w.ttft_percentile is not None, N.TTFT_QUANTILE: (w.ttft_percentile or 50) / 100,
+        N.TOKENS_PER_DAY_ASKED: w.tokens_per_day is not None, N.ASKED_TOKENS_PER_DAY: w.tokens_per_day,
+        N.RENT_ASKED: bool(w.rent), N.SORT_ORDER: None,
     }

@@ -13,6 +13,7 @@ pipeline stages run across nodes. A layer split (llama.cpp) takes any count as p
 from __future__ import annotations
 
 from kb.hints import TYPE_CHECKING
+from kb.knowledge import names as N
 
 if TYPE_CHECKING:
     from kb.engine.answer_records import Parallel
@@ -29,7 +30,7 @@ class Layout:
     note: str | None    # why the layout is not the plain one, said in the assumptions
 
     def as_dict(self) -> Parallel:
-        return {"tp": self.tp, "pp": self.pp, "dp": self.dp}
+        return {N.TP: self.tp, N.PP: self.pp, N.DP: self.dp}
 
 
 def _largest_divisor(heads: int, count: int, limit: int) -> int:
@@ -78,7 +79,7 @@ def _asked(count: int, heads: int, node: int, tp: int | None, pp: int | None) ->
 
 
 def scope_values(layout: Layout) -> dict[str, int]:
-    return {"tp": layout.tp, "pp": layout.pp, "dp": layout.dp}
+    return {N.TP: layout.tp, N.PP: layout.pp, N.DP: layout.dp}
 
 
 def count_scan(node: int, upper: int) -> list[int]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from kb.hints import TYPE_CHECKING
 
 from kb.engine.answer import GpuRow
+from kb.knowledge import names as N
 
 if TYPE_CHECKING:
     from typing import Literal
@@ -21,8 +22,8 @@ if TYPE_CHECKING:
     Speed = Literal["decode_tokens_per_s", "decode_tokens_per_s_aggregate", "prefill_tokens_per_s",
                     "ttft_s", "train_tokens_per_s", "train_time_s"]
 
-SPEEDS: tuple[Speed, ...] = ("decode_tokens_per_s", "decode_tokens_per_s_aggregate",
-                             "prefill_tokens_per_s", "ttft_s", "train_tokens_per_s", "train_time_s")
+SPEEDS: tuple[Speed, ...] = (N.DECODE_TOKENS_PER_S, N.DECODE_TOKENS_PER_S_AGGREGATE,
+                             N.PREFILL_TOKENS_PER_S, N.TTFT_S, N.TRAIN_TOKENS_PER_S, N.TRAIN_TIME_S)
 
 
 def withhold_speeds(rows: list[GpuRow], throughput: Throughput, primary_fits: bool) -> list[str]:
@@ -39,11 +40,11 @@ def withhold_speeds(rows: list[GpuRow], throughput: Throughput, primary_fits: bo
     for key in SPEEDS:
         throughput[key] = None
     parts = []
-    if "decode_tokens_per_s" in shown:
+    if N.DECODE_TOKENS_PER_S in shown:
         parts.append(f"decode {shown['decode_tokens_per_s']:.3g} tokens/s per user")
-    if "train_tokens_per_s" in shown:
+    if N.TRAIN_TOKENS_PER_S in shown:
         parts.append(f"training {shown['train_tokens_per_s']:.3g} tokens/s")
-    if "prefill_tokens_per_s" in shown:
+    if N.PREFILL_TOKENS_PER_S in shown:
         parts.append(f"prefill {shown['prefill_tokens_per_s']:.3g} tokens/s")
     return ["it does not fit, so no speed is shown; if it fitted: " + ", ".join(parts)] if parts else []
 

@@ -20,15 +20,16 @@ from kb.engine.budget import note, spent
 from kb.errors import KbError
 from kb.knowledge.data import Knowledge
 from kb.query.workload import GpuRequest, Workload
+from kb.knowledge import names as N
 
 if TYPE_CHECKING:
     from kb.engine.answer_records import Option, WorkloadDict
     from kb.knowledge.records import GPU
     from kb.knowledge.records_rules import OptionRule
 
-TARGETS = ("speed_floor_tok_s", "ttft_max_s", "tokens_per_day", "deadline_hours")   # a target the query set
+TARGETS = (N.SPEED_FLOOR_TOK_S, "ttft_max_s", "tokens_per_day", "deadline_hours")   # a target the query set
 CHECKPOINTED = "with checkpointing"     # an option's second change: activation checkpointing
-IGNORED = ("gpus", "notes", "question", "model_name", "active_params", "parallel", "compare")
+IGNORED = ("gpus", "notes", "question", "model_name", N.ACTIVE_PARAMS, "parallel", "compare")
 
 
 def compute(kn: Knowledge, asked: Workload, base: Answer) -> list[Option]:
@@ -59,7 +60,7 @@ def compute(kn: Knowledge, asked: Workload, base: Answer) -> list[Option]:
                 if rule["kind"] == "next_card" and _cheapest_card(o, w):
                     break
         here = [o for o in out + found if (o["gpu_id"], o["count"]) == (row.id, row.count)]
-        if training and not any(o in found or o["workload_changes"] == {"checkpointing": True} for o in here):
+        if training and not any(o in found or o["workload_changes"] == {N.CHECKPOINTING: True} for o in here):
             found += [o for changed, extra in _checkpointed(kn, rule, asked, base)
                       if (o := _ask(kn, changed, base, rule, extra, asked_before)) is not None]
         if rule["kind"] == "next_card" and found:     # the best of the cards tried
@@ -82,13 +83,13 @@ def _cheapest_card(o: Option, w: WorkloadDict) -> bool:
     """A next card tried (in order of price, at the count asked) that no later one can come
     before (_order): it holds the job, meets the target and has a price, and the count is the
     one asked, not one a how-many search finds on each card."""
-    return o["fits"] and o["meets_target"] is not False and o.get("_price") is not None and (
+    return o[N.FITS] and o[N.MEETS_TARGET] is not False and o.get("_price") is not None and (
         w.get("question") != "how_many_gpus")
 
 
 def _order(o: Option, targeted: bool = True) -> tuple[bool, bool, int, int, int, bool, float]:
     """Fits first; then those that meet the target (`targeted`); then least change."""
-    return (not o["fits"], targeted and o["meets_target"] is False, o.get("_hardware", 0), o["count"],
+    return (not o[N.FITS], targeted and o[N.MEETS_TARGET] is False, o.get("_hardware", 0), o["count"],
             o.get("_rank", 0), o.get("_price") is None, o.get("_price") or 0)
 
 
@@ -98,7 +99,7 @@ def _checkpointed(kn: Knowledge, rule: OptionRule, asked: Workload,
     checkpointing turned on as well (LoRA instead of a full fine-tune on a 24 GB card); [] for a
     change of cards or of checkpointing itself. (A changed job that already runs with it answers
     as the change alone, which did not fit: no option.)"""
-    ckpt = next((r for r in kn.advice.get("options") or [] if r["id"] == "checkpointing"), None)
+    ckpt = next((r for r in kn.advice.get("options") or [] if r["id"] == N.CHECKPOINTING), None)
     if ckpt is None or rule["kind"] != "words" or rule is ckpt:
         return []
     said = {**words_changes(kn, rule["words"]), **words_changes(kn, ckpt["words"])}
@@ -111,7 +112,7 @@ def _base_row(a: Answer) -> GpuRow | None:
 
 
 def _applies(rule: OptionRule, w: WorkloadDict, training: bool, kn: Knowledge) -> bool:
-    task = w.get("task")
+    task = w.get(N.TASK)
     tasks = rule["tasks"]
     if training:
         ok = "training" in tasks or task in tasks
@@ -119,13 +120,13 @@ def _applies(rule: OptionRule, w: WorkloadDict, training: bool, kn: Knowledge) -
         ok = "inference" in tasks
     if not ok:
         return False
-    if precision := rule.get("precision"):
-        held = kn.precisions.get(str(w.get("precision")))
+    if precision := rule.get(N.PRECISION):
+        held = kn.precisions.get(str(w.get(N.PRECISION)))
         now = held["bits_per_weight"] if held else None
         new = kn.precisions[precision]["bits_per_weight"]
         return now is None or new < now
-    if rule["kind"] == "users":
-        return (w.get("users") or 1) > 1
+    if rule["kind"] == N.USERS:
+        return (w.get(N.USERS) or 1) > 1
     return True
 
 
@@ -162,12 +163,12 @@ def _changed(kn: Knowledge, rule: OptionRule, asked: Workload, row: GpuRow,
         more = with_changes(first, gpus=[GpuRequest(gpu.gpu_id, 0, gpu.capacity_gb)])   # count: found by _ask
         return [(first, None), (more, "more GPUs")]
     if kind == "context":           # a training job's context is its sequence length
-        field = "seq_len" if "training" in base.bottleneck else "context_tokens"
+        field = N.SEQ_LEN if "training" in base.bottleneck else N.CONTEXT_TOKENS
         ctx = base.workload.get(field)
         held = int(ctx) if isinstance(ctx, (int, float)) else 0
         return [(with_changes(asked, **{field: held // 2}), None)] if held >= 2 else []
-    if kind == "users":
-        return [(with_changes(asked, users=int(base.workload["users"] or 1) // 2), None)]
+    if kind == N.USERS:
+        return [(with_changes(asked, users=int(base.workload[N.USERS] or 1) // 2), None)]
     if kind == "gpus":
         most = int(kn.advice.get("max_gpus_per_config", 1))
         needed = valid_count(kn, base.workload, row.gpus_needed or 0, most)
@@ -177,7 +178,7 @@ def _changed(kn: Knowledge, rule: OptionRule, asked: Workload, row: GpuRow,
                      and _same_shelf(kn, row.id, g, str(base.workload.get("runtime") or ""))
                      and _stack_supports(kn, base, g)),
                     key=lambda g: (g["price_usd"], g["vram_gb"]))
-    need = base.memory.get("total_gb") or 0
+    need = base.memory.get(N.TOTAL_GB) or 0
     tries = int(kn.advice.get("next_card_tries", 1))
     fitting = [(with_changes(asked, gpus=[GpuRequest(g["id"], row.count)]), None) for g in bigger
                if g["vram_gb"] * row.count >= need]
@@ -234,18 +235,18 @@ def _ask(kn: Knowledge, w: Workload, base: Answer, rule: OptionRule, extra: str 
         "change": rule["change"] + (" with activation checkpointing" if extra == CHECKPOINTED else
                                     f" on {row.count}× {row.name}" if extra else ""),
         "change_only": rule["change"],
-        "workload_changes": changes, "fits": row.fits, "per_gpu_gb": row.per_gpu_gb,
-        "total_gb": a.memory.get("total_gb"), "gpu": row.name, "gpu_id": row.id, "count": row.count,
+        "workload_changes": changes, N.FITS: row.fits, N.PER_GPU_GB: row.per_gpu_gb,
+        N.TOTAL_GB: a.memory.get(N.TOTAL_GB), "gpu": row.name, "gpu_id": row.id, "count": row.count,
         "quality": rule["quality"], "quality_source": rule["source"], "query": q,
-        "meets_target": row.meets_target,
+        N.MEETS_TARGET: row.meets_target,
         "_rank": rule["quality_rank"], "_hardware": hardware, "_price": row.config_price_usd,
     }
     if training:
-        opt["train_tokens_per_s"] = row.train_tokens_per_s
-        opt["run_cost_usd"] = row.run_cost_usd
+        opt[N.TRAIN_TOKENS_PER_S] = row.train_tokens_per_s
+        opt[N.RUN_COST_USD] = row.run_cost_usd
     else:
-        opt["decode_tokens_per_s"] = row.decode_tokens_per_s
-        opt["usd_per_million_tokens"] = row.usd_per_million_tokens
+        opt[N.DECODE_TOKENS_PER_S] = row.decode_tokens_per_s
+        opt[N.USD_PER_MILLION_TOKENS] = row.usd_per_million_tokens
     return opt
 
 
@@ -265,7 +266,7 @@ def _count_found(kn: Knowledge, w: Workload) -> bool:
     gpu = capacity_gpu(g, kn) if g.gpu_id is None else kn.gpus[g.gpu_id]
     upper = int(kn.query["solve"]["how_many_gpus"]["upper"])
     try:
-        return Probes(kn, asked, [gpu]).probe("gpu_count", upper, gpu, upper).fits
+        return Probes(kn, asked, [gpu]).probe(N.GPU_COUNT, upper, gpu, upper).fits
     except KbError:
         return False
 
@@ -278,7 +279,7 @@ def _stack_runs(kn: Knowledge, a: Answer, row: GpuRow) -> bool:
 
     gpu, rt = kn.gpus.get(row.id), kn.runtimes.get(str(a.workload.get("runtime")))
     return (gpu is None or rt is None or "training" not in a.bottleneck
-            or gpu["vendor"] in stack_platforms(rt, str(a.workload.get("task"))))
+            or gpu["vendor"] in stack_platforms(rt, str(a.workload.get(N.TASK))))
 
 
 def _stack_supports(kn: Knowledge, a: Answer, gpu: GPU) -> bool:
@@ -289,11 +290,11 @@ def _stack_supports(kn: Knowledge, a: Answer, gpu: GPU) -> bool:
     from kb.knowledge.gpu_names import gpu_values
 
     rt = kn.runtimes.get(str(a.workload.get("runtime")))
-    precision = kn.precisions.get(str(a.workload.get("precision")))
+    precision = kn.precisions.get(str(a.workload.get(N.PRECISION)))
     if rt is None or precision is None or "training" not in a.bottleneck:
         return True
-    return (gpu["vendor"] in stack_platforms(rt, str(a.workload.get("task")))
-            and bool(gpu_values(gpu, 1, precision)["gpu.native_compute"]))
+    return (gpu["vendor"] in stack_platforms(rt, str(a.workload.get(N.TASK)))
+            and bool(gpu_values(gpu, 1, precision)[N.GPU_NATIVE_COMPUTE]))
 
 
 def _same_shelf(kn: Knowledge, asked: str, g: GPU, runtime: str) -> bool:
@@ -321,9 +322,9 @@ def valid_count(kn: Knowledge, w: WorkloadDict, needed: int, most: int) -> int |
 
     model = kn.models.get(str(w.get("model")))
     rt = kn.runtimes.get(str(w.get("runtime")))
-    if model is None or rt is None or w.get("task") in kn.query["training_tasks"]:
+    if model is None or rt is None or w.get(N.TASK) in kn.query["training_tasks"]:
         return needed if needed <= most else None
-    node = int(kn.constants["gpus_per_node"]["value"])
+    node = int(kn.constants[N.GPUS_PER_NODE]["value"])
     for n in range(max(1, needed), most + 1):
         if choose(n, int(model["attention_heads"]), rt.get("multi_gpu") == "tensor_parallel", node).canonical:
             return n

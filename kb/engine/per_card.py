@@ -17,6 +17,7 @@ from kb.hints import TYPE_CHECKING, cast
 from kb.engine import advice as rightsize
 from kb.engine.verdict_room import tight
 from kb.knowledge.gpu_names import gpu_values, runs_on
+from kb.knowledge import names as N
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -47,7 +48,7 @@ def merged(asked: Workload, kn: Knowledge, result: Answer, answer: Answerer) -> 
     if not rule or rt is None or rt["id"] == rule["runtime"]:
         return result
     other_rt = kn.runtimes[rule["runtime"]]
-    fmt = rule["precisions"].get(str(result.workload.get("precision")))
+    fmt = rule["precisions"].get(str(result.workload.get(N.PRECISION)))
     segments = set(asked.segments)
     left_out = frozenset(g["id"] for g in kn.gpus.values()
                          if not runs_on(rt, g) and runs_on(other_rt, g)
@@ -96,16 +97,16 @@ def row_key(kn: Knowledge, w: Workload, r: GpuRow) -> tuple[tuple[int, float], .
 
 def _value(kn: Knowledge, w: Workload, r: GpuRow, name: str) -> float | bool | None:
     """A sort key's value for a row: the row's own field, or what its formula reads of the row."""
-    if name == "gpu_count":
+    if name == N.GPU_COUNT:
         return r.count
-    if name == "roomy_fit":
+    if name == N.ROOMY_FIT:
         return r.fits and not tight(kn, r)
-    if name == "needs_server_board":
+    if name == N.NEEDS_SERVER_BOARD:
         gpu = kn.gpus.get(r.id)
-        return 0 if w.rent or gpu is None else int(gpu_values(gpu, 1, kn.precisions["fp16"])["gpu.module"])
-    if name == "rank_speed_tokens_per_s":
+        return 0 if w.rent or gpu is None else int(gpu_values(gpu, 1, kn.precisions["fp16"])[N.GPU_MODULE])
+    if name == N.RANK_SPEED_TOKENS_PER_S:
         return r.prefill_tokens_per_s if w.task == "prefill" else r.decode_tokens_per_s
-    if name == "config_power_w":
+    if name == N.CONFIG_POWER_W:
         return None if r.tdp_w is None else r.tdp_w * r.count
     v = getattr(r, name, None)
     return v if v is None or isinstance(v, (bool, int, float)) else None

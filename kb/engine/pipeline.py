@@ -11,6 +11,7 @@ from kb.hints import TYPE_CHECKING
 from kb.engine import volume
 from kb.engine.compare_counts import compared, local_fallback, settle
 from kb.figures import num
+from kb.knowledge import names as N
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -75,7 +76,7 @@ def with_options(a: Answer, w: Workload, kn: Knowledge, asked: Callable[[], Work
             a, said = as_run(a, kn) or (a, "")
         elif rows and (fb := local_fallback(kn, as_asked, a)) is not None:
             a, said = as_run(a, kn, fb) or (a, "")
-    a.verdict = fitted([said, compose(a, kn)]) if said else compose(a, kn)
+    a.verdict = fitted([said, compose(a, kn)], kn) if said else compose(a, kn)
     return a
 
 
@@ -89,10 +90,10 @@ def as_run(a: Answer, kn: Knowledge, fb: LocalFallback | None = None) -> tuple[A
 
     first = next((g for g in a.gpus if g.requested), None)
     options = a.options or []
-    precision = fb["precision"] if fb is not None else None
-    done = next((o for o in options if first is not None and o["fits"]
+    precision = fb[N.PRECISION] if fb is not None else None
+    done = next((o for o in options if first is not None and o[N.FITS]
                  and (o["gpu_id"], o["count"]) == (first.id, first.count)
-                 and (precision is None or o["workload_changes"].get("precision") == precision)), None)
+                 and (precision is None or o["workload_changes"].get(N.PRECISION) == precision)), None)
     if done is None or first is None:
         return None
     b = answer(parse(done["query"], kn), kn, a.query)

@@ -34,6 +34,7 @@ from kb.knowledge.data import Knowledge
 from kb.knowledge.gpu_names import FP32_GEMM, gpu_columns
 from kb.query.workload import Workload
 from kb.recordtype import replace
+from kb.knowledge import names as N
 
 if TYPE_CHECKING:
     from kb.knowledge.records import GPU
@@ -74,7 +75,7 @@ class Probes:
         """The workload at this value, resolved. With no GPU named, a count reaches the workload
         only through the runtime recipes made for some counts (kb.engine.training.count_windows)."""
         w = at_value(self.w, vary, value, self.kn)
-        if vary == "gpu_count" and not w.gpus and self._count_windows:
+        if vary == N.GPU_COUNT and not w.gpus and self._count_windows:
             w.gpu_count = int(value)
         return resolve(w, self.kn)
 
@@ -87,14 +88,14 @@ class Probes:
         """The parallel layout of `count` GPUs for the workload at this value."""
         return layout_of(self.resolved(vary, value), self.kn, count)
 
-    def names(self, holds: str = "fits") -> Names:
+    def names(self, holds: str = N.FITS) -> Names:
         """What a probe evaluates: the fit, the figure it holds for, and the target asked."""
-        names: Names = ("fits", "per_gpu_gb", "usable_vram_gb")
-        if holds != "fits":
-            names += (holds, "decode_tokens_per_s")
-        return names + ("meets_target",) if self.targets else names
+        names: Names = (N.FITS, N.PER_GPU_GB, N.USABLE_VRAM_GB)
+        if holds != N.FITS:
+            names += (holds, N.DECODE_TOKENS_PER_S)
+        return names + (N.MEETS_TARGET,) if self.targets else names
 
-    def probe(self, vary: str, value: float, gpu: GPU, count: int, holds: str = "fits") -> Probe:
+    def probe(self, vary: str, value: float, gpu: GPU, count: int, holds: str = N.FITS) -> Probe:
         """The probe at `value` on `count` of `gpu` (on `value` of it where the count varies)."""
         count_probe()                       # the server's search budget (kb.engine.budget)
         return _kept(self._made, (vary, value, str(gpu["id"]), count, holds),
@@ -102,7 +103,7 @@ class Probes:
 
     def _fresh(self, vary: str, value: float, gpu: GPU, count: int, holds: str) -> Probe:
         r = self.resolved(vary, value)
-        if vary == "gpu_count":
+        if vary == N.GPU_COUNT:
             count = int(value)
         w = r.workload
         if r.is_training and not (w.tp or w.pp) and tr.is_model_parallel(w, self.kn):
@@ -118,17 +119,17 @@ class Probes:
             v = s.get(name)
             return v[k] if k is not None and v.__class__ is Col else v
 
-        meets = bool(at("meets_target")) if self.targets else None
-        return Probe(bool(at(holds)) and meets is not False, at("per_gpu_gb"), at("usable_vram_gb"),
-                     bool(at("fits")), at("decode_tokens_per_s") if holds != "fits" else None,
-                     at("speed_floor_tok_s"), meets)
+        meets = bool(at(N.MEETS_TARGET)) if self.targets else None
+        return Probe(bool(at(holds)) and meets is not False, at(N.PER_GPU_GB), at(N.USABLE_VRAM_GB),
+                     bool(at(N.FITS)), at(N.DECODE_TOKENS_PER_S) if holds != N.FITS else None,
+                     at(N.SPEED_FLOOR_TOK_S), meets)
 
     def shared_counts(self) -> bool:
         """Whether probes_at may stand for probe: the query names no GPU and the cards are
         several, with no split chosen per card (a model-parallel training stack)."""
         if self.w.gpus or len(self.cards) < 2:
             return False
-        r = self.resolved("gpu_count", 1)
+        r = self.resolved(N.GPU_COUNT, 1)
         return not (r.is_training and not (r.workload.tp or r.workload.pp) and tr.is_model_parallel(r.workload, self.kn))
 
     def probes_at(self, counts: dict[int, int]) -> dict[int, Probe]:
@@ -149,11 +150,11 @@ class Probes:
     def _over_cards(self, counts: dict[int, int]) -> dict[int, Probe]:
         """Each card i of `counts` at its count, one evaluation over them all."""
         which = list(counts)
-        r = self.resolved("gpu_count", counts[which[0]])
+        r = self.resolved(N.GPU_COUNT, counts[which[0]])
         scope = base_scope(r, self.kn)
         scope.update(gpu_columns([(self.cards[i], counts[i]) for i in which], r.precision,
                                  scope.get("_gemm", FP32_GEMM)))
         scope.update(layout_columns([layout_of(r, self.kn, counts[i]) for i in which]))
         ev = Evaluated(scope)
         evaluate(self.kn, ev, self.names())
-        return {i: self._probe_of(ev.scope, "fits", k) for k, i in enumerate(which)}
+        return {i: self._probe_of(ev.scope, N.FITS, k) for k, i in enumerate(which)}

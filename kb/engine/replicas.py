@@ -18,6 +18,7 @@ import math
 
 from kb.hints import TYPE_CHECKING, cast
 from kb.recordtype import record
+from kb.knowledge import names as N
 
 if TYPE_CHECKING:
     from typing import Any
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from kb.knowledge.records import GPU
     from kb.query.workload import Workload
 
-HOLDS = "serves_load"
+HOLDS = N.SERVES_LOAD
 CARDS_TRIED = 4     # no card named: the fleets planned, on the cards with the most bandwidth
 RATE_STEPS = 4      # a rate asked: the users in flight are raised at most this often (it settles in one or two)
 
@@ -62,8 +63,8 @@ def layouts(kn: Knowledge, heads: int, experts: bool) -> list[tuple[int, int, bo
     the attention heads), then whole nodes as pipeline stages; for a mixture of experts each split
     also with data-parallel attention (experts spread over the ranks, each rank the KV cache of its
     own requests)."""
-    node = int(kn.constants["gpus_per_node"]["value"])
-    most = int(kn.constants["max_gpu_count"]["value"])
+    node = int(kn.constants[N.GPUS_PER_NODE]["value"])
+    most = int(kn.constants[N.MAX_GPU_COUNT]["value"])
     inside = [t for t in range(1, node + 1) if node % t == 0 and heads % t == 0]
     top = inside[-1]
     found = [(t, 1) for t in inside] + [(top, p) for p in range(2, most // top + 1) if top * p % node == 0]
@@ -86,7 +87,7 @@ def _serves(kn: Knowledge, w: Workload, gpu: GPU, tp: int, pp: int, dp_attention
     from kb.engine.solve import largest_fitting
 
     trial = _trial(w, tp, pp, dp_attention)
-    found, _ = largest_fitting(kn, trial, "users", least, max(least, int(w.users or 1)), gpu, tp * pp, holds,
+    found, _ = largest_fitting(kn, trial, N.USERS, least, max(least, int(w.users or 1)), gpu, tp * pp, holds,
                                Probes(kn, trial, [gpu]))
     return int(found) if found else None
 
@@ -101,9 +102,9 @@ def binds(kn: Knowledge, w: Workload, gpu: GPU, p: Plan) -> str:
     trial = _trial(w, p.tp, p.pp, p.dp_attention)
     probes = Probes(kn, trial, [gpu])
     nxt = p.per_replica + 1
-    if not probes.probe("users", nxt, gpu, p.replica_gpus, "fits").fits_memory:
+    if not probes.probe(N.USERS, nxt, gpu, p.replica_gpus, N.FITS).fits_memory:
         return "memory"
-    if w.ttft_max_s is not None and not probes.probe("users", nxt, gpu, p.replica_gpus, "serving_ttft_ok").fits:
+    if w.ttft_max_s is not None and not probes.probe(N.USERS, nxt, gpu, p.replica_gpus, N.SERVING_TTFT_OK).fits:
         return "time to first token"
     return "per-user speed"
 
@@ -115,7 +116,7 @@ def plan(kn: Knowledge, w: Workload, gpu: GPU, heads: int, experts: bool, holds:
     from kb.engine.budget import spent
 
     users = int(w.users or 1)
-    most = int(kn.constants["max_gpu_count"]["value"])
+    most = int(kn.constants[N.MAX_GPU_COUNT]["value"])
     best: Plan | None = None
     for tp, pp, dpa in layouts(kn, heads, experts):
         size = tp * pp
@@ -138,8 +139,8 @@ def users_for_rate(kn: Knowledge, w: Workload, figures: dict[str, Any]) -> int |
     law at the latency under load just computed, when more than the plan holds; else None."""
     if w.tokens_per_day is None or not w.output_tokens:
         return None
-    rate = float(w.tokens_per_day) / float(kn.constants["seconds_per_day"]["value"]) / w.output_tokens
-    got, latency = figures.get("serving_requests_per_s"), figures.get("serving_latency_s")
+    rate = float(w.tokens_per_day) / float(kn.constants[N.SECONDS_PER_DAY]["value"]) / w.output_tokens
+    got, latency = figures.get(N.SERVING_REQUESTS_PER_S), figures.get(N.SERVING_LATENCY_S)
     if not isinstance(got, (int, float)) or not isinstance(latency, (int, float)) or got >= rate * (1 - 1e-9):
         return None
     return max(int(w.users or 1) + 1, math.ceil(rate * float(latency)))
@@ -160,31 +161,31 @@ def at_plan(w: Workload, p: Plan) -> Workload:
 def block(kn: Knowledge, p: Plan, figures: dict[str, Any], binding: str) -> Replicas:
     """The `replicas` block of the answer: the layout, the count and the figures under load (the
     forward model's, on the fleet)."""
-    node = int(kn.constants["gpus_per_node"]["value"])
+    node = int(kn.constants[N.GPUS_PER_NODE]["value"])
 
     def get(name: str) -> float | None:
         v = figures.get(name)
         return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
-    per_hour = get("config_usd_per_hour")
-    if per_hour is None and get("cloud_usd_per_hour") is not None:
-        per_hour = float(figures["cloud_usd_per_hour"]) * p.gpus
+    per_hour = get(N.CONFIG_USD_PER_HOUR)
+    if per_hour is None and get(N.CLOUD_USD_PER_HOUR) is not None:
+        per_hour = float(figures[N.CLOUD_USD_PER_HOUR]) * p.gpus
     return {
         "gpu_id": p.gpu_id, "gpus": p.gpus, "replicas": p.replicas,
-        "layout": {"tp": p.tp, "pp": p.pp, "dp_attention": p.dp_attention, "gpus": p.replica_gpus},
+        "layout": {N.TP: p.tp, N.PP: p.pp, N.DP_ATTENTION: p.dp_attention, "gpus": p.replica_gpus},
         "nodes": math.ceil(p.gpus / node) if p.replica_gpus <= node else p.replicas * math.ceil(p.replica_gpus / node),
-        "users": p.users, "users_per_replica": math.ceil(p.users / p.replicas), "most_users_per_replica": p.per_replica,
-        "tokens_per_s_per_user": get("serving_tokens_per_s_per_user"),
-        "tpot_s": get("serving_tpot_s"),
-        "ttft_s": get("serving_ttft_s"),
-        "latency_s": get("serving_latency_s"),
-        "requests_per_s": get("serving_requests_per_s"),
-        "output_tokens_per_s": get("serving_output_tokens_per_s"),
-        "tokens_per_s_per_gpu": get("serving_tokens_per_s_per_gpu"),
-        "prefill_share": get("serving_prefill_share"),
+        N.USERS: p.users, "users_per_replica": math.ceil(p.users / p.replicas), "most_users_per_replica": p.per_replica,
+        "tokens_per_s_per_user": get(N.SERVING_TOKENS_PER_S_PER_USER),
+        "tpot_s": get(N.SERVING_TPOT_S),
+        N.TTFT_S: get(N.SERVING_TTFT_S),
+        "latency_s": get(N.SERVING_LATENCY_S),
+        "requests_per_s": get(N.SERVING_REQUESTS_PER_S),
+        "output_tokens_per_s": get(N.SERVING_OUTPUT_TOKENS_PER_S),
+        "tokens_per_s_per_gpu": get(N.SERVING_TOKENS_PER_S_PER_GPU),
+        "prefill_share": get(N.SERVING_PREFILL_SHARE),
         "usd_per_hour": per_hour,
-        "usd_per_million_tokens": get("serving_usd_per_million_tokens"),
-        "buy_usd": get("fleet_price_usd"),
+        N.USD_PER_MILLION_TOKENS: get(N.SERVING_USD_PER_MILLION_TOKENS),
+        "buy_usd": get(N.FLEET_PRICE_USD),
         "binds": binding, "disaggregated": None,
     }
 
@@ -222,12 +223,12 @@ def answered(w: Workload, kn: Knowledge, query: str) -> Answer | None:
         result = ranked(at_plan(w, p), kn, query)
         figures = {s.rule_id: s.result for s in result.trace}
     if result.gpus:
-        figures.setdefault("cloud_usd_per_hour", result.gpus[0].cloud_usd_per_hour)
+        figures.setdefault(N.CLOUD_USD_PER_HOUR, result.gpus[0].cloud_usd_per_hour)
     result.replicas = block(kn, p, figures, binds(kn, w, gpu, p))
     result.replicas["disaggregated"] = disaggregated(kn, w, gpu, heads, experts, p, query)
     spec = kn.query["solve"]["how_many_gpus"]
     result.question = cast("Question", {
-        **(result.question or {}), "kind": "how_many_gpus", "vary": "gpu_count", "unit": spec["unit"],
+        **(result.question or {}), "kind": "how_many_gpus", "vary": N.GPU_COUNT, "unit": spec["unit"],
         "value": p.gpus, "gpu": gpu["name"], "lower": spec["lower"], "upper": spec["upper"],
         "answer": {"gpu": gpu["name"], "gpu_id": gpu["id"], "count": p.gpus, "value": p.gpus,
                    "found": True, "at_upper_bound": False, "binds": result.replicas["binds"]}})
@@ -245,7 +246,7 @@ def disaggregated(kn: Knowledge, w: Workload, gpu: GPU, heads: int, experts: boo
     no decode layout serves a user or the first token misses the bound asked."""
     from kb.engine.run import ranked
 
-    d = plan(kn, w, gpu, heads, experts, "serves_at_floor")
+    d = plan(kn, w, gpu, heads, experts, N.SERVES_AT_FLOOR)
     if d is None:
         return None
     a = ranked(at_plan(w, d), kn, query, brief=False)
@@ -254,16 +255,16 @@ def disaggregated(kn: Knowledge, w: Workload, gpu: GPU, heads: int, experts: boo
     def get(name: str) -> float | None:
         v = f.get(name)
         return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-    prefill, ttft = get("disagg_prefill_gpus"), get("disagg_ttft_s")
+    prefill, ttft = get(N.DISAGG_PREFILL_GPUS), get(N.DISAGG_TTFT_S)
     if prefill is None or ttft is None or (w.ttft_max_s is not None and ttft > w.ttft_max_s):
         return None
     total = d.gpus + int(prefill)
-    out = get("decode_tokens_per_s_aggregate")
+    out = get(N.DECODE_TOKENS_PER_S_AGGREGATE)
     return {"gpus": total, "decode_replicas": d.replicas, "decode_gpus": d.gpus, "prefill_gpus": int(prefill),
-            "decode_layout": {"tp": d.tp, "pp": d.pp, "dp_attention": d.dp_attention, "gpus": d.replica_gpus},
+            "decode_layout": {N.TP: d.tp, N.PP: d.pp, N.DP_ATTENTION: d.dp_attention, "gpus": d.replica_gpus},
             "users_per_decode_replica": math.ceil(d.users / d.replicas),
-            "tokens_per_s_per_user": get("decode_tokens_per_s"), "ttft_s": ttft,
-            "kv_transfer_s": get("disagg_kv_transfer_s"), "requests_per_s": get("disagg_requests_per_s"),
+            "tokens_per_s_per_user": get(N.DECODE_TOKENS_PER_S), N.TTFT_S: ttft,
+            "kv_transfer_s": get(N.DISAGG_KV_TRANSFER_S), "requests_per_s": get(N.DISAGG_REQUESTS_PER_S),
             "tokens_per_s_per_gpu": out / total if out is not None else None,
             "fewer_gpus": total < colocated.gpus}
 
@@ -275,7 +276,7 @@ def _cards(kn: Knowledge, w: Workload) -> list[GPU]:
     from kb.knowledge.gpu_names import runs_on
 
     got = resolve(w.copy(), kn)
-    cards = [g for g in kn.gpus.values() if g["segment"] == "datacenter" and g.get("cloud_usd_per_hour")
+    cards = [g for g in kn.gpus.values() if g["segment"] == "datacenter" and g.get(N.CLOUD_USD_PER_HOUR)
              and runs_on(got.runtime, g, got.precision["id"])]
     return sorted(cards, key=lambda g: -float(g["bandwidth_gb_s"] or 0))[:CARDS_TRIED]
 
@@ -285,7 +286,7 @@ def _cheapest(kn: Knowledge, w: Workload, cards: list[GPU], heads: int, experts:
     plans = [(g, p) for g in cards if (p := plan(kn, w, g, heads, experts)) is not None]
     if not plans:
         return None
-    return min(plans, key=lambda gp: float(gp[0]["cloud_usd_per_hour"] or 0) * gp[1].gpus)
+    return min(plans, key=lambda gp: float(gp[0][N.CLOUD_USD_PER_HOUR] or 0) * gp[1].gpus)
 
 
 def _with_users(w: Workload, users: int) -> Workload:

@@ -31,6 +31,7 @@ from kb.engine.walk import Tracer, applies, differs, walk
 from kb.expr.parse import Col
 from kb.knowledge.data import Knowledge
 from kb.query.workload import Workload
+from kb.knowledge import names as N
 
 if TYPE_CHECKING:
     from kb.knowledge.records import GPU
@@ -149,7 +150,7 @@ def _budget_precision(w: Workload, kn: Knowledge, query: str, brief: bool, plain
     found: list[tuple[bool, int, int, Answer, str]] = [
         (not (first and first.meets_target), first.count if first else 1 << 30, 0, plain, "")]
     for rule in kn.advice.get("options") or []:
-        precision = rule.get("precision")
+        precision = rule.get(N.PRECISION)
         if not precision or "inference" not in rule["tasks"]:
             continue
         trial = w.copy()
@@ -176,7 +177,7 @@ def _exact_gpus_needed(kn: Knowledge, w: Workload, rows: list[GpuRow],
     from kb.engine import solve
     from kb.engine.probes import Probes
 
-    steps = int(kn.constants["gpus_per_node"]["value"]) ** 2
+    steps = int(kn.constants[N.GPUS_PER_NODE]["value"]) ** 2
     probes = Probes(kn, w)
     for rank, i in enumerate(order):
         row = rows[rank]
@@ -186,7 +187,7 @@ def _exact_gpus_needed(kn: Knowledge, w: Workload, rows: list[GpuRow],
         if found is not None:
             row.gpus_needed = found
             if rank == 0:
-                primary.scope["gpus_needed"] = found
+                primary.scope[N.GPUS_NEEDED] = found
 
 
 def _scaled_gpus_needed(kn: Knowledge, asked: Workload, rows: list[GpuRow],
@@ -205,7 +206,7 @@ def _scaled_gpus_needed(kn: Knowledge, asked: Workload, rows: list[GpuRow],
         if found is not None:
             row.gpus_needed = found
             if rank == 0:
-                primary.scope["gpus_needed"] = found
+                primary.scope[N.GPUS_NEEDED] = found
 
 
 def ranked(w: Workload, kn: Knowledge, query: str = "", brief: bool = False) -> Answer:
@@ -241,11 +242,11 @@ def _ranked(w: Workload, kn: Knowledge, query: str = "", brief: bool = False,
         _exact_gpus_needed(kn, w, rows, candidates, order, primary)
     if asked is not None and r.is_training and not brief:
         _scaled_gpus_needed(kn, asked, rows, candidates, order, primary)
-    fits = every.scope.get("fits")
-    primary.scope["gpu_candidates"] = n
-    primary.scope["fitting_gpus"] = sum(map(bool, fits)) if fits.__class__ is Col else n * bool(fits)
-    primary.scope["fewest_gpus_needed"] = rightsize.fewest_needed(rows)
-    primary.scope["sort_order"] = rightsize.sort_text(kn, w) or "fit, speed and power"
+    fits = every.scope.get(N.FITS)
+    primary.scope[N.GPU_CANDIDATES] = n
+    primary.scope[N.FITTING_GPUS] = sum(map(bool, fits)) if fits.__class__ is Col else n * bool(fits)
+    primary.scope[N.FEWEST_GPUS_NEEDED] = rightsize.fewest_needed(rows)
+    primary.scope[N.SORT_ORDER] = rightsize.sort_text(kn, w) or "fit, speed and power"
     if brief:
         return brief_answer(kn, r, primary, rows, query)
     return _whole(w, kn, query, r, (candidates, every, order, rows), primary)
@@ -292,13 +293,13 @@ def _evaluated(w: Workload, kn: Knowledge, r: Resolved, candidates: list[tuple[G
     every = Evaluated({**base, **gpus}, columns=[k for k, v in gpus.items() if v.__class__ is Col])
     rightsizing = not w.gpus and bool(kn.advice)
     # judging each GPU at the fewest cards that hold the job needs only that count at one card
-    evaluate(kn, every, ("gpus_needed",) if rightsizing else ROW_FORMULAS[r.is_training])
+    evaluate(kn, every, (N.GPUS_NEEDED,) if rightsizing else ROW_FORMULAS[r.is_training])
     if rightsizing:
-        candidates = rightsize.configurations(kn, every.scope.get("gpus_needed"), [g for g, _, _ in candidates],
+        candidates = rightsize.configurations(kn, every.scope.get(N.GPUS_NEEDED), [g for g, _, _ in candidates],
                                               lambda n: layout_of(r, kn, n).canonical)
         layouts = layouts_of(r, kn, candidates)
         counts = Col.of(c for _, c, _ in candidates)   # the same cards, each at its own count
-        gpus = {**gpus, "gpu_count": counts if any(c != counts[0] for c in counts) else counts[0],
+        gpus = {**gpus, N.GPU_COUNT: counts if any(c != counts[0] for c in counts) else counts[0],
                 **layout_columns(layouts)}
         every = Evaluated({**base, **gpus}, columns=[k for k, v in gpus.items() if v.__class__ is Col])
         evaluate(kn, every, ROW_FORMULAS[r.is_training])
@@ -312,7 +313,7 @@ def _first_figures(w: Workload, kn: Knowledge, r: Resolved, layout: Layout, prim
     if layout.note:
         r.assumptions.append(f"layout: {layout.note}")
     if r.is_training:
-        evaluate(kn, primary, ("paged_states_gb", "paged_out"))
+        evaluate(kn, primary, (N.PAGED_STATES_GB, N.PAGED_OUT))
         r.assumptions.extend(n for n in (tr.time_note(primary.scope), tr.paged_note(primary.scope)) if n)
     r.workload_parallel = tr.parallel(w, kn, layout) if r.is_training else layout.as_dict()
 
@@ -361,9 +362,9 @@ def _whole(w: Workload, kn: Knowledge, query: str, r: Resolved,
     rec = rightsize.recommendation(kn, w, rows, r.is_training) if not w.gpus else None
     r.assumptions.extend(rightsize.price_assumptions(kn, w, rows[0]))
     question: Question = {"kind": "", "vary": None, "unit": None, "value": None, "gpu": None,
-                          "focus": w.focus, "total_gb": s.get("total_gb"),
-                          "fitting_gpus": s.get("fitting_gpus"), "gpu_candidates": len(candidates),
-                          "fewest_gpus_needed": s.get("fewest_gpus_needed"),
+                          "focus": w.focus, N.TOTAL_GB: s.get(N.TOTAL_GB),
+                          N.FITTING_GPUS: s.get(N.FITTING_GPUS), N.GPU_CANDIDATES: len(candidates),
+                          N.FEWEST_GPUS_NEEDED: s.get(N.FEWEST_GPUS_NEEDED),
                           "outcome": outcome["outcome"], "outcome_text": outcome["outcome_text"],
                           "unknown": outcome["unknown"]}
     return Answer(

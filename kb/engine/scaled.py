@@ -28,6 +28,7 @@ from kb.engine.layout import count_scan
 from kb.engine.probes import Probes
 from kb.engine.inputs import stack_platforms
 from kb.query.workload import GpuRequest
+from kb.knowledge import names as N
 
 if TYPE_CHECKING:
     from kb.engine.scope import Resolved
@@ -55,7 +56,7 @@ def split_off(kn: Knowledge, w: Workload, got: Resolved,
     upper = int(kn.query["solve"]["how_many_gpus"]["upper"])
     split_at, split_by = min(((r["min_gpus"], strategies[r["strategy"]]["name"].split(" ")[0])
                               for r in kn.sharding.get("at_scale") or [] if got.workload.task in r["tasks"]
-                              and strategies[r["strategy"]].get("model_parallel")), default=(upper + 1, ""))
+                              and strategies[r["strategy"]].get(N.MODEL_PARALLEL)), default=(upper + 1, ""))
     scaled = w.copy()
     scaled.gpus = [GpuRequest(small[0]["id"], 1)]
     p = Probes(kn, scaled, small)
@@ -67,9 +68,9 @@ def split_off(kn: Knowledge, w: Workload, got: Resolved,
         row = solve.solve_row(kn, alone, "how_many_gpus", big, 1, Probes(kn, alone, [big]))
         rows = [row] + [solve.how_many_row(p, g, None, None, None) for g in small if g is not big]
     else:
-        rows = [solve.how_many_row(p, g, found.get(i), p.probe("gpu_count", found[i], g, found[i])
+        rows = [solve.how_many_row(p, g, found.get(i), p.probe(N.GPU_COUNT, found[i], g, found[i])
                                    if i in found else None,
-                                   p.probe("gpu_count", found[i] - 1, g, found[i] - 1) if found.get(i, 0) > 1 else None)
+                                   p.probe(N.GPU_COUNT, found[i] - 1, g, found[i] - 1) if found.get(i, 0) > 1 else None)
                 for i, g in enumerate(small)]
     left = sum(not r["found"] for r in rows) if split_at <= upper else 0
     text = [f"{left} of the GPUs cannot hold {state_gb:,.0f} GB of model state each and would need more "
@@ -81,7 +82,7 @@ def split_off(kn: Knowledge, w: Workload, got: Resolved,
 
 def _fewest(p: Probes, kn: Knowledge, last: int) -> dict[int, int]:
     """Each card's fewest GPUs from 2 to `last` that hold the job (see the module's docstring)."""
-    scan = count_scan(int(kn.constants["gpus_per_node"]["value"]), last)
+    scan = count_scan(int(kn.constants[N.GPUS_PER_NODE]["value"]), last)
     if scan and scan[-1] != last:
         scan.append(last)
     left = list(range(len(p.cards)))
@@ -93,7 +94,7 @@ def _fewest(p: Probes, kn: Knowledge, last: int) -> dict[int, int]:
             lo, hi = prev, n
             while hi - lo > 1:
                 mid = (lo + hi) // 2
-                lo, hi = (lo, mid) if p.probe("gpu_count", mid, p.cards[i], mid).fits else (mid, hi)
+                lo, hi = (lo, mid) if p.probe(N.GPU_COUNT, mid, p.cards[i], mid).fits else (mid, hi)
             found[i] = hi
         left = [i for i in left if not at[i]]
         if not left:

@@ -15,6 +15,7 @@ from kb.knowledge.gpu_names import runs_on
 from kb.knowledge.data import Knowledge, capacity_fields
 from kb.recordtype import record
 from kb.query.workload import GpuRequest, Workload
+from kb.knowledge import names as N
 
 if TYPE_CHECKING:
     from typing import Literal
@@ -57,7 +58,7 @@ def resolve(w: Workload, kn: Knowledge) -> Resolved:
     runtime = _runtime_for_devices(w, kn, runtime, is_training, assumptions)
     native = model.get("native_precision")
     if w.precision is None and native and not is_training:
-        default("precision", native, f"precision: {native}, {model['name']}'s published checkpoint format "
+        default(N.PRECISION, native, f"precision: {native}, {model['name']}'s published checkpoint format "
                 f"({kn.precisions[native]['name']}; name another, e.g. 'fp16' or 'int4', to change it)")
     scaled = None
     if is_training:
@@ -67,49 +68,49 @@ def resolve(w: Workload, kn: Knowledge) -> Resolved:
         key: Literal["qlora_precision", "training_precision", "inference_precision"] = (
             "qlora_precision") if w.task == "qlora" else (
             "training_precision" if is_training else "inference_precision")
-        default("precision", d[key], f"precision: {d[key]} ({'QLoRA base' if w.task == 'qlora' else 'training' if is_training else 'inference'} default)")
+        default(N.PRECISION, d[key], f"precision: {d[key]} ({'QLoRA base' if w.task == 'qlora' else 'training' if is_training else 'inference'} default)")
     default("kv_precision", d["kv_precision"], f"KV cache precision: {d['kv_precision']}")
     if is_training:
-        default("batch", d["batch"], f"micro-batch: {d['batch']}")
-        default("seq_len", min(d["seq_len"], model["max_context"]),
+        default(N.BATCH, d[N.BATCH], f"micro-batch: {d['batch']}")
+        default(N.SEQ_LEN, min(d[N.SEQ_LEN], model["max_context"]),
                 f"sequence length: {min(d['seq_len'], model['max_context'])} tokens")
-        opt = runtime.get("optimizer") or d["optimizer"]
-        ckpt = runtime.get("checkpointing")
-        ckpt = d["checkpointing"] if ckpt is None else ckpt
-        default("optimizer", opt, f"optimizer: {opt} ({runtime['name']} default)")
-        default("checkpointing", ckpt,
+        opt = runtime.get(N.OPTIMIZER) or d[N.OPTIMIZER]
+        ckpt = runtime.get(N.CHECKPOINTING)
+        ckpt = d[N.CHECKPOINTING] if ckpt is None else ckpt
+        default(N.OPTIMIZER, opt, f"optimizer: {opt} ({runtime['name']} default)")
+        default(N.CHECKPOINTING, ckpt,
                 f"activation checkpointing: {'on' if ckpt else 'off'} ({runtime['name']} default)")
         if w.task in ("lora", "qlora"):
-            default("lora_rank", d["lora_rank"], f"LoRA rank: {d['lora_rank']}, on "
+            default(N.LORA_RANK, d[N.LORA_RANK], f"LoRA rank: {d['lora_rank']}, on "
                     + ("the attention projections" if w.lora_attention_only else "every linear layer"))
         if w.quantized_inputs_kept and w.task == "qlora":
             assumptions.append("bitsandbytes before 0.43.2: its 4-bit layers keep their inputs for the "
                                "backward pass, although their weights are frozen [bitsandbytes-4bit-saved-input]")
-        default("train_tokens", d["train_tokens"], f"{TOKENS_DEFAULT}{d['train_tokens']:.3g}")
+        default(N.TRAIN_TOKENS, d[N.TRAIN_TOKENS], f"{TOKENS_DEFAULT}{d['train_tokens']:.3g}")
         w.users = w.users or 1
     else:
-        default("users", d["users"], f"concurrent users: {d['users']}")
-        default("batch", 1, "")
-        ctx = min(runtime.get("default_context_tokens") or d["context_tokens"], model["max_context"])
+        default(N.USERS, d[N.USERS], f"concurrent users: {d['users']}")
+        default(N.BATCH, 1, "")
+        ctx = min(runtime.get("default_context_tokens") or d[N.CONTEXT_TOKENS], model["max_context"])
         if w.context_tokens is None and w.prompt_tokens and w.output_tokens and w.prompt_tokens + w.output_tokens <= ctx:
             w.context_tokens = w.prompt_tokens + w.output_tokens      # the traffic's own lengths
             assumptions.append(f"context per user: {w.context_tokens} tokens, the request's prompt "
                                f"({w.prompt_tokens}) + output ({w.output_tokens}); a paged KV cache holds the "
                                "prompt and half the output on average over a request's life")
-        default("context_tokens", ctx, f"context per user: {ctx} tokens (prompt + output)"
+        default(N.CONTEXT_TOKENS, ctx, f"context per user: {ctx} tokens (prompt + output)"
                 + (f" ({runtime['name']} default)" if runtime.get("default_context_tokens") else ""))
-        prompt = min(d["prompt_tokens"], w.context_tokens or ctx)
-        default("prompt_tokens", prompt, f"prompt: {prompt} tokens")
-        default("output_tokens", d["output_tokens"], f"output: {d['output_tokens']} tokens")
+        prompt = min(d[N.PROMPT_TOKENS], w.context_tokens or ctx)
+        default(N.PROMPT_TOKENS, prompt, f"prompt: {prompt} tokens")
+        default(N.OUTPUT_TOKENS, d[N.OUTPUT_TOKENS], f"output: {d['output_tokens']} tokens")
         _context_holds_the_work(w, assumptions)
-    default("flash_attention", d["flash_attention"],
+    default(N.FLASH_ATTENTION, d[N.FLASH_ATTENTION],
             f"fused (flash) attention: {'on' if d['flash_attention'] else 'off'}")
-    w.seq_len = w.seq_len or min(d["seq_len"], model["max_context"])
-    w.lora_rank = w.lora_rank or d["lora_rank"]
-    w.optimizer = w.optimizer or d["optimizer"]
+    w.seq_len = w.seq_len or min(d[N.SEQ_LEN], model["max_context"])
+    w.lora_rank = w.lora_rank or d[N.LORA_RANK]
+    w.optimizer = w.optimizer or d[N.OPTIMIZER]
     w.checkpointing = bool(w.checkpointing)
-    w.train_tokens = w.train_tokens or d["train_tokens"]
-    for attr in ("users", "batch", "context_tokens", "prompt_tokens", "output_tokens"):
+    w.train_tokens = w.train_tokens or d[N.TRAIN_TOKENS]
+    for attr in (N.USERS, N.BATCH, N.CONTEXT_TOKENS, N.PROMPT_TOKENS, N.OUTPUT_TOKENS):
         if getattr(w, attr) is None:
             setattr(w, attr, d.get(attr, 1))
     if is_training:
@@ -144,10 +145,10 @@ def question_format(w: Workload, kn: Knowledge) -> None:
                 or (rule["segments"] is not None and not segments <= set(rule["segments"]))
                 or (w.runtime is not None and w.runtime not in rule["named_runtimes"])):
             continue
-        fmt = kn.precisions[rule["precision"]]
+        fmt = kn.precisions[rule[N.PRECISION]]
         if native is not None and native["bits_per_weight"] <= fmt["bits_per_weight"]:
             return          # the published checkpoint is already as narrow: it is what people run
-        w.precision = rule["precision"]
+        w.precision = rule[N.PRECISION]
         if rule["runtime"] is not None and w.runtime is None:
             w.runtime = rule["runtime"]
             w.notes.append(f"runtime: {kn.runtimes[rule['runtime']]['name']}, with the format below")
@@ -231,7 +232,7 @@ def _runtime_for_devices(w: Workload, kn: Knowledge, rt: Runtime, is_training: b
 def _resolve_model(w: Workload, kn: Knowledge, assumptions: list[str]) -> Model:
     if w.model_id is not None:
         return kn.models[w.model_id].copy()
-    model, said = bare_model(kn, w.params if w.params is not None else kn.defaults["params"])
+    model, said = bare_model(kn, w.params if w.params is not None else kn.defaults[N.PARAMS])
     assumptions.append(said)
     return model
 
@@ -239,9 +240,9 @@ def _resolve_model(w: Workload, kn: Knowledge, assumptions: list[str]) -> Model:
 def capacity_gpu(req: GpuRequest, kn: Knowledge) -> GPU:
     """A card of a bare capacity ("on 20GB"): memory is sold in GiB, so 20 means 20 GiB."""
     cap = req.capacity_gb or 0.0
-    memory_bytes = cap * kn.constants["bytes_per_gib"]["value"]
-    gb, gib = capacity_fields(memory_bytes, kn.constants["bytes_per_gb"]["value"],
-                              kn.constants["bytes_per_gib"]["value"])
+    memory_bytes = cap * kn.constants[N.BYTES_PER_GIB]["value"]
+    gb, gib = capacity_fields(memory_bytes, kn.constants[N.BYTES_PER_GB]["value"],
+                              kn.constants[N.BYTES_PER_GIB]["value"])
     return {"id": f"{cap:g}gb", "name": f"{cap:g} GB GPU", "vendor": "any", "vram_gb": cap,
             "memory_bytes": memory_bytes, "memory_gb": gb, "memory_gib": gib,
             "bandwidth_gb_s": None, "fp32_tflops": None, "tensor_tflops": {}, "tdp_w": None,

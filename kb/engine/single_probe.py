@@ -20,6 +20,7 @@ from kb.expr.parse import Col
 from kb.knowledge.data import Knowledge
 from kb.query.workload import GpuRequest, Workload
 from kb.recordtype import record
+from kb.knowledge import names as N
 
 if TYPE_CHECKING:
     from kb.knowledge.records import GPU
@@ -49,28 +50,28 @@ def at_value(w: Workload, vary: str, value: float, kn: Knowledge | None = None) 
     w2.gpus = [GpuRequest(g.gpu_id, g.count, g.capacity_gb) for g in w.gpus]
     w2.notes = list(w.notes)
     w2.question = None
-    if vary == "users":
+    if vary == N.USERS:
         w2.users = int(value)
-    elif vary == "context_tokens":
+    elif vary == N.CONTEXT_TOKENS:
         w2.context_tokens = int(value)
         if w2.prompt_tokens is None and kn is not None:
-            out = w2.output_tokens or int(kn.defaults["output_tokens"])
+            out = w2.output_tokens or int(kn.defaults[N.OUTPUT_TOKENS])
             w2.output_tokens = min(out, int(value) - 1) if value > 1 else out
             w2.prompt_tokens = max(1, int(value) - w2.output_tokens)
         if w2.prompt_tokens is not None and w2.prompt_tokens > value:
             w2.prompt_tokens = int(value)
-    elif vary == "params":
+    elif vary == N.PARAMS:
         w2.model_id = None
         w2.params = float(value)
-    elif vary == "gpu_count":
+    elif vary == N.GPU_COUNT:
         for g in w2.gpus:
             g.count = int(value)
-    elif vary == "batch":
+    elif vary == N.BATCH:
         w2.batch = int(value)
     return w2
 
 
-def choose_split(kn: Knowledge, r: Resolved, gpu: GPU, count: int, holds: str = "fits",
+def choose_split(kn: Knowledge, r: Resolved, gpu: GPU, count: int, holds: str = N.FITS,
                  base: Scope | None = None) -> Probe:
     """A model-parallel training stack with no tp / pp asked: the first valid split
     (kb.engine.training.model_parallel_layouts, fewest model-parallel GPUs first) that holds the job on
@@ -81,7 +82,7 @@ def choose_split(kn: Knowledge, r: Resolved, gpu: GPU, count: int, holds: str = 
     (base_scope), with formulas that read neither the card, the count nor the split computed."""
     m, w = r.model, r.workload
     splits = tr.model_parallel_layouts(count, int(m["attention_heads"]), int(m["kv_heads"]), int(m["layers"]),
-                                       int(kn.constants["gpus_per_node"]["value"]))
+                                       int(kn.constants[N.GPUS_PER_NODE]["value"]))
     if not splits:
         w.tp, w.pp = None, None
         return _probe(kn, r, w, gpu, count, holds, base)
@@ -92,22 +93,22 @@ def choose_split(kn: Knowledge, r: Resolved, gpu: GPU, count: int, holds: str = 
     targets = targets_asked(w)
     evaluate(kn, ev, _probe_formulas(holds, bool(targets)))
     s = ev.scope
-    speed, floor = s.get("decode_tokens_per_s"), s.get("speed_floor_tok_s")  # the probe's, as computed for `holds`
-    evaluate(kn, ev, ["roomy_fit"])
+    speed, floor = s.get(N.DECODE_TOKENS_PER_S), s.get(N.SPEED_FLOOR_TOK_S)  # the probe's, as computed for `holds`
+    evaluate(kn, ev, [N.ROOMY_FIT])
 
     def at(name: str, k: int) -> object:
         v = s.get(name)
         return v[k] if v.__class__ is Col else v
 
     def holding(k: int, name: str) -> bool:
-        return bool(at(name, k)) and not (targets and not at("meets_target", k))
+        return bool(at(name, k)) and not (targets and not at(N.MEETS_TARGET, k))
 
-    chosen = next((k for name in ("roomy_fit", "fits") for k in range(len(splits)) if holding(k, name)),
+    chosen = next((k for name in (N.ROOMY_FIT, N.FITS) for k in range(len(splits)) if holding(k, name)),
                   len(splits) - 1)
     w.tp, w.pp = splits[chosen]
-    meets = bool(at("meets_target", chosen)) if targets else None
-    return Probe(holding(chosen, holds), at("per_gpu_gb", chosen), at("usable_vram_gb", chosen),  # type: ignore[arg-type]
-                 bool(at("fits", chosen)), speed[chosen] if speed.__class__ is Col else speed,
+    meets = bool(at(N.MEETS_TARGET, chosen)) if targets else None
+    return Probe(holding(chosen, holds), at(N.PER_GPU_GB, chosen), at(N.USABLE_VRAM_GB, chosen),  # type: ignore[arg-type]
+                 bool(at(N.FITS, chosen)), speed[chosen] if speed.__class__ is Col else speed,
                  floor[chosen] if floor.__class__ is Col else floor, meets)
 
 
@@ -120,16 +121,16 @@ def _layouts(w: Workload, count: int, splits: list[tuple[int, int]], kn: Knowled
     w2 = copy.copy(w)
     w2.tp, w2.pp = splits[0]
     each = [tr.split(count, t, p) for t, p in splits]
-    return tr.layout(count, w2, kn), {name: Col.of(s[k] for s in each) for k, name in enumerate(("tp", "pp", "dp"))}
+    return tr.layout(count, w2, kn), {name: Col.of(s[k] for s in each) for k, name in enumerate((N.TP, N.PP, N.DP))}
 
 
 def _probe_formulas(holds: str, targets: bool) -> list[str]:
     """What a probe evaluates: its fit, and the figure it holds for and the target when asked."""
-    names = ["fits", "per_gpu_gb", "usable_vram_gb"]
-    if holds != "fits":
-        names += [holds, "decode_tokens_per_s"]
+    names = [N.FITS, N.PER_GPU_GB, N.USABLE_VRAM_GB]
+    if holds != N.FITS:
+        names += [holds, N.DECODE_TOKENS_PER_S]
     if targets:
-        names.append("meets_target")
+        names.append(N.MEETS_TARGET)
     return names
 
 
@@ -140,6 +141,6 @@ def _probe(kn: Knowledge, r: Resolved, w: Workload, gpu: GPU, count: int, holds:
     targets = targets_asked(w)
     evaluate(kn, ev, _probe_formulas(holds, bool(targets)))
     s = ev.scope
-    meets = bool(s.get("meets_target")) if targets else None
-    return Probe(bool(s.get(holds)) and meets is not False, s.get("per_gpu_gb"), s.get("usable_vram_gb"),
-                 bool(s.get("fits")), s.get("decode_tokens_per_s"), s.get("speed_floor_tok_s"), meets)
+    meets = bool(s.get(N.MEETS_TARGET)) if targets else None
+    return Probe(bool(s.get(holds)) and meets is not False, s.get(N.PER_GPU_GB), s.get(N.USABLE_VRAM_GB),
+                 bool(s.get(N.FITS)), s.get(N.DECODE_TOKENS_PER_S), s.get(N.SPEED_FLOOR_TOK_S), meets)

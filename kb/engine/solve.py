@@ -19,18 +19,20 @@ from kb.engine.single_probe import Probe
 from kb.knowledge.data import Knowledge
 from kb.figures import duration, num
 from kb.query.workload import Workload
+from kb.knowledge import names as N
 
 if TYPE_CHECKING:
     from kb.knowledge.records import GPU
+    from kb.knowledge.records_rules import SolvePrecision
 
 
 def probe(kn: Knowledge, w: Workload, vary: str, value: float, gpu: GPU, count: int,
-          holds: str = "fits") -> Probe:
+          holds: str = N.FITS) -> Probe:
     return Probes(kn, w).probe(vary, value, gpu, count, holds)
 
 
 def largest_fitting(kn: Knowledge, w: Workload, vary: str, lower: float, upper: float,
-                    gpu: GPU, count: int, holds: str = "fits",
+                    gpu: GPU, count: int, holds: str = N.FITS,
                     probes: Probes | None = None) -> tuple[float | None, bool]:
     """The largest value in [lower, upper] that fits (None if even `lower` does not), and
     whether the search hit `upper`. Integers, except params (searched to 3 significant digits)."""
@@ -39,7 +41,7 @@ def largest_fitting(kn: Knowledge, w: Workload, vary: str, lower: float, upper: 
     at_lower = probe(vary, lower, gpu, count, holds)
     if not at_lower.fits:
         return None, False
-    if vary == "params":
+    if vary == N.PARAMS:
         return _largest_params(kn, p, (lower, at_lower), upper, gpu, count, holds)
     at_upper = probe(vary, upper, gpu, count, holds)
     if at_upper.fits:
@@ -69,7 +71,7 @@ def _largest_params(kn: Knowledge, p: Probes, low: tuple[float, Probe], upper: f
     then run as if the sizes below that range fit and those above it did not, probing only inside
     it; where that range's top fits, the top."""
     def fits(v: float) -> bool:
-        return p.probe("params", v, gpu, count, holds).fits
+        return p.probe(N.PARAMS, v, gpu, count, holds).fits
 
     lower = low[0]
     ranges = _arch_ranges(kn, lower, upper)
@@ -79,16 +81,27 @@ def _largest_params(kn: Knowledge, p: Probes, low: tuple[float, Probe], upper: f
     bottom, top, at_bottom = found
     inside = Bracket(p, gpu, count, holds, (bottom, at_bottom))
     lo, hi = lower, upper
-    while hi / lo > 1.001:
+    fine = _precision(kn)
+    while hi / lo > fine["tolerance"]:
         mid = math.sqrt(lo * hi)
         lo, hi = (mid, hi) if (mid < bottom or (mid <= top and inside.fits(mid))) else (lo, mid)
     lo = max(lo, bottom)
     if hi > top and top > lo and top < upper and fits(top):
         lo = top
-    value = _floor_digits(lo, 3)
+    digits = fine["digits"]
+    value = _floor_digits(lo, digits)
     if value >= bottom or fits(value):          # in [bottom, lo], so it fits; below the range,
         return value, False                     # asked
-    return (_floor_digits(lo, 4) if _floor_digits(lo, 4) >= bottom else lo), False
+    return (_floor_digits(lo, digits + 1) if _floor_digits(lo, digits + 1) >= bottom else lo), False
+
+
+def _precision(kn: Knowledge) -> SolvePrecision:
+    """How finely the parameters of the largest model are searched (query.yaml
+    solve.largest_model.precision)."""
+    fine = kn.query["solve"]["largest_model"]["precision"]
+    if fine is None:
+        raise ValueError("rules/query.yaml solve.largest_model needs its `precision`")
+    return fine
 
 
 def _fitting_range(p: Probes, ranges: list[tuple[float, float]], low: tuple[float, Probe], upper: float,
@@ -96,12 +109,12 @@ def _fitting_range(p: Probes, ranges: list[tuple[float, float]], low: tuple[floa
     """None if `upper` fits; else the first of `ranges` (largest first) whose smallest size fits
     (`low`'s size does: its probe), else the last, with that size's probe."""
     lower = low[0]
-    if p.probe("params", upper, gpu, count, holds).fits:
+    if p.probe(N.PARAMS, upper, gpu, count, holds).fits:
         return None
     for b, t in ranges:
         if b == lower:
             return b, t, low[1]
-        if (found := p.probe("params", b, gpu, count, holds)).fits:
+        if (found := p.probe(N.PARAMS, b, gpu, count, holds)).fits:
             return b, t, found
     return (*ranges[-1], low[1])
 
@@ -151,21 +164,21 @@ def fewest_scanned(kn: Knowledge, w: Workload, gpu: GPU, upper: int) -> int | No
     count (kb.engine.training.resolve_at_scale: FSDP on tens, Megatron on hundreds): counts one by
     one up to a node, then growing by half (12, 16, 24, 32…: counts a split divides), and the gap
     below the first that holds it bisected (in whole nodes past a node's square of GPUs)."""
-    node = int(kn.constants["gpus_per_node"]["value"])
+    node = int(kn.constants[N.GPUS_PER_NODE]["value"])
     p = Probes(kn, w)
-    one, two = p.resolved("gpu_count", 1).workload, p.resolved("gpu_count", 2).workload
+    one, two = p.resolved(N.GPU_COUNT, 1).workload, p.resolved(N.GPU_COUNT, 2).workload
     st = kn.sharding.get("strategies", {}).get(two.sharding or "")   # plain data parallel at every count:
-    if st and two.sharding == one.sharding and not (st["stage"] or st.get("model_parallel") or two.offload):
+    if st and two.sharding == one.sharding and not (st["stage"] or st.get(N.MODEL_PARALLEL) or two.offload):
         return None                     # every GPU keeps its copy, so no count holds what one does not
     scan = count_scan(node, upper)
     for k, n in enumerate(scan):        # the counts in order, the gap below the first that holds it bisected
-        if p.probe("gpu_count", n, gpu, n).fits:
+        if p.probe(N.GPU_COUNT, n, gpu, n).fits:
             prev = scan[k - 1] if k else 1
             step = node if prev >= node * node and prev % node == 0 and n % node == 0 else 1  # past tens, whole nodes
             lo, hi = prev // step, n // step
             while hi - lo > 1:
                 mid = (lo + hi) // 2
-                lo, hi = (lo, mid) if p.probe("gpu_count", mid * step, gpu, mid * step).fits else (mid, hi)
+                lo, hi = (lo, mid) if p.probe(N.GPU_COUNT, mid * step, gpu, mid * step).fits else (mid, hi)
             return hi * step
     return None
 
@@ -177,17 +190,17 @@ def smallest_fitting(kn: Knowledge, w: Workload, lower: int, upper: int, gpu: GP
     added, so a bisection finds the fewest that hold it; then the next canonical count up."""
     p = probes or Probes(kn, w)
     probe = p.probe
-    if not probe("gpu_count", upper, gpu, upper).fits:
+    if not probe(N.GPU_COUNT, upper, gpu, upper).fits:
         return None
     lo, hi = lower - 1, upper
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if probe("gpu_count", mid, gpu, mid).fits:
+        if probe(N.GPU_COUNT, mid, gpu, mid).fits:
             hi = mid
         else:
             lo = mid
     for n in range(hi, upper + 1):
-        if _canonical(p, n) and probe("gpu_count", n, gpu, n).fits:
+        if _canonical(p, n) and probe(N.GPU_COUNT, n, gpu, n).fits:
             return n
     return hi
 
@@ -278,17 +291,22 @@ def _canonical_up(p: Probes, at: _SideBySide, bounds: dict[int, tuple[int, int]]
 
 
 def _layout_facts(p: Probes, count: int) -> dict[str, int]:
-    kn, r = p.kn, p.resolved("gpu_count", count)
-    return {"heads": r.model["attention_heads"], "node": int(kn.constants["gpus_per_node"]["value"])}
+    kn, r = p.kn, p.resolved(N.GPU_COUNT, count)
+    return {"heads": r.model["attention_heads"], "node": int(kn.constants[N.GPUS_PER_NODE]["value"])}
 
 
 def _canonical(p: Probes, count: int) -> bool:
-    return p.layout("gpu_count", count, count).canonical
+    return p.layout(N.GPU_COUNT, count, count).canonical
 
 
-def step_of(vary: str, value: float) -> float:
-    if vary == "params":
-        return float(f"{value * 1.01:.3g}") if float(f"{value * 1.01:.3g}") > value else value * 1.01
+def step_of(kn: Knowledge, vary: str, value: float) -> float:
+    """The next value up a verdict weighs: one more, or for the parameters a step of
+    query.yaml solve.largest_model.precision (next_ratio, to its digits)."""
+    if vary == N.PARAMS:
+        fine = _precision(kn)
+        up = value * fine["next_ratio"]
+        shown = float(f"{up:.{fine['digits']}g}")
+        return shown if shown > value else up
     return value + 1
 
 
@@ -304,19 +322,19 @@ def solve_row(kn: Knowledge, w: Workload, question: str, gpu: GPU, count: int,
         if n is None:
             return how_many_row(p, gpu, None, None, None)
         return how_many_row(p, gpu, n, probe(vary, n, gpu, n), probe(vary, n - 1, gpu, n - 1) if n > 1 else None)
-    holds = spec.get("holds", "fits")
+    holds = spec.get("holds", N.FITS)
     value, capped = largest_fitting(kn, w, vary, spec["lower"], spec["upper"], gpu, count, holds, p)
     row: Row = {"gpu": gpu["name"], "gpu_id": gpu["id"], "count": count, "value": value, "found": value is not None, "at_upper_bound": capped}
     if value is not None:
-        nxt = step_of(vary, value)
+        nxt = step_of(kn, vary, value)
         at, after = probe(vary, value, gpu, count, holds), probe(vary, nxt, gpu, count, holds)
         row.update(fits_at_value=at.fits, per_gpu_gb=at.per_gpu_gb, usable_gb=at.usable_gb,
                    next=nxt, fits_at_next=after.fits, per_gpu_gb_at_next=after.per_gpu_gb,
                    binds=binding(after, w))
-        if holds != "fits":
+        if holds != N.FITS:
             row.update(speed_floor=at.floor, speed_at_value=at.speed, speed_at_next=after.speed,
                        floor_binding=after.fits_memory and not after.fits)
-    elif holds != "fits":
+    elif holds != N.FITS:
         first = probe(vary, spec["lower"], gpu, count, holds)
         row.update(speed_floor=first.floor, speed_at_lower=first.speed, floor_binding=first.fits_memory)
     return row
@@ -326,7 +344,7 @@ def how_many_row(p: Probes, gpu: GPU, n: int | None, at: Probe | None, prev: Pro
     if n is None or at is None:
         return {"gpu": gpu["name"], "gpu_id": gpu["id"], "value": None, "found": False}
     return {"gpu": gpu["name"], "gpu_id": gpu["id"], "value": n, "found": True, "count": n,
-            "fits_at_value": at.fits, "per_gpu_gb": at.per_gpu_gb, "usable_gb": at.usable_gb,
+            "fits_at_value": at.fits, N.PER_GPU_GB: at.per_gpu_gb, "usable_gb": at.usable_gb,
             "previous": n - 1 if prev else None, "fits_at_previous": prev.fits if prev else None,
             "per_gpu_gb_at_previous": prev.per_gpu_gb if prev else None,
             "layout_binding": bool(prev and prev.fits),
@@ -367,7 +385,7 @@ def verdict(kn: Knowledge, question: str, row: Row) -> str:
         "value_b": num(row["value"] / kn.billion), "gpu": row["gpu"], "count": row.get("count", 1),
         "value_next": num(row.get("next"), 6), "value_next_b": num((row.get("next") or 0) / kn.billion),
         "next_gb": num(row.get("per_gpu_gb_at_next")), "usable_gb": num(row.get("usable_gb")),
-        "per_gpu_gb": num(row.get("per_gpu_gb")), "value_prev": row.get("previous"),
+        N.PER_GPU_GB: num(row.get(N.PER_GPU_GB)), "value_prev": row.get("previous"),
         "prev_gb": num(row.get("per_gpu_gb_at_previous")),
         "speed": num(row.get("speed_at_value")), "speed_next": num(row.get("speed_at_next")),
         "floor": num(row.get("speed_floor")), "heads": row.get("heads"), "node": row.get("node"),
@@ -392,6 +410,6 @@ def fewest_gpus(kn: Knowledge, w: Workload, gpu: GPU, lower: int, steps: int,
     evenly, which no layout beats) up: replicated KV can need more."""
     probe = (probes or Probes(kn, w)).probe
     for n in range(max(1, lower), max(1, lower) + steps):
-        if probe("gpu_count", n, gpu, n).fits:
+        if probe(N.GPU_COUNT, n, gpu, n).fits:
             return n
     return None

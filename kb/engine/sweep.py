@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from kb.errors import KbError, RuleError
 from kb.expr.columns import RAISED
+from kb.knowledge import names as N
 
 if TYPE_CHECKING:
     from kb.engine import Evaluated
@@ -40,7 +41,7 @@ PER_TASK = 16       # workloads of each task: users × context lengths, each wit
 
 # The query.yaml units that size the work: how many at once, and how long each is. Every task
 # takes them all: the decode figures a training answer prices read users too.
-AXES = ("users", "context", "batch", "seq")
+AXES = (N.USERS, "context", N.BATCH, "seq")
 
 
 def workload_queries(kn: Knowledge) -> list[tuple[str, str]]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 from kb.hints import TYPE_CHECKING
 
 from kb.figures import num, usd
+from kb.knowledge import names as N
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from kb.knowledge.data import Knowledge
     from kb.query.workload import Workload
 
-METHOD_FIELDS = ("precision", "checkpointing", "optimizer", "offload", "paged", "optimizer_in_backward")
+METHOD_FIELDS = (N.PRECISION, N.CHECKPOINTING, N.OPTIMIZER, N.OFFLOAD, N.PAGED, N.OPTIMIZER_IN_BACKWARD)
 
 
 def applies(kn: Knowledge, w: Workload) -> bool:
@@ -55,12 +56,12 @@ def chosen(kn: Knowledge, w: Workload, plain: Answer, answer: Callable[[Workload
     rules = [r for r in kn.advice.get("options") or [] if r["kind"] == "words"
              and (w.task in r["tasks"] or "training" in r["tasks"])]
     said_by = {r["id"]: words_changes(kn, r["words"]) for r in rules}
-    ckpt = next((r for r in rules if said_by[r["id"]].get("checkpointing") is True), None)
+    ckpt = next((r for r in rules if said_by[r["id"]].get(N.CHECKPOINTING) is True), None)
     best, best_key, said = plain, key(plain, 0), ""
     for rule, with_ckpt in [(r, False) for r in rules] + [(r, True) for r in rules if ckpt and r is not ckpt]:
         changes = {**said_by[rule["id"]], **(said_by[ckpt["id"]] if with_ckpt and ckpt else {})}
-        if any(k not in METHOD_FIELDS + ("task", "task_explicit") for k in changes) or (
-                w.task == "full_ft" and w.task_explicit and "task" in changes):     # a full fine-tune named is kept
+        if any(k not in METHOD_FIELDS + (N.TASK, "task_explicit") for k in changes) or (
+                w.task == "full_ft" and w.task_explicit and N.TASK in changes):     # a full fine-tune named is kept
             continue
         a = answer(with_changes(w, **changes))
         k = key(a, int(rule["quality_rank"]))
@@ -98,7 +99,7 @@ def scaled_out(kn: Knowledge, w: Workload, plain: Answer, answer: Callable[[Work
         return None
     if w.train_tokens is None and deadline is None and top is not None and top.fits:
         return None
-    horizon = float(kn.constants["usable_train_horizon_h"]["value"])
+    horizon = float(kn.constants[N.USABLE_TRAIN_HORIZON_H]["value"])
     asked = w.copy()
     asked.question = "how_many_gpus"
     asked.deadline_hours = deadline if deadline is not None else horizon if w.train_tokens is not None else None

@@ -16,20 +16,21 @@ from kb.hints import TYPE_CHECKING
 from kb.engine.layout import Layout
 from kb.knowledge.data import Knowledge
 from kb.query.workload import Workload
+from kb.knowledge import names as N
 
 if TYPE_CHECKING:
     from kb.engine.evaluate import Scope
     from kb.knowledge.records import AtScale, Model, Runtime, Value
     from kb.engine.answer_records import Memory, MemoryExtras, Parallel
 
-RECIPE_FIELDS = ("optimizer", "checkpointing", "paged", "optimizer_in_backward", "offload",
-                 "checkpoint_offload", "lora_attention_only")
+RECIPE_FIELDS = (N.OPTIMIZER, N.CHECKPOINTING, N.PAGED, N.OPTIMIZER_IN_BACKWARD, N.OFFLOAD,
+                 N.CHECKPOINT_OFFLOAD, N.LORA_ATTENTION_ONLY)
 # memory dict key → formula: what one GPU (one rank) holds
-PER_GPU_BREAKDOWN = {"weights_gb": "rank_weights_gb", "gradients_gb": "rank_gradients_gb",
-                     "optimizer_gb": "rank_optimizer_states_gb",
-                     "optimizer_step_gb": "rank_optimizer_step_extra_gb", "adapters_gb": "adapters_gb",
-                     "activations_gb": "rank_activations_gb",
-                     "other_models_gb": "rank_other_models_gb", "overhead_gb": "runtime.overhead_gb"}
+PER_GPU_BREAKDOWN = {N.WEIGHTS_GB: N.RANK_WEIGHTS_GB, N.GRADIENTS_GB: N.RANK_GRADIENTS_GB,
+                     N.OPTIMIZER_GB: N.RANK_OPTIMIZER_STATES_GB,
+                     N.OPTIMIZER_STEP_GB: N.RANK_OPTIMIZER_STEP_EXTRA_GB, N.ADAPTERS_GB: N.ADAPTERS_GB,
+                     N.ACTIVATIONS_GB: N.RANK_ACTIVATIONS_GB,
+                     N.OTHER_MODELS_GB: N.RANK_OTHER_MODELS_GB, N.OVERHEAD_GB: N.RUNTIME_OVERHEAD_GB}
 
 
 def gpu_count(w: Workload) -> int:
@@ -98,8 +99,8 @@ def resolve_at_scale(w: Workload, kn: Knowledge, runtime: Runtime, params: float
     if row is None:
         return None
     w.sharding = row["strategy"]
-    if row.get("checkpointing") is not None and w.checkpointing is None:
-        w.checkpointing = row["checkpointing"]
+    if row.get(N.CHECKPOINTING) is not None and w.checkpointing is None:
+        w.checkpointing = row[N.CHECKPOINTING]
         assumptions.append(f"activation checkpointing: {'on' if w.checkpointing else 'off'} "
                            f"(as the published runs of {kn.sharding['strategies'][w.sharding]['name'].split(' (')[0]} at this scale)")
     return row
@@ -113,20 +114,20 @@ def copy_gb(w: Workload, kn: Knowledge, runtime: Runtime, params: float) -> floa
     QLoRA the frozen base in its format (the adapters are small); else 16-bit weights and
     gradients, FP32 master weights and AdamW's two FP32 moments."""
     strategies = kn.sharding.get("strategies", {})
-    own = strategies.get(runtime.get("sharding") or kn.sharding.get("default", ""))
+    own = strategies.get(runtime.get(N.SHARDING) or kn.sharding.get("default", ""))
     if w.sharding in strategies or own is None or own["stage"] > 0:
         return None
     if not any(w.task in r["tasks"] for r in kn.sharding.get("at_scale") or []) or (
             w.offload and w.task not in ("lora", "qlora")):
         return None         # (a LoRA or QLoRA offloads under FSDP, as Answer.AI's FSDP + QLoRA does)
     c = kn.constants
-    per_gb = float(c["bytes_per_gb"]["value"])
+    per_gb = float(c[N.BYTES_PER_GB]["value"])
     if w.task in ("lora", "qlora"):
         d = kn.defaults
         fmt = w.precision or str(d["qlora_precision"] if w.task == "qlora" else d["training_precision"])
         return params * float(kn.precisions[fmt]["bits_per_weight"]) / 8 / per_gb
-    return params * (2 * float(c["grad_bytes"]["value"]) + float(c["master_weight_bytes"]["value"])
-                     + float(c["adamw_state_bytes"]["value"])) / per_gb
+    return params * (2 * float(c[N.GRAD_BYTES]["value"]) + float(c[N.MASTER_WEIGHT_BYTES]["value"])
+                     + float(c[N.ADAMW_STATE_BYTES]["value"])) / per_gb
 
 
 def resolve_sharding(w: Workload, kn: Knowledge, runtime: Runtime, assumptions: list[str],
@@ -139,7 +140,7 @@ def resolve_sharding(w: Workload, kn: Knowledge, runtime: Runtime, assumptions: 
         return
     why = f"{gpu_count(w)} GPUs: {scaled['text']}" if scaled else "as asked"
     if w.sharding not in strategies:
-        rt = runtime.get("sharding")
+        rt = runtime.get(N.SHARDING)
         if w.offload and rt in (None, table["default"]):
             w.sharding, why = table["offload_default"], "cpu offload with no sharding named"
         elif rt is not None:
@@ -148,7 +149,7 @@ def resolve_sharding(w: Workload, kn: Knowledge, runtime: Runtime, assumptions: 
             w.sharding, why = table["default"], "the default"
     st = strategies[w.sharding]
     if gpu_count(w) > 1 or w.offload:
-        hint = "; name fsdp or zero3 to shard the model" if st["stage"] < 3 and not st.get("model_parallel") else ""
+        hint = "; name fsdp or zero3 to shard the model" if st["stage"] < 3 and not st.get(N.MODEL_PARALLEL) else ""
         mfu = (f"; model FLOPS utilisation {st['mfu']:.0%}, as published for this stack [{st['mfu_source']}]"
                if st.get("mfu") else "")
         assumptions.append(f"several GPUs: {st['name']} ({why}) [{st['source']}]{hint}{mfu}")
@@ -176,7 +177,7 @@ def layout(count: int, w: Workload | None = None, kn: Knowledge | None = None) -
     rank keeps of the model state; under a model-parallel stack (Megatron) the tp × pp split the
     job holds (model_parallel_layouts), the rest data parallel."""
     st = kn.sharding.get("strategies", {}).get(w.sharding or "") if w is not None and kn is not None else None
-    if w is None or not (st and st.get("model_parallel")):
+    if w is None or not (st and st.get(N.MODEL_PARALLEL)):
         return Layout(tp=1, pp=1, dp=count, canonical=True, note=None)
     t, p, d = split(count, w.tp or 1, w.pp or 1)
     return Layout(tp=t, pp=p, dp=d, canonical=True,
@@ -210,7 +211,7 @@ def _divisors(n: int) -> list[int]:
 
 def is_model_parallel(w: Workload, kn: Knowledge) -> bool:
     st = kn.sharding.get("strategies", {}).get(w.sharding or "")
-    return bool(st and st.get("model_parallel"))
+    return bool(st and st.get(N.MODEL_PARALLEL))
 
 
 def parallel(w: Workload, kn: Knowledge, lay: Layout) -> Parallel:
@@ -218,8 +219,8 @@ def parallel(w: Workload, kn: Knowledge, lay: Layout) -> Parallel:
     sharding the ranks run (a runtime's own name reported as the strategy it runs as) and whether
     model state is offloaded to CPU memory."""
     st = kn.sharding.get("strategies", {}).get(w.sharding or "")
-    return {**lay.as_dict(), "sharding": (st["layout"] if st else None) or w.sharding,
-            "offload": bool(w.offload)}
+    return {**lay.as_dict(), N.SHARDING: (st["layout"] if st else None) or w.sharding,
+            N.OFFLOAD: bool(w.offload)}
 
 
 def scope_values(w: Workload, kn: Knowledge) -> dict[str, Value]:
@@ -227,12 +228,12 @@ def scope_values(w: Workload, kn: Knowledge) -> dict[str, Value]:
     st = kn.sharding.get("strategies", {}).get(w.sharding or "")
     obj = kn.objectives.get(w.objective or "")
     return {
-        "zero_stage": st["stage"] if st else 0, "sharding": w.sharding or "",
-        "model_parallel": bool(st and st.get("model_parallel")),
-        "stack_mfu": (st.get("mfu") or 0.0) if st else 0.0,
-        "objective_sequences": obj["sequences"] if obj else 1,
-        "reference_model": bool(obj and obj["reference"]), "critic_model": bool(obj and obj["critic"]),
-        "rollout_engine": bool(obj and obj["rollout"]), "rollout_generations": obj["generations"] if obj else 1,
+        N.ZERO_STAGE: st["stage"] if st else 0, N.SHARDING: w.sharding or "",
+        N.MODEL_PARALLEL: bool(st and st.get(N.MODEL_PARALLEL)),
+        N.STACK_MFU: (st.get("mfu") or 0.0) if st else 0.0,
+        N.OBJECTIVE_SEQUENCES: obj[N.SEQUENCES] if obj else 1,
+        N.REFERENCE_MODEL: bool(obj and obj["reference"]), N.CRITIC_MODEL: bool(obj and obj["critic"]),
+        N.ROLLOUT_ENGINE: bool(obj and obj["rollout"]), N.ROLLOUT_GENERATIONS: obj["generations"] if obj else 1,
     }
 
 
@@ -240,9 +241,9 @@ def memory_extras(s: Scope, w: Workload, is_training: bool) -> MemoryExtras:
     """The answer's training memory keys: host RAM, sharding and what one GPU holds (None for
     inference)."""
     if not is_training:
-        return {"host_ram_gb": None, "sharding": None, "zero_stage": None, "per_gpu_breakdown": None}
-    return {"host_ram_gb": s.get("host_ram_gb"), "sharding": w.sharding,
-            "zero_stage": s.get("zero_stage"),
+        return {N.HOST_RAM_GB: None, N.SHARDING: None, N.ZERO_STAGE: None, "per_gpu_breakdown": None}
+    return {N.HOST_RAM_GB: s.get(N.HOST_RAM_GB), N.SHARDING: w.sharding,
+            N.ZERO_STAGE: s.get(N.ZERO_STAGE),
             "per_gpu_breakdown": {k: s.get(name) for k, name in PER_GPU_BREAKDOWN.items()}}
 
 
@@ -251,12 +252,12 @@ def shown(is_training: bool, breakdown: tuple[str, ...], names: dict[str, str]) 
     if not is_training:
         return breakdown
     return tuple(names.get(k, k) for k in breakdown) + tuple(PER_GPU_BREAKDOWN.values())[:-1] + (
-        "per_gpu_gb", "host_ram_gb")
+        N.PER_GPU_GB, N.HOST_RAM_GB)
 
 
 def no_count_note(kn: Knowledge, memory: Memory) -> str:
     """Why no number of GPUs holds a training job that shards less than its weights."""
-    stage = memory.get("zero_stage")
+    stage = memory.get(N.ZERO_STAGE)
     if stage is None or stage >= 3 or not kn.sharding:
         return ""
     return f" Under {memory.get('sharding')}, {kn.sharding['no_count_note']}."
@@ -266,10 +267,10 @@ def time_note(s: Scope) -> str:
     """On several GPUs: the training time as 6·N·D over the GPUs' peak at the stack's MFU, with
     the GPU-hours and what renting them costs (the figures of the formulas train_time_s,
     gpu_hours and run_cost_usd)."""
-    count, hours = s.get("gpu_count"), s.get("gpu_hours")
-    if not isinstance(count, int) or count < 2 or not hours or not s.get("fits"):
+    count, hours = s.get(N.GPU_COUNT), s.get(N.GPU_HOURS)
+    if not isinstance(count, int) or count < 2 or not hours or not s.get(N.FITS):
         return ""
-    cost = s.get("run_cost_usd")
+    cost = s.get(N.RUN_COST_USD)
     rent = f", ${cost:,.0f} at ${s.get('cloud_usd_per_hour'):,.2f} per GPU-hour" if cost else ""
     return (f"training time: {s.get('train_flops_per_token'):.3g} FLOP a token × {s.get('train_tokens'):.3g} tokens "
             f"over {count} × {s.get('gpu.compute_tflops'):g} TFLOPS at {s.get('training_mfu'):.0%} MFU = "
@@ -279,11 +280,11 @@ def time_note(s: Scope) -> str:
 def paged_note(s: Scope) -> str:
     """A paged optimizer: where its states live on this GPU, and the peak on a card where they
     would go the other way (the figures of paged_states_gb, paged_out and per_gpu_gb)."""
-    states = s.get("paged_states_gb")
-    if not s.get("paged") or not states:
+    states = s.get(N.PAGED_STATES_GB)
+    if not s.get(N.PAGED) or not states:
         return ""
-    peak = s.get("per_gpu_gb") or 0.0
-    if s.get("paged_out"):
+    peak = s.get(N.PER_GPU_GB) or 0.0
+    if s.get(N.PAGED_OUT):
         return (f"paged optimizer: {s.get('gpu.name')} cannot hold its {states:.1f} GB of states beside the rest "
                 f"({peak:.1f} GB), so they page out to CPU memory and each step waits on PCIe; a card with "
                 f"{peak + states:.1f} GB or more keeps them on the GPU, and its peak includes them [bitsandbytes-paged-optimizers]")

@@ -2,7 +2,7 @@
 
 In: the knowledge, the sizing flow's walked path and the scope it was walked in. Out: None when
 every figure the reached verdict shows is known; else the text "Unknown: …", naming the figures,
-the formula that failed first and why. Without this, a formula that fails (a division by zero
+the formula that failed first and why (worded by rules/query.yaml verdict.templates.unknown). Without this, a formula that fails (a division by zero
 in the rules, say) leaves `fits` unknown, the walk takes the "does not fit" branch, and the
 verdict reads "Does not fit … even at 1 users" or "Needs n/a GB".
 """
@@ -36,8 +36,8 @@ def sizing_verdict(kn: Knowledge, flow: Flow, path: list[str], scope: Scope,
         failed = next((dep for dep in (*kn.closure.get(name, ()), name) if dep in errors), None)
         if failed is not None:
             figures = ", ".join(dict.fromkeys(missing))
-            return (f"{PREFIX}{figures} could not be computed ({failed}: {_text(errors[failed])}), "
-                    "so kbq cannot say whether or where it fits. Check that formula in the rules.")
+            return PREFIX + kn.query["verdict"]["templates"]["unknown"].format(
+                figures=figures, failed=failed, error=_text(errors[failed]))
     return None
 
 

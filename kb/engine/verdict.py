@@ -1,4 +1,5 @@
-"""The verdict: the answer to what was asked, first, with its figure, in at most 45 words.
+"""The verdict: the answer to what was asked, first, with its figure, within a word limit
+(rules/query.yaml verdict.max_words; the wording of several sentences is verdict.templates).
 
 In: an Answer whose engine data is filled in (Answer.question: the kind of question, the figure
 found, the sizing flow's outcome; the ranked GPU rows; the recommendation; the options).
@@ -30,13 +31,13 @@ from kb.engine.verdict_fleet import fleet
 from kb.engine.verdict_room import tight, tight_sentences
 from kb.engine.verdict_sides import sides
 from kb.figures import num, usd
+from kb.knowledge import names as N
 
 if TYPE_CHECKING:
     from kb.engine.answer import Answer, GpuRow
     from kb.engine.answer_records import Question, Side
     from kb.knowledge.data import Knowledge
 
-MAX_WORDS = 45
 SOLVED = ("max_users", "max_context", "largest_model", "how_many_gpus", "max_batch")
 
 
@@ -53,69 +54,71 @@ def compose(a: Answer, kn: Knowledge) -> str:
     if a.replicas:
         parts = [fleet(a, kn)]
     elif kind in SOLVED and not (kind == "how_many_gpus" and sum(g.requested for g in a.gpus) > 1):
-        parts = _solved(a, q)
+        parts = _solved(a, q, kn)
     elif kind in ("compare", "how_many_gpus"):      # how many of each of two cards: side by side
-        parts = _compare(a)
+        parts = _compare(a, kn)
     elif a.comparison and len(a.comparison) > 1:
         from kb.query.unparse import value_text
 
         def label(s: Side) -> str:
             return value_text(kn, s["field"], s["value"])
-        parts = sides(a.comparison, str(q.get("kind") or ""), _training(a),
-                      _fixes(a, 1, label(a.comparison[0])), label)   # the options change the first side
+        parts = sides(kn.query["verdict"], a.comparison, str(q.get("kind") or ""), _training(a),
+                      _fixes(a, kn, 1, label(a.comparison[0])), label)   # the options change the first side
     elif kind == "which_gpu" or not any(g.requested for g in a.gpus):
         parts = _which(a, q, kn)
     elif kind == "cost":
-        parts = _cost(a, q, kn) or _fit(a, q)
+        parts = _cost(a, q, kn) or _fit(a, q, kn)
     else:
-        parts = _fit(a, q)
-    return fitted([p for p in parts if p])
+        parts = _fit(a, q, kn)
+    return fitted([p for p in parts if p], kn)
 
 
 SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z]|\d+× )")      # a sentence may open with a configuration
 
 
-def fitted(parts: list[str]) -> str:
-    """The sentences in order, leaving out the last ones while the text is over MAX_WORDS (the
-    first, the answer itself, always stays)."""
+def fitted(parts: list[str], kn: Knowledge) -> str:
+    """The sentences in order, leaving out the last ones while the text is over the word limit
+    (query.yaml verdict.max_words; the first, the answer itself, always stays)."""
+    most = kn.query["verdict"]["max_words"]["value"]
     sentences = [x for p in parts for x in SENTENCE.split(p) if x]
-    while len(sentences) > 1 and words(" ".join(sentences)) > MAX_WORDS:
+    while len(sentences) > 1 and words(" ".join(sentences)) > most:
         sentences = sentences[:-1]
     return " ".join(sentences)
 
 
 # ---------------------------------------------------------------- pieces
 
-def _borderline(a: Answer, g: GpuRow) -> str | None:
+def _borderline(a: Answer, g: GpuRow, kn: Knowledge) -> str | None:
     """A fit whose headroom is inside the memory estimate's p90 error band."""
-    band = a.error_bands.get("total_gb")
+    band = a.error_bands.get(N.TOTAL_GB)
     pct = band.get("p90_pct") if band else None
     if not g.fits or pct is None or g.per_gpu_gb is None or g.headroom_gb is None:
         return None
     if g.headroom_gb >= g.per_gpu_gb * pct / 100:
         return None
-    return f"Borderline: {num(g.headroom_gb)} GB spare, within the memory estimate's ±{num(pct)}% p90 error."
+    return kn.query["verdict"]["templates"]["borderline"].format(spare=num(g.headroom_gb), pct=num(pct))
 
 
-def _fixes(a: Answer, most: int = 2, what_fits: str = "it") -> list[str]:
+def _fixes(a: Answer, kn: Knowledge, most: int = 2, what_fits: str = "it") -> list[str]:
     """The one or two options that would hold the job, with their figure, a sentence each (the
     GPU named only when it is not the one asked about); `what_fits`: what the first one names."""
     asked_target = _target_asked(a)         # a default time floor is no target: a fix that fits is one
-    found = [o for o in a.options or [] if o["fits"]
-             and (o.get("meets_target") is not False or not asked_target)][:most]
+    found = [o for o in a.options or [] if o[N.FITS]
+             and (o.get(N.MEETS_TARGET) is not False or not asked_target)][:most]
     asked = next((g.id for g in a.gpus if g.requested), None)
     out = []
     for i, o in enumerate(found):
         on = f"{o['count']}×" + ("" if o["gpu_id"] == asked else f" {o['gpu']}")
         what = f"{o['change_only']} on {on}"
-        out.append(f"With {what}, {what_fits} fits ({num(o['per_gpu_gb'])} GB per GPU)." if i == 0
-                   else f"Or with {what}.")
+        t = kn.query["verdict"]["templates"]
+        out.append(t["fix_first"].format(change=what, what=what_fits, per_gpu=num(o[N.PER_GPU_GB])) if i == 0
+                   else t["fix_more"].format(change=what))
     return out
 
 
 # ---------------------------------------------------------------- fit, compare, cost
 
-def _fit(a: Answer, q: Question) -> list[str]:
+def _fit(a: Answer, q: Question, kn: Knowledge) -> list[str]:
     g = next((x for x in a.gpus if x.requested), a.gpus[0] if a.gpus else None)
     if g is None:
         return [str(q.get("outcome_text") or "")]
@@ -129,13 +132,13 @@ def _fit(a: Answer, q: Question) -> list[str]:
     parts: list[str | None] = [lead, text] if lead else [text]
     if g.fits:
         s = speed(g, _training(a))
-        parts += [_borderline(a, g), f"Speed: {s}." if s and not lead else None]
+        parts += [_borderline(a, g, kn), f"Speed: {s}." if s and not lead else None]
         if g.meets_target is False and _target_asked(a):    # a default horizon is no target asked
-            parts.append("It misses the target asked for.")
-            parts += _fixes(a)
+            parts.append(kn.query["verdict"]["templates"]["misses_target"])
+            parts += _fixes(a, kn)
     else:           # the refusal's first sentence, then what would fit, then the rest of why
         first, *why = SENTENCE.split(text)
-        fixes = _fixes(a)
+        fixes = _fixes(a, kn)
         if q.get("outcome") in ("replicas_verdict", "too_small_verdict") and (
                 not fixes or g.count > 1):      # why no count holds it: for several cards asked, or no fix
             parts = [lead, first, *why[:1], *fixes, *why[1:]]
@@ -154,7 +157,7 @@ def _cost(a: Answer, q: Question, kn: Knowledge) -> list[str] | None:
     g = next((x for x in a.gpus if x.requested), a.gpus[0] if a.gpus else None)
     if g is None or not g.fits:
         return None
-    users = a.workload.get("users") or 1
+    users = a.workload.get(N.USERS) or 1
     if _training(a):
         if g.run_cost_usd is None:
             return None
@@ -170,14 +173,14 @@ def _cost(a: Answer, q: Question, kn: Knowledge) -> list[str] | None:
                  + (f" At 1 user: {usd(single)} per million." if single is not None else ""))
         hours = a.workload.get("hours_per_day")
         if isinstance(hours, (int, float)) and g.config_usd_per_hour:     # the hours a day were asked
-            month = g.config_usd_per_hour * hours * float(kn.constants["days_per_month"]["value"])
+            month = g.config_usd_per_hour * hours * float(kn.constants[N.DAYS_PER_MONTH]["value"])
             first += f" Rented {num(hours)} h a day: {usd(month)} a month."
     buy = f"To buy: {usd(g.config_price_usd)}" + (f", paid back in {num(g.breakeven_months)} months of renting."
                                                   if g.breakeven_months else ".")
     return [x for x in (first, buy if g.config_price_usd else None, str(q.get("outcome_text") or "")) if x]
 
 
-def _compare(a: Answer) -> list[str]:
+def _compare(a: Answer, kn: Knowledge) -> list[str]:
     training = _training(a)
     asked = [g for g in a.gpus if g.requested]
     lines = []
@@ -191,24 +194,25 @@ def _compare(a: Answer) -> list[str]:
         return usd(g.config_price_usd) if g.config_price_usd else None
     for g in asked:
         if g.fits:
-            figures = [f"{num(g.per_gpu_gb)} of {num(g.usable_vram_gb)} GB" + (", tight" if _borderline(a, g) else ""),
+            figures = [f"{num(g.per_gpu_gb)} of {num(g.usable_vram_gb)} GB" + (", tight" if _borderline(a, g, kn) else ""),
                        _rate(g, training), price(g)]
             lines.append(f"{config(g)}: " + ", ".join(x for x in figures if x) + ".")
         else:
             lines.append(f"{config(g)}: does not fit ({num(g.per_gpu_gb)} of {num(g.usable_vram_gb)} GB).")
-    return [*lines, _winner(asked, training, rent)]
+    return [*lines, _winner(kn, asked, training, rent)]
 
 
 def _pct(ratio: float) -> str:
     return f"{(ratio - 1) * 100:.0f}%"
 
 
-def _winner(asked: list[GpuRow], training: bool, rent: bool = False) -> str:
+def _winner(kn: Knowledge, asked: list[GpuRow], training: bool, rent: bool = False) -> str:
+    t = kn.query["verdict"]["templates"]
     fitting = [g for g in asked if g.fits]
     if not fitting:
-        return "Neither holds it."
+        return t["compare_none"]
     if len(fitting) == 1:
-        return f"Only {config(fitting[0])} holds it."
+        return t["compare_only"].format(config=config(fitting[0]))
 
     def rate(g: GpuRow) -> float:
         return (g.train_tokens_per_s if training else g.decode_tokens_per_s) or 0.0
@@ -222,12 +226,12 @@ def _winner(asked: list[GpuRow], training: bool, rent: bool = False) -> str:
     ratio = f"{rate(fast) / rate(slow):.1f}" if rate(fast) > rate(slow) > 0 else ""
     both = cheap is fast and len(priced) > 1    # the faster one costs less too
     if ratio and ratio != "1.0":
-        said.append(f"Faster{' and cheaper' if both else ''}: {config(fast)}, {ratio}×.")
+        said.append(t["compare_faster_cheaper" if both else "compare_faster"].format(config=config(fast), ratio=ratio))
     elif ratio:
-        said.append(f"About the same speed (within {_pct(rate(fast) / rate(slow))}).")
+        said.append(t["compare_same_speed"].format(pct=_pct(rate(fast) / rate(slow))))
     if cheap is not None and cheap is not fast:
-        said.append(f"Cheaper: {config(cheap)}.")
-    return " ".join(said) or "They tie on speed."
+        said.append(t["compare_cheaper"].format(config=config(cheap)))
+    return " ".join(said) or t["compare_tie"]
 
 
 # ---------------------------------------------------------------- which GPU
@@ -235,7 +239,7 @@ def _winner(asked: list[GpuRow], training: bool, rent: bool = False) -> str:
 def _which(a: Answer, q: Question, kn: Knowledge) -> list[str]:
     fitting = [g for g in a.gpus if g.fits]
     if not fitting:
-        return _none_fit(a, q)
+        return _none_fit(a, q, kn)
     training = _training(a)
     pick = fitting[0]
     sort = (a.workload.get("sort") or "")
@@ -258,7 +262,7 @@ def _format_said(a: Answer) -> str:
     (kb.engine.scope.question_format), which the assumptions explain; '' otherwise."""
     from kb.engine.scope import FORMAT_DEFAULT
 
-    precision = a.workload.get("precision")
+    precision = a.workload.get(N.PRECISION)
     if not any(s.startswith(f"precision: {precision}, {FORMAT_DEFAULT}") for s in a.assumptions):
         return ""
     return f" at {precision} under {a.workload.get('runtime')}"
@@ -281,15 +285,16 @@ def _price(a: Answer, g: GpuRow) -> str | None:
     return usd(g.config_price_usd) if g.config_price_usd else None
 
 
-def _none_fit(a: Answer, q: Question) -> list[str]:
+def _none_fit(a: Answer, q: Question, kn: Knowledge) -> list[str]:
     """No configuration of one box holds it: the need, and the GPU that needs the fewest cards
     by memory (the table's 'fewest by memory'), when any count holds it."""
     needing = [g for g in a.gpus if g.gpus_needed]
     if q.get("outcome") != "none_fit_verdict" or not needing:
         return [str(q.get("outcome_text") or "")]
     g = min(needing, key=lambda x: x.gpus_needed or 0)
-    return [f"No single box holds it: it needs {num(a.memory.get('total_gb'))} GB in all.",
-            f"Fewest cards by memory: {g.gpus_needed}× {g.name}."]
+    t = kn.query["verdict"]["templates"]
+    return [t["none_fit"].format(total=num(a.memory.get(N.TOTAL_GB))),
+            t["none_fit_fewest"].format(count=g.gpus_needed, gpu=g.name)]
 
 
 def _alternatives(a: Answer, pick: GpuRow, training: bool, kn: Knowledge) -> list[str]:
@@ -326,51 +331,52 @@ def _alternatives(a: Answer, pick: GpuRow, training: bool, kn: Knowledge) -> lis
 
 # ---------------------------------------------------------------- solved questions
 
-def _solved(a: Answer, q: Question) -> list[str]:
+def _solved(a: Answer, q: Question, kn: Knowledge) -> list[str]:
+    t = kn.query["verdict"]["templates"]
     row = q.get("answer") or {}
     kind = q["kind"]
     unit = q.get("unit") or ""
     on = f"{row.get('count', 1)}× {row.get('gpu') or q.get('gpu')}"
     if not row.get("found"):
         if row.get("floor_binding"):
-            return [f"Fits on {on}, but even {num(q.get('lower'))} {unit} get only "
-                    f"{num(row.get('speed_at_lower'))} tokens/s each, under the "
-                    f"{num(row.get('speed_floor'))} tokens/s floor."]
+            return [t["solved_floor_at_lower"].format(on=on, lower=num(q.get('lower')), unit=unit,
+                                                      speed=num(row.get('speed_at_lower')),
+                                                      floor=num(row.get('speed_floor')))]
         if kind == "how_many_gpus" and (asked := target(a)):
-            need = q.get("fewest_gpus_needed")
-            mem = f" Memory alone needs {need}." if need else ""
-            return [f"No count of {row.get('gpu') or q.get('gpu')} up to {num(q.get('upper'))} meets "
-                    f"the target asked ({asked}).{mem}", str(q.get("note") or "")]
-        return [f"Does not fit on {on} even at {num(q.get('lower'))} {unit}.", str(q.get("note") or "")]
+            need = q.get(N.FEWEST_GPUS_NEEDED)
+            mem = t["solved_memory_alone"].format(fewest=need) if need else ""
+            return [t["solved_no_count"].format(gpu=row.get('gpu') or q.get('gpu'), upper=num(q.get('upper')),
+                                                target=asked, memory=mem), str(q.get("note") or "")]
+        return [t["solved_no_fit"].format(on=on, lower=num(q.get('lower')), unit=unit), str(q.get("note") or "")]
     value = row["value"]
     if kind == "how_many_gpus":
         g = a.gpus[0] if a.gpus else None
         time = _lead(a, "time", g) if g is not None and _training(a) and a.workload.get("deadline_hours") else None
-        return how_many(a, q, row, time or (speed(g, _training(a)) if g is not None and g.fits else None))
+        return how_many(kn.query["verdict"], a, q, row, time or (speed(g, _training(a)) if g is not None and g.fits else None))
     if kind == "largest_model":
-        first = f"About {num(q.get('value_b'))}B parameters at {a.workload.get('precision')} on {on}."
+        first = t["solved_largest_model"].format(size=num(q.get('value_b')), precision=a.workload.get(N.PRECISION), on=on)
         nxt = f"{num(q.get('next_b'))}B"
     elif kind == "max_context" and q.get("model_max_context"):
-        return [f"{num(value, 6)} tokens per user on {on}: the model's own maximum context.",
-                f"Memory would allow {num(q.get('memory_allows'), 6)}."]
+        return [t["solved_model_max_context"].format(value=num(value, 6), on=on),
+                t["solved_memory_allows"].format(value=num(q.get('memory_allows'), 6))]
     elif kind == "max_context":
-        first = f"{num(value, 6)} tokens per user on {on}."
+        first = t["solved_max_context"].format(value=num(value, 6), on=on)
         nxt = num(row.get("next"), 6)
     elif kind == "max_users":
-        each = f", each at {num(row.get('speed_at_value'))} tok/s" if row.get("speed_at_value") else ""
-        first = f"{num(value, 6)} users on {on}{each}."
+        each = t["solved_each_at"].format(speed=num(row.get('speed_at_value'))) if row.get("speed_at_value") else ""
+        first = t["solved_max_users"].format(value=num(value, 6), on=on, each=each)
         nxt = num(row.get("next"), 6)
     else:
-        first = f"{num(value, 6)} {unit} on {on}."
+        first = t["solved_value"].format(value=num(value, 6), unit=unit, on=on)
         nxt = num(row.get("next"), 6)
     if row.get("floor_binding"):
-        why = (f"The speed floor binds: {nxt} would get {num(row.get('speed_at_next'))} tok/s each, "
-               f"under {num(row.get('speed_floor'))}.")
+        why = t["solved_floor_binds"].format(next=nxt, speed=num(row.get('speed_at_next')),
+                                             floor=num(row.get('speed_floor')))
     elif row.get("binds"):
-        why = (f"{str(row['binds']).capitalize()} binds: {nxt} would need {num(row.get('per_gpu_gb_at_next'))} "
-               f"GB per GPU of {num(row.get('usable_gb'))}.")
+        why = t["solved_binds"].format(what=str(row['binds']).capitalize(), next=nxt,
+                                       per_gpu=num(row.get('per_gpu_gb_at_next')), usable=num(row.get('usable_gb')))
     else:
         why = ""
-    stop = f"The search stops at {num(q.get('upper'))} {unit}." if row.get("at_upper_bound") else ""
+    stop = t["solved_stops"].format(upper=num(q.get('upper')), unit=unit) if row.get("at_upper_bound") else ""
     return [first, why, stop]
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from kb.hints import TYPE_CHECKING
 
 from kb.figures import BREAKDOWN_LABELS, duration, num, usd
+from kb.knowledge import names as N
 
 if TYPE_CHECKING:
     from kb.engine.answer import Answer, GpuRow
@@ -36,9 +37,9 @@ def lead(a: Answer, focus: str | None, g: GpuRow) -> str | None:
     """The figure a question asked for first ("how much vram", "how fast", "how long")."""
     is_training = training(a)
     mem = a.memory
-    if focus == "memory" and mem.get("total_gb") is not None:
-        per = mem.get("per_gpu_gb")
-        each = f" ({num(per)} GB per GPU)" if per is not None and (mem.get("gpu_count") or 1) > 1 else ""
+    if focus == "memory" and mem.get(N.TOTAL_GB) is not None:
+        per = mem.get(N.PER_GPU_GB)
+        each = f" ({num(per)} GB per GPU)" if per is not None and (mem.get(N.GPU_COUNT) or 1) > 1 else ""
         parts = sorted(((float(v), BREAKDOWN_LABELS[k]) for k, v in (mem.get("breakdown") or {}).items()
                         if k in BREAKDOWN_LABELS and isinstance(v, (int, float)) and v > 0), reverse=True)[:2]
         most = ", ".join(f"{label} {num(v)}" for v, label in parts)     # the two largest parts
@@ -47,21 +48,21 @@ def lead(a: Answer, focus: str | None, g: GpuRow) -> str | None:
         return None
     t = a.throughput
     if focus == "speed":
-        if a.workload.get("task") == "prefill" and t.get("prefill_tokens_per_s"):
+        if a.workload.get(N.TASK) == "prefill" and t.get(N.PREFILL_TOKENS_PER_S):
             return (f"Speed: {num(t['prefill_tokens_per_s'])} prompt tokens/s (prefill), first token "
                     f"in {num(t.get('ttft_s'))} s, on {config(g)}.")
-        if is_training and t.get("train_tokens_per_s"):
+        if is_training and t.get(N.TRAIN_TOKENS_PER_S):
             return f"Speed: {num(t['train_tokens_per_s'])} training tokens/s on {config(g)}."
-        if t.get("decode_tokens_per_s"):
+        if t.get(N.DECODE_TOKENS_PER_S):
             return (f"Speed: {num(t['decode_tokens_per_s'])} tokens/s per user "
                     f"({num(t.get('decode_tokens_per_s_aggregate'))} in all) on {config(g)}.")
     if focus == "time":
-        if is_training and t.get("train_time_s"):
+        if is_training and t.get(N.TRAIN_TIME_S):
             hours = [f"{num(g.run_hours * g.count)} GPU-hours"] if g.run_hours else []
             rent = [f"{usd(g.run_cost_usd)} rented"] if g.run_cost_usd else []
             paid = f" ({', '.join(hours + rent)})" if hours or rent else ""
             return (f"Time: {num(a.workload.get('train_tokens'))} tokens in {duration(t['train_time_s'])} "
                     f"on {config(g)}{paid}.")
-        if t.get("ttft_s") is not None:
+        if t.get(N.TTFT_S) is not None:
             return f"Time to first token: {num(t['ttft_s'])} s on {config(g)}."
     return None

@@ -18,6 +18,7 @@ import math
 from kb.hints import TYPE_CHECKING
 
 from kb.figures import num
+from kb.knowledge import names as N
 
 if TYPE_CHECKING:
     from kb.knowledge.data import Knowledge
@@ -38,10 +39,10 @@ def settle(kn: Knowledge, w: Workload, query: str) -> None:
     is answered on, said in its notes when more than one."""
     from kb.engine import answer
 
-    rate = float(w.tokens_per_day or 0) / float(kn.constants["seconds_per_day"]["value"])
+    rate = float(w.tokens_per_day or 0) / float(kn.constants[N.SECONDS_PER_DAY]["value"])
     if w.context_tokens is None:        # a server's requests are its requests, not a full context each
-        w.prompt_tokens = w.prompt_tokens or int(kn.defaults["prompt_tokens"])
-        w.output_tokens = w.output_tokens or int(kn.defaults["output_tokens"])
+        w.prompt_tokens = w.prompt_tokens or int(kn.defaults[N.PROMPT_TOKENS])
+        w.output_tokens = w.output_tokens or int(kn.defaults[N.OUTPUT_TOKENS])
         w.context_tokens = w.prompt_tokens + w.output_tokens
     # a how-many question on a tensor-parallel runtime is answered as replicas of a layout
     # (kb.engine.replicas), which chooses the layout itself
@@ -60,7 +61,7 @@ def settle(kn: Knowledge, w: Workload, query: str) -> None:
         if fleet and isinstance(layout, dict):
             # a fleet grows by copies of the model, each serving its share of the users: the layout
             # of the fewest GPUs that hold one copy is kept, and more GPUs are more copies
-            w.tp, w.pp, fleet = int(layout["tp"]), int(layout["pp"]), False
+            w.tp, w.pp, fleet = int(layout[N.TP]), int(layout[N.PP]), False
         if users * speed >= rate:
             break
         users = max(users + 1, math.ceil(rate / speed))

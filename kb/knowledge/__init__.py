@@ -3,6 +3,7 @@
 loader     YAML text → documents with line:col positions (safe loader only)
 schema*    the rule files' pydantic schemas (validation, JSON Schema)
 records*   the rule-file records as typed dicts, for the type checker
+names      one constant per input, constant and formula of formulas.yaml (generated)
 data       the Knowledge and its parts (GPUs, models, precisions, formulas, flows…)
 build      read, validate, compile and check a rules directory → Knowledge
 compile    formulas and flows compiled into evaluation orders

@@ -362,6 +362,12 @@ class _Assembly:
                 self.precision_unknown(qdoc, ("situations", name, "precision"), sit.precision, precisions)
         if q.cost_batch is not None:
             self.need_source(qdoc, ("cost_batch", "source"), q.cost_batch.source)
+        if (hq := q.hf_quantization) is not None:
+            self.need_source(qdoc, ("hf_quantization", "source"), hq.source)
+            for i, row in enumerate(hq.rules):
+                for key in ("precision", "moe_precision"):
+                    if (pid := getattr(row, key)) is not None:
+                        self.precision_unknown(qdoc, ("hf_quantization", "rules", i, key), pid, precisions)
         if (fb := q.local_fallback) is not None:
             self.need_source(qdoc, ("local_fallback", "source"), fb.source)
             self.precision_unknown(qdoc, ("local_fallback", "precision"), fb.precision, precisions)

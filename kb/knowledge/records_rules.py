@@ -23,6 +23,15 @@ class Constant(TypedDict):
     source: str
 
 
+class SolvePrecision(TypedDict):
+    """How finely a search over a continuous value (the parameters of the largest model) is carried
+    (query.yaml solve.largest_model.precision), and why."""
+    digits: int
+    tolerance: float
+    next_ratio: float
+    reason: str
+
+
 class Solve(TypedDict):
     vary: Literal["users", "context_tokens", "params", "gpu_count", "batch"]
     unit: str
@@ -34,6 +43,7 @@ class Solve(TypedDict):
     verdict_layout: str | None
     verdict_replicas: str | None
     verdict_disaggregated: str | None
+    precision: SolvePrecision | None
 
 
 class Unit(TypedDict):
@@ -99,6 +109,104 @@ class LocalFallback(TypedDict):
     source: str
 
 
+class HfQuantizationRule(TypedDict):
+    """One row of query.yaml `hf_quantization.rules`: a checkpoint's config.json quantization_config that
+    matches every condition given is stored in `precision` (in `moe_precision` for a mixture of experts, when
+    given). Rows are tried in order."""
+    quant_method: str | None
+    fmt_prefix: str | None
+    bits: int | None
+    flag: str | None
+    weight_bits: int | None
+    weight_type: str | None
+    precision: str
+    moe_precision: str | None
+
+
+class HfQuantization(TypedDict):
+    """How a Hugging Face checkpoint's quantization_config names its stored format (query.yaml
+    `hf_quantization`): the rows, first match wins; no match is a 16-bit checkpoint or a format kbq has no
+    entry for."""
+    rules: list[HfQuantizationRule]
+    source: str
+
+
+class Threshold(TypedDict):
+    """A limit of the verdict's policy and why it has that value (query.yaml `verdict`)."""
+    value: float
+    reason: str
+
+
+class VerdictTemplates(TypedDict):
+    """The verdict's sentences (query.yaml `verdict.templates`): str.format templates whose named fields the
+    code fills (kb/engine/verdict*.py, unknown.py)."""
+    sides_on: str
+    sides_head: str
+    sides_where: str
+    sides_held: str
+    sides_no_fit: str
+    sides_memory: str
+    sides_figure: str
+    sides_fits: str
+    sides_held_each: str
+    sides_none_fit: str
+    sides_only: str
+    sides_cheaper: str
+    sides_faster: str
+    sides_less_memory: str
+    sides_quality: str
+    sides_even: str
+    sides_both: str
+    fix_first: str
+    fix_more: str
+    misses_target: str
+    compare_none: str
+    compare_only: str
+    compare_faster: str
+    compare_faster_cheaper: str
+    compare_same_speed: str
+    compare_cheaper: str
+    compare_tie: str
+    none_fit: str
+    none_fit_fewest: str
+    solved_floor_at_lower: str
+    solved_memory_alone: str
+    solved_no_count: str
+    solved_no_fit: str
+    solved_largest_model: str
+    solved_model_max_context: str
+    solved_memory_allows: str
+    solved_max_context: str
+    solved_each_at: str
+    solved_max_users: str
+    solved_value: str
+    solved_floor_binds: str
+    solved_binds: str
+    solved_stops: str
+    count_holds: str
+    count_memory_alone: str
+    count_layout: str
+    count_target: str
+    count_memory_binds: str
+    count_speed: str
+    unknown: str
+    borderline: str
+    tight: str
+    tight_more_context: str
+    tight_training: str
+    tight_inference: str
+    roomier: str
+
+
+class Verdict(TypedDict):
+    """The verdict's policy (query.yaml `verdict`): its word limit, the leads an A vs B verdict names, and the
+    wording of its sentences."""
+    max_words: Threshold
+    faster_ratio: Threshold
+    less_memory_fraction: Threshold
+    templates: VerdictTemplates
+
+
 class UnnamedModel(TypedDict):
     """The model a question that compares cards or asks which card to buy is sized on when it names none
     (query.yaml `unnamed_model`): the model those cards' published benchmarks use."""
@@ -159,6 +267,8 @@ class QueryRules(TypedDict):
     situations: dict[str, Situation]
     question_formats: list[QuestionFormat]
     local_fallback: LocalFallback | None
+    hf_quantization: HfQuantization | None
+    verdict: Verdict
     unnamed_model: list[UnnamedModel]
     phrases: list[Phrase]
     model_suffixes: list[str]

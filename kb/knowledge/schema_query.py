@@ -34,6 +34,15 @@ class DefaultsSchema(Strict):
     source: Slug
 
 
+class SolvePrecisionSchema(Strict):
+    """How finely a search over a continuous value (the parameters of the largest model) is
+    carried (query.yaml solve.largest_model.precision), and why."""
+    digits: int = Field(ge=1)           # significant digits the answer keeps, rounded down
+    tolerance: Positive                 # the bisection stops when high / low is at most this
+    next_ratio: Positive                # "the next size up" the verdict weighs is value × this
+    reason: str = Field(min_length=1)
+
+
 class SolveSchema(Strict):
     vary: Literal["users", "context_tokens", "params", "gpu_count", "batch"]
     unit: str
@@ -45,6 +54,7 @@ class SolveSchema(Strict):
     verdict_layout: str | None = None    # when fewer GPUs fit but form no valid layout
     verdict_replicas: str | None = None  # serving: replicas of a layout (kb.engine.replicas)
     verdict_disaggregated: str | None = None  # ...and prefill on workers of its own, when that takes fewer GPUs
+    precision: SolvePrecisionSchema | None = None   # a continuous value (params): how fine
 
 
 LimitName = Literal["users", "batch", "context", "seq", "prompt", "output", "rank", "tokens",
@@ -107,6 +117,104 @@ class CostBatchSchema(Strict):
     source: str
 
 
+class HfQuantizationRuleSchema(Strict):
+    """One row of query.yaml `hf_quantization.rules`: a checkpoint's config.json
+    quantization_config that matches every condition given is stored in `precision` (in
+    `moe_precision` for a mixture of experts, when given). Rows are tried in order."""
+    quant_method: str | None = None         # quantization_config.quant_method
+    fmt_prefix: str | None = None           # quantization_config.fmt starts with it (lower case)
+    bits: int | None = None                 # quantization_config.bits
+    flag: str | None = None                 # a true flag of quantization_config (load_in_4bit)
+    weight_bits: int | None = None          # compressed-tensors: some config_groups' weights.num_bits
+    weight_type: str | None = None          # … whose weights.type is this
+    precision: Slug
+    moe_precision: Slug | None = None
+
+
+class HfQuantizationSchema(Strict):
+    """How a Hugging Face checkpoint's quantization_config names its stored format (query.yaml
+    `hf_quantization`): the rows, first match wins; no match is a 16-bit checkpoint or a format
+    kbq has no entry for."""
+    rules: list[HfQuantizationRuleSchema] = Field(min_length=1)
+    source: Slug
+
+
+class ThresholdSchema(Strict):
+    """A limit of the verdict's policy and why it has that value (query.yaml `verdict`)."""
+    value: Positive
+    reason: str = Field(min_length=1)
+
+
+class VerdictTemplatesSchema(Strict):
+    """The verdict's sentences (query.yaml `verdict.templates`): str.format templates whose
+    named fields the code fills (kb/engine/verdict*.py, unknown.py)."""
+    sides_on: str
+    sides_head: str
+    sides_where: str
+    sides_held: str
+    sides_no_fit: str
+    sides_memory: str
+    sides_figure: str
+    sides_fits: str
+    sides_held_each: str
+    sides_none_fit: str
+    sides_only: str
+    sides_cheaper: str
+    sides_faster: str
+    sides_less_memory: str
+    sides_quality: str
+    sides_even: str
+    sides_both: str
+    fix_first: str
+    fix_more: str
+    misses_target: str
+    compare_none: str
+    compare_only: str
+    compare_faster: str
+    compare_faster_cheaper: str
+    compare_same_speed: str
+    compare_cheaper: str
+    compare_tie: str
+    none_fit: str
+    none_fit_fewest: str
+    solved_floor_at_lower: str
+    solved_memory_alone: str
+    solved_no_count: str
+    solved_no_fit: str
+    solved_largest_model: str
+    solved_model_max_context: str
+    solved_memory_allows: str
+    solved_max_context: str
+    solved_each_at: str
+    solved_max_users: str
+    solved_value: str
+    solved_floor_binds: str
+    solved_binds: str
+    solved_stops: str
+    count_holds: str
+    count_memory_alone: str
+    count_layout: str
+    count_target: str
+    count_memory_binds: str
+    count_speed: str
+    unknown: str
+    borderline: str
+    tight: str
+    tight_more_context: str
+    tight_training: str
+    tight_inference: str
+    roomier: str
+
+
+class VerdictSchema(Strict):
+    """The verdict's policy (query.yaml `verdict`): its word limit, the leads an A vs B verdict
+    names, and the wording of its sentences."""
+    max_words: ThresholdSchema
+    faster_ratio: ThresholdSchema
+    less_memory_fraction: ThresholdSchema
+    templates: VerdictTemplatesSchema
+
+
 class PhraseSchema(Strict):
     """Words that set Workload fields (query.yaml `phrases`)."""
     set: dict[Literal["focus", "question", "sort", "rent", "want_options", "sharding", "runtime",
@@ -158,6 +266,8 @@ class QueryFile(Strict):
     situations: dict[Name, SituationSchema] = {}
     question_formats: list[QuestionFormatSchema] = []
     local_fallback: LocalFallbackSchema | None = None
+    hf_quantization: HfQuantizationSchema | None = None
+    verdict: VerdictSchema
     unnamed_model: list[UnnamedModelSchema] = []
     phrases: list[PhraseSchema] = []
     model_suffixes: list[Name] = []

@@ -10,6 +10,7 @@ from __future__ import annotations
 from kb.hints import TYPE_CHECKING
 
 from kb.figures import BREAKDOWN_LABELS, num
+from kb.knowledge import names as N
 
 if TYPE_CHECKING:
     from kb.engine.answer import Answer
@@ -39,21 +40,21 @@ def _memory(a: Answer) -> list[str]:
     against the ridge point, and the error bands."""
     out = ["", "MEMORY"]
     mem = a.memory
-    total = mem["total_gb"] or 0
+    total = mem[N.TOTAL_GB] or 0
     for key, label in BREAKDOWN_LABELS.items():
         value = mem["breakdown"][key]
         if value:
             bar = "#" * max(1, round(30 * value / total)) if total else ""
             out.append(f"  {label:<17}{num(value):>9} GB  {bar}")
-    if mem.get("kv_cache_gb_per_user"):
+    if mem.get(N.KV_CACHE_GB_PER_USER):
         out.append(f"  (KV cache per user: {num(mem['kv_cache_gb_per_user'])} GB)")
-    if mem.get("per_gpu_breakdown") and (mem.get("gpu_count") or 1) > 1:
+    if mem.get("per_gpu_breakdown") and (mem.get(N.GPU_COUNT) or 1) > 1:
         out.append(f"  (each of {mem['gpu_count']} GPUs holds {num(mem['per_gpu_gb'])} GB under {mem['sharding']})")
-    if mem.get("host_ram_gb"):
+    if mem.get(N.HOST_RAM_GB):
         out.append(f"  (CPU memory for what is offloaded: {num(mem['host_ram_gb'])} GB)")
     b = a.bottleneck
     ai = ", ".join(f"{k} {num(v)}" for k, v in (b.get("arithmetic_intensity") or {}).items())
-    if b.get("ridge_point") is not None:
+    if b.get(N.RIDGE_POINT) is not None:
         out.append(f"  arithmetic intensity {ai} FLOP/B vs ridge point {num(b['ridge_point'])}")
     bands = [f"{k} ±{num(v['median_pct'])}% median, p90 {num(v['p90_pct'])}% over {v['n']} "
              + ("measurements of all runtimes" if v["basis"] == "all runtimes" else v["basis"])

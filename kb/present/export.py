@@ -24,6 +24,7 @@ from kb.expr.nodes_base import literal
 from kb.figures import num
 from kb.links import web_address
 from kb.present.render import md
+from kb.knowledge import names as N
 
 if TYPE_CHECKING:
     from kb.knowledge.records import Model, Runtime
@@ -151,7 +152,7 @@ def models_page(kn: Knowledge) -> str:
 
 
 def precisions_page(kn: Knowledge) -> str:
-    head = ["precision", "id", "kind", "bits per weight", "bytes per param", "tensor math",
+    head = [N.PRECISION, "id", "kind", "bits per weight", "bytes per param", "tensor math",
             "fallback", "aliases", "source", "notes"]
     rows = [[md(p["name"]), code(p["id"]), p["kind"], number(p["bits_per_weight"]),
              number(p["bits_per_weight"] / 8), p["compute"], ", ".join(p["fallback"]) or "–",

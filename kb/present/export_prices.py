@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from kb.present.export_text import code, page, src_link, table
 from kb.knowledge.data import Knowledge
 from kb.present.render import md
+from kb.knowledge import names as N
 
 if TYPE_CHECKING:
     from kb.knowledge.records import GPU
@@ -27,7 +28,7 @@ def cost_cell(kn: Knowledge, gpu: GPU) -> str:
     if p is None:
         return "–"
     buy = f"{money(p['purchase_usd'])} {p['purchase_kind']}" if p["purchase_usd"] is not None else "not sold"
-    rent = f"; {money(p['cloud_usd_per_hour'])}/h" if p["cloud_usd_per_hour"] is not None else ""
+    rent = f"; {money(p['cloud_usd_per_hour'])}/h" if p[N.CLOUD_USD_PER_HOUR] is not None else ""
     return buy + rent
 
 
@@ -52,7 +53,7 @@ def prices_page(kn: Knowledge) -> str:
         agree = "" if n < 2 or p.get("cloud_disagree") is None else (
             f"no: highest {high / low:.1f}× lowest" if p["cloud_disagree"] and high and low else "yes")
         rows.append([md(g["name"]), code(gid), money(p["purchase_usd"]), p["purchase_kind"], p["purchase_date"],
-                     src_link(p["purchase_source"]), money(p["cloud_usd_per_hour"]), spread,
+                     src_link(p["purchase_source"]), money(p[N.CLOUD_USD_PER_HOUR]), spread,
                      str(p.get("cloud_pages") or "") if n else "", agree])
         listings += [[md(g["name"]), md(c["provider"]), money(c["usd_per_hour"]), c["date"], src_link(c["source"])]
                      for c in sorted(p["cloud"], key=lambda c: c["usd_per_hour"])]

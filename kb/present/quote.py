@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from kb.recordtype import field, record
 from kb.figures import duration, num
 from kb.links import web_address
+from kb.knowledge import names as N
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -27,8 +28,8 @@ if TYPE_CHECKING:
 ALTERNATIVES = 2        # alternatives a quote lists beside the recommended configuration
 ASSUMPTIONS = 6         # assumptions listed; the rest are on the full answer (one printed page)
 SOURCES = 6             # sources listed (the prices' first); the rest are on the full answer
-FIGURE_RULES = ("weights_gb", "kv_cache_gb", "total_gb", "per_gpu_gb", "decode_tokens_per_s",
-                "prefill_tokens_per_s", "train_tokens_per_s", "usd_per_million_tokens", "run_cost_usd")
+FIGURE_RULES = (N.WEIGHTS_GB, N.KV_CACHE_GB, N.TOTAL_GB, N.PER_GPU_GB, N.DECODE_TOKENS_PER_S,
+                N.PREFILL_TOKENS_PER_S, N.TRAIN_TOKENS_PER_S, N.USD_PER_MILLION_TOKENS, N.RUN_COST_USD)
 
 
 @record
@@ -186,7 +187,7 @@ def to_quote(answer: Answer, kn: Knowledge,
             from kb.query.parse import parse
 
             answer.options = compute(kn, parse(answer.query, kn), answer)
-        first = next((o for o in answer.options if o["fits"]), None)
+        first = next((o for o in answer.options if o[N.FITS]), None)
         if first is None:
             return answer, None, None
         answer, asked = ask(first["query"]), answer
@@ -212,7 +213,7 @@ def build(answer: Answer, kn: Knowledge, asked: Answer | None = None, wider: Ans
     other changes that fit from its options."""
     first = asked or answer
     recommended, alternatives = _configs(answer, kn, wider)
-    options = [o for o in (first.options or []) if o["fits"]]
+    options = [o for o in (first.options or []) if o[N.FITS]]
     change = next((o["change"] for o in options if o["query"] == answer.query), None)
     changes = [f"{o['change']}: {o['count']}× {o['gpu']}, {num(o['per_gpu_gb'])} GB per GPU"
                for o in options if o["query"] != answer.query][:ALTERNATIVES] if asked or not recommended else []

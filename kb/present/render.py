@@ -13,6 +13,7 @@ from kb.hints import TYPE_CHECKING
 from kb.figures import duration, num
 from kb.figures import BREAKDOWN_LABELS as BREAKDOWN_LABELS  # re-exported for the server
 from kb.present.explain import _values, explained
+from kb.knowledge import names as N
 
 if TYPE_CHECKING:
     from kb.engine.answer import Answer, GpuRow
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 
 def _gpu_table(a: Answer, limit: int | None) -> tuple[list[str], list[list[str]], int]:
     training = "training" in a.bottleneck
-    head = ["#", "GPU", "n", "VRAM GB", "needs GB/GPU", "fits", "headroom GB", "fewest by memory"]
+    head = ["#", "GPU", "n", "VRAM GB", "needs GB/GPU", N.FITS, "headroom GB", "fewest by memory"]
     head += ["train tok/s", "time"] if training else ["decode tok/s", "aggregate", "prefill tok/s"]
     rows = []
     gpus = a.gpus if limit is None else a.gpus[:limit]
@@ -71,7 +72,7 @@ def gpu_table(a: Answer, limit: int | None) -> tuple[list[str], list[list[str]],
     training = "training" in a.bottleneck
     gpus = a.gpus if limit is None else a.gpus[:limit]
     short = any(not g.fits for g in gpus)
-    head = ["#", "GPU", "n", "GB/GPU", "of GB", "fits"] + (["fewest by memory"] if short else [])
+    head = ["#", "GPU", "n", "GB/GPU", "of GB", N.FITS] + (["fewest by memory"] if short else [])
     head += ["train tok/s", "time", "buy $", "rent $/h", "run $"] if training else \
         ["tok/s/user", "buy $", "rent $/h", "$/M tok"]
     rows = []
@@ -95,8 +96,8 @@ def options_lines(a: Answer) -> list[str]:
     """The computed alternatives, one line each (text and Markdown)."""
     out = []
     for o in a.options or []:
-        speed = o.get("decode_tokens_per_s") or o.get("train_tokens_per_s")
-        cost = o.get("usd_per_million_tokens") if "usd_per_million_tokens" in o else o.get("run_cost_usd")
+        speed = o.get(N.DECODE_TOKENS_PER_S) or o.get(N.TRAIN_TOKENS_PER_S)
+        cost = o.get(N.USD_PER_MILLION_TOKENS) if N.USD_PER_MILLION_TOKENS in o else o.get(N.RUN_COST_USD)
         out.append(f"{o['change']}: {'fits' if o['fits'] else 'does not fit'} on {o['count']}× {o['gpu']} "
                    f"({num(o['per_gpu_gb'])} GB per GPU), {num(speed)} tok/s, "
                    f"{'$' + _money(cost) if cost is not None else 'cost n/a'} "
@@ -108,8 +109,8 @@ def comparison_lines(a: Answer) -> list[str]:
     """One line per side of a comparison: the value, fit, memory, speed or cost, its query."""
     out = []
     for side in a.comparison or []:
-        fit = "fits" if side["fits"] else "does not fit"
-        speed = (f"{num(side['train_tokens_per_s'])} training tokens/s" if side["train_tokens_per_s"] is not None
+        fit = N.FITS if side[N.FITS] else "does not fit"
+        speed = (f"{num(side['train_tokens_per_s'])} training tokens/s" if side[N.TRAIN_TOKENS_PER_S] is not None
                  else f"{num(side['decode_tokens_per_s'])} tokens/s per user")
         out.append(f"{side['value']}: {fit} on {side['count']}× {side['gpu']}, {num(side['per_gpu_gb'])} GB per GPU "
                    f"({num(side['total_gb'])} GB in all), {speed} — {side['query']}")
@@ -163,24 +164,24 @@ def key_figures(a: Answer) -> list[str]:
     mem, t, b = a.memory, a.throughput, a.bottleneck
     on = f"{mem.get('gpu_count') or 1}× {b.get('gpu') or mem.get('gpu')}"
     out = [f"KEY FIGURES  on {on}; GB = 10^9 bytes"]
-    per = mem.get("per_gpu_gb")
-    each = f", {num(per)} GB per GPU" if per is not None and (mem.get("gpu_count") or 1) > 1 else ""
+    per = mem.get(N.PER_GPU_GB)
+    each = f", {num(per)} GB per GPU" if per is not None and (mem.get(N.GPU_COUNT) or 1) > 1 else ""
     parts = ", ".join(f"{label} {num(mem['breakdown'][k])}" for k, label in BREAKDOWN_LABELS.items()
                       if mem["breakdown"].get(k))
     out.append(f"  memory   {num(mem['total_gb'])} GB in all{each}{_typical(a, 'total_gb')}: {parts}")
     out += _asked(a)
     training = "training" in b
     g = _own_row(a)
-    if training and t.get("train_tokens_per_s") is not None:
+    if training and t.get(N.TRAIN_TOKENS_PER_S) is not None:
         hours = f", {num(g.run_hours * g.count)} GPU-hours" if g is not None and g.fits and g.run_hours else ""
         out.append(f"  speed    {num(t['train_tokens_per_s'])} training tokens/s{_typical(a, 'train_tokens_per_s')}; "
                    f"{num(a.workload.get('train_tokens'))} tokens in {duration(t.get('train_time_s'))}{hours}")
-    elif not training and t.get("decode_tokens_per_s") is not None:
+    elif not training and t.get(N.DECODE_TOKENS_PER_S) is not None:
         out.append(f"  speed    {'decode alone, no prompts arriving: ' if a.replicas else ''}"
                    f"{num(t['decode_tokens_per_s'])} tokens/s per user, "
                    f"{num(t.get('decode_tokens_per_s_aggregate'))} in all{_typical(a, 'decode_tokens_per_s')}; "
                    f"first token in {num(t.get('ttft_s'))} s")
-    elif b.get("ridge_point") is None:
+    elif b.get(N.RIDGE_POINT) is None:
         out.append("  speed    needs a GPU model (bandwidth, TFLOPS); a memory size answers only the fit")
     out += fleet_lines(a)
     phases = "; ".join(f"{p} {b[p]}" for p in ("decode", "prefill", "training") if b.get(p))
@@ -203,8 +204,8 @@ def fleet_lines(a: Answer) -> list[str]:
     if not r:
         return []
     lay = r["layout"]
-    split = f"TP{lay['tp']}" + (f" × PP{lay['pp']}" if lay["pp"] > 1 else "") + (
-        " + DP attention" if lay["dp_attention"] else "")
+    split = f"TP{lay['tp']}" + (f" × PP{lay['pp']}" if lay[N.PP] > 1 else "") + (
+        " + DP attention" if lay[N.DP_ATTENTION] else "")
     return [f"  fleet    {r['replicas']} replica{'s' if r['replicas'] != 1 else ''} of {split} ({lay['gpus']} GPU"
             f"{'s' if lay['gpus'] != 1 else ''} each), {r['nodes']} node{'s' if r['nodes'] != 1 else ''}; "
             f"{r['users_per_replica']} users per replica (at most {r['most_users_per_replica']}); limit: {r['binds']}",
@@ -305,12 +306,12 @@ def markdown(a: Answer, limit: int | None = 12) -> str:
     for key, label in BREAKDOWN_LABELS.items():
         if mem["breakdown"][key]:
             add(f"| {label} | {num(mem['breakdown'][key])} |")
-    if mem.get("host_ram_gb"):
+    if mem.get(N.HOST_RAM_GB):
         add("")
         add(f"CPU memory for what is offloaded: {num(mem['host_ram_gb'])} GB.")
     t, b = a.throughput, a.bottleneck
     add("")
-    if b.get("ridge_point") is None:
+    if b.get(N.RIDGE_POINT) is None:
         add("**Speed** needs a GPU model; a memory size alone answers only the fit.")
     elif "training" in b:
         add(f"**Speed** on {mem['gpu_count']}× {md(b['gpu'])}: {num(t['train_tokens_per_s'])} training tokens/s, "
