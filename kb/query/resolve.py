@@ -16,7 +16,7 @@ from kb.query.classify import Classifier
 from kb.query.finish import Finisher
 from kb.query.phrases import Phrases, merge_number_words, merge_sized_numbers, tok_number
 from kb.query.unknown_words import Unknown
-from kb.query.words import money, scaled, vocab_of
+from kb.query.words import in_series, money, scaled, vocab_of
 from kb.query.tokens import Tok, TokValue
 from kb.query.workload import GpuRequest, Workload
 
@@ -385,7 +385,7 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
         variants = frozenset(self.query_rules["model_variants"])
         best: tuple[bool, float, str] | None = None
         for mid, m in self.kn.models.items():
-            if m["family"] != family:
+            if not in_series(mid, m["family"], family):
                 continue
             ratio = abs(math.log(m["params_total"] / params))
             variant = not variants.isdisjoint(mid.split("-"))
@@ -395,6 +395,6 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
 
     def _family_example(self, family: str) -> str | None:
         for mid, m in self.kn.models.items():
-            if m["family"] == family:
+            if in_series(mid, m["family"], family):
                 return mid
         return None
