@@ -53,7 +53,8 @@ def _ffn(m: dict[str, Any], active: bool) -> float:
     routed = moe["experts_per_token"] if active else moe["experts"]
     shared = moe.get("shared_experts", 0) * _mlp(m, moe.get("shared_expert_intermediate_size") or m["intermediate_size"])
     per_moe_layer = routed * _mlp(m, m["intermediate_size"]) + shared + h * moe["experts"]
-    dense = (m["layers"] - moe_layers) * _mlp(m, moe.get("dense_intermediate_size") or m["intermediate_size"])
+    dense_layers = m["layers"] - moe_layers if moe.get("dense_layers") is None else moe["dense_layers"]
+    dense = dense_layers * _mlp(m, moe.get("dense_intermediate_size") or m["intermediate_size"])
     return moe_layers * per_moe_layer + dense
 
 
@@ -170,6 +171,11 @@ def test_hybrid_layers_add_up():
         state = (m.get("recurrent") or {}).get("layers", 0)
         assert attention <= m["layers"] and (m.get("sliding_window_layers") or 0) <= attention, m["id"]
         shared = m.get("kv_shared_layers") or 0     # attend over an earlier layer's KV cache
+        moe = m.get("moe") or {}
+        if moe.get("dense_layers") is not None:      # blocks are a mixer or an FFN, not both (Nemotron-H)
+            ffn_blocks = (moe.get("moe_layers") or m["layers"]) + moe["dense_layers"]
+            assert attention + state + ffn_blocks == m["layers"], m["id"]
+            continue
         assert attention + state + shared >= m["layers"], m["id"]     # every layer mixes tokens somehow
 
 

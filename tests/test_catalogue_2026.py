@@ -35,6 +35,8 @@ MODELS = [
     ("kimi k2.5", "kimi-k2.5", 1.04e12, "hf-kimi-k2.5"),                             # 1.04T backbone (NVIDIA: 1T)
     ("minimax m2.5", "minimax-m2.5", 229.9e9, "hf-minimax-m2.5"),                    # report: 229.9B total
     ("minimax m2.7", "minimax-m2.7", 230e9, "hf-minimax-m2.7"),                      # M2's 230B
+    ("nemotron 3 nano", "nemotron-3-nano-30b-a3b", 31.6e9, "hf-nemotron-3-nano-30b-a3b"),  # report: 31.6B (card: 30B)
+    ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "nemotron-3-nano-30b-a3b", 31.6e9, "hf-nemotron-3-nano-30b-a3b"),
 ]
 
 
@@ -83,3 +85,26 @@ def test_a_bare_decimal_still_needs_its_unit():
 def test_a_version_the_catalogue_lacks_is_not_read_as_another():
     with pytest.raises(QueryError):
         parse("serve glm 5.9 on h100", KN)
+
+
+def test_nemotron_h_keeps_a_cache_in_its_attention_blocks_and_a_state_in_its_mamba_blocks():
+    # NVIDIA-Nemotron-3-Nano-30B-A3B config.json: of 52 blocks, 6 attention (2 KV heads x 128) and
+    # 23 Mamba2 (64 heads x 64, state 128, 8 groups, conv 4); the 23 MoE blocks keep nothing.
+    # KV per token: 6 x 2 (K, V) x 2 x 128 x 2 B = 6,144 B. State per Mamba2 block:
+    # 64*64*128 = 524,288 values + (4 - 1) x (64*64 + 2*8*128 = 6,144) = 18,432 -> 542,720 x 2 B.
+    kv_b_per_token, state_b = 6 * 2 * 2 * 128 * 2, 23 * 542_720 * 2
+    got = ask("serve nemotron 3 nano bf16 64k context on h100").to_dict()["memory"]["kv_cache_gb_per_user"]
+    assert got == pytest.approx((kv_b_per_token * 65536 + state_b) / BYTES_PER_GB, rel=1e-3)
+
+
+def test_blocks_without_experts_that_are_mixers_alone_hold_no_ffn():
+    # moe.dense_layers 0: the 29 blocks without experts are Mamba2 or attention only, so the arch
+    # count (rules/formulas.yaml arch_dense_ffn_params) adds no dense FFN for them
+    from kb.engine import Evaluated, base_scope, evaluate, resolve
+    from kb.query.workload import Workload
+
+    ev = Evaluated(base_scope(resolve(Workload(model_id="nemotron-3-nano-30b-a3b"), KN), KN))
+    evaluate(KN, ev, ["arch_dense_ffn_params"])
+    h, experts, shared = 2688, 128, 3712
+    # per MoE block: the shared expert (3 matrices in the formula's gated count) and the router
+    assert ev.scope["arch_dense_ffn_params"] == 23 * (3 * h * shared + h * experts)

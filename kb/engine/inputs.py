@@ -156,9 +156,12 @@ def _layer_kinds(m: Model) -> Scope:
     """Attention, routed-expert and state (linear-attention / state-space) layers of a model."""
     moe, rec = m.get("moe"), m.get("recurrent")
     attention = m.get("attention_layers")
+    moe_layers = (moe.get("moe_layers") or m["layers"]) if moe else 0
+    dense_layers = moe.get("dense_layers") if moe else None
     return {
         "model.attention_layers": m["layers"] if attention is None else attention,
-        "model.moe_layers": (moe.get("moe_layers") or m["layers"]) if moe else 0,
+        "model.moe_layers": moe_layers,
+        "model.dense_ffn_layers": m["layers"] - moe_layers if dense_layers is None else dense_layers,
         "model.dense_intermediate_size": (moe and moe.get("dense_intermediate_size")) or m["intermediate_size"],
         "model.shared_intermediate_size": ((moe and moe.get("shared_expert_intermediate_size"))
                                            or m["intermediate_size"]),

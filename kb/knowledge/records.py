@@ -123,6 +123,7 @@ class Moe(TypedDict):
     moe_layers: NotRequired[int | None]
     shared_expert_intermediate_size: NotRequired[int | None]
     dense_intermediate_size: NotRequired[int | None]
+    dense_layers: NotRequired[int | None]
 
 
 class Recurrent(TypedDict):

@@ -300,6 +300,9 @@ class MoeSchema(Strict):
     moe_layers: int | None = None
     shared_expert_intermediate_size: int | None = Field(default=None, gt=0)
     dense_intermediate_size: int | None = Field(default=None, gt=0)
+    # blocks with a dense FFN; by default every layer without routed experts. 0 where the blocks
+    # without experts are token mixers alone (Nemotron-H: Mamba2, attention and MoE blocks apart)
+    dense_layers: int | None = Field(default=None, ge=0)
 
 
 class RecurrentSchema(Strict):

@@ -111,7 +111,7 @@ VIEWS: dict[str, View] = {
                  "price_usd cloud_usd_per_hour tensor_unpublished"),
     "MlaSchema": View("Mla", "records", optional="qk_nope_head_dim v_head_dim q_lora_rank"),
     "MoeSchema": View("Moe", "records", optional="moe_layers shared_expert_intermediate_size "
-                                                  "dense_intermediate_size"),
+                                                  "dense_intermediate_size dense_layers"),
     "ModelSchema": View(
         "Model", "records", why="A models.yaml entry. One read from a config.json (kb.engine.hfconfig) "
         "has the keys that are not NotRequired, and of the rest only those its config sets.",
