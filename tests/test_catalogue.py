@@ -32,6 +32,13 @@ def _attention(m: dict[str, Any]) -> float:
     return 2 * h * heads * hd + 2 * h * m["kv_heads"] * hd     # q, o + k, v
 
 
+def _global_attention(m: dict[str, Any]) -> float:
+    """One of Gemma 4's full-attention layers: q and o at global_head_dim, k (and v unless
+    attention_k_eq_v) on num_global_key_value_heads."""
+    g, h = m["global_attention"], m["hidden_size"]
+    return 2 * h * m["attention_heads"] * g["head_dim"] + (1 if g.get("shared_kv") else 2) * h * g["kv_heads"] * g["head_dim"]
+
+
 def _mlp(m: dict[str, Any], width: int) -> float:
     return (3 if m.get("mlp", "gated") == "gated" else 2) * m["hidden_size"] * width
 
@@ -83,7 +90,9 @@ def recomputed(m: dict[str, Any], active: bool = False) -> float:
     if counted != "both":        # the card's active count leaves out the input embeddings (and the head)
         embed = 0
         head = head if counted == "output" else 0
-    mixers = attention_layers * _attention(m) + (state_layers * _recurrent(m) if state_layers else 0)
+    global_layers = attention_layers - (m.get("sliding_window_layers") or 0) if m.get("global_attention") else 0
+    mixers = (attention_layers - global_layers) * _attention(m) + (global_layers * _global_attention(m) if global_layers else 0) \
+        + (state_layers * _recurrent(m) if state_layers else 0)
     # the card counts an encoder in both figures, unless its active count is the decoder core alone
     encoder = 0 if counted == "none" else m.get("encoder_params") or 0
     return mixers + _per_layer_projections(m) + _ffn(m, active) + m["layers"] * 2 * h + h + embed + head + encoder

@@ -37,6 +37,9 @@ MODELS = [
     ("minimax m2.7", "minimax-m2.7", 230e9, "hf-minimax-m2.7"),                      # M2's 230B
     ("nemotron 3 nano", "nemotron-3-nano-30b-a3b", 31.6e9, "hf-nemotron-3-nano-30b-a3b"),  # report: 31.6B (card: 30B)
     ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "nemotron-3-nano-30b-a3b", 31.6e9, "hf-nemotron-3-nano-30b-a3b"),
+    ("gemma 4 31b", "gemma-4-31b", 30.7e9, "hf-gemma-4-31b"),                        # card: 30.7B
+    ("gemma 4 26b a4b", "gemma-4-26b-a4b", 26e9, "hf-gemma-4-26b-a4b"),              # card: 26B total
+    ("gemma 4 27b", "gemma-4-26b-a4b", 26e9, "hf-gemma-4-26b-a4b"),                  # no 27B: the nearest Gemma 4
 ]
 
 
@@ -108,3 +111,13 @@ def test_blocks_without_experts_that_are_mixers_alone_hold_no_ffn():
     h, experts, shared = 2688, 128, 3712
     # per MoE block: the shared expert (3 matrices in the formula's gated count) and the router
     assert ev.scope["arch_dense_ffn_params"] == 23 * (3 * h * shared + h * experts)
+
+
+def test_gemma_4_global_layers_have_their_own_kv_geometry():
+    # gemma-4-31B config.json: 50 sliding layers (window 1024) with 16 KV heads of 256, and 10
+    # global layers with num_global_key_value_heads 4 of global_head_dim 512 (a key and a value
+    # each in the cache). At 32,768 tokens in bf16: 50 x 1024 x 2 x 16 x 256 x 2 B
+    # + 10 x 32768 x 2 x 4 x 512 x 2 B = 838,860,800 + 2,684,354,560 = 3,523,215,360 B, the figure a
+    # third-party cache inspector gives for the same config (sources.yaml hf-gemma-4-31b).
+    got = ask("serve gemma 4 31b bf16 32k context on h100").to_dict()["memory"]["kv_cache_gb_per_user"]
+    assert got == pytest.approx(3_523_215_360 / BYTES_PER_GB, rel=1e-6)

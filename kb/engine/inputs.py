@@ -152,14 +152,28 @@ def stack_platforms(rt: Runtime, task: str) -> list[str]:
     return list(well.get(task) or well.get("default") or rt["platforms"])
 
 
+def _global_attention(m: Model, attention_layers: int) -> Scope:
+    """The full-attention layers that have their own KV geometry (Gemma 4's global layers), and
+    that geometry; none for a model whose attention layers are all alike."""
+    ga = m.get("global_attention")
+    if not ga:
+        return {"model.global_layers": 0, "model.global_kv_heads": 0, "model.global_head_dim": 0,
+                "model.global_shared_kv": False}
+    sliding = (m.get("sliding_window_layers") or 0) if m.get("sliding_window") else 0
+    return {"model.global_layers": attention_layers - sliding, "model.global_kv_heads": ga["kv_heads"],
+            "model.global_head_dim": ga["head_dim"], "model.global_shared_kv": bool(ga.get("shared_kv"))}
+
+
 def _layer_kinds(m: Model) -> Scope:
     """Attention, routed-expert and state (linear-attention / state-space) layers of a model."""
     moe, rec = m.get("moe"), m.get("recurrent")
     attention = m.get("attention_layers")
     moe_layers = (moe.get("moe_layers") or m["layers"]) if moe else 0
     dense_layers = moe.get("dense_layers") if moe else None
+    attention_layers = m["layers"] if attention is None else attention
     return {
-        "model.attention_layers": m["layers"] if attention is None else attention,
+        **_global_attention(m, attention_layers),
+        "model.attention_layers": attention_layers,
         "model.moe_layers": moe_layers,
         "model.dense_ffn_layers": m["layers"] - moe_layers if dense_layers is None else dense_layers,
         "model.dense_intermediate_size": (moe and moe.get("dense_intermediate_size")) or m["intermediate_size"],

@@ -108,6 +108,14 @@ class PerLayerEmbedding(TypedDict):
     width: int
 
 
+class GlobalAttention(TypedDict):
+    """Gemma 4: the full-attention layers' own KV geometry; the sliding-window layers keep the model's
+    kv_heads and head_dim."""
+    kv_heads: int
+    head_dim: int
+    shared_kv: bool
+
+
 class Mla(TypedDict):
     kv_lora_rank: int
     qk_rope_head_dim: int
@@ -166,6 +174,7 @@ class Model(TypedDict):
     attention_layers: NotRequired[int | None]
     kv_shared_layers: NotRequired[int | None]
     per_layer_embedding: NotRequired[PerLayerEmbedding | None]
+    global_attention: NotRequired[GlobalAttention | None]
     mla: NotRequired[Mla | None]
     moe: NotRequired[Moe | None]
     recurrent: NotRequired[Recurrent | None]

@@ -316,6 +316,14 @@ class RecurrentSchema(Strict):
     conv_kernel: Count
 
 
+class GlobalAttentionSchema(Strict):
+    """Gemma 4: the full-attention layers' own KV geometry; the sliding-window layers keep the
+    model's kv_heads and head_dim."""
+    kv_heads: Count                 # num_global_key_value_heads
+    head_dim: Count                 # global_head_dim
+    shared_kv: bool = False         # attention_k_eq_v: keys and values from one projection (no v_proj)
+
+
 class PerLayerEmbeddingSchema(Strict):
     """Gemma 3n per-layer embeddings: each layer looks up its own vocab_size × width table (no matmul)."""
     vocab_size: Count
@@ -349,6 +357,7 @@ class ModelSchema(Strict):
     attention_layers: int | None = Field(default=None, ge=0)
     kv_shared_layers: int | None = Field(default=None, ge=0)
     per_layer_embedding: PerLayerEmbeddingSchema | None = None
+    global_attention: GlobalAttentionSchema | None = None
     mla: MlaSchema | None = None
     moe: MoeSchema | None = None
     recurrent: RecurrentSchema | None = None
