@@ -29,6 +29,11 @@ def _attention(m: dict[str, Any]) -> float:
             + mla["kv_lora_rank"] * heads * (mla["qk_nope_head_dim"] + mla["v_head_dim"])
         return q + kv + heads * mla["v_head_dim"] * h
     hd = m["head_dim"]
+    ca = m.get("compressed_attention")
+    if ca:      # DeepSeek V4: low-rank q; one shared key-value projection; grouped low-rank output
+        q = h * ca["q_lora_rank"] + ca["q_lora_rank"] * heads * hd
+        o = heads * hd * ca["o_lora_rank"] + ca["o_groups"] * ca["o_lora_rank"] * h
+        return q + h * m["kv_heads"] * hd + o
     return 2 * h * heads * hd + 2 * h * m["kv_heads"] * hd     # q, o + k, v
 
 

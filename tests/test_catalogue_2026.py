@@ -40,6 +40,9 @@ MODELS = [
     ("gemma 4 31b", "gemma-4-31b", 30.7e9, "hf-gemma-4-31b"),                        # card: 30.7B
     ("gemma 4 26b a4b", "gemma-4-26b-a4b", 26e9, "hf-gemma-4-26b-a4b"),              # card: 26B total
     ("gemma 4 27b", "gemma-4-26b-a4b", 26e9, "hf-gemma-4-26b-a4b"),                  # no 27B: the nearest Gemma 4
+    ("deepseek v4 flash", "deepseek-v4-flash", 284e9, "hf-deepseek-v4-flash"),       # card: 284B total, 13B activated
+    ("deepseek-ai/DeepSeek-V4-Flash", "deepseek-v4-flash", 284e9, "hf-deepseek-v4-flash"),
+    ("deepseek v4 pro", "deepseek-v4-pro", 1.6e12, "hf-deepseek-v4-pro"),            # card: 1.6T total, 49B activated
 ]
 
 
@@ -121,3 +124,29 @@ def test_gemma_4_global_layers_have_their_own_kv_geometry():
     # third-party cache inspector gives for the same config (sources.yaml hf-gemma-4-31b).
     got = ask("serve gemma 4 31b bf16 32k context on h100").to_dict()["memory"]["kv_cache_gb_per_user"]
     assert got == pytest.approx(3_523_215_360 / BYTES_PER_GB, rel=1e-6)
+
+
+GIB = 2 ** 30
+
+
+def test_deepseek_v4_pro_cache_at_a_million_tokens_is_the_published_figure():
+    # DeepSeek-V4-Pro config.json: 61 layers, one key-value head of 512 that is key and value; a raw
+    # 128-token window on every layer; 30 layers with a pooled row per 4 tokens plus a 128-wide
+    # indexer key, 31 with a row per 128 tokens. At 1,048,576 tokens in bf16:
+    # (61 x 128 x 512 + 30 x 262,144 x 640 + 31 x 8,192 x 512) x 2 B = 10,334,371,840 B = 9.62 GiB,
+    # the per-sequence figure launch coverage of the release quotes (sources.yaml hf-deepseek-v4-pro).
+    got = ask("serve deepseek v4 pro bf16 1m context on 8x b200").to_dict()["memory"]["kv_cache_gb_per_user"]
+    assert got * BYTES_PER_GB / GIB == pytest.approx(9.62, abs=0.01)
+
+
+def test_deepseek_v4_native_checkpoint_is_fp4_experts_and_fp8_elsewhere():
+    # precisions.yaml fp4-experts-fp8: routed experts at 4.25 bits (E2M1 + a UE8M0 scale per 32),
+    # the rest at 8. DeepSeek-V4-Flash config figures: 43 layers x 256 experts x 3 x 4096 x 2048 =
+    # 277.0B routed-expert parameters of the 283.8B the figures count.
+    m = KN.models["deepseek-v4-flash"]
+    experts = 43 * 256 * 3 * 4096 * 2048
+    from tests.test_catalogue import recomputed
+    share = experts / recomputed(m)
+    expected = m["params_total"] * (share * 4.25 / 8 + (1 - share) * 1) / BYTES_PER_GB
+    got = ask("serve deepseek v4 flash on 8x h200").to_dict()["memory"]["breakdown"]["weights_gb"]
+    assert got == pytest.approx(expected, rel=2e-3)

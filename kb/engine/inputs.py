@@ -62,6 +62,7 @@ def base_scope(r: Resolved, kn: Knowledge) -> Scope:
         "gpu_candidates": None, "fitting_gpus": None, "fewest_gpus_needed": None,
         "precision.kind": r.precision["kind"],
         "precision.experts_only": bool(r.precision.get("experts_only")),
+        "precision.others_bits": r.precision.get("others_bits") or 0,
     })
     scope.update(kinds)
     rt = r.runtime
@@ -164,6 +165,16 @@ def _global_attention(m: Model, attention_layers: int) -> Scope:
             "model.global_head_dim": ga["head_dim"], "model.global_shared_kv": bool(ga.get("shared_kv"))}
 
 
+def _compressed_attention(m: Model) -> Scope:
+    """DeepSeek V4's compressed attention (models.yaml compressed_attention): the low-rank query
+    and output widths and the layers that keep pooled rows; zeros for other models."""
+    ca = m.get("compressed_attention")
+    names = ("q_lora_rank", "o_lora_rank", "o_groups", "sparse_layers", "sparse_ratio", "heavy_layers",
+             "heavy_ratio", "indexer_head_dim")
+    return {"model.compressed_attention": bool(ca),
+            **{f"model.csa_{name}": ca[name] if ca else 0 for name in names}}
+
+
 def _layer_kinds(m: Model) -> Scope:
     """Attention, routed-expert and state (linear-attention / state-space) layers of a model."""
     moe, rec = m.get("moe"), m.get("recurrent")
@@ -172,7 +183,7 @@ def _layer_kinds(m: Model) -> Scope:
     dense_layers = moe.get("dense_layers") if moe else None
     attention_layers = m["layers"] if attention is None else attention
     return {
-        **_global_attention(m, attention_layers),
+        **_global_attention(m, attention_layers), **_compressed_attention(m),
         "model.attention_layers": attention_layers,
         "model.moe_layers": moe_layers,
         "model.dense_ffn_layers": m["layers"] - moe_layers if dense_layers is None else dense_layers,

@@ -54,6 +54,7 @@ class Precision(TypedDict):
     weight_only: bool
     fallback: list[Literal["fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4", "fp4"]]
     dequantized: list[Literal["fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4", "fp4"]]
+    others_bits: float | None
     aliases: list[str]
     runtime: str | None
     source: str
@@ -116,6 +117,25 @@ class GlobalAttention(TypedDict):
     shared_kv: bool
 
 
+class CompressedAttention(TypedDict):
+    """DeepSeek V4's hybrid attention. Queries come through a low-rank projection; each layer has one
+    key-value head whose vector serves as key and value; the output goes through a grouped low-rank
+    projection. Every layer attends to a raw window of the latest tokens (the model's sliding_window) and to
+    pooled rows of the older ones: a sparse layer keeps one row per sparse_ratio tokens and an indexer key per
+    row, which picks indexer_topk rows for each query (Compressed Sparse Attention); a heavy layer keeps one
+    row per heavy_ratio tokens and reads them all (Heavily Compressed Attention)."""
+    q_lora_rank: int
+    o_lora_rank: int
+    o_groups: int
+    sparse_layers: int
+    sparse_ratio: int
+    heavy_layers: int
+    heavy_ratio: int
+    indexer_heads: int
+    indexer_head_dim: int
+    indexer_topk: int
+
+
 class Mla(TypedDict):
     kv_lora_rank: int
     qk_rope_head_dim: int
@@ -175,6 +195,7 @@ class Model(TypedDict):
     kv_shared_layers: NotRequired[int | None]
     per_layer_embedding: NotRequired[PerLayerEmbedding | None]
     global_attention: NotRequired[GlobalAttention | None]
+    compressed_attention: NotRequired[CompressedAttention | None]
     mla: NotRequired[Mla | None]
     moe: NotRequired[Moe | None]
     recurrent: NotRequired[Recurrent | None]

@@ -62,6 +62,9 @@ class PrecisionSchema(Strict):
     weight_only: bool = False
     fallback: list[TensorPrecision] = []
     dequantized: list[TensorPrecision] = []
+    # an experts_only format: the bits of the tensors it leaves out (attention, shared experts,
+    # router); 16-bit when absent
+    others_bits: Positive | None = None
     aliases: list[Name] = []
     # the one runtime that loads a file of this format (EXL2: ExLlamaV2), when only one does
     runtime: Slug | None = None
@@ -324,6 +327,26 @@ class GlobalAttentionSchema(Strict):
     shared_kv: bool = False         # attention_k_eq_v: keys and values from one projection (no v_proj)
 
 
+class CompressedAttentionSchema(Strict):
+    """DeepSeek V4's hybrid attention. Queries come through a low-rank projection; each layer has
+    one key-value head whose vector serves as key and value; the output goes through a grouped
+    low-rank projection. Every layer attends to a raw window of the latest tokens (the model's
+    sliding_window) and to pooled rows of the older ones: a sparse layer keeps one row per
+    sparse_ratio tokens and an indexer key per row, which picks indexer_topk rows for each query
+    (Compressed Sparse Attention); a heavy layer keeps one row per heavy_ratio tokens and reads
+    them all (Heavily Compressed Attention)."""
+    q_lora_rank: Count
+    o_lora_rank: Count
+    o_groups: Count
+    sparse_layers: int = Field(ge=0)
+    sparse_ratio: Count
+    heavy_layers: int = Field(ge=0)
+    heavy_ratio: Count
+    indexer_heads: Count
+    indexer_head_dim: Count
+    indexer_topk: Count
+
+
 class PerLayerEmbeddingSchema(Strict):
     """Gemma 3n per-layer embeddings: each layer looks up its own vocab_size × width table (no matmul)."""
     vocab_size: Count
@@ -358,6 +381,7 @@ class ModelSchema(Strict):
     kv_shared_layers: int | None = Field(default=None, ge=0)
     per_layer_embedding: PerLayerEmbeddingSchema | None = None
     global_attention: GlobalAttentionSchema | None = None
+    compressed_attention: CompressedAttentionSchema | None = None
     mla: MlaSchema | None = None
     moe: MoeSchema | None = None
     recurrent: RecurrentSchema | None = None
