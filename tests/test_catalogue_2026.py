@@ -150,3 +150,12 @@ def test_deepseek_v4_native_checkpoint_is_fp4_experts_and_fp8_elsewhere():
     expected = m["params_total"] * (share * 4.25 / 8 + (1 - share) * 1) / BYTES_PER_GB
     got = ask("serve deepseek v4 flash on 8x h200").to_dict()["memory"]["breakdown"]["weights_gb"]
     assert got == pytest.approx(expected, rel=2e-3)
+
+
+def test_a_sparse_attention_indexer_caches_its_own_key():
+    # DeepSeek-V3.2 config.json: 61 MLA layers caching kv_lora 512 + rope 64 values, and a lightning
+    # indexer whose key per token and layer is 128 FP8 values with an FP32 scale per 128 (the
+    # reference inference code's k_cache float8_e4m3fn and k_scale_cache float32): 132 bytes.
+    # At 131,072 tokens with a bf16 cache: 61 x 131,072 x (576 x 2 + 132) B.
+    got = ask("serve deepseek-v3.2 bf16 128k context on 8x h200").to_dict()["memory"]["kv_cache_gb_per_user"]
+    assert got == pytest.approx(61 * 131_072 * (576 * 2 + 132) / BYTES_PER_GB, rel=1e-6)

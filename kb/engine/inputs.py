@@ -167,12 +167,16 @@ def _global_attention(m: Model, attention_layers: int) -> Scope:
 
 def _compressed_attention(m: Model) -> Scope:
     """DeepSeek V4's compressed attention (models.yaml compressed_attention): the low-rank query
-    and output widths and the layers that keep pooled rows; zeros for other models."""
+    and output widths and the layers that keep pooled rows; and a sparse-attention indexer's
+    cached key (models.yaml indexer: DeepSeek-V3.2, GLM-5). Zeros for other models."""
     ca = m.get("compressed_attention")
     names = ("q_lora_rank", "o_lora_rank", "o_groups", "sparse_layers", "sparse_ratio", "heavy_layers",
              "heavy_ratio", "indexer_head_dim")
+    ix = m.get("indexer")
     return {"model.compressed_attention": bool(ca),
-            **{f"model.csa_{name}": ca[name] if ca else 0 for name in names}}
+            **{f"model.csa_{name}": ca[name] if ca else 0 for name in names},
+            "model.indexer_head_dim": ix["head_dim"] if ix else 0,
+            "model.indexer_key_bits": (ix.get("key_bits") or 0) if ix else 0}
 
 
 def _layer_kinds(m: Model) -> Scope:

@@ -136,6 +136,16 @@ class CompressedAttention(TypedDict):
     indexer_topk: int
 
 
+class Indexer(TypedDict):
+    """DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5): a lightning indexer scores every earlier token with
+    its own small key, cached per token and layer beside the attention's, and each query attends to the topk
+    it picks."""
+    heads: int
+    head_dim: int
+    topk: int
+    key_bits: NotRequired[float | None]
+
+
 class Mla(TypedDict):
     kv_lora_rank: int
     qk_rope_head_dim: int
@@ -196,6 +206,7 @@ class Model(TypedDict):
     per_layer_embedding: NotRequired[PerLayerEmbedding | None]
     global_attention: NotRequired[GlobalAttention | None]
     compressed_attention: NotRequired[CompressedAttention | None]
+    indexer: NotRequired[Indexer | None]
     mla: NotRequired[Mla | None]
     moe: NotRequired[Moe | None]
     recurrent: NotRequired[Recurrent | None]

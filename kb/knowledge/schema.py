@@ -17,7 +17,7 @@ from kb.knowledge.schema_query import (CostBatchSchema, CostPerSchema, DefaultsS
                                        QuestionFormatSchema, QueryFile, SituationSchema, SolveSchema, UnitSchema,
                                        UnnamedModelSchema)
 from kb.knowledge.schema_catalogue import (BareSizeSchema, ClaimSchema, ConfigDefaultsSchema, GpuSchema, GpusFile, InterconnectSchema, MlaSchema, ModelSchema,
-                                 CompressedAttentionSchema, GlobalAttentionSchema, ModelsFile, MoeSchema, ObjectiveSchema, PerLayerEmbeddingSchema, PrecisionSchema,
+                                 CompressedAttentionSchema, GlobalAttentionSchema, IndexerSchema, ModelsFile, MoeSchema, ObjectiveSchema, PerLayerEmbeddingSchema, PrecisionSchema,
                                  PrecisionsFile, RecipeSchema, RecipeSetSchema, RecipeWhenSchema, RecurrentSchema,
                                  RuntimeSchema, RuntimeDefaultsSchema, RuntimesFile, ShardingSchema, ShardingFile,
                                  SourceSchema, SourcesFile, TensorPrecision, TensorTflopsSchema)
@@ -27,7 +27,7 @@ from kb.knowledge.schema_catalogue import (BareSizeSchema, ClaimSchema, ConfigDe
 __all__ = ["CostBatchSchema", "CostPerSchema", "DefaultsSchema", "LocalFallbackSchema", "PhraseSchema",
            "QuestionFormatSchema", "QueryFile", "SituationSchema", "SolveSchema", "UnitSchema", "UnnamedModelSchema",
            "BareSizeSchema", "ClaimSchema", "ConfigDefaultsSchema", "GpuSchema", "GpusFile", "InterconnectSchema", "MlaSchema", "ModelSchema", "ModelsFile",
-           "CompressedAttentionSchema", "GlobalAttentionSchema", "MoeSchema", "ObjectiveSchema", "PerLayerEmbeddingSchema", "PrecisionSchema", "PrecisionsFile", "RecipeSchema",
+           "CompressedAttentionSchema", "GlobalAttentionSchema", "IndexerSchema", "MoeSchema", "ObjectiveSchema", "PerLayerEmbeddingSchema", "PrecisionSchema", "PrecisionsFile", "RecipeSchema",
            "RecipeSetSchema", "RecipeWhenSchema", "RecurrentSchema", "RuntimeSchema", "RuntimeDefaultsSchema", "RuntimesFile",
            "ShardingSchema", "ShardingFile", "SourceSchema", "SourcesFile", "TensorPrecision", "TensorTflopsSchema",
            "Month", "Name", "NodeId", "NonNeg", "Optimizer", "Positive", "PurchaseUsd", "Slug",

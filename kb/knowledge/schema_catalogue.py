@@ -327,6 +327,16 @@ class GlobalAttentionSchema(Strict):
     shared_kv: bool = False         # attention_k_eq_v: keys and values from one projection (no v_proj)
 
 
+class IndexerSchema(Strict):
+    """DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5): a lightning indexer scores every earlier
+    token with its own small key, cached per token and layer beside the attention's, and each
+    query attends to the topk it picks."""
+    heads: Count                    # index_n_heads
+    head_dim: Count                 # index_head_dim: the width of the cached key
+    topk: Count                     # index_topk
+    key_bits: Positive | None = None    # bits per cached key value (FP8 and its scales); the KV cache's when absent
+
+
 class CompressedAttentionSchema(Strict):
     """DeepSeek V4's hybrid attention. Queries come through a low-rank projection; each layer has
     one key-value head whose vector serves as key and value; the output goes through a grouped
@@ -382,6 +392,7 @@ class ModelSchema(Strict):
     per_layer_embedding: PerLayerEmbeddingSchema | None = None
     global_attention: GlobalAttentionSchema | None = None
     compressed_attention: CompressedAttentionSchema | None = None
+    indexer: IndexerSchema | None = None
     mla: MlaSchema | None = None
     moe: MoeSchema | None = None
     recurrent: RecurrentSchema | None = None

@@ -110,6 +110,7 @@ VIEWS: dict[str, View] = {
                  "memory_data_rate_gbps pcie_generation ecc form_factor source field_sources notes "
                  "price_usd cloud_usd_per_hour tensor_unpublished"),
     "MlaSchema": View("Mla", "records", optional="qk_nope_head_dim v_head_dim q_lora_rank"),
+    "IndexerSchema": View("Indexer", "records", optional="key_bits"),
     "MoeSchema": View("Moe", "records", optional="moe_layers shared_expert_intermediate_size "
                                                   "dense_intermediate_size dense_layers"),
     "ModelSchema": View(
@@ -117,7 +118,7 @@ VIEWS: dict[str, View] = {
         "has the keys that are not NotRequired, and of the rest only those its config sets.",
         optional="aliases mlp active_embeddings encoder_params card_rounding sliding_window "
                  "sliding_window_layers local_attention attention_layers kv_shared_layers "
-                 "per_layer_embedding global_attention compressed_attention mla moe recurrent native_precision native_source notes"),
+                 "per_layer_embedding global_attention compressed_attention indexer mla moe recurrent native_precision native_source notes"),
     "ShardingFile": View("ShardingTable", "records", total=False,
                          why="runtimes.yaml's sharding; {} when it has none."),
     "QueryFile": View("QueryRules", "records_rules"),
