@@ -33,6 +33,8 @@ MODELS = [
     ("glm 5.1", "glm-5.1", 744e9, "hf-glm-5.1"),                                     # 744B total, 40B active
     ("glm-5.1", "glm-5.1", 744e9, "hf-glm-5.1"),
     ("kimi k2.5", "kimi-k2.5", 1.04e12, "hf-kimi-k2.5"),                             # 1.04T backbone (NVIDIA: 1T)
+    ("kimi k2.6", "kimi-k2.6", 1e12, "hf-kimi-k2.6"),                                # card: 1T total, 32B active
+    ("glm 5.2", "glm-5.2", 744e9, "hf-glm-5.2"),                                     # 744B total (753B with MTP)
     ("minimax m2.5", "minimax-m2.5", 229.9e9, "hf-minimax-m2.5"),                    # report: 229.9B total
     ("minimax m2.7", "minimax-m2.7", 230e9, "hf-minimax-m2.7"),                      # M2's 230B
     ("nemotron 3 nano", "nemotron-3-nano-30b-a3b", 31.6e9, "hf-nemotron-3-nano-30b-a3b"),  # report: 31.6B (card: 30B)
@@ -159,3 +161,11 @@ def test_a_sparse_attention_indexer_caches_its_own_key():
     # At 131,072 tokens with a bf16 cache: 61 x 131,072 x (576 x 2 + 132) B.
     got = ask("serve deepseek-v3.2 bf16 128k context on 8x h200").to_dict()["memory"]["kv_cache_gb_per_user"]
     assert got == pytest.approx(61 * 131_072 * (576 * 2 + 132) / BYTES_PER_GB, rel=1e-6)
+
+
+def test_indexshare_keeps_one_layer_of_indexer_keys_in_four():
+    # GLM-5.2: GLM-5's 78 MLA layers (512 + 64 cached values each) and one DSA indexer (keys of 128)
+    # for every four layers (IndexShare). At 1,048,576 tokens in bf16, with the indexer keys in the
+    # KV cache's format: 78 x (576 + 128 / 4) x 2 B per token.
+    got = ask("serve glm 5.2 bf16 1m context on 8x b300").to_dict()["memory"]["kv_cache_gb_per_user"]
+    assert got == pytest.approx(78 * (576 + 128 / 4) * 2 * 1_048_576 / BYTES_PER_GB, rel=1e-6)

@@ -176,7 +176,8 @@ def _compressed_attention(m: Model) -> Scope:
     return {"model.compressed_attention": bool(ca),
             **{f"model.csa_{name}": ca[name] if ca else 0 for name in names},
             "model.indexer_head_dim": ix["head_dim"] if ix else 0,
-            "model.indexer_key_bits": (ix.get("key_bits") or 0) if ix else 0}
+            "model.indexer_key_bits": (ix.get("key_bits") or 0) if ix else 0,
+            "model.layers_per_indexer": ix.get("layers_per_indexer", 1) if ix else 1}
 
 
 def _layer_kinds(m: Model) -> Scope:

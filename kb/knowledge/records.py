@@ -144,6 +144,7 @@ class Indexer(TypedDict):
     head_dim: int
     topk: int
     key_bits: NotRequired[float | None]
+    layers_per_indexer: NotRequired[int]
 
 
 class Mla(TypedDict):

@@ -335,6 +335,7 @@ class IndexerSchema(Strict):
     head_dim: Count                 # index_head_dim: the width of the cached key
     topk: Count                     # index_topk
     key_bits: Positive | None = None    # bits per cached key value (FP8 and its scales); the KV cache's when absent
+    layers_per_indexer: Count = 1       # GLM-5.2's IndexShare: one indexer (and its keys) serves this many layers
 
 
 class CompressedAttentionSchema(Strict):

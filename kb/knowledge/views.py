@@ -110,7 +110,7 @@ VIEWS: dict[str, View] = {
                  "memory_data_rate_gbps pcie_generation ecc form_factor source field_sources notes "
                  "price_usd cloud_usd_per_hour tensor_unpublished"),
     "MlaSchema": View("Mla", "records", optional="qk_nope_head_dim v_head_dim q_lora_rank"),
-    "IndexerSchema": View("Indexer", "records", optional="key_bits"),
+    "IndexerSchema": View("Indexer", "records", optional="key_bits layers_per_indexer"),
     "MoeSchema": View("Moe", "records", optional="moe_layers shared_expert_intermediate_size "
                                                   "dense_intermediate_size dense_layers"),
     "ModelSchema": View(
