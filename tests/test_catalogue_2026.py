@@ -91,8 +91,9 @@ def test_a_bare_decimal_still_needs_its_unit():
 
 
 def test_a_version_the_catalogue_lacks_is_not_read_as_another():
-    with pytest.raises(QueryError):
+    with pytest.raises(QueryError) as err:
         parse("serve glm 5.9 on h100", KN)
+    assert "no glm model 5.9" in str(err.value)
 
 
 def test_nemotron_h_keeps_a_cache_in_its_attention_blocks_and_a_state_in_its_mamba_blocks():

@@ -170,11 +170,16 @@ def _compressed_attention(m: Model) -> Scope:
     and output widths and the layers that keep pooled rows; and a sparse-attention indexer's
     cached key (models.yaml indexer: DeepSeek-V3.2, GLM-5). Zeros for other models."""
     ca = m.get("compressed_attention")
-    names = ("q_lora_rank", "o_lora_rank", "o_groups", "sparse_layers", "sparse_ratio", "heavy_layers",
-             "heavy_ratio", "indexer_head_dim")
     ix = m.get("indexer")
     return {"model.compressed_attention": bool(ca),
-            **{f"model.csa_{name}": ca[name] if ca else 0 for name in names},
+            "model.csa_q_lora_rank": ca["q_lora_rank"] if ca else 0,
+            "model.csa_o_lora_rank": ca["o_lora_rank"] if ca else 0,
+            "model.csa_o_groups": ca["o_groups"] if ca else 0,
+            "model.csa_sparse_layers": ca["sparse_layers"] if ca else 0,
+            "model.csa_sparse_ratio": ca["sparse_ratio"] if ca else 0,
+            "model.csa_heavy_layers": ca["heavy_layers"] if ca else 0,
+            "model.csa_heavy_ratio": ca["heavy_ratio"] if ca else 0,
+            "model.csa_indexer_head_dim": ca["indexer_head_dim"] if ca else 0,
             "model.indexer_head_dim": ix["head_dim"] if ix else 0,
             "model.indexer_key_bits": (ix.get("key_bits") or 0) if ix else 0,
             "model.layers_per_indexer": ix.get("layers_per_indexer", 1) if ix else 1}

@@ -198,6 +198,11 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
         if scaled(tok.text) and self.length_tok is None:
             self.length_tok = tok
             return
+        if self.family is not None:          # 'glm 5.9': a version of the family the catalogue lacks
+            fam, ftok = self.family
+            known = [mid for mid, m in self.kn.models.items() if in_series(mid, m["family"], fam)]
+            raise self.fail(ftok, f"no {fam} model {tok.text} in models.yaml", known[-1] if known else None,
+                            expected=known[-6:], width=tok.end - ftok.col)
         raise self.fail(tok, f"the number {tok.text} has no unit", f"{tok.text} users",
                         expected=["users", "context", "seq", "batch", "rank", "tokens"])
 
