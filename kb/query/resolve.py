@@ -199,10 +199,7 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
             self.length_tok = tok
             return
         if self.family is not None:          # 'glm 5.9': a version of the family the catalogue lacks
-            fam, ftok = self.family
-            known = [mid for mid, m in self.kn.models.items() if in_series(mid, m["family"], fam)]
-            raise self.fail(ftok, f"no {fam} model {tok.text} in models.yaml", known[-1] if known else None,
-                            expected=known[-6:], width=tok.end - ftok.col)
+            raise self.unknown_version(*self.family, tok)
         raise self.fail(tok, f"the number {tok.text} has no unit", f"{tok.text} users",
                         expected=["users", "context", "seq", "batch", "rank", "tokens"])
 
@@ -397,9 +394,3 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
             if ratio < 0.25 and (best is None or (variant, ratio) <= (best[0], best[1] + 1e-9)):
                 best = (variant, ratio, mid)
         return best[2] if best else None
-
-    def _family_example(self, family: str) -> str | None:
-        for mid, m in self.kn.models.items():
-            if in_series(mid, m["family"], family):
-                return mid
-        return None
