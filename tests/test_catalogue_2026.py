@@ -144,13 +144,14 @@ def test_deepseek_v4_pro_cache_at_a_million_tokens_is_the_published_figure():
 
 def test_deepseek_v4_native_checkpoint_is_fp4_experts_and_fp8_elsewhere():
     # precisions.yaml fp4-experts-fp8: routed experts at 4.25 bits (E2M1 + a UE8M0 scale per 32),
-    # the rest at 8. DeepSeek-V4-Flash config figures: 43 layers x 256 experts x 3 x 4096 x 2048 =
-    # 277.0B routed-expert parameters of the 283.8B the figures count.
+    # the embeddings and head 16-bit, the rest at 8. DeepSeek-V4-Flash config figures: 43 layers x
+    # 256 experts x 3 x 4096 x 2048 = 277.0B routed-expert parameters and 2 x 129,280 x 4096 =
+    # 1.06B of embeddings, of the 283.8B the figures count.
     m = KN.models["deepseek-v4-flash"]
-    experts = 43 * 256 * 3 * 4096 * 2048
+    experts, embeddings = 43 * 256 * 3 * 4096 * 2048, 2 * 129_280 * 4096
     from tests.test_catalogue import recomputed
-    share = experts / recomputed(m)
-    expected = m["params_total"] * (share * 4.25 / 8 + (1 - share) * 1) / BYTES_PER_GB
+    share, emb = experts / recomputed(m), embeddings / recomputed(m)
+    expected = m["params_total"] * (share * 4.25 / 8 + (1 - share - emb) * 1 + emb * 2) / BYTES_PER_GB
     got = ask("serve deepseek v4 flash on 8x h200").to_dict()["memory"]["breakdown"]["weights_gb"]
     assert got == pytest.approx(expected, rel=2e-3)
 
