@@ -45,11 +45,15 @@ def quantizes_embeddings(precision: str) -> bool:
     return bool(KN.precisions[precision].get("quantizes_embeddings", True))
 
 
-def sixteen_bit_share(precision: str) -> int:
+def sixteen_bit_share(precision: str) -> float:
     """How much a format leaves in 16 bits: 0 nothing, 1 the embeddings and head, 2 everything
-    but the routed experts (a MoE checkpoint's experts-only format)."""
+    but the routed experts (a MoE checkpoint's experts-only format), between 1 and 2 when an
+    experts-only format keeps the embeddings in 16 bits and the rest in fewer (precisions.yaml
+    others_bits: 8 → 1.5)."""
     p = KN.precisions[precision]
-    return 2 if p.get("experts_only") else 0 if p.get("quantizes_embeddings", True) else 1
+    if p.get("experts_only"):
+        return 1 + (p.get("others_bits") or 16) / 16
+    return 0 if p.get("quantizes_embeddings", True) else 1
 
 
 def is_hbm(gpu_id: str) -> bool:

@@ -29,7 +29,19 @@ def _attention(m: dict[str, Any]) -> float:
             + mla["kv_lora_rank"] * heads * (mla["qk_nope_head_dim"] + mla["v_head_dim"])
         return q + kv + heads * mla["v_head_dim"] * h
     hd = m["head_dim"]
+    ca = m.get("compressed_attention")
+    if ca:      # DeepSeek V4: low-rank q; one shared key-value projection; grouped low-rank output
+        q = h * ca["q_lora_rank"] + ca["q_lora_rank"] * heads * hd
+        o = heads * hd * ca["o_lora_rank"] + ca["o_groups"] * ca["o_lora_rank"] * h
+        return q + h * m["kv_heads"] * hd + o
     return 2 * h * heads * hd + 2 * h * m["kv_heads"] * hd     # q, o + k, v
+
+
+def _global_attention(m: dict[str, Any]) -> float:
+    """One of Gemma 4's full-attention layers: q and o at global_head_dim, k (and v unless
+    attention_k_eq_v) on num_global_key_value_heads."""
+    g, h = m["global_attention"], m["hidden_size"]
+    return 2 * h * m["attention_heads"] * g["head_dim"] + (1 if g.get("shared_kv") else 2) * h * g["kv_heads"] * g["head_dim"]
 
 
 def _mlp(m: dict[str, Any], width: int) -> float:
@@ -53,7 +65,8 @@ def _ffn(m: dict[str, Any], active: bool) -> float:
     routed = moe["experts_per_token"] if active else moe["experts"]
     shared = moe.get("shared_experts", 0) * _mlp(m, moe.get("shared_expert_intermediate_size") or m["intermediate_size"])
     per_moe_layer = routed * _mlp(m, m["intermediate_size"]) + shared + h * moe["experts"]
-    dense = (m["layers"] - moe_layers) * _mlp(m, moe.get("dense_intermediate_size") or m["intermediate_size"])
+    dense_layers = m["layers"] - moe_layers if moe.get("dense_layers") is None else moe["dense_layers"]
+    dense = dense_layers * _mlp(m, moe.get("dense_intermediate_size") or m["intermediate_size"])
     return moe_layers * per_moe_layer + dense
 
 
@@ -82,7 +95,9 @@ def recomputed(m: dict[str, Any], active: bool = False) -> float:
     if counted != "both":        # the card's active count leaves out the input embeddings (and the head)
         embed = 0
         head = head if counted == "output" else 0
-    mixers = attention_layers * _attention(m) + (state_layers * _recurrent(m) if state_layers else 0)
+    global_layers = attention_layers - (m.get("sliding_window_layers") or 0) if m.get("global_attention") else 0
+    mixers = (attention_layers - global_layers) * _attention(m) + (global_layers * _global_attention(m) if global_layers else 0) \
+        + (state_layers * _recurrent(m) if state_layers else 0)
     # the card counts an encoder in both figures, unless its active count is the decoder core alone
     encoder = 0 if counted == "none" else m.get("encoder_params") or 0
     return mixers + _per_layer_projections(m) + _ffn(m, active) + m["layers"] * 2 * h + h + embed + head + encoder
@@ -170,6 +185,11 @@ def test_hybrid_layers_add_up():
         state = (m.get("recurrent") or {}).get("layers", 0)
         assert attention <= m["layers"] and (m.get("sliding_window_layers") or 0) <= attention, m["id"]
         shared = m.get("kv_shared_layers") or 0     # attend over an earlier layer's KV cache
+        moe = m.get("moe") or {}
+        if moe.get("dense_layers") is not None:      # blocks are a mixer or an FFN, not both (Nemotron-H)
+            ffn_blocks = (moe.get("moe_layers") or m["layers"]) + moe["dense_layers"]
+            assert attention + state + ffn_blocks == m["layers"], m["id"]
+            continue
         assert attention + state + shared >= m["layers"], m["id"]     # every layer mixes tokens somehow
 
 

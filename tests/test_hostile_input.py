@@ -310,10 +310,10 @@ def _kv_fails_for_one_user(tmp_path: Path) -> Path:
     root = _rules_copy(tmp_path)
     path = root / "formulas.yaml"
     text = path.read_text(encoding="utf-8")
-    old = "kv_window_tokens) / bytes_per_gb + recurrent_state_gb_per_user\n"
+    old = "kv_compressed_values_per_user) / bytes_per_gb + kv_indexer_gb_per_user + recurrent_state_gb_per_user\n"
     assert text.count(old) == 1
-    path.write_text(text.replace(old, "kv_window_tokens) / bytes_per_gb * (users - 1) / (users - 1)"
-                                      " + recurrent_state_gb_per_user\n"), encoding="utf-8")
+    path.write_text(text.replace(old, "kv_compressed_values_per_user) / bytes_per_gb * (users - 1) / (users - 1)"
+                                      " + kv_indexer_gb_per_user + recurrent_state_gb_per_user\n"), encoding="utf-8")
     return root
 
 

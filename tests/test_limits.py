@@ -174,7 +174,7 @@ def test_a_formula_never_finite_on_a_kind_it_applies_to_is_refused(
 
 def test_a_formula_finite_on_some_workloads_of_each_kind_still_validates(tmp_path: Path) -> None:
     """(users - 1) / (users - 1) fails at 1 user only: not a formula that is never finite."""
-    old = "kv_window_tokens) / bytes_per_gb + recurrent_state_gb_per_user\n"
+    old = "kv_compressed_values_per_user) / bytes_per_gb + kv_indexer_gb_per_user + recurrent_state_gb_per_user\n"
     root, _, _ = edited_rules(tmp_path, "formulas.yaml", old, old.replace(
         "/ bytes_per_gb", "/ bytes_per_gb * (users - 1) / (users - 1)"))
     r = run("validate", str(root), cwd=tmp_path)

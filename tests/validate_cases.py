@@ -64,9 +64,10 @@ CYCLE_EDGE = "      - {to: TASK, when: is_pretrain, label: start over}\n"
 QL_EDGE = "      - {to: QL_SIZE, when: is_lora or is_qlora, label: LoRA/QLoRA}\n"
 DEEP_V100 = V100.replace("vram_gb: 32", "vram_gb: " + "[" * 50 + "]" * 50)
 PARENS = "(" * 61 + "decode_bytes_per_step_gb / effective_bandwidth_gb_s" + ")" * 61
-KV_PER_USER = ("    expr: kv_values_per_token_layer * kv_bytes_per_value * ((model.attention_layers - "
-               "model.sliding_window_layers) * context_tokens + model.sliding_window_layers * "
-               "kv_window_tokens) / bytes_per_gb + recurrent_state_gb_per_user\n")
+KV_PER_USER = ("    expr: kv_bytes_per_value * (kv_values_per_token_global_layer * (model.attention_layers - "
+               "model.sliding_window_layers) * context_tokens + kv_values_per_token_layer * "
+               "model.sliding_window_layers * kv_window_tokens + kv_compressed_values_per_user) / "
+               "bytes_per_gb + kv_indexer_gb_per_user + recurrent_state_gb_per_user\n")
 FIRST_REFERENCE = "serve 70B int4 16 users on h100"      # the first of query.yaml reference_queries
 CYCLE_MSG = "the flow has a cycle: TASK → FT → TASK"
 
@@ -192,8 +193,8 @@ CASES = [
          (("(", "expression nested deeper than 60 levels"),)),
     # a formula that no reference workload (query.yaml reference_queries) computes to a number
     Case("formula-never-finite", "formulas.yaml", KV_PER_USER, KV_PER_USER.replace(
-        "/ bytes_per_gb + recurrent", "/ bytes_per_gb / 0 + recurrent"),
-         (("kv_values_per_token_layer", ("kv_cache_gb_per_user is never a finite number on the "
+        "/ bytes_per_gb + kv_indexer", "/ bytes_per_gb / 0 + kv_indexer"),
+         (("kv_bytes_per_value", ("kv_cache_gb_per_user is never a finite number on the "
                                          "reference workloads (query.yaml reference_queries) ("
                                          f"{FIRST_REFERENCE}: division by zero)")),)),
     # an address every surface renders as a link: http(s) only, never a script to run

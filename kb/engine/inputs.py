@@ -56,6 +56,7 @@ def base_scope(r: Resolved, kn: Knowledge) -> Scope:
         N.GPU_CANDIDATES: None, N.FITTING_GPUS: None, N.FEWEST_GPUS_NEEDED: None,
         N.PRECISION_KIND: r.precision["kind"],
         N.PRECISION_EXPERTS_ONLY: bool(r.precision.get("experts_only")),
+        N.PRECISION_OTHERS_BITS: r.precision.get("others_bits") or 0,
     })
     scope.update(_layer_kinds(m))
     rt = r.runtime
@@ -125,13 +126,50 @@ def stack_platforms(rt: Runtime, task: str) -> list[str]:
     return list(well.get(task) or well.get("default") or rt["platforms"])
 
 
+def _global_attention(m: Model, attention_layers: int) -> Scope:
+    """The full-attention layers that have their own KV geometry (Gemma 4's global layers), and
+    that geometry; none for a model whose attention layers are all alike."""
+    ga = m.get("global_attention")
+    if not ga:
+        return {N.MODEL_GLOBAL_LAYERS: 0, N.MODEL_GLOBAL_KV_HEADS: 0, N.MODEL_GLOBAL_HEAD_DIM: 0,
+                N.MODEL_GLOBAL_SHARED_KV: False}
+    sliding = (m.get("sliding_window_layers") or 0) if m.get("sliding_window") else 0
+    return {N.MODEL_GLOBAL_LAYERS: attention_layers - sliding, N.MODEL_GLOBAL_KV_HEADS: ga["kv_heads"],
+            N.MODEL_GLOBAL_HEAD_DIM: ga["head_dim"], N.MODEL_GLOBAL_SHARED_KV: bool(ga.get("shared_kv"))}
+
+
+def _compressed_attention(m: Model) -> Scope:
+    """DeepSeek V4's compressed attention (models.yaml compressed_attention): the low-rank query
+    and output widths and the layers that keep pooled rows; and a sparse-attention indexer's
+    cached key (models.yaml indexer: DeepSeek-V3.2, GLM-5). Zeros for other models."""
+    ca = m.get("compressed_attention")
+    ix = m.get("indexer")
+    return {N.MODEL_COMPRESSED_ATTENTION: bool(ca),
+            N.MODEL_CSA_Q_LORA_RANK: ca["q_lora_rank"] if ca else 0,
+            N.MODEL_CSA_O_LORA_RANK: ca["o_lora_rank"] if ca else 0,
+            N.MODEL_CSA_O_GROUPS: ca["o_groups"] if ca else 0,
+            N.MODEL_CSA_SPARSE_LAYERS: ca["sparse_layers"] if ca else 0,
+            N.MODEL_CSA_SPARSE_RATIO: ca["sparse_ratio"] if ca else 0,
+            N.MODEL_CSA_HEAVY_LAYERS: ca["heavy_layers"] if ca else 0,
+            N.MODEL_CSA_HEAVY_RATIO: ca["heavy_ratio"] if ca else 0,
+            N.MODEL_CSA_INDEXER_HEAD_DIM: ca["indexer_head_dim"] if ca else 0,
+            N.MODEL_INDEXER_HEAD_DIM: ix["head_dim"] if ix else 0,
+            N.MODEL_INDEXER_KEY_BITS: (ix.get("key_bits") or 0) if ix else 0,
+            N.MODEL_LAYERS_PER_INDEXER: ix.get("layers_per_indexer", 1) if ix else 1}
+
+
 def _layer_kinds(m: Model) -> Scope:
     """Attention, routed-expert and state (linear-attention / state-space) layers of a model."""
     moe, rec = m.get("moe"), m.get("recurrent")
     attention = m.get("attention_layers")
+    moe_layers = (moe.get("moe_layers") or m["layers"]) if moe else 0
+    dense_layers = moe.get("dense_layers") if moe else None
+    attention_layers = m["layers"] if attention is None else attention
     return {
-        N.MODEL_ATTENTION_LAYERS: m["layers"] if attention is None else attention,
-        N.MODEL_MOE_LAYERS: (moe.get("moe_layers") or m["layers"]) if moe else 0,
+        **_global_attention(m, attention_layers), **_compressed_attention(m),
+        N.MODEL_ATTENTION_LAYERS: attention_layers,
+        N.MODEL_MOE_LAYERS: moe_layers,
+        N.MODEL_DENSE_FFN_LAYERS: m["layers"] - moe_layers if dense_layers is None else dense_layers,
         N.MODEL_DENSE_INTERMEDIATE_SIZE: (moe and moe.get("dense_intermediate_size")) or m["intermediate_size"],
         N.MODEL_SHARED_INTERMEDIATE_SIZE: ((moe and moe.get("shared_expert_intermediate_size"))
                                            or m["intermediate_size"]),

@@ -17,18 +17,20 @@ from kb.knowledge.schema_base import (Month, Name, NodeId, NonNeg, Optimizer, Po
 from kb.knowledge.schema_query import (CostBatchSchema, CostPerSchema, DefaultsSchema, LocalFallbackSchema, PhraseSchema,
                                        QuestionFormatSchema, QueryFile, SituationSchema, SolveSchema, UnitSchema,
                                        UnnamedModelSchema)
-from kb.knowledge.schema_catalogue import (BareSizeSchema, ClaimSchema, ConfigDefaultsSchema, GpuSchema, GpusFile, InterconnectSchema, MlaSchema, ModelSchema,
-                                 ModelsFile, MoeSchema, ObjectiveSchema, PerLayerEmbeddingSchema, PrecisionSchema,
-                                 PrecisionsFile, RecipeSchema, RecipeSetSchema, RecipeWhenSchema, RecurrentSchema,
+from kb.knowledge.schema_catalogue import (ClaimSchema, GpuSchema, GpusFile, InterconnectSchema, ObjectiveSchema, PrecisionSchema,
+                                 PrecisionsFile, RecipeSchema, RecipeSetSchema, RecipeWhenSchema,
                                  RuntimeSchema, RuntimeDefaultsSchema, RuntimesFile, ShardingSchema, ShardingFile,
                                  SourceSchema, SourcesFile, TensorPrecision, TensorTflopsSchema)
+from kb.knowledge.schema_models import (BareSizeSchema, CompressedAttentionSchema, ConfigDefaultsSchema, GlobalAttentionSchema,
+                                        IndexerSchema, MlaSchema, ModelSchema, ModelsFile, MoeSchema, PerLayerEmbeddingSchema,
+                                        RecurrentSchema)
 
-# The catalogue files' and query.yaml's models (kb.knowledge.schema_catalogue, schema_query) and the shared types (kb.knowledge.schema_base), read
+# The catalogue files' and query.yaml's models (kb.knowledge.schema_catalogue, schema_models, schema_query) and the shared types (kb.knowledge.schema_base), read
 # from here as from one module.
 __all__ = ["CostBatchSchema", "CostPerSchema", "DefaultsSchema", "LocalFallbackSchema", "PhraseSchema",
            "QuestionFormatSchema", "QueryFile", "SituationSchema", "SolveSchema", "UnitSchema", "UnnamedModelSchema",
            "BareSizeSchema", "ClaimSchema", "ConfigDefaultsSchema", "GpuSchema", "GpusFile", "InterconnectSchema", "MlaSchema", "ModelSchema", "ModelsFile",
-           "MoeSchema", "ObjectiveSchema", "PerLayerEmbeddingSchema", "PrecisionSchema", "PrecisionsFile", "RecipeSchema",
+           "CompressedAttentionSchema", "GlobalAttentionSchema", "IndexerSchema", "MoeSchema", "ObjectiveSchema", "PerLayerEmbeddingSchema", "PrecisionSchema", "PrecisionsFile", "RecipeSchema",
            "RecipeSetSchema", "RecipeWhenSchema", "RecurrentSchema", "RuntimeSchema", "RuntimeDefaultsSchema", "RuntimesFile",
            "ShardingSchema", "ShardingFile", "SourceSchema", "SourcesFile", "TensorPrecision", "TensorTflopsSchema",
            "Month", "Name", "NodeId", "NonNeg", "Optimizer", "Positive", "PurchaseUsd", "Slug",

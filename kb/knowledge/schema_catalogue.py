@@ -1,9 +1,9 @@
-"""The schemas of the catalogue rule files: sources.yaml, precisions.yaml, runtimes.yaml,
-gpus.yaml and models.yaml (unknown keys are errors).
+"""The schemas of the catalogue rule files: sources.yaml, precisions.yaml, runtimes.yaml and
+gpus.yaml (unknown keys are errors); models.yaml's are in kb.knowledge.schema_models.
 
 In: plain data from YAML (kb.knowledge.loader). Out: validated models (SourcesFile, PrecisionsFile,
-RuntimesFile, GpusFile, ModelsFile and the records in them); kb.knowledge.schema lists them with the
-other files' models in FILES.
+RuntimesFile, GpusFile and the records in them); kb.knowledge.schema lists them with the other
+files' models in FILES.
 """
 
 from __future__ import annotations
@@ -63,6 +63,9 @@ class PrecisionSchema(Strict):
     weight_only: bool = False
     fallback: list[TensorPrecision] = []
     dequantized: list[TensorPrecision] = []
+    # an experts_only format: the bits of the tensors it leaves out (attention, shared experts,
+    # router); 16-bit when absent
+    others_bits: Positive | None = None
     aliases: list[Name] = []
     # the one runtime that loads a file of this format (EXL2: ExLlamaV2), when only one does
     runtime: Slug | None = None
@@ -282,98 +285,3 @@ class GpuSchema(Strict):
 
 class GpusFile(Strict):
     gpus: list[GpuSchema]
-
-
-# ---------------------------------------------------------------- models.yaml
-
-class MlaSchema(Strict):
-    kv_lora_rank: Count
-    qk_rope_head_dim: int = Field(ge=0)
-    qk_nope_head_dim: int | None = None
-    v_head_dim: int | None = None
-    q_lora_rank: int | None = None
-
-
-class MoeSchema(Strict):
-    experts: Count
-    experts_per_token: Count
-    shared_experts: int = Field(default=0, ge=0)
-    moe_layers: int | None = None
-    shared_expert_intermediate_size: int | None = Field(default=None, gt=0)
-    dense_intermediate_size: int | None = Field(default=None, gt=0)
-
-
-class RecurrentSchema(Strict):
-    """Linear-attention or state-space layers: a fixed-size state per sequence, no KV cache."""
-    kind: Literal["mamba2", "gated-deltanet"]
-    layers: Count
-    heads: Count
-    head_dim: Count
-    state_dim: Count
-    groups: Count
-    conv_kernel: Count
-
-
-class PerLayerEmbeddingSchema(Strict):
-    """Gemma 3n per-layer embeddings: each layer looks up its own vocab_size × width table (no matmul)."""
-    vocab_size: Count
-    width: Count
-
-
-class ModelSchema(Strict):
-    id: Slug
-    name: Name
-    family: Name
-    aliases: list[Name] = []
-    params_total: Positive
-    params_active: Positive
-    layers: Count
-    hidden_size: Count
-    intermediate_size: Count
-    attention_heads: Count
-    kv_heads: Count
-    head_dim: Count
-    vocab_size: Count
-    max_context: Count
-    attention: Literal["mha", "gqa", "mqa", "mla"]
-    tie_embeddings: bool = False
-    mlp: Literal["gated", "plain"] = "gated"
-    active_embeddings: Literal["both", "output", "none"] = "both"
-    encoder_params: NonNeg | None = None
-    card_rounding: float | None = Field(default=None, gt=0, lt=0.5)
-    sliding_window: int | None = Field(default=None, gt=0)
-    sliding_window_layers: int | None = Field(default=None, ge=0)
-    local_attention: Literal["sliding", "chunked"] | None = None
-    attention_layers: int | None = Field(default=None, ge=0)
-    kv_shared_layers: int | None = Field(default=None, ge=0)
-    per_layer_embedding: PerLayerEmbeddingSchema | None = None
-    mla: MlaSchema | None = None
-    moe: MoeSchema | None = None
-    recurrent: RecurrentSchema | None = None
-    native_precision: Slug | None = None
-    native_source: Slug | None = None
-    source: Slug
-    notes: str | None = None
-
-
-class BareSizeSchema(Strict):
-    references: list[Slug] = Field(min_length=1)
-
-
-class ConfigDefaultsSchema(Strict):
-    """What `--model-config` takes where a config.json leaves a field out (or sets it to 0):
-    the default of the transformers configuration class that reads that field."""
-    full_attention_interval: Count      # Qwen3-Next: every Nth layer has full attention
-    linear_conv_kernel_dim: Count       # Qwen3-Next: the Gated DeltaNet's convolution width
-    mamba_n_heads: Count                # Falcon-H1, Granite 4.0-H, Bamba: Mamba2 heads
-    mamba_expand: Count                 # the Mamba2 inner width over the hidden size
-    mamba_n_groups: Count               # Mamba2 state groups
-    mamba_d_conv: Count                 # Mamba2 convolution width
-    no_rope_layer_interval: Count       # Llama 4: every Nth layer is global (no RoPE, not chunked)
-    source: Slug
-
-
-class ModelsFile(Strict):
-    models: list[ModelSchema]
-    bare_size: BareSizeSchema
-    config_defaults: ConfigDefaultsSchema

@@ -13,7 +13,7 @@ from kb.hints import TYPE_CHECKING
 
 from kb.errors import QueryError
 from kb.knowledge.data import norm
-from kb.query.words import Vocab
+from kb.query.words import Vocab, in_series
 from kb.query.phrases import tok_number
 from kb.query.tokens import Tok
 from kb.query.workload import Workload
@@ -71,6 +71,19 @@ class Finisher:
         self.w.budget_usd = usd
         self.w.notes.append(f"read '{tok.text}' as a budget of ${usd:,.0f}: the question asks which GPU to buy")
         return True
+
+    def _family_example(self, family: str) -> str | None:
+        for mid, m in self.kn.models.items():
+            if in_series(mid, m["family"], family):
+                return mid
+        return None
+
+    def unknown_version(self, family: str, ftok: Tok, tok: Tok) -> QueryError:
+        """'glm 5.9': a number after a family word is a version of it the catalogue lacks (a bare
+        number elsewhere needs its unit); the error offers the family's latest."""
+        known = [mid for mid, m in self.kn.models.items() if in_series(mid, m["family"], family)]
+        return self.fail(ftok, f"no {family} model {tok.text} in models.yaml", known[-1] if known else None,
+                         expected=known[-6:], width=tok.end - ftok.col)
 
     def knob(self, knob: str) -> None:
         w = self.w

@@ -16,7 +16,7 @@ from kb.query.classify import Classifier
 from kb.query.finish import Finisher
 from kb.query.phrases import Phrases, merge_number_words, merge_sized_numbers, tok_number
 from kb.query.unknown_words import Unknown
-from kb.query.words import money, scaled, vocab_of
+from kb.query.words import in_series, money, scaled, vocab_of
 from kb.query.tokens import Tok, TokValue
 from kb.query.workload import GpuRequest, Workload
 
@@ -198,6 +198,8 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
         if scaled(tok.text) and self.length_tok is None:
             self.length_tok = tok
             return
+        if self.family is not None:          # 'glm 5.9': a version of the family the catalogue lacks
+            raise self.unknown_version(*self.family, tok)
         raise self.fail(tok, f"the number {tok.text} has no unit", f"{tok.text} users",
                         expected=["users", "context", "seq", "batch", "rank", "tokens"])
 
@@ -385,16 +387,10 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
         variants = frozenset(self.query_rules["model_variants"])
         best: tuple[bool, float, str] | None = None
         for mid, m in self.kn.models.items():
-            if m["family"] != family:
+            if not in_series(mid, m["family"], family):
                 continue
             ratio = abs(math.log(m["params_total"] / params))
             variant = not variants.isdisjoint(mid.split("-"))
             if ratio < 0.25 and (best is None or (variant, ratio) <= (best[0], best[1] + 1e-9)):
                 best = (variant, ratio, mid)
         return best[2] if best else None
-
-    def _family_example(self, family: str) -> str | None:
-        for mid, m in self.kn.models.items():
-            if m["family"] == family:
-                return mid
-        return None

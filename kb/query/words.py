@@ -93,6 +93,11 @@ def vocabulary(kn: Knowledge) -> Vocab:
                 add(m.group(1), "gpu", gpu_id)
     for family in sorted({m["family"] for m in kn.models.values()}):
         add(family, "family", family)
+    for name, members in model_series(kn).items():     # 'qwen3.5', 'glm 5', 'nemotron 3 nano'
+        if len(members) == 1:
+            add(name, "model", members[0])
+        else:
+            add(name, "family", name)
     longest = max((len(p.split()) for p in display.values()), default=1)
     keys = tuple(sorted({*table, *units}))     # linear in the names' length, unlike their prefixes
     gpu_words = frozenset(norm(w) for w in q.get("gpu_words", []))
@@ -114,6 +119,36 @@ def vocabulary(kn: Knowledge) -> Vocab:
                   name_formats=name_formats,
                   gpu_names=gpu_names)
     return vocab
+
+
+_SIZE_WORD = r"^(\d+(?:\.\d+)?[bm]|[ae]\d+(?:\.\d+)?b|\d+x\d+(?:\.\d+)?b)$"    # 35b, a3b, e4b, 8x7b
+
+
+def series_of(model_id: str) -> str | None:
+    """A model id's words before its size, with their version: 'qwen3.5' of 'qwen3.5-35b-a3b',
+    'llama-3.1' of 'llama-3.1-70b'; None for an id without a size ('glm-5.1')."""
+    parts = model_id.split("-")
+    for k, part in enumerate(parts[1:], start=1):
+        if re.match(_SIZE_WORD, part):
+            return "-".join(parts[:k])
+    return None
+
+
+def model_series(kn: Knowledge) -> dict[str, list[str]]:
+    """Each series (series_of) → its ids, in catalogue order: a name typed with its version and
+    no size reads as the one model of that series, or as a family whose size picks the model
+    ('qwen3.5 27b')."""
+    series: dict[str, list[str]] = {}
+    for model_id in kn.models:
+        name = series_of(model_id)
+        if name is not None:
+            series.setdefault(name, []).append(model_id)
+    return series
+
+
+def in_series(model_id: str, family: str, series: str) -> bool:
+    """The model belongs to `series`: its family ('qwen'), or its family's version ('qwen3.5')."""
+    return family == series or series_of(model_id) == series
 
 
 def has_prefix(vocab: Vocab, text: str) -> bool:
