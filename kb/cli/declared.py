@@ -19,10 +19,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from kb.hints import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from typing import Any, TypeAlias
+from typing import Any, TypeAlias
 
 from kb.errors import KbError
 from kb.recordtype import record

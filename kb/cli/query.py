@@ -10,11 +10,8 @@ errors on stderr as `Error: …`; exit 0 on an answer, 2 on a query or rule erro
 from __future__ import annotations
 
 import sys
-from kb.hints import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from typing import Any, BinaryIO
 from collections.abc import Iterator
+from typing import Any, BinaryIO
 
 from kb.cli import declared
 from kb.cli.declared import RULES, Opt, fail

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from kb.hints import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kb.query import lalr
 from kb.errors import QueryError
@@ -27,7 +27,6 @@ from kb.recordtype import replace
 from kb.query.workload import Workload
 
 if TYPE_CHECKING:
-    from typing import Any
     from lark.lexer import TerminalDef
 
 MAX_QUERY_CHARS = 500
