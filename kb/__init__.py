@@ -8,7 +8,7 @@ Nothing is loaded at import; the rules are read on first use (see kb.paths).
 
 from __future__ import annotations
 
-from kb.hints import TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from kb.version import __version__
 

@@ -10,7 +10,7 @@ a sixteenth of its cold start); the rest of kbq takes them as Paths.
 from __future__ import annotations
 
 import os
-from kb.hints import TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pathlib import Path

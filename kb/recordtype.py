@@ -17,11 +17,9 @@ What reads dataclasses' own metadata (pydantic's JSON Schema of an Answer) gets 
 from __future__ import annotations
 
 from collections.abc import Callable
-from kb.hints import TYPE_CHECKING, dataclass_transform, overload
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar, dataclass_transform, overload
 
 if TYPE_CHECKING:
-    from typing import Any, Final, Protocol, TypeVar
-
     T = TypeVar("T")
 
 

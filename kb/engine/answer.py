@@ -7,10 +7,9 @@ disagreements, warnings (plus advice, claims_checked, units, question).
 
 from __future__ import annotations
 
-from kb.hints import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from typing import Any
     from kb.knowledge.records import Value
     from kb.engine.answer_records import (Advice, Bottleneck, ClaimChecked, ErrorBand, Memory, Option,
                                    PricesUsed, Question, Recommendation, Side, Throughput, WorkloadDict)

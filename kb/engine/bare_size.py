@@ -10,8 +10,7 @@ a search resolves a size the way an earlier one was (kb.engine.resolutions).
 from __future__ import annotations
 
 import math
-
-from kb.hints import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, cast
 
 from kb.engine import training as tr
 from kb.knowledge.data import Knowledge

@@ -12,7 +12,7 @@ the sentence that says what was chosen (empty when one card of each was enough a
 
 from __future__ import annotations
 
-from kb.hints import TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from kb.figures import num
 

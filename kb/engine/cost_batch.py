@@ -8,7 +8,7 @@ rule does not apply (a user count named, training, several or no configurations,
 
 from __future__ import annotations
 
-from kb.hints import TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from kb.figures import num
 

@@ -12,11 +12,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from itertools import repeat
 from operator import add, not_
-
-from kb.hints import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from typing import Any, TypeAlias
+from typing import Any, TypeAlias
 
 from kb.errors import EvalError
 from kb.expr.parse import MISSING, RAISED, Col, Expr, Failed, at, filled, guarded

@@ -8,7 +8,7 @@ of a model's architecture and of a runtime made once per knowledge, as they do n
 
 from __future__ import annotations
 
-from kb.hints import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from kb.engine import training as tr
 from kb.engine.bare_size import size_inputs
@@ -19,7 +19,6 @@ from kb.query.workload import Workload
 
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import TypeVar
 
     from kb.engine.scope import Resolved
     from kb.knowledge.records import Model, Runtime

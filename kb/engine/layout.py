@@ -12,7 +12,7 @@ pipeline stages run across nodes. A layer split (llama.cpp) takes any count as p
 
 from __future__ import annotations
 
-from kb.hints import TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from kb.engine.answer_records import Parallel

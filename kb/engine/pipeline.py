@@ -7,7 +7,8 @@ composed (kb.engine.verdict) after the options are known. kb.ask and kb.answer_i
 
 from __future__ import annotations
 
-from kb.hints import TYPE_CHECKING
+from typing import TYPE_CHECKING
+
 from kb.engine import volume
 from kb.engine.compare_counts import compared, local_fallback, settle
 from kb.figures import num

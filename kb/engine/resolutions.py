@@ -22,7 +22,7 @@ once and shared by every value that resolves to the same job:
 
 from __future__ import annotations
 
-from kb.hints import TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from kb.engine import training as tr
 from kb.engine.bare_size import bare_model, size_regime

@@ -10,7 +10,7 @@ first (kb.engine.solve), then answered at its value. Pure: no I/O, no printing.
 
 from __future__ import annotations
 
-from kb.hints import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, cast
 
 from kb.engine import advice as rightsize, cost_batch, per_card, train_choice, unknown
 from kb.engine import training as tr

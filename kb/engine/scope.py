@@ -8,7 +8,7 @@ names formulas read, are kb.engine.inputs.base_scope.
 
 from __future__ import annotations
 
-from kb.hints import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from kb.engine import training as tr
 from kb.engine.bare_size import bare_model
@@ -19,7 +19,6 @@ from kb.recordtype import record
 from kb.query.workload import GpuRequest, Workload
 
 if TYPE_CHECKING:
-    from typing import Literal
     from kb.knowledge.records import GPU, Model, Precision, Runtime, Value
     from kb.engine.answer_records import Parallel
 

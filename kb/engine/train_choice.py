@@ -17,7 +17,7 @@ default is it.
 
 from __future__ import annotations
 
-from kb.hints import TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from kb.figures import num, usd
 

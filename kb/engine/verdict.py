@@ -18,7 +18,7 @@ The ranking policy is never recited here: the table says it once ("ranked by val
 from __future__ import annotations
 
 import re
-from kb.hints import TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from kb.engine.verdict_lead import config, speed
 from kb.engine.verdict_lead import lead as _lead

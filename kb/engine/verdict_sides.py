@@ -9,7 +9,7 @@ side's own (its answer alone), every claim computed from them or ranked in rules
 
 from __future__ import annotations
 
-from kb.hints import TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from kb.figures import num, usd
 

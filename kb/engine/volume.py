@@ -15,7 +15,7 @@ Workload with its users set, and the sentence that says how they were found (the
 from __future__ import annotations
 
 import math
-from kb.hints import TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from kb.figures import num
 

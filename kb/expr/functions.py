@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from kb.hints import cast
+from typing import cast
 
 from kb.expr import units as u
 from kb.expr.columns import Col, Fn, Scope, elementwise, guarded, lift1, liftn, pick

@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Mapping
-from kb.hints import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from typing import Any, ClassVar
+from typing import Any, ClassVar
 
 from kb.expr.columns import CONSTANT, RAISED, Fn, Op, constant, reader
 from kb.recordtype import frozen_error

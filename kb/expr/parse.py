@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from functools import cache, cached_property, lru_cache
-from kb.hints import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from kb.expr.columns import MISSING, NO_HOLES, RAISED, Col, Failed, Fn, Scope, at, elementwise
 from kb.expr.columns import filled, guarded
@@ -26,7 +26,6 @@ from kb.recordtype import field, record
 from kb.expr.units import BOOL, COUNTS, ONE, TEXT, Unit, UnitError, format_unit, parse_unit
 
 if TYPE_CHECKING:
-    from typing import Any, TypeAlias
     from lark import Lark, Token, Tree
 
 __all__ = ["BOOL", "COUNTS", "FUNCTIONS", "MAX_DEPTH", "MISSING", "NO_HOLES", "ONE", "RAISED",

@@ -19,10 +19,7 @@ records' plain-data types (typed dicts of kb.knowledge.records, named only for t
 from __future__ import annotations
 
 import sys
-from kb.hints import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kb.expr import parse as ex
 from kb.expr.nodes import signature as node_signature

@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, TypeVar
 
 from kb.expr import parse as ex
-from kb.hints import TYPE_CHECKING
 from kb.recordtype import field, record
 
 if TYPE_CHECKING:
-    from typing import TypeVar
-
     import networkx as nx
 
     from kb.knowledge.gpu_names import Gemm, Scope
@@ -217,8 +215,7 @@ if TYPE_CHECKING:
 class Lazy(Mapping["K", "V"]):
     """A read-only table: `index()` gives every key with what computing its value needs (made
     on first use), `compute(arg)` one value, computed on first read and kept. (What the index
-    holds, A, is the type checker's per table, checked where the table is made: a class generic
-    in it would need typing's Generic when it runs, kb.hints.)"""
+    holds, A, is the type checker's per table, checked where the table is made.)"""
 
     __slots__ = ("_index", "_make_index", "_compute", "_done")
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType
-from kb.hints import TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from kb.knowledge.data import CardsAt, CaseText, Claim, Derived, Formula, Knowledge, Lazy
 from kb.knowledge.gpu_names import Scope, format_architectures, gemm_of, gpu_columns, precision_key, runs_on

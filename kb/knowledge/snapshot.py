@@ -40,7 +40,7 @@ from __future__ import annotations
 import marshal
 import os
 import sys
-from kb.hints import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kb.knowledge.codec import encode_record, record_decoder
 from kb.knowledge.data import Knowledge
@@ -48,7 +48,6 @@ from kb.knowledge.derived import derive
 from kb.recordtype import fields
 
 if TYPE_CHECKING:
-    from typing import Any
     from collections.abc import Callable, Mapping
     from pathlib import Path
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from _thread import allocate_lock       # threading.Lock, without importing threading
-from kb.hints import TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from kb.knowledge.data import Knowledge
 from kb.paths import rules_root

@@ -8,7 +8,7 @@ warnings and the trace.
 from __future__ import annotations
 
 import re
-from kb.hints import TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from kb.figures import duration, num
 from kb.figures import BREAKDOWN_LABELS as BREAKDOWN_LABELS  # re-exported for the server

@@ -6,10 +6,7 @@ unknown_words read.
 
 from __future__ import annotations
 
-from kb.hints import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from typing import Any, TypeAlias
+from typing import Any, TypeAlias
 
 from kb.recordtype import record
 

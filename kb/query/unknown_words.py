@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from kb.hints import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from kb.errors import QueryError, nearest
 from kb.knowledge.data import norm
 from kb.query.words import NameReading, near_misses, read_name
 
 if TYPE_CHECKING:
-    from typing import TypeVar
-
     Entry = TypeVar("Entry", tuple[str, str], str)
     from kb.knowledge.data import Knowledge
     from kb.query.tokens import Tok, TokValue
