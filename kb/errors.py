@@ -7,8 +7,7 @@ The CLI maps these to exit code 2 and the server to HTTP 400; nothing else does 
 from __future__ import annotations
 
 from collections.abc import Iterable
-
-from kb.recordtype import field, record
+from dataclasses import dataclass, field
 
 
 def nearest(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str | None:
@@ -30,7 +29,7 @@ class KbError(Exception):
         return {"message": str(self)}
 
 
-@record
+@dataclass
 class QueryError(KbError):
     """A query the parser cannot read. `column` is 1-based."""
 
@@ -68,7 +67,7 @@ class QueryError(KbError):
                 "expected": self.expected, "text": self.render()}
 
 
-@record
+@dataclass
 class RuleError(KbError):
     """A rule file that does not validate: file:line:col: message."""
 

@@ -7,7 +7,7 @@ is still two modules that each need the other to be read).
 
 The stage packages import only downward, in the order a question goes through them backwards:
 the command line and the server, then kb.present, kb.engine, kb.query, kb.knowledge, kb.expr,
-and the ground floor (kb.errors, kb.paths, kb.recordtype, kb.figures, kb.version). The package
+and the ground floor (kb.errors, kb.paths, kb.figures, kb.version). The package
 `kb` itself (kb.ask, kb.get_knowledge) sits above the stages and below the surfaces. An
 exception is listed in LAYER_EXCEPTIONS with its reason, and docs/structure.md names it.
 """
@@ -102,7 +102,7 @@ def test_no_import_cycles() -> None:
     assert cycles == []
 
 
-GROUND = {"kb.errors", "kb.paths", "kb.recordtype", "kb.figures", "kb.version"}
+GROUND = {"kb.errors", "kb.paths", "kb.figures", "kb.version"}
 STAGES = ("kb.expr", "kb.knowledge", "kb.query", "kb.engine", "kb.present")
 # (importer, imported) → why it runs upward; docs/structure.md lists each one
 LAYER_EXCEPTIONS = {

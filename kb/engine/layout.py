@@ -12,15 +12,14 @@ pipeline stages run across nodes. A layer split (llama.cpp) takes any count as p
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from kb.engine.answer_records import Parallel
 
-from kb.recordtype import record
 
-
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Layout:
     tp: int
     pp: int

@@ -25,6 +25,7 @@ One probe made alone, and a model-parallel training probe, are kb.engine.single_
 
 from __future__ import annotations
 
+from dataclasses import replace
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
@@ -41,7 +42,6 @@ from kb.expr.parse import Col
 from kb.knowledge.data import Knowledge
 from kb.knowledge.gpu_names import FP32_GEMM, Gemm, gemm_of, gpu_columns, gpu_values, one_or_col
 from kb.query.workload import Workload
-from kb.recordtype import replace
 
 if TYPE_CHECKING:
     from kb.knowledge.records import GPU, Precision

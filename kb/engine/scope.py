@@ -8,6 +8,7 @@ names formulas read, are kb.engine.inputs.base_scope.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from kb.engine import training as tr
@@ -15,7 +16,6 @@ from kb.engine.bare_size import bare_model
 from kb.engine.evaluate import Scope
 from kb.knowledge.gpu_names import runs_on
 from kb.knowledge.data import Knowledge, capacity_fields
-from kb.recordtype import record
 from kb.query.workload import GpuRequest, Workload
 
 if TYPE_CHECKING:
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from kb.engine.answer_records import Parallel
 
 
-@record
+@dataclass(slots=True)
 class Resolved:
     workload: Workload
     runtime: Runtime

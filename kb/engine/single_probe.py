@@ -8,6 +8,7 @@ count (choose_split), all of its valid splits computed at once as columns.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kb.engine import training as tr
@@ -19,13 +20,12 @@ from kb.engine.scope import Resolved
 from kb.expr.parse import Col
 from kb.knowledge.data import Knowledge
 from kb.query.workload import GpuRequest, Workload
-from kb.recordtype import record
 
 if TYPE_CHECKING:
     from kb.knowledge.records import GPU
 
 
-@record
+@dataclass(slots=True)
 class Probe:
     fits: bool                      # the search's condition holds (memory, the speed floor, the targets asked)
     per_gpu_gb: float | None

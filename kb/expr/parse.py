@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from functools import cache, cached_property, lru_cache
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -22,7 +23,6 @@ from kb.errors import EvalError
 from kb.expr.functions import FUNCTIONS
 from kb.expr.nodes import Bin, Call, Cmp, Logic, Neg, Not, compile_list, from_list
 from kb.expr.nodes_base import Name, ExprNode, Num, Str
-from kb.recordtype import field, record
 from kb.expr.units import BOOL, COUNTS, ONE, TEXT, Unit, UnitError, format_unit, parse_unit
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ class ExprSyntaxError(Exception):
         self.suggestion = suggestion
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Expr:
     text: str
     ast: ExprNode

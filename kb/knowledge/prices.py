@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from kb.errors import RuleError, RuleErrors, nearest
 from kb.knowledge.loader import Doc, load, validate
 from kb.knowledge.data import Knowledge
-from kb.recordtype import replace
 
 if TYPE_CHECKING:
     from kb.knowledge.loader import Path_

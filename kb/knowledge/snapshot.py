@@ -40,12 +40,12 @@ from __future__ import annotations
 import marshal
 import os
 import sys
+from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
 from kb.knowledge.codec import encode_record, record_decoder
 from kb.knowledge.data import Knowledge
 from kb.knowledge.derived import derive
-from kb.recordtype import fields
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping

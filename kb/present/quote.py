@@ -12,9 +12,9 @@ nothing here computes one.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from kb.recordtype import field, record
 from kb.figures import duration, num
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ FIGURE_RULES = ("weights_gb", "kv_cache_gb", "total_gb", "per_gpu_gb", "decode_t
                 "prefill_tokens_per_s", "train_tokens_per_s", "usd_per_million_tokens", "run_cost_usd")
 
 
-@record
+@dataclass(slots=True)
 class Rent:
     provider: str
     usd_per_hour: float
@@ -38,7 +38,7 @@ class Rent:
     source: str
 
 
-@record
+@dataclass(slots=True)
 class Config:
     """One configuration as a quote shows it; prices are for every card of it."""
     role: str                       # "recommended", or why it is an alternative
@@ -59,7 +59,7 @@ class Config:
     price_file: str | None = None   # the price file the prices come from, when not prices.yaml
 
 
-@record
+@dataclass(slots=True)
 class QuotedSource:
     id: str
     title: str
@@ -68,7 +68,7 @@ class QuotedSource:
     url: str | None
 
 
-@record
+@dataclass(slots=True)
 class Quote:
     query: str                      # the question asked
     verdict: str                    # its answer's verdict

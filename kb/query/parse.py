@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from kb.query import lalr
@@ -23,7 +24,6 @@ from kb.knowledge.data import Knowledge
 from kb.query.resolve import Resolver
 from kb.query.tokens import Tok
 from kb.query.words import Vocab, vocabulary  # noqa: F401  (kept importable from here)
-from kb.recordtype import replace
 from kb.query.workload import Workload
 
 if TYPE_CHECKING:

@@ -7,19 +7,18 @@ rules/query.yaml defaults, and each default used is listed in the answer's assum
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
-from kb.recordtype import field, record
 
-
-@record
+@dataclass
 class GpuRequest:
     gpu_id: str | None          # None: a bare capacity ("on 20GB")
     count: int = 1
     capacity_gb: float | None = None
 
 
-@record
+@dataclass
 class Workload:
     task: str = "infer"                       # infer serve prefill full_ft lora qlora pretrain
     question: str | None = None               # which_gpu max_users max_context largest_model how_many_gpus
