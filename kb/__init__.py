@@ -8,9 +8,16 @@ Nothing is loaded at import; the rules are read on first use (see kb.paths).
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 from kb.version import __version__
+from kb.engine.hfconfig import read
+from kb.engine.pipeline import respond
+from kb.knowledge.derived import with_model
+from kb.knowledge.store import LOADED
+from kb.query.parse import parse
+from kb.query.words import Vocab, stored_vocabulary
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -25,20 +32,14 @@ __all__ = ["answer_in", "ask", "cpu_cores", "get_knowledge", "__version__"]
 
 def get_knowledge(rules_dir: str | Path | None = None) -> "Knowledge":
     """The validated knowledge of a rules directory (default: the shipped rules), cached."""
-    from kb.knowledge.store import LOADED
-
     return LOADED.get(rules_dir, STORED)
 
 
 def _stored_vocabulary(kn: "Knowledge") -> object:
-    from kb.query.words import stored_vocabulary
-
     return stored_vocabulary(kn)
 
 
 def _vocabulary_record() -> type:
-    from kb.query.words import Vocab
-
     return Vocab
 
 
@@ -56,16 +57,11 @@ def ask(query: str, rules_dir: str | Path | None = None,
     model is added to a view of the knowledge for this answer only (kb.knowledge.derived.with_model).
     `prices`: a price file (rules/prices.yaml schema) used instead of the shipped prices;
     `sort`: value, cost, speed, memory or power; `options`: list what to change so it fits."""
-    from kb.engine.pipeline import respond
-    from kb.query.parse import parse
-
     kn = get_knowledge(rules_dir)
     if prices is not None:
         kn = _priced(kn, prices, rules_dir)
     if model_config is None:
         return answer_in(kn, query, sort=sort, options=options)
-    from kb.knowledge.derived import with_model
-    from kb.engine.hfconfig import read
 
     model = read(model_config, kn)
     view = with_model(kn, model)
@@ -85,23 +81,17 @@ def answer_in(kn: "Knowledge", query: str, *, sort: str | None = None, options: 
     """Answer one query with a given knowledge: the path every surface shares (the CLI, a
     batch line, the JSON API). `sort` and `options` as for ask(); a sort the query's own words
     chose gives way to `sort`. Raises kb.errors.QueryError for a query it cannot read."""
-    from kb.engine.pipeline import respond
-
     return respond(kn, query, sort=sort, options=options)
 
 
 def _priced(kn: "Knowledge", prices: str | Path, rules_dir: str | Path | None) -> "Knowledge":
     """The knowledge with another price file (kb.knowledge.prices.with_prices), cached per file."""
-    from kb.knowledge.store import LOADED
-
     return LOADED.priced(rules_dir, prices, STORED)
 
 
 def cpu_cores() -> int:
     """The cores this process may run on (the container's share, not the host's count): how
     many worker processes `kbq serve` and `kbq --batch` start by default."""
-    import os
-
     if hasattr(os, "sched_getaffinity"):
         return max(1, len(os.sched_getaffinity(0)))
     return os.cpu_count() or 1

@@ -6,6 +6,7 @@ The CLI maps these to exit code 2 and the server to HTTP 400; nothing else does 
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -14,8 +15,6 @@ def nearest(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str | Non
     """The closest valid word to `word`, or None."""
     pool = sorted(set(choices))
     lowered = {c.lower(): c for c in pool}
-    import difflib             # only for a suggestion: kept off the plain-query path
-
     hits = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=cutoff)
     return lowered[hits[0]] if hits else None
 

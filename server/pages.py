@@ -28,6 +28,10 @@ from kb.present.render import BREAKDOWN_LABELS
 from server import charts, charts_roofline
 from server.trace_deps import relevant
 from server.live import LiveKnowledge
+from kb import answer_in
+from kb.engine.options import compute
+from kb.present.quote import build, buy_text, memory_text, rent_text, to_quote
+from kb.query.parse import parse
 
 if TYPE_CHECKING:
     from kb.engine.answer import Answer, Step
@@ -196,14 +200,8 @@ def _render(template: str, query: str | None, finish: Callable[[str], str] = str
 
 
 def _answer_page(template: str, query: str, kn: Knowledge, ctx: dict[str, Any]) -> str:
-    from kb import answer_in
-    from kb.engine.options import compute
-    from kb.query.parse import parse
-
     found = answer_in(kn, query)            # with its options where the GPUs asked about are too small
     if template == QUOTE:
-        from kb.present.quote import buy_text, build, memory_text, rent_text, to_quote
-
         quoted, asked, wider = to_quote(found, kn, lambda q: answer_in(kn, q))
         return render_template(template, **ctx, quote=build(quoted, kn, asked, wider), link=page_link(query),
                                buy_text=buy_text, rent_text=rent_text, memory_text=memory_text)

@@ -14,6 +14,9 @@ from typing import TYPE_CHECKING, cast
 from kb.errors import KbError
 from kb.engine.hflayers import extend, whole
 from kb.paths import MAX_NAME_CHARS
+from kb.engine import Evaluated, base_scope, evaluate, resolve
+from kb.knowledge.derived import with_model
+from kb.query.workload import Workload
 
 if TYPE_CHECKING:
     from kb.knowledge.data import Knowledge
@@ -171,10 +174,6 @@ def _model(cfg: Config, p: Path) -> Model:
 
 def _with_params(model: Model, kn: Knowledge) -> Model:
     """Parameter counts from the arch_params_* formulas."""
-    from kb.knowledge.derived import with_model
-    from kb.engine import Evaluated, base_scope, evaluate, resolve
-    from kb.query.workload import Workload
-
     view = with_model(kn, model, words=False)
     r = resolve(Workload(model_id=model["id"]), view)
     ev = Evaluated(base_scope(r, view))

@@ -12,16 +12,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast
 
-from kb.engine import advice as rightsize, cost_batch, per_card, train_choice, unknown
+from kb.engine import advice as rightsize, cost_batch, fewest, per_card, scaled, solve, train_choice, unknown
 from kb.engine import training as tr
 from kb.engine.answer import Answer, GpuRow
 from kb.engine.assemble import (ROW_FORMULAS, brief_answer, bottleneck, error_bands,
                                 gpu_warnings, memory, rank_order, rows_of, shown_figures, workload_dict)
+from kb.engine.budget import note, spent
 from kb.engine.claims import check_claims
 from kb.engine.evaluate import Evaluated, Scope, evaluate, seed
 from kb.engine.gpus import catalogue_columns, layout_columns, layout_of, layouts_of
 from kb.engine.inputs import base_scope
+from kb.engine.probes import Probes
 from kb.engine.scope import capacity_gpu, question_format, resolve
+from kb.engine.single_probe import at_value, choose_split
+from kb.engine.verdict import compose
 from kb.knowledge.gpu_names import gemm_of, gpu_columns, runs_on
 from kb.engine.walk import Tracer, applies, differs, walk
 from kb.expr.parse import Col
@@ -30,7 +34,6 @@ from kb.figures import num
 from kb.query.workload import GpuRequest, Workload
 
 if TYPE_CHECKING:
-    from kb.engine import solve
     from kb.knowledge.records import GPU
     from kb.engine.answer_records import Advice, ClaimChecked, Outcome, Question
 
@@ -66,8 +69,6 @@ def answer(w: Workload, kn: Knowledge, query: str = "", *, brief: bool = False) 
             result.question["one_user_usd_per_million"] = single
     if brief:
         return result
-    from kb.engine.verdict import compose      # the text is composed once, from the data above
-
     result.verdict = compose(result, kn)
     return result
 
@@ -117,12 +118,6 @@ def _budget_precision(w: Workload, kn: Knowledge, query: str, brief: bool, plain
 
 
 def _answer_question(w: Workload, kn: Knowledge, query: str, brief: bool = False) -> Answer:
-    # the searches are imported by the questions that run them, not by every answer's start-up
-    from kb.engine import fewest, scaled, solve
-    from kb.engine.budget import note, spent
-    from kb.engine.probes import Probes
-    from kb.engine.single_probe import at_value
-
     question = w.question or ""
     sized: list[solve.Row] = []         # the catalogue's cards no copy of a training job fits (kb.engine.scaled)
     unsized: list[str] = []
@@ -225,9 +220,6 @@ def _exact_gpus_needed(kn: Knowledge, w: Workload, rows: list[GpuRow],
                        primary: Evaluated) -> None:
     """Rows that do not fit get the fewest GPUs that hold the job by the forward model (the
     even-split formula can be too few when the KV cache is replicated over tensor-parallel ranks)."""
-    from kb.engine import solve
-    from kb.engine.probes import Probes
-
     steps = int(kn.constants["gpus_per_node"]["value"]) ** 2
     probes = Probes(kn, w)
     for rank, i in enumerate(order):
@@ -254,8 +246,6 @@ def _scaled_gpus_needed(kn: Knowledge, asked: Workload, rows: list[GpuRow],
     """A training job no count holds under the runtime's own data parallel (gpus_needed 0):
     several GPUs run it in the layout people use at that scale (kb.engine.training.resolve_at_scale),
     so the fewest that hold it come from the forward model over the count."""
-    from kb.engine import solve
-
     upper = int(kn.query["solve"]["how_many_gpus"]["upper"])
     for rank, i in enumerate(order):
         row = rows[rank]
@@ -289,8 +279,6 @@ def _ranked(w: Workload, kn: Knowledge, query: str = "", brief: bool = False,
     asked = w.copy() if scalable else None
     r = resolve(w, kn)
     if r.is_training and w.gpus and not (w.tp or w.pp) and tr.is_model_parallel(w, kn):
-        from kb.engine.single_probe import choose_split
-
         req = w.gpus[0]
         choose_split(kn, r, capacity_gpu(req, kn) if req.gpu_id is None else kn.gpus[req.gpu_id],
                            tr.gpu_count(w))

@@ -8,6 +8,7 @@ count (choose_split), all of its valid splits computed at once as columns.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -115,8 +116,6 @@ def _layouts(w: Workload, count: int, splits: list[tuple[int, int]], kn: Knowled
     """kb.engine.training.layout of `count` GPUs under the first split, on a copy of the workload
     (the layout reads its stack and its split), and tp, pp and dp under each split as columns
     (training.split: a model-parallel stack's layout)."""
-    import copy
-
     w2 = copy.copy(w)
     w2.tp, w2.pp = splits[0]
     each = [tr.split(count, t, p) for t, p in splits]

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kb.figures import num, usd
+from kb.engine.options import with_changes, words_changes
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -41,8 +42,6 @@ def applies(kn: Knowledge, w: Workload) -> bool:
 
 def chosen(kn: Knowledge, w: Workload, plain: Answer, answer: Callable[[Workload], Answer]) -> Answer | None:
     """The answer at the training method the question's ranking favours (see the module)."""
-    from kb.engine.options import with_changes, words_changes
-
     cheapest = w.sort == "cost"
 
     def key(a: Answer, rank: int) -> tuple[bool, bool, float, float]:

@@ -24,11 +24,13 @@ from kb.engine.verdict_lead import config, speed
 from kb.engine.verdict_lead import lead as _lead
 from kb.engine.verdict_lead import rate as _rate
 from kb.engine.verdict_lead import training as _training
-from kb.engine.scope import TOKENS_DEFAULT
+from kb.engine.scope import FORMAT_DEFAULT, TOKENS_DEFAULT
 from kb.engine.verdict_count import how_many, target
 from kb.engine.verdict_room import tight, tight_sentences
 from kb.engine.verdict_sides import sides
 from kb.figures import num, usd
+from kb.engine.options import TARGETS
+from kb.query.unparse import value_text
 
 if TYPE_CHECKING:
     from kb.engine.answer import Answer, GpuRow
@@ -54,8 +56,6 @@ def compose(a: Answer, kn: Knowledge) -> str:
     elif kind in ("compare", "how_many_gpus"):      # how many of each of two cards: side by side
         parts = _compare(a)
     elif a.comparison and len(a.comparison) > 1:
-        from kb.query.unparse import value_text
-
         def label(s: Side) -> str:
             return value_text(kn, s["field"], s["value"])
         parts = sides(a.comparison, str(q.get("kind") or ""), _training(a),
@@ -143,7 +143,6 @@ def _fit(a: Answer, q: Question) -> list[str]:
 
 def _target_asked(a: Answer) -> bool:
     """The query set a speed, time to first token, volume or deadline target."""
-    from kb.engine.options import TARGETS
     return any(a.workload.get(k) is not None for k in TARGETS)
 
 
@@ -253,8 +252,6 @@ def _which(a: Answer, q: Question, kn: Knowledge) -> list[str]:
 def _format_said(a: Answer) -> str:
     """' at q4_k_m under llama.cpp' when the format is the default the question's kind takes
     (kb.engine.scope.question_format), which the assumptions explain; '' otherwise."""
-    from kb.engine.scope import FORMAT_DEFAULT
-
     precision = a.workload.get("precision")
     if not any(s.startswith(f"precision: {precision}, {FORMAT_DEFAULT}") for s in a.assumptions):
         return ""

@@ -18,6 +18,7 @@ import math
 from typing import TYPE_CHECKING
 
 from kb.figures import num
+from kb.engine import answer
 
 if TYPE_CHECKING:
     from kb.knowledge.data import Knowledge
@@ -36,8 +37,6 @@ def applies(kn: Knowledge, w: Workload) -> bool:
 def settle(kn: Knowledge, w: Workload, query: str) -> None:
     """Set w.users (in place) to the users the volume needs on the configuration the question
     is answered on, said in its notes when more than one."""
-    from kb.engine import answer
-
     rate = float(w.tokens_per_day or 0) / float(kn.constants["seconds_per_day"]["value"])
     if w.context_tokens is None:        # a server's requests are its requests, not a full context each
         w.prompt_tokens = w.prompt_tokens or int(kn.defaults["prompt_tokens"])

@@ -16,6 +16,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from kb.figures import duration, num
+from kb.engine.options import compute
+from kb.errors import KbError
+from kb.query.parse import parse
+from kb.query.unparse import unparse
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -180,9 +184,6 @@ def to_quote(answer: Answer, kn: Knowledge,
     asked = None
     if not any(g.fits for g in answer.gpus):
         if answer.options is None:
-            from kb.engine.options import compute
-            from kb.query.parse import parse
-
             answer.options = compute(kn, parse(answer.query, kn), answer)
         first = next((o for o in answer.options if o["fits"]), None)
         if first is None:
@@ -190,10 +191,6 @@ def to_quote(answer: Answer, kn: Knowledge,
         answer, asked = ask(first["query"]), answer
     wider = None
     if len({g.id for g in answer.gpus if g.fits}) <= ALTERNATIVES:
-        from kb.errors import KbError
-        from kb.query.parse import parse
-        from kb.query.unparse import unparse
-
         try:                                # the same Workload with no GPU named, as query text
             w = parse(answer.query, kn)
         except KbError:

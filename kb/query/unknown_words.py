@@ -7,6 +7,7 @@ or a QueryError with the nearest real words; a suggestion always names a real it
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, TypeVar
@@ -179,7 +180,6 @@ class Unknown:
         toks = [t for t in self.toks[i:] if t.kind in _PHRASE_KINDS][: self.vocab.max_tokens]
         run = toks if toks else [self.toks[i]]
         tok = run[0]
-        import difflib
 
         best: tuple[float, str, int] | None = None
         keys = list(self.vocab.table)
@@ -205,8 +205,6 @@ class Unknown:
 
     def missing_gpu(self, start: int) -> QueryError:
         """'rx 7900 xtx', '3090 ti': a GPU name the catalogue lacks, with the nearest cards."""
-        import difflib
-
         n = start + 1
         while n < len(self.toks) and self.toks[n].kind in ("word", "num", "mem") and (
                 self.keys[n] in self.vocab.gpu_words or self.keys[n] not in self.vocab.table):

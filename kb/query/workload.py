@@ -7,6 +7,7 @@ rules/query.yaml defaults, and each default used is listed in the answer's assum
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -98,8 +99,6 @@ class Workload:
     def copy(self) -> Workload:
         """What copy.deepcopy gives, made faster: every field is a plain value but the two lists,
         the GPUs asked for and the comparison, each copied here."""
-        import copy
-
         out = object.__new__(Workload)
         out.__dict__.update(self.__dict__)
         out.gpus = [GpuRequest(g.gpu_id, g.count, g.capacity_gb) for g in self.gpus]
