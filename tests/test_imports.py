@@ -153,33 +153,6 @@ def test_the_library_never_imports_the_server() -> None:
             assert module in CLI and not data["top"], (module, target)
 
 
-# The longest a module of ours may be: a new maintainer reads one in a sitting (issue 17).
-MAX_LINES = 400
-
-
-def test_every_module_is_at_most_400_lines() -> None:
-    """Every module in kb/ and server/ except the generated parser; a module over the limit is
-    split along a seam, not squeezed."""
-    known = modules()
-    assert "kb.knowledge.build" in known and "server.charts" in known      # the walk found both trees
-    long = {m: n for m, path in known.items() if m not in GENERATED
-            and (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
-    assert long == {}
-
-
-def test_every_test_and_bench_module_is_at_most_400_lines() -> None:
-    """The suite and the benchmarks are read as the library is: a test file over the limit is split
-    by topic (shared fixtures in tests/conftest.py, shared helpers in a module without the test_
-    prefix), a benchmark along its runs."""
-    files = sorted((ROOT / "tests").rglob("*.py")) + sorted((ROOT / "bench").glob("*.py"))
-    named = {path.relative_to(ROOT).as_posix(): path for path in files}
-    assert "tests/conftest.py" in named and "bench/soak.py" in named     # the walk found both trees
-    long = {name: n for name, path in named.items()
-            if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
-    assert long == {}
-
-
-
 def third_party_imports(module: str, known: dict[str, Path]) -> set[str]:
     """The top-level names of every package a module of ours imports that is not ours, at
     module level, inside a function or under TYPE_CHECKING."""
