@@ -37,9 +37,10 @@ LLAMA = {"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32
 
 def vocabulary_cost(n: int) -> tuple[float, float]:
     """CPU seconds and peak MB to build the vocabulary with one family name of n characters."""
+    from dataclasses import replace
+
     from kb import get_knowledge
     from kb.query.words import vocabulary
-    from kb.recordtype import replace
 
     kn = get_knowledge()
     model = {**next(iter(kn.models.values())), "id": "bench-long", "family": "x" * n, "aliases": []}

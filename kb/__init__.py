@@ -8,9 +8,16 @@ Nothing is loaded at import; the rules are read on first use (see kb.paths).
 
 from __future__ import annotations
 
-from kb.hints import TYPE_CHECKING
+import os
+from typing import TYPE_CHECKING
 
 from kb.version import __version__
+from kb.engine.hfconfig import read
+from kb.engine.pipeline import respond
+from kb.knowledge.derived import with_model
+from kb.knowledge.store import LOADED
+from kb.query.parse import parse
+from kb.query.words import Vocab, stored_vocabulary
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -27,20 +34,14 @@ __all__ = ["answer_in", "answered", "as_typed", "ask", "asked_in", "cpu_cores", 
 
 def get_knowledge(rules_dir: str | Path | None = None) -> "Knowledge":
     """The validated knowledge of a rules directory (default: the shipped rules), cached."""
-    from kb.knowledge.store import LOADED
-
     return LOADED.get(rules_dir, STORED)
 
 
 def _stored_vocabulary(kn: "Knowledge") -> object:
-    from kb.query.words import stored_vocabulary
-
     return stored_vocabulary(kn)
 
 
 def _vocabulary_record() -> type:
-    from kb.query.words import Vocab
-
     return Vocab
 
 
@@ -73,7 +74,6 @@ def asked_in(rules_dir: str | Path | None, query: str, model_config: str | Path 
         kn = _priced(kn, prices, rules_dir)
     if model_config is None:
         return answered(kn, query, sort=sort, options=options)
-    from kb.engine.hfconfig import read
 
     model = read(model_config, kn)
     note = (f"model: {model['name']}, read from {model_config}; parameters computed "
@@ -99,7 +99,6 @@ def answered(kn: "Knowledge", query: str, *, sort: str | None = None,
     with that model, read from its config.json through huggingface_hub (kb.query.hub: its cache,
     HF_HOME and HF_HUB_OFFLINE). A model that cannot be read is a QueryError under its id, whose
     message says how to fetch it."""
-    from kb.engine.pipeline import respond
     from kb.errors import HubModelNamed
 
     try:
@@ -130,10 +129,7 @@ def _answer_with(kn: "Knowledge", model: "Model", query: str, note: str, source:
     (`note`) and its model_source; `given`: the model is the query's whatever it names
     (--model-config), else the query names it by its Hub id. The queries of its options and
     comparison name it as the query did, so that each can be asked again."""
-    from kb.engine.pipeline import respond
     from kb.errors import HubModelNamed, QueryError
-    from kb.knowledge.derived import with_model
-    from kb.query.parse import parse
 
     view = with_model(kn, model)
 
@@ -170,16 +166,12 @@ def as_typed(query: str, source: "ModelSource | None") -> str:
 
 def _priced(kn: "Knowledge", prices: str | Path, rules_dir: str | Path | None) -> "Knowledge":
     """The knowledge with another price file (kb.knowledge.prices.with_prices), cached per file."""
-    from kb.knowledge.store import LOADED
-
     return LOADED.priced(rules_dir, prices, STORED)
 
 
 def cpu_cores() -> int:
     """The cores this process may run on (the container's share, not the host's count): how
     many worker processes `kbq serve` and `kbq --batch` start by default."""
-    import os
-
     if hasattr(os, "sched_getaffinity"):
         return max(1, len(os.sched_getaffinity(0)))
     return os.cpu_count() or 1

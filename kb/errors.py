@@ -6,17 +6,15 @@ The CLI maps these to exit code 2 and the server to HTTP 400; nothing else does 
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable
-
-from kb.recordtype import field, record
+from dataclasses import dataclass, field
 
 
 def nearest(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str | None:
     """The closest valid word to `word`, or None."""
     pool = sorted(set(choices))
     lowered = {c.lower(): c for c in pool}
-    import difflib             # only for a suggestion: kept off the plain-query path
-
     hits = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=cutoff)
     return lowered[hits[0]] if hits else None
 
@@ -30,7 +28,7 @@ class KbError(Exception):
         return {"message": str(self)}
 
 
-@record
+@dataclass
 class QueryError(KbError):
     """A query the parser cannot read. `column` is 1-based."""
 
@@ -68,7 +66,7 @@ class QueryError(KbError):
                 "expected": self.expected, "text": self.render()}
 
 
-@record
+@dataclass
 class RuleError(KbError):
     """A rule file that does not validate: file:line:col: message."""
 

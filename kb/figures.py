@@ -6,10 +6,7 @@ figure text use these, so one figure reads the same everywhere.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from kb.hints import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from typing import TypeAlias
+from typing import TypeAlias
 
 Value: TypeAlias = "float | int | str | bool | None"      # one scalar of a record or a scope
 

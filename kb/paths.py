@@ -2,18 +2,14 @@
 
 In: nothing (or the KBQ_RULES / KBQ_GRAMMAR environment variables).
 Out: the paths of the rules and grammar directories, from an installed wheel
-(`kb/_data/…`) or from a source checkout (the repository root). A plain query takes them as
-strings (`rules_root`, `rule_file_names`), so it does not import pathlib (with urllib.parse,
-a sixteenth of its cold start); the rest of kbq takes them as Paths.
+(`kb/_data/…`) or from a source checkout (the repository root), as strings (`rules_root`,
+`rule_file_names`) or as Paths (`rules_dir`, `rule_files`).
 """
 
 from __future__ import annotations
 
 import os
-from kb.hints import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from pathlib import Path
+from pathlib import Path
 
 _PACKAGE = os.path.dirname(os.path.realpath(__file__))
 
@@ -40,15 +36,11 @@ def grammar_root() -> str:
 
 def rules_dir() -> Path:
     """rules_root() as a Path."""
-    from pathlib import Path
-
     return Path(rules_root())
 
 
 def grammar_dir() -> Path:
     """grammar_root() as a Path."""
-    from pathlib import Path
-
     return Path(grammar_root())
 
 
@@ -82,8 +74,6 @@ def rule_file_names(root: str) -> list[str]:
 
 def rule_files(root: Path) -> list[Path]:
     """rule_file_names(root) as Paths."""
-    from pathlib import Path
-
     return [Path(p) for p in rule_file_names(os.fspath(root))]
 
 

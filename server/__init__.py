@@ -16,6 +16,9 @@ from werkzeug.exceptions import HTTPException
 from kb.knowledge.data import readable_template
 from kb.figures import duration, num
 from kb.links import web_address
+from server import api, browse, pages, security
+from server.fairness import ClientGone, Gate
+from server.live import LiveKnowledge, NoKnowledge
 
 
 def unit(text: Any) -> str:
@@ -47,9 +50,9 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         app.config.from_mapping(test_config)
     app.debug = False
 
-    from server import api, browse, compress, pages, security
-    from server.fairness import ClientGone, Gate
-    from server.live import LiveKnowledge, NoKnowledge
+    from server import compress
+    from server.fairness import ClientGone
+    from server.live import NoKnowledge
 
     gate = Gate(app.config["KBQ_ANSWER_SLOTS"], app.config["KBQ_CLIENT_SLOTS"],
                 app.config["KBQ_ANSWER_BUDGET_S"], app.config["KBQ_SEARCH_PROBES"])

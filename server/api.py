@@ -12,19 +12,18 @@ import json
 import math
 import os
 from functools import cache
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast, get_args
 
 import orjson
 from flask import Blueprint, Flask, Response, current_app, jsonify, request
 from flask.json.provider import DefaultJSONProvider
+from pydantic import TypeAdapter
 
 from kb.errors import KbError, QueryError, nearest
 from server.live import LiveKnowledge, NoKnowledge
-
-if TYPE_CHECKING:
-    from pydantic import TypeAdapter
-
-    from kb.engine.answer import Answer
+from kb import __version__
+from kb.engine.answer import Answer
+from kb.knowledge.schema import SortName
 
 bp = Blueprint("api", __name__, url_prefix="/api")
 
@@ -217,23 +216,16 @@ def answer_model() -> TypeAdapter[Answer]:
     kb.engine.answer names the types of its parts (kb.knowledge.records, kb.engine.answer_records) for the type checker
     only, so that a query does not import them; they are imported here, where pydantic finds
     them (a TypeAdapter resolves the names its type leaves open in its caller's scope)."""
-    from pydantic import TypeAdapter
-
-    from kb.engine.answer import Answer
-    from kb.recordtype import as_dataclass
     from kb.knowledge.records import Value  # noqa: F401
     from kb.engine.answer_records import (Advice, Bottleneck, ClaimChecked, ErrorBand,  # noqa: F401
                                    Memory, ModelSource, Option, PricesUsed, Question, Recommendation,
                                    Replicas, ReplicaLayout, Disaggregated, Side, Throughput, WorkloadDict)
 
-    as_dataclass(Answer)
     return TypeAdapter(Answer)
 
 
 @cache
 def openapi_document() -> dict[str, Any]:
-    from kb import __version__
-
     answer_schema = answer_model().json_schema(ref_template="#/components/schemas/{model}")
     schemas = answer_schema.pop("$defs", {})
     schemas["Answer"] = answer_schema
@@ -249,9 +241,6 @@ def openapi_document() -> dict[str, Any]:
             }}}}
     q = {"name": "q", "in": "query", "required": True, "description": "the question, e.g. serve 70B int4 16 users",
          "schema": {"type": "string", "maxLength": 500}}
-    from typing import get_args
-
-    from kb.knowledge.schema import SortName
 
     sorts = list(get_args(SortName))
     sort = {"name": "sort", "in": "query", "required": False,

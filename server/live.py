@@ -24,11 +24,14 @@ from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any
 
+from flask import has_request_context, request
+
+import kb
 from kb.knowledge.build import Knowledge, build
 from kb.paths import rule_files
 from server.answer_cache import AnswerCache
 from server.fairness import Gate
-from server.rebuild import RebuildFailed, error_dicts
+from server.rebuild import RebuildFailed, error_dicts, rebuild
 
 Fingerprint = tuple[tuple[str, int, int], ...]
 PAGE_BYTES = 16 * 1024 * 1024     # the knowledge's pages kept per process (the shipped rules' are ~0.7 MB)
@@ -135,10 +138,8 @@ class LiveKnowledge:
     def _refresh(self) -> None:
         self._checked = time.monotonic()
         if self.root is None:                 # the shipped rules: load once, retry on failure
-            from kb import get_knowledge
-
-            try:
-                self.knowledge, self.loaded_at, self.errors = get_knowledge(), _now(), []
+            try:       # read through the package, where a test puts a stand-in
+                self.knowledge, self.loaded_at, self.errors = kb.get_knowledge(), _now(), []
             except Exception as err:  # noqa: BLE001 - reported on /api/health and /rules
                 self.errors = error_dicts(err)
             return
@@ -158,8 +159,6 @@ class LiveKnowledge:
     def _build(self, root: Path, child: bool = False) -> None:
         try:
             if child:
-                from server.rebuild import rebuild
-
                 fresh = rebuild(root, self.gate.offload)
             else:
                 fresh = build(root)
@@ -182,11 +181,9 @@ class LiveKnowledge:
         """The Answer dict for a query (the `kbq --json` contract, with `kbq --sort`,
         `--options`), from `kn` or the current knowledge; raises QueryError for a query it
         cannot read."""
-        from kb import answer_in
-
         if kn is None:
             kn = self.get()
-        return answer_in(kn, query, sort=sort, options=options).to_dict()
+        return kb.answer_in(kn, query, sort=sort, options=options).to_dict()
 
     def answer_bytes(self, query: str, dump: Callable[[Any], bytes], kn: Knowledge, *,
                      sort: str | None = None, options: bool = False) -> bytes:
@@ -198,8 +195,6 @@ class LiveKnowledge:
         """The bytes kept for `key` under `kn`, else compute() when the gate lets this request's
         client compute (server.fairness); an answer its time budget cut short is not kept (one its
         probe budget cut is: that cut is the same every time)."""
-        from flask import has_request_context, request
-
         environ = request.environ if has_request_context() else {}
         cut: list[bool] = []
 

@@ -29,6 +29,10 @@ from server import charts, charts_roofline
 from server.trace_deps import relevant
 from server.live import LiveKnowledge
 from kb.knowledge import names as N
+from kb import answer_in
+from kb.engine.options import compute
+from kb.present.quote import build, buy_text, memory_text, rent_text, to_quote
+from kb.query.parse import parse
 
 if TYPE_CHECKING:
     from kb.engine.answer import Answer, Step
@@ -197,16 +201,12 @@ def _render(template: str, query: str | None, finish: Callable[[str], str] = str
 
 
 def _answer_page(template: str, query: str, kn: Knowledge, ctx: dict[str, Any]) -> str:
-    from kb import answer_in, answered
-    from kb.engine.options import compute
-    from kb.query.parse import parse
+    from kb import answered
 
     # with its options where the GPUs asked about are too small; kn becomes the knowledge it was
     # answered with (with the model of a Hub id the query names)
     found, kn = answered(kn, query)
     if template == QUOTE:
-        from kb.present.quote import buy_text, build, memory_text, rent_text, to_quote
-
         quoted, asked, wider = to_quote(found, kn, lambda q: answer_in(kn, q))
         return render_template(template, **ctx, quote=build(quoted, kn, asked, wider), link=page_link(query),
                                buy_text=buy_text, rent_text=rent_text, memory_text=memory_text)

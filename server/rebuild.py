@@ -25,6 +25,9 @@ from typing import Any
 
 from kb.errors import KbError, RuleErrors
 from kb.knowledge.data import Knowledge
+from kb import STORED
+from kb.knowledge.build import build
+from kb.knowledge.snapshot import from_data, stored
 
 CHILD_SECONDS = 600        # a build that takes longer than this is stopped and reported
 NICENESS = 10              # the child yields the cores to the processes answering requests
@@ -39,8 +42,6 @@ class RebuildFailed(Exception):
 def rebuild(root: Path, offload: Callable[[Callable[[], Any]], Any] | None = None) -> Knowledge:
     """The knowledge of `root`, built in a child process; the data it sends is made into the
     Knowledge through `offload(fn)` when given (a thread of the server's pool)."""
-    from kb.knowledge.snapshot import from_data
-
     try:
         done = subprocess.run([sys.executable, "-m", "server.rebuild", os.fspath(root)],
                               capture_output=True, timeout=CHILD_SECONDS, check=False,
@@ -71,10 +72,6 @@ def error_dicts(err: Exception) -> list[dict[str, Any]]:
 
 
 def _child(root: str) -> int:
-    from kb import STORED
-    from kb.knowledge.build import build
-    from kb.knowledge.snapshot import stored
-
     try:
         os.nice(NICENESS)
     except OSError:

@@ -26,6 +26,9 @@ from typing import Any
 
 from flask import Flask
 
+from server import create_app
+from server.application import KbqApplication
+
 Ready = Callable[[str, str], None]   # (url, how it serves: processes and threads)
 
 # ---- limits (each is stated in the README's serving section)
@@ -51,8 +54,6 @@ CLIENT_SLOTS = 1           # answers one address may have computing at once, per
 def load_app(rules: str | None, embed_origins: list[str] | None = None, cache_mb: float = 0,
              threads: int = 2, per_address: int = CONNECTIONS_PER_ADDRESS) -> Flask:
     """The app with its knowledge loaded, so that no request waits for a build."""
-    from server import create_app
-
     config: dict[str, Any] = {"KBQ_CACHE_MB": cache_mb, "KBQ_ANSWER_SLOTS": threads,
                               "KBQ_CONNECTIONS_PER_ADDRESS": per_address,
                               "KBQ_CLIENT_SLOTS": CLIENT_SLOTS, "KBQ_ANSWER_BUDGET_S": ANSWER_BUDGET_S,
@@ -143,7 +144,6 @@ def serve(host: str, port: int, processes: int, threads: int, rules: str | None,
     """Serve until stopped; `ready` is called once the workers are being started."""
     if os.name == "nt":
         raise OSError(0, "kbq serve runs on POSIX systems (Linux, macOS); gunicorn does not run on Windows")
-    from server.application import KbqApplication
 
     sock = sock or listen(host, port)
     sock.set_inheritable(True)

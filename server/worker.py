@@ -31,6 +31,8 @@ What it adds to gunicorn's GeventWorker:
 
 from __future__ import annotations
 
+import ctypes
+import signal
 import socket
 import sys
 import time
@@ -72,8 +74,6 @@ def one_malloc_arena() -> None:
     distinct load, a worker grew by 64 MB with a 32 MB answer cache, and by 37 MB with one arena
     (bench/README.md). The interpreter lock already lets one thread allocate at a time, so one
     arena costs no concurrency. Without glibc (no mallopt) nothing changes."""
-    import ctypes
-
     try:
         mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):
@@ -97,7 +97,6 @@ class KbqWorker(GeventWorker):
 
     def init_signals(self) -> None:
         super().init_signals()
-        import signal
 
         from server.application import STOP_SIGNALS
 

@@ -5,6 +5,7 @@ gives."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 from hypothesis import settings
@@ -12,7 +13,6 @@ from hypothesis import strategies as st
 
 from kb import ask, get_knowledge
 from kb.engine.answer import Answer
-from kb.recordtype import replace
 
 KN = get_knowledge()
 # Every catalogue GPU judged on one card (as without rules/prices.yaml's advice, which judges

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,6 @@ from kb.engine import answer
 from kb.errors import RuleErrors
 from kb.knowledge.build import build
 from kb.query.parse import parse
-from kb.recordtype import replace
 
 SHAPE = re.compile(r"^rules/[\w./-]+:\d+:\d+: \S")
 # a formula line of rules/formulas.yaml the tests edit

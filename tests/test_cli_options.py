@@ -9,6 +9,7 @@ option added later is checked without touching this file.
 
 from __future__ import annotations
 
+from dataclasses import fields
 from pathlib import Path
 
 import click
@@ -21,7 +22,6 @@ from kb.cli.declared import Command, Opt
 from kb.cli.main import ASK_HELP, QUERY_HELP
 from kb.cli.query import QUERY_OPTIONS, QueryArgs, parse
 from kb.cli.subcommands import OWN, SUBCOMMANDS
-from kb.recordtype import fields
 
 # a value each kind of query option takes (its check refuses most other words)
 QUERY_VALUES = {"jobs": "2", "sort": "cost"}

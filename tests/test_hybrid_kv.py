@@ -126,9 +126,10 @@ def test_model_config_parameter_count_of_a_hybrid_moe(tmp_path):
 
 
 def test_a_field_the_config_leaves_out_takes_its_default_from_the_rules(tmp_path):
+    from dataclasses import replace
+
     from kb import get_knowledge
     from kb.engine.hfconfig import read
-    from kb.recordtype import replace
 
     kn = get_knowledge()
     omitted = {k: v for k, v in QWEN3_NEXT_CONFIG.items() if k not in ("full_attention_interval",

@@ -1,5 +1,5 @@
-"""The import graph of kb/ and server/, read from the source with `ast`: no cycles, and the
-library never imports the server.
+"""The import graph of kb/ and server/, read from the source with `ast`: no cycles, the
+library never imports the server, and the stages import neither the web nor the CLI libraries.
 
 Every import counts, at module level, inside a function (a lazy import is still a dependency)
 or under `if TYPE_CHECKING:` (a type a module names is part of what it depends on: a cycle there
@@ -7,7 +7,7 @@ is still two modules that each need the other to be read).
 
 The stage packages import only downward, in the order a question goes through them backwards:
 the command line and the server, then kb.present, kb.engine, kb.query, kb.knowledge, kb.expr,
-and the ground floor (kb.errors, kb.paths, kb.recordtype, kb.figures, kb.version). The package
+and the ground floor (kb.errors, kb.paths, kb.figures, kb.version). The package
 `kb` itself (kb.ask, kb.get_knowledge) sits above the stages and below the surfaces. An
 exception is listed in LAYER_EXCEPTIONS with its reason, and docs/structure.md names it.
 """
@@ -102,7 +102,7 @@ def test_no_import_cycles() -> None:
     assert cycles == []
 
 
-GROUND = {"kb.errors", "kb.paths", "kb.recordtype", "kb.figures", "kb.hints", "kb.version", "kb.links"}
+GROUND = {"kb.errors", "kb.paths", "kb.figures", "kb.version", "kb.links"}
 STAGES = ("kb.expr", "kb.knowledge", "kb.query", "kb.engine", "kb.present")
 # (importer, imported) → why it runs upward; docs/structure.md lists each one
 LAYER_EXCEPTIONS = {
@@ -153,29 +153,50 @@ def test_the_library_never_imports_the_server() -> None:
             assert module in CLI and not data["top"], (module, target)
 
 
-# The longest a module of ours may be: a new maintainer reads one in a sitting (issue 17).
-def test_answering_a_query_imports_no_typing(tmp_path: Path) -> None:
-    """`import typing` is ~16 M instructions of a cold start (bench/README.md): the modules a query,
-    `--json`, a query error and `validate --help` run take TYPE_CHECKING and cast from kb.hints,
-    and typing's names only under TYPE_CHECKING. The process forgets a typing its own start-up
-    imported (an editable install's finder does), so a kb module that imports it shows; the
-    knowledge snapshot is built first, by another process (a build reads the YAML with pydantic)."""
+def third_party_imports(module: str, known: dict[str, Path]) -> set[str]:
+    """The top-level names of every package a module of ours imports that is not ours, at
+    module level, inside a function or under TYPE_CHECKING."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(known[module].read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add(node.module.split(".")[0])
+    return found - {"kb", "server"}
+
+
+SURFACE_LIBRARIES = {"flask", "werkzeug", "jinja2", "click", "gunicorn", "gevent"}
+
+
+def test_the_stages_import_neither_the_web_nor_the_cli_libraries() -> None:
+    """The engine and the stages below and above it (kb.expr to kb.present, and the package
+    kb) are a pure core: only kb.cli and server name flask, click or the server's libraries."""
+    known = modules()
+    core = [m for m in known if m == "kb" or m.startswith(STAGES)]
+    assert "kb.engine.run" in core and "kb.cli.main" not in core
+    assert third_party_imports("kb.knowledge.graph", known) >= {"networkx"}     # the walk sees imports
+    named = {m: found for m in core if (found := third_party_imports(m, known) & SURFACE_LIBRARIES)}
+    assert named == {}
+
+
+def test_answering_a_query_loads_neither_the_web_nor_the_cli_libraries(tmp_path: Path) -> None:
+    """kb.ask, as a program that embeds kbq calls it: an answer and a query error, with the
+    knowledge read from its snapshot (built first, by another process), leave flask, click and
+    the server's libraries unimported."""
     import os
     import subprocess
     import sys
 
     env = {**os.environ, "KBQ_CACHE_DIR": str(tmp_path)}
     subprocess.run([sys.executable, "-c", "from kb import get_knowledge; get_knowledge()"], env=env, check=True)
-
-    code = ("import io, sys\n"
-            "for name in [m for m in sys.modules if m == 'typing' or m.startswith('typing.')]:\n"
-            "    del sys.modules[name]\n"
-            "from kb.cli.main import main\n"
-            "class Out(io.StringIO):\n"
-            "    buffer = io.BytesIO()\n"
-            "sys.stdout, sys.stderr = Out(), io.StringIO()\n"
-            "codes = [main(['serve 70B int4 16 users']), main(['--json', 'serve 70B int4 16 users']),\n"
-            "         main(['serve 70B int4 16 users on 2x']), main(['validate', '--help'])]\n"
-            "sys.__stdout__.write(f\"{codes} {'typing' in sys.modules}\\n\")\n")
+    code = ("import sys\n"
+            "from kb import ask\n"
+            "from kb.errors import QueryError\n"
+            "print(ask('serve 70B int4 16 users').verdict != '')\n"
+            "try:\n"
+            "    ask('serve 70B int4 16 users on 2x')\n"
+            "except QueryError:\n"
+            "    print('QueryError')\n"
+            f"print(sorted(m for m in {sorted(SURFACE_LIBRARIES)!r} if m in sys.modules))\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
-    assert done.stdout.splitlines()[-1] == "[0, 0, 2, 0] False", done.stderr
+    assert done.stdout.splitlines() == ["True", "QueryError", "[]"], done.stderr

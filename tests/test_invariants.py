@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import fields, is_dataclass
 from typing import Any
 
 import pytest
@@ -49,7 +50,6 @@ from invariant_workloads import (
 
 from kb import ask
 from kb.errors import QueryError
-from kb.recordtype import is_record
 
 # ---------------------------------------------------------------- memory grows with the job
 
@@ -164,8 +164,8 @@ SIGNED_FIELDS = {"headroom_gb", "difference_pct"}
 
 
 def _walk(value: Any, path: str, out: list[tuple[str, Any]]) -> None:
-    if is_record(value) and not isinstance(value, type):
-        value = dict(value.__dict__)
+    if is_dataclass(value) and not isinstance(value, type):
+        value = {f.name: getattr(value, f.name) for f in fields(value)}
     if isinstance(value, dict):
         signed_step = str(value.get("rule", "")).startswith("headroom_gb ")
         for k, v in value.items():

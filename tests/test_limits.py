@@ -74,8 +74,9 @@ def test_the_vocabulary_does_not_grow_with_the_square_of_a_name() -> None:
     """Every prefix of a 20,000-character name is 20,000 strings of 10,000 characters on
     average: ~200 MB. The name itself is 20 kB; building the vocabulary with it must cost
     about that, not its square (5 MB allows the shipped vocabulary's own ~1 MB several times)."""
+    from dataclasses import replace
+
     from kb.query.words import vocabulary
-    from kb.recordtype import replace
 
     kn = get_knowledge()
     model = {**next(iter(kn.models.values())), "id": "long-family", "family": "x" * 20_000, "aliases": []}

@@ -5,6 +5,7 @@ format key follows every declaration, and what is generated from them is not sta
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import pytest
@@ -16,16 +17,15 @@ from kb.expr.nodes_base import ExprNode
 from kb.knowledge import codec, shapes, snapshot
 from kb.knowledge import data as kd
 from kb.knowledge import schema as sc
-from kb.recordtype import field, fields, record
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Leaf:
     name: str
     when: ex.Expr | None
 
 
-@record
+@dataclass(slots=True)
 class Tree:
     title: str
     leaves: tuple[Leaf, ...]
@@ -36,7 +36,7 @@ class Tree:
     cached: object = field(default=None, compare=False)     # derived: not stored
 
 
-@record
+@dataclass(slots=True)
 class TreeWithMore(Tree):
     added: tuple[str, ...] = ()
     extra: Leaf | None = None
@@ -83,7 +83,7 @@ def test_an_expression_is_stored_as_its_ast_and_read_back() -> None:
 
 
 def test_a_type_the_codec_cannot_store_is_refused_when_declared() -> None:
-    @record
+    @dataclass(slots=True)
     class Odd:
         items: set[str]
 
@@ -100,7 +100,7 @@ def test_the_generated_digests_are_those_of_the_declarations() -> None:
 def test_the_format_key_follows_a_record_declaration(monkeypatch: pytest.MonkeyPatch) -> None:
     before = shapes.records_digest()
 
-    @record(frozen=True)
+    @dataclass(frozen=True, slots=True)
     class Formula(kd.Formula):
         unit_note: str | None = None
 
@@ -117,7 +117,7 @@ def test_the_format_key_follows_the_stored_form_of_an_expression(monkeypatch: py
     before = shapes.records_digest()
     encode, decode, _, more = codec.LEAVES[ex.Expr]
 
-    @record(frozen=True)
+    @dataclass(frozen=True, slots=True)
     class StoredExpression(codec.StoredExpression):
         spans: dict[str, int] | None = None
 
@@ -196,11 +196,11 @@ def test_the_format_key_follows_the_keys_added_after_validation(monkeypatch: pyt
 def test_the_format_key_follows_a_table_declaration() -> None:
     from kb import STORED
 
-    @record
+    @dataclass(slots=True)
     class Vocab:
         table: dict[str, str]
 
-    @record
+    @dataclass(slots=True)
     class VocabWithMore(Vocab):
         keys: tuple[str, ...]
 

@@ -32,8 +32,9 @@ def test_snapshot_round_trip_answers_the_same():
 def test_the_json_form_leaves_the_later_stages_tables_out():
     """to_data is the knowledge alone: read back, its Derived.tables is empty and the query
     vocabulary is made from the knowledge on first use, equal to the built one's."""
+    from dataclasses import fields
+
     from kb.query.words import vocab_of, vocabulary
-    from kb.recordtype import fields
 
     built = build(rules_dir())
     again = snapshot.from_data(json.loads(json.dumps(snapshot.to_data(built))), built.root)
@@ -46,7 +47,7 @@ def test_the_json_form_leaves_the_later_stages_tables_out():
 def test_the_vocabulary_read_from_a_saved_snapshot_equals_the_built_one(cache):
     """The saved snapshot keeps the vocabulary as made (frozensets, tuples), not in its JSON
     form: read back through load_or_build it equals the built one, with the same types."""
-    from kb.recordtype import fields
+    from dataclasses import fields
 
     from kb import STORED
     from kb.query.words import Vocab, vocab_of

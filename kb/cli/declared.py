@@ -19,19 +19,16 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from kb.hints import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from typing import Any, TypeAlias
+from dataclasses import dataclass
+from typing import Any, TypeAlias
 
 from kb.errors import KbError
-from kb.recordtype import record
 
 Kind = Callable[[str, str], object]     # (flag, text) → the value; ValueError(message) if refused
 Values: TypeAlias = "dict[str, Any]"               # the options of a command line by dest
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Opt:
     flag: str
     dest: str                       # the name it sets
@@ -99,7 +96,7 @@ def check(opt: Opt, flag: str, text: str) -> object:
     return opt.kind(flag, text) if opt.kind is not None else text
 
 
-@record
+@dataclass(slots=True)
 class Read:
     """What `read` found: the options given (by dest), the other words, and "help" or "version"
     if one of those came first (the rest is then not read)."""
@@ -176,7 +173,7 @@ def options_help(options: tuple[Opt, ...] | list[Opt], batch: bool = True, versi
     return "\n".join(lines) + "\n"
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Command:
     """A subcommand that runs without click: `kbq NAME [OPTIONS] ARGS…`."""
 

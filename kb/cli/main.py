@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from kb.hints import TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from kb.cli.declared import fail
 from kb.cli.query import options_help, parse, run

@@ -10,15 +10,12 @@ errors on stderr as `Error: …`; exit 0 on an answer, 2 on a query or rule erro
 from __future__ import annotations
 
 import sys
-from kb.hints import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from typing import Any, BinaryIO
 from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO
 
 from kb.cli import declared
 from kb.cli.declared import RULES, Opt, fail
-from kb.recordtype import field, record
 
 SORTS = ("value", "cost", "speed", "memory", "power")
 
@@ -59,7 +56,7 @@ QUERY_OPTIONS = (
 _ASK_OPTIONS = tuple(o for o in QUERY_OPTIONS if not o.batch_only)
 
 
-@record
+@dataclass(slots=True)
 class QueryArgs:
     fmt: str = "text"                   # text, markdown, json or quote
     limit: int | None = None            # 0 (--all): every GPU row; None: text 5, Markdown 12
@@ -141,7 +138,7 @@ def run(args: QueryArgs, usage: str) -> int:
 
 # ---------------------------------------------------------------- --batch
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Settings:
     """What a batch line is answered with besides its query: the options of the command line
     that the plain `kbq "QUERY"` takes (--model-config, --prices, --sort, --options)."""

@@ -23,9 +23,7 @@ def schema(name: str) -> None:
         from pydantic import TypeAdapter
 
         from kb.engine.answer import Answer
-        from kb.recordtype import as_dataclass
 
-        as_dataclass(Answer)
         click.echo(dump(TypeAdapter(Answer).json_schema()), nl=False)
         return
     from kb.knowledge.schema import json_schema

@@ -9,7 +9,7 @@ that hold the job), the sort keys, the cost fields of each GPU row, and the reco
 
 from __future__ import annotations
 
-from kb.hints import TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from kb.engine.answer import GpuRow
 from kb.expr.parse import Col, at

@@ -7,19 +7,17 @@ disagreements, warnings (plus advice, claims_checked, units, question, …, mode
 
 from __future__ import annotations
 
-from kb.hints import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from typing import Any
     from kb.knowledge.records import Value
     from kb.engine.answer_records import (Advice, Bottleneck, ClaimChecked, ErrorBand, Memory,
                                           ModelSource, Option, PricesUsed, Question, Recommendation,
                                           Replicas, Side, Throughput, WorkloadDict)
 
-from kb.recordtype import field, record
 
-
-@record
+@dataclass
 class Step:
     node: str
     rule: str
@@ -34,7 +32,7 @@ class Step:
     sources: list[str] = field(default_factory=list)    # the source ids, one by one
 
 
-@record
+@dataclass
 class GpuRow:
     id: str
     name: str
@@ -74,7 +72,7 @@ class GpuRow:
 _NO_PRICES: PricesUsed = {}
 
 
-@record
+@dataclass
 class Answer:
     query: str
     workload: WorkloadDict
@@ -111,14 +109,7 @@ class Answer:
 
     def to_json(self) -> bytes:
         """to_dict() as compact JSON, the same bytes, without the copies to_dict makes: orjson
-        writes each record (the Answer, its rows and steps) as its fields, in order."""
+        writes each dataclass (the Answer, its rows and steps) as its fields, in order."""
         import orjson
 
-        return orjson.dumps(self, default=_fields)
-
-
-def _fields(obj: object) -> dict[str, Any]:
-    """A record's fields, in order, for orjson (which writes dataclasses by itself, not records)."""
-    if isinstance(obj, (Answer, GpuRow, Step)):
-        return obj.__dict__
-    raise TypeError(f"{type(obj).__name__} is not JSON serializable")
+        return orjson.dumps(self)

@@ -8,7 +8,7 @@ figures alone (no walk, trace, claims or advice).
 
 from __future__ import annotations
 
-from kb.hints import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, cast
 
 from kb.engine import margins
 from kb.engine import training as tr

@@ -9,8 +9,7 @@ names base_scope gives of a size (size_inputs).
 from __future__ import annotations
 
 import math
-
-from kb.hints import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from kb.knowledge.data import Knowledge
 from kb.knowledge import names as N

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from kb.hints import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, cast
 
 from kb.engine import training as tr
 from kb.engine.answer import Answer

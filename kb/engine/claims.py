@@ -8,7 +8,7 @@ agree, each with the claimed and computed figure, its formula and the source.
 from __future__ import annotations
 
 import math
-from kb.hints import TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from kb.engine.evaluate import Evaluated, evaluate
 from kb.expr.parse import Col, Failed, at, guarded

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 
 from kb.engine.answer import Answer
 from kb.knowledge import names as N
+from kb.engine import answer
+from kb.query.unparse import unparse
 
 if TYPE_CHECKING:
     from kb.engine.answer_records import Side
@@ -22,9 +24,6 @@ if TYPE_CHECKING:
 
 def sides(kn: Knowledge, asked: Workload, first: Answer) -> list[Side]:
     """Each value of asked.compare answered on its own; the first value's answer is `first`."""
-    from kb.engine import answer
-    from kb.query.unparse import unparse
-
     cmp = asked.compare
     if cmp is None:
         return []

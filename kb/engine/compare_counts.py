@@ -12,10 +12,12 @@ the sentence that says what was chosen (empty when one card of each was enough a
 
 from __future__ import annotations
 
-from kb.hints import TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from kb.figures import num
 from kb.knowledge import names as N
+from kb.engine import answer
+from kb.engine.options import valid_count
 
 if TYPE_CHECKING:
     from kb.engine.answer import Answer
@@ -34,9 +36,6 @@ def compared(w: Workload) -> bool:
 def settle(kn: Knowledge, w: Workload, query: str) -> str:
     """Set every count-0 card of `w` (in place) to what the comparison should show; the sentence
     that says so for the verdict and the assumptions ("" when one of each fits as asked)."""
-    from kb.engine import answer
-    from kb.engine.options import valid_count
-
     free = [g for g in w.gpus if g.count == 0]
     for g in free:
         g.count = 1

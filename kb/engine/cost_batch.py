@@ -8,10 +8,13 @@ rule does not apply (a user count named, training, several or no configurations,
 
 from __future__ import annotations
 
-from kb.hints import TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from kb.figures import num
 from kb.knowledge import names as N
+from kb.engine import solve
+from kb.engine.probes import Probes
+from kb.engine.single_probe import at_value
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -32,10 +35,6 @@ def loaded(w: Workload, kn: Knowledge, one_user: Answer,
            answer: Callable[[Workload], Answer]) -> tuple[Answer, float] | None:
     """The answer at the batch the configuration sustains, saying the one-user cost; None when
     that batch is one user or the one-user answer has no cost."""
-    from kb.engine import solve
-    from kb.engine.probes import Probes
-    from kb.engine.single_probe import at_value
-
     rule = kn.query["cost_batch"]
     assert rule is not None
     first = next((g for g in one_user.gpus if g.requested), None)

@@ -10,24 +10,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from itertools import repeat
 from operator import add, not_
-
-from kb.hints import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from typing import Any, TypeAlias
+from typing import Any, TypeAlias
 
 from kb.errors import EvalError
 from kb.expr.parse import MISSING, RAISED, Col, Expr, Failed, at, filled, guarded
 from kb.knowledge.data import Formula, Knowledge
-from kb.recordtype import field, record
 
 Scope: TypeAlias = "dict[str, Any]"
 INFINITE = (math.inf, -math.inf)
 
 
-@record
+@dataclass(slots=True)
 class Evaluated:
     """A scope and, for each formula computed in it, the index of the case used and any error.
     In a scope over several candidate GPUs a value, case or error may be a Col (kb.expr.parse): one

@@ -8,7 +8,7 @@ every candidate has the same).
 
 from __future__ import annotations
 
-from kb.hints import TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from kb.engine import training as tr
 from kb.engine.evaluate import Scope

@@ -18,6 +18,9 @@ from kb.engine.hflayers import extend, obj, whole
 from kb.knowledge.data import norm
 from kb.paths import MAX_NAME_CHARS
 from kb.knowledge import names as N
+from kb.engine import Evaluated, base_scope, evaluate, resolve
+from kb.knowledge.derived import with_model
+from kb.query.workload import Workload
 
 if TYPE_CHECKING:
     from kb.knowledge.data import Knowledge
@@ -186,10 +189,6 @@ def _model(cfg: Config, name: str) -> Model:
 
 def _with_params(model: Model, kn: Knowledge) -> Model:
     """Parameter counts from the arch_params_* formulas."""
-    from kb.knowledge.derived import with_model
-    from kb.engine import Evaluated, base_scope, evaluate, resolve
-    from kb.query.workload import Workload
-
     view = with_model(kn, model, words=False)
     r = resolve(Workload(model_id=model["id"]), view)
     ev = Evaluated(base_scope(r, view))

@@ -7,7 +7,7 @@ workload's fields, the constants, the formats' widths and the model's and runtim
 
 from __future__ import annotations
 
-from kb.hints import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from kb.engine import training as tr
 from kb.engine.bare_size import size_inputs
@@ -18,6 +18,7 @@ from kb.query.workload import Workload
 from kb.knowledge import names as N
 
 if TYPE_CHECKING:
+
     from kb.engine.scope import Resolved
     from kb.knowledge.records import Model, Runtime
 

@@ -12,16 +12,15 @@ pipeline stages run across nodes. A layer split (llama.cpp) takes any count as p
 
 from __future__ import annotations
 
-from kb.hints import TYPE_CHECKING
+from typing import TYPE_CHECKING
 from kb.knowledge import names as N
+from dataclasses import dataclass
 
 if TYPE_CHECKING:
     from kb.engine.answer_records import Parallel
 
-from kb.recordtype import record
 
-
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Layout:
     tp: int
     pp: int

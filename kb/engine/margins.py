@@ -9,14 +9,12 @@ In: the rows of an answer (kb.engine.answer.GpuRow), its throughput dict, the me
 
 from __future__ import annotations
 
-from kb.hints import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from kb.engine.answer import GpuRow
 from kb.knowledge import names as N
 
 if TYPE_CHECKING:
-    from typing import Literal
-
     from kb.engine.answer_records import ErrorBand, Throughput
 
     Speed = Literal["decode_tokens_per_s", "decode_tokens_per_s_aggregate", "prefill_tokens_per_s",

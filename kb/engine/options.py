@@ -21,6 +21,14 @@ from kb.errors import KbError
 from kb.knowledge.data import Knowledge
 from kb.query.workload import GpuRequest, Workload
 from kb.knowledge import names as N
+from kb.engine.advice import CLASSES
+from kb.engine.inputs import stack_platforms
+from kb.engine.layout import choose
+from kb.engine.probes import Probes
+from kb.engine.scope import capacity_gpu, question_format
+from kb.knowledge.gpu_names import gpu_values, runs_on
+from kb.query.parse import parse
+from kb.query.unparse import unparse
 
 if TYPE_CHECKING:
     from kb.engine.answer_records import Option, WorkloadDict
@@ -141,7 +149,6 @@ def with_changes(w: Workload, **changes: object) -> Workload:
 
 def words_changes(kn: Knowledge, words: str) -> dict[str, object]:
     """What an option's words (prices.yaml advice.options) set, read by the query language."""
-    from kb.query.parse import parse
 
     plain = Workload().to_dict()
     said = parse(words, kn, model_given=True).to_dict()
@@ -189,6 +196,8 @@ def _answered(kn: Knowledge, w: Workload, q: str, before: dict[str, Answer]) -> 
     """The brief answer of `w`, once per Workload among one answer's options (the card a "more
     GPUs" option is first asked on is often the plain option's own Workload, and a capacity
     question's answer runs a whole search): reused answers are only read."""
+    # the engine's entry runs the options' own rules through train_choice: kb.engine.run imports
+    # this module, so the entry is imported when first used
     from kb.engine import answer
 
     key = repr(w.to_dict())
@@ -200,8 +209,6 @@ def _answered(kn: Knowledge, w: Workload, q: str, before: dict[str, Answer]) -> 
 
 def _ask(kn: Knowledge, w: Workload, base: Answer, rule: OptionRule, extra: str | None,
          before: dict[str, Answer]) -> Option | None:
-    from kb.query.unparse import unparse
-
     try:
         if w.gpus and w.gpus[0].count == 0:         # as many cards as then hold it
             probe = with_changes(w, gpus=[GpuRequest(w.gpus[0].gpu_id, 1, w.gpus[0].capacity_gb)])
@@ -255,9 +262,6 @@ def _count_found(kn: Knowledge, w: Workload) -> bool:
     search's upper bound (kb.engine.solve.smallest_fitting's first probe). Its answer, on the
     count found, holds the job, or does not on any count asked: either way no option, so the
     search itself is not run."""
-    from kb.engine.probes import Probes
-    from kb.engine.scope import capacity_gpu, question_format
-
     if w.question != "how_many_gpus" or len(w.gpus) != 1:
         return False
     asked = w.copy()
@@ -275,8 +279,6 @@ def _stack_runs(kn: Knowledge, a: Answer, row: GpuRow) -> bool:
     """The answer's training stack supports the row's platform for its task (runtimes.yaml
     well_supported): a QLoRA on the T4 asked about is a fix (its fp16 rate is slower, not
     missing), one on a Mac is not (bitsandbytes has no Apple backend). True for inference."""
-    from kb.engine.inputs import stack_platforms
-
     gpu, rt = kn.gpus.get(row.id), kn.runtimes.get(str(a.workload.get("runtime")))
     return (gpu is None or rt is None or "training" not in a.bottleneck
             or gpu["vendor"] in stack_platforms(rt, str(a.workload.get(N.TASK))))
@@ -286,9 +288,6 @@ def _stack_supports(kn: Knowledge, a: Answer, gpu: GPU) -> bool:
     """The training stack of answer `a` supports this card's platform for its task, and the card
     has tensor cores for the job's precision (formulas.yaml suits_job reads both); always for
     inference."""
-    from kb.engine.inputs import stack_platforms
-    from kb.knowledge.gpu_names import gpu_values
-
     rt = kn.runtimes.get(str(a.workload.get("runtime")))
     precision = kn.precisions.get(str(a.workload.get(N.PRECISION)))
     if rt is None or precision is None or "training" not in a.bottleneck:
@@ -301,9 +300,6 @@ def _same_shelf(kn: Knowledge, asked: str, g: GPU, runtime: str) -> bool:
     """A card the next-card-up option may offer for the card asked about: the same vendor and
     class of buyer (consumer/workstation cards, datacenter cards; kb.engine.advice.CLASSES), and one the
     runtime runs on (a bare capacity keeps every card)."""
-    from kb.engine.advice import CLASSES
-    from kb.knowledge.gpu_names import runs_on
-
     was = kn.gpus.get(asked)
     rt = kn.runtimes.get(runtime)
     if was is None:
@@ -318,8 +314,6 @@ def valid_count(kn: Knowledge, w: WorkloadDict, needed: int, most: int) -> int |
     """The fewest GPUs from `needed` up that make a canonical layout for the job (kb.engine.layout:
     tensor parallel that divides the heads inside a node, whole nodes as pipeline stages; any
     count for a layer split or data-parallel training), at most `most`; None if none does."""
-    from kb.engine.layout import choose
-
     model = kn.models.get(str(w.get("model")))
     rt = kn.runtimes.get(str(w.get("runtime")))
     if model is None or rt is None or w.get(N.TASK) in kn.query["training_tasks"]:

@@ -12,7 +12,7 @@ of a format the rule lists, for no more users than it says.
 
 from __future__ import annotations
 
-from kb.hints import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, cast
 
 from kb.engine import advice as rightsize
 from kb.engine.verdict_room import tight

@@ -7,11 +7,16 @@ composed (kb.engine.verdict) after the options are known. kb.ask and kb.answer_i
 
 from __future__ import annotations
 
-from kb.hints import TYPE_CHECKING
-from kb.engine import volume
+from typing import TYPE_CHECKING
+
+from kb.engine import answer, volume
+from kb.engine.compare import sides
 from kb.engine.compare_counts import compared, local_fallback, settle
+from kb.engine.options import compute
+from kb.engine.verdict import compose, fitted
 from kb.figures import num
 from kb.knowledge import names as N
+from kb.query.parse import parse
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -27,12 +32,8 @@ def respond(kn: Knowledge, query: str, w: Workload | None = None, *, sort: str |
             options: bool = False, asked: Callable[[], Workload] | None = None) -> Answer:
     """The answer to `query` (read with `kn` unless its Workload `w` is given); `sort` and
     `options` as kb.ask takes them. Raises kb.errors.QueryError for a query it cannot read."""
-    from kb.engine import answer
-
     if asked is None:
         def asked() -> Workload:            # the query read again (the engine fills defaults in place)
-            from kb.query.parse import parse
-
             return parse(query, kn)
 
     def reread() -> Workload:
@@ -60,16 +61,10 @@ def with_options(a: Answer, w: Workload, kn: Knowledge, asked: Callable[[], Work
     """Options when asked for, or when the GPUs asked about do not hold the job
     (kb.engine.options), duplicates merged; the sides of a comparison ("fp8 vs int4":
     kb.engine.compare); the verdict composed again with them."""
-    from kb.engine.verdict import compose, fitted
-
     if w.compare is not None:
-        from kb.engine.compare import sides
-
         a.comparison = sides(kn, asked(), a)
     rows = [g for g in a.gpus if g.requested]
     if w.want_options or (rows and not any(g.fits for g in rows)):
-        from kb.engine.options import compute
-
         as_asked = asked()              # the query read once more: the engine filled `w` in place
         a.options = merged(compute(kn, as_asked, a))
         if w.focus == "time" and w.compare is None and rows and "training" in a.bottleneck:
@@ -85,9 +80,6 @@ def as_run(a: Answer, kn: Knowledge, fb: LocalFallback | None = None) -> tuple[A
     least change that fits on those same cards (the options are ordered least change first:
     activation checkpointing, as the trainers run LoRA on small cards, before a 4-bit base),
     said first in the verdict and the assumptions; None when no change fits those cards."""
-    from kb.engine import answer
-    from kb.query.parse import parse
-
     first = next((g for g in a.gpus if g.requested), None)
     options = a.options or []
     precision = fb[N.PRECISION] if fb is not None else None

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
+from dataclasses import replace
 
 from kb.engine import training as tr
 from kb.engine.budget import count_probe
@@ -33,7 +34,6 @@ from kb.expr.parse import Col
 from kb.knowledge.data import Knowledge
 from kb.knowledge.gpu_names import FP32_GEMM, gpu_columns
 from kb.query.workload import Workload
-from kb.recordtype import replace
 from kb.knowledge import names as N
 
 if TYPE_CHECKING:

@@ -17,15 +17,14 @@ import math
 from kb.errors import KbError, RuleError
 from kb.knowledge.loader import Doc, Path_
 from kb.knowledge.data import Knowledge
+from kb.engine import Evaluated, base_scope, evaluate, gpu_scope, layout_of, resolve, sweep
+from kb.engine.scope import capacity_gpu
+from kb.query.parse import parse
 
 DIVISION = "division by zero"
 
 
 def check(kn: Knowledge, query_doc: Doc, formulas_doc: Doc) -> list[RuleError]:
-    from kb.engine import Evaluated, base_scope, evaluate, gpu_scope, layout_of, resolve
-    from kb.engine.scope import capacity_gpu
-    from kb.query.parse import parse
-
     errors: list[RuleError] = []
     finite: set[str] = set()
     why: dict[str, tuple[str, str]] = {}          # formula → (query, its error there)
@@ -96,6 +95,4 @@ def _names(found: list[str]) -> str:
 def check_all(kn: Knowledge, query_doc: Doc, formulas_doc: Doc) -> list[RuleError]:
     """The reference queries first (check); when they pass, every formula over the workloads
     generated for each task (kb.engine.sweep), so the earlier messages stay as they were."""
-    from kb.engine import sweep
-
     return check(kn, query_doc, formulas_doc) or sweep.check(kn, formulas_doc)

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import math
 
-from kb.hints import TYPE_CHECKING, cast
-from kb.recordtype import record
+from typing import TYPE_CHECKING, cast
+from dataclasses import dataclass
 from kb.knowledge import names as N
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ CARDS_TRIED = 4     # no card named: the fleets planned, on the cards with the m
 RATE_STEPS = 4      # a rate asked: the users in flight are raised at most this often (it settles in one or two)
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Plan:
     gpu_id: str
     tp: int

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from kb.hints import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, cast
 
 from kb.engine import advice as rightsize, capacity, cost_batch, per_card, train_choice, unknown
+
+from kb.engine import solve
 from kb.engine import training as tr
 from kb.engine.answer import Answer, GpuRow
 from kb.engine.assemble import (ROW_FORMULAS, brief_answer, bottleneck, error_bands,
@@ -26,6 +28,9 @@ from kb.engine.gpus import catalogue_columns, layout_columns, layout_of, layouts
 from kb.engine.inputs import base_scope
 from kb.engine.layout import Layout
 from kb.engine.scope import Resolved, capacity_gpu, question_format, resolve
+from kb.engine.probes import Probes
+from kb.engine.single_probe import choose_split
+from kb.engine.verdict import compose
 from kb.knowledge.gpu_names import gemm_of, gpu_columns, runs_on
 from kb.engine.walk import Tracer, applies, differs, walk
 from kb.expr.parse import Col
@@ -53,8 +58,6 @@ def answer(w: Workload, kn: Knowledge, query: str = "", *, brief: bool = False) 
             return result
     if brief:
         return result
-    from kb.engine.verdict import compose      # the text is composed once, from the data above
-
     result.verdict = compose(result, kn)
     return result
 
@@ -175,7 +178,6 @@ def _exact_gpus_needed(kn: Knowledge, w: Workload, rows: list[GpuRow],
     """Rows that do not fit get the fewest GPUs that hold the job by the forward model (the
     even-split formula can be too few when the KV cache is replicated over tensor-parallel ranks)."""
     from kb.engine import solve
-    from kb.engine.probes import Probes
 
     steps = int(kn.constants[N.GPUS_PER_NODE]["value"]) ** 2
     probes = Probes(kn, w)
@@ -195,8 +197,6 @@ def _scaled_gpus_needed(kn: Knowledge, asked: Workload, rows: list[GpuRow],
     """A training job no count holds under the runtime's own data parallel (gpus_needed 0):
     several GPUs run it in the layout people use at that scale (kb.engine.training.resolve_at_scale),
     so the fewest that hold it come from the forward model over the count."""
-    from kb.engine import solve
-
     upper = int(kn.query["solve"]["how_many_gpus"]["upper"])
     for rank, i in enumerate(order):
         row = rows[rank]
@@ -257,8 +257,6 @@ def _resolved(w: Workload, kn: Knowledge) -> Resolved:
     asked gets the split chosen for its first card (kb.engine.single_probe.choose_split)."""
     r = resolve(w, kn)
     if r.is_training and w.gpus and not (w.tp or w.pp) and tr.is_model_parallel(w, kn):
-        from kb.engine.single_probe import choose_split
-
         req = w.gpus[0]
         choose_split(kn, r, capacity_gpu(req, kn) if req.gpu_id is None else kn.gpus[req.gpu_id],
                      tr.gpu_count(w))

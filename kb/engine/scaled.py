@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kb.engine import training as tr
+from kb.engine import solve, training as tr
 from kb.engine.layout import count_scan
 from kb.engine.probes import Probes
 from kb.engine.inputs import stack_platforms
@@ -42,8 +42,6 @@ def split_off(kn: Knowledge, w: Workload, got: Resolved,
               targets: list[tuple[GPU, int]]) -> tuple[list[tuple[GPU, int]], list[Row], list[str]]:
     """(the targets searched as before, the rows of the cards that cannot hold the copy, what
     the answer warns of the cards left unsized)."""
-    from kb.engine import solve
-
     if not got.is_training:
         return targets, [], []
     state_gb = tr.copy_gb(w, kn, got.runtime, float(got.model["params_total"]))   # as the query asked it

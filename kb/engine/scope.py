@@ -7,23 +7,22 @@ assumed). Its inputs, the names formulas read, are kb.engine.inputs.base_scope.
 
 from __future__ import annotations
 
-from kb.hints import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
 
 from kb.engine import training as tr
 from kb.engine.bare_size import bare_model
 from kb.knowledge.gpu_names import runs_on
 from kb.knowledge.data import Knowledge, capacity_fields
-from kb.recordtype import record
 from kb.query.workload import GpuRequest, Workload
 from kb.knowledge import names as N
 
 if TYPE_CHECKING:
-    from typing import Literal
     from kb.knowledge.records import GPU, Model, Precision, Runtime, Value
     from kb.engine.answer_records import Parallel
 
 
-@record
+@dataclass(slots=True)
 class Resolved:
     workload: Workload
     runtime: Runtime

@@ -8,6 +8,8 @@ count (choose_split), all of its valid splits computed at once as columns.
 
 from __future__ import annotations
 
+import copy
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kb.engine import training as tr
@@ -19,14 +21,13 @@ from kb.engine.scope import Resolved
 from kb.expr.parse import Col
 from kb.knowledge.data import Knowledge
 from kb.query.workload import GpuRequest, Workload
-from kb.recordtype import record
 from kb.knowledge import names as N
 
 if TYPE_CHECKING:
     from kb.knowledge.records import GPU
 
 
-@record
+@dataclass(slots=True)
 class Probe:
     fits: bool                      # the search's condition holds (memory, the speed floor, the targets asked)
     per_gpu_gb: float | None
@@ -116,8 +117,6 @@ def _layouts(w: Workload, count: int, splits: list[tuple[int, int]], kn: Knowled
     """kb.engine.training.layout of `count` GPUs under the first split, on a copy of the workload
     (the layout reads its stack and its split), and tp, pp and dp under each split as columns
     (training.split: a model-parallel stack's layout)."""
-    import copy
-
     w2 = copy.copy(w)
     w2.tp, w2.pp = splits[0]
     each = [tr.split(count, t, p) for t, p in splits]

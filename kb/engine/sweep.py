@@ -26,12 +26,14 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from kb.errors import KbError, RuleError
+from kb.errors import KbError, QueryError, RuleError
 from kb.expr.columns import RAISED
 from kb.knowledge import names as N
+from kb.engine import Evaluated, base_scope, evaluate, gpu_scope, layout_of, resolve
+from kb.engine.scope import capacity_gpu
+from kb.query.parse import parse
 
 if TYPE_CHECKING:
-    from kb.engine import Evaluated
     from kb.knowledge.loader import Doc, Path_
     from kb.knowledge.data import Case, Knowledge
     from kb.knowledge.records_rules import QueryRules
@@ -64,9 +66,6 @@ def workload_queries(kn: Knowledge) -> list[tuple[str, str]]:
 def _task_phrase(kn: Knowledge, word: str) -> str:
     """A task's first word, or, where that word only modifies another ('full' needs a training
     word), the word followed by the first word of the first task that makes it read."""
-    from kb.errors import QueryError
-    from kb.query.parse import parse
-
     model = next(iter(kn.models))
     for lead in [word] + [f"{word} {words[0]}" for words in kn.query["tasks"].values()]:
         try:
@@ -88,10 +87,6 @@ def _axis(q: QueryRules, unit: str) -> tuple[list[int], str]:
 
 
 def check(kn: Knowledge, formulas_doc: Doc) -> list[RuleError]:
-    from kb.engine import Evaluated, base_scope, evaluate, gpu_scope, layout_of, resolve
-    from kb.engine.scope import capacity_gpu
-    from kb.query.parse import parse
-
     names = list(kn.formulas)
     read = {d for f in kn.formulas.values() for d in f.deps}
     roots = [n for n in names if n not in read]         # what flows, claims and answers read

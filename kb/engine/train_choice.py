@@ -17,10 +17,11 @@ default is it.
 
 from __future__ import annotations
 
-from kb.hints import TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from kb.figures import num, usd
 from kb.knowledge import names as N
+from kb.engine.options import with_changes, words_changes
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -42,8 +43,6 @@ def applies(kn: Knowledge, w: Workload) -> bool:
 
 def chosen(kn: Knowledge, w: Workload, plain: Answer, answer: Callable[[Workload], Answer]) -> Answer | None:
     """The answer at the training method the question's ranking favours (see the module)."""
-    from kb.engine.options import with_changes, words_changes
-
     cheapest = w.sort == "cost"
 
     def key(a: Answer, rank: int) -> tuple[bool, bool, float, float]:

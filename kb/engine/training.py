@@ -10,8 +10,7 @@ Pure: no I/O.
 from __future__ import annotations
 
 import math
-
-from kb.hints import TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from kb.engine.layout import Layout
 from kb.knowledge.data import Knowledge

@@ -9,7 +9,7 @@ verdict reads "Does not fit … even at 1 users" or "Needs n/a GB".
 
 from __future__ import annotations
 
-from kb.hints import TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from kb.knowledge.data import TEMPLATE_FIELD, Flow, Knowledge
 

@@ -19,19 +19,21 @@ The ranking policy is never recited here: the table says it once ("ranked by val
 from __future__ import annotations
 
 import re
-from kb.hints import TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from kb.engine.verdict_lead import config, speed
 from kb.engine.verdict_lead import lead as _lead
 from kb.engine.verdict_lead import rate as _rate
 from kb.engine.verdict_lead import training as _training
-from kb.engine.scope import TOKENS_DEFAULT
+from kb.engine.scope import FORMAT_DEFAULT, TOKENS_DEFAULT
 from kb.engine.verdict_count import how_many, target
 from kb.engine.verdict_fleet import fleet
 from kb.engine.verdict_room import tight, tight_sentences
 from kb.engine.verdict_sides import sides
 from kb.figures import num, usd
 from kb.knowledge import names as N
+from kb.engine.options import TARGETS
+from kb.query.unparse import value_text
 
 if TYPE_CHECKING:
     from kb.engine.answer import Answer, GpuRow
@@ -58,8 +60,6 @@ def compose(a: Answer, kn: Knowledge) -> str:
     elif kind in ("compare", "how_many_gpus"):      # how many of each of two cards: side by side
         parts = _compare(a, kn)
     elif a.comparison and len(a.comparison) > 1:
-        from kb.query.unparse import value_text
-
         def label(s: Side) -> str:
             return value_text(kn, s["field"], s["value"])
         parts = sides(kn.query["verdict"], a.comparison, str(q.get("kind") or ""), _training(a),
@@ -149,7 +149,6 @@ def _fit(a: Answer, q: Question, kn: Knowledge) -> list[str]:
 
 def _target_asked(a: Answer) -> bool:
     """The query set a speed, time to first token, volume or deadline target."""
-    from kb.engine.options import TARGETS
     return any(a.workload.get(k) is not None for k in TARGETS)
 
 
@@ -260,7 +259,6 @@ def _which(a: Answer, q: Question, kn: Knowledge) -> list[str]:
 def _format_said(a: Answer) -> str:
     """' at q4_k_m under llama.cpp' when the format is the default the question's kind takes
     (kb.engine.scope.question_format), which the assumptions explain; '' otherwise."""
-    from kb.engine.scope import FORMAT_DEFAULT
 
     precision = a.workload.get(N.PRECISION)
     if not any(s.startswith(f"precision: {precision}, {FORMAT_DEFAULT}") for s in a.assumptions):

@@ -9,7 +9,7 @@ speed floor, a time to first token, tokens a day) needs more cards than memory d
 
 from __future__ import annotations
 
-from kb.hints import TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from kb.figures import duration, num
 from kb.knowledge import names as N

@@ -7,7 +7,7 @@ In: an Answer whose `replicas` block kb.engine.replicas filled, the Knowledge. O
 
 from __future__ import annotations
 
-from kb.hints import TYPE_CHECKING
+from typing import TYPE_CHECKING
 from kb.figures import num
 from kb.knowledge import names as N
 

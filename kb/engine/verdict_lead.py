@@ -3,7 +3,7 @@ question asked for first (kb.engine.verdict composes them)."""
 
 from __future__ import annotations
 
-from kb.hints import TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from kb.figures import BREAKDOWN_LABELS, duration, num, usd
 from kb.knowledge import names as N

@@ -11,7 +11,7 @@ plainly when the configuration it leads with, or a cheaper one it names, is shor
 from __future__ import annotations
 
 import math
-from kb.hints import TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from kb.figures import num
 from kb.knowledge import names as N

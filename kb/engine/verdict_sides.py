@@ -11,7 +11,7 @@ the sides_* templates).
 
 from __future__ import annotations
 
-from kb.hints import TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from kb.figures import num, usd
 from kb.knowledge import names as N

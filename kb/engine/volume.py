@@ -15,10 +15,11 @@ Workload with its users set, and the sentence that says how they were found (the
 from __future__ import annotations
 
 import math
-from kb.hints import TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from kb.figures import num
 from kb.knowledge import names as N
+from kb.engine import answer
 
 if TYPE_CHECKING:
     from kb.knowledge.data import Knowledge
@@ -37,7 +38,6 @@ def applies(kn: Knowledge, w: Workload) -> bool:
 def settle(kn: Knowledge, w: Workload, query: str) -> None:
     """Set w.users (in place) to the users the volume needs on the configuration the question
     is answered on, said in its notes when more than one."""
-    from kb.engine import answer
 
     rate = float(w.tokens_per_day or 0) / float(kn.constants[N.SECONDS_PER_DAY]["value"])
     if w.context_tokens is None:        # a server's requests are its requests, not a full context each

@@ -11,7 +11,7 @@ computes (after the formulas it needs) and every conditional edge taken.
 from __future__ import annotations
 
 import re
-from kb.hints import TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from kb.engine.answer import Step
 from kb.engine.evaluate import Evaluated, Scope, condition, evaluate, formula_order

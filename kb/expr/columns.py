@@ -9,10 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from itertools import repeat
-from kb.hints import TYPE_CHECKING, cast
-
-if TYPE_CHECKING:
-    from typing import Any, TypeAlias
+from typing import Any, TypeAlias, cast
 
 from kb.errors import EvalError
 

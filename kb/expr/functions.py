@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from kb.hints import cast
+from dataclasses import dataclass
+from typing import cast
 
 from kb.expr import units as u
 from kb.expr.columns import Col, Fn, Scope, elementwise, guarded, lift1, liftn, pick
 from kb.errors import EvalError
-from kb.recordtype import record
 from kb.expr.units import BOOL, Unit, UnitError
 
 
@@ -25,7 +25,7 @@ def num(value: object, what: str) -> float:
     return value
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Function:
     low: int                                   # fewest arguments
     high: int                                  # most arguments

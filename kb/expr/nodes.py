@@ -14,10 +14,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Mapping
-from kb.hints import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from typing import Any, ClassVar, TypeAlias
+from typing import Any, ClassVar, TypeAlias
 
 from kb.expr import units as u
 from kb.expr.columns import Fn, Op, and_, lift1, lift2, or_, short_circuit

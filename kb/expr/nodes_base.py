@@ -9,13 +9,10 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Mapping
-from kb.hints import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from typing import Any, ClassVar
+from dataclasses import FrozenInstanceError
+from typing import Any, ClassVar
 
 from kb.expr.columns import CONSTANT, RAISED, Fn, Op, constant, reader
-from kb.recordtype import frozen_error
 from kb.expr.units import TEXT, Unit
 
 Show = Callable[[str], str]
@@ -123,10 +120,10 @@ class ExprNode:
             f"{name}={getattr(self, name)!r}" for name in self.FIELDS) + ")"
 
     def __setattr__(self, name: str, value: object) -> None:
-        raise frozen_error(f"cannot assign to field {name!r}")
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
 
     def __delattr__(self, name: str) -> None:
-        raise frozen_error(f"cannot delete field {name!r}")
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
 
     def __getstate__(self) -> tuple[Any, ...]:
         return self._values()

@@ -13,20 +13,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from functools import cache, cached_property, lru_cache
-from kb.hints import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from kb.expr.columns import MISSING, NO_HOLES, RAISED, Col, Failed, Fn, Scope, at, elementwise
 from kb.expr.columns import filled, guarded
-from kb.errors import EvalError
+from kb.errors import EvalError, nearest
 from kb.expr.functions import FUNCTIONS
 from kb.expr.nodes import Bin, Call, Cmp, Logic, Neg, Not, compile_list, from_list
 from kb.expr.nodes_base import Name, ExprNode, Num, Str
-from kb.recordtype import field, record
 from kb.expr.units import BOOL, COUNTS, ONE, TEXT, Unit, UnitError, format_unit, parse_unit
+from kb.paths import grammar_dir
 
 if TYPE_CHECKING:
-    from typing import Any, TypeAlias
     from lark import Lark, Token, Tree
 
 __all__ = ["BOOL", "COUNTS", "FUNCTIONS", "MAX_DEPTH", "MISSING", "NO_HOLES", "ONE", "RAISED",
@@ -46,7 +46,7 @@ class ExprSyntaxError(Exception):
         self.suggestion = suggestion
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Expr:
     text: str
     ast: ExprNode
@@ -83,8 +83,6 @@ class Expr:
 def _parser() -> Lark:
     """The LALR parser of grammar/expr.lark, built on first use."""
     from lark import Lark
-
-    from kb.paths import grammar_dir
 
     return Lark.open(str(grammar_dir() / "expr.lark"), parser="lalr",
                      propagate_positions=True, maybe_placeholders=False)
@@ -136,8 +134,6 @@ def _call(kids: Kids, columns: dict[str, int], depth: int) -> ExprNode:
     fname = str(kids[0])
     args = tuple(_node(k, columns, depth) for k in kids[1:] if k is not None)
     if fname not in FUNCTIONS:
-        from kb.errors import nearest
-
         raise ExprSyntaxError(f"unknown function '{fname}'", kids[0].column or 1,
                               nearest(fname, FUNCTIONS))
     fn = FUNCTIONS[fname]

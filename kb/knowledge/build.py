@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from kb.expr import parse as ex
-from kb.knowledge import prices as kb_prices
+from kb.knowledge import prices as kb_prices, schema as sc
 from kb.errors import RuleError, RuleErrors, nearest
 from kb.knowledge.graph import flow_layers, knowledge_graph
 from kb.knowledge.checks import Collector, capacities, catalogue, check_native, training_tables, unique
@@ -28,6 +28,7 @@ from kb.knowledge.compile import closures, compile_claims, compile_flow, compile
 from kb.knowledge.loader import Doc, Path_, display_name, load, validate
 from kb.knowledge.data import (GPU_INPUT_PREFIX, PER_GPU_INPUTS, TEMPLATE_FIELD, Case, Claim, Edge, Flow,
                       Formula, Knowledge, Node, norm)
+from kb.knowledge.derived import derive
 from kb.paths import OPTIONAL_RULE_FILES, REQUIRED_RULE_FILES
 from kb.knowledge.schema import FILES
 
@@ -86,7 +87,6 @@ def _check_the_rest(root: Path, docs: dict[str, Doc], parsed: dict[str, Any], er
     """Some files failed their schema: still run the cross-file checks on the ones that passed,
     so one run reports every error. A file that failed stands in as empty, and the checks that
     would only echo its failure (sources, names from formulas.yaml) are left out."""
-    from kb.knowledge import schema as sc
     missing = [n for n in _STAND_INS if n not in parsed or n not in docs]
     if any(n not in docs for n in _STAND_INS):
         return  # a file is missing or unreadable: nothing sound to cross-check
@@ -160,7 +160,6 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
         raise RuleErrors(errs.errors)
     for flow in flows:
         flow.layers = flow_layers(graph, flow)
-    from kb.knowledge.derived import derive
 
     return derive(Knowledge(root=str(root), gpus=gpus, models=models, precisions=precisions, sources=sources,
                      inputs=inputs, constants=constants, formulas=formulas, closure=closure,

@@ -1,6 +1,6 @@
 """Records ⇄ plain data, read from the records' own declarations.
 
-In: a record class (kb.recordtype) and its fields' annotations as written. Out: `encode` (a
+In: a record class (a dataclass) and its fields' annotations as written. Out: `encode` (a
 record → plain data: lists, dicts, strings, numbers, None, what JSON and marshal write) and
 `decoder(cls)` (plain data → the record), each made once per class from its fields, and
 `signature(cls)`: every record reachable from a class with its fields and their annotations,
@@ -19,19 +19,16 @@ records' plain-data types (typed dicts of kb.knowledge.records, named only for t
 from __future__ import annotations
 
 import sys
-from kb.hints import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from typing import Any
+from dataclasses import dataclass, fields, is_dataclass
+from typing import TYPE_CHECKING, Any
 
 from kb.expr import parse as ex
 from kb.expr.nodes import signature as node_signature
-from kb.recordtype import fields, is_record, record
 
 if TYPE_CHECKING:       # types only: a plain query imports this module
     from collections.abc import Callable, Sequence
 
-    from kb.recordtype import Field
+    from dataclasses import Field
 
     Encode = Callable[[Any], object]
     Decode = Callable[[Any], object]
@@ -41,7 +38,7 @@ if TYPE_CHECKING:       # types only: a plain query imports this module
     Shape = tuple[Any, ...]
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class StoredExpression:
     """How an `ex.Expr` is stored, declared once: the fields' order is the stored list's and
     the names are the ones kb.expr.parse.StoredExpr takes; `ast` is the nodes' list form, which
@@ -74,7 +71,7 @@ LEAVES: dict[type, tuple[Encode, Decode, type, Callable[[], list[str]]]] = {
 SCALARS = frozenset({"str", "int", "float", "bool", "None", "object"})
 
 
-def stored_fields(cls: type) -> tuple[Field, ...]:
+def stored_fields(cls: type) -> tuple[Field[Any], ...]:
     """The fields a record stores: all but those declared compare=False (derived data)."""
     return tuple(f for f in fields(cls) if f.compare)
 
@@ -152,7 +149,7 @@ def _shape_of(annotation: str, owner: type) -> Shape:
     target = _resolve(text, owner)
     if isinstance(target, type) and target in LEAVES:
         return ("leaf", target)
-    if isinstance(target, type) and is_record(target):
+    if isinstance(target, type) and is_dataclass(target):
         return ("record", target)
     if target is None:                  # a typed dict or alias of plain data, for the type checker
         return ("plain",)
@@ -193,7 +190,7 @@ def encode_record(value: object) -> list[object]:
     return out
 
 
-def _declarer(cls: type, f: Field) -> type:
+def _declarer(cls: type, f: Field[Any]) -> type:
     """The class whose body declares the field (its module resolves the annotation)."""
     for klass in cls.__mro__:
         if f.name in klass.__dict__.get("__annotations__", {}):

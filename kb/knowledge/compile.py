@@ -8,7 +8,7 @@ objects (kb.knowledge.data), each formula's evaluation order (`closures`) and wh
 
 from __future__ import annotations
 
-from kb.recordtype import replace
+from dataclasses import replace
 from typing import Any
 
 import networkx as nx

@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypeVar
 
 from kb.expr import parse as ex
-from kb.hints import TYPE_CHECKING
-from kb.recordtype import field, record
 
 if TYPE_CHECKING:
-    from typing import TypeVar
-
     import networkx as nx
 
     from kb.knowledge.gpu_names import Gemm, Scope
@@ -59,14 +57,14 @@ def norm(text: str) -> str:
     return re.sub(_SEPARATORS, "", text.lower())
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Case:
     when: ex.Expr | None
     expr: ex.Expr
     note: str | None
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Formula:
     name: str
     unit: str
@@ -87,14 +85,14 @@ class Formula:
                           for c in self.cases)
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Edge:
     to: str
     when: ex.Expr | None
     label: str | None
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Node:
     id: str
     kind: str
@@ -107,7 +105,7 @@ class Node:
     differs: str | None = None          # and why it does not, when it does not
 
 
-@record
+@dataclass(slots=True)
 class Flow:
     id: str
     title: str
@@ -124,7 +122,7 @@ class Flow:
     applies: ex.Expr | None = None      # the flow is walked only where this holds (None: always)
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Claim:
     id: str
     source: str
@@ -140,7 +138,7 @@ class Claim:
     where: str
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Knowledge:
     """The validated rules. Never changed once built: a view with another model or other prices
     is a new Knowledge (kb.knowledge.derived.with_model, kb.knowledge.prices.with_prices)."""
@@ -170,7 +168,7 @@ class Knowledge:
     prices: dict[str, Price]                  # gpu id → prices.yaml entry
     advice: PriceAdvice                            # prices.yaml advice: sort orders ({} without one)
     # the tables derived from the rest, set once by kb.knowledge.derived.derive (None only before that)
-    derived: Derived = field(default=None, repr=False, compare=False)
+    derived: Derived = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
     # the networkx graph of formulas and flow nodes (kb.knowledge.graph) when built from YAML; None when
     # read from a snapshot, which keeps what the graph gave (closure, each flow's layers)
     graph: nx.DiGraph[str] | None = field(default=None, repr=False, compare=False)
@@ -217,8 +215,7 @@ if TYPE_CHECKING:
 class Lazy(Mapping["K", "V"]):
     """A read-only table: `index()` gives every key with what computing its value needs (made
     on first use), `compute(arg)` one value, computed on first read and kept. (What the index
-    holds, A, is the type checker's per table, checked where the table is made: a class generic
-    in it would need typing's Generic when it runs, kb.hints.)"""
+    holds, A, is the type checker's per table, checked where the table is made.)"""
 
     __slots__ = ("_index", "_make_index", "_compute", "_done")
 
@@ -250,7 +247,7 @@ class Lazy(Mapping["K", "V"]):
         return len(self._keys())
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Derived:
     order: Mapping[str, tuple[str, ...]]            # formula → the formulas it needs, then itself
     constants: Mapping[str, float]                  # constant → value

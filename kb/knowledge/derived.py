@@ -19,12 +19,12 @@ the same one at once compute the same value.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from types import MappingProxyType
-from kb.hints import TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from kb.knowledge.data import CardsAt, CaseText, Claim, Derived, Formula, Knowledge, Lazy
 from kb.knowledge.gpu_names import Scope, format_architectures, gemm_of, gpu_columns, precision_key, runs_on
-from kb.recordtype import replace
 
 if TYPE_CHECKING:
     from kb.knowledge.records import GPU, ErrorBand, Model

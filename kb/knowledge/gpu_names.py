@@ -11,12 +11,11 @@ the catalogue's columns per key).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from kb.hints import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from kb.expr.parse import Col
 
 if TYPE_CHECKING:
-    from typing import Any, TypeAlias
     from kb.knowledge.records import GPU, Precision, Runtime
 
 Scope: TypeAlias = "dict[str, Any]"

@@ -14,9 +14,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 import yaml
+from pydantic import ValidationError
 from yaml.constructor import SafeConstructor
 
 from kb.errors import RuleError, nearest
+from kb.knowledge.schema import public_name
 from kb.paths import MAX_FILE_BYTES
 
 if TYPE_CHECKING:
@@ -264,8 +266,6 @@ def _bad_tag(node: yaml.Node, display: str) -> RuleError:
 
 def validate(doc: Doc, model: type[M]) -> tuple[M | None, list[RuleError]]:
     """Validate doc.data against a pydantic model; every problem as a positioned RuleError."""
-    from pydantic import ValidationError
-
     try:
         return model.model_validate(doc.data), []
     except ValidationError as exc:
@@ -292,7 +292,6 @@ def _to_rule_error(doc: Doc, model: type[BaseModel], err: ErrorDetails) -> RuleE
                          nearest(str(value), allowed) if allowed else None)
     message = err["msg"].removeprefix("Value error, ")     # a validator's own sentence
     if kind == "model_type":              # "… instance of ModelSchema": the record's public name
-        from kb.knowledge.schema import public_name
 
         cls = str((err.get("ctx") or {}).get("class_name", ""))
         message = message.replace(cls, public_name(cls)) if cls else message

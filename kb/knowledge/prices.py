@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from kb.errors import RuleError, RuleErrors, nearest
 from kb.knowledge.loader import Doc, load, validate
 from kb.knowledge.data import Knowledge
-from kb.recordtype import replace
+from kb.knowledge.derived import derive
 
 if TYPE_CHECKING:
     from kb.knowledge.loader import Path_
@@ -151,6 +152,5 @@ def with_prices(kn: Knowledge, path: Path) -> Knowledge:
         entry.setdefault("file", None)
     for gid in own:
         prices[gid]["file"] = doc.display
-    from kb.knowledge.derived import derive
 
     return derive(replace(kn, gpus=merge(kn.gpus, prices), prices=prices, advice=advice))

@@ -18,6 +18,11 @@ import hashlib
 import json
 from pathlib import Path
 
+from kb.knowledge.codec import signature
+from kb.knowledge.data import Knowledge
+from kb.knowledge.schema import FILES, json_schema
+from kb.knowledge.views import VIEWS, module_text
+
 DIGEST_FILE = Path(__file__).with_name("shapes_digest.py")
 NAMES_FILE = Path(__file__).with_name("names.py")
 
@@ -26,9 +31,6 @@ def schemas_digest() -> str:
     """The rule files' JSON Schema and the keys kbq adds to their records after validation
     (kb.knowledge.views.VIEWS, read from the code that adds them): a snapshot stores those
     records as plain data, keys added included."""
-    from kb.knowledge.schema import FILES, json_schema
-    from kb.knowledge.views import VIEWS
-
     added = {schema: view.added for schema, view in VIEWS.items() if view.added}
     text = json.dumps({"schemas": {name: json_schema(name) for name in sorted(FILES)}, "added": added},
                       sort_keys=True)
@@ -36,9 +38,6 @@ def schemas_digest() -> str:
 
 
 def records_digest() -> str:
-    from kb.knowledge.codec import signature
-    from kb.knowledge.data import Knowledge
-
     return hashlib.sha256(signature(Knowledge).encode()).hexdigest()[:16]
 
 
@@ -53,8 +52,6 @@ def generated() -> str:
 
 def typed_dicts() -> dict[Path, str]:
     """Each generated module of typed dicts (kb.knowledge.views) → its text."""
-    from kb.knowledge.views import module_text
-
     return {Path(__file__).with_name(f"{name}.py"): module_text(name) for name in ("records", "records_rules")}
 
 

@@ -37,18 +37,25 @@ turns it off. Nothing is written when the directory cannot be created.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import marshal
 import os
 import sys
-from kb.hints import TYPE_CHECKING
+import tempfile
+import time
+import zlib
+from dataclasses import fields
+from typing import TYPE_CHECKING, Any
 
 from kb.knowledge.codec import encode_record, record_decoder
 from kb.knowledge.data import Knowledge
 from kb.knowledge.derived import derive
-from kb.recordtype import fields
+from kb.knowledge.shapes_digest import RECORDS, SCHEMAS
+from kb.paths import MAX_FILE_BYTES, grammar_file_names, rule_file_names
+from kb.version import __version__
 
 if TYPE_CHECKING:
-    from typing import Any
     from collections.abc import Callable, Mapping
     from pathlib import Path
 
@@ -72,8 +79,6 @@ def cache_dir() -> str | None:
 
 
 def _files(root: str) -> list[str]:
-    from kb.paths import grammar_file_names, rule_file_names
-
     return rule_file_names(root) + grammar_file_names()
 
 
@@ -83,21 +88,12 @@ def format_key(tables: Stored | None = None) -> str:
     digested in kb.knowledge.shapes_digest (generated from them, so a plain query reads two
     strings; tests/test_shapes.py fails while it is stale), and the fields of each later
     stage's table. A field added to any of them makes another format."""
-    import zlib                 # imported by Python's start-up already (zipimport)
-
-    from kb.knowledge.shapes_digest import RECORDS, SCHEMAS
-
     text = "".join(f"{name}: " + ", ".join(f"{f.name}: {f.type}" for f in fields(shape())) + "\n"
                    for name, (_, shape) in sorted((tables or {}).items()))
     return f"{RECORDS}-{SCHEMAS}-{zlib.crc32(text.encode()):08x}"
 
 
 def content_key(root: str, files: list[str] | None = None, fmt: str = "") -> str:
-    import hashlib
-
-    from kb.paths import MAX_FILE_BYTES
-    from kb.version import __version__
-
     h = hashlib.sha256(f"kbq {__version__} snapshot {fmt} python {_python()}\n".encode())
     for p in _files(root) if files is None else files:
         # a grammar by its directory and name (grammar/query.lark), a rule file from the root
@@ -139,8 +135,6 @@ def _python() -> str:
 
 
 def snapshot_path(directory: str, root: str, fmt: str) -> str:
-    from kb.version import __version__
-
     # one file per rules directory, kbq version, Python and format (the header says which; a
     # name collision only rebuilds), named by a 32-bit FNV-1a of the four
     h = 0x811C9DC5
@@ -153,8 +147,6 @@ def load_or_build(root: str | Path, tables: Stored | None = None) -> Knowledge:
     """`tables`: the tables later stages make from a knowledge (kb.query.words' vocabulary) that
     a saved snapshot keeps too, each as its function gives it (plain data marshal can write);
     they come back in Derived.tables. This package imports none of those stages."""
-    import time
-
     root = os.fspath(root)
     directory = cache_dir()
     fmt = format_key(tables)
@@ -189,8 +181,6 @@ def load_or_build(root: str | Path, tables: Stored | None = None) -> Knowledge:
 def stored(kn: Knowledge, tables: Stored | None = None) -> dict[str, object]:
     """The knowledge as the plain data a snapshot holds (marshal writes it; from_data reads it),
     with the later stages' `tables` as their functions make them (kept as made)."""
-    import json                         # the stored values are exactly the JSON form's
-
     data = json.loads(json.dumps(to_data(kn), separators=(",", ":")))
     data["tables"] = {name: make(kn) for name, (make, _) in (tables or {}).items()}
     shared = _shared(data, {})
@@ -215,8 +205,6 @@ def _shared(value: object, seen: dict[str, str]) -> object:
 
 
 def _save(path: str, header: dict[str, object], data: dict[str, object]) -> None:
-    import tempfile             # only when a snapshot is written: kept off the plain-query path
-
     directory = os.path.dirname(path)
     try:
         os.makedirs(directory, mode=0o700, exist_ok=True)

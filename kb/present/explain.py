@@ -7,7 +7,7 @@ In: an Answer (kb.engine.answer). Out: text lines.
 
 from __future__ import annotations
 
-from kb.hints import TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from kb.figures import BREAKDOWN_LABELS, num
 from kb.knowledge import names as N

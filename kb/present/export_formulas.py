@@ -18,6 +18,8 @@ from kb.present.export_text import anchor, code, math, name_link, number, page, 
 from kb.knowledge.data import Formula, Knowledge
 from kb.expr.nodes_base import literal
 from kb.present.render import md
+from kb.engine import answer
+from kb.query.parse import parse
 
 # Queries whose traces give the formulas' worked examples; the claims' own example queries
 # are tried after these. A query the rules cannot answer is skipped.
@@ -40,9 +42,6 @@ class Run:
 
 def run_examples(kn: Knowledge, queries: Iterable[str]) -> dict[str, Run]:
     """Answer each query with the engine; a query these rules cannot answer is left out."""
-    from kb.engine import answer
-    from kb.query.parse import parse
-
     runs: dict[str, Run] = {}
     for q in dict.fromkeys(queries):
         try:

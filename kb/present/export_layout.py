@@ -17,9 +17,9 @@ and measures it.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kb.recordtype import record
 
 if TYPE_CHECKING:
     from kb.knowledge.data import Flow
@@ -30,7 +30,7 @@ ELSE = "or else"
 CHAR_PX, WRAP_PX, PAD_PX, LINE_PX, GAP_PX = 8.0, 200.0, 32.0, 24.0, 50.0
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Chart:
     """Nodes (flow node ids, top to bottom), the ladder's steps, and the edges between them
     (from, to, label; an id is a flow node's or a step's)."""

@@ -12,12 +12,16 @@ nothing here computes one.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from kb.recordtype import field, record
 from kb.figures import duration, num
 from kb.links import web_address
 from kb.knowledge import names as N
+from kb.engine.options import compute
+from kb.errors import KbError
+from kb.query.parse import parse
+from kb.query.unparse import unparse
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -32,7 +36,7 @@ FIGURE_RULES = (N.WEIGHTS_GB, N.KV_CACHE_GB, N.TOTAL_GB, N.PER_GPU_GB, N.DECODE_
                 N.PREFILL_TOKENS_PER_S, N.TRAIN_TOKENS_PER_S, N.USD_PER_MILLION_TOKENS, N.RUN_COST_USD)
 
 
-@record
+@dataclass(slots=True)
 class Rent:
     provider: str
     usd_per_hour: float
@@ -40,7 +44,7 @@ class Rent:
     source: str
 
 
-@record
+@dataclass(slots=True)
 class Config:
     """One configuration as a quote shows it; prices are for every card of it."""
     role: str                       # "recommended", or why it is an alternative
@@ -61,7 +65,7 @@ class Config:
     price_file: str | None = None   # the price file the prices come from, when not prices.yaml
 
 
-@record
+@dataclass(slots=True)
 class QuotedSource:
     id: str
     title: str
@@ -70,7 +74,7 @@ class QuotedSource:
     url: str | None
 
 
-@record
+@dataclass(slots=True)
 class Quote:
     query: str                      # the question asked
     verdict: str                    # its answer's verdict
@@ -183,9 +187,6 @@ def to_quote(answer: Answer, kn: Knowledge,
     asked = None
     if not any(g.fits for g in answer.gpus):
         if answer.options is None:
-            from kb.engine.options import compute
-            from kb.query.parse import parse
-
             answer.options = compute(kn, parse(answer.query, kn), answer)
         first = next((o for o in answer.options if o[N.FITS]), None)
         if first is None:
@@ -193,10 +194,6 @@ def to_quote(answer: Answer, kn: Knowledge,
         answer, asked = ask(first["query"]), answer
     wider = None
     if len({g.id for g in answer.gpus if g.fits}) <= ALTERNATIVES:
-        from kb.errors import KbError
-        from kb.query.parse import parse
-        from kb.query.unparse import unparse
-
         try:                                # the same Workload with no GPU named, as query text
             w = parse(answer.query, kn)
         except KbError:

@@ -8,7 +8,8 @@ warnings and the trace.
 from __future__ import annotations
 
 import re
-from kb.hints import TYPE_CHECKING
+import textwrap
+from typing import TYPE_CHECKING
 
 from kb.figures import duration, num
 from kb.figures import BREAKDOWN_LABELS as BREAKDOWN_LABELS  # re-exported for the server
@@ -260,16 +261,12 @@ def options_heading(a: Answer) -> str:
 
 def _short_list(items: list[str]) -> str:
     """Each assumption's first clause, in one list: 'runtime: vLLM; prompt: 1024 tokens; …'."""
-    import textwrap
-
     short = [textwrap.shorten(re.sub(r"\s*\([^()]*\)", "", x).split("; ")[0], SHORT_ITEM, placeholder=" …")
              for x in items]
     return "; ".join(dict.fromkeys(short)) or "none"
 
 
 def _wrap(line: str) -> list[str]:
-    import textwrap
-
     return textwrap.wrap(line, TEXT_WIDTH) or [line]
 
 

@@ -12,7 +12,7 @@ the error kbq reports once the phrases before it are read.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from kb.hints import TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from kb.errors import QueryError
 from kb.query.tokens import Tok

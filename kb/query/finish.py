@@ -9,7 +9,7 @@ a size that is not the named model's).
 from __future__ import annotations
 
 import math
-from kb.hints import TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from kb.errors import QueryError
 from kb.knowledge.data import norm

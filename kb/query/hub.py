@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import json
 import os
-from kb.hints import TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from kb.errors import KbError
 from kb.paths import MAX_FILE_BYTES
-from kb.recordtype import record
+from dataclasses import dataclass
 
 if TYPE_CHECKING:
     from kb.knowledge.records import JSON, Config
@@ -42,7 +42,7 @@ class HubError(KbError):
     """A Hub model whose config cannot be read (not cached offline, no such repository…)."""
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class HubModel:
     """What was read of a Hub model, with where from."""
 

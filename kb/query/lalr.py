@@ -14,11 +14,9 @@ and every other rule is handed its children by the transformer's method of that 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from kb.hints import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 if TYPE_CHECKING:
-    from typing import Protocol
-
     class Token(Protocol):
         """What the parser reads of a token: the grammar's terminal it was cut as."""
 

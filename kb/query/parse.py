@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from kb.hints import TYPE_CHECKING
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from kb.query import lalr
 from kb.errors import HubModelNamed, QueryError
@@ -23,11 +24,9 @@ from kb.knowledge.data import Knowledge
 from kb.query.resolve import Resolver
 from kb.query.tokens import Tok
 from kb.query.words import Vocab, vocabulary  # noqa: F401  (kept importable from here)
-from kb.recordtype import replace
 from kb.query.workload import Workload
 
 if TYPE_CHECKING:
-    from typing import Any
     from lark.lexer import TerminalDef
 
 MAX_QUERY_CHARS = 500

@@ -9,7 +9,7 @@ set, or a QueryError with a caret on the second value. Every word comes from rul
 
 from __future__ import annotations
 
-from kb.hints import TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from kb.knowledge.data import norm
 from kb.query.tokens import Tok

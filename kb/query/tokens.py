@@ -6,19 +6,16 @@ unknown_words read.
 
 from __future__ import annotations
 
-from kb.hints import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import Any, TypeAlias
 
-if TYPE_CHECKING:
-    from typing import Any, TypeAlias
-
-from kb.recordtype import record
 
 # what a token stands for, read as the number it is by the rules that take it (a size, a count,
 # a length; the text of a number cut from a word)
 TokValue: TypeAlias = "Any"
 
 
-@record
+@dataclass(slots=True)
 class Tok:
     kind: str          # word num size moe count mem money vs
     text: str

@@ -7,17 +7,16 @@ or a QueryError with the nearest real words; a suggestion always names a real it
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Mapping
-from kb.hints import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from kb.errors import HubModelNamed, QueryError, nearest
 from kb.knowledge.data import norm
 from kb.query.words import NameReading, near_misses, read_name
 
 if TYPE_CHECKING:
-    from typing import TypeVar
-
     Entry = TypeVar("Entry", tuple[str, str], str)
     from kb.knowledge.data import Knowledge
     from kb.query.tokens import Tok, TokValue
@@ -198,7 +197,6 @@ class Unknown:
         toks = [t for t in self.toks[i:] if t.kind in _PHRASE_KINDS][: self.vocab.max_tokens]
         run = toks if toks else [self.toks[i]]
         tok = run[0]
-        import difflib
 
         best: tuple[float, str, int] | None = None
         keys = list(self.vocab.table)
@@ -224,8 +222,6 @@ class Unknown:
 
     def missing_gpu(self, start: int) -> QueryError:
         """'rx 7900 xtx', '3090 ti': a GPU name the catalogue lacks, with the nearest cards."""
-        import difflib
-
         n = start + 1
         while n < len(self.toks) and self.toks[n].kind in ("word", "num", "mem") and (
                 self.keys[n] in self.vocab.gpu_words or self.keys[n] not in self.vocab.table):

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
+from dataclasses import dataclass, fields
 
 from kb.knowledge.data import Knowledge, norm
-from kb.recordtype import fields, record
 
 MAX_PHRASE_TOKENS = 7
 
 
-@record
+@dataclass(slots=True)
 class Vocab:
     """Every phrase the resolver knows: normalised key → (kind, value), plus display forms."""
     table: dict[str, tuple[str, str]]
@@ -268,7 +268,7 @@ def near_misses(word: str, vocab: Vocab) -> list[str]:
 _SIZE_PART = r"^(\d+(?:\.\d+)?)b$"        # compiled on first use
 
 
-@record
+@dataclass(slots=True)
 class NameReading:
     """What a pasted model name says: the model key left, formats, dropped parts, a size."""
     key: str

@@ -7,22 +7,19 @@ rules/query.yaml defaults, and each default used is listed in the answer's assum
 
 from __future__ import annotations
 
-from kb.hints import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from typing import Any
-
-from kb.recordtype import field, record
+import copy
+from dataclasses import dataclass, field
+from typing import Any
 
 
-@record
+@dataclass
 class GpuRequest:
     gpu_id: str | None          # None: a bare capacity ("on 20GB")
     count: int = 1
     capacity_gb: float | None = None
 
 
-@record
+@dataclass
 class Workload:
     task: str = "infer"                       # infer serve prefill full_ft lora qlora pretrain
     question: str | None = None               # which_gpu max_users max_context largest_model how_many_gpus
@@ -103,8 +100,6 @@ class Workload:
     def copy(self) -> Workload:
         """What copy.deepcopy gives, made faster: every field is a plain value but the two lists,
         the GPUs asked for and the comparison, each copied here."""
-        import copy
-
         out = object.__new__(Workload)
         out.__dict__.update(self.__dict__)
         out.gpus = [GpuRequest(g.gpu_id, g.count, g.capacity_gb) for g in self.gpus]
