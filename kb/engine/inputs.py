@@ -104,6 +104,8 @@ def _runtime_fields(rt: Runtime) -> Scope:
         "runtime.apple_decode_step_overhead_s": (rt.get("apple_decode_step_overhead_s")
                                                  if rt.get("apple_decode_step_overhead_s") is not None
                                                  else rt.get("decode_step_overhead_s")),
+        # 0: the runtime keeps the 16-bit weights of an experts-only checkpoint 16-bit
+        "runtime.experts_only_rest_bits": rt.get("experts_only_rest_bits") or 0.0,
         "runtime.hopper_warpgroup_mma": rt.get("hopper_warpgroup_mma", True),
         "_gemm": gemm_of(rt),
         "runtime.memory_utilization": rt.get("memory_utilization", 1.0),

@@ -177,7 +177,7 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
 _RUNTIME_SOURCES = ("gemm_accumulate_source", "lora_dropout_source", "quantizes_output_head_source",
                     "native_gemm_source", "hopper_warpgroup_mma_source", "well_supported_source",
                     "unsupported_architectures_source", "unsupported_formats_source",
-                    "default_precision_source")
+                    "default_precision_source", "experts_only_rest_bits_source")
 # what an inference runtime must give
 _INFERENCE_NEEDS = ("decode_bandwidth_efficiency", "quant_kernel_efficiency", "decode_step_overhead_s",
                     "prefill_compute_efficiency")
