@@ -76,6 +76,7 @@ class WorkloadDict(TypedDict):
     segments: list[str]                 # the classes of card asked about
     segment: str | None                 # query.yaml situations ("at home")
     compare: Compare | None             # "fp8 vs int4": the field and its values
+    size_unnamed: bool                  # params is a size a largest-model search tried
     model: str
     model_name: str
     active_params: float

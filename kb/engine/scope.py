@@ -226,7 +226,8 @@ def _runtime_for_devices(w: Workload, kn: Knowledge, rt: Runtime, is_training: b
 def _resolve_model(w: Workload, kn: Knowledge, assumptions: list[str]) -> Model:
     if w.model_id is not None:
         return kn.models[w.model_id].copy()
-    model, said = bare_model(kn, w.params if w.params is not None else kn.defaults["params"])
+    model, said = bare_model(kn, w.params if w.params is not None else kn.defaults["params"],
+                             unnamed=w.size_unnamed)
     assumptions.append(said)
     return model
 

@@ -146,7 +146,7 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
     b = _Assembly(root, docs, parsed, errs, skip_sources, skip_names, skip_precisions)
     sources = b.sources()
     gpus, gpu_alias = b.gpus()
-    models, model_alias, refs, config_defaults = b.models()
+    models, model_alias, (refs, unnamed_refs), config_defaults = b.models()
     runtimes, runtime_alias, sharding, objectives = b.runtimes()
     rdefaults = b.runtime_defaults(runtimes)
     precisions, precision_alias = b.precisions(runtimes, rdefaults)
@@ -164,7 +164,7 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
 
     return derive(Knowledge(root=str(root), gpus=gpus, models=models, precisions=precisions, sources=sources,
                      inputs=inputs, constants=constants, formulas=formulas, closure=closure,
-                     flows=flows, claims=claims, query=query, bare_size_refs=refs,
+                     flows=flows, claims=claims, query=query, bare_size_refs=refs, bare_size_unnamed_refs=unnamed_refs,
                      config_defaults=config_defaults.model_dump(exclude={"source"}),
                      gpu_alias=gpu_alias, model_alias=model_alias, precision_alias=precision_alias,
                      runtimes=runtimes, runtime_alias=runtime_alias, runtime_defaults=rdefaults,
@@ -227,7 +227,7 @@ class _Assembly:
                 self.need_source(doc, ("gpus", i, "field_sources", fname), sid)
         return gpus, gpu_alias
 
-    def models(self) -> tuple[dict[str, Model], dict[str, str], list[str], ConfigDefaultsSchema]:
+    def models(self) -> tuple[dict[str, Model], dict[str, str], tuple[list[str], list[str]], ConfigDefaultsSchema]:
         doc, mfile = self.docs["models"], self.parsed["models"]
         models, model_alias = catalogue(doc, "models", [m.model_dump() for m in mfile.models], self.errs)
         for i, m in enumerate(mfile.models):
@@ -236,10 +236,12 @@ class _Assembly:
                 self.errs.add(doc.error(("models", i, "params_active"), "params_active is larger than params_total"))
         refs = list(mfile.bare_size.references)
         self.need_source(doc, ("config_defaults", "source"), mfile.config_defaults.source)
-        for i, ref in enumerate(refs):
-            if ref not in models:
-                self.unknown(doc, ("bare_size", "references", i), "model", ref, models)
-        return models, model_alias, refs, mfile.config_defaults
+        unnamed = list(mfile.bare_size.unnamed_references) or refs
+        for key, listed in (("references", refs), ("unnamed_references", list(mfile.bare_size.unnamed_references))):
+            for i, ref in enumerate(listed):
+                if ref not in models:
+                    self.unknown(doc, ("bare_size", key, i), "model", ref, models)
+        return models, model_alias, (refs, unnamed), mfile.config_defaults
 
     def runtimes(self) -> tuple[dict[str, Runtime], dict[str, str], ShardingTable, dict[str, Objective]]:
         """Each runtime's sources and the figures its kind needs; the training tables."""

@@ -4,5 +4,5 @@ RECORDS: a digest of the knowledge's records (kb.knowledge.data), SCHEMAS: of th
 files' JSON Schema and the keys kbq adds after validation; both are part of the
 knowledge snapshot's format key (kb.knowledge.snapshot.format_key)."""
 
-RECORDS = "95ea5c97fbcb3c41"
-SCHEMAS = "adb7ac8aa91c656b"
+RECORDS = "3b985b1947b62fc2"
+SCHEMAS = "7c20b7b96428d4e9"
