@@ -107,5 +107,7 @@ def _value(kn: Knowledge, w: Workload, r: GpuRow, name: str) -> float | bool | N
         return r.prefill_tokens_per_s if w.task == "prefill" else r.decode_tokens_per_s
     if name == "config_power_w":
         return None if r.tdp_w is None else r.tdp_w * r.count
+    if name == "config_vram_gb":
+        return None if r.vram_gb is None else r.vram_gb * r.count
     v = getattr(r, name, None)
     return v if v is None or isinstance(v, (bool, int, float)) else None
