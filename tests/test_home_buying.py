@@ -45,6 +45,9 @@ def _check_choice(a: dict[str, Any], check: dict[str, Any]) -> None:
     pick = a["gpus"][0]
     if "precision" in check:
         assert a["workload"]["precision"] == check["precision"]
+    if "runtime" in check:
+        assert a["workload"]["runtime"] == check["runtime"]
+        assert any("cannot load" in x for x in a["assumptions"]), a["assumptions"]
     if "architecture" in check:
         assert any(x.startswith("model:") and check["architecture"] in x for x in a["assumptions"]), a["assumptions"]
     if "pick_min_vram_gb" in check:

@@ -148,6 +148,7 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
     gpus, gpu_alias = b.gpus()
     models, model_alias, (refs, unnamed_refs), config_defaults = b.models()
     runtimes, runtime_alias, sharding, objectives = b.runtimes()
+    b.runtime_models(runtimes, models)
     rdefaults = b.runtime_defaults(runtimes)
     precisions, precision_alias = b.precisions(runtimes, rdefaults)
     inputs, constants, units, formulas, graph, closure = b.formulas(gpus)
@@ -177,7 +178,8 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
 _RUNTIME_SOURCES = ("gemm_accumulate_source", "lora_dropout_source", "quantizes_output_head_source",
                     "native_gemm_source", "hopper_warpgroup_mma_source", "well_supported_source",
                     "unsupported_architectures_source", "unsupported_formats_source",
-                    "default_precision_source", "experts_only_rest_bits_source")
+                    "default_precision_source", "experts_only_rest_bits_source",
+                    "unsupported_models_source")
 # what an inference runtime must give
 _INFERENCE_NEEDS = ("decode_bandwidth_efficiency", "quant_kernel_efficiency", "decode_step_overhead_s",
                     "prefill_compute_efficiency")
@@ -263,6 +265,17 @@ class _Assembly:
         if "error_bands" in self.parsed:
             self.need_source(self.docs["error_bands"], ("source",), self.parsed["error_bands"].source)
         return runtimes, runtime_alias, sharding, objectives
+
+    def runtime_models(self, runtimes: dict[str, Runtime], models: dict[str, Model]) -> None:
+        """runtimes.yaml unsupported_models: known models, handed to a known runtime."""
+        rdoc = self.docs["runtimes"]
+        for i, rt in enumerate(runtimes.values()):
+            for j, mid in enumerate(rt.get("unsupported_models") or []):
+                if mid not in models:
+                    self.unknown(rdoc, ("runtimes", i, "unsupported_models", j), "model", mid, models)
+            other = rt.get("unsupported_models_runtime")
+            if other is not None and other not in runtimes:
+                self.unknown(rdoc, ("runtimes", i, "unsupported_models_runtime"), "runtime", other, runtimes)
 
     def runtime_defaults(self, runtimes: dict[str, Runtime]) -> RuntimeDefaults:
         """runtimes.yaml defaults: known runtimes, each rule with its source."""
