@@ -58,6 +58,13 @@ def _check_choice(a: dict[str, Any], check: dict[str, Any]) -> None:
     if "price_kind" in check:
         used = a["prices"]["gpus"][check["price_kind"]["gpu"]]
         assert used["purchase_kind"] == check["price_kind"]["kind"] and used["purchase_source"]
+    sides = {s["value"]: s for s in a.get("comparison") or []}
+    for runtime, fmt in (check.get("side_precisions") or {}).items():
+        assert sides[runtime]["precision"] == fmt, (runtime, sides[runtime]["precision"])
+    for runtime, gb in (check.get("side_weights_gb") or {}).items():
+        side = kb.ask(sides[runtime]["query"]).to_dict()
+        assert check["tolerance"] <= MEMORY_TOLERANCE
+        assert _close(side["memory"]["breakdown"]["weights_gb"], gb, check["tolerance"]), (runtime, gb)
     offered = {o["workload_changes"].get("precision") for o in a["options"] or []}
     assert not offered & set(check.get("options_exclude", [])), offered
     assert set(check.get("options_include", [])) <= offered, offered

@@ -282,6 +282,7 @@ class Side(TypedDict):
     usable_vram_gb: NotRequired[float | None]   # of the GPU row: what per_gpu_gb is held against
     gpus_needed: NotRequired[int | None]        # the fewest cards by memory, when it does not fit
     quality_rank: NotRequired[int | None]       # a precision's quality cost as the rules rank it (0: none)
+    precision: NotRequired[str | None]          # the weight format the side was sized at
     decode_tokens_per_s: float | None
     prefill_tokens_per_s: float | None
     train_tokens_per_s: float | None

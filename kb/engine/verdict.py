@@ -56,8 +56,12 @@ def compose(a: Answer, kn: Knowledge) -> str:
     elif a.comparison and len(a.comparison) > 1:
         from kb.query.unparse import value_text
 
+        formats = {s.get("precision") for s in a.comparison}
+
         def label(s: Side) -> str:
-            return value_text(kn, s["field"], s["value"])
+            # runtimes compared each at its users' format: the format is part of the side's name
+            at = f" at {s.get('precision')}" if len(formats) > 1 and s["field"] != "precision" else ""
+            return value_text(kn, s["field"], s["value"]) + at
         parts = sides(a.comparison, str(q.get("kind") or ""), _training(a),
                       _fixes(a, 1, label(a.comparison[0])), label)   # the options change the first side
     elif kind == "which_gpu" or not any(g.requested for g in a.gpus):
