@@ -126,10 +126,15 @@ def _at_format(a: Answer, kn: Knowledge, fb: LocalFallback, first: GpuRow) -> tu
     if fmt is None or asked_prec not in kn.precisions or \
             fmt["bits_per_weight"] >= kn.precisions[asked_prec]["bits_per_weight"]:
         return None
-    w = parse(a.query, kn)
-    w.precision = fb["precision"]
-    b = answer(w, kn, a.query)
+    from kb.engine.options import compute
+
+    def at_format() -> Workload:
+        w = parse(a.query, kn)
+        w.precision = fb["precision"]
+        return w
+    b = answer(at_format(), kn, a.query)
     b.query = a.query
+    b.options = merged(compute(kn, at_format(), b))
     need, has = num(first.per_gpu_gb or 0), num(first.usable_vram_gb or 0)
     said = (f"As asked, at {asked_prec}, it needs {need} of {has} GB per GPU; "
             f"at {fb['precision']}, {fb['text']}, as below.")
