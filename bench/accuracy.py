@@ -306,6 +306,50 @@ def runtime_id(query: str, kn: Any) -> str:
     return resolve(parse(query, kn), kn).runtime["id"]
 
 
+SERVING_LOAD = ROOT / "tests" / "data" / "serving_load.yaml"
+
+
+def serving_under_load(kn: Any) -> dict[str, Any]:
+    """kbq's figures under continuous batching (rules/formulas.yaml serving_*) against published
+    measurements at a stated concurrency and input/output length (tests/data/serving_load.yaml):
+    time per output token, output tokens/s over all requests (requests/s × output length, Little's
+    law) and time to first token."""
+    import yaml
+
+    from kb import ask
+
+    data = yaml.safe_load(SERVING_LOAD.read_text(encoding="utf-8"))
+    points = []
+    for m in data["points"]:
+        a = ask(m["query"]).to_dict()
+        got = {s["rule_id"]: s["result"] for s in a["trace"]}
+        out = float(a["workload"]["output_tokens"])
+        pairs = {"tpot_s": (got["serving_tpot_s"], m["itl_s"]),
+                 "output_tokens_per_s": (got["serving_requests_per_s"] * out, m["output_tokens_per_s"]),
+                 "ttft_s": (got["serving_ttft_s"], m["ttft_s"])}
+        points.append({"id": m["id"], "query": m["query"], "source": m["url"],
+                       "figures": {k: {"kbq": v, "measured": t, "ape": ape(v, t)} for k, (v, t) in pairs.items()}})
+    table = {k: summary([p["figures"][k]["ape"] for p in points]) for k in ("tpot_s", "output_tokens_per_s", "ttft_s")}
+    for m in data.get("max_load") or []:
+        a = ask(m["query"]).to_dict()
+        got = {s["rule_id"]: s["result"] for s in a["trace"]}
+        v, t = got["serving_output_tokens_per_s"] / m["gpus"], m["tokens_per_s_per_gpu"]
+        points.append({"id": m["id"], "query": m["query"], "source": m["url"],
+                       "figures": {"max_load_tokens_per_s_per_gpu": {"kbq": v, "measured": t, "ape": ape(v, t)}}})
+    loaded = [p["figures"]["max_load_tokens_per_s_per_gpu"]["ape"] for p in points
+              if "max_load_tokens_per_s_per_gpu" in p["figures"]]
+    if loaded:
+        table["max_load_tokens_per_s_per_gpu"] = summary(loaded)
+    return {"table": table, "points": points}
+
+
+def print_serving(result: dict[str, Any]) -> None:
+    print("\nServing under load (continuous batching, prompts counted; absolute percentage error)")
+    print(f"{'figure':30} {'n':>3} {'median %':>9} {'p90 %':>8} {'worst %':>8}")
+    for name, s in result["table"].items():
+        print(f"{name:30} {s['n']:>3} {s['median']:>9.1f} {s['p90']:>8.1f} {s['worst']:>8.1f}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--json", action="store_true")
@@ -315,7 +359,8 @@ def main() -> int:
     from kb import get_knowledge
 
     kn = get_knowledge()
-    results = {s: evaluate(kn, s) for s in ("all", "fit", "holdout")}
+    results: dict[str, Any] = {s: evaluate(kn, s) for s in ("all", "fit", "holdout")}
+    results["serving_under_load"] = serving_under_load(kn)
     if args.write:
         write_bands(results["all"])
         print(f"wrote {BANDS.relative_to(ROOT)}")
@@ -324,6 +369,7 @@ def main() -> int:
         return 0
     print_table(results["all"], "All measurements (absolute percentage error)")
     print_table(results["holdout"], "Hold-out half (never used for fitting)")
+    print_serving(results["serving_under_load"])
     if results["all"]["skipped"]:
         print("\nSkipped (the query does not parse or gives no figure):")
         for s in results["all"]["skipped"]:

@@ -105,3 +105,15 @@ class RuleErrors(KbError):
 
 class EvalError(KbError):
     """A formula that cannot be evaluated for this workload (e.g. division by zero)."""
+
+
+class HubModelNamed(KbError):
+    """A query names a Hugging Face Hub id (org/name) that no models.yaml entry names: the
+    model's config.json must be read (kb.query.hub) before the query can be answered. kb.ask and
+    kb.answer_in do that; anything else that meets it reports its message."""
+
+    def __init__(self, query: str, column: int, repo_id: str) -> None:
+        self.query, self.column, self.repo_id = query, column, repo_id
+        super().__init__(f"no model '{repo_id}' in models.yaml: its config.json is read from the "
+                         "Hugging Face Hub for a query asked with kbq \"QUERY\" or the API; or "
+                         "pass --model-config config.json")

@@ -15,6 +15,7 @@ from werkzeug.exceptions import HTTPException
 
 from kb.knowledge.data import readable_template
 from kb.figures import duration, num
+from kb.links import web_address
 
 
 def unit(text: Any) -> str:
@@ -46,7 +47,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         app.config.from_mapping(test_config)
     app.debug = False
 
-    from server import api, browse, pages, security
+    from server import api, browse, compress, pages, security
     from server.fairness import ClientGone, Gate
     from server.live import LiveKnowledge, NoKnowledge
 
@@ -56,9 +57,10 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
                                            int(app.config["KBQ_CACHE_MB"] * 1024 * 1024), gate)
     app.json = api.SafeJSON(app)
     app.jinja_env.filters.update(num=num, duration=duration, unit=unit, quantity=quantity,
-                                 readable=readable_template)
+                                 readable=readable_template, web_address=web_address)
     app.jinja_env.trim_blocks = app.jinja_env.lstrip_blocks = True
     security.init_app(app)
+    compress.init_app(app)
 
     @app.context_processor
     def rule_banner() -> dict[str, Any]:
@@ -68,6 +70,9 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     app.register_blueprint(pages.bp)
     app.register_blueprint(browse.bp)
     app.register_blueprint(api.bp)
+    # the path monitors and load balancers try first (Kubernetes, Docker health checks): the same
+    # check as /api/health
+    app.add_url_rule("/health", "health", api.health)
 
     @app.errorhandler(HTTPException)
     def http_error(err: HTTPException) -> Any:

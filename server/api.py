@@ -223,8 +223,8 @@ def answer_model() -> TypeAdapter[Answer]:
     from kb.recordtype import as_dataclass
     from kb.knowledge.records import Value  # noqa: F401
     from kb.engine.answer_records import (Advice, Bottleneck, ClaimChecked, ErrorBand,  # noqa: F401
-                                   Memory, Option, PricesUsed, Question, Recommendation, Side,
-                                   Throughput, WorkloadDict)
+                                   Memory, ModelSource, Option, PricesUsed, Question, Recommendation,
+                                   Replicas, ReplicaLayout, Disaggregated, Side, Throughput, WorkloadDict)
 
     as_dataclass(Answer)
     return TypeAdapter(Answer)

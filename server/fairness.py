@@ -93,6 +93,24 @@ def readable(sock: Any) -> bool:
     return bool(poller.poll(0))
 
 
+def _raised_in_caller(offload: Callable[[Callable[[], Any]], Any]) -> Callable[[Callable[[], Any]], Any]:
+    """`offload`, with the work's exception handed back as a value and raised by the caller."""
+
+    def run(fn: Callable[[], T]) -> T:
+        def caught() -> tuple[bool, Any]:
+            try:
+                return True, fn()
+            except Exception as err:  # noqa: BLE001 - raised again below, in the caller
+                return False, err
+
+        ok, value = offload(caught)
+        if not ok:
+            raise value
+        return value  # type: ignore[no-any-return]
+
+    return run
+
+
 class Gate:
     def __init__(self, slots: int = 2, per_client: int = 1, budget_s: float | None = None,
                  probes: int | None = None) -> None:
@@ -108,8 +126,10 @@ class Gate:
 
     def use(self, event: Callable[[], Any], offload: Callable[[Callable[[], Any]], Any]) -> None:
         """Wait on `event()` objects (gevent's, in a worker) and run the work through `offload(fn)`
-        (a pool of threads)."""
-        self._event, self._offload = event, offload
+        (a pool of threads). An exception of the work (a query the parser cannot read is one) is
+        raised again in the caller, never left to the pool: gevent's pool prints the traceback
+        of an exception it sees, ~3 KB on stderr for every unreadable query."""
+        self._event, self._offload = event, _raised_in_caller(offload)
 
     def run(self, work: Callable[[], T], client: str = "", sock: Any = None) -> tuple[T, Budget | None]:
         """work() once this client's turn has come; its result and the budget it ran under."""

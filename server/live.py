@@ -31,6 +31,7 @@ from server.fairness import Gate
 from server.rebuild import RebuildFailed, error_dicts
 
 Fingerprint = tuple[tuple[str, int, int], ...]
+PAGE_BYTES = 16 * 1024 * 1024     # the knowledge's pages kept per process (the shipped rules' are ~0.7 MB)
 
 
 class NoKnowledge(Exception):
@@ -59,15 +60,38 @@ def fingerprint(root: Path) -> Fingerprint:
     return tuple(out)
 
 
-PROXIES = ("127.0.0.1", "::1")    # a proxy on this machine may say whom it forwards
+class Proxies:
+    """The proxies whose X-Forwarded-For is believed (gunicorn's `forwarded_allow_ips`: addresses
+    and networks, or '*' for any); none unless configured, so a client cannot name itself."""
+
+    def __init__(self, allowed: list[str] | str = "") -> None:
+        import ipaddress
+
+        items = allowed.split(",") if isinstance(allowed, str) else allowed
+        items = [i.strip() for i in items if i.strip()]
+        self.any = "*" in items
+        self.networks = [ipaddress.ip_network(i) for i in items if i != "*"]
+
+    def trusted(self, peer: str) -> bool:
+        import ipaddress
+
+        if self.any:
+            return True
+        if not self.networks:
+            return False
+        try:
+            address = ipaddress.ip_address(peer)
+        except ValueError:
+            return False
+        return any(address in network for network in self.networks)
 
 
-def client_of(environ: dict[str, Any]) -> str:
-    """Who asked: the peer's address, or, from a proxy on this machine, the address the proxy
-    put last in X-Forwarded-For (nginx: `proxy_set_header X-Forwarded-For $remote_addr`)."""
+def client_of(environ: dict[str, Any], proxies: Proxies) -> str:
+    """Who asked: the peer's address, or, from a configured proxy, the address the proxy put
+    last in X-Forwarded-For (nginx: `proxy_set_header X-Forwarded-For $remote_addr`)."""
     peer = environ.get("REMOTE_ADDR") or ""
     forwarded = environ.get("HTTP_X_FORWARDED_FOR")
-    if forwarded and peer in PROXIES:
+    if forwarded and proxies.trusted(peer):
         return forwarded.rsplit(",", 1)[-1].strip()[:64] or peer
     return peer
 
@@ -88,7 +112,9 @@ class LiveKnowledge:
         self._checked = float("-inf")
         self._lock = threading.Lock()
         self.cache = AnswerCache(cache_bytes)      # answers already given (server.answer_cache)
+        self.pages = AnswerCache(PAGE_BYTES)       # the knowledge's own pages, built once for it
         self.gate = gate or Gate()                 # who computes next (server.fairness)
+        self.proxies = Proxies()                   # whose X-Forwarded-For names the client
         self._builder: threading.Thread | None = None
 
     def get(self) -> Knowledge:
@@ -178,11 +204,22 @@ class LiveKnowledge:
         cut: list[bool] = []
 
         def gated() -> bytes:
-            body, budget = self.gate.run(compute, client_of(environ), environ.get("gunicorn.socket"))
+            body, budget = self.gate.run(compute, client_of(environ, self.proxies), environ.get("gunicorn.socket"))
             cut.append(bool(budget and budget.cut))
             return body
 
         return self.cache.get(kn, key, gated, keep=lambda: not any(cut))
+
+    def page(self, kn: Knowledge, key: Hashable, build: Callable[[], str]) -> bytes:
+        """The bytes of a page that shows the knowledge alone (server.browse: /sources, /rules…):
+        built once for `kn` and the rules banner it is shown with, on a thread of the pool (a
+        300 KB page takes ~40 ms, which would hold the event loop), then given from memory as
+        a cached answer is, until the knowledge changes."""
+        from contextvars import copy_context
+
+        context = copy_context()              # the request's context (Flask's) goes with the work
+        full = (key, self.loaded_at, repr(self.degraded()))
+        return self.pages.get(kn, full, lambda: self.gate.offload(lambda: context.run(build).encode()))
 
     def status(self) -> dict[str, Any]:
         try:

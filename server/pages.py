@@ -196,11 +196,13 @@ def _render(template: str, query: str | None, finish: Callable[[str], str] = str
 
 
 def _answer_page(template: str, query: str, kn: Knowledge, ctx: dict[str, Any]) -> str:
-    from kb import answer_in
+    from kb import answer_in, answered
     from kb.engine.options import compute
     from kb.query.parse import parse
 
-    found = answer_in(kn, query)            # with its options where the GPUs asked about are too small
+    # with its options where the GPUs asked about are too small; kn becomes the knowledge it was
+    # answered with (with the model of a Hub id the query names)
+    found, kn = answered(kn, query)
     if template == QUOTE:
         from kb.present.quote import buy_text, build, memory_text, rent_text, to_quote
 

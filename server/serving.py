@@ -34,6 +34,8 @@ SEND_SECONDS = 30          # a response the client does not read for this long c
 GRACEFUL_SECONDS = 10      # on SIGTERM/SIGINT/SIGHUP, requests in flight get this long to finish
 WORKER_SILENT_SECONDS = 30  # a worker whose event loop does not report for this long is replaced
 CONNECTIONS = 1000         # open connections per worker process (bench/soak.py: ~700 held add ~70 MB)
+CONNECTIONS_PER_ADDRESS = 64   # of which one client address may hold (a proxy named in
+                           # --forwarded-allow-ips: no limit); past it: 429 and closed
 BACKLOG = 2048             # connections the kernel holds before a worker accepts them
 REQUEST_LINE_BYTES = 8190  # gunicorn's maximum; a 500-character query of 4-byte characters is 6,000
 HEADER_FIELDS = 50         # header fields in a request
@@ -47,11 +49,12 @@ CLIENT_SLOTS = 1           # answers one address may have computing at once, per
 
 
 def load_app(rules: str | None, embed_origins: list[str] | None = None, cache_mb: float = 0,
-             threads: int = 2) -> Flask:
+             threads: int = 2, per_address: int = CONNECTIONS_PER_ADDRESS) -> Flask:
     """The app with its knowledge loaded, so that no request waits for a build."""
     from server import create_app
 
     config: dict[str, Any] = {"KBQ_CACHE_MB": cache_mb, "KBQ_ANSWER_SLOTS": threads,
+                              "KBQ_CONNECTIONS_PER_ADDRESS": per_address,
                               "KBQ_CLIENT_SLOTS": CLIENT_SLOTS, "KBQ_ANSWER_BUDGET_S": ANSWER_BUDGET_S,
                               "KBQ_SEARCH_PROBES": SEARCH_PROBES,
                               "MAX_CONTENT_LENGTH": BODY_BYTES}
@@ -61,10 +64,24 @@ def load_app(rules: str | None, embed_origins: list[str] | None = None, cache_mb
         config["KBQ_EMBED_ORIGINS"] = embed_origins
     app = create_app(config)
     try:
-        app.extensions["kbq"].get()
+        kn = app.extensions["kbq"].get()
     except Exception:  # noqa: BLE001 - the pages and /api/health show the rule errors
-        pass
+        return app
+    warm(app, [*BUILT_PAGES, *(f"/flows/{f.id}" for f in kn.flows)])
     return app
+
+
+BUILT_PAGES = ("/sources", "/rules", "/gpus", "/models", "/flows")
+
+
+def warm(app: Flask, paths: list[str]) -> None:
+    """Ask the app once for each page of the knowledge, plain and gzipped, before the workers
+    are forked: each is built once (server.browse), compressed once (server.compress), and every
+    worker starts with them in memory."""
+    client = app.test_client()
+    for path in paths:
+        for accept in ("identity", "gzip"):
+            client.get(path, headers={"Accept-Encoding": accept}).close()
 
 
 def url(host: str, port: int) -> str:
@@ -91,9 +108,12 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-def settings(fd: int, processes: int) -> dict[str, Any]:
+def settings(fd: int, processes: int, forwarded_allow_ips: str = "") -> dict[str, Any]:
     """gunicorn's settings for `kbq serve` (its names, https://docs.gunicorn.org/en/stable/settings.html),
-    listening on the socket whose descriptor is fd."""
+    listening on the socket whose descriptor is fd.
+    `forwarded_allow_ips`: the proxies whose forwarding headers are believed, by gunicorn (the
+    scheme) and by kbq (X-Forwarded-For names the client, server.fairness); none by default, not
+    gunicorn's default of 127.0.0.1 (any program on the machine could then pose as any client)."""
     return {
         "bind": [f"fd://{fd}"],
         "workers": processes,
@@ -106,6 +126,7 @@ def settings(fd: int, processes: int) -> dict[str, Any]:
         "limit_request_line": REQUEST_LINE_BYTES,
         "limit_request_fields": HEADER_FIELDS,
         "limit_request_field_size": HEADER_FIELD_BYTES,
+        "forwarded_allow_ips": forwarded_allow_ips,
         "preload_app": True,
         "proc_name": "kbq",
         "loglevel": "warning",
@@ -117,7 +138,8 @@ def settings(fd: int, processes: int) -> dict[str, Any]:
 
 def serve(host: str, port: int, processes: int, threads: int, rules: str | None,
           ready: Ready, embed_origins: list[str] | None = None,
-          sock: socket.socket | None = None, cache_mb: float = 0) -> None:
+          sock: socket.socket | None = None, cache_mb: float = 0,
+          forwarded_allow_ips: str = "", per_address: int = CONNECTIONS_PER_ADDRESS) -> None:
     """Serve until stopped; `ready` is called once the workers are being started."""
     if os.name == "nt":
         raise OSError(0, "kbq serve runs on POSIX systems (Linux, macOS); gunicorn does not run on Windows")
@@ -125,7 +147,7 @@ def serve(host: str, port: int, processes: int, threads: int, rules: str | None,
 
     sock = sock or listen(host, port)
     sock.set_inheritable(True)
-    app = load_app(rules, embed_origins, cache_mb, threads)
+    app = load_app(rules, embed_origins, cache_mb, threads, per_address)
     bound = url(host, sock.getsockname()[1])
     how = (f"{processes} process{'es' if processes != 1 else ''} x {threads} answer "
            f"thread{'s' if threads != 1 else ''}, gunicorn with gevent")
@@ -133,5 +155,5 @@ def serve(host: str, port: int, processes: int, threads: int, rules: str | None,
     # number. The socket here lets go of it, or its finalizer would close whatever reuses the
     # number later (in a worker, on Python 3.13, the event loop's epoll descriptor at exit).
     fd = sock.detach()
-    KbqApplication(app, settings(fd, processes), lambda: ready(bound, how)).run()
+    KbqApplication(app, settings(fd, processes, forwarded_allow_ips), lambda: ready(bound, how)).run()
 

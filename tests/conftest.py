@@ -21,6 +21,11 @@ from server import create_app
 if TYPE_CHECKING:
     from kb.knowledge.build import Knowledge
 
+# The suite never reaches the Hugging Face Hub: a query naming a Hub id the catalogue lacks reads
+# the local cache only (tests/test_hub_model.py fills one; a test that means otherwise says so).
+# Set before anything imports huggingface_hub, which reads it once; kbq's child processes inherit it.
+os.environ["HF_HUB_OFFLINE"] = "1"
+
 
 @pytest.fixture
 def app():

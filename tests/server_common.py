@@ -40,6 +40,7 @@ PAGES = [
     ("/api/gpus", "application/json", '"vram_gb"'),
     ("/api/models", "application/json", '"head_dim"'),
     ("/api/health", "application/json", '"loaded_at"'),
+    ("/health", "application/json", '"loaded_at"'),
     ("/api/openapi.json", "application/json", '"openapi"'),
 ]
 

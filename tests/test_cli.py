@@ -42,7 +42,10 @@ def test_json_answer_keys(tmp_path):
                                              "other_models_gb"}
     assert {"host_ram_gb", "sharding", "zero_stage", "per_gpu_breakdown"} <= set(a["memory"])
     assert set(a["throughput"]) == {"decode_tokens_per_s", "decode_tokens_per_s_aggregate",
-                                    "prefill_tokens_per_s", "ttft_s", "train_tokens_per_s", "train_time_s"}
+                                    "prefill_tokens_per_s", "ttft_s", "train_tokens_per_s", "train_time_s",
+                                    # added: the figures under load (continuous batching, prompts counted)
+                                    "serving_tokens_per_s_per_user", "serving_tokens_per_s_per_gpu",
+                                    "serving_ttft_s", "serving_requests_per_s"}
     step = a["trace"][0]
     assert set(step) >= {"node", "rule", "formula", "values", "result", "unit", "source"}
 

@@ -151,7 +151,7 @@ def test_a_query_word_past_the_cap_is_refused_with_a_caret(tmp_path: Path) -> No
 
 # ---------------------------------------------------------------- formulas no workload computes
 
-KV_CASE = "        expr: kv_cache_gb_per_user * sequences\n"
+KV_CASE = "        expr: kv_cache_gb_per_user * sequences * kv_held_share\n"
 LORA_OPTIMIZER = "        expr: lora_params * optimizer_bytes_per_param / bytes_per_gb\n"
 
 
@@ -214,6 +214,9 @@ def test_the_generated_workloads_span_every_task_precision_and_size() -> None:
      "is not a token count"),
     (["serve", "--cache-mb", "nan"], "'--cache-mb': 'nan' is not a finite number"),
     (["serve", "--cache-mb", "inf"], "'--cache-mb': 'inf' is not a finite number"),
+    (["serve", "--connections-per-address", "0"], "'--connections-per-address': 0 is not in the range"),
+    (["serve", "--forwarded-allow-ips", "127.0.0.1,proxy.local"],
+     "'--forwarded-allow-ips': 'proxy.local' is not an IP address or network"),
     (["--batch", "-", "--jobs", "²"], "--jobs needs a number of processes"),
 ], ids=lambda v: " ".join(v)[:40] if isinstance(v, list) else None)
 def test_a_bad_number_is_a_usage_error_that_says_what_was_wrong(tmp_path: Path, args: list[str],

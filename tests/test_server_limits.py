@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.server_common import fetch
 from tests.test_server_processes import _read_response, get
 
 HEADERS = {"content-security-policy", "x-content-type-options", "referrer-policy", "x-frame-options"}
@@ -270,4 +271,47 @@ def test_a_spent_budget_says_what_was_not_tried_and_is_not_kept(tmp_path):
     assert b"were not tried" not in page.data
     assert plain.extensions["kbq"].cache.stats()["entries"] == 1
 
+
+
+
+def test_unreadable_queries_log_no_traceback(serve):
+    # every unreadable query computed on an answer thread logged gevent's 3 KB traceback of the
+    # QueryError to stderr (~1.4 GB an hour under a stream of bad queries)
+    served = serve("--processes", "1", "--threads", "2")
+    before = len(served.output())
+    for i in range(10):
+        bad = urllib.parse.quote_plus(f"serve {70 + i}B on h10")     # 'h10': no such GPU
+        assert get(served.base, f"/api/answer?q={bad}")[0] == 400
+        status, _, _ = fetch(f"{served.base}/?q={bad}")
+        assert status == 400
+    time.sleep(0.5)
+    logged = served.output()[before:]
+    assert "Traceback" not in logged
+    assert len(logged) < 20 * 200, f"{len(logged)} bytes logged for 20 bad queries"
+
+
+def _chunked(body: bytes, size: int = 8192) -> bytes:
+    chunks = [body[i:i + size] for i in range(0, len(body), size)]
+    return b"".join(b"%x\r\n%s\r\n" % (len(c), c) for c in chunks) + b"0\r\n\r\n"
+
+
+@pytest.mark.parametrize("body", [
+    # JSON whose first 64 KiB are a whole question followed by blanks: answered 200
+    b'{"q": "serve 70B int4 16 users"}' + b" " * 70_000,
+    # a string that runs past 64 KiB: 400 "not valid JSON ... column 65537"
+    b'{"q": "serve 70B int4 16 users", "pad": "' + b"x" * 70_000 + b'"}',
+], ids=["first-64k-parse", "cut-mid-string"])
+def test_a_chunked_body_over_the_limit_is_a_413(serve, body):
+    served = serve("--processes", "1")
+    head = (b"POST /api/answer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n")
+    code, headers, reply = _raw(served.port, head + _chunked(body))
+    assert code == 413, reply
+    assert "64 KiB" in reply["error"]["message"]
+    assert headers.get("connection") == "close"
+    # a chunked body of exactly the limit is read whole and answered
+    exact = b'{"q": "serve 70B int4 16 users"}'
+    exact += b" " * (64 * 1024 - len(exact))
+    code, _, reply = _raw(served.port, head + _chunked(exact))
+    assert code == 200 and reply["verdict"]
 

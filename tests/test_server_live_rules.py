@@ -149,3 +149,44 @@ def test_a_broken_edit_is_logged_once(rules_copy, caplog):
             app.extensions["kbq"].settle()
     logged = [r for r in caplog.records if "do not validate" in r.getMessage()]
     assert len(logged) == 1 and "gpus.yaml:" in logged[0].getMessage()
+
+
+def test_a_source_address_that_is_not_http_never_becomes_a_link(serve, rules_copy):
+    # `kbq validate` took url: "javascript:…" in sources.yaml and /quote rendered it as a link
+    import json
+    import re
+
+    from server_common import fetch
+
+    served = serve("--processes", "1", "--rules", str(rules_copy))
+    _, _, body = fetch(f"{served.base}/api/health")
+    before = json.loads(body)["rules"]["loaded_at"]
+    time.sleep(1.1)                          # loaded_at has whole seconds
+    path = rules_copy / "sources.yaml"
+    text = path.read_text(encoding="utf-8")
+    path.write_text(re.sub(r"(?m)^(\s+)url: .*$", r'\1url: "javascript:alert(1)"', text), encoding="utf-8")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:      # until the edit is taken or refused
+        rules = json.loads(fetch(f"{served.base}/api/health")[2])["rules"]
+        if rules["errors"] or rules["loaded_at"] != before:
+            break
+        time.sleep(0.2)
+    assert rules["errors"], "rules with a javascript: address validated"
+    assert "must start with https:// or http://" in rules["errors"][0]["message"]
+    for page in (f"/quote?q={q(QUERY)}", "/sources"):
+        status, _, html = fetch(served.base + page)
+        assert status == 200
+        links = re.findall(rb'<a [^>]*href="([^"]*)"', html)
+        assert [a for a in links if not a.startswith((b"/", b"#", b"https://", b"http://"))] == []
+        assert b'<a href="https://' in html       # the last good knowledge's addresses
+
+
+def test_only_http_addresses_are_links():
+    from kb.links import web_address
+
+    assert web_address("https://arxiv.org/abs/2001.08361") == "https://arxiv.org/abs/2001.08361"
+    assert web_address("HTTP://example.com") == "HTTP://example.com"
+    for bad in ("javascript:alert(1)", "JavaScript:alert(1)", " javascript:alert(1)",
+                "data:text/html,<script>", "//evil.example", "/sources", "https://", "https:evil",
+                'https://a.example/"><script>', "https://a.example/\nx", None, 3):
+        assert web_address(bad) is None, bad

@@ -277,10 +277,18 @@ def _timed_answer(base: str) -> float:
 def test_idle_and_slow_clients_cost_a_socket_not_a_worker(serve):
     # 200 connections that send nothing, 16 that send one header line every 2 s: with a
     # thread per connection (gthread) no normal request was answered while they stayed
+    # (from 8 other loopback addresses, 25 and 2 each: one address may hold 64 per process)
     served = serve("--processes", "2", "--threads", "2")
     host, port = "127.0.0.1", served.port
-    idle = [socket.create_connection((host, port)) for _ in range(200)]
-    slow = [socket.create_connection((host, port)) for _ in range(16)]
+
+    def connect(i: int) -> socket.socket:
+        s = socket.socket()
+        s.bind((f"127.0.1.{i % 8 + 1}", 0))
+        s.connect((host, port))
+        return s
+
+    idle = [connect(i) for i in range(200)]
+    slow = [connect(i) for i in range(16)]
     try:
         for s in slow:
             s.sendall(b"GET /api/health HTTP/1.1\r\nHost: x\r\n")
@@ -377,3 +385,4 @@ def test_kbq_installs_what_its_server_worker_imports():
     seen = {name for name, _ in done}
     if sys.platform != "win32":
         assert {"gunicorn", "gevent", "packaging"} <= seen, sorted(seen)
+

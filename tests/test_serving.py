@@ -29,13 +29,26 @@ def step(a: dict[str, Any], name: str) -> Any:
 # ---------------------------------------------------------------- 1. context holds the work
 
 def test_a_long_prompt_grows_the_context_and_says_so() -> None:
-    a = ask("serve llama-3.1-8b 16 users prompt 8k output 1k on l40s").to_dict()
+    a = ask("serve llama-3.1-8b 1 users prompt 8k output 1k on l40s").to_dict()
     w = a["workload"]
     assert w["context_tokens"] == 8192 + 1024
     assert any("grown from 4096" in x for x in a["assumptions"])
     # Llama 3.1 8B: 32 layers × 8 KV heads × 128 × K and V × 2 B = 131,072 B per token;
-    # × 9,216 tokens = 1.208 GB per user; × 16 users = 19.33 GB
-    assert a["memory"]["breakdown"]["kv_cache_gb"] == pytest.approx(131072 * 9216 * 16 / 1e9, rel=1e-6)
+    # × 9,216 tokens = 1.208 GB for the one user, who may fill it
+    assert a["memory"]["breakdown"]["kv_cache_gb"] == pytest.approx(131072 * 9216 / 1e9, rel=1e-6)
+
+
+def test_many_requests_hold_their_prompt_and_half_their_output() -> None:
+    # the traffic's lengths are the context (not the 4,096 default), and a paged cache (vLLM's
+    # PagedAttention, Kwon et al. 2023) allocates blocks as tokens are written: requests that
+    # started at different times hold the prompt + half the output on average.
+    a = ask("serve llama-3.1-8b 16 users prompt 8k output 1k on l40s").to_dict()
+    assert a["workload"]["context_tokens"] == 8192 + 1024
+    assert any("grown from 4096" in x for x in a["assumptions"])
+    assert a["memory"]["breakdown"]["kv_cache_gb"] == pytest.approx(131072 * (8192 + 512) * 16 / 1e9, rel=1e-6)
+    short = ask("serve llama-3.1-8b 16 users prompt 1000 output 200 on l40s").to_dict()
+    assert short["workload"]["context_tokens"] == 1200          # not the 4,096 default
+    assert any("the request's prompt (1000) + output (200)" in x for x in short["assumptions"])
 
 
 def test_a_context_that_holds_the_work_is_kept() -> None:

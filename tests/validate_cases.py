@@ -196,6 +196,15 @@ CASES = [
          (("kv_values_per_token_layer", ("kv_cache_gb_per_user is never a finite number on the "
                                          "reference workloads (query.yaml reference_queries) ("
                                          f"{FIRST_REFERENCE}: division by zero)")),)),
+    # an address every surface renders as a link: http(s) only, never a script to run
+    Case("url-not-http", "sources.yaml", "    url: https://arxiv.org/abs/2001.08361\n",
+         "    url: \"javascript:alert(1)\"\n",
+         (("\"javascript", ("sources[kaplan-2020-scaling].url: an address must start with https:// "
+                            "or http://, not 'javascript:alert(1)'")),)),
+    Case("url-without-host", "sources.yaml", "    url: https://arxiv.org/abs/2001.08361\n",
+         "    url: \"https:///abs/2001.08361\"\n",
+         (("\"https:", ("sources[kaplan-2020-scaling].url: an address must name a host after https://, "
+                        "not 'https:///abs/2001.08361'")),)),
     Case("merge-key", "gpus.yaml", V100, V100.replace("    vram_gb: 32\n", "    <<: {vram_gb: 32}\n"),
          (("<<", "YAML merge keys (<<) are not used"),)),
 ]

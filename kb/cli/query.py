@@ -107,22 +107,21 @@ def run(args: QueryArgs, usage: str) -> int:
     if not query:
         sys.stdout.write(usage)
         return 2
-    from kb import ask
+    from kb import as_typed, ask, asked_in
     from kb.errors import KbError
 
     try:
-        result = ask(query, args.rules, args.config, prices=args.prices, sort=args.sort,
-                     options=args.options)
+        result, kn = asked_in(args.rules, query, args.config, prices=args.prices, sort=args.sort,
+                              options=args.options)
     except KbError as err:
         return fail(str(err), err.exit_code)
     if args.fmt == "quote":
-        from kb import get_knowledge
         from kb.present.quote import build, markdown, to_quote
 
-        kn = get_knowledge(args.rules)
         try:
-            quoted, asked, wider = to_quote(result, kn, lambda q: ask(q, args.rules, args.config,
-                                                                      prices=args.prices, sort=args.sort))
+            quoted, asked, wider = to_quote(result, kn, lambda q: ask(
+                as_typed(q, result.model_source), args.rules, args.config, prices=args.prices,
+                sort=args.sort))
         except KbError as err:
             return fail(str(err), err.exit_code)
         sys.stdout.write(markdown(build(quoted, kn, asked, wider)))

@@ -10,6 +10,21 @@ import click
 from kb.cli.clicked import options
 from kb.cli.declared import RULES, Opt, amount, integer
 
+
+def addresses(flag: str, text: str) -> str:
+    """Comma-separated IP addresses or networks (gunicorn's forwarded_allow_ips), or '*'."""
+    import ipaddress
+
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        if item == "*":
+            continue
+        try:
+            ipaddress.ip_network(item)
+        except ValueError:
+            raise ValueError(f"invalid value for '{flag}': '{item}' is not an IP address or "
+                             "network (e.g. 127.0.0.1, 10.0.0.0/8)") from None
+    return text
+
 SERVE_OPTIONS = (
     Opt("--host", "host", metavar="HOST", default="127.0.0.1", show_default=True, help="address to listen on"),
     Opt("--port", "port", metavar="PORT", kind=integer(0, 65535), default=8080, show_default=True,
@@ -23,6 +38,13 @@ SERVE_OPTIONS = (
     Opt("--embed-origin", "embed_origins", metavar="ORIGIN", multiple=True,
         help="an origin (https://wiki.example.com) that may frame /embed; repeat for more.\n"
              "Adds to KBQ_EMBED_ORIGINS (space-separated)"),
+    Opt("--forwarded-allow-ips", "forwarded_allow_ips", metavar="ADDRESSES", kind=addresses, default="",
+        help="proxies (addresses or networks, comma-separated; * for any) whose X-Forwarded-For\n"
+             "names the client; by default none: the client is the connection's address"),
+    Opt("--connections-per-address", "per_address", metavar="N", kind=integer(1, 1000), default=64,
+        show_default=True,
+        help="open connections one client address may hold in each process (a proxy named in\n"
+             "--forwarded-allow-ips: no limit); past it, 429 and the connection closed"),
     Opt("--cache-mb", "cache_mb", metavar="MB", kind=amount, default=32.0, show_default=True,
         help="answers already given, kept per process to give again while the rules are\n"
              "unchanged (0: none)"),
@@ -34,7 +56,7 @@ SERVE_OPTIONS = (
                     "core, each computing answers on a few threads.")
 @options(*SERVE_OPTIONS)
 def serve(host: str, port: int, processes: int | None, threads: int, embed_origins: tuple[str, ...] | list[str],
-          cache_mb: float, rules: str | None) -> None:
+          forwarded_allow_ips: str, per_address: int, cache_mb: float, rules: str | None) -> None:
     import os
 
     from kb import cpu_cores
@@ -54,7 +76,8 @@ def serve(host: str, port: int, processes: int | None, threads: int, embed_origi
     except OSError as err:
         raise click.ClickException(f"cannot listen on {host}:{port}: {err.strerror or err}") from None
     try:
-        serving.serve(host, port, processes or cpu_cores(), threads, rules, ready, origins, sock, cache_mb)
+        serving.serve(host, port, processes or cpu_cores(), threads, rules, ready, origins, sock, cache_mb,
+                      forwarded_allow_ips, per_address)
     except OSError as err:
         raise click.ClickException(f"cannot serve: {err.strerror or err}") from None
 

@@ -2,7 +2,7 @@
 
 In: filled by kb.engine. Out: `to_dict()` gives the `kbq --json` contract:
 query, workload, assumptions, memory, throughput, bottleneck, gpus, verdict, path, trace,
-disagreements, warnings (plus advice, claims_checked, units, question).
+disagreements, warnings (plus advice, claims_checked, units, question, …, model_source).
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from kb.hints import TYPE_CHECKING
 if TYPE_CHECKING:
     from typing import Any
     from kb.knowledge.records import Value
-    from kb.engine.answer_records import (Advice, Bottleneck, ClaimChecked, ErrorBand, Memory, Option,
-                                   PricesUsed, Question, Recommendation, Side, Throughput, WorkloadDict)
+    from kb.engine.answer_records import (Advice, Bottleneck, ClaimChecked, ErrorBand, Memory,
+                                          ModelSource, Option, PricesUsed, Question, Recommendation,
+                                          Replicas, Side, Throughput, WorkloadDict)
 
 from kb.recordtype import field, record
 
@@ -96,6 +97,8 @@ class Answer:
     options: list[Option] | None = None     # what to change so it fits (when computed)
     prices: PricesUsed = field(default_factory=lambda: _NO_PRICES.copy())   # which prices were used, as of when
     comparison: list[Side] | None = None    # "fp8 vs int4": each side's figures (kb.engine.compare)
+    model_source: ModelSource | None = None  # a model read from a config.json (the Hub's or --model-config's)
+    replicas: Replicas | None = None        # serving capacity: replicas of a layout (kb.engine.replicas)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON contract. Built by hand (dataclasses.asdict deep-copies every value).

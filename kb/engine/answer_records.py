@@ -61,6 +61,7 @@ class WorkloadDict(TypedDict):
     dp_attention: bool | None
     speed_floor_tok_s: float | None
     ttft_max_s: float | None
+    ttft_percentile: float | None
     tokens_per_day: float | None
     deadline_hours: float | None
     usd_per_gpu_hour: float | None
@@ -117,6 +118,11 @@ class Throughput(TypedDict):
     ttft_s: float | None
     train_tokens_per_s: float | None
     train_time_s: float | None
+    # under load: continuous batching with the arriving prompts counted (formulas.yaml serving_*)
+    serving_tokens_per_s_per_user: NotRequired[float | None]
+    serving_tokens_per_s_per_gpu: NotRequired[float | None]
+    serving_ttft_s: NotRequired[float | None]
+    serving_requests_per_s: NotRequired[float | None]
 
 
 class Bottleneck(TypedDict):
@@ -268,6 +274,56 @@ class Option(TypedDict):
     _price: NotRequired[float | None]
 
 
+class ReplicaLayout(TypedDict):
+    """One replica's split: tensor-parallel GPUs, pipeline stages, data-parallel attention."""
+    tp: int
+    pp: int
+    dp_attention: bool
+    gpus: int
+
+
+class Disaggregated(TypedDict):
+    """The same load on separate prefill and decode workers (kb.engine.replicas.disaggregated)."""
+    gpus: int
+    decode_replicas: int
+    decode_layout: ReplicaLayout
+    decode_gpus: int
+    prefill_gpus: int
+    users_per_decode_replica: int
+    tokens_per_s_per_user: float | None
+    ttft_s: float | None
+    kv_transfer_s: float | None
+    requests_per_s: float | None
+    tokens_per_s_per_gpu: float | None
+    fewer_gpus: bool
+
+
+class Replicas(TypedDict):
+    """Serving many users as replicas of a layout (kb.engine.replicas): the fleet and its figures
+    under load (continuous batching, the prompts counted)."""
+    gpu_id: str
+    gpus: int
+    replicas: int
+    layout: ReplicaLayout
+    nodes: int
+    users: int
+    users_per_replica: int
+    most_users_per_replica: int
+    tokens_per_s_per_user: float | None
+    tpot_s: float | None
+    ttft_s: float | None
+    latency_s: float | None
+    requests_per_s: float | None
+    output_tokens_per_s: float | None
+    tokens_per_s_per_gpu: float | None
+    prefill_share: float | None
+    usd_per_hour: float | None
+    usd_per_million_tokens: float | None
+    buy_usd: float | None               # modules in the servers they need (formulas.yaml fleet_price_usd)
+    binds: str
+    disaggregated: Disaggregated | None  # prefill and decode on separate workers, when it meets the targets
+
+
 class Side(TypedDict):
     """One side of a comparison ("fp8 vs int4"): the value and its answer's figures (kb.engine.compare)."""
     field: str
@@ -288,3 +344,17 @@ class Side(TypedDict):
     train_tokens_per_s: float | None
     usd_per_million_tokens: float | None
     run_cost_usd: float | None
+
+
+class ModelSource(TypedDict):
+    """Where the model of an answer came from when models.yaml does not hold it: a config.json
+    read from the Hugging Face Hub (kind "hub", at the commit `revision` of the cache) or given
+    with --model-config (kind "config.json")."""
+    kind: str                       # "hub" or "config.json"
+    model_id: str                   # the id the answer's workload names it by
+    repo_id: str | None             # the Hub id, as the query named it
+    revision: str | None            # the commit hash of the snapshot read
+    config_path: str                # the config.json read (in the Hugging Face cache for "hub")
+    params_from: str                # "headers", "index" or "shapes" (kb.engine.hfconfig.COUNTED_BY)
+    params_total: float
+    dtypes: dict[str, int] | None   # tensor type → elements, from the cached safetensors headers

@@ -31,6 +31,8 @@ TRAINING_BREAKDOWN = {"weights_gb": "job_weights_gb", "activations_gb": "job_act
                       "adapters_gb": "job_adapters_gb"}
 INFERENCE_SPEED = ("decode_tokens_per_s", "decode_tokens_per_s_aggregate",
                    "prefill_tokens_per_s", "ttft_s")
+UNDER_LOAD = ("serving_tokens_per_s_per_user", "serving_tokens_per_s_per_gpu", "serving_ttft_s",
+              "serving_requests_per_s")
 TRAINING_SPEED = ("train_tokens_per_s", "train_time_s")
 ROW_MEMORY = ("usable_vram_gb", "per_gpu_gb", "fits", "headroom_gb", "gpus_needed",
               "rank_speed_tokens_per_s")
@@ -81,7 +83,7 @@ def shown_figures(kn: Knowledge, r: Resolved, primary: Evaluated,
     """The memory parts, total and speeds an answer shows, computed; its throughput, with the
     speeds of what does not fit withheld (kb.engine.margins), and the warnings that says so."""
     shown = tr.shown(r.is_training, BREAKDOWN, TRAINING_BREAKDOWN) + ("total_gb",) + (
-        TRAINING_SPEED if r.is_training else INFERENCE_SPEED)
+        TRAINING_SPEED if r.is_training else INFERENCE_SPEED + UNDER_LOAD)
     evaluate(kn, primary, shown)
     s = primary.scope
 
@@ -92,7 +94,10 @@ def shown_figures(kn: Knowledge, r: Resolved, primary: Evaluated,
         "decode_tokens_per_s_aggregate": get("decode_tokens_per_s_aggregate"),
         "prefill_tokens_per_s": get("prefill_tokens_per_s"), "ttft_s": get("ttft_s"),
         "train_tokens_per_s": get("train_tokens_per_s"), "train_time_s": get("train_time_s")}
-    return shown, throughput, margins.withhold_speeds(rows, throughput, bool(s.get("fits")))
+    fits = bool(s.get("fits"))
+    for name in UNDER_LOAD:         # nothing under load for what does not fit
+        throughput[name] = get(name) if fits else None      # type: ignore[literal-required]
+    return shown, throughput, margins.withhold_speeds(rows, throughput, fits)
 
 
 def brief_answer(kn: Knowledge, r: Resolved, primary: Evaluated, rows: list[GpuRow], query: str) -> Answer:

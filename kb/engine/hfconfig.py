@@ -1,8 +1,10 @@
 """A model not in models.yaml: a Hugging Face config.json → a model entry.
 
-In: the path of a config.json. Out: a model dict shaped like a models.yaml entry (validated by
-kb.knowledge.schema.ModelSchema), with parameter counts from the arch_params_* formulas of rules/formulas.yaml.
-Reads the file only; no network.
+In: the path of a config.json (`read`, for --model-config), or a config already parsed
+(`model_of`; `from_hub`: one read from the Hugging Face Hub by kb.query.hub). Out: a model dict
+shaped like a models.yaml entry (validated by kb.knowledge.schema.ModelSchema), with parameter
+counts from the arch_params_* formulas of rules/formulas.yaml, or, for a Hub model, from its
+checkpoint where that counts them. `read` reads its one file; nothing here uses the network.
 """
 
 from __future__ import annotations
@@ -12,11 +14,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from kb.errors import KbError
-from kb.engine.hflayers import extend, whole
+from kb.engine.hflayers import extend, obj, whole
+from kb.knowledge.data import norm
 from kb.paths import MAX_NAME_CHARS
 
 if TYPE_CHECKING:
     from kb.knowledge.data import Knowledge
+    from kb.query.hub import HubModel
     from kb.knowledge.records import JSON, Config, Mla, Model
 
 
@@ -37,18 +41,29 @@ MAX_CONFIG_VALUE = 2 ** 53       # larger sizes are not a model; exact as a floa
 
 
 def read(path: str | Path, kn: Knowledge) -> Model:
+    """The model entry of a config.json file (`--model-config`)."""
     p = Path(path)
-    raw = _parse(p, _read_capped(p))
+    return model_of(_parse(p, _read_capped(p)), str(p), kn, p.parent.name)
+
+
+def model_of(raw: JSON, origin: str, kn: Knowledge, folder: str = "", *, name: str | None = None,
+             aliases: list[str] | None = None) -> Model:
+    """The model entry of a parsed config.json. `origin` names it in errors; its name is
+    `name`, else the config's _name_or_path, else `folder` (the folder the file is in);
+    `aliases`: further words a query names it by."""
     if not isinstance(raw, dict):
-        raise ConfigError(f"{p}: a config.json holds one JSON object")
+        raise ConfigError(f"{origin}: a config.json holds one JSON object")
     text_config = raw.get("text_config")
     cfg: Config = text_config if isinstance(text_config, dict) else raw
-    _check_names(p, raw, cfg)
+    _check_names(origin, raw, cfg)
     try:
-        model = extend(_model(cfg, p), cfg, raw, kn.config_defaults)
+        model = extend(_model(cfg, name or str(cfg.get("_name_or_path") or folder or "config")),
+                       cfg, raw, kn.config_defaults)
     except (TypeError, ValueError, KeyError, OverflowError, ZeroDivisionError) as exc:
-        raise ConfigError(f"{p}: {exc}") from None   # int(1e999), hidden_size // 0 heads …
-    _check_sizes(model, cfg, p)
+        raise ConfigError(f"{origin}: {exc}") from None   # int(1e999), hidden_size // 0 heads …
+    if aliases:
+        model["aliases"] = aliases
+    _check_sizes(model, cfg, origin)
     from pydantic import ValidationError
 
     from kb.knowledge.schema import ModelSchema
@@ -57,7 +72,7 @@ def read(path: str | Path, kn: Knowledge) -> Model:
         ModelSchema.model_validate({k: v for k, v in model.items()})
     except ValidationError as exc:
         first = exc.errors()[0]
-        raise ConfigError(f"{p}: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+        raise ConfigError(f"{origin}: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
     return _with_params(model, kn)
 
 
@@ -90,7 +105,7 @@ def _parse(p: Path, data: bytes) -> JSON:
 NAME_KEYS = ("model_type", "_name_or_path", "architectures")    # the names a config.json gives
 
 
-def _check_names(p: Path, *configs: Config) -> None:
+def _check_names(p: str, *configs: Config) -> None:
     """Refuse a name longer than any name (kb.paths.MAX_NAME_CHARS): it would become the
     model's family, a word of the query vocabulary, and its name in every answer."""
     for cfg in configs:
@@ -103,7 +118,7 @@ def _check_names(p: Path, *configs: Config) -> None:
                                       f"{MAX_NAME_CHARS}")
 
 
-def _check_sizes(model: Model, cfg: Config, p: Path) -> None:
+def _check_sizes(model: Model, cfg: Config, p: str) -> None:
     """Refuse sizes no model has (sliding_window: 1e20), naming the config.json key."""
     for key, value in _numbers(cast("Config", model)):
         if isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) > MAX_CONFIG_VALUE:
@@ -123,7 +138,7 @@ def _numbers(d: Config, prefix: str = "") -> list[tuple[str, JSON]]:
     return out
 
 
-def _model(cfg: Config, p: Path) -> Model:
+def _model(cfg: Config, name: str) -> Model:
     hidden = whole(_first(cfg, "hidden_size", "n_embd", "d_model"))
     heads = whole(_first(cfg, "num_attention_heads", "n_head", "num_heads"))
     kv = whole(_first(cfg, "num_key_value_heads", "num_kv_heads", default=heads))
@@ -143,7 +158,6 @@ def _model(cfg: Config, p: Path) -> Model:
     if window:
         types = cfg.get("layer_types")
         window_layers = sum(1 for t in types if "sliding" in str(t)) if isinstance(types, list) else layers
-    name = str(cfg.get("_name_or_path") or p.parent.name or "config")
     if len(name) + len(_SHOWN_AS) > MAX_NAME_CHARS:          # a name at the cap, shown with its origin
         name = name[:MAX_NAME_CHARS - len(_SHOWN_AS) - 1] + "…"
     model: Model = {
@@ -189,3 +203,61 @@ def _with_params(model: Model, kn: Knowledge) -> Model:
     model["params_total"] = float(total)
     model["params_active"] = float(active)
     return model
+
+
+# ---------------------------------------------------------------- a model read from the Hub
+
+COUNTED_BY = {"headers": "the safetensors headers of its cached weights",
+              "index": "model.safetensors.index.json's total_size",
+              "shapes": "the config's shapes (arch_params_total)"}
+
+
+def from_hub(hub: HubModel, kn: Knowledge) -> tuple[Model, str, str]:
+    """A Hub model's entry, named (and found by a query) by its Hub id; with how its parameters
+    were counted (a COUNTED_BY key) and the sentence that says so."""
+    origin = f"{hub.repo_id}: config.json at revision {hub.revision}"
+    model = model_of(hub.config, origin, kn, name=hub.repo_id, aliases=[hub.repo_id])
+    return counted(model, hub.config, kn, hub.total_size, hub.tensors)
+
+
+def _dtype(raw: Config) -> str | None:
+    """The checkpoint's tensor type as the config names it (torch_dtype; `dtype` in newer ones)."""
+    for cfg in (raw, obj(raw.get("text_config"))):
+        for key in ("torch_dtype", "dtype"):
+            if isinstance(cfg.get(key), str):
+                return str(cfg[key])
+    return None
+
+
+def counted(model: Model, raw: Config, kn: Knowledge, total_size: int | None,
+            tensors: dict[str, int] | None) -> tuple[Model, str, str]:
+    """The model with its total parameters as its checkpoint counts them, where it does: every
+    tensor's elements (`tensors`, dtype → count, from the safetensors headers), else the index's
+    total_size over the bytes of the config's dtype (rules/precisions.yaml). A quantized
+    checkpoint's bytes and packed elements count no parameters: it keeps the count of its shapes,
+    as does a count outside query.yaml's limits. Active parameters: the total for a dense model,
+    the shapes' count (at most the total) for a mixture of experts."""
+    shapes = model["params_total"]
+    how, count = "shapes", shapes
+    detail = ""
+    dtype = _dtype(raw)
+    key = kn.precision_alias.get(norm(dtype)) if dtype else None
+    if model.get("native_precision"):
+        detail = f"; the checkpoint is quantized ({model['native_precision']}), so its bytes do not count them"
+    elif tensors:
+        how, count = "headers", float(sum(tensors.values()))
+        detail = " (" + ", ".join(f"{n:,} {t}" for t, n in sorted(tensors.items())) + ")"
+    elif total_size and key is not None:
+        per = kn.precisions[key]["bits_per_weight"] / 8
+        how, count = "index", total_size / per
+        detail = f" ({total_size:,} bytes / {per:g} bytes per {dtype} weight)"
+    lo, hi = kn.query["limits"]["params"]
+    if not lo <= count <= hi:
+        how, count, detail = "shapes", shapes, ""
+    dense = model["params_active"] == shapes
+    model["params_total"] = count
+    model["params_active"] = count if dense else min(model["params_active"], count)
+    said = f"parameters: {count / kn.billion:.4g}B, from {COUNTED_BY[how]}{detail}"
+    if how != "shapes":
+        said += f"; its shapes give {shapes / kn.billion:.4g}B"
+    return model, how, said

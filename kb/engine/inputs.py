@@ -151,6 +151,7 @@ def target_inputs(w: Workload) -> Scope:
         "budget_asked": w.budget_usd is not None, "asked_budget_usd": w.budget_usd,
         "deadline_asked": w.deadline_hours is not None, "asked_deadline_h": w.deadline_hours,
         "ttft_asked": w.ttft_max_s is not None, "asked_ttft_max_s": w.ttft_max_s,
+        "ttft_percentile_asked": w.ttft_percentile is not None, "ttft_quantile": (w.ttft_percentile or 50) / 100,
         "tokens_per_day_asked": w.tokens_per_day is not None, "asked_tokens_per_day": w.tokens_per_day,
         "rent_asked": bool(w.rent), "sort_order": None,
     }

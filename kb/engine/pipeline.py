@@ -50,7 +50,9 @@ def respond(kn: Knowledge, query: str, w: Workload | None = None, *, sort: str |
         volume.settle(kn, w, query)
     if cards or volume_asked:
         reread = w.copy().copy
-    return with_options(answer(w, kn, query), w, kn, reread, said)
+    from kb.engine import replicas      # serving many users: replicas of a layout
+
+    return with_options(replicas.answered(w, kn, query) or answer(w, kn, query), w, kn, reread, said)
 
 
 def with_options(a: Answer, w: Workload, kn: Knowledge, asked: Callable[[], Workload], said: str = "") -> Answer:

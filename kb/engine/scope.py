@@ -92,6 +92,11 @@ def resolve(w: Workload, kn: Knowledge) -> Resolved:
         default("users", d["users"], f"concurrent users: {d['users']}")
         default("batch", 1, "")
         ctx = min(runtime.get("default_context_tokens") or d["context_tokens"], model["max_context"])
+        if w.context_tokens is None and w.prompt_tokens and w.output_tokens and w.prompt_tokens + w.output_tokens <= ctx:
+            w.context_tokens = w.prompt_tokens + w.output_tokens      # the traffic's own lengths
+            assumptions.append(f"context per user: {w.context_tokens} tokens, the request's prompt "
+                               f"({w.prompt_tokens}) + output ({w.output_tokens}); a paged KV cache holds the "
+                               "prompt and half the output on average over a request's life")
         default("context_tokens", ctx, f"context per user: {ctx} tokens (prompt + output)"
                 + (f" ({runtime['name']} default)" if runtime.get("default_context_tokens") else ""))
         prompt = min(d["prompt_tokens"], w.context_tokens or ctx)

@@ -26,6 +26,7 @@ from kb.engine.verdict_lead import rate as _rate
 from kb.engine.verdict_lead import training as _training
 from kb.engine.scope import TOKENS_DEFAULT
 from kb.engine.verdict_count import how_many, target
+from kb.engine.verdict_fleet import fleet
 from kb.engine.verdict_room import tight, tight_sentences
 from kb.engine.verdict_sides import sides
 from kb.figures import num, usd
@@ -49,7 +50,9 @@ def compose(a: Answer, kn: Knowledge) -> str:
     if q.get("unknown"):
         return str(q["unknown"])
     kind = q.get("kind") or ""
-    if kind in SOLVED and not (kind == "how_many_gpus" and sum(g.requested for g in a.gpus) > 1):
+    if a.replicas:
+        parts = [fleet(a, kn)]
+    elif kind in SOLVED and not (kind == "how_many_gpus" and sum(g.requested for g in a.gpus) > 1):
         parts = _solved(a, q)
     elif kind in ("compare", "how_many_gpus"):      # how many of each of two cards: side by side
         parts = _compare(a)

@@ -43,7 +43,10 @@ def settle(kn: Knowledge, w: Workload, query: str) -> None:
         w.prompt_tokens = w.prompt_tokens or int(kn.defaults["prompt_tokens"])
         w.output_tokens = w.output_tokens or int(kn.defaults["output_tokens"])
         w.context_tokens = w.prompt_tokens + w.output_tokens
-    fleet = w.question == "how_many_gpus" and w.tp is None and w.pp is None
+    # a how-many question on a tensor-parallel runtime is answered as replicas of a layout
+    # (kb.engine.replicas), which chooses the layout itself
+    fleet = (w.question == "how_many_gpus" and w.tp is None and w.pp is None and w.runtime is not None
+             and kn.runtimes[w.runtime]["multi_gpu"] != "tensor_parallel")
     users, speed, config = 1, 0.0, ""
     for _ in range(STEPS):
         probe = w.copy()

@@ -32,6 +32,8 @@ class Solve(TypedDict):
     holds: str
     verdict_floor: str | None
     verdict_layout: str | None
+    verdict_replicas: str | None
+    verdict_disaggregated: str | None
 
 
 class Unit(TypedDict):

@@ -12,7 +12,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, field_validator
 
 from kb.knowledge.schema_base import (Month, Name, NodeId, NonNeg, Optimizer, Positive,
-                                      PurchaseUsd, Slug, SortKeySchema, SortName, Strict, Text, UsdPerHour)
+                                      PurchaseUsd, Slug, SortKeySchema, SortName, Strict, Text, UsdPerHour,
+                                      WebUrl)
 from kb.knowledge.schema_query import (CostBatchSchema, CostPerSchema, DefaultsSchema, LocalFallbackSchema, PhraseSchema,
                                        QuestionFormatSchema, QueryFile, SituationSchema, SolveSchema, UnitSchema,
                                        UnnamedModelSchema)
@@ -122,7 +123,7 @@ class BandRuntimeSchema(Strict):           # one runtime's measurements: how man
 class BandPointSchema(Strict):
     id: str
     runtime: str = ""
-    url: str
+    url: WebUrl
 
 
 class BandSchema(BandRuntimeSchema):             # all measurements of a kind of figure, then by runtime

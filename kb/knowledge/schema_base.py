@@ -2,7 +2,7 @@
 
 In: nothing (pydantic types). Out: `Strict` (unknown keys are errors, frozen), the field types
 every rule file uses (Slug, NodeId, Name, PurchaseUsd, UsdPerHour, Positive, NonNeg, Count,
-Fraction, Month, Text), the shared literals (Optimizer, SortName; Vendor and Segment in kb.knowledge.kinds) and `SortKeySchema`. The files'
+Fraction, Month, Text, WebUrl), the shared literals (Optimizer, SortName; Vendor and Segment in kb.knowledge.kinds) and `SortKeySchema`. The files'
 models are in kb.knowledge.schema and kb.knowledge.schema_catalogue.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
 from kb.paths import MAX_NAME_CHARS
 
@@ -57,6 +57,21 @@ SortName = Literal["value", "cost", "speed", "memory", "power"]
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+
+def _web_address(value: str) -> str:
+    """An http or https address (kb.links): what a page may render as a link. Anything else
+    (javascript:, data:, a path, a bare host) would be run or resolved by the reader's browser."""
+    from kb.links import problem
+
+    why = problem(value)
+    if why is not None:
+        raise ValueError(why)
+    return value
+
+
+# an address a source or a measurement is found at, rendered as a link
+WebUrl = Annotated[str, AfterValidator(_web_address),
+                   Field(max_length=2000, json_schema_extra={"pattern": r"^[Hh][Tt][Tt][Pp][Ss]?://[^\s<>\"\\`]+$"})]
 
 Fraction = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
 Month = Annotated[str, Field(pattern=r"^\d{4}(-(0[1-9]|1[0-2])(-(0[1-9]|[12]\d|3[01]))?)?$")]

@@ -12,7 +12,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from kb.knowledge.schema_base import Count, Fraction, Name, NonNeg, Optimizer, Positive, Slug, Strict, Text
+from kb.knowledge.schema_base import (Count, Fraction, Name, NonNeg, Optimizer, Positive, Slug, Strict, Text,
+                                      WebUrl)
 from kb.knowledge.kinds import Segment, Vendor
 
 # ---------------------------------------------------------------- sources.yaml
@@ -22,7 +23,7 @@ class SourceSchema(Strict):
     title: str
     publisher: str | None = None
     date: str | None = None
-    url: str | None = None
+    url: WebUrl | None = None
     kind: Literal["seed", "datasheet", "whitepaper", "spec-page", "paper", "measurement",
                   "model-card", "documentation", "review", "blog", "kbq"]
     notes: str | None = None

@@ -43,6 +43,8 @@ class SolveSchema(Strict):
     holds: str = "fits"                  # the bool formula the value must keep (formulas.yaml)
     verdict_floor: str | None = None     # when the speed floor, not memory, stops the search
     verdict_layout: str | None = None    # when fewer GPUs fit but form no valid layout
+    verdict_replicas: str | None = None  # serving: replicas of a layout (kb.engine.replicas)
+    verdict_disaggregated: str | None = None  # ...and prefill on workers of its own, when that takes fewer GPUs
 
 
 LimitName = Literal["users", "batch", "context", "seq", "prompt", "output", "rank", "tokens",
@@ -108,7 +110,7 @@ class CostBatchSchema(Strict):
 class PhraseSchema(Strict):
     """Words that set Workload fields (query.yaml `phrases`)."""
     set: dict[Literal["focus", "question", "sort", "rent", "want_options", "sharding", "runtime",
-                      "dp_attention", "hours_per_day", "gpu_count", "vs"], str | bool | int | float]
+                      "dp_attention", "hours_per_day", "gpu_count", "vs", "ttft_percentile"], str | bool | int | float]
     words: list[Name] = Field(min_length=1)
 
 

@@ -22,6 +22,7 @@ from kb.present.export_text import anchor, code, math, number, page, src_link, t
 from kb.knowledge.data import Claim, Knowledge
 from kb.expr.nodes_base import literal
 from kb.figures import num
+from kb.links import web_address
 from kb.present.render import md
 
 if TYPE_CHECKING:
@@ -216,7 +217,7 @@ def sources_page(kn: Knowledge, runs: dict[str, Run]) -> str:
         body += [anchor("src-" + sid), f"## {md(s['title'])}", ""]
         facts = [f"id {code(sid)}", s["kind"]]
         facts += [md(s[k]) for k in ("publisher", "date") if s.get(k)]
-        facts += [f"<{s['url']}>"] if s.get("url") else []
+        facts += [f"<{s['url']}>"] if web_address(s.get("url")) else []
         body += ["; ".join(facts) + ".", ""]
         if s.get("notes"):
             body += [md(s["notes"]), ""]

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from kb.recordtype import field, record
 from kb.figures import duration, num
+from kb.links import web_address
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -83,6 +84,7 @@ class Quote:
     sources: list[QuotedSource]
     more_sources: int
     units: str
+    fleet: list[str] = field(default_factory=list)     # serving many users: the replicas and their load
 
 
 def _money(v: float | None) -> str:
@@ -166,7 +168,7 @@ def _sources(answer: Answer, kn: Knowledge, configs: list[Config]) -> tuple[list
         s = kn.sources.get(sid)
         if s is not None:
             out.append(QuotedSource(sid, str(s["title"]), str(s.get("publisher") or ""), str(s.get("date") or ""),
-                              s.get("url")))
+                              web_address(s.get("url"))))
     return out[:SOURCES], max(0, len(out) - SOURCES)
 
 
@@ -221,7 +223,15 @@ def build(answer: Answer, kn: Knowledge, asked: Answer | None = None, wider: Ans
                  alternatives=alternatives, changes=changes,
                  assumptions=answer.assumptions[:ASSUMPTIONS],
                  more_assumptions=max(0, len(answer.assumptions) - ASSUMPTIONS),
-                 sources=sources, more_sources=more, units=answer.units)
+                 sources=sources, more_sources=more, units=answer.units, fleet=_fleet(answer))
+
+
+def _fleet(answer: Answer) -> list[str]:
+    """The fleet's layout and figures under load, as the text answer states them (kb.present.render)."""
+    from kb.present.render import fleet_lines
+
+    return [line.strip().split(None, 1)[0].capitalize() + ": " + line.strip().split(None, 1)[1]
+            for line in fleet_lines(answer)]
 
 
 # ---------------------------------------------------------------- Markdown
@@ -279,7 +289,7 @@ def markdown(q: Quote) -> str:
                 f"- Speed: {_md(c.speed)}",
                 f"- Running cost: {_md(c.cost)}",
                 f"- Buy: {_md(buy_text(c))}",
-                f"- Rent: {_md(rent_text(c))}", ""]
+                f"- Rent: {_md(rent_text(c))}"] + [f"- {_md(x)}" for x in q.fleet] + [""]
     if q.changes:
         out += ["Other changes that would fit:", ""] + [f"- {_md(c)}" for c in q.changes] + [""]
     if q.alternatives:

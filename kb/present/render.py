@@ -176,11 +176,13 @@ def key_figures(a: Answer) -> list[str]:
         out.append(f"  speed    {num(t['train_tokens_per_s'])} training tokens/s{_typical(a, 'train_tokens_per_s')}; "
                    f"{num(a.workload.get('train_tokens'))} tokens in {duration(t.get('train_time_s'))}{hours}")
     elif not training and t.get("decode_tokens_per_s") is not None:
-        out.append(f"  speed    {num(t['decode_tokens_per_s'])} tokens/s per user, "
+        out.append(f"  speed    {'decode alone, no prompts arriving: ' if a.replicas else ''}"
+                   f"{num(t['decode_tokens_per_s'])} tokens/s per user, "
                    f"{num(t.get('decode_tokens_per_s_aggregate'))} in all{_typical(a, 'decode_tokens_per_s')}; "
                    f"first token in {num(t.get('ttft_s'))} s")
     elif b.get("ridge_point") is None:
         out.append("  speed    needs a GPU model (bandwidth, TFLOPS); a memory size answers only the fit")
+    out += fleet_lines(a)
     phases = "; ".join(f"{p} {b[p]}" for p in ("decode", "prefill", "training") if b.get(p))
     if phases:
         out.append(f"  bound    {phases}")
@@ -193,6 +195,27 @@ def key_figures(a: Answer) -> list[str]:
         if any(cost):
             out.append("  cost     " + ", ".join(c for c in cost if c))
     return out
+
+
+def fleet_lines(a: Answer) -> list[str]:
+    """A serving fleet (Answer.replicas): its layout and its figures under load, prompts counted."""
+    r = a.replicas
+    if not r:
+        return []
+    lay = r["layout"]
+    split = f"TP{lay['tp']}" + (f" × PP{lay['pp']}" if lay["pp"] > 1 else "") + (
+        " + DP attention" if lay["dp_attention"] else "")
+    return [f"  fleet    {r['replicas']} replica{'s' if r['replicas'] != 1 else ''} of {split} ({lay['gpus']} GPU"
+            f"{'s' if lay['gpus'] != 1 else ''} each), {r['nodes']} node{'s' if r['nodes'] != 1 else ''}; "
+            f"{r['users_per_replica']} users per replica (at most {r['most_users_per_replica']}); limit: {r['binds']}",
+            f"  load     {num(r['tokens_per_s_per_user'])} tok/s per user, first token in {num(r['ttft_s'])} s, "
+            f"{num(r['latency_s'])} s a request, {num(r['requests_per_s'])} requests/s, "
+            f"{num(r['tokens_per_s_per_gpu'])} tok/s per GPU; prompts take {num(100 * (r['prefill_share'] or 0))}% "
+            "of the GPU time (continuous batching)"] + (
+            [f"  servers  ${r['buy_usd']:,.0f} to buy the GPUs with the servers they are sold in"] if r.get("buy_usd") else []) + (
+            [f"  disagg   prompts on {d['prefill_gpus']} GPUs, decode on {d['decode_replicas']} × {d['decode_layout']['gpus']} "
+             f"GPUs: {d['gpus']} in all ({'fewer' if d['fewer_gpus'] else 'no fewer'}), first token in {num(d['ttft_s'])} s"]
+            if (d := r.get("disaggregated")) else [])
 
 
 def _asked(a: Answer) -> list[str]:
@@ -296,6 +319,9 @@ def markdown(a: Answer, limit: int | None = 12) -> str:
         add(f"**Speed** on {mem['gpu_count']}× {md(b['gpu'])}: decode {num(t['decode_tokens_per_s'])} tokens/s per user "
             f"({num(t['decode_tokens_per_s_aggregate'])} in all), prefill {num(t['prefill_tokens_per_s'])} tokens/s, "
             f"time to first token {num(t['ttft_s'])} s.")
+    for line in fleet_lines(a):
+        add("")
+        add(f"**{line.split()[0].capitalize()}:** {md(line.split(None, 1)[1])}")
     phases = ", ".join(f"{p}: {b[p]}" for p in ("decode", "prefill", "training") if b.get(p))
     add(f"**Bottleneck:** {phases}; ridge point {num(b['ridge_point'])} FLOP/B.")
     add("")

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from kb.hints import TYPE_CHECKING
 
 from kb.query import lalr
-from kb.errors import QueryError
+from kb.errors import HubModelNamed, QueryError
 from kb.knowledge.data import Knowledge
 from kb.query.resolve import Resolver
 from kb.query.tokens import Tok
@@ -268,6 +268,8 @@ def _checked_suggestion(err: QueryError, kn: Knowledge, model_given: bool) -> Qu
         if len(fixed) <= MAX_QUERY_CHARS:
             Resolver(fixed, _lex(fixed), kn, _phrases(fixed), model_given).run()
             return err
+    except HubModelNamed:
+        return err                      # read once its model's config is (kb.query.hub)
     except QueryError:
         pass
     return replace(err, suggestion=None)

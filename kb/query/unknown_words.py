@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from kb.hints import TYPE_CHECKING
 
-from kb.errors import QueryError, nearest
+from kb.errors import HubModelNamed, QueryError, nearest
 from kb.knowledge.data import norm
 from kb.query.words import NameReading, near_misses, read_name
 
@@ -33,6 +33,14 @@ _NAME_PARTS = r"[-_]"                                  # only unknown words reac
 _HAS_SIZE = r"\d+(\.\d+)?b"
 _WORDS = r"[\s_-]+"
 _BPW = r"(\d+(?:\.\d+)?)\s*bpw"                        # '4.65bpw': bits per weight
+# a Hugging Face Hub model id as huggingface_hub.utils.validate_repo_id reads one: org/name,
+# word characters, '.' and '-' (no '--' or '..', tested apart), at most 96 characters a part
+_HUB_ID = r"^[A-Za-z0-9][\w.\-]{0,95}/[\w.\-]{0,95}[A-Za-z0-9]$"
+
+
+def is_hub_id(text: str) -> bool:
+    """Whether a word is spelt as a Hub model id (org/name)."""
+    return re.match(_HUB_ID, text) is not None and "--" not in text and ".." not in text
 
 
 class Unknown:
@@ -47,6 +55,7 @@ class Unknown:
     query_rules: QueryRules
     limits: dict[str, tuple[float, float]]
     size_tok: Tok | None
+    model_given: bool
     formats: list[str]
     gpu_span: tuple[int, int]
     notes_ahead: list[str]
@@ -126,21 +135,29 @@ class Unknown:
 
     def pasted_reading(self, tok: Tok) -> tuple[NameReading, tuple[str, str] | None] | None:
         """'meta-llama/Llama-3.1-8B-Instruct', 'Qwen2.5-72B-Instruct-AWQ', 'foo-13b': what the
-        name reads as (kb.query.words.read_name) and the model it names, if any; None when it is
-        not a pasted name."""
+        name reads as (kb.query.words.read_name) and the model it names, if any, or ('hub', id)
+        for a Hub id (org/name) that names no model and no other word (unless --model-config
+        gives the model); None when it is not a pasted name."""
         if not any(c in tok.text for c in "-/_.") or len(tok.text) < 3:
             return None
         reading = read_name(tok.text, self.vocab)
         hit = self.vocab.table.get(reading.key)
         if hit is None and reading.size_b is not None:
             hit = self._shorter(tok.text)
-        if (hit is not None and hit[0] == "model") or reading.size_b is not None:
+        if hit is not None and hit[0] == "model":
+            return reading, hit
+        if hit is None and not self.model_given and "/" in tok.text and is_hub_id(tok.text):
+            return reading, ("hub", tok.text)    # a Hub id: read from its config, never guessed
+        if reading.size_b is not None:
             return reading, hit
         return None
 
     def apply_pasted(self, tok: Tok, read: tuple[NameReading, tuple[str, str] | None]) -> None:
-        """The model a pasted name names, its format, or the bare size of an unknown model."""
+        """The model a pasted name names, its format, or the bare size of an unknown model; a
+        Hub id the catalogue lacks raises kb.errors.HubModelNamed (its config is read)."""
         reading, hit = read
+        if hit is not None and hit[0] == "hub":
+            raise HubModelNamed(self.q, tok.col, hit[1])
         if hit is not None and hit[0] == "model":
             self.apply(hit, [tok])
             self.w.notes.append(f"read '{tok.text}' as {hit[1]}")

@@ -87,8 +87,9 @@ def unparse(w: Workload, kn: Knowledge) -> str:
         knob = on if value else off if value is False else None
         if knob is not None:
             out.append(q["knobs"][knob][0])
+    # a unit that scales its number ('nodes' × 8 GPUs, 'hours' × 3,600 s) cannot write a field back as it is
     by_field: dict[str, str] = {spec["field"]: spec["words"][0] for spec in q["units"].values()
-                if spec["field"] != "duration" or spec.get("scale", 1.0) == 1.0}
+                if spec.get("scale", 1.0) == 1.0}
     for field in _UNIT_FIELDS:
         value = getattr(w, field)
         if value is not None:
@@ -99,6 +100,8 @@ def unparse(w: Workload, kn: Knowledge) -> str:
         out.append(f"{num(w.deadline_hours * 3600)} {by_field['duration']}")
     if w.ttft_max_s is not None:
         out.append(f"{q['ttft_words'][0]} {num(w.ttft_max_s)} {by_field['duration']}")
+    if w.ttft_percentile is not None:       # after the bound: a number before it would read as its own
+        out.append(f"p{w.ttft_percentile:g}")
     if w.budget_usd is not None:
         out.append(f"${num(w.budget_usd)}")
     if w.usd_per_gpu_hour is not None:

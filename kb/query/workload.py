@@ -58,6 +58,7 @@ class Workload:
     # "finish in 24 hours").
     speed_floor_tok_s: float | None = None
     ttft_max_s: float | None = None
+    ttft_percentile: float | None = None      # 'p99 ttft': the bound holds for that share of requests
     tokens_per_day: float | None = None
     deadline_hours: float | None = None
     # Money ("at $2/h", "budget $5000", "under $8000", "at 24/7", "rent", "cheapest", "what if").

@@ -1,0 +1,147 @@
+"""Serving at scale (issue 37): traffic and targets in, replicas of a layout out, the prompts'
+prefill counted. Expected counts are derived in each test from a published measurement under load
+(named, with its tolerance), never from kbq's own output.
+
+NVIDIA NIM for LLMs, benchmarking, Performance (rules/sources.yaml nvidia-nim-llm-benchmarks):
+Llama 3.3 70B Instruct, FP8, TP2 on 2× H100 80GB, 5,000 input / 500 output tokens:
+concurrency 25 → ITL 38.75 ms (25.8 tok/s per user), 623.4 output tok/s in all;
+concurrency 50 → ITL 59.73 ms (16.7 tok/s per user), 814.37 tok/s.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from kb import ask
+
+NIM_70B = {25: (38.75e-3, 623.4), 50: (59.73e-3, 814.37)}    # concurrency: (ITL s, output tok/s)
+NIM_70B_TTFT = {25: 0.68869, 50: 0.83451}                        # concurrency: mean TTFT s
+
+
+def step(a: dict[str, Any], name: str) -> Any:
+    return next(s["result"] for s in a["trace"] if s["rule_id"] == name)
+
+
+@pytest.mark.parametrize("users", sorted(NIM_70B))
+def test_time_per_output_token_under_load_counts_the_prompts(users: int) -> None:
+    # each of the 2 GPUs prefills the arriving 5,000-token prompts between decode steps: the
+    # measured inter-token latency is the decode step plus that share. Tolerance 20% (the
+    # decode band's p90 is 22%).
+    itl, _ = NIM_70B[users]
+    a = ask(f"serve llama-3.3-70b fp8 {users} users prompt 5000 output 500 on 2x h100 with tensorrt-llm").to_dict()
+    assert step(a, "serving_tpot_s") == pytest.approx(itl, rel=0.20)
+    # decode alone would be well under the measured latency: the prefill is most of the gap
+    assert step(a, "decode_step_s") < 0.8 * itl
+    # the first token waits for the prompts ahead of it; tolerance 30%
+    assert step(a, "serving_ttft_s") == pytest.approx(NIM_70B_TTFT[users], rel=0.30)
+
+
+def test_how_many_for_a_speed_target_is_a_count_of_replicas() -> None:
+    # Published: a TP2 pair serves 25 users at 25.8 tok/s each, not 50 (16.7). At 25 tok/s per user
+    # 100 users take 100 / 25 = 4 pairs = 8 GPUs. Tolerance −25% / +34%.
+    a = ask("how many h100 for llama-3.3-70b fp8 100 users prompt 5000 output 500 at 25 tok/s "
+            "with tensorrt-llm").to_dict()
+    r = a["replicas"]
+    derived = math.ceil(100 / 25) * 2
+    assert 0.75 * derived <= r["gpus"] <= 1.34 * derived
+    assert r["gpus"] == r["replicas"] * r["layout"]["tp"] * r["layout"]["pp"]
+    assert r["tokens_per_s_per_user"] >= 25
+    assert a["verdict"].startswith(f"{r['gpus']}× NVIDIA H100")
+    assert "replica" in a["verdict"] and "tok/s per GPU" in a["verdict"]
+    # output tokens per GPU against the published pair at 25 users: 623.4 / 2; −30% / +43%
+    assert 0.70 * 623.4 / 2 <= r["tokens_per_s_per_gpu"] <= 1.43 * 623.4 / 2
+
+
+def test_a_per_user_speed_for_hundreds_of_users_is_answered() -> None:
+    # before: "no count up to 4,096 meets the target" — one replica took every user
+    a = ask("how many h100 for deepseek-v3 fp8 300 users at 20 tok/s").to_dict()
+    r = a["replicas"]
+    assert r is not None and r["gpus"] <= 4096
+    assert r["tokens_per_s_per_user"] >= 20
+    assert r["users_per_replica"] * r["replicas"] >= 300
+
+
+def test_long_prompts_take_more_gpus_than_decode_alone() -> None:
+    # the same users and output, 40× the prompt: prefill is most of the work, so more GPUs
+    short = ask("how many h100 for llama-3.1-70b fp8 200 users prompt 200 output 200 at 20 tok/s").to_dict()
+    long = ask("how many h100 for llama-3.1-70b fp8 200 users prompt 8000 output 200 at 20 tok/s").to_dict()
+    assert long["replicas"]["gpus"] > short["replicas"]["gpus"]
+    assert long["replicas"]["prefill_share"] > short["replicas"]["prefill_share"]
+
+
+def test_a_request_rate_is_met_by_little_law() -> None:
+    a = ask("how many h100 for qwen3-235b-a22b fp8 10 requests per second prompt 4000 output 500").to_dict()
+    r = a["replicas"]
+    assert r["requests_per_s"] >= 10 * (1 - 1e-6)
+    # Little's law: requests in flight = rate × time of each
+    assert r["users"] == pytest.approx(r["requests_per_s"] * r["latency_s"], rel=0.01)
+
+
+def test_a_first_token_bound_is_kept_under_load() -> None:
+    a = ask("how many h200 for llama-3.1-70b fp8 500 users prompt 2000 output 500 at 20 tok/s ttft under 2 s").to_dict()
+    r = a["replicas"]
+    assert r["ttft_s"] <= 2 and r["tokens_per_s_per_user"] >= 20
+    assert r["binds"] in ("memory", "per-user speed", "time to first token")
+    assert r["nodes"] == math.ceil(r["gpus"] / 8)
+    assert r["usd_per_hour"] == pytest.approx(a["gpus"][0]["cloud_usd_per_hour"] * r["gpus"], rel=1e-6)
+
+
+def test_nodes_are_counted_in_gpus() -> None:
+    a = ask("serve llama-3.1-70b on 2 nodes of h100").to_dict()
+    assert a["gpus"][0]["count"] == 16       # an HGX/DGX H100 node holds 8 (formulas.yaml gpus_per_node)
+
+
+def test_a_percentile_of_the_first_token_needs_more_room_than_its_mean() -> None:
+    # the wait for a prefill slot has a tail: the p99 first token is later than the mean one, so
+    # a bound on it leaves each replica fewer users
+    mean = ask("how many h200 for llama-3.1-70b fp8 500 users prompt 8000 output 300 ttft under 2 s").to_dict()
+    p99 = ask("how many h200 for llama-3.1-70b fp8 500 users prompt 8000 output 300 p99 ttft under 2 s").to_dict()
+    assert p99["workload"]["ttft_percentile"] == 99
+    assert p99["replicas"]["ttft_s"] <= 2
+    assert p99["replicas"]["gpus"] >= mean["replicas"]["gpus"]
+
+
+@pytest.mark.parametrize("query, measured", [
+    # TensorRT-LLM performance overview (rules/sources.yaml trtllm-perf-overview), output tok/s
+    # per GPU at maximum load, 1000 in / 1000 out; tolerance −30% / +43% (the issue's band). These
+    # are points formulas.yaml moe_gemm_efficiency was fitted on: the test keeps the fit holding
+    ("max users for gpt-oss-120b on 1x h200 prompt 1000 output 1000 at 0.5 tok/s with tensorrt-llm", 6868),
+    ("max users for deepseek-r1 fp8 on 8x h200 prompt 1000 output 1000 at 0.5 tok/s with tensorrt-llm dp attention", 1627),
+    ("max users for qwen3-235b-a22b fp8 on 4x h200 prompt 1000 output 1000 at 0.5 tok/s with tensorrt-llm dp attention", 3288),
+])
+def test_moe_rate_per_gpu_at_full_load_is_what_fused_moe_kernels_reach(query: str, measured: float) -> None:
+    a = ask(query).to_dict()
+    gpus = a["gpus"][0]["count"]
+    per_gpu = step(a, "serving_output_tokens_per_s") / gpus
+    assert 0.70 * measured <= per_gpu <= 1.43 * measured
+
+
+def test_a_fleet_of_modules_is_bought_in_servers() -> None:
+    # H200 SXM modules come on 8-GPU HGX baseboards: each node begun adds what Thinkmate's HGX
+    # H100 8-GPU quotation ($317,000, August 2024) costs beyond eight modules at $30,000
+    from kb import get_knowledge
+
+    kn = get_knowledge()
+    a = ask("how many h200 for llama-3.1-70b fp8 500 users prompt 2000 output 500 at 20 tok/s").to_dict()
+    r = a["replicas"]
+    cards = kn.gpus["h200-sxm"]["price_usd"] * r["gpus"]
+    assert r["buy_usd"] == pytest.approx(cards + math.ceil(r["gpus"] / 8) * (317_000 - 8 * 30_000), rel=1e-9)
+
+
+def test_disaggregated_prefill_is_offered_with_its_own_count() -> None:
+    # prompts on workers of their own, decode on workers that only decode (DistServe, Zhong et al.
+    # 2024): the decode workers meet the per-user speed alone, the first token includes the KV
+    # cache's transfer, and the option says whether it takes fewer GPUs than colocated replicas
+    a = ask("how many h200 for llama-3.1-70b fp8 500 users prompt 8000 output 300 at 20 tok/s ttft under 2 s").to_dict()
+    r = a["replicas"]
+    d = r["disaggregated"]
+    assert d is not None
+    assert d["gpus"] == d["prefill_gpus"] + d["decode_gpus"]
+    assert d["decode_gpus"] == d["decode_replicas"] * d["decode_layout"]["tp"] * d["decode_layout"]["pp"]
+    assert d["tokens_per_s_per_user"] >= 20 and d["ttft_s"] <= 2 and d["kv_transfer_s"] > 0
+    assert d["fewer_gpus"] == (d["gpus"] < r["gpus"])
+    if not d["fewer_gpus"]:
+        assert "Disaggregated" not in a["verdict"]
