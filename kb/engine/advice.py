@@ -52,7 +52,8 @@ def sort_keys(kn: Knowledge, w: Workload, fallback: list[tuple[str, str]]) -> li
     training = w.task in kn.query["training_tasks"]
     skip = set(kn.advice.get("training_only", [])) if not training else (
         set((kn.advice.get("untargeted_training_ignores") or {}).get(name, [])) if w.deadline_hours is None else set())
-    keys: list[tuple[str, str]] = [(k["by"], k["order"]) for k in kn.advice["sorts"][name] if k["by"] not in skip]
+    spec = (kn.advice.get("budget_sorts") or {}).get(name) if w.budget_usd is not None else None
+    keys: list[tuple[str, str]] = [(k["by"], k["order"]) for k in spec or kn.advice["sorts"][name] if k["by"] not in skip]
     if w.rent:
         keys = [(kn.advice["rent_cost_key"] if k == N.CONFIG_PRICE_USD else k, o) for k, o in keys
                 if k not in kn.advice.get("rent_ignores", [])]

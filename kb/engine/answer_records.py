@@ -77,6 +77,7 @@ class WorkloadDict(TypedDict):
     segments: list[str]                 # the classes of card asked about
     segment: str | None                 # query.yaml situations ("at home")
     compare: Compare | None             # "fp8 vs int4": the field and its values
+    size_unnamed: bool                  # params is a size a largest-model search tried
     model: str
     model_name: str
     active_params: float
@@ -337,6 +338,7 @@ class Side(TypedDict):
     usable_vram_gb: NotRequired[float | None]   # of the GPU row: what per_gpu_gb is held against
     gpus_needed: NotRequired[int | None]        # the fewest cards by memory, when it does not fit
     quality_rank: NotRequired[int | None]       # a precision's quality cost as the rules rank it (0: none)
+    precision: NotRequired[str | None]          # the weight format the side was sized at
     decode_tokens_per_s: float | None
     prefill_tokens_per_s: float | None
     train_tokens_per_s: float | None

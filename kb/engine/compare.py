@@ -33,18 +33,32 @@ def sides(kn: Knowledge, asked: Workload, first: Answer) -> list[Side]:
         w.compare = None
         setattr(w, cmp["field"], value)
         if cmp["field"] == "runtime" and w.precision is None:
-            # one format on every side, named in each side's query: a runtime named alone may
-            # choose its own (runtimes.yaml default_precision), a comparison of runtimes does not
-            w.precision = first.workload.get(N.PRECISION)
+            # each side at the format its runtime's users load (runtimes.yaml default_precision:
+            # Q4_K_M under llama.cpp, 4-bit under MLX), named in each side's query; a runtime with
+            # none, or a model published as narrow, at the format the question was sized at
+            w.precision = _side_format(kn, w, str(value), first)
         if cmp["field"] == N.PARAMS:
             w.model_id = None
         query = unparse(w, kn)
-        a = first if i == 0 else answer(w, kn, query)
+        a = first if i == 0 and w.precision == first.workload.get(N.PRECISION) else answer(w, kn, query)
         side = _side(cmp["field"], value, query, a)
         if cmp["field"] == N.PRECISION:
             side["quality_rank"] = quality_rank(kn, value)
         out.append(side)
     return out
+
+
+def _side_format(kn: Knowledge, w: Workload, runtime: str, first: Answer) -> str | None:
+    """The format one side of a runtime comparison is sized at: its runtime's default_precision,
+    unless the model's own checkpoint is as narrow; else the format the question was sized at."""
+    asked = first.workload.get(N.PRECISION)
+    rt = kn.runtimes.get(runtime)
+    fmt = kn.precisions.get(str(rt.get("default_precision"))) if rt is not None else None
+    model = kn.models.get(w.model_id or "")
+    native = kn.precisions.get(str(model.get("native_precision"))) if model is not None else None
+    if fmt is None or (native is not None and native["bits_per_weight"] <= fmt["bits_per_weight"]):
+        return str(asked) if asked is not None else None
+    return str(fmt["id"])
 
 
 def quality_rank(kn: Knowledge, precision: object) -> int | None:
@@ -69,4 +83,5 @@ def _side(field: str, value: object, query: str, a: Answer) -> Side:
             N.PREFILL_TOKENS_PER_S: row.prefill_tokens_per_s if row else None,
             N.TRAIN_TOKENS_PER_S: row.train_tokens_per_s if row else None,
             N.USD_PER_MILLION_TOKENS: row.usd_per_million_tokens if row else None,
-            N.RUN_COST_USD: row.run_cost_usd if row else None}
+            N.RUN_COST_USD: row.run_cost_usd if row else None,
+            N.PRECISION: a.workload.get(N.PRECISION)}

@@ -130,6 +130,11 @@ def _applies(rule: OptionRule, w: WorkloadDict, training: bool, kn: Knowledge) -
         return False
     if precision := rule.get(N.PRECISION):
         held = kn.precisions.get(str(w.get(N.PRECISION)))
+        if held is not None and held.get("experts_only"):
+            # a checkpoint published with narrow experts (gpt-oss's MXFP4) keeps them in every
+            # re-quantization people download (each GGUF of gpt-oss-120b is 59-65 GB): another
+            # weight format does not shrink it
+            return False
         now = held["bits_per_weight"] if held else None
         new = kn.precisions[precision]["bits_per_weight"]
         return now is None or new < now

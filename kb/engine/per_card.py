@@ -108,5 +108,7 @@ def _value(kn: Knowledge, w: Workload, r: GpuRow, name: str) -> float | bool | N
         return r.prefill_tokens_per_s if w.task == "prefill" else r.decode_tokens_per_s
     if name == N.CONFIG_POWER_W:
         return None if r.tdp_w is None else r.tdp_w * r.count
+    if name == N.CONFIG_VRAM_GB:
+        return None if r.vram_gb is None else r.vram_gb * r.count
     v = getattr(r, name, None)
     return v if v is None or isinstance(v, (bool, int, float)) else None

@@ -21,7 +21,7 @@ from kb.query.parse import parse
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from kb.engine.answer import Answer
+    from kb.engine.answer import Answer, GpuRow
     from kb.engine.answer_records import Option
     from kb.knowledge.data import Knowledge
     from kb.knowledge.records_rules import LocalFallback
@@ -86,8 +86,10 @@ def as_run(a: Answer, kn: Knowledge, fb: LocalFallback | None = None) -> tuple[A
     done = next((o for o in options if first is not None and o[N.FITS]
                  and (o["gpu_id"], o["count"]) == (first.id, first.count)
                  and (precision is None or o["workload_changes"].get(N.PRECISION) == precision)), None)
-    if done is None or first is None:
+    if first is None:
         return None
+    if done is None:
+        return _at_format(a, kn, fb, first) if fb is not None else None
     b = answer(parse(done["query"], kn), kn, a.query)
     b.query = a.query
     b.options = [o for o in options if o is not done]
@@ -103,6 +105,37 @@ def as_run(a: Answer, kn: Knowledge, fb: LocalFallback | None = None) -> tuple[A
     b.assumptions.insert(0, f"answered with {done['change']}: as asked the job needs {need} GB per GPU of {has} "
                             f"on {first.count}× {first.name}, {why}, kbq \"{done['query']}\" (its quality "
                             f"cost: {done['quality']}) [{done['quality_source']}]")
+    return b, said
+
+
+def _at_format(a: Answer, kn: Knowledge, fb: LocalFallback, first: GpuRow) -> tuple[Answer, str] | None:
+    """A plain question on one's own card that does not fit it even in the format people run
+    there: answered in that format all the same (what they would download, and how many of
+    those cards it takes), with the 16-bit figure said first; None where the format is no
+    narrower than the one asked."""
+    from kb.engine import answer
+    from kb.query.parse import parse
+
+    asked_prec = str(a.workload.get(N.PRECISION) or "")
+    fmt = kn.precisions.get(fb[N.PRECISION])
+    if fmt is None or asked_prec not in kn.precisions or \
+            fmt["bits_per_weight"] >= kn.precisions[asked_prec]["bits_per_weight"]:
+        return None
+    from kb.engine.options import compute
+
+    def at_format() -> Workload:
+        w = parse(a.query, kn)
+        w.precision = fb[N.PRECISION]
+        return w
+    b = answer(at_format(), kn, a.query)
+    b.query = a.query
+    b.options = merged(compute(kn, at_format(), b))
+    need, has = num(first.per_gpu_gb or 0), num(first.usable_vram_gb or 0)
+    said = (f"As asked, at {asked_prec}, it needs {need} of {has} GB per GPU; "
+            f"at {fb['precision']}, {fb['text']}, as below.")
+    b.assumptions.insert(0, f"answered at {fb['precision']}: as asked, at {asked_prec}, the job needs {need} GB per "
+                            f"GPU of {has} on {first.count}× {first.name}, so it is answered at {fb['text']} "
+                            f"[{fb['source']}]")
     return b, said
 
 

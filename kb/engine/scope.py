@@ -55,6 +55,7 @@ def resolve(w: Workload, kn: Knowledge) -> Resolved:
         tr.resolve_objective(w, kn, assumptions)
     runtime = _resolve_runtime(w, kn, is_training, assumptions)
     runtime = _runtime_for_devices(w, kn, runtime, is_training, assumptions)
+    runtime = _runtime_for_model(w, kn, runtime, model, assumptions)
     native = model.get("native_precision")
     if w.precision is None and native and not is_training:
         default(N.PRECISION, native, f"precision: {native}, {model['name']}'s published checkpoint format "
@@ -203,6 +204,21 @@ VENDORS = {"nvidia": "NVIDIA", "amd": "AMD", "intel": "Intel", "apple": "Apple",
            "aws": "AWS"}
 
 
+def _runtime_for_model(w: Workload, kn: Knowledge, rt: Runtime, model: Model, assumptions: list[str]) -> Runtime:
+    """A runtime that cannot load the model's architecture (runtimes.yaml unsupported_models:
+    llama.cpp and Llama 3.2 Vision) hands it to the runtime its users run it under instead
+    (unsupported_models_runtime), said as an assumption."""
+    other = kn.runtimes.get(rt.get("unsupported_models_runtime") or "")
+    if other is None or model.get("id") not in (rt.get("unsupported_models") or []):
+        return rt
+    if not all(runs_on(other, kn.gpus[g.gpu_id]) for g in w.gpus if g.gpu_id is not None):
+        return rt
+    assumptions.append(f"runtime: {other['name']} instead of {rt['name']}, which cannot load {model['name']}'s "
+                       f"architecture [{rt.get('unsupported_models_source')}]")
+    w.runtime = other["id"]
+    return other
+
+
 def _runtime_for_devices(w: Workload, kn: Knowledge, rt: Runtime, is_training: bool,
                          assumptions: list[str]) -> Runtime:
     """A runtime that runs on every GPU the query named: the one chosen if it does, else the
@@ -231,7 +247,8 @@ def _runtime_for_devices(w: Workload, kn: Knowledge, rt: Runtime, is_training: b
 def _resolve_model(w: Workload, kn: Knowledge, assumptions: list[str]) -> Model:
     if w.model_id is not None:
         return kn.models[w.model_id].copy()
-    model, said = bare_model(kn, w.params if w.params is not None else kn.defaults[N.PARAMS])
+    model, said = bare_model(kn, w.params if w.params is not None else kn.defaults[N.PARAMS],
+                             unnamed=w.size_unnamed)
     assumptions.append(said)
     return model
 

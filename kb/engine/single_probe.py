@@ -62,6 +62,7 @@ def at_value(w: Workload, vary: str, value: float, kn: Knowledge | None = None) 
         if w2.prompt_tokens is not None and w2.prompt_tokens > value:
             w2.prompt_tokens = int(value)
     elif vary == N.PARAMS:
+        w2.size_unnamed = w2.size_unnamed or (w.model_id is None and w.params is None)
         w2.model_id = None
         w2.params = float(value)
     elif vary == N.GPU_COUNT:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from kb.engine.bare_size import bare_size_refs
 from kb.engine.bracket import Bracket, margin as _margin
 from kb.engine.layout import count_scan
 from kb.engine.budget import count_probe, group_size
@@ -54,7 +55,7 @@ def _arch_ranges(kn: Knowledge, lower: float, upper: float) -> list[tuple[float,
     """[lower, upper] cut where the architecture assumed for a bare size changes (the reference
     nearest on a log scale, kb.engine.bare_size.bare_size_ref: the cut is the two references' geometric
     mean), largest first; each range's ends are inside it."""
-    sizes = sorted(float(kn.models[r]["params_total"]) for r in kn.bare_size_refs)
+    sizes = sorted(float(kn.models[r]["params_total"]) for r in bare_size_refs(kn, unnamed=True))
     cuts = [c for c in (math.sqrt(a * b) for a, b in zip(sizes, sizes[1:])) if lower < c < upper]
     ends = list(zip([lower] + [c * (1 + 1e-9) for c in cuts], [c * (1 - 1e-9) for c in cuts] + [upper]))
     return ends[::-1]

@@ -60,8 +60,12 @@ def compose(a: Answer, kn: Knowledge) -> str:
     elif kind in ("compare", "how_many_gpus"):      # how many of each of two cards: side by side
         parts = _compare(a, kn)
     elif a.comparison and len(a.comparison) > 1:
+        formats = {s.get(N.PRECISION) for s in a.comparison}
+
         def label(s: Side) -> str:
-            return value_text(kn, s["field"], s["value"])
+            # runtimes compared each at its users' format: the format is part of the side's name
+            at = f" at {s.get(N.PRECISION)}" if len(formats) > 1 and s["field"] != N.PRECISION else ""
+            return value_text(kn, s["field"], s["value"]) + at
         parts = sides(kn.query["verdict"], a.comparison, str(q.get("kind") or ""), _training(a),
                       _fixes(a, kn, 1, label(a.comparison[0])), label)   # the options change the first side
     elif kind == "which_gpu" or not any(g.requested for g in a.gpus):

@@ -146,8 +146,9 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
     b = _Assembly(root, docs, parsed, errs, skip_sources, skip_names, skip_precisions)
     sources = b.sources()
     gpus, gpu_alias = b.gpus()
-    models, model_alias, refs, config_defaults = b.models()
+    models, model_alias, (refs, unnamed_refs), config_defaults = b.models()
     runtimes, runtime_alias, sharding, objectives = b.runtimes()
+    b.runtime_models(runtimes, models)
     rdefaults = b.runtime_defaults(runtimes)
     precisions, precision_alias = b.precisions(runtimes, rdefaults)
     inputs, constants, units, formulas, graph, closure = b.formulas(gpus)
@@ -163,7 +164,7 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
 
     return derive(Knowledge(root=str(root), gpus=gpus, models=models, precisions=precisions, sources=sources,
                      inputs=inputs, constants=constants, formulas=formulas, closure=closure,
-                     flows=flows, claims=claims, query=query, bare_size_refs=refs,
+                     flows=flows, claims=claims, query=query, bare_size_refs=refs, bare_size_unnamed_refs=unnamed_refs,
                      config_defaults=config_defaults.model_dump(exclude={"source"}),
                      gpu_alias=gpu_alias, model_alias=model_alias, precision_alias=precision_alias,
                      runtimes=runtimes, runtime_alias=runtime_alias, runtime_defaults=rdefaults,
@@ -176,7 +177,8 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
 _RUNTIME_SOURCES = ("gemm_accumulate_source", "lora_dropout_source", "quantizes_output_head_source",
                     "native_gemm_source", "hopper_warpgroup_mma_source", "well_supported_source",
                     "unsupported_architectures_source", "unsupported_formats_source",
-                    "default_precision_source")
+                    "default_precision_source", "experts_only_rest_bits_source",
+                    "unsupported_models_source")
 # what an inference runtime must give
 _INFERENCE_NEEDS = ("decode_bandwidth_efficiency", "quant_kernel_efficiency", "decode_step_overhead_s",
                     "prefill_compute_efficiency")
@@ -226,7 +228,7 @@ class _Assembly:
                 self.need_source(doc, ("gpus", i, "field_sources", fname), sid)
         return gpus, gpu_alias
 
-    def models(self) -> tuple[dict[str, Model], dict[str, str], list[str], ConfigDefaultsSchema]:
+    def models(self) -> tuple[dict[str, Model], dict[str, str], tuple[list[str], list[str]], ConfigDefaultsSchema]:
         doc, mfile = self.docs["models"], self.parsed["models"]
         models, model_alias = catalogue(doc, "models", [m.model_dump() for m in mfile.models], self.errs)
         for i, m in enumerate(mfile.models):
@@ -235,10 +237,12 @@ class _Assembly:
                 self.errs.add(doc.error(("models", i, "params_active"), "params_active is larger than params_total"))
         refs = list(mfile.bare_size.references)
         self.need_source(doc, ("config_defaults", "source"), mfile.config_defaults.source)
-        for i, ref in enumerate(refs):
-            if ref not in models:
-                self.unknown(doc, ("bare_size", "references", i), "model", ref, models)
-        return models, model_alias, refs, mfile.config_defaults
+        unnamed = list(mfile.bare_size.unnamed_references) or refs
+        for key, listed in (("references", refs), ("unnamed_references", list(mfile.bare_size.unnamed_references))):
+            for i, ref in enumerate(listed):
+                if ref not in models:
+                    self.unknown(doc, ("bare_size", key, i), "model", ref, models)
+        return models, model_alias, (refs, unnamed), mfile.config_defaults
 
     def runtimes(self) -> tuple[dict[str, Runtime], dict[str, str], ShardingTable, dict[str, Objective]]:
         """Each runtime's sources and the figures its kind needs; the training tables."""
@@ -260,6 +264,17 @@ class _Assembly:
         if "error_bands" in self.parsed:
             self.need_source(self.docs["error_bands"], ("source",), self.parsed["error_bands"].source)
         return runtimes, runtime_alias, sharding, objectives
+
+    def runtime_models(self, runtimes: dict[str, Runtime], models: dict[str, Model]) -> None:
+        """runtimes.yaml unsupported_models: known models, handed to a known runtime."""
+        rdoc = self.docs["runtimes"]
+        for i, rt in enumerate(runtimes.values()):
+            for j, mid in enumerate(rt.get("unsupported_models") or []):
+                if mid not in models:
+                    self.unknown(rdoc, ("runtimes", i, "unsupported_models", j), "model", mid, models)
+            other = rt.get("unsupported_models_runtime")
+            if other is not None and other not in runtimes:
+                self.unknown(rdoc, ("runtimes", i, "unsupported_models_runtime"), "runtime", other, runtimes)
 
     def runtime_defaults(self, runtimes: dict[str, Runtime]) -> RuntimeDefaults:
         """runtimes.yaml defaults: known runtimes, each rule with its source."""

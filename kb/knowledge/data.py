@@ -155,6 +155,7 @@ class Knowledge:
     claims: list[Claim]
     query: QueryRules
     bare_size_refs: list[str]
+    bare_size_unnamed_refs: list[str]         # models.yaml bare_size unnamed_references (else the references)
     config_defaults: dict[str, int]           # models.yaml config_defaults: what --model-config fills in
     gpu_alias: dict[str, str]
     model_alias: dict[str, str]

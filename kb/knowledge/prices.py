@@ -57,7 +57,7 @@ def _check_advice(doc: Doc, advice: AdviceSchema, formulas: set[str], need_sourc
     for j, o in enumerate(advice.options):
         need_source(doc, ("advice", "options", j, "source"), o.source)
     says = advice.says
-    for sort, keys in advice.sorts.items():
+    for sort, keys in [*advice.sorts.items(), *advice.budget_sorts.items()]:
         for j, k in enumerate(keys):
             if k.by not in formulas:
                 add(doc.error(("advice", "sorts", sort, j, "by"), f"unknown name '{k.by}'",

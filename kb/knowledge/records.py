@@ -259,6 +259,11 @@ class Runtime(TypedDict):
     prefill_compute_efficiency: float | None
     apple_prefill_compute_efficiency: float | None
     apple_decode_step_overhead_s: float | None
+    experts_only_rest_bits: float | None
+    unsupported_models: list[str]
+    unsupported_models_source: str | None
+    unsupported_models_runtime: str | None
+    experts_only_rest_bits_source: str | None
     hopper_warpgroup_mma: bool
     hopper_warpgroup_mma_source: str | None
     native_gemm: list[str]

@@ -364,6 +364,7 @@ class PriceAdvice(TypedDict, total=False):
     options: list[OptionRule]
     default_sort: Literal["value", "cost", "speed", "memory", "power"]
     sorts: dict[str, list[SortKey]]
+    budget_sorts: dict[str, list[SortKey]]
     rent_cost_key: str
     rent_ignores: list[str]
     training_only: list[str]

@@ -185,6 +185,7 @@ class AdviceSchema(Strict):
     options: list[OptionRuleSchema] = []
     default_sort: SortName
     sorts: dict[SortName, list[SortKeySchema]]
+    budget_sorts: dict[SortName, list[SortKeySchema]] = {}   # a sort's order when the question sets a budget
     rent_cost_key: str
     rent_ignores: list[str] = []
     training_only: list[str] = []   # keys read only when ranking a training job

@@ -161,6 +161,11 @@ class RuntimeSchema(Strict):
     prefill_compute_efficiency: Fraction | None = None
     apple_prefill_compute_efficiency: Fraction | None = None
     apple_decode_step_overhead_s: NonNeg | None = None
+    experts_only_rest_bits: NonNeg | None = None
+    unsupported_models: list[Slug] = []
+    unsupported_models_source: Slug | None = None
+    unsupported_models_runtime: Slug | None = None
+    experts_only_rest_bits_source: Slug | None = None
     hopper_warpgroup_mma: bool = True
     hopper_warpgroup_mma_source: Slug | None = None
     native_gemm: list[Slug] = []

@@ -135,6 +135,7 @@ class ModelSchema(Strict):
 
 class BareSizeSchema(Strict):
     references: list[Slug] = Field(min_length=1)
+    unnamed_references: list[Slug] = []
 
 
 class ConfigDefaultsSchema(Strict):

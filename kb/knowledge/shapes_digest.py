@@ -4,5 +4,5 @@ RECORDS: a digest of the knowledge's records (kb.knowledge.data), SCHEMAS: of th
 files' JSON Schema and the keys kbq adds after validation; both are part of the
 knowledge snapshot's format key (kb.knowledge.snapshot.format_key)."""
 
-RECORDS = "95ea5c97fbcb3c41"
-SCHEMAS = "ed5af1ae70a02263"
+RECORDS = "3b985b1947b62fc2"
+SCHEMAS = "ab78f172731d7a3d"

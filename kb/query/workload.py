@@ -87,6 +87,9 @@ class Workload:
     # Two or more values of one field joined by "vs", "or", "compared to":
     # {"field": "precision", "values": ["fp8", "int4"]}; the field itself holds the first.
     compare: dict[str, Any] | None = None
+    # `params` is a size a largest-model search tries, not one the query named: it takes the
+    # current architectures (models.yaml bare_size unnamed_references).
+    size_unnamed: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         d = dict(self.__dict__)         # every field is a plain value, but for these two lists
