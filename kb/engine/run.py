@@ -26,6 +26,7 @@ from kb.engine.gpus import catalogue_columns, layout_columns, layout_of, layouts
 from kb.engine.inputs import base_scope
 from kb.engine.layout import Layout
 from kb.engine.scope import Resolved, capacity_gpu, question_format, resolve
+from kb.engine.speculative import spec_note
 from kb.knowledge.gpu_names import gemm_of, gpu_columns, runs_on
 from kb.engine.walk import Tracer, applies, differs, walk
 from kb.expr.parse import Col
@@ -311,6 +312,9 @@ def _first_figures(w: Workload, kn: Knowledge, r: Resolved, layout: Layout, prim
     assumptions, and the parallel layout the workload reports."""
     if layout.note:
         r.assumptions.append(f"layout: {layout.note}")
+    if w.spec_method and not r.is_training:
+        evaluate(kn, primary, ("spec_speedup", "draft_gb", "spec_expected_tokens"))
+        r.assumptions.append(spec_note(w, kn, primary.scope))
     if r.is_training:
         evaluate(kn, primary, ("paged_states_gb", "paged_out"))
         r.assumptions.extend(n for n in (tr.time_note(primary.scope), tr.paged_note(primary.scope)) if n)

@@ -5,4 +5,4 @@ files' JSON Schema and the keys kbq adds after validation; both are part of the
 knowledge snapshot's format key (kb.knowledge.snapshot.format_key)."""
 
 RECORDS = "95ea5c97fbcb3c41"
-SCHEMAS = "18e10ddff1d467ff"
+SCHEMAS = "d281196a8411e790"

@@ -89,6 +89,13 @@ class Workload:
     # Two or more values of one field joined by "vs", "or", "compared to":
     # {"field": "precision", "values": ["fp8", "int4"]}; the field itself holds the first.
     compare: dict[str, Any] | None = None
+    # Speculative decoding ("with a 0.5b draft", "eagle-3", "mtp", "prompt lookup"): the method
+    # (formulas.yaml spec_method: draft eagle eagle3 mtp ngram), a draft model by name or size,
+    # and the draft tokens per step ("4 draft tokens"); None: no speculative decoding / defaults.
+    spec_method: str | None = None
+    draft_model_id: str | None = None
+    draft_params: float | None = None
+    draft_tokens: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = dict(self.__dict__)         # every field is a plain value, but for these two lists
