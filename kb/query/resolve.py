@@ -135,7 +135,7 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
         if model is not None:
             self.w.draft_model_id = model
             self.w.notes.append(f"'{self.q[first.col - 1:children[-1].end - 1]}' read as the speculative draft {model}")
-        else:
+        elif size is not None:
             tok = self.item(size)
             self.check_range(tok, tok.value, *self.limits["params"])
             self.w.draft_params = tok.value
