@@ -115,3 +115,18 @@ def test_gain_shrinks_at_large_batch() -> None:
         plain = ask(f"serve llama-3.1-8b {users} on h100").to_dict()["throughput"]
         return spec["decode_tokens_per_s"] / plain["decode_tokens_per_s"]
     assert ratio("64 users") < ratio("1 users")
+
+
+@pytest.mark.parametrize("query", [
+    "serve 70B int4 with a 0.5b draft on h100", "serve qwen3 32b with qwen3 0.6b draft 3 draft tokens",
+    "serve llama-3.1-8b with speculative decoding", "serve llama-3.1-70b with eagle",
+    "serve 8b eagle-3", "serve deepseek-v3 fp8 with mtp", "serve 8b with prompt lookup",
+])
+def test_written_back_reads_the_same(query: str) -> None:
+    """An option's or a comparison's query keeps the draft (kb.query.unparse)."""
+    from kb.query.unparse import unparse
+
+    w = parse(query, KN)
+    again = parse(unparse(w, KN), KN)
+    for name in ("spec_method", "draft_model_id", "draft_params", "draft_tokens", "model_id", "params"):
+        assert getattr(again, name) == getattr(w, name), (query, name)
