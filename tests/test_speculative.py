@@ -27,6 +27,11 @@ KN = get_knowledge()
     ("serve 8b with prompt lookup", {"spec_method": "ngram"}),
     ("serve 8b with a 1b draft 6 draft tokens", {"spec_method": "draft", "draft_params": 1e9, "draft_tokens": 6}),
     ("serve 70b", {"spec_method": None, "draft_params": None}),
+    # the draft after its word, the smaller of two models beside it, never the only model
+    ("serve qwen3-32b draft model qwen3-0.6b", {"model_id": "qwen3-32b", "draft_model_id": "qwen3-0.6b"}),
+    ("serve 0.5b draft for 70b int4", {"params": 70e9, "draft_params": 0.5e9}),
+    ("serve llama-3.1-8b with a draft model", {"model_id": "llama-3.1-8b", "spec_method": "draft",
+                                               "draft_model_id": None, "draft_params": None}),
 ])
 def test_each_form_parses(query: str, fields: dict[str, object]) -> None:
     w = parse(query, KN)
@@ -115,6 +120,9 @@ def test_gain_shrinks_at_large_batch() -> None:
         plain = ask(f"serve llama-3.1-8b {users} on h100").to_dict()["throughput"]
         return spec["decode_tokens_per_s"] / plain["decode_tokens_per_s"]
     assert ratio("64 users") < ratio("1 users")
+    said = [a for a in ask("serve llama-3.1-8b 64 users with eagle3 on h100").to_dict()["assumptions"]
+            if a.startswith("speculative decoding:")]
+    assert ratio("64 users") >= 1 or "slower" in said[0]
 
 
 @pytest.mark.parametrize("query", [

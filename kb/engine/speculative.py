@@ -69,6 +69,8 @@ def spec_note(w: Workload, kn: Knowledge, s: Scope) -> str:
     memory_said = f", {memory:.3g} GB with its KV cache" if isinstance(memory, float) and memory > 0 else ""
     k = s.get("spec_draft_tokens")
     speed_said = f": ×{speedup:.2g} decode" if isinstance(speedup, float) else ""
+    if isinstance(speedup, float) and speedup < 1:
+        speed_said += " (slower: at this batch verifying k + 1 tokens a sequence is compute-bound)"
     return (f"speculative decoding: {what}{memory_said}, acceptance {s.get('spec_acceptance'):g} per token "
             f"[{source}], {k:g} draft token{'' if k == 1 else 's'}, {s.get('spec_expected_tokens'):.3g} "
             f"tokens a verification step{speed_said}")

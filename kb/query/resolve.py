@@ -105,19 +105,27 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
     # ------------------------------------------------------------ the grammar's phrases
 
     def draft_phrases(self, phrases: list[tuple[str, list[Tok]]]) -> set[int]:
-        """The model or size phrases that name a speculative draft: the one right before the
-        word 'draft' ('with a 0.5b draft', 'qwen3 0.6b draft model'), else the one right after
-        it ('draft qwen3-0.6b')."""
+        """The model or size phrases that name a speculative draft: next to the word 'draft'
+        ('with a 0.5b draft', 'draft model qwen3-0.6b'), the smaller of the two when a model
+        stands on each side, and never the query's only model (that one is the target)."""
+        sized = [i for i, (rule, _) in enumerate(phrases) if rule in ("model", "size")]
         out: set[int] = set()
         for i, (rule, children) in enumerate(phrases):
             tok = children[0] if children else None
             if rule != "knob" or not isinstance(tok, Tok) or tok.value[0] != ("knob", "spec_draft"):
                 continue
-            for j in (i - 1, i + 1):
-                if 0 <= j < len(phrases) and phrases[j][0] in ("model", "size") and j not in out:
-                    out.add(j)
-                    break
+            near = [j for j in (i - 1, i + 1) if j in sized and j not in out]
+            if near and len(sized) > len(out) + 1:
+                out.add(min(near, key=lambda j: self._phrase_params(phrases[j][1])))
         return out
+
+    def _phrase_params(self, children: list[Tok]) -> float:
+        """The size a model or size phrase names (a catalogue model's, else its size item's)."""
+        first = children[0]
+        if first.type == "MODEL":
+            return float(self.kn.models[str(first.value[0][1])]["params_total"])
+        size = next((t for t in children if t.type == "SIZE"), None)
+        return float(self.item(size).value) if size is not None else math.inf
 
     def on_draft(self, children: list[Tok]) -> None:
         """A draft model by name ('qwen3-0.6b'), family and size ('qwen3 0.6b') or size ('0.5b')."""
