@@ -36,7 +36,7 @@ OK, BAD, WALKED = "#15803d", "#b91c1c", "#1d4ed8"
 PART_COLOURS = {                   # Okabe-Ito: tells the parts apart for colour-blind readers
     "weights_gb": "#0072B2", "kv_cache_gb": "#E69F00", "activations_gb": "#009E73",
     "gradients_gb": "#CC79A7", "optimizer_gb": "#D55E00", "adapters_gb": "#56B4E9",
-    "overhead_gb": "#8c8c8c",
+    "overhead_gb": "#8c8c8c", "other_models_gb": "#F0E442",
 }
 PHASE_COLOURS = {"decode": "#0072B2", "prefill": "#D55E00", "training": "#009E73"}
 CHAR_W = 6.6                        # average glyph width at font-size 12, for layout
