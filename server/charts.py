@@ -37,7 +37,7 @@ OK, BAD, WALKED = "#15803d", "#b91c1c", "#1d4ed8"
 PART_COLOURS = {                   # Okabe-Ito: tells the parts apart for colour-blind readers
     N.WEIGHTS_GB: "#0072B2", N.KV_CACHE_GB: "#E69F00", N.ACTIVATIONS_GB: "#009E73",
     N.GRADIENTS_GB: "#CC79A7", N.OPTIMIZER_GB: "#D55E00", N.ADAPTERS_GB: "#56B4E9",
-    N.OVERHEAD_GB: "#8c8c8c",
+    N.OVERHEAD_GB: "#8c8c8c", N.OTHER_MODELS_GB: "#F0E442",
 }
 PHASE_COLOURS = {"decode": "#0072B2", "prefill": "#D55E00", "training": "#009E73"}
 CHAR_W = 6.6                        # average glyph width at font-size 12, for layout

@@ -78,6 +78,10 @@ class WorkloadDict(TypedDict):
     segment: str | None                 # query.yaml situations ("at home")
     compare: Compare | None             # "fp8 vs int4": the field and its values
     size_unnamed: bool                  # params is a size a largest-model search tried
+    spec_method: str | None             # speculative decoding: draft eagle eagle3 mtp ngram
+    draft_model_id: str | None          # the draft model named ("qwen3-0.6b draft")
+    draft_params: float | None          # a draft named by its size ("0.5b draft")
+    draft_tokens: int | None            # draft tokens per step asked ("4 draft tokens")
     model: str
     model_name: str
     active_params: float

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from kb.engine import training as tr
 from kb.engine.bare_size import size_inputs
 from kb.engine.evaluate import Scope
+from kb.engine.speculative import spec_inputs
 from kb.knowledge.data import Knowledge
 from kb.knowledge.gpu_names import gemm_of
 from kb.query.workload import Workload
@@ -66,6 +67,7 @@ def base_scope(r: Resolved, kn: Knowledge) -> Scope:
     supported = stack_platforms(rt, str(w.task))
     scope.update({f"stack.{v}": v in supported for v in STACK_VENDORS})
     scope.update(target_inputs(w))
+    scope.update(spec_inputs(w, kn))
     return scope
 
 

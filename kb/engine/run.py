@@ -31,6 +31,7 @@ from kb.engine.scope import Resolved, capacity_gpu, question_format, resolve
 from kb.engine.probes import Probes
 from kb.engine.single_probe import choose_split
 from kb.engine.verdict import compose
+from kb.engine.speculative import spec_note
 from kb.knowledge.gpu_names import gemm_of, gpu_columns, runs_on
 from kb.engine.walk import Tracer, applies, differs, walk
 from kb.expr.parse import Col
@@ -310,6 +311,9 @@ def _first_figures(w: Workload, kn: Knowledge, r: Resolved, layout: Layout, prim
     assumptions, and the parallel layout the workload reports."""
     if layout.note:
         r.assumptions.append(f"layout: {layout.note}")
+    if w.spec_method and not r.is_training:
+        evaluate(kn, primary, (N.SPEC_SPEEDUP, N.DRAFT_GB, N.SPEC_EXPECTED_TOKENS))
+        r.assumptions.append(spec_note(w, kn, primary.scope))
     if r.is_training:
         evaluate(kn, primary, (N.PAGED_STATES_GB, N.PAGED_OUT))
         r.assumptions.extend(n for n in (tr.time_note(primary.scope), tr.paged_note(primary.scope)) if n)

@@ -48,8 +48,8 @@ class Solve(TypedDict):
 
 class Unit(TypedDict):
     """A unit word and what the number beside it sets (query.yaml `units`)."""
-    field: Literal["users", "context_tokens", "seq_len", "batch", "lora_rank", "prompt_tokens", "output_tokens", "tokens", "tp", "pp", "speed_floor_tok_s", "tokens_per_day", "hours_per_day", "duration", "gpu_count", "budget_usd", "examples", "epochs", "requests_per_day"]
-    limit: Literal["users", "batch", "context", "seq", "prompt", "output", "rank", "tokens", "params", "gpu_count", "memory_gb", "parallel", "speed", "duration", "hours_per_day", "usd", "examples", "epochs", "requests"]
+    field: Literal["users", "context_tokens", "seq_len", "batch", "lora_rank", "prompt_tokens", "output_tokens", "tokens", "tp", "pp", "speed_floor_tok_s", "tokens_per_day", "hours_per_day", "duration", "gpu_count", "budget_usd", "examples", "epochs", "requests_per_day", "draft_tokens"]
+    limit: Literal["users", "batch", "context", "seq", "prompt", "output", "rank", "tokens", "params", "gpu_count", "memory_gb", "parallel", "speed", "duration", "hours_per_day", "usd", "examples", "epochs", "requests", "draft_tokens"]
     words: list[str]
     scale: float
     binary_k: bool

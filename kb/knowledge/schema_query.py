@@ -59,14 +59,15 @@ class SolveSchema(Strict):
 
 LimitName = Literal["users", "batch", "context", "seq", "prompt", "output", "rank", "tokens",
                     "params", "gpu_count", "memory_gb", "parallel", "speed", "duration",
-                    "hours_per_day", "usd", "examples", "epochs", "requests"]
+                    "hours_per_day", "usd", "examples", "epochs", "requests", "draft_tokens"]
 
 
 class UnitSchema(Strict):
     """A unit word and what the number beside it sets (query.yaml `units`)."""
     field: Literal["users", "context_tokens", "seq_len", "batch", "lora_rank", "prompt_tokens",
                    "output_tokens", "tokens", "tp", "pp", "speed_floor_tok_s", "tokens_per_day",
-                   "hours_per_day", "duration", "gpu_count", "budget_usd", "examples", "epochs", "requests_per_day"]
+                   "hours_per_day", "duration", "gpu_count", "budget_usd", "examples", "epochs", "requests_per_day",
+                   "draft_tokens"]
     limit: LimitName
     words: list[Name] = Field(min_length=1)
     scale: Positive = 1.0
@@ -279,5 +280,6 @@ class QueryFile(Strict):
     reference_queries: list[str] = []
     knobs: dict[Literal["checkpointing", "no_checkpointing", "flash", "eager", "adam8bit", "sgd",
                         "adamw", "offload", "fp8_kv", "int8_kv", "optimizer_in_backward", "paged",
-                        "lora_attention_only", "quantized_inputs_kept"], list[Name]]
+                        "lora_attention_only", "quantized_inputs_kept", "speculative", "spec_draft",
+                        "spec_eagle", "spec_eagle3", "spec_mtp", "spec_ngram"], list[Name]]
     defaults: DefaultsSchema

@@ -106,6 +106,11 @@ class Finisher:
             w.kv_precision = "fp8"
         elif knob == "int8_kv":
             w.kv_precision = "int8"
+        elif knob.startswith("spec_"):            # a named method wins over the bare word
+            if w.spec_method in (None, "draft") or knob != "spec_draft":
+                w.spec_method = knob.removeprefix("spec_")
+        elif knob == "speculative":
+            w.spec_method = w.spec_method or "draft"
 
     def resolve_task(self) -> None:
         w, v = self.w, self.vocab

@@ -83,8 +83,13 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
         """Classify the items (kb.query.classify), parse the phrases with the grammar, read
         each phrase in order (the on_* methods), then what the words mean together."""
         stopped = self.classify()
-        for rule, children in self.grammar(self.phrases):
-            self.read(rule, children)
+        phrases = self.grammar(self.phrases)
+        drafts = self.draft_phrases(phrases)
+        for i, (rule, children) in enumerate(phrases):
+            if i in drafts:
+                self.on_draft(children)
+            else:
+                self.read(rule, children)
         if stopped is not None:
             raise stopped
         if self.pending_count is not None:
@@ -98,6 +103,50 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
         return self.w
 
     # ------------------------------------------------------------ the grammar's phrases
+
+    def draft_phrases(self, phrases: list[tuple[str, list[Tok]]]) -> set[int]:
+        """The model or size phrases that name a speculative draft: next to the word 'draft'
+        ('with a 0.5b draft', 'draft model qwen3-0.6b'), the smaller of the two when a model
+        stands on each side, and never the query's only model (that one is the target)."""
+        sized = [i for i, (rule, _) in enumerate(phrases) if rule in ("model", "size")]
+        out: set[int] = set()
+        for i, (rule, children) in enumerate(phrases):
+            tok = children[0] if children else None
+            if rule != "knob" or not isinstance(tok, Tok) or tok.value[0] != ("knob", "spec_draft"):
+                continue
+            near = [j for j in (i - 1, i + 1) if j in sized and j not in out]
+            if near and len(sized) > len(out) + 1:
+                out.add(min(near, key=lambda j: self._phrase_params(phrases[j][1])))
+        return out
+
+    def _phrase_params(self, children: list[Tok]) -> float:
+        """The size a model or size phrase names (a catalogue model's, else its size item's)."""
+        first = children[0]
+        if first.type == "MODEL":
+            return float(self.kn.models[str(first.value[0][1])]["params_total"])
+        size = next((t for t in children if t.type == "SIZE"), None)
+        return float(self.item(size).value) if size is not None else math.inf
+
+    def on_draft(self, children: list[Tok]) -> None:
+        """A draft model by name ('qwen3-0.6b'), family and size ('qwen3 0.6b') or size ('0.5b')."""
+        first = children[0]
+        size = next((t for t in children if t.type == "SIZE"), None)
+        model: str | None = None
+        if first.type == "MODEL":
+            model = str(first.value[0][1])
+        elif first.type == "FAMILY" and size is not None:
+            model = self._family_model(str(first.value[0][1]), self.item(size).value)
+        elif first.type == "NAME" or size is None:
+            raise self.fail(self.item(first), "a draft is named by a model of the catalogue or a size",
+                            "0.5b draft", expected=["0.5b draft", "qwen3-0.6b draft"])
+        self.w.spec_method = "draft"
+        if model is not None:
+            self.w.draft_model_id = model
+            self.w.notes.append(f"'{self.q[first.col - 1:children[-1].end - 1]}' read as the speculative draft {model}")
+        elif size is not None:
+            tok = self.item(size)
+            self.check_range(tok, tok.value, *self.limits["params"])
+            self.w.draft_params = tok.value
 
     def read(self, rule: str, children: list[Tok]) -> None:
         """One phrase of the grammar (its on_<rule>), after the notes its words carry."""

@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 
 # Workload fields written as "<number> <unit word>" (query.yaml units, by field)
 _UNIT_FIELDS = ("users", "batch", "context_tokens", "prompt_tokens", "output_tokens", "seq_len",
-                "lora_rank", "tp", "pp", "speed_floor_tok_s", "tokens_per_day", "hours_per_day")
+                "lora_rank", "tp", "pp", "speed_floor_tok_s", "tokens_per_day", "hours_per_day",
+                "draft_tokens")
 # Boolean fields set by a knob word (query.yaml knobs): field → (knob when true, knob when false)
 _KNOBS = {"checkpointing": ("checkpointing", "no_checkpointing"), "flash_attention": ("flash", "eager"),
           "offload": ("offload", None), "optimizer_in_backward": ("optimizer_in_backward", None),
@@ -87,6 +88,7 @@ def unparse(w: Workload, kn: Knowledge) -> str:
         knob = on if value else off if value is False else None
         if knob is not None:
             out.append(q["knobs"][knob][0])
+    out.append(_speculative(kn, w))
     # a unit that scales its number ('nodes' × 8 GPUs, 'hours' × 3,600 s) cannot write a field back as it is
     by_field: dict[str, str] = {spec["field"]: spec["words"][0] for spec in q["units"].values()
                 if spec.get("scale", 1.0) == 1.0}
@@ -122,6 +124,18 @@ def unparse(w: Workload, kn: Knowledge) -> str:
         out.append(f"{w.gpu_count} {by_field['gpu_count']}")
     out.append(kv_last or "")
     return " ".join(x for x in out if x)
+
+
+def _speculative(kn: Knowledge, w: Workload) -> str:
+    """Speculative decoding as a query says it: the draft before the word 'draft' (its model id
+    or size), else the method's word; '' without it."""
+    knobs = kn.query["knobs"]
+    if w.spec_method is None:
+        return ""
+    if w.spec_method != "draft":
+        return str(knobs[f"spec_{w.spec_method}"][0])
+    draft = w.draft_model_id or (value_text(kn, "params", w.draft_params) if w.draft_params else None)
+    return f"{draft} {knobs['spec_draft'][0]}" if draft else str(knobs["speculative"][0])
 
 
 def _joins_a_name(kn: Knowledge, before: str, phrase: str) -> bool:

@@ -90,6 +90,13 @@ class Workload:
     # `params` is a size a largest-model search tries, not one the query named: it takes the
     # current architectures (models.yaml bare_size unnamed_references).
     size_unnamed: bool = False
+    # Speculative decoding ("with a 0.5b draft", "eagle-3", "mtp", "prompt lookup"): the method
+    # (formulas.yaml spec_method: draft eagle eagle3 mtp ngram), a draft model by name or size,
+    # and the draft tokens per step ("4 draft tokens"); None: no speculative decoding / defaults.
+    spec_method: str | None = None
+    draft_model_id: str | None = None
+    draft_params: float | None = None
+    draft_tokens: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = dict(self.__dict__)         # every field is a plain value, but for these two lists
