@@ -96,6 +96,7 @@ class Answer:
     options: list[Option] | None = None     # what to change so it fits (when computed)
     prices: PricesUsed = field(default_factory=lambda: _NO_PRICES.copy())   # which prices were used, as of when
     comparison: list[Side] | None = None    # "fp8 vs int4": each side's figures (kb.engine.compare)
+    unused_words: list[str] = field(default_factory=list)   # words of the query not used ('please')
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON contract. Built by hand (dataclasses.asdict deep-copies every value).

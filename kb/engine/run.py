@@ -64,6 +64,7 @@ def answer(w: Workload, kn: Knowledge, query: str = "", *, brief: bool = False) 
         result.question = _plain_question(w, result, result.question)
         if single is not None:
             result.question["one_user_usd_per_million"] = single
+    result.unused_words = list(w.unused_words)
     if brief:
         return result
     from kb.engine.verdict import compose      # the text is composed once, from the data above

@@ -50,6 +50,7 @@ class Unknown:
     formats: list[str]
     gpu_span: tuple[int, int]
     notes_ahead: list[str]
+    unused_toks: list[Tok]
 
     def match(self, i: int, table: Mapping[str, Entry]) -> tuple[Entry, int] | None:
         raise NotImplementedError
@@ -107,7 +108,20 @@ class Unknown:
             options = [self.vocab.display.get(c, c) for c in candidates][:6]
             raise self.fail(tok, f"unknown word '{tok.text}': it could be "
                             + " or ".join(f"'{o}'" for o in options), None, expected=options)
-        raise self.unknown(i)
+        return self.unused(i)
+
+    def unused(self, i: int) -> int:
+        """A word that is no near miss of a known word ('please', 'vulkan' where no runtime
+        is called so) is left out and the answer says it was not used; a word that could name a
+        GPU, a format or a size (letters with digits), or that a phrase of the vocabulary nearly
+        spells from this very word, is refused with the error (kb.query.resolve.Resolver.run
+        refuses the first unused word too when no phrase at all was read)."""
+        tok = self.toks[i]
+        if tok.kind != "word" or any(c.isdigit() for c in tok.text) or self.gpu_like(i) \
+                or self._phrase_near_miss(i) is not None:
+            raise self.unknown(i)
+        self.unused_toks.append(tok)
+        return i + 1
 
     def nearest_bpw(self, i: int, bits: float) -> int:
         """An average bits per weight the catalogue lacks ('4.65bpw': EXL2 mixes layers to any
@@ -174,31 +188,43 @@ class Unknown:
             return True
         return any(key.startswith(k) for k in self.vocab.gpu_keys if len(k) >= 3)
 
-    def unknown(self, i: int) -> QueryError:
-        if self.gpu_like(i):
-            start = self.gpu_span[0] if self.gpu_span[1] == i else i
-            return self.missing_gpu(start)
+    def _phrase_near_miss(self, i: int) -> tuple[float, str, int] | None:
+        """The phrase of the vocabulary nearest to the words from item i (difflib ratio 0.75 and
+        up), as (score, key, words), when the word that differs is item i itself: a phrase that
+        another word of the query spells wrong is no reading of this one."""
+        import difflib
+
         toks = [t for t in self.toks[i:] if t.kind in _PHRASE_KINDS][: self.vocab.max_tokens]
         run = toks if toks else [self.toks[i]]
         tok = run[0]
-        import difflib
-
         best: tuple[float, str, int] | None = None
         keys = list(self.vocab.table)
         for n in range(1, len(run) + 1):
             phrase = norm("".join(t.text for t in run[:n]))
             for hit in difflib.get_close_matches(phrase, keys, n=1, cutoff=0.75):
+                shown = norm(self.vocab.display[hit])
+                bad = next((t for t in run[:n] if norm(t.text) not in shown), tok)
+                if bad is not tok:
+                    continue
                 score = difflib.SequenceMatcher(None, phrase, hit).ratio() + 0.01 * n
                 if best is None or score > best[0]:
                     best = (score, hit, n)
+        return best
+
+    def unknown(self, i: int) -> QueryError:
+        if self.gpu_like(i):
+            start = self.gpu_span[0] if self.gpu_span[1] == i else i
+            return self.missing_gpu(start)
+        tok = self.toks[i]
+        best = self._phrase_near_miss(i)
         if best is not None:
             _, hit, n = best
-            span = run[n - 1].end - tok.col
-            bad = next((t for t in run[:n] if norm(t.text) not in norm(self.vocab.display[hit])), tok)
+            run = [t for t in self.toks[i:] if t.kind in _PHRASE_KINDS][:n] or [tok]
+            span = run[-1].end - tok.col
             parts = re.split(_WORDS, self.vocab.display[hit])
-            if n > 1 and bad is not tok and len(parts) == n:      # the one wrong word, put right
-                return QueryError(self.q, bad.col, f"unknown word '{bad.text}'",
-                                  parts[run.index(bad)], [self.vocab.display[hit]], max(1, len(bad.text)))
+            if n > 1 and len(parts) == n:         # the one wrong word, put right
+                return QueryError(self.q, tok.col, f"unknown word '{tok.text}'",
+                                  parts[0], [self.vocab.display[hit]], max(1, len(tok.text)))
             return QueryError(self.q, tok.col, f"unknown word '{tok.text}'",
                               self.vocab.display[hit], [], span)
         words = [d for d in self.vocab.display.values() if " " not in d]
