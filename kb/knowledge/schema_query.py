@@ -161,6 +161,7 @@ class QueryFile(Strict):
     model_suffixes: list[Name] = []
     model_prefixes: list[Name] = []
     model_variants: list[Name] = []
+    host_memory_words: dict[Name, Name] = {}
     format_suffixes: dict[Name, Name] = {}
     gpu_words: list[Name] = []
     focus_lead: dict[str, str] = {}

@@ -5,4 +5,4 @@ files' JSON Schema and the keys kbq adds after validation; both are part of the
 knowledge snapshot's format key (kb.knowledge.snapshot.format_key)."""
 
 RECORDS = "95ea5c97fbcb3c41"
-SCHEMAS = "9910a68511eb3498"
+SCHEMAS = "b233fc91ad9e1084"

@@ -74,11 +74,51 @@ class Unknown:
     def emit(self, terminal: str, start: int, end: int, value: object = None) -> None:
         raise NotImplementedError
 
+    def host_words(self) -> dict[str, str]:
+        """query.yaml host_memory_words by their joined keys ('systemram' → any)."""
+        return {norm(k).replace("-", "").replace("_", ""): v
+                for k, v in self.query_rules.get("host_memory_words", {}).items()}
+
+    def host_word_end(self, i: int) -> tuple[str, int] | None:
+        """The longest host-memory phrase from item i: its kind and end; None when none."""
+        words, key, found = self.host_words(), "", None
+        for j in range(i, min(len(self.toks), i + 4)):
+            if self.toks[j].kind not in ("word", "num", "size"):
+                break
+            key += self.keys[j]
+            if key in words:
+                found = (words[key], j + 1)
+        return found
+
+    def host_memory(self, i: int) -> int | None:
+        """A memory size item i followed by host-memory words ('64gb ddr5', '32gb of ram'): the
+        host's memory, read into the workload and said in the notes; the end of its words, or
+        None when no such word follows."""
+        found = self.host_word_end(i + 1)
+        if found is None:
+            return None
+        kind, end = found
+        tok = self.toks[i]
+        lo, hi = self.limits["memory_gb"]
+        if not lo <= float(tok.value) <= hi:        # type: ignore[arg-type]
+            raise self.fail(tok, f"the memory size must be between {lo:g} and {hi:g} GB")
+        self.w.host_memory_gb = float(tok.value)    # type: ignore[arg-type]
+        if kind != "any":
+            self.w.host_memory_kind = kind
+        text = self.q[tok.col - 1:self.toks[end - 1].end - 1]
+        self.w.notes.append(f"read '{text}' as the host's (system) memory, not a GPU's")
+        return end
+
     def word(self, i: int) -> int:
         """Classify a word the vocabulary lacks: a pasted name (NAME), a number run on to its
         unit (cut in two and classified again), a near miss (read as the known word, with a
         note), else the error."""
         tok = self.toks[i]
+        host = self.host_word_end(i)
+        if host is not None:                      # 'on ddr5': the kind of the host's memory
+            if host[0] != "any":
+                self.w.host_memory_kind = host[0]
+            return host[1]
         reading = self.pasted_reading(tok)
         if reading is not None:
             self.emit("NAME", i, i + 1, reading)

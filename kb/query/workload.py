@@ -75,6 +75,10 @@ class Workload:
     # Words the vocabulary lacks that are no near miss of a known word ('please', 'vulkan'):
     # the rest of the question is answered and the answer says these were not used.
     unused_words: list[str] = field(default_factory=list)
+    # The host's (CPU's) memory: "with 64gb ddr5", "32gb ram" (query.yaml host_memory_words);
+    # its kind (ddr4, ddr5) when said. Never a GPU's memory.
+    host_memory_gb: float | None = None
+    host_memory_kind: str | None = None
     # A GPU count without a GPU name ("on 4 gpus", "two gpus"); a named GPU without its own
     # count takes it.
     gpu_count: int | None = None

@@ -1,0 +1,30 @@
+"""System memory typed with a question ("with 64gb ddr5", "32gb ram", "128 gb system memory") is
+the host's memory: never a GPU's, never a GPU variant."""
+
+from __future__ import annotations
+
+import pytest
+
+from kb import get_knowledge
+from kb.query.parse import parse
+
+KN = get_knowledge()
+
+
+@pytest.mark.parametrize("query, gb, kind, gpu", [
+    ("serve llama 3 8b on a 4090 with 64gb ddr5", 64.0, "ddr5", "rtx-4090"),
+    ("infer 70b q4_k_m on rtx 3090 32gb ram", 32.0, None, "rtx-3090"),
+    ("run qwen 7b with 128 gb system memory on a 4090", 128.0, None, "rtx-4090"),
+    ("70b int4 on 3090 with 64gb of ram", 64.0, None, "rtx-3090"),
+    ("70b int4 on 3090 with 96gb ddr4", 96.0, "ddr4", "rtx-3090"),
+])
+def test_system_memory_is_the_hosts(query, gb, kind, gpu):
+    w = parse(query, KN)
+    assert w.host_memory_gb == gb and w.host_memory_kind == kind
+    assert [(g.gpu_id, g.capacity_gb) for g in w.gpus] == [(gpu, None)]    # the card as named
+    assert any("host's (system) memory" in n for n in w.notes)
+
+
+def test_a_bare_memory_size_is_still_a_card():
+    w = parse("serve 13b on 24gb", KN)
+    assert w.host_memory_gb is None and [g.capacity_gb for g in w.gpus] == [24.0]
