@@ -44,6 +44,7 @@ def base_scope(r: Resolved, kn: Knowledge) -> Scope:
         "is_prefill_only": w.task == "prefill",
         "checkpointing": bool(w.checkpointing), "flash_attention": bool(w.flash_attention),
         "offload": bool(w.offload), "paged": bool(w.paged),
+        "host_memory_gb": w.host_memory_gb or 0.0, "host_memory_kind": w.host_memory_kind or "any",
         "checkpoint_offload": bool(w.checkpoint_offload),
         **tr.scope_values(w, kn),
         "optimizer_in_backward": bool(w.optimizer_in_backward),
