@@ -167,6 +167,6 @@ class QueryFile(Strict):
     focus_lead: dict[str, str] = {}
     reference_queries: list[str] = []
     knobs: dict[Literal["checkpointing", "no_checkpointing", "flash", "eager", "adam8bit", "sgd",
-                        "adamw", "offload", "fp8_kv", "int8_kv", "optimizer_in_backward", "paged",
+                        "adamw", "offload", "fp8_kv", "int8_kv", "q4_0_kv", "optimizer_in_backward", "paged",
                         "lora_attention_only", "quantized_inputs_kept"], list[Name]]
     defaults: DefaultsSchema

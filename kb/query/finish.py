@@ -93,6 +93,8 @@ class Finisher:
             w.kv_precision = "fp8"
         elif knob == "int8_kv":
             w.kv_precision = "int8"
+        elif knob == "q4_0_kv":               # llama.cpp -ctk/-ctv q4_0: 4.5 bits a value with its scales
+            w.kv_precision = "q4_0"
 
     def resolve_task(self) -> None:
         w, v = self.w, self.vocab
