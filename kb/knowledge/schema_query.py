@@ -162,6 +162,7 @@ class QueryFile(Strict):
     model_prefixes: list[Name] = []
     model_variants: list[Name] = []
     host_memory_words: dict[Name, Name] = {}
+    example_length_words: list[Name] = []
     format_suffixes: dict[Name, Name] = {}
     gpu_words: list[Name] = []
     focus_lead: dict[str, str] = {}

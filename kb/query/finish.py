@@ -200,7 +200,17 @@ class Finisher:
             raise self.fail(first, f"'{first.text}' counts a training set, and this is an inference "
                             "question", expected=["fine-tune …", "train …"])
         tokens: float | None = self.tokens_tok.value if self.tokens_tok is not None else None
-        if examples is not None:
+        each = self.tokens_tok
+        between = self.q[examples.col - 1 + len(examples.text):each.col - 1] if examples and each else ""
+        if examples is not None and tokens is not None and each is not None and each.col > examples.col \
+                and " ".join(between.lower().split()) in self.query_rules.get("example_length_words", []):
+            # '50k samples of 1k tokens': the tokens after the examples are each one's length
+            tokens = examples.value * each.value
+            if w.seq_len is None:
+                w.seq_len = int(round(each.value))
+            w.notes.append(f"read '{examples.text} of {each.text}' as {tokens:.3g} tokens: "
+                           f"{examples.value:g} examples of {each.value:g} tokens each")
+        elif examples is not None:
             if tokens is not None:
                 raise self.fail(examples, "the data set is given twice, in tokens and in examples",
                                 expected=[self.tokens_tok.text if self.tokens_tok else ""])
