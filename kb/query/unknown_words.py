@@ -242,6 +242,8 @@ class Unknown:
         for n in range(1, len(run) + 1):
             phrase = norm("".join(t.text for t in run[:n]))
             for hit in difflib.get_close_matches(phrase, keys, n=1, cutoff=0.75):
+                if self.vocab.table[hit][0] == "filler":
+                    continue                # a filler read in its place would change nothing
                 shown = norm(self.vocab.display[hit])
                 bad = next((t for t in run[:n] if norm(t.text) not in shown), tok)
                 if bad is not tok:
