@@ -58,13 +58,21 @@ def test_markdown_answer():
 
 
 def test_query_error_exits_2_with_caret():
-    r = run("train 13B zqxwv on 20GB")
+    # letters with digits could name a card or a format: refused, never left out
+    r = run("train 13B zq9xw on 20GB")
     assert r.returncode == 2
     assert r.stdout == ""
     err = r.stderr.splitlines()
     assert err[0].startswith("Error: cannot read the query at column 11")
-    assert err[2].index("^") == err[1].index("zqxwv")
+    assert err[2].index("^") == err[1].index("zq9xw")
     assert "Traceback" not in r.stderr
+
+
+def test_a_word_outside_the_vocabulary_is_answered_and_named():
+    # no near miss of any known word: the rest of the question is answered, the word named
+    r = run("train 13B zqxwv on 20GB")
+    assert r.returncode == 0
+    assert "not used: 'zqxwv'" in r.stdout
 
 
 def test_near_miss_is_read_and_said():

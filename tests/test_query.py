@@ -308,3 +308,14 @@ def test_a_bare_number_after_under_is_a_budget_only_when_the_question_asks_what_
     with pytest.raises(QueryError) as err:
         parse("llama 8b on 4090 under 500", KN)
     assert err.value.column == len("llama 8b on 4090 under ") + 1
+
+
+@pytest.mark.parametrize("query, tokens, seq", [
+    # a count of examples times their length, not the data set given twice
+    ("lora llama 3.1 8b on rtx 4090 50k samples of 1k tokens", 50e6, 1000),
+    ("lora llama 3.1 8b on rtx 4090 50k samples of 1k tokens 3 epochs", 150e6, 1000),
+    ("lora llama 3.1 8b seq 4096 on rtx 4090 20k examples of 2k tokens", 40e6, 4096),
+])
+def test_examples_of_a_length_are_their_product(query, tokens, seq):
+    w = parse(query, KN)
+    assert w.train_tokens == pytest.approx(tokens) and w.seq_len == seq

@@ -97,6 +97,7 @@ class Answer:
     comparison: list[Side] | None = None    # "fp8 vs int4": each side's figures (kb.engine.compare)
     model_source: ModelSource | None = None  # a model read from a config.json (the Hub's or --model-config's)
     replicas: Replicas | None = None        # serving capacity: replicas of a layout (kb.engine.replicas)
+    unused_words: list[str] = field(default_factory=list)   # words of the query not used ('please')
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON contract. Built by hand (dataclasses.asdict deep-copies every value).

@@ -124,6 +124,7 @@ def workload_dict(r: Resolved) -> WorkloadDict:
     d = r.workload.to_dict()
     d.pop("task_explicit", None)
     d.pop("notes", None)
+    d.pop("unused_words", None)         # on the Answer itself (Answer.unused_words)
     d["model"] = r.model["id"]
     d["model_name"] = r.model["name"]
     d[N.PARAMS] = r.model["params_total"]

@@ -41,6 +41,7 @@ def base_scope(r: Resolved, kn: Knowledge) -> Scope:
         N.IS_PREFILL_ONLY: w.task == "prefill",
         N.CHECKPOINTING: bool(w.checkpointing), N.FLASH_ATTENTION: bool(w.flash_attention),
         N.OFFLOAD: bool(w.offload), N.PAGED: bool(w.paged),
+        N.HOST_MEMORY_GB: w.host_memory_gb or 0.0, N.HOST_MEMORY_KIND: w.host_memory_kind or "any",
         N.CHECKPOINT_OFFLOAD: bool(w.checkpoint_offload),
         **tr.scope_values(w, kn),
         N.OPTIMIZER_IN_BACKWARD: bool(w.optimizer_in_backward),

@@ -52,6 +52,9 @@ def borderline(per_gpu_gb: float | None, headroom_gb: float | None, fits: bool,
     """A sentence when a fit's headroom is smaller than the memory estimate's p90 error."""
     if not fits or per_gpu_gb is None or headroom_gb is None or not band:
         return None
+    if headroom_gb < 0:         # fits with weights offloaded to the host's memory (formulas.yaml offload_gb)
+        return (f"{-headroom_gb:.1f} GB per GPU does not fit VRAM and is kept in the host's memory; "
+                "decode reads it at the host memory's bandwidth (formulas.yaml offload_step_s).")
     pct = band.get("p90_pct")
     if pct is None or headroom_gb >= per_gpu_gb * pct / 100:
         return None

@@ -56,7 +56,9 @@ def answer(w: Workload, kn: Knowledge, query: str = "", *, brief: bool = False) 
     else:
         result, final = _plain(w, kn, query, brief)
         if final:
+            result.unused_words = list(w.unused_words)
             return result
+    result.unused_words = list(w.unused_words)
     if brief:
         return result
     result.verdict = compose(result, kn)

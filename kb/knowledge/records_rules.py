@@ -274,6 +274,8 @@ class QueryRules(TypedDict):
     model_suffixes: list[str]
     model_prefixes: list[str]
     model_variants: list[str]
+    host_memory_words: dict[str, str]
+    example_length_words: list[str]
     format_suffixes: dict[str, str]
     gpu_words: list[str]
     focus_lead: dict[str, str]

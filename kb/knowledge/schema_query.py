@@ -274,12 +274,14 @@ class QueryFile(Strict):
     model_suffixes: list[Name] = []
     model_prefixes: list[Name] = []
     model_variants: list[Name] = []
+    host_memory_words: dict[Name, Name] = {}
+    example_length_words: list[Name] = []
     format_suffixes: dict[Name, Name] = {}
     gpu_words: list[Name] = []
     focus_lead: dict[str, str] = {}
     reference_queries: list[str] = []
     knobs: dict[Literal["checkpointing", "no_checkpointing", "flash", "eager", "adam8bit", "sgd",
-                        "adamw", "offload", "fp8_kv", "int8_kv", "optimizer_in_backward", "paged",
+                        "adamw", "offload", "fp8_kv", "int8_kv", "q4_0_kv", "optimizer_in_backward", "paged",
                         "lora_attention_only", "quantized_inputs_kept", "speculative", "spec_draft",
                         "spec_eagle", "spec_eagle3", "spec_mtp", "spec_ngram"], list[Name]]
     defaults: DefaultsSchema

@@ -137,6 +137,8 @@ def text(a: Answer, limit: int | None = TOP_ROWS, trace: bool = True, explain: b
     memory breakdown, the sources' flowcharts, where they agree or disagree, every assumption
     and warning, and (with `trace`) the trace; `limit` None shows every GPU row."""
     out: list[str] = [a.query, "=" * min(78, max(len(a.query), 10)), f"VERDICT  {a.verdict}", ""]
+    if a.unused_words:
+        out[-1:] = [unused_line(a), ""]
     if a.comparison:
         out += ["COMPARED side by side (each side alone: kbq \"<query>\")"]
         out += [f"  - {line}" for line in comparison_lines(a)] + [""]
@@ -288,12 +290,20 @@ def md(text: object) -> str:
     return re.sub(_MD_SPECIAL, _md_escape, " ".join(str(text).split()))
 
 
+def unused_line(a: Answer) -> str:
+    """The words of the query the answer did not use: "not used: 'please', 'vulkan'"."""
+    return "not used: " + ", ".join(f"'{w}'" for w in a.unused_words)
+
+
 def markdown(a: Answer, limit: int | None = 12) -> str:
     out: list[str] = []
     add = out.append
     add(f"### `{a.query}`")
     add("")
     add(f"**{md(a.verdict)}**")
+    if a.unused_words:
+        add("")
+        add(f"*{md(unused_line(a))}*")
     add("")
     mem = a.memory
     add(f"**Memory:** {num(mem['total_gb'])} GB in all (GB = 10⁹ bytes)")

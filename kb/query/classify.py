@@ -60,6 +60,8 @@ class Classifier:
 
         def cost_end(self, i: int) -> tuple[int, bool, tuple[str, int]] | None: ...
 
+        def host_memory(self, i: int) -> int | None: ...
+
     def classify(self) -> QueryError | None:
         """Every item classified into self.phrases; the error that stopped it, if any."""
         i = 0
@@ -179,6 +181,8 @@ class Classifier:
             nxt = self.match(i + 1, self.vocab.table) if i + 1 < len(self.toks) else None
             self.emit("NUMBER" if nxt is not None and nxt[0][0] == "gpu" else "BARE", i, i + 1)
             return i + 1
+        if tok.kind == "mem" and (host := self.host_memory(i)) is not None:
+            return host                     # '64gb ddr5': the host's memory, not a GPU's
         if tok.kind in ("mem", "size"):
             self.emit(_ITEM_TERMINALS[tok.kind], i, i + 1)
             return i + 1

@@ -111,6 +111,8 @@ class Finisher:
                 w.spec_method = knob.removeprefix("spec_")
         elif knob == "speculative":
             w.spec_method = w.spec_method or "draft"
+        elif knob == "q4_0_kv":               # llama.cpp -ctk/-ctv q4_0: 4.5 bits a value with its scales
+            w.kv_precision = "q4_0"
 
     def resolve_task(self) -> None:
         w, v = self.w, self.vocab
@@ -216,7 +218,17 @@ class Finisher:
             raise self.fail(first, f"'{first.text}' counts a training set, and this is an inference "
                             "question", expected=["fine-tune …", "train …"])
         tokens: float | None = self.tokens_tok.value if self.tokens_tok is not None else None
-        if examples is not None:
+        each = self.tokens_tok
+        between = self.q[examples.col - 1 + len(examples.text):each.col - 1] if examples and each else ""
+        if examples is not None and tokens is not None and each is not None and each.col > examples.col \
+                and " ".join(between.lower().split()) in self.query_rules.get("example_length_words", []):
+            # '50k samples of 1k tokens': the tokens after the examples are each one's length
+            tokens = examples.value * each.value
+            if w.seq_len is None:
+                w.seq_len = int(round(each.value))
+            w.notes.append(f"read '{examples.text} of {each.text}' as {tokens:.3g} tokens: "
+                           f"{examples.value:g} examples of {each.value:g} tokens each")
+        elif examples is not None:
             if tokens is not None:
                 raise self.fail(examples, "the data set is given twice, in tokens and in examples",
                                 expected=[self.tokens_tok.text if self.tokens_tok else ""])

@@ -35,6 +35,7 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
         self.grammar = grammar
         self.phrases: list[Tok] = []
         self.notes_ahead: list[str] = []
+        self.unused_toks: list[Tok] = []          # words left out (kb.query.unknown_words)
         self.model_given = model_given
         self.q = query
         keys = []                  # norm of a phrase == the joined norms of its items
@@ -83,6 +84,9 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
         """Classify the items (kb.query.classify), parse the phrases with the grammar, read
         each phrase in order (the on_* methods), then what the words mean together."""
         stopped = self.classify()
+        if self.unused_toks and not self.phrases and stopped is None:
+            raise self.unknown(self.toks.index(self.unused_toks[0]))   # no question to read
+        self.w.unused_words = [t.text for t in self.unused_toks]
         phrases = self.grammar(self.phrases)
         drafts = self.draft_phrases(phrases)
         for i, (rule, children) in enumerate(phrases):

@@ -58,6 +58,7 @@ class Unknown:
     formats: list[str]
     gpu_span: tuple[int, int]
     notes_ahead: list[str]
+    unused_toks: list[Tok]
 
     def match(self, i: int, table: Mapping[str, Entry]) -> tuple[Entry, int] | None:
         raise NotImplementedError
@@ -81,11 +82,51 @@ class Unknown:
     def emit(self, terminal: str, start: int, end: int, value: object = None) -> None:
         raise NotImplementedError
 
+    def host_words(self) -> dict[str, str]:
+        """query.yaml host_memory_words by their joined keys ('systemram' → any)."""
+        return {norm(k).replace("-", "").replace("_", ""): v
+                for k, v in self.query_rules.get("host_memory_words", {}).items()}
+
+    def host_word_end(self, i: int) -> tuple[str, int] | None:
+        """The longest host-memory phrase from item i: its kind and end; None when none."""
+        words, key, found = self.host_words(), "", None
+        for j in range(i, min(len(self.toks), i + 4)):
+            if self.toks[j].kind not in ("word", "num", "size"):
+                break
+            key += self.keys[j]
+            if key in words:
+                found = (words[key], j + 1)
+        return found
+
+    def host_memory(self, i: int) -> int | None:
+        """A memory size item i followed by host-memory words ('64gb ddr5', '32gb of ram'): the
+        host's memory, read into the workload and said in the notes; the end of its words, or
+        None when no such word follows."""
+        found = self.host_word_end(i + 1)
+        if found is None:
+            return None
+        kind, end = found
+        tok = self.toks[i]
+        lo, hi = self.limits["memory_gb"]
+        if not lo <= float(tok.value) <= hi:
+            raise self.fail(tok, f"the memory size must be between {lo:g} and {hi:g} GB")
+        self.w.host_memory_gb = float(tok.value)
+        if kind != "any":
+            self.w.host_memory_kind = kind
+        text = self.q[tok.col - 1:self.toks[end - 1].end - 1]
+        self.w.notes.append(f"read '{text}' as the host's (system) memory, not a GPU's")
+        return end
+
     def word(self, i: int) -> int:
         """Classify a word the vocabulary lacks: a pasted name (NAME), a number run on to its
         unit (cut in two and classified again), a near miss (read as the known word, with a
         note), else the error."""
         tok = self.toks[i]
+        host = self.host_word_end(i)
+        if host is not None:                      # 'on ddr5': the kind of the host's memory
+            if host[0] != "any":
+                self.w.host_memory_kind = host[0]
+            return host[1]
         reading = self.pasted_reading(tok)
         if reading is not None:
             self.emit("NAME", i, i + 1, reading)
@@ -115,7 +156,20 @@ class Unknown:
             options = [self.vocab.display.get(c, c) for c in candidates][:6]
             raise self.fail(tok, f"unknown word '{tok.text}': it could be "
                             + " or ".join(f"'{o}'" for o in options), None, expected=options)
-        raise self.unknown(i)
+        return self.unused(i)
+
+    def unused(self, i: int) -> int:
+        """A word that is no near miss of a known word ('please', 'vulkan' where no runtime
+        is called so) is left out and the answer says it was not used; a word that could name a
+        GPU, a format or a size (letters with digits), or that a phrase of the vocabulary nearly
+        spells from this very word, is refused with the error (kb.query.resolve.Resolver.run
+        refuses the first unused word too when no phrase at all was read)."""
+        tok = self.toks[i]
+        if tok.kind != "word" or any(c.isdigit() for c in tok.text) or self.gpu_like(i) \
+                or self._phrase_near_miss(i) is not None:
+            raise self.unknown(i)
+        self.unused_toks.append(tok)
+        return i + 1
 
     def nearest_bpw(self, i: int, bits: float) -> int:
         """An average bits per weight the catalogue lacks ('4.65bpw': EXL2 mixes layers to any
@@ -190,30 +244,45 @@ class Unknown:
             return True
         return any(key.startswith(k) for k in self.vocab.gpu_keys if len(k) >= 3)
 
-    def unknown(self, i: int) -> QueryError:
-        if self.gpu_like(i):
-            start = self.gpu_span[0] if self.gpu_span[1] == i else i
-            return self.missing_gpu(start)
+    def _phrase_near_miss(self, i: int) -> tuple[float, str, int] | None:
+        """The phrase of the vocabulary nearest to the words from item i (difflib ratio 0.75 and
+        up), as (score, key, words), when the word that differs is item i itself: a phrase that
+        another word of the query spells wrong is no reading of this one."""
+        import difflib
+
         toks = [t for t in self.toks[i:] if t.kind in _PHRASE_KINDS][: self.vocab.max_tokens]
         run = toks if toks else [self.toks[i]]
         tok = run[0]
-
         best: tuple[float, str, int] | None = None
         keys = list(self.vocab.table)
         for n in range(1, len(run) + 1):
             phrase = norm("".join(t.text for t in run[:n]))
             for hit in difflib.get_close_matches(phrase, keys, n=1, cutoff=0.75):
+                if self.vocab.table[hit][0] == "filler":
+                    continue                # a filler read in its place would change nothing
+                shown = norm(self.vocab.display[hit])
+                bad = next((t for t in run[:n] if norm(t.text) not in shown), tok)
+                if bad is not tok:
+                    continue
                 score = difflib.SequenceMatcher(None, phrase, hit).ratio() + 0.01 * n
                 if best is None or score > best[0]:
                     best = (score, hit, n)
+        return best
+
+    def unknown(self, i: int) -> QueryError:
+        if self.gpu_like(i):
+            start = self.gpu_span[0] if self.gpu_span[1] == i else i
+            return self.missing_gpu(start)
+        tok = self.toks[i]
+        best = self._phrase_near_miss(i)
         if best is not None:
             _, hit, n = best
-            span = run[n - 1].end - tok.col
-            bad = next((t for t in run[:n] if norm(t.text) not in norm(self.vocab.display[hit])), tok)
+            run = [t for t in self.toks[i:] if t.kind in _PHRASE_KINDS][:n] or [tok]
+            span = run[-1].end - tok.col
             parts = re.split(_WORDS, self.vocab.display[hit])
-            if n > 1 and bad is not tok and len(parts) == n:      # the one wrong word, put right
-                return QueryError(self.q, bad.col, f"unknown word '{bad.text}'",
-                                  parts[run.index(bad)], [self.vocab.display[hit]], max(1, len(bad.text)))
+            if n > 1 and len(parts) == n:         # the one wrong word, put right
+                return QueryError(self.q, tok.col, f"unknown word '{tok.text}'",
+                                  parts[0], [self.vocab.display[hit]], max(1, len(tok.text)))
             return QueryError(self.q, tok.col, f"unknown word '{tok.text}'",
                               self.vocab.display[hit], [], span)
         words = [d for d in self.vocab.display.values() if " " not in d]

@@ -70,6 +70,13 @@ class Workload:
     focus: str | None = None
     task_explicit: bool = False
     notes: list[str] = field(default_factory=list)   # how the query's words were read
+    # Words the vocabulary lacks that are no near miss of a known word ('please', 'vulkan'):
+    # the rest of the question is answered and the answer says these were not used.
+    unused_words: list[str] = field(default_factory=list)
+    # The host's (CPU's) memory: "with 64gb ddr5", "32gb ram" (query.yaml host_memory_words);
+    # its kind (ddr4, ddr5) when said. Never a GPU's memory.
+    host_memory_gb: float | None = None
+    host_memory_kind: str | None = None
     # A GPU count without a GPU name ("on 4 gpus", "two gpus"); a named GPU without its own
     # count takes it.
     gpu_count: int | None = None
@@ -102,6 +109,7 @@ class Workload:
         d = dict(self.__dict__)         # every field is a plain value, but for these two lists
         d["gpus"] = [dict(g.__dict__) for g in self.gpus]
         d["notes"] = list(self.notes)
+        d["unused_words"] = list(self.unused_words)
         d["segments"] = list(self.segments)
         if self.compare is not None:
             d["compare"] = {"field": self.compare["field"], "values": list(self.compare["values"])}
@@ -114,6 +122,7 @@ class Workload:
         out.__dict__.update(self.__dict__)
         out.gpus = [GpuRequest(g.gpu_id, g.count, g.capacity_gb) for g in self.gpus]
         out.notes = list(self.notes)
+        out.unused_words = list(self.unused_words)
         out.segments = list(self.segments)
         if self.compare is not None:
             out.compare = copy.deepcopy(self.compare)
