@@ -145,3 +145,13 @@ def test_disaggregated_prefill_is_offered_with_its_own_count() -> None:
     assert d["fewer_gpus"] == (d["gpus"] < r["gpus"])
     if not d["fewer_gpus"]:
         assert "Disaggregated" not in a["verdict"]
+
+
+def test_a_load_beyond_the_search_says_so_not_one_gpu() -> None:
+    # a million users each holding a 70B model's KV cache (at least 0.3 MB a token × 1,280
+    # tokens of the default prompt and output: 0.4 GB each, 400 TB in all) is far beyond
+    # 4,096 cards of 80 GB (330 TB): the answer says the search's range, never "even at 1 GPUs"
+    a = ask("how many h100 for 70b 1,000,000 users").to_dict()
+    assert "even at 1" not in a["verdict"], a["verdict"]
+    assert "4096" in a["verdict"].replace(",", ""), a["verdict"]
+    assert a["question"]["fewest_gpus_needed"] > a["question"]["upper"]

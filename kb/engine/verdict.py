@@ -32,6 +32,7 @@ from kb.engine.verdict_sides import sides
 from kb.figures import num, usd
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from kb.engine.answer import Answer, GpuRow
     from kb.engine.answer_records import Question, Side
     from kb.knowledge.data import Knowledge
@@ -326,6 +327,17 @@ def _alternatives(a: Answer, pick: GpuRow, training: bool, kn: Knowledge) -> lis
 
 # ---------------------------------------------------------------- solved questions
 
+def _no_count(q: Question, row: Mapping[str, object]) -> list[str]:
+    """No count of the card up to the search's top holds the load: what the flow said of it
+    (how many memory alone needs, beyond what kbq sizes), else the range searched and the need."""
+    if q.get("outcome_text"):
+        return [str(q.get("outcome_text")), str(q.get("note") or "")]
+    need = q.get("fewest_gpus_needed")
+    mem = f"; memory alone needs {need}" if need else ""
+    return [f"No count of {row.get('gpu') or q.get('gpu')} up to {num(q.get('upper'))} holds this "
+            f"load{mem}.", str(q.get("note") or "")]
+
+
 def _solved(a: Answer, q: Question) -> list[str]:
     row = q.get("answer") or {}
     kind = q["kind"]
@@ -341,6 +353,8 @@ def _solved(a: Answer, q: Question) -> list[str]:
             mem = f" Memory alone needs {need}." if need else ""
             return [f"No count of {row.get('gpu') or q.get('gpu')} up to {num(q.get('upper'))} meets "
                     f"the target asked ({asked}).{mem}", str(q.get("note") or "")]
+        if kind == "how_many_gpus":
+            return _no_count(q, row)
         return [f"Does not fit on {on} even at {num(q.get('lower'))} {unit}.", str(q.get("note") or "")]
     value = row["value"]
     if kind == "how_many_gpus":
