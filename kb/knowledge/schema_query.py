@@ -59,6 +59,9 @@ class UnitSchema(Strict):
                    "hours_per_day", "duration", "gpu_count", "budget_usd", "examples", "epochs", "requests_per_day"]
     limit: LimitName
     words: list[Name] = Field(min_length=1)
+    # words that are this unit only right after a number ('2k in', '500 out'); anywhere else
+    # they keep their own meaning (the filler 'in' of 'in 24 hours')
+    after_number: list[Name] = []
     scale: Positive = 1.0
     binary_k: bool = False
     focus: Literal["memory", "speed", "time", "fit", "cost"] | None = None
@@ -149,6 +152,8 @@ class QueryFile(Strict):
     fillers: list[Name]
     units: dict[Name, UnitSchema] = {}
     ttft_words: list[Name] = []
+    # a label before 'prompt/output' lengths written as one pair ('in/out 2000/500', 'ISL/OSL 4000/500')
+    length_pair_words: list[Name] = []
     per_hour_words: list[Name] = []
     budget_words: list[Name] = []
     number_words: dict[Name, Positive] = {}

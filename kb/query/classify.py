@@ -260,6 +260,9 @@ class Classifier:
         return self._number_at(j + 1) and not self._unit_follows(j + 1, table)
 
     def _unit_follows(self, j: int, table: Mapping[str, Entry]) -> bool:
-        """The token after number j is a unit word, so the number belongs to it."""
-        nxt = table.get(self.keys[j + 1]) if j + 1 < len(self.toks) else None
-        return nxt is not None and nxt[0] == "unit"
+        """The token after number j is a unit word (or a word that is one only after a number,
+        '2k in'), so the number belongs to it."""
+        if j + 1 >= len(self.toks):
+            return False
+        nxt = table.get(self.keys[j + 1])
+        return (nxt is not None and nxt[0] == "unit") or self.keys[j + 1] in self.vocab.units

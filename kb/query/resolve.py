@@ -14,7 +14,7 @@ from kb.errors import QueryError
 from kb.knowledge.data import Knowledge, norm
 from kb.query.classify import Classifier
 from kb.query.finish import Finisher
-from kb.query.phrases import Phrases, merge_number_words, merge_sized_numbers, tok_number
+from kb.query.phrases import Phrases, merge_number_words, merge_sized_numbers, split_length_pairs, tok_number
 from kb.query.unknown_words import Unknown
 from kb.query.words import money, scaled, vocab_of
 from kb.query.tokens import Tok, TokValue
@@ -45,6 +45,7 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
             keys.append(norm(tok.text) if tok.kind in _SPACED else
                         tok.text.lower().replace("-", "").replace("_", ""))
         merge_number_words(toks, keys, kn.query.get("number_words", {}), query)
+        split_length_pairs(toks, keys, kn.query, vocab_of(kn).table)
         merge_sized_numbers(toks, keys, kn.query)
         self.toks = toks
         self.keys = keys

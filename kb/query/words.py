@@ -84,6 +84,8 @@ def vocabulary(kn: Knowledge) -> Vocab:
         for w in spec["words"]:
             add(w, "unit", unit)
             units.setdefault(norm(w), unit)
+        for w in spec.get("after_number", []):     # a unit only after a number: not in the phrase table
+            units.setdefault(norm(w), unit)
     for w in q["fillers"]:
         add(str(w), "filler", str(w))
     for gpu_id, gpu in kn.gpus.items():          # "4090", "3090 ti": an RTX card by its number
