@@ -55,3 +55,17 @@ def test_in_before_a_duration_is_still_a_deadline(q: str, hours: float) -> None:
 def test_a_slashed_phrase_of_the_vocabulary_is_not_a_pair() -> None:
     w = parse("serve llama-3.1-8b 24/7", KN)
     assert w.prompt_tokens is None and w.output_tokens is None
+
+
+@pytest.mark.parametrize("q, e2e, percentile, ttft", [
+    ("serve llama-3.1-70b 100 users e2e under 10 s", 10.0, None, None),
+    ("serve llama-3.1-70b 100 users end-to-end latency under 8 s", 8.0, None, None),
+    ("serve llama-3.1-70b 100 users request latency below 5 s", 5.0, None, None),
+    ("serve llama-3.1-70b 100 users p95 e2e 12s", 12.0, 95, None),
+    ("serve llama-3.1-70b 100 users ttft 2 s e2e 10 s", 10.0, None, 2.0),
+])
+def test_an_end_to_end_latency_is_a_target(q: str, e2e: float, percentile: float | None, ttft: float | None) -> None:
+    w = parse(q, KN)
+    assert (w.e2e_max_s, w.e2e_percentile, w.ttft_max_s, w.deadline_hours) == (e2e, percentile, ttft, None)
+    back = parse(unparse(w, KN), KN)
+    assert (back.e2e_max_s, back.e2e_percentile, back.ttft_max_s) == (e2e, percentile, ttft)

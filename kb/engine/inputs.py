@@ -142,14 +142,17 @@ def _layer_kinds(m: Model) -> Scope:
 
 
 def target_inputs(w: Workload) -> Scope:
-    """The prices, utilisation and targets a query set (rules/formulas.yaml asked_*)."""
+    """The prices, utilisation and targets a query set (rules/formulas.yaml asked_*); a
+    percentile of the first token or of the whole request sets the queue wait's quantile."""
+    quantile = w.ttft_percentile if w.ttft_percentile is not None else w.e2e_percentile
     return {
         "hourly_price_asked": w.usd_per_gpu_hour is not None, "asked_usd_per_gpu_hour": w.usd_per_gpu_hour,
         "hours_per_day_asked": w.hours_per_day is not None, "asked_hours_per_day": w.hours_per_day,
         "budget_asked": w.budget_usd is not None, "asked_budget_usd": w.budget_usd,
         "deadline_asked": w.deadline_hours is not None, "asked_deadline_h": w.deadline_hours,
         "ttft_asked": w.ttft_max_s is not None, "asked_ttft_max_s": w.ttft_max_s,
-        "ttft_percentile_asked": w.ttft_percentile is not None, "ttft_quantile": (w.ttft_percentile or 50) / 100,
+        "ttft_percentile_asked": quantile is not None, "ttft_quantile": (quantile or 50) / 100,
+        "e2e_asked": w.e2e_max_s is not None, "asked_e2e_max_s": w.e2e_max_s,
         "tokens_per_day_asked": w.tokens_per_day is not None, "asked_tokens_per_day": w.tokens_per_day,
         "rent_asked": bool(w.rent), "sort_order": None,
     }

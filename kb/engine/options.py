@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from kb.knowledge.records import GPU
     from kb.knowledge.records_rules import OptionRule
 
-TARGETS = ("speed_floor_tok_s", "ttft_max_s", "tokens_per_day", "deadline_hours")   # a target the query set
+TARGETS = ("speed_floor_tok_s", "ttft_max_s", "e2e_max_s", "tokens_per_day", "deadline_hours")   # a target the query set
 CHECKPOINTED = "with checkpointing"     # an option's second change: activation checkpointing
 IGNORED = ("gpus", "notes", "question", "model_name", "active_params", "parallel", "compare")
 

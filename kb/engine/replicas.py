@@ -92,8 +92,8 @@ def _serves(kn: Knowledge, w: Workload, gpu: GPU, tp: int, pp: int, dp_attention
 
 
 def binds(kn: Knowledge, w: Workload, gpu: GPU, p: Plan) -> str:
-    """What stops a replica taking one more user: memory, the time to first token asked, or the
-    per-user speed (formulas.yaml serves_load); nothing when one replica holds every user."""
+    """What stops a replica taking one more user: memory, the time to first token asked, the
+    end-to-end latency asked, or the per-user speed (formulas.yaml serves_load); nothing when one replica holds every user."""
     from kb.engine.probes import Probes
 
     if p.per_replica >= p.users:
@@ -105,6 +105,8 @@ def binds(kn: Knowledge, w: Workload, gpu: GPU, p: Plan) -> str:
         return "memory"
     if w.ttft_max_s is not None and not probes.probe("users", nxt, gpu, p.replica_gpus, "serving_ttft_ok").fits:
         return "time to first token"
+    if w.e2e_max_s is not None and not probes.probe("users", nxt, gpu, p.replica_gpus, "serving_e2e_ok").fits:
+        return "end-to-end latency"
     return "per-user speed"
 
 
@@ -255,7 +257,9 @@ def disaggregated(kn: Knowledge, w: Workload, gpu: GPU, heads: int, experts: boo
         v = f.get(name)
         return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
     prefill, ttft = get("disagg_prefill_gpus"), get("disagg_ttft_s")
-    if prefill is None or ttft is None or (w.ttft_max_s is not None and ttft > w.ttft_max_s):
+    latency = get("disagg_latency_s")
+    if prefill is None or ttft is None or (w.ttft_max_s is not None and ttft > w.ttft_max_s) or (
+            w.e2e_max_s is not None and (latency is None or latency > w.e2e_max_s)):
         return None
     total = d.gpus + int(prefill)
     out = get("decode_tokens_per_s_aggregate")

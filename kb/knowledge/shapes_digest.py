@@ -5,4 +5,4 @@ files' JSON Schema and the keys kbq adds after validation; both are part of the
 knowledge snapshot's format key (kb.knowledge.snapshot.format_key)."""
 
 RECORDS = "95ea5c97fbcb3c41"
-SCHEMAS = "e1ff367612ed0aaa"
+SCHEMAS = "09b3623ff4f32cd2"

@@ -64,6 +64,8 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
         self.length_tok: Tok | None = None       # a bare "128k"
         self.durations: list[tuple[Tok, float]] = []
         self.ttft = False
+        self.e2e = False                          # an end-to-end latency word was read
+        self.target_words: list[tuple[int, str]] = []   # (column, 'ttft' or 'e2e') of each latency word
         self.formats: list[str] = []
         self.counted: set[int] = set()           # ids of GpuRequests whose count was typed
         self.plural: list[Tok] | None = None      # a card typed in the plural with no count
@@ -344,8 +346,10 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
             w.segment = value
         elif kind == "set":
             self.set_fields(self.query_rules["phrases"][int(value)]["set"], first)
-        elif kind == "ttft":
-            self.ttft = True
+        elif kind in ("ttft", "e2e"):
+            self.ttft = self.ttft or kind == "ttft"
+            self.e2e = self.e2e or kind == "e2e"
+            self.target_words.append((first.col, kind))
 
     def set_fields(self, fields: Mapping[str, str | bool | int | float], first: Tok) -> None:
         for name, value in fields.items():

@@ -116,7 +116,7 @@ def _knob_words(w: Workload, kn: Knowledge) -> list[str]:
 
 def _quantity_words(w: Workload, kn: Knowledge) -> list[str]:
     """Each number with its unit word: the unit fields, the training tokens, the deadline, the
-    first-token target and its percentile."""
+    first-token and end-to-end targets and their percentiles."""
     q = kn.query
     by_field = _unit_words(kn)
     out = [f"{num(getattr(w, field))} {by_field[field]}" for field in _UNIT_FIELDS
@@ -129,6 +129,10 @@ def _quantity_words(w: Workload, kn: Knowledge) -> list[str]:
         out.append(f"{q['ttft_words'][0]} {num(w.ttft_max_s)} {by_field['duration']}")
     if w.ttft_percentile is not None:       # after the bound: a number before it would read as its own
         out.append(f"p{w.ttft_percentile:g}")
+    if w.e2e_max_s is not None:
+        out.append(f"{q['e2e_words'][0]} {num(w.e2e_max_s)} {by_field['duration']}")
+    if w.e2e_percentile is not None:
+        out.append(f"p{w.e2e_percentile:g}")
     return out
 
 
