@@ -145,3 +145,29 @@ def test_disaggregated_prefill_is_offered_with_its_own_count() -> None:
     assert d["fewer_gpus"] == (d["gpus"] < r["gpus"])
     if not d["fewer_gpus"]:
         assert "Disaggregated" not in a["verdict"]
+
+
+def test_a_load_beyond_the_search_says_so_not_one_gpu() -> None:
+    # a million users each holding a 70B model's KV cache (at least 0.3 MB a token × 1,280
+    # tokens of the default prompt and output: 0.4 GB each, 400 TB in all) is far beyond
+    # 4,096 cards of 80 GB (330 TB): the answer says the search's range, never "even at 1 GPUs"
+    a = ask("how many h100 for 70b 1,000,000 users").to_dict()
+    assert "even at 1" not in a["verdict"], a["verdict"]
+    assert "4096" in a["verdict"].replace(",", ""), a["verdict"]
+    assert a["question"]["fewest_gpus_needed"] > a["question"]["upper"]
+
+
+def test_an_end_to_end_latency_bound_is_met_and_named_when_it_binds() -> None:
+    # 500 output tokens within 10 s need at least 50 tok/s per user (500 / 10), whatever the
+    # first token takes: far above what 100 users of a 70B share on a TP2 replica of H100s
+    # (NIM measures 16.7 tok/s per user at 50 users on 2× H100, module docstring). So the bound
+    # sets the count, more GPUs than without it, and the answer names it.
+    q = "how many h100 for llama-3.1-70b fp8 200 users prompt 2000 output 500"
+    free = ask(q).to_dict()["replicas"]
+    bound = ask(q + " e2e under 10 s").to_dict()
+    r = bound["replicas"]
+    assert r["binds"] == "end-to-end latency"
+    assert "end-to-end latency" in bound["verdict"]
+    assert r["latency_s"] <= 10.0
+    assert r["tokens_per_s_per_user"] >= 500 / 10.0
+    assert r["gpus"] > free["gpus"]

@@ -75,3 +75,21 @@ def test_the_words_come_from_the_rules():
     assert rules["tasks"]["serve"][0] in text.split()
     assert f"16 {rules['units']['users']['words'][0]}" in text
     assert "2x rtx-4090" in text          # the catalogue's id
+
+
+@pytest.mark.parametrize("query", [
+    "serve llama-3.1-70b prompt 8000 output 300 100 users on h100",
+    "serve 70B 8000 prompt 300 output 16 users",
+    "serve 8b prompt 4000 output 500 ttft 2 s p95 on 8x h100",
+])
+def test_prompt_and_output_lengths_read_back_the_same(query):
+    # '8000' is also a card's name (Quadro RTX 8000): written back before 'prompt' and another
+    # number with its unit, it is the prompt's length, not the card
+    w = parse(query, KN)
+    assert (w.prompt_tokens, w.output_tokens) in ((8000, 300), (4000, 500))
+    _round_trip(query)
+
+
+def test_a_card_named_by_a_number_before_a_unit_still_reads():
+    w = parse("serve 8b on 4090 batch 2", KN)
+    assert [g.gpu_id for g in w.gpus] == ["rtx-4090"] and w.batch == 2

@@ -62,6 +62,8 @@ class WorkloadDict(TypedDict):
     speed_floor_tok_s: float | None
     ttft_max_s: float | None
     ttft_percentile: float | None
+    e2e_max_s: float | None
+    e2e_percentile: float | None
     tokens_per_day: float | None
     deadline_hours: float | None
     usd_per_gpu_hour: float | None

@@ -187,14 +187,17 @@ def _layer_kinds(m: Model) -> Scope:
 
 
 def target_inputs(w: Workload) -> Scope:
-    """The prices, utilisation and targets a query set (rules/formulas.yaml asked_*)."""
+    """The prices, utilisation and targets a query set (rules/formulas.yaml asked_*); a
+    percentile of the first token or of the whole request sets the queue wait's quantile."""
+    quantile = w.ttft_percentile if w.ttft_percentile is not None else w.e2e_percentile
     return {
         N.HOURLY_PRICE_ASKED: w.usd_per_gpu_hour is not None, N.ASKED_USD_PER_GPU_HOUR: w.usd_per_gpu_hour,
         N.HOURS_PER_DAY_ASKED: w.hours_per_day is not None, N.ASKED_HOURS_PER_DAY: w.hours_per_day,
         N.BUDGET_ASKED: w.budget_usd is not None, N.ASKED_BUDGET_USD: w.budget_usd,
         N.DEADLINE_ASKED: w.deadline_hours is not None, N.ASKED_DEADLINE_H: w.deadline_hours,
         N.TTFT_ASKED: w.ttft_max_s is not None, N.ASKED_TTFT_MAX_S: w.ttft_max_s,
-        N.TTFT_PERCENTILE_ASKED: w.ttft_percentile is not None, N.TTFT_QUANTILE: (w.ttft_percentile or 50) / 100,
+        N.TTFT_PERCENTILE_ASKED: quantile is not None, N.TTFT_QUANTILE: (quantile or 50) / 100,
+        N.E2E_ASKED: w.e2e_max_s is not None, N.ASKED_E2E_MAX_S: w.e2e_max_s,
         N.TOKENS_PER_DAY_ASKED: w.tokens_per_day is not None, N.ASKED_TOKENS_PER_DAY: w.tokens_per_day,
         N.RENT_ASKED: bool(w.rent), N.SORT_ORDER: None,
     }

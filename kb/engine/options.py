@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from kb.knowledge.records import GPU
     from kb.knowledge.records_rules import OptionRule
 
-TARGETS = (N.SPEED_FLOOR_TOK_S, "ttft_max_s", "tokens_per_day", "deadline_hours")   # a target the query set
+TARGETS = (N.SPEED_FLOOR_TOK_S, "ttft_max_s", "e2e_max_s", "tokens_per_day", "deadline_hours")   # a target the query set
 CHECKPOINTED = "with checkpointing"     # an option's second change: activation checkpointing
 IGNORED = ("gpus", "notes", "question", "model_name", N.ACTIVE_PARAMS, "parallel", "compare")
 

@@ -93,8 +93,8 @@ def _serves(kn: Knowledge, w: Workload, gpu: GPU, tp: int, pp: int, dp_attention
 
 
 def binds(kn: Knowledge, w: Workload, gpu: GPU, p: Plan) -> str:
-    """What stops a replica taking one more user: memory, the time to first token asked, or the
-    per-user speed (formulas.yaml serves_load); nothing when one replica holds every user."""
+    """What stops a replica taking one more user: memory, the time to first token asked, the
+    end-to-end latency asked, or the per-user speed (formulas.yaml serves_load); nothing when one replica holds every user."""
     from kb.engine.probes import Probes
 
     if p.per_replica >= p.users:
@@ -106,6 +106,8 @@ def binds(kn: Knowledge, w: Workload, gpu: GPU, p: Plan) -> str:
         return "memory"
     if w.ttft_max_s is not None and not probes.probe(N.USERS, nxt, gpu, p.replica_gpus, N.SERVING_TTFT_OK).fits:
         return "time to first token"
+    if w.e2e_max_s is not None and not probes.probe(N.USERS, nxt, gpu, p.replica_gpus, N.SERVING_E2E_OK).fits:
+        return "end-to-end latency"
     return "per-user speed"
 
 
@@ -256,7 +258,9 @@ def disaggregated(kn: Knowledge, w: Workload, gpu: GPU, heads: int, experts: boo
         v = f.get(name)
         return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
     prefill, ttft = get(N.DISAGG_PREFILL_GPUS), get(N.DISAGG_TTFT_S)
-    if prefill is None or ttft is None or (w.ttft_max_s is not None and ttft > w.ttft_max_s):
+    latency = get(N.DISAGG_LATENCY_S)
+    if prefill is None or ttft is None or (w.ttft_max_s is not None and ttft > w.ttft_max_s) or (
+            w.e2e_max_s is not None and (latency is None or latency > w.e2e_max_s)):
         return None
     total = d.gpus + int(prefill)
     out = get(N.DECODE_TOKENS_PER_S_AGGREGATE)

@@ -40,7 +40,8 @@ class Probe:
 
 def targets_asked(w: Workload) -> bool:
     """The query set a speed, time to first token, volume or deadline target: solve under it too."""
-    return any(v is not None for v in (w.speed_floor_tok_s, w.ttft_max_s, w.tokens_per_day, w.deadline_hours))
+    return any(v is not None for v in (w.speed_floor_tok_s, w.ttft_max_s, w.e2e_max_s, w.tokens_per_day,
+                                             w.deadline_hours))
 
 
 def at_value(w: Workload, vary: str, value: float, kn: Knowledge | None = None) -> Workload:

@@ -367,6 +367,7 @@ def binding(after: Probe, w: Workload) -> str | None:
 def target_text(w: Workload) -> str:
     asked = [f"the speed floor ({w.speed_floor_tok_s:g} tok/s per user)" if w.speed_floor_tok_s is not None else "",
              f"time to first token under {w.ttft_max_s:g} s" if w.ttft_max_s is not None else "",
+             f"end-to-end latency under {w.e2e_max_s:g} s" if w.e2e_max_s is not None else "",
              f"{w.tokens_per_day:,.0f} tokens a day" if w.tokens_per_day is not None else "",
              f"the run within {duration(w.deadline_hours * 3600)}" if w.deadline_hours is not None else ""]
     return ", ".join(a for a in asked if a) or "the target"

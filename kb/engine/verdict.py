@@ -36,6 +36,7 @@ from kb.engine.options import TARGETS
 from kb.query.unparse import value_text
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from kb.engine.answer import Answer, GpuRow
     from kb.engine.answer_records import Question, Side
     from kb.knowledge.data import Knowledge
@@ -335,6 +336,17 @@ def _alternatives(a: Answer, pick: GpuRow, training: bool, kn: Knowledge) -> lis
 
 # ---------------------------------------------------------------- solved questions
 
+def _no_count(q: Question, row: Mapping[str, object]) -> list[str]:
+    """No count of the card up to the search's top holds the load: what the flow said of it
+    (how many memory alone needs, beyond what kbq sizes), else the range searched and the need."""
+    if q.get("outcome_text"):
+        return [str(q.get("outcome_text")), str(q.get("note") or "")]
+    need = q.get(N.FEWEST_GPUS_NEEDED)
+    mem = f"; memory alone needs {need}" if need else ""
+    return [f"No count of {row.get('gpu') or q.get('gpu')} up to {num(q.get('upper'))} holds this "
+            f"load{mem}.", str(q.get("note") or "")]
+
+
 def _solved(a: Answer, q: Question, kn: Knowledge) -> list[str]:
     t = kn.query["verdict"]["templates"]
     row = q.get("answer") or {}
@@ -351,6 +363,8 @@ def _solved(a: Answer, q: Question, kn: Knowledge) -> list[str]:
             mem = t["solved_memory_alone"].format(fewest=need) if need else ""
             return [t["solved_no_count"].format(gpu=row.get('gpu') or q.get('gpu'), upper=num(q.get('upper')),
                                                 target=asked, memory=mem), str(q.get("note") or "")]
+        if kind == "how_many_gpus":
+            return _no_count(q, row)
         return [t["solved_no_fit"].format(on=on, lower=num(q.get('lower')), unit=unit), str(q.get("note") or "")]
     value = row["value"]
     if kind == "how_many_gpus":

@@ -33,6 +33,8 @@ def target(a: Answer) -> str | None:
         return f"{num(w['speed_floor_tok_s'])} tok/s"
     if w.get("ttft_max_s") is not None or w.get("tokens_per_day") is not None:
         return "the time to first token or tokens a day"
+    if w.get("e2e_max_s") is not None:
+        return f"end-to-end latency under {num(w['e2e_max_s'])} s"
     return None
 
 

@@ -51,6 +51,7 @@ class Unit(TypedDict):
     field: Literal["users", "context_tokens", "seq_len", "batch", "lora_rank", "prompt_tokens", "output_tokens", "tokens", "tp", "pp", "speed_floor_tok_s", "tokens_per_day", "hours_per_day", "duration", "gpu_count", "budget_usd", "examples", "epochs", "requests_per_day", "draft_tokens"]
     limit: Literal["users", "batch", "context", "seq", "prompt", "output", "rank", "tokens", "params", "gpu_count", "memory_gb", "parallel", "speed", "duration", "hours_per_day", "usd", "examples", "epochs", "requests", "draft_tokens"]
     words: list[str]
+    after_number: list[str]
     scale: float
     binary_k: bool
     focus: Literal["memory", "speed", "time", "fit", "cost"] | None
@@ -258,6 +259,8 @@ class QueryRules(TypedDict):
     fillers: list[str]
     units: dict[str, Unit]
     ttft_words: list[str]
+    e2e_words: list[str]
+    length_pair_words: list[str]
     per_hour_words: list[str]
     budget_words: list[str]
     number_words: dict[str, float]

@@ -70,6 +70,9 @@ class UnitSchema(Strict):
                    "draft_tokens"]
     limit: LimitName
     words: list[Name] = Field(min_length=1)
+    # words that are this unit only right after a number ('2k in', '500 out'); anywhere else
+    # they keep their own meaning (the filler 'in' of 'in 24 hours')
+    after_number: list[Name] = []
     scale: Positive = 1.0
     binary_k: bool = False
     focus: Literal["memory", "speed", "time", "fit", "cost"] | None = None
@@ -258,6 +261,10 @@ class QueryFile(Strict):
     fillers: list[Name]
     units: dict[Name, UnitSchema] = {}
     ttft_words: list[Name] = []
+    # words that make a duration the bound on a request's end-to-end latency ('e2e under 10 s')
+    e2e_words: list[Name] = []
+    # a label before 'prompt/output' lengths written as one pair ('in/out 2000/500', 'ISL/OSL 4000/500')
+    length_pair_words: list[Name] = []
     per_hour_words: list[Name] = []
     budget_words: list[Name] = []
     number_words: dict[Name, Positive] = {}

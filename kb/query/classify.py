@@ -28,7 +28,7 @@ _PHRASE_KINDS = frozenset(("word", "num", "size", "moe", "mem"))
 # the phrase table's kinds → the grammar's terminals
 TERMINALS = {"task": "TASK", "question": "QUESTION", "knob": "KNOB", "precision": "PRECISION",
              "gpu": "GPU", "model": "MODEL", "family": "FAMILY", "runtime": "RUNTIME",
-             "situation": "SITUATION", "ttft": "TTFT", "set": "SETTING"}
+             "situation": "SITUATION", "ttft": "TTFT", "e2e": "TTFT", "set": "SETTING"}
 # a unit's field → its terminal (the rest are UNIT)
 UNIT_TERMINALS = {"context_tokens": "LENGTH", "prompt_tokens": "LENGTH", "output_tokens": "LENGTH",
                   "seq_len": "LENGTH", "tokens": "TOKENS", "tokens_per_day": "DAILY", "gpu_count": "GPUS"}
@@ -201,10 +201,11 @@ class Classifier:
             if toks[j].kind not in _PHRASE_KINDS and (j == i or toks[j].kind != "vs"):
                 break                       # 'rent vs buy': a vs inside a phrase of the rules
             if toks[j].kind == "num" and self._unit_follows(j, table) and (
-                    found is not None or (j == i and not self._number_at(j + 2))):
+                    found is not None or (j == i and not self._takes_next_number(j + 1, table))):
                 break                       # 'hqq 4 users': the 4 counts users, not 'hqq4';
                                             # '5060 context': a context, not an RTX 5060 (but
-                                            # '4090 batch 2' is the card, then 'batch 2')
+                                            # '4090 batch 2' is the card, then 'batch 2';
+                                            # '8000 prompt 300 output' is 8000 prompt tokens)
             part = keys[j]
             if part.endswith("s") and len(part) > 2 and table.get(key + part) is None:
                 plural = table.get(key + part[:-1])
@@ -257,7 +258,15 @@ class Classifier:
             return self.query_rules["units"][unit].get("alone") == "one"
         return k > j and self._number_at(k) and k + 1 < len(self.toks) and self.keys[k + 1] in self.vocab.units
 
+    def _takes_next_number(self, j: int, table: Mapping[str, Entry]) -> bool:
+        """The unit word j is followed by a number that has no unit word of its own, so the
+        unit takes that number ('4090 batch 2') and the number before it is something else."""
+        return self._number_at(j + 1) and not self._unit_follows(j + 1, table)
+
     def _unit_follows(self, j: int, table: Mapping[str, Entry]) -> bool:
-        """The token after number j is a unit word, so the number belongs to it."""
-        nxt = table.get(self.keys[j + 1]) if j + 1 < len(self.toks) else None
-        return nxt is not None and nxt[0] == "unit"
+        """The token after number j is a unit word (or a word that is one only after a number,
+        '2k in'), so the number belongs to it."""
+        if j + 1 >= len(self.toks):
+            return False
+        nxt = table.get(self.keys[j + 1])
+        return (nxt is not None and nxt[0] == "unit") or self.keys[j + 1] in self.vocab.units

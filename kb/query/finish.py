@@ -41,6 +41,8 @@ class Finisher:
     length_tok: Tok | None
     durations: list[tuple[Tok, float]]
     ttft: bool
+    e2e: bool
+    target_words: list[tuple[int, str]]
     formats: list[str]
     counted: set[int]
     plural: list[Tok] | None
@@ -200,11 +202,24 @@ class Finisher:
         self.request_rate(training)
         if self.ttft and not self.durations:        # 'ttft for 70b …': the time to first token asked
             w.focus = w.focus or "time"
-        for _tok, seconds in self.durations:
-            if self.ttft:
-                w.ttft_max_s = seconds
-            else:
+        self.latency_bounds()
+
+    def latency_bounds(self) -> None:
+        """Each duration read: the bound of the latency word before it ('ttft 2 s e2e 10 s'; the
+        first one when none is before it: '10 s e2e'), else a deadline. A percentile ('p95')
+        goes with the end-to-end bound when no first-token bound is asked."""
+        w = self.w
+        for tok, seconds in self.durations:
+            if not self.target_words:
                 w.deadline_hours = seconds / 3600.0
+                continue
+            kind = next((k for col, k in reversed(self.target_words) if col < tok.col), self.target_words[0][1])
+            if kind == "e2e":
+                w.e2e_max_s = seconds
+            else:
+                w.ttft_max_s = seconds
+        if w.e2e_max_s is not None and w.ttft_max_s is None and w.ttft_percentile is not None:
+            w.e2e_percentile, w.ttft_percentile = w.ttft_percentile, None
 
     def dataset_tokens(self, training: bool) -> None:
         """'on 100k examples', '3 epochs': the training tokens, each example counted at the

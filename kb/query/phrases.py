@@ -9,6 +9,8 @@ set, or a QueryError with a caret on the second value. Every word comes from rul
 
 from __future__ import annotations
 
+import re
+
 from typing import TYPE_CHECKING
 
 from kb.knowledge.data import norm
@@ -55,6 +57,30 @@ def merge_sized_numbers(toks: list[Tok], keys: list[str], rules: QueryRules) -> 
             value = tok_number(toks[i])
             if value >= lowest:
                 toks[i] = Tok("size", toks[i].text, toks[i].col, value)
+
+
+_PAIR = r"(\d+(?:\.\d+)?[kmt]?)/(\d+(?:\.\d+)?[kmt]?)"
+
+
+def split_length_pairs(toks: list[Tok], keys: list[str], rules: QueryRules, phrases: Mapping[str, object]) -> None:
+    """'2k/500', 'in/out 2000/500', 'ISL/OSL 4000/500': a pair of numbers joined by a slash,
+    that no phrase of the vocabulary spells ('24/7'), is a prompt length and an output length,
+    each then written with its unit's first word; a label before it (length_pair_words) goes."""
+    labels = frozenset(norm(w) for w in rules.get("length_pair_words", []))
+    units = rules["units"]
+    i = 0
+    while i < len(toks):
+        m = re.fullmatch(_PAIR, toks[i].text, re.IGNORECASE) if toks[i].kind == "word" else None
+        if m is None or keys[i] in phrases:
+            i += 1
+            continue
+        col = toks[i].col
+        split = [Tok("num", m[1], col, m[1]), Tok("word", units["prompt"]["words"][0], col + len(m[1])),
+                 Tok("num", m[2], col + len(m[1]) + 1, m[2]), Tok("word", units["output"]["words"][0], col + len(m[0]))]
+        start = i - 1 if i > 0 and keys[i - 1] in labels else i
+        toks[start:i + 1] = split
+        keys[start:i + 1] = [t.text.lower() for t in split]
+        i = start + len(split)
 
 
 def tok_number(tok: Tok, binary_k: bool = False) -> float:

@@ -14,7 +14,7 @@ from kb.errors import QueryError
 from kb.knowledge.data import Knowledge, norm
 from kb.query.classify import Classifier
 from kb.query.finish import Finisher
-from kb.query.phrases import Phrases, merge_number_words, merge_sized_numbers, tok_number
+from kb.query.phrases import Phrases, merge_number_words, merge_sized_numbers, split_length_pairs, tok_number
 from kb.query.unknown_words import Unknown
 from kb.query.words import in_series, money, scaled, vocab_of
 from kb.query.tokens import Tok, TokValue
@@ -46,6 +46,7 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
             keys.append(norm(tok.text) if tok.kind in _SPACED else
                         tok.text.lower().replace("-", "").replace("_", ""))
         merge_number_words(toks, keys, kn.query.get("number_words", {}), query)
+        split_length_pairs(toks, keys, kn.query, vocab_of(kn).table)
         merge_sized_numbers(toks, keys, kn.query)
         self.toks = toks
         self.keys = keys
@@ -64,6 +65,8 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
         self.length_tok: Tok | None = None       # a bare "128k"
         self.durations: list[tuple[Tok, float]] = []
         self.ttft = False
+        self.e2e = False                          # an end-to-end latency word was read
+        self.target_words: list[tuple[int, str]] = []   # (column, 'ttft' or 'e2e') of each latency word
         self.formats: list[str] = []
         self.counted: set[int] = set()           # ids of GpuRequests whose count was typed
         self.plural: list[Tok] | None = None      # a card typed in the plural with no count
@@ -398,8 +401,10 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
             w.segment = value
         elif kind == "set":
             self.set_fields(self.query_rules["phrases"][int(value)]["set"], first)
-        elif kind == "ttft":
-            self.ttft = True
+        elif kind in ("ttft", "e2e"):
+            self.ttft = self.ttft or kind == "ttft"
+            self.e2e = self.e2e or kind == "e2e"
+            self.target_words.append((first.col, kind))
 
     def set_fields(self, fields: Mapping[str, str | bool | int | float], first: Tok) -> None:
         for name, value in fields.items():

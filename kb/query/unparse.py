@@ -54,7 +54,22 @@ def value_text(kn: Knowledge, field: str, value: object) -> str:
 
 
 def unparse(w: Workload, kn: Knowledge) -> str:
-    """The query text of a Workload (see the module's docstring)."""
+    """The query text of a Workload (see the module's docstring): its task and question, the
+    values it names, its knobs, its quantities, its money, its phrases and its cards, in that
+    order; an FP8 KV cache that would run into a model's name goes last."""
+    out = _task_words(w, kn) + _value_words(w, kn)
+    kv = _kv_words(w, kn)
+    kv_last = kv if kv and out and _joins_a_name(kn, out[-1], kv) else None
+    if kv and kv_last is None:
+        out.append(kv)      # 'glm-4.5 fp8 kv cache' would read as the name 'glm-4.5-fp8'
+    out += _knob_words(w, kn) + _quantity_words(w, kn) + _money_words(w) + _phrase_words(w, kn)
+    out += _card_words(w, kn)
+    out.append(kv_last or "")
+    return " ".join(x for x in out if x)
+
+
+def _task_words(w: Workload, kn: Knowledge) -> list[str]:
+    """The task (with its objective) when the question named it, the question, the focus."""
     q = kn.query
     out: list[str] = []
     if w.task_explicit:
@@ -65,7 +80,13 @@ def unparse(w: Workload, kn: Knowledge) -> str:
         out.append(q["questions"][w.question][0])
     if w.focus:
         out.append(_phrase(kn, {"focus": w.focus}) or "")
+    return out
+
+
+def _value_words(w: Workload, kn: Knowledge) -> list[str]:
+    """The model, size, precision and runtime, the compared one as 'a vs b'."""
     cmp = w.compare
+    out: list[str] = []
     for field in ("model_id", "params", "precision", "runtime"):
         value = getattr(w, field)
         if value is None:
@@ -74,28 +95,34 @@ def unparse(w: Workload, kn: Knowledge) -> str:
             out.append(" vs ".join(value_text(kn, field, v) for v in cmp["values"]))
         else:
             out.append(value_text(kn, field, value))
-    kv_last = None
-    if w.kv_precision:
-        kv = q["knobs"][f"{w.kv_precision}_kv"][0]
-        if out and _joins_a_name(kn, out[-1], kv):
-            kv_last = kv        # 'glm-4.5 fp8 kv cache' would read as the name 'glm-4.5-fp8'
-        else:
-            out.append(kv)
-    if w.optimizer:
-        out.append(q["knobs"][w.optimizer][0])
+    return out
+
+
+def _kv_words(w: Workload, kn: Knowledge) -> str | None:
+    """The knob of the KV cache's format, if the question named one."""
+    return kn.query["knobs"][f"{w.kv_precision}_kv"][0] if w.kv_precision else None
+
+
+def _knob_words(w: Workload, kn: Knowledge) -> list[str]:
+    """The optimizer and the boolean knobs (each field's word when true, or when false)."""
+    q = kn.query
+    out = [q["knobs"][w.optimizer][0]] if w.optimizer else []
     for field, (on, off) in _KNOBS.items():
         value = getattr(w, field)
         knob = on if value else off if value is False else None
         if knob is not None:
             out.append(q["knobs"][knob][0])
     out.append(_speculative(kn, w))
-    # a unit that scales its number ('nodes' × 8 GPUs, 'hours' × 3,600 s) cannot write a field back as it is
-    by_field: dict[str, str] = {spec["field"]: spec["words"][0] for spec in q["units"].values()
-                if spec.get("scale", 1.0) == 1.0}
-    for field in _UNIT_FIELDS:
-        value = getattr(w, field)
-        if value is not None:
-            out.append(f"{num(value)} {by_field[field]}")
+    return out
+
+
+def _quantity_words(w: Workload, kn: Knowledge) -> list[str]:
+    """Each number with its unit word: the unit fields, the training tokens, the deadline, the
+    first-token and end-to-end targets and their percentiles."""
+    q = kn.query
+    by_field = _unit_words(kn)
+    out = [f"{num(getattr(w, field))} {by_field[field]}" for field in _UNIT_FIELDS
+           if getattr(w, field) is not None]
     if w.train_tokens is not None:
         out.append(f"{num(w.train_tokens)} {by_field['tokens']}")
     if w.deadline_hours is not None:
@@ -104,10 +131,35 @@ def unparse(w: Workload, kn: Knowledge) -> str:
         out.append(f"{q['ttft_words'][0]} {num(w.ttft_max_s)} {by_field['duration']}")
     if w.ttft_percentile is not None:       # after the bound: a number before it would read as its own
         out.append(f"p{w.ttft_percentile:g}")
+    if w.e2e_max_s is not None:
+        out.append(f"{q['e2e_words'][0]} {num(w.e2e_max_s)} {by_field['duration']}")
+    if w.e2e_percentile is not None:
+        out.append(f"p{w.e2e_percentile:g}")
+    return out
+
+
+def _unit_words(kn: Knowledge) -> dict[str, str]:
+    """Each field's first unit word; a unit that scales its number ('nodes' × 8 GPUs, 'hours' ×
+    3,600 s) cannot write a field back as it is."""
+    return {spec["field"]: spec["words"][0] for spec in kn.query["units"].values()
+            if spec.get("scale", 1.0) == 1.0}
+
+
+def _money_words(w: Workload) -> list[str]:
+    """A budget and a price per GPU hour."""
+    out: list[str] = []
     if w.budget_usd is not None:
         out.append(f"${num(w.budget_usd)}")
     if w.usd_per_gpu_hour is not None:
         out.append(f"${num(w.usd_per_gpu_hour)}/h")
+    return out
+
+
+def _phrase_words(w: Workload, kn: Knowledge) -> list[str]:
+    """The query.yaml phrases that set sharding, renting, sorting, options and DP attention, and
+    the situation."""
+    q = kn.query
+    out: list[str] = []
     for field in ("sharding", "rent", "sort", "want_options", "dp_attention"):
         value = getattr(w, field)
         if value is not None:
@@ -118,12 +170,15 @@ def unparse(w: Workload, kn: Knowledge) -> str:
             out.append(_phrase(kn, wanted) or "")
     if w.segment:
         out.append(q["situations"][w.segment]["words"][0])
-    if w.gpus:
-        out.append("on " + " vs ".join(_gpu(kn, g) for g in w.gpus))
+    return out
+
+
+def _card_words(w: Workload, kn: Knowledge) -> list[str]:
+    """The cards ('on 2x h100 vs 4x l40s') and a count waiting for its card ('4 gpus')."""
+    out = ["on " + " vs ".join(_gpu(kn, g) for g in w.gpus)] if w.gpus else []
     if w.gpu_count is not None:
-        out.append(f"{w.gpu_count} {by_field['gpu_count']}")
-    out.append(kv_last or "")
-    return " ".join(x for x in out if x)
+        out.append(f"{w.gpu_count} {_unit_words(kn)['gpu_count']}")
+    return out
 
 
 def _speculative(kn: Knowledge, w: Workload) -> str:

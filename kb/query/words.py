@@ -67,8 +67,8 @@ def vocabulary(kn: Knowledge) -> Vocab:
     for name, situation in q.get("situations", {}).items():
         for w in situation["words"]:
             add(w, "situation", name)
-    for w in q.get("ttft_words", []):
-        add(w, "ttft", "ttft")
+    for target, w in [("ttft", w) for w in q.get("ttft_words", [])] + [("e2e", w) for w in q.get("e2e_words", [])]:
+        add(w, target, target)
     for kind, items in (("precision", kn.precisions), ("gpu", kn.gpus), ("model", kn.models),
                         ("runtime", kn.runtimes)):
         for item_id, item in items.items():
@@ -84,6 +84,8 @@ def vocabulary(kn: Knowledge) -> Vocab:
         for w in spec["words"]:
             add(w, "unit", unit)
             units.setdefault(norm(w), unit)
+        # a unit only after a number ('2k in'): in the units, not in the phrase table
+        units.update({norm(w): unit for w in spec.get("after_number", []) if norm(w) not in units})
     for w in q["fillers"]:
         add(str(w), "filler", str(w))
     for gpu_id, gpu in kn.gpus.items():          # "4090", "3090 ti": an RTX card by its number

@@ -56,6 +56,8 @@ class Workload:
     speed_floor_tok_s: float | None = None
     ttft_max_s: float | None = None
     ttft_percentile: float | None = None      # 'p99 ttft': the bound holds for that share of requests
+    e2e_max_s: float | None = None            # 'e2e under 10 s': a request's whole time, first token to last
+    e2e_percentile: float | None = None       # 'p95 e2e 12 s': the bound holds for that share of requests
     tokens_per_day: float | None = None
     deadline_hours: float | None = None
     # Money ("at $2/h", "budget $5000", "under $8000", "at 24/7", "rent", "cheapest", "what if").
