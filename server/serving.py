@@ -59,11 +59,14 @@ def load_app(rules: str | None, embed_origins: list[str] | None = None, cache_mb
         config["KBQ_RULES"] = rules
     if embed_origins:
         config["KBQ_EMBED_ORIGINS"] = embed_origins
+    from kb.query.parse import parser
+
     app = create_app(config)
     try:
         app.extensions["kbq"].get()
     except Exception:  # noqa: BLE001 - the pages and /api/health show the rule errors
         pass
+    parser()        # the query grammar's parser, made before the workers fork: none builds it
     return app
 
 

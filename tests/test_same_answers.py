@@ -155,6 +155,12 @@ def _base_python(tmp: Path) -> str:
     venv = tmp / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
     python = str(venv / "bin" / "python")
+    if sys.prefix != sys.base_prefix:       # run from a venv: --system-site-packages is its base's,
+        import site                         # so name this venv's site-packages after the new venv's own
+
+        inner = subprocess.run([python, "-c", "import site; print(site.getsitepackages()[0])"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+        Path(inner, "outer-site.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     wheels = tmp / "wheels"
     subprocess.run([python, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(src)],
                    check=True)

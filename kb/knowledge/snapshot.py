@@ -45,6 +45,7 @@ from kb.hints import TYPE_CHECKING
 from kb.knowledge.codec import encode_record, record_decoder
 from kb.knowledge.data import Knowledge
 from kb.knowledge.derived import derive
+from kb.paths import cache_dir
 from kb.recordtype import fields
 
 if TYPE_CHECKING:
@@ -59,16 +60,6 @@ if TYPE_CHECKING:
 KEEP = 8                        # snapshots kept in the cache directory, the most recently written
 RACY_NS = 3_000_000_000         # stats of a file changed this recently (or later) are not kept
 Stats = tuple[tuple[str, int, int, int, int], ...]
-
-
-def cache_dir() -> str | None:
-    if os.environ.get("KBQ_NO_CACHE"):
-        return None
-    base = os.environ.get("KBQ_CACHE_DIR")
-    if base:
-        return base
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return os.path.join(xdg if xdg else os.path.join(os.path.expanduser("~"), ".cache"), "kbq")
 
 
 def _files(root: str) -> list[str]:
