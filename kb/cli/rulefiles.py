@@ -18,23 +18,23 @@ def _schema_names() -> list[str]:
     return [*FILES, "answer"]
 
 
-class LazyChoice(click.Choice):  # type: ignore[type-arg]
+class LazyChoice(click.Choice[str]):
     """A click.Choice whose choices are computed when first read (a usage error, the help, a
     completion), so that importing the command does not import what lists them."""
 
     def __init__(self, choices: Callable[[], Sequence[str]]) -> None:
         super().__init__(())
         self._make = choices
-        self._made: Sequence[str] | None = None
+        self._made: tuple[str, ...] | None = None
 
     @property
-    def choices(self) -> Sequence[str]:
+    def choices(self) -> tuple[str, ...]:
         if self._made is None:
             self._made = tuple(self._make())
         return self._made
 
     @choices.setter
-    def choices(self, value: Sequence[str]) -> None:
+    def choices(self, value: tuple[str, ...]) -> None:     # click.Choice.__init__ sets ()
         self._made = tuple(value) if value else None
 
 
