@@ -80,3 +80,16 @@ def rule_files(root: Path) -> list[Path]:
 def grammar_file_names() -> list[str]:
     """The grammars, grammar/*.lark."""
     return _names(grammar_root(), ".lark")
+
+
+def cache_dir() -> str | None:
+    """Where kbq keeps what it computes once (the knowledge snapshot, lark's analysis of the
+    query grammar): $KBQ_CACHE_DIR, else $XDG_CACHE_HOME/kbq, else ~/.cache/kbq; None when
+    KBQ_NO_CACHE is set."""
+    if os.environ.get("KBQ_NO_CACHE"):
+        return None
+    base = os.environ.get("KBQ_CACHE_DIR")
+    if base:
+        return base
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return os.path.join(xdg if xdg else os.path.join(os.path.expanduser("~"), ".cache"), "kbq")

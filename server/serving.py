@@ -63,11 +63,15 @@ def load_app(rules: str | None, embed_origins: list[str] | None = None, cache_mb
         config["KBQ_RULES"] = rules
     if embed_origins:
         config["KBQ_EMBED_ORIGINS"] = embed_origins
+    from kb.query.parse import parser
+
     app = create_app(config)
     try:
         kn = app.extensions["kbq"].get()
     except Exception:  # noqa: BLE001 - the pages and /api/health show the rule errors
         return app
+    parser()        # the query grammar's parser, made before the workers fork: none builds it
+    _warm(kn)
     warm(app, [*BUILT_PAGES, *(f"/flows/{f.id}" for f in kn.flows)])
     return app
 
@@ -83,6 +87,24 @@ def warm(app: Flask, paths: list[str]) -> None:
     for path in paths:
         for accept in ("identity", "gzip"):
             client.get(path, headers={"Accept-Encoding": accept}).close()
+
+
+# answered once before the workers fork (_warm)
+WARM_QUERY = "serve 7B int4 16 users on h100"
+
+
+def _warm(kn: Any) -> None:
+    """Answer one question before the workers fork, so that the modules an answer imports on
+    first use are imported once, here, and every worker inherits them: a worker's first
+    questions, answered at once on its pool of threads, would otherwise import them
+    concurrently beside gevent's event loop, which left some of them unanswered (issue 39)."""
+    from kb import answer_in
+    from kb.errors import KbError
+
+    try:
+        answer_in(kn, WARM_QUERY)
+    except KbError:                 # rules that cannot answer it still serve their pages
+        pass
 
 
 def url(host: str, port: int) -> str:

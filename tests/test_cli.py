@@ -86,7 +86,7 @@ def test_near_miss_is_read_and_said():
 
 def test_unknown_option_exits_2():
     r = run("--jsn", "serve 70B")
-    assert r.returncode == 2 and "no such option" in r.stderr
+    assert r.returncode == 2 and "no such option" in r.stderr.lower()
 
 
 def test_gpus_and_models_listings():
@@ -265,8 +265,11 @@ def test_ask_and_the_plain_query_read_the_same_options():
     form takes) is an option of `kbq ask`, and the two print the same bytes."""
     import re
 
-    plain = set(re.findall(r"^  (--[a-z-]+)", run("--help").stdout, re.M)) - {"--version", "--help"}
-    ask = set(re.findall(r"^  (--[a-z-]+)", run("ask", "--help").stdout, re.M)) - {"--help"}
+    def listed(helptext):           # the flags of the Options section
+        section = helptext.split("\nOptions:")[1].split("\nCommands:")[0]
+        return set(re.findall(r"^  (?:-h, )?(--[a-z-]+)", section, re.M)) - {"--version", "--help"}
+
+    plain, ask = listed(run("--help").stdout), listed(run("ask", "--help").stdout)
     assert plain - {"--batch", "--jobs"} == ask
     assert {"--json", "--markdown", "--all", "--no-trace", "--rules", "--model-config", "--prices",
             "--sort", "--options"} <= ask
@@ -322,14 +325,14 @@ def test_listing_options_read_both_ways_and_bad_ones_are_usage_errors():
     assert spaced.returncode == joined.returncode == 0 and spaced.stdout == joined.stdout
     assert {g["vendor"] for g in json.loads(spaced.stdout)} == {"amd"}
     assert run("models", "--search=llama", "--families").stdout == run("models", "--search", "llama", "--families").stdout
-    for args, said in [(["gpus", "--segment=dc"], "--segment must be one of datacenter"),
-                       (["gpus", "--min-vram"], "--min-vram needs a value"),
-                       (["models", "--moe=yes"], "--moe takes no value"),
-                       (["rules", "extra"], "unexpected argument 'extra'"),
+    for args, said in [(["gpus", "--segment=dc"], "'--segment': must be one of datacenter"),
+                       (["gpus", "--min-vram"], "Option '--min-vram' requires an argument"),
+                       (["models", "--moe=yes"], "Option '--moe' does not take a value"),
+                       (["rules", "extra"], "unexpected extra argument (extra)"),
                        (["validate", "no/such/dir"], "path 'no/such/dir' does not exist"),
                        (["gpus", "--runtime", "nope"], "unknown runtime 'nope'")]:
         r = run(*args)
-        assert r.returncode == 2 and r.stderr.startswith("Error: ") and said in r.stderr, (args, r.stderr)
+        assert r.returncode == 2 and "Error: " in r.stderr and said in r.stderr, (args, r.stderr)
         assert "Traceback" not in r.stderr and r.stdout == ""
     helptext = run("gpus", "--help").stdout
     for flag in ("--json", "--min-vram GB", "--min-bandwidth GB_S", "--vendor NAME", "--segment NAME",

@@ -21,7 +21,6 @@ import networkx as nx
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("kb", "server")
-GENERATED = {"kb.query._query_parser"}       # the query grammar's LALR tables, written by kb.query.parsergen
 # The entry points, which may import the server lazily (`kbq serve`).
 CLI = {"kb.cli.serve"}
 
@@ -75,8 +74,6 @@ def graph() -> nx.DiGraph:
     known = modules()
     g = nx.DiGraph()
     for module in known:
-        if module in GENERATED:
-            continue
         g.add_node(module)
         for target, top in imports(module, known):
             if target != module:

@@ -218,7 +218,7 @@ def test_the_generated_workloads_span_every_task_precision_and_size() -> None:
     (["serve", "--connections-per-address", "0"], "'--connections-per-address': 0 is not in the range"),
     (["serve", "--forwarded-allow-ips", "127.0.0.1,proxy.local"],
      "'--forwarded-allow-ips': 'proxy.local' is not an IP address or network"),
-    (["--batch", "-", "--jobs", "²"], "--jobs needs a number of processes"),
+    (["--batch", "-", "--jobs", "²"], "'--jobs': needs a number of processes"),
 ], ids=lambda v: " ".join(v)[:40] if isinstance(v, list) else None)
 def test_a_bad_number_is_a_usage_error_that_says_what_was_wrong(tmp_path: Path, args: list[str],
                                                                  fragment: str) -> None:
@@ -267,9 +267,9 @@ def test_batch_jobs_are_capped_by_the_lines_and_a_maximum(tmp_path: Path, monkey
     batch.write_text("serve 7B\n" * lines)
     out = io.TextIOWrapper(io.BytesIO())
     monkeypatch.setattr(sys, "stdout", out)
-    args = cli_query.parse(["--batch", str(batch), "--jobs", "1000"], "")
-    assert not isinstance(args, int)
-    assert cli_query.run(args, "") == 0
+    from kb.cli.main import main
+
+    assert main(["--batch", str(batch), "--jobs", "1000"]) == 0
     assert pools.started == started
     assert out.buffer.getvalue().count(b"\n") == lines
 

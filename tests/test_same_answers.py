@@ -188,4 +188,4 @@ def test_same_json_as_the_base_revision(tmp_path: Path) -> None:
     differ = [(argv, b, a) for argv, b, a in zip(argvs, before, after) if a != b]
     answered = sum(1 for b in before if b[0] == 0)
     assert answered >= MIN_QUERIES * 0.8, f"only {answered} queries answered"
-    assert not differ, f"{len(differ)} of {len(argvs)} differ; first: {differ[0]}"
+    assert not differ, f"{len(differ)} of {len(argvs)} differ: {[d[0] for d in differ]}; first: {differ[0]}"

@@ -4,7 +4,6 @@ import json
 import marshal
 import os
 import shutil
-from pathlib import Path
 
 import pytest
 
@@ -13,7 +12,6 @@ from kb.knowledge.codec import stored_fields
 from kb.knowledge.data import Knowledge
 from kb.engine import answer
 from kb.knowledge.build import build
-from kb.query.parsergen import grammar_text, tables
 from kb.paths import rules_dir
 from kb.query.parse import parse
 
@@ -158,38 +156,26 @@ def test_stats_of_files_changed_just_now_are_not_trusted(cache, monkeypatch):
     assert calls == [1]
 
 
-def test_generated_query_parser_matches_the_grammar():
-    from kb.query import _query_parser
-    assert _query_parser.GRAMMAR == grammar_text(), "run: python -m kb.query.parsergen"
-    made = tables()             # what lark computes now: the same tables, in the same numbering
-    assert {name: getattr(_query_parser, name) for name in made} == made, "run: python -m kb.query.parsergen"
-
-
-def test_the_lexer_uses_no_private_regex_api():
-    """The query lexer compiles its pattern with re.compile: no regex engine code is stored or
-    handed to `_sre` (a private API whose code format changes between Python versions)."""
-    from kb.query import _query_parser as t
-
-    assert not hasattr(t, "SRE")
-    for module in ("kb/query/parse.py", "kb/query/parsergen.py", "kb/query/lalr.py"):
-        text = (Path(__file__).resolve().parent.parent / module).read_text(encoding="utf-8")
-        assert "_sre" not in text and "re._compiler" not in text and "re._parser" not in text, module
-
-
-def test_generated_query_parser_needs_neither_lark_nor_logging_nor_pickle():
-    """The generated module is data and kb.query.lalr runs it, so reading a query imports neither
-    lark nor what lark's runtime would bring (logging, pickle, base64)."""
+def test_the_query_grammar_is_read_from_lark_cache_file(tmp_path):
+    """lark's analysis of grammar/query.lark is kept in lark's cache file in the cache directory:
+    the first process writes it, the next reads it (and parses alike); KBQ_NO_CACHE writes none."""
+    import os
     import subprocess
     import sys
 
-    code = ("import sys; from kb.query import parse as query; query._get_parser(); "
-            "items = query._lex('serve 70B int4 16 users'); "
-            "print(sorted(m for m in ('lark', 'logging', 'pickle', 'base64') if m in sys.modules)); "
-            "print([t.type for t in items])")
-    out = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, check=True).stdout
-    unwanted, tokens = out.splitlines()
-    assert unwanted == "[]"
-    assert tokens == "['WORD', 'SIZE', 'WORD', 'NUMBER', 'WORD']"
+    code = ("from kb.query import parse as q; "
+            "print([t.type for t in q._lex('serve 70B int4 16 users')])")
+    env = {**os.environ, "KBQ_CACHE_DIR": str(tmp_path / "cache")}
+    env.pop("KBQ_NO_CACHE", None)
+    first = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    (cached,) = (tmp_path / "cache").glob("query-grammar-*.cache")
+    made = cached.stat().st_mtime_ns
+    again = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert first.stdout == again.stdout == "['WORD', 'SIZE', 'WORD', 'NUMBER', 'WORD']\n"
+    assert cached.stat().st_mtime_ns == made                  # read, not written again
+    off = subprocess.run([sys.executable, "-c", code], env={**env, "KBQ_NO_CACHE": "1",
+                         "KBQ_CACHE_DIR": str(tmp_path / "none")}, capture_output=True, text=True, check=True)
+    assert off.stdout == first.stdout and not (tmp_path / "none").exists()
 
 
 def test_two_rules_directories_keep_their_own_snapshots(cache, monkeypatch):

@@ -1,9 +1,10 @@
-"""The kbq subcommands as one click group whose commands load on first use.
+"""Every kbq command as one click group, whose default command answers a query.
 
-In: argv after `kbq` when it names a subcommand (kb.cli.subcommands). Out: the click group `cli`;
-a subcommand's module (kb.cli.rulefiles, kb.cli.export, kb.cli.serve) is imported only when that
-subcommand runs or its help is asked for, as click's documentation shows for lazily loaded
-subcommands. The listings and `kbq validate` are not here: kbq reads them without click.
+In: argv after `kbq`. Out: the click group `cli`. A first argument that names no command is the
+default command `query` (hidden): `kbq "serve 70B"`, `kbq --json "…"`, `kbq --batch FILE`, and
+`kbq --help`/`--version`, which are the query command's. Each subcommand's module is imported
+only when that subcommand runs or its help is asked for, as click's documentation shows for
+lazily loaded subcommands.
 """
 
 from __future__ import annotations
@@ -12,11 +13,14 @@ import importlib
 
 import click
 
-from kb.cli.subcommands import OWN, SUBCOMMANDS
+from kb.cli.subcommands import SUBCOMMANDS
+
+DEFAULT = "query"
 
 
-class LazyGroup(click.Group):
-    """A click group whose subcommands are named with the import path of their command."""
+class KbqGroup(click.Group):
+    """A click group whose subcommands are named with the import path of their command, and
+    whose arguments, when the first names no command, are the default command's."""
 
     def __init__(self, *args: object, lazy_subcommands: dict[str, str], **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
@@ -30,6 +34,11 @@ class LazyGroup(click.Group):
             return self._load(cmd_name)
         return super().get_command(ctx, cmd_name)
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args or args[0] not in self.lazy_subcommands:
+            args = [DEFAULT, *args]
+        return super().parse_args(ctx, args)
+
     def _load(self, cmd_name: str) -> click.Command:
         module, _, attr = self.lazy_subcommands[cmd_name].partition(":")
         command = getattr(importlib.import_module(module), attr)
@@ -38,9 +47,8 @@ class LazyGroup(click.Group):
         return command
 
 
-@click.group(cls=LazyGroup, help="kbq: GPU sizing answers for LLM work, from rules you can read.",
-             lazy_subcommands={name: path for name, (path, _) in SUBCOMMANDS.items()
-                                if path and name not in OWN})
-@click.version_option(package_name="kbq", prog_name="kbq")
+@click.group(cls=KbqGroup, add_help_option=False,
+             lazy_subcommands={DEFAULT: "kb.cli.query:query",
+                               **{name: path for name, (path, _) in SUBCOMMANDS.items()}})
 def cli() -> None:
     pass

@@ -1,6 +1,6 @@
 """`kbq gpus`, `kbq models` and `kbq rules`: the catalogue and the formulas, as text or JSON.
 
-In: the command's options (declared here, read by kb.cli.declared, without click) and --rules.
+In: the command's options (declared here, made click options by kb.cli.clicked) and --rules.
 Out: a listing on stdout; a bad option or value is `Error: …`, exit 2.
 """
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
+from kb.cli.clicked import command
 from kb.cli.common import dump, echo, figure, knowledge, table
 from kb.cli.declared import RULES, Command, Opt, UsageError, Values, amount
 from kb.knowledge.kinds import SEGMENTS, VENDORS
@@ -61,7 +62,7 @@ def _gpus(o: Values, words: list[str]) -> int:
     return 0
 
 
-gpus = Command("gpus", "List the GPU catalogue.", GPU_OPTIONS, _gpus)
+gpus = command(Command("gpus", "List the GPU catalogue.", GPU_OPTIONS, _gpus))
 
 
 def _runtime_platforms(kn: Knowledge, name: str | None) -> list[str] | None:
@@ -119,8 +120,8 @@ def _models(o: Values, words: list[str]) -> int:
     return 0
 
 
-models = Command("models", "List the model architectures (by family, then size). --families groups their ids.",
-                 MODEL_OPTIONS, _models)
+models = command(Command("models", "List the model architectures (by family, then size). --families groups "
+                         "their ids.", MODEL_OPTIONS, _models))
 
 
 def _rules(o: Values, words: list[str]) -> int:
@@ -137,5 +138,5 @@ def _rules(o: Values, words: list[str]) -> int:
     return 0
 
 
-rules = Command("rules", "List the formulas with their meaning, unit and sources.",
-                (Opt("--json", "as_json", True, help="each formula as JSON"), RULES), _rules)
+rules = command(Command("rules", "List the formulas with their meaning, unit and sources.",
+                        (Opt("--json", "as_json", True, help="each formula as JSON"), RULES), _rules))

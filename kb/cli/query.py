@@ -1,8 +1,8 @@
-"""Answering from the command line: `kbq "QUERY"`, `kbq --batch FILE` and `kbq ask`, without click.
+"""Answering from the command line: `kbq "QUERY"`, `kbq --batch FILE` and `kbq ask`.
 
-In: the query options, declared once in QUERY_OPTIONS (kb.cli.declared's Opt): read from argv by
-`parse` for `kbq "QUERY"` and `kbq ask` (which must start fast, so neither imports click nor the
-server) and listed in `kbq --help` by `options_help`.
+In: the query options, declared once in QUERY_OPTIONS (kb.cli.declared's Opt), made click
+options by kb.cli.clicked for the click commands `query` (the kbq group's default command,
+`kbq "QUERY"`) and `ask`.
 Out: `run(QueryArgs)` → an answer on stdout (text, Markdown or JSON) or JSON Lines for a batch,
 errors on stderr as `Error: …`; exit 0 on an answer, 2 on a query or rule error.
 """
@@ -14,8 +14,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
-from kb.cli import declared
+import click
+
+from kb.cli.clicked import options
 from kb.cli.declared import RULES, Opt, fail
+from kb.version import __version__
 
 SORTS = ("value", "cost", "speed", "memory", "power")
 
@@ -72,28 +75,66 @@ class QueryArgs:
     words: list[str] = field(default_factory=list)
 
 
-def options_help(batch: bool = True) -> str:
-    """The Options lines of `kbq --help` (and, without --batch and --jobs, of `kbq ask --help`),
-    from QUERY_OPTIONS."""
-    return declared.options_help(QUERY_OPTIONS, batch, version=batch)
+HELP = """Answer a GPU sizing question for LLM training or inference, with the trace of every number.
+
+\b
+kbq "serve 70B int4 16 users"
+kbq "train 13B qlora on 20GB?"
+kbq --json "infer 7B fp16 on rtx 4000 ada vs rtx 6000 ada"
+"""
+HELP_SETTINGS = {"help_option_names": ["-h", "--help"]}
 
 
-def parse(argv: list[str], usage: str, batch: bool = True) -> QueryArgs | int:
-    """kbq [options] QUERY… → QueryArgs, or the exit code once help, the version or an error
-    has been written. Every option that takes a value takes it as `--opt VALUE` or `--opt=VALUE`;
-    `batch=False` (kbq ask) refuses --batch and --jobs."""
-    got = declared.read(argv, QUERY_OPTIONS if batch else _ASK_OPTIONS)
-    if isinstance(got, str):
-        return fail(got + ("\nTry 'kbq --help'." if got.startswith("no such option") else ""))
-    if got.asked == "help":
-        sys.stdout.write(usage)
-        return 0
-    if got.asked == "version":
-        from kb import __version__
+class _QueryContext(click.Context):
+    """The default command is named by no word of the command line: its path is the group's."""
 
-        sys.stdout.write(f"kbq {__version__}\n")
-        return 0
-    return QueryArgs(**got.values, words=got.words)
+    @property
+    def command_path(self) -> str:
+        return self.parent.command_path if self.parent is not None else "kbq"
+
+
+class QueryCommand(click.Command):
+    """The default command of the kbq group: its usage is the plain `kbq "QUERY"`, and its help
+    lists the other commands after its options."""
+
+    context_class = _QueryContext
+
+    def format_usage(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        formatter.write('Usage: kbq [OPTIONS] "QUERY"\n       kbq COMMAND [ARGS]...\n')
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        from kb.cli.subcommands import SUBCOMMANDS
+
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, summary) for name, (_, summary) in SUBCOMMANDS.items()])
+        formatter.write_paragraph()
+        formatter.write_text("kbq COMMAND --help lists a command's options.")
+
+
+def _args(values: dict[str, Any], words: tuple[str, ...]) -> QueryArgs:
+    """The options click read (an option not given is None: QueryArgs' default) and the words."""
+    return QueryArgs(**{k: v for k, v in values.items() if v is not None}, words=list(words))
+
+
+@click.command("query", cls=QueryCommand, help=HELP, hidden=True, context_settings=HELP_SETTINGS)
+@options(*QUERY_OPTIONS)
+@click.argument("words", nargs=-1, metavar='"QUERY"')
+@click.version_option(__version__, prog_name="kbq", message="%(prog)s %(version)s")
+@click.pass_context
+def query(ctx: click.Context, /, words: tuple[str, ...], **values: Any) -> int:
+    return run(_args(values, words), ctx.get_help() + "\n")
+
+
+@click.command("ask", help='Answer QUERY, as kbq "QUERY" does, with the same options (but --batch and --jobs).',
+               context_settings=HELP_SETTINGS)
+@options(*_ASK_OPTIONS)
+@click.argument("words", nargs=-1, metavar='"QUERY"')
+@click.pass_context
+def ask(ctx: click.Context, /, words: tuple[str, ...], **values: Any) -> int:
+    args = _args(values, words)
+    if not " ".join(args.words).strip():
+        return fail("missing QUERY, e.g. kbq ask \"serve 70B int4 16 users\"")
+    return run(args, ctx.get_help() + "\n")
 
 
 def run(args: QueryArgs, usage: str) -> int:

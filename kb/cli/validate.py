@@ -1,7 +1,7 @@
 """`kbq validate`: check rule files, every error as file:line:col.
 
-In: paths of rule files or directories (none: the shipped rules), read by kb.cli.declared without
-click. Out: one line per rules directory checked, or its errors on stderr and exit 2.
+In: paths of rule files or directories (none: the shipped rules), read by click. Out: one line
+per rules directory checked, or its errors on stderr and exit 2.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from kb.cli.clicked import command
 from kb.cli.declared import Command, Values, fail
 
 
@@ -54,5 +55,5 @@ def _rule_roots(paths: list[Path]) -> list[Path]:
     return roots
 
 
-validate = Command("validate", "Check rule files: schema, expressions, names, units, flows, sources.",
-                   (), _validate, args="[PATH]...")
+validate = command(Command("validate", "Check rule files: schema, expressions, names, units, flows, sources.",
+                           (), _validate, args="[PATH]..."))

@@ -54,6 +54,7 @@ from kb.knowledge.derived import derive
 from kb.knowledge.shapes_digest import RECORDS, SCHEMAS
 from kb.paths import MAX_FILE_BYTES, grammar_file_names, rule_file_names
 from kb.version import __version__
+from kb.paths import cache_dir
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -66,16 +67,6 @@ if TYPE_CHECKING:
 KEEP = 8                        # snapshots kept in the cache directory, the most recently written
 RACY_NS = 3_000_000_000         # stats of a file changed this recently (or later) are not kept
 Stats = tuple[tuple[str, int, int, int, int], ...]
-
-
-def cache_dir() -> str | None:
-    if os.environ.get("KBQ_NO_CACHE"):
-        return None
-    base = os.environ.get("KBQ_CACHE_DIR")
-    if base:
-        return base
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return os.path.join(xdg if xdg else os.path.join(os.path.expanduser("~"), ".cache"), "kbq")
 
 
 def _files(root: str) -> list[str]:

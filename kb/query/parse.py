@@ -2,23 +2,25 @@
 
 In: what a person typed ("serve llama-3.1-70b awq 32 users 8k context on 2x L40S").
 Out: a Workload, or a QueryError with the column of the bad token, what was expected and the
-nearest valid word. grammar/query.lark is the query language: its item terminals cut the text
-(one pattern, in lark's order: _Lexer); kb.query.classify classifies the items by the vocabulary
+nearest valid word. grammar/query.lark is the query language, run by lark (its LALR parser,
+its analysis kept in lark's cache file in kbq's cache directory): lark's lexer cuts the text
+into the grammar's item terminals; kb.query.classify classifies the items by the vocabulary
 of the rules (tasks, questions, units, phrases, situations from query.yaml; GPU, model,
 precision and runtime ids and aliases) into the grammar's phrase terminals, longest phrase
-first; lark's LALR parser (its tables generated into kb.query._query_parser, run by
-kb.query.lalr) groups them into the grammar's phrases, and kb.query.resolve reads each phrase
-into the Workload.
+first; lark's LALR parser, fed those terminals, groups them into the grammar's phrases
+(_Phrases), and kb.query.resolve reads each phrase into the Workload.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import sys
+import threading
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from kb.query import lalr
 from kb.errors import HubModelNamed, QueryError
 from kb.knowledge.data import Knowledge
 from kb.query.resolve import Resolver
@@ -27,44 +29,48 @@ from kb.query.words import Vocab, vocabulary  # noqa: F401  (kept importable fro
 from kb.query.workload import Workload
 
 if TYPE_CHECKING:
-    from lark.lexer import TerminalDef
+    import lark
 
 MAX_QUERY_CHARS = 500
 
-_parser: Any = None
-_errors: Any = None    # the module whose Unexpected* exceptions the parser raises
+_parser: lark.Lark | None = None
+_parser_lock = threading.Lock()
 
 
-def _get_parser() -> Any:
-    """The LALR parser of grammar/query.lark, making (rule, terminals) phrases as it reduces (_Phrases): kb.query.lalr
-    running the tables kb.query.parsergen generated, when they were made from this very grammar (no
-    lark import), else lark itself. Its lexer (_Lexer) is made along with it."""
-    global _parser, _errors, _lexer
-    if _parser is None:
-        import os
+def parser() -> lark.Lark:
+    """lark's LALR parser of grammar/query.lark, making (rule, terminals) phrases as it reduces
+    (_Phrases), built once per process. Threads that ask at once (a server worker's first
+    questions) wait for the one build under a lock and get the finished parser: it is
+    published only once whole. The server builds it before its workers accept."""
+    global _parser
+    made = _parser
+    if made is None:
+        with _parser_lock:
+            made = _parser
+            if made is None:
+                made = _parser = _build()
+    return made
 
-        from kb.paths import grammar_root
 
-        path = os.path.join(grammar_root(), "query.lark")
+def _build() -> lark.Lark:
+    """The parser, its grammar analysis read from lark's cache file when lark finds it current
+    (lark keys it by the grammar's text, its options and lark's and Python's versions) and
+    written there otherwise; no cache when the cache directory is off (KBQ_NO_CACHE)."""
+    import lark
+
+    from kb.paths import cache_dir, grammar_root
+
+    cache: str | bool = False
+    folder = cache_dir()
+    if folder is not None:
         try:
-            from kb.query import _query_parser as tables
-            with open(path, encoding="utf-8") as f:
-                current = tables.GRAMMAR == f.read()
-        except (ImportError, AttributeError, OSError, ValueError):
-            current = False
-        if current:
-            _parser = lalr.Parser(tables.STATES, tables.RULES, tables.START_STATE, tables.END_STATE, _Phrases())
-            _errors = lalr
-            _lexer = _Lexer(re.compile(tables.PATTERN, tables.FLAGS), frozenset(tables.IGNORE), tables.FOLDED)
-        else:
-            import lark
-            from lark import exceptions
-
-            _parser = lark.Lark.open(str(path), parser="lalr", maybe_placeholders=False,
-                                     transformer=_Phrases())
-            _errors = exceptions
-            _lexer = _Lexer.of(_parser)
-    return _parser
+            os.makedirs(folder, exist_ok=True)
+            cache = os.path.join(folder, "query-grammar-lark%s-py%d.%d.cache" % (
+                lark.__version__, *sys.version_info[:2]))
+        except OSError:                     # an unwritable cache directory: build every time
+            cache = False
+    return lark.Lark.open(os.path.join(grammar_root(), "query.lark"), parser="lalr", lexer="basic",
+                          maybe_placeholders=False, transformer=_Phrases(), cache=cache)
 
 
 # grammar/query.lark's phrase rules (kb.query.resolve reads each with its on_<rule> method)
@@ -88,8 +94,8 @@ for _rule in RULES:
 _DIGITS = r"\d+"             # compiled when a count or a memory size is first read (re caches them)
 _DECIMAL = r"[\d.]+"
 
-# terminal → the Tok of an item
-_SINGLE: dict[str, Callable[[str, int], Tok]] = {
+# item terminal → the Tok of an item
+_ITEM: dict[str, Callable[[str, int], Tok]] = {
     "WORD": lambda t, col: Tok("word", t, col),
     "DIGIT_WORD": lambda t, col: Tok("word", t, col),
     "NUMBER": lambda t, col: Tok("num", t, col, t),
@@ -102,103 +108,38 @@ _SINGLE: dict[str, Callable[[str, int], Tok]] = {
 }
 
 
-def _sep(text: str, col: int) -> Tok:
-    return Tok("sep", text, col)          # _SEP, _FLAG: the grammar drops them
-
-
-# The text a folded pattern (kb.query.parsergen) reads: ASCII letters in lowercase, and the four
-# characters that `re`, ignoring case, matches to an ASCII letter (İ ı → i, ſ → s, Kelvin K → k),
-# one character for one, so columns hold. A pattern compiled without ignoring case costs half
-# as much to compile (tests/test_query.py checks the four against `re`, and the cut against lark's).
-FOLD = str.maketrans({**{chr(c): chr(c + 32) for c in range(ord("A"), ord("Z") + 1)},
-                      "\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
-
-
-class _Lexer:
-    """Cuts a query into the grammar's terminals exactly as lark's lexer does, for lark's LALR
-    parser to read. lark's basic lexer tries the terminals in one order (priority, then the
-    longest pattern) at each position and skips the ignored ones (WS); this does the same with
-    one regular expression of those terminals in that order, one match per item, and makes each
-    item's Tok as it goes, instead of lark's per-token bookkeeping (line counter, one lexer per
-    parser state, its Token objects). `folded`: the pattern reads the query folded by FOLD.
-    tests/test_query.py checks both cut every query alike."""
-
-    def __init__(self, pattern: re.Pattern[str], ignore: frozenset[str], folded: bool = False) -> None:
-        self.pattern = pattern
-        self.ignore = ignore
-        self.folded = folded
-
-    @staticmethod
-    def order(parser: Any) -> list[TerminalDef] | None:
-        """A lark LALR parser's terminals in the order its basic lexer tries them (the first that
-        matches is taken); None where lark would not match them one pattern at a time (a literal
-        string terminal, the `regex` module, bytes)."""
-        terminals = list(parser.terminals)
-        if parser.lexer_conf.use_bytes or getattr(parser.options, "regex", False) or any(
-                t.pattern.type != "re" for t in terminals):
-            return None
-        return sorted(terminals, key=lambda t: (-t.priority, -t.pattern.max_width, -len(t.pattern.value), t.name))
-
-    @classmethod
-    def of(cls, parser: Any) -> _Lexer | None:
-        """The lexer of a lark LALR parser's terminals (None as `order` says)."""
-        terminals = cls.order(parser)
-        if terminals is None:
-            return None
-        pattern = "|".join(f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in terminals)
-        return cls(re.compile(pattern, parser.lexer_conf.g_regex_flags), frozenset(parser.lexer_conf.ignore))
-
-    def items(self, query: str) -> list[Tok]:
-        """The query's items as Toks, each marked with its terminal for the parser; a
-        QueryError at the first character no terminal matches."""
-        match, ignore, make = self.pattern.match, self.ignore, _SINGLE.get
-        text = query.translate(FOLD) if self.folded else query
-        pos, end, out = 0, len(query), []
-        while pos < end:
-            m = match(text, pos)
-            if m is None:
-                raise QueryError(query, pos + 1, f"the character {query[pos]!r} has no meaning here",
-                                 expected=["words", "numbers", "?"])
-            name = m.lastgroup
-            start, pos = m.span()
-            if name in ignore:
-                continue
-            tok = make(name, _sep)(query[start:pos], start + 1)     # type: ignore[arg-type]
-            tok.type = name                                  # type: ignore[assignment]
-            out.append(tok)
-        return out
-
-
-_lexer: _Lexer | None = None
-
-
 def _lex(query: str) -> list[Tok]:
-    """The query's items as Toks; a QueryError where no item of the grammar starts."""
-    parser = _get_parser()
-    if _lexer is not None:
-        return _lexer.items(query)
-    try:                                    # lark's own lexer
-        return [_SINGLE[t.type](str(t), t.column or 1) for t in parser.lex(query)
-                if t.type not in parser.lexer_conf.ignore]
-    except _errors.UnexpectedCharacters as exc:
-        ch = query[exc.pos_in_stream]
-        raise QueryError(query, exc.column, f"the character {ch!r} has no meaning here",
+    """The query's items as Toks (lark's lexer; the ignored terminals, spaces, punctuation and
+    a flag's dashes, skipped), each marked with its terminal; a QueryError at the first
+    character where no item of the grammar starts. A query is one line, so lark's column is
+    the item's column in the query."""
+    from lark.exceptions import UnexpectedCharacters
+
+    out = []
+    try:
+        for t in parser().lex(query):
+            tok = _ITEM[t.type](str(t), t.column or 1)
+            tok.type = t.type
+            out.append(tok)
+    except UnexpectedCharacters as exc:
+        raise QueryError(query, exc.column, f"the character {query[exc.column - 1]!r} has no meaning here",
                          expected=["words", "numbers", "?"]) from None
+    return out
 
 
-def _phrases(query: str) -> Any:
+def _phrases(query: str) -> Callable[[list[Tok]], list[tuple[str, list[Tok]]]]:
     """The grammar's parser over the phrase terminals kb.query.classify made of a query."""
     def parse_phrases(toks: list[Tok]) -> list[tuple[str, list[Tok]]]:
-        parser = _get_parser()
+        from lark.exceptions import UnexpectedInput
+
         try:
-            if _errors is lalr:
-                return parser.parse(toks)               # type: ignore[no-any-return]
-            interactive = parser.parse_interactive()
-            for tok in toks:
-                interactive.feed_token(tok)
-            return interactive.feed_eof()               # type: ignore[no-any-return]
-        except _errors.UnexpectedInput as exc:     # every terminal alone is a phrase
-            column = getattr(exc, "column", None)
+            interactive = parser().parse_interactive()
+            for tok in toks:                  # lark's parser reads a token's .type (a Tok's terminal)
+                interactive.feed_token(tok)           # type: ignore[arg-type]
+            phrases: list[tuple[str, list[Tok]]] = interactive.feed_eof()  # type: ignore[no-untyped-call]
+            return phrases
+        except UnexpectedInput as exc:       # every terminal alone is a phrase
+            column = getattr(getattr(exc, "token", None), "col", None)
             raise QueryError(query, column if isinstance(column, int) else 1,
                              "the query cannot be read") from None
     return parse_phrases
