@@ -294,6 +294,19 @@ def unused_line(a: Answer) -> str:
     """The words of the query the answer did not use: "not used: 'please', 'vulkan'"."""
     return "not used: " + ", ".join(f"'{w}'" for w in a.unused_words)
 
+def _markdown_speed(a: Answer) -> str:
+    """The Markdown answer's speed line: training or inference, or why there is none."""
+    t, b, mem = a.throughput, a.bottleneck, a.memory
+    if b.get(N.RIDGE_POINT) is None:
+        return "**Speed** needs a GPU model; a memory size alone answers only the fit."
+    if "training" in b:
+        return (f"**Speed** on {mem['gpu_count']}× {md(b['gpu'])}: {num(t['train_tokens_per_s'])} training tokens/s, "
+                f"{duration(t['train_time_s'])} for {num(a.workload['train_tokens'])} tokens.")
+    return (f"**Speed** on {mem['gpu_count']}× {md(b['gpu'])}: decode {num(t['decode_tokens_per_s'])} tokens/s per user "
+            f"({num(t['decode_tokens_per_s_aggregate'])} in all), prefill {num(t['prefill_tokens_per_s'])} tokens/s, "
+            f"time to first token {num(t['ttft_s'])} s.")
+
+
 
 def markdown(a: Answer, limit: int | None = 12) -> str:
     out: list[str] = []
@@ -316,17 +329,9 @@ def markdown(a: Answer, limit: int | None = 12) -> str:
     if mem.get(N.HOST_RAM_GB):
         add("")
         add(f"CPU memory for what is offloaded: {num(mem['host_ram_gb'])} GB.")
-    t, b = a.throughput, a.bottleneck
+    b = a.bottleneck
     add("")
-    if b.get(N.RIDGE_POINT) is None:
-        add("**Speed** needs a GPU model; a memory size alone answers only the fit.")
-    elif "training" in b:
-        add(f"**Speed** on {mem['gpu_count']}× {md(b['gpu'])}: {num(t['train_tokens_per_s'])} training tokens/s, "
-            f"{duration(t['train_time_s'])} for {num(a.workload['train_tokens'])} tokens.")
-    else:
-        add(f"**Speed** on {mem['gpu_count']}× {md(b['gpu'])}: decode {num(t['decode_tokens_per_s'])} tokens/s per user "
-            f"({num(t['decode_tokens_per_s_aggregate'])} in all), prefill {num(t['prefill_tokens_per_s'])} tokens/s, "
-            f"time to first token {num(t['ttft_s'])} s.")
+    add(_markdown_speed(a))
     for line in fleet_lines(a):
         add("")
         add(f"**{line.split()[0].capitalize()}:** {md(line.split(None, 1)[1])}")

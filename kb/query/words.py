@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 
 from kb.knowledge.data import Knowledge, norm
+from kb.knowledge.records_rules import QueryRules
 
 MAX_PHRASE_TOKENS = 7
 
@@ -57,49 +59,12 @@ def vocabulary(kn: Knowledge) -> Vocab:
             display.setdefault(key, phrase)
 
     q = kn.query
-    for section, kind in ((q["tasks"], "task"), (q["questions"], "question"), (q["knobs"], "knob")):
-        for name, words in section.items():
-            for w in words:
-                add(w, kind, name)
-    for i, phrase in enumerate(q.get("phrases", [])):
-        for w in phrase["words"]:
-            add(w, "set", str(i))
-    for name, situation in q.get("situations", {}).items():
-        for w in situation["words"]:
-            add(w, "situation", name)
-    for target, w in [("ttft", w) for w in q.get("ttft_words", [])] + [("e2e", w) for w in q.get("e2e_words", [])]:
-        add(w, target, target)
-    for kind, items in (("precision", kn.precisions), ("gpu", kn.gpus), ("model", kn.models),
-                        ("runtime", kn.runtimes)):
-        for item_id, item in items.items():
-            add(item_id, kind, item_id)
-            for a in item.get("aliases", []):
-                add(a, kind, item_id)
-        alias = {"precision": kn.precision_alias, "gpu": kn.gpu_alias, "model": kn.model_alias,
-                 "runtime": kn.runtime_alias}[kind]
-        for key, item_id in alias.items():
-            table.setdefault(key, (kind, item_id))
-    units: dict[str, str] = {}
-    for unit, spec in q.get("units", {}).items():
-        for w in spec["words"]:
-            add(w, "unit", unit)
-            units.setdefault(norm(w), unit)
-        # a unit only after a number ('2k in'): in the units, not in the phrase table
-        units.update({norm(w): unit for w in spec.get("after_number", []) if norm(w) not in units})
+    _query_words(q, add)
+    _catalogue_words(kn, add, table)
+    units = _unit_words(q, add)
     for w in q["fillers"]:
         add(str(w), "filler", str(w))
-    for gpu_id, gpu in kn.gpus.items():          # "4090", "3090 ti": an RTX card by its number
-        for a in [gpu["name"], *gpu.get("aliases", [])]:
-            m = re.match(_RTX, a.lower())
-            if m:
-                add(m.group(1), "gpu", gpu_id)
-    for family in sorted({m["family"] for m in kn.models.values()}):
-        add(family, "family", family)
-    for name, members in model_series(kn).items():     # 'qwen3.5', 'glm 5', 'nemotron 3 nano'
-        if len(members) == 1:
-            add(name, "model", members[0])
-        else:
-            add(name, "family", name)
+    _names_of_cards_and_series(kn, add)
     longest = max((len(p.split()) for p in display.values()), default=1)
     keys = tuple(sorted({*table, *units}))     # linear in the names' length, unlike their prefixes
     gpu_words = frozenset(norm(w) for w in q.get("gpu_words", []))
@@ -121,6 +86,68 @@ def vocabulary(kn: Knowledge) -> Vocab:
                   name_formats=name_formats,
                   gpu_names=gpu_names)
     return vocab
+
+
+Add = Callable[[str, str, str], None]
+
+
+def _query_words(q: QueryRules, add: Add) -> None:
+    """query.yaml's words: tasks, questions, knobs, phrases, situations and latency targets."""
+    for section, kind in ((q["tasks"], "task"), (q["questions"], "question"), (q["knobs"], "knob")):
+        for name, words in section.items():
+            for w in words:
+                add(w, kind, name)
+    for i, phrase in enumerate(q.get("phrases", [])):
+        for w in phrase["words"]:
+            add(w, "set", str(i))
+    for name, situation in q.get("situations", {}).items():
+        for w in situation["words"]:
+            add(w, "situation", name)
+    for target, w in [("ttft", w) for w in q.get("ttft_words", [])] + [("e2e", w) for w in q.get("e2e_words", [])]:
+        add(w, target, target)
+
+
+def _catalogue_words(kn: Knowledge, add: Add, table: dict[str, tuple[str, str]]) -> None:
+    """Every precision, GPU, model and runtime by its id, its aliases and its alias keys."""
+    for kind, items in (("precision", kn.precisions), ("gpu", kn.gpus), ("model", kn.models),
+                        ("runtime", kn.runtimes)):
+        for item_id, item in items.items():
+            add(item_id, kind, item_id)
+            for a in item.get("aliases", []):
+                add(a, kind, item_id)
+        alias = {"precision": kn.precision_alias, "gpu": kn.gpu_alias, "model": kn.model_alias,
+                 "runtime": kn.runtime_alias}[kind]
+        for key, item_id in alias.items():
+            table.setdefault(key, (kind, item_id))
+
+
+def _unit_words(q: QueryRules, add: Add) -> dict[str, str]:
+    """The unit words, in the phrase table and by key → unit; a unit only after a number
+    ('2k in') is in the units, not in the phrase table."""
+    units: dict[str, str] = {}
+    for unit, spec in q.get("units", {}).items():
+        for w in spec["words"]:
+            add(w, "unit", unit)
+            units.setdefault(norm(w), unit)
+        units.update({norm(w): unit for w in spec.get("after_number", []) if norm(w) not in units})
+    return units
+
+
+def _names_of_cards_and_series(kn: Knowledge, add: Add) -> None:
+    """An RTX card by its number ("4090", "3090 ti"), the model families, and each model series:
+    one model names it, several make a family the size picks from ('qwen3.5', 'glm 5')."""
+    for gpu_id, gpu in kn.gpus.items():
+        for a in [gpu["name"], *gpu.get("aliases", [])]:
+            m = re.match(_RTX, a.lower())
+            if m:
+                add(m.group(1), "gpu", gpu_id)
+    for family in sorted({m["family"] for m in kn.models.values()}):
+        add(family, "family", family)
+    for name, members in model_series(kn).items():
+        if len(members) == 1:
+            add(name, "model", members[0])
+        else:
+            add(name, "family", name)
 
 
 _SIZE_WORD = r"^(\d+(?:\.\d+)?[bm]|[ae]\d+(?:\.\d+)?b|\d+x\d+(?:\.\d+)?b)$"    # 35b, a3b, e4b, 8x7b
