@@ -140,7 +140,7 @@ def test_debug_is_off_and_internal_errors_say_nothing(app, monkeypatch):
     def boom(*args, **kwargs):
         raise RuntimeError("secret detail")
 
-    monkeypatch.setattr("kb.engine.answer", boom)
+    monkeypatch.setattr("kb.engine.pipeline.answer", boom)     # where the page's question is answered
     c = app.test_client()
     page = c.get(f"/?q={q(QUERY)}")
     assert page.status_code == 500

@@ -53,7 +53,7 @@ V100_ID = Find("  - id: v100-sxm2-32gb\n", "id:")
 T4 = "  - id: t4\n    name: NVIDIA T4 16GB\n"
 T4_ALIASES = "    aliases: [t4, tesla t4, nvidia t4, t4 16gb, colab t4, google colab t4, kaggle t4]\n"
 # a formula no flow node computes directly (a broken one that is computed: see "cascade")
-STEP_MEM = "    expr: decode_bytes_per_step_gb / effective_bandwidth_gb_s\n"
+STEP_MEM = "    expr: max(decode_bytes_per_step_gb - offload_read_gb, 0) / effective_bandwidth_gb_s + offload_step_s\n"
 HEADROOM = "    expr: usable_vram_gb - per_gpu_gb\n"
 WEIGHTS_READ = "      - expr: active_params * weight_bytes_per_param / bytes_per_gb\n"
 MODEL_STATE = "    expr: weights_gb + gradients_gb + optimizer_gb + adapters_gb\n"
@@ -118,10 +118,10 @@ CASES = [
          (("nvidia-v100-datashet", ("unknown source 'nvidia-v100-datashet' "
                                    "(did you mean 'nvidia-v100-datasheet'?)")),)),
     Case("expression-syntax-column", "formulas.yaml", STEP_MEM,
-         "    expr: decode_bytes_per_step_gb / * effective_bandwidth_gb_s\n",
+         "    expr: max(decode_bytes_per_step_gb - offload_read_gb, 0) / * effective_bandwidth_gb_s + offload_step_s\n",
          (("* effective", "unexpected '*'"),)),
     Case("unknown-name-suggestion", "formulas.yaml", STEP_MEM,
-         "    expr: decode_bytes_per_step_gb / efective_bandwidth_gb_s\n",
+         "    expr: max(decode_bytes_per_step_gb - offload_read_gb, 0) / efective_bandwidth_gb_s + offload_step_s\n",
          (("efective", ("unknown name 'efective_bandwidth_gb_s' "
                        "(did you mean 'effective_bandwidth_gb_s'?)")),)),
     Case("cascade-from-a-broken-formula", "formulas.yaml", HEADROOM,
@@ -184,7 +184,7 @@ CASES = [
     Case("huge-number-yaml", "gpus.yaml", V100, V100.replace("vram_gb: 32", "vram_gb: 1e999"),
          (("1e999", "gpus[v100-sxm2-32gb].vram_gb: Input should be a finite number"),)),
     Case("huge-number-expression", "formulas.yaml", STEP_MEM,
-         "    expr: decode_bytes_per_step_gb / effective_bandwidth_gb_s * 1e400\n",
+         "    expr: max(decode_bytes_per_step_gb - offload_read_gb, 0) / effective_bandwidth_gb_s + offload_step_s * 1e400\n",
          (("1e400", "number 1e400 is too large"),)),
     Case("deep-nesting-yaml", "gpus.yaml", V100, DEEP_V100,
          # the value of vram_gb is at depth 3 (file, gpus, item): the 39th '[' is at depth 41
