@@ -140,11 +140,11 @@ SPEED_FORMULA = {"decode_tokens_per_s": "decode_tokens_per_s",
 
 
 def speed_if_it_fitted(q: str, kn: Any, name: str) -> float | None:
-    from kb.engine import Evaluated, base_scope, evaluate, gpu_scope, layout_of, resolve
+    from kb.engine import Evaluated, base_scope, evaluate, gpu_scope, layout_of, resolve_workload
     from kb.query.parse import parse
 
     w = parse(q, kn)
-    r = resolve(w, kn)
+    r = resolve_workload(w, kn)
     req = w.gpus[0] if w.gpus else None
     if req is None or req.gpu_id is None:
         return None
@@ -300,10 +300,10 @@ def write_bands(result: dict[str, Any]) -> None:
 
 
 def runtime_id(query: str, kn: Any) -> str:
-    from kb.engine import resolve
+    from kb.engine import resolve_workload
     from kb.query.parse import parse
 
-    return resolve(parse(query, kn), kn).runtime["id"]
+    return resolve_workload(parse(query, kn), kn).runtime["id"]
 
 
 SERVING_LOAD = ROOT / "tests" / "data" / "serving_load.yaml"

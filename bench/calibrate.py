@@ -70,11 +70,11 @@ def loss(kn, points) -> float:
 
 def group_of(kn, m) -> tuple[str, str]:
     """The runtime a point measures and the group of figures it fits."""
-    from kb.engine import resolve
+    from kb.engine import resolve_workload
     from kb.query.parse import parse
 
     w = parse(query_of(m), kn)
-    r = resolve(w, kn)
+    r = resolve_workload(w, kn)
     group = KINDS[m["kind"]]
     gpu = kn.gpus.get(w.gpus[0].gpu_id) if w.gpus and w.gpus[0].gpu_id else None
     if group == "decode" and r.model.get("moe"):

@@ -12,7 +12,7 @@
    and `kbq validate` of a rules copy with a 100,000-character GPU alias: exit status, CPU
    time and the process's peak resident memory (GNU time, /usr/bin/time).
 3. Validation: CPU time of building the shipped knowledge (kb.knowledge.build, what `kbq
-   validate` runs), with the workload sweep of kb.engine.sweep and with it left out, first build in a
+   validate` runs), with the workload sweep of kb.engine.flows.sweep and with it left out, first build in a
    fresh process and the best of three after, and `kbq validate`'s own wall and CPU time.
 """
 
@@ -79,8 +79,8 @@ def run_kbq(args: list[str], cwd: Path) -> tuple[int, float, float, str]:
 BUILD = """
 import sys, time
 if sys.argv[1] == "without":
-    import kb.engine.sweep
-    kb.engine.sweep.check = lambda kn, doc: []
+    import kb.engine.flows.sweep
+    kb.engine.flows.sweep.check = lambda kn, doc: []
 from kb.knowledge.build import build
 t = time.process_time(); build(sys.argv[2]); first = time.process_time() - t
 later = []
@@ -121,7 +121,7 @@ def main() -> int:
         code, seconds, rss, err = run_kbq(["validate", str(rules)], where)
         print(f"| kbq validate, a GPU alias of 100,000 characters | exit {code}, CPU {seconds * 1000:.0f} ms, "
               f"peak RSS {rss:.0f} MB: {err.split(': ', 1)[-1][:60]}… |", flush=True)
-    from kb.engine.sweep import PER_TASK, workload_queries
+    from kb.engine.flows.sweep import PER_TASK, workload_queries
     from kb import get_knowledge
 
     n = len(workload_queries(get_knowledge()))

@@ -12,7 +12,7 @@ import os
 from typing import TYPE_CHECKING
 
 from kb.version import __version__
-from kb.engine.hfconfig import read
+from kb.engine.resolving.hfconfig import read
 from kb.engine.pipeline import respond
 from kb.knowledge.derived import with_model
 from kb.knowledge.store import LOADED
@@ -24,8 +24,8 @@ if TYPE_CHECKING:
 
     from kb.query.workload import Workload
 
-    from kb.engine.answer import Answer
-    from kb.engine.answer_records import ModelSource
+    from kb.engine.assembly.answer import Answer
+    from kb.engine.assembly.answer_records import ModelSource
     from kb.knowledge.build import Knowledge
     from kb.knowledge.records import Model
 
@@ -105,7 +105,7 @@ def answered(kn: "Knowledge", query: str, *, sort: str | None = None,
         return respond(kn, query, sort=sort, options=options), kn
     except HubModelNamed as named:
         repo_id, column = named.repo_id, named.column
-    from kb.engine.hfconfig import from_hub
+    from kb.engine.resolving.hfconfig import from_hub
     from kb.errors import QueryError
     from kb.query import hub
 

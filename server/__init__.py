@@ -43,8 +43,8 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         MAX_CONTENT_LENGTH=64 * 1024,
         KBQ_ANSWER_SLOTS=2,         # answers computed at once per process (server.fairness)
         KBQ_CLIENT_SLOTS=1,         # of which one address may hold this many
-        KBQ_ANSWER_BUDGET_S=0,      # CPU seconds for an answer's costliest searches (kb.engine.budget); 0: none
-        KBQ_SEARCH_PROBES=0,        # probes an answer's capacity searches may make (kb.engine.budget); 0: no limit
+        KBQ_ANSWER_BUDGET_S=0,      # CPU seconds for an answer's costliest searches (kb.engine.search.budget); 0: none
+        KBQ_SEARCH_PROBES=0,        # probes an answer's capacity searches may make (kb.engine.search.budget); 0: no limit
     )
     if test_config:
         app.config.from_mapping(test_config)

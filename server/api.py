@@ -22,7 +22,7 @@ from pydantic import TypeAdapter
 from kb.errors import KbError, QueryError, nearest
 from server.live import LiveKnowledge, NoKnowledge
 from kb import __version__
-from kb.engine.answer import Answer
+from kb.engine.assembly.answer import Answer
 from kb.knowledge.schema import SortName
 
 bp = Blueprint("api", __name__, url_prefix="/api")
@@ -213,11 +213,11 @@ def _list_of(text: str) -> dict[str, Any]:
 @cache
 def answer_model() -> TypeAdapter[Answer]:
     """The Answer as pydantic sees it: its JSON schema, and a check of an answer's JSON.
-    kb.engine.answer names the types of its parts (kb.knowledge.records, kb.engine.answer_records) for the type checker
+    kb.engine.assembly.answer names the types of its parts (kb.knowledge.records, kb.engine.assembly.answer_records) for the type checker
     only, so that a query does not import them; they are imported here, where pydantic finds
     them (a TypeAdapter resolves the names its type leaves open in its caller's scope)."""
     from kb.knowledge.records import Value  # noqa: F401
-    from kb.engine.answer_records import (Advice, Bottleneck, ClaimChecked, ErrorBand,  # noqa: F401
+    from kb.engine.assembly.answer_records import (Advice, Bottleneck, ClaimChecked, ErrorBand,  # noqa: F401
                                    Memory, ModelSource, Option, PricesUsed, Question, Recommendation,
                                    Replicas, ReplicaLayout, Disaggregated, Side, Throughput, WorkloadDict)
 

@@ -1,6 +1,6 @@
 """Charts drawn on the server: Answer (or Flow) → an SVG string.
 
-In: a kb.engine.answer.Answer or a kb.knowledge.build.Flow. Out: inline SVG markup with a
+In: a kb.engine.assembly.answer.Answer or a kb.knowledge.build.Flow. Out: inline SVG markup with a
 <title> and <desc> for screen readers; every piece of text is XML-escaped here, so the markup
 can be placed in a page as is. Presentation lives in SVG attributes (no style attributes), so
 the page's Content-Security-Policy needs no 'unsafe-inline'.
@@ -29,7 +29,7 @@ from kb.knowledge import names as N
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from kb.engine.answer import Answer, GpuRow
+    from kb.engine.assembly.answer import Answer, GpuRow
 
 FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif"
 INK, MUTED, GRID = "#1f2937", "#6b7280", "#e5e7eb"

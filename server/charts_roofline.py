@@ -1,6 +1,6 @@
 """The roofline chart drawn on the server: Answer → an SVG string.
 
-In: a kb.engine.answer.Answer. Out: a log-log roofline of the GPU the bottleneck was judged on, with
+In: a kb.engine.assembly.answer.Answer. Out: a log-log roofline of the GPU the bottleneck was judged on, with
 the workload's operating points, as inline SVG markup (made and escaped with server.charts'
 pieces), or None when that GPU has no bandwidth or compute figures.
 
@@ -19,7 +19,7 @@ from kb.knowledge import names as N
 BOLD_W = 7.2            # average glyph width of bold 12 px text, for placing a label
 
 if TYPE_CHECKING:
-    from kb.engine.answer import Answer, GpuRow
+    from kb.engine.assembly.answer import Answer, GpuRow
 
 
 def roofline_gpu(answer: Answer) -> GpuRow | None:

@@ -11,7 +11,7 @@ cheap never waits behind them. Limits, per process:
 - `slots` answers are computed at once (`kbq serve --threads`);
 - one address has at most `per_client` of them computing; its further questions wait their turn
   in order, so a client that opens many connections gets no more than one that opens one;
-- each computation runs under a work budget (kb.engine.budget, probes of the capacity searches,
+- each computation runs under a work budget (kb.engine.search.budget, probes of the capacity searches,
   counted: the same question stops at the same place, so its answer may be kept) and a time
   budget (CPU seconds, the guard for the rest): the costliest searches stop when either is spent
   and the answer says what they did not finish.
@@ -34,7 +34,7 @@ from typing import Any, TypeVar
 
 from werkzeug.exceptions import HTTPException
 
-from kb.engine.budget import Budget, within
+from kb.engine.search.budget import Budget, within
 
 T = TypeVar("T")
 POLL_SECONDS = 0.25        # how often a waiting request looks whether its client is still there

@@ -1,13 +1,13 @@
 """The page: ask a question, see the numbers, follow the trace.
 
 In: `/?q=…` (a query from the form) or `/embed?q=…`. Out: HTML rendered on the server from
-the typed Answer (kb.engine.answer): verdict, memory bar, roofline, GPU table, the walked flowcharts,
+the typed Answer (kb.engine.assembly.answer): verdict, memory bar, roofline, GPU table, the walked flowcharts,
 sources that agree or disagree, assumptions and the trace. A query the parser rejects gives
 status 400 with the caret message and a link to the query with the nearest valid word.
 
 Templates get the Answer itself, `answer`, and one context object made from it, `view` (see
 `answer_view`). Nothing here reads a string the engine built to take it apart: a trace step's
-rule, place and sources are its own fields (kb.engine.answer.Step). The JSON API alone uses
+rule, place and sources are its own fields (kb.engine.assembly.answer.Step). The JSON API alone uses
 `Answer.to_dict()`.
 """
 
@@ -30,12 +30,13 @@ from server.trace_deps import relevant
 from server.live import LiveKnowledge
 from kb.knowledge import names as N
 from kb import answer_in
-from kb.engine.options import compute
+from kb.engine import answer as engine_answer
+from kb.engine.advising.options import compute
 from kb.present.quote import build, buy_text, memory_text, rent_text, to_quote
 from kb.query.parse import parse
 
 if TYPE_CHECKING:
-    from kb.engine.answer import Answer, Step
+    from kb.engine.assembly.answer import Answer, Step
 
 bp = Blueprint("pages", __name__)
 
@@ -211,7 +212,7 @@ def _answer_page(template: str, query: str, kn: Knowledge, ctx: dict[str, Any]) 
         return render_template(template, **ctx, quote=build(quoted, kn, asked, wider), link=page_link(query),
                                buy_text=buy_text, rent_text=rent_text, memory_text=memory_text)
     if not template.endswith("embed.html") and found.options is None and needs_change(found):
-        found.options = compute(kn, parse(query, kn), found)   # what to change, where it does not fit or is too slow
+        found.options = compute(kn, parse(query, kn), found, engine_answer)   # what to change, where it does not fit or is too slow
     view = answer_view(found, kn, embed=template.endswith("embed.html"))
     return render_template(template, **ctx, answer=found, view=view)
 

@@ -45,8 +45,8 @@ HEADER_FIELDS = 50         # header fields in a request
 HEADER_FIELD_BYTES = 8190  # one header field
 BODY_BYTES = 64 * 1024     # a request body (the app's MAX_CONTENT_LENGTH): refused before it is read
 SOCKET_BUFFER_BYTES = 64 * 1024   # kernel send/receive buffer asked for each connection
-ANSWER_BUDGET_S = 1.0      # CPU seconds for an answer's costliest searches (kb.engine.budget)
-SEARCH_PROBES = 5000       # probes an answer's capacity searches may make (kb.engine.budget; the
+ANSWER_BUDGET_S = 1.0      # CPU seconds for an answer's costliest searches (kb.engine.search.budget)
+SEARCH_PROBES = 5000       # probes an answer's capacity searches may make (kb.engine.search.budget; the
                            # generated corpus's most is 2,390: how many GPUs over the catalogue)
 CLIENT_SLOTS = 1           # answers one address may have computing at once, per worker
 

@@ -16,7 +16,7 @@ from kb.knowledge.build import Knowledge
 from kb.knowledge import names as N
 
 if TYPE_CHECKING:
-    from kb.engine.answer import Answer, Step
+    from kb.engine.assembly.answer import Answer, Step
 
 
 def figure_roots(answer: Answer, kn: Knowledge) -> set[str]:

@@ -12,7 +12,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 
 from kb import ask, get_knowledge
-from kb.engine.answer import Answer
+from kb.engine.assembly.answer import Answer
 
 KN = get_knowledge()
 # Every catalogue GPU judged on one card (as without rules/prices.yaml's advice, which judges

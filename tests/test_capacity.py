@@ -1,10 +1,10 @@
-"""Capacity questions answered by their kind's strategy (kb.engine.capacity): every kind of
+"""Capacity questions answered by their kind's strategy (kb.engine.search.capacity): every kind of
 rules/query.yaml `solve` has one, and the stages a kind does differently show in its answer."""
 
 from __future__ import annotations
 
 from kb import ask, get_knowledge
-from kb.engine.capacity import STRATEGIES, Capacity, HowManyGpus, LargestModel, MaxContext
+from kb.engine.search.capacity import STRATEGIES, Capacity, HowManyGpus, LargestModel, MaxContext
 
 
 def test_every_solve_kind_has_its_strategy() -> None:

@@ -257,11 +257,11 @@ def test_models_bad_min_context_is_a_usage_error():
                                             if not m.get("mla") and m.get("mlp", "gated") == "gated"))
 def test_arch_formulas_agree_with_the_hand_count(model_id):
     # rules/formulas.yaml arch_params_* (what --model-config uses) against the count above
-    from kb.engine import Evaluated, base_scope, evaluate, resolve
+    from kb.engine import Evaluated, base_scope, evaluate, resolve_workload
     from kb.query.workload import Workload
 
     m = KN.models[model_id]
-    ev = Evaluated(base_scope(resolve(Workload(model_id=model_id), KN), KN))
+    ev = Evaluated(base_scope(resolve_workload(Workload(model_id=model_id), KN), KN))
     evaluate(KN, ev, ["arch_params_total"])
     # the arch formulas count the decoder that a config.json's core fields describe: no encoders, no
     # per-layer embedding tables, and attention projections only on the layers with their own KV cache

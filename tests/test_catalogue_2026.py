@@ -109,10 +109,10 @@ def test_nemotron_h_keeps_a_cache_in_its_attention_blocks_and_a_state_in_its_mam
 def test_blocks_without_experts_that_are_mixers_alone_hold_no_ffn():
     # moe.dense_layers 0: the 29 blocks without experts are Mamba2 or attention only, so the arch
     # count (rules/formulas.yaml arch_dense_ffn_params) adds no dense FFN for them
-    from kb.engine import Evaluated, base_scope, evaluate, resolve
+    from kb.engine import Evaluated, base_scope, evaluate, resolve_workload
     from kb.query.workload import Workload
 
-    ev = Evaluated(base_scope(resolve(Workload(model_id="nemotron-3-nano-30b-a3b"), KN), KN))
+    ev = Evaluated(base_scope(resolve_workload(Workload(model_id="nemotron-3-nano-30b-a3b"), KN), KN))
     evaluate(KN, ev, ["arch_dense_ffn_params"])
     h, experts, shared = 2688, 128, 3712
     # per MoE block: the shared expert (3 matrices in the formula's gated count) and the router

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from kb import get_knowledge
 from kb.expr import parse as ex
-from kb.engine import ROW_FORMULAS, Evaluated, base_scope, evaluate, gpu_scope, layout_of, resolve
-from kb.engine.margins import SPEEDS
+from kb.engine import ROW_FORMULAS, Evaluated, base_scope, evaluate, gpu_scope, layout_of, resolve_workload
+from kb.engine.verdicts.margins import SPEEDS
 from kb.engine.run import ranked
 from kb.errors import EvalError
 from kb.query.parse import parse
@@ -110,9 +110,9 @@ ROW_FIELDS = ("usable_vram_gb", "per_gpu_gb", "fits", "headroom_gb", "gpus_neede
 
 
 def _alone(q: str, gpu_id: str, count: int) -> Evaluated:
-    """One GPU on its own scope, as kb.engine.solve probes it."""
+    """One GPU on its own scope, as kb.engine.search.solve probes it."""
     w = parse(q, KN)
-    r = resolve(w, KN)
+    r = resolve_workload(w, KN)
     ev = Evaluated(gpu_scope(base_scope(r, KN), KN.gpus[gpu_id], count, r.precision, layout_of(r, KN, count)))
     evaluate(KN, ev, [n for n, f in KN.formulas.items() if not f.per_gpu])
     evaluate(KN, ev, ROW_FORMULAS[r.is_training])

@@ -1,4 +1,4 @@
-"""Cards compared with no count are compared at what each takes to run the job (kb.engine.compare_counts).
+"""Cards compared with no count are compared at what each takes to run the job (kb.engine.advising.compare_counts).
 
 Hand derivations, from rules/gpus.yaml and rules/models.yaml:
 - DeepSeek-R1 at fp8 is about 673 GB of weights (671B parameters at one byte, plus the 16-bit
@@ -14,7 +14,7 @@ import pytest
 from practitioner_reading import KN
 
 import kb
-from kb.engine.answer import Answer, GpuRow
+from kb.engine.assembly.answer import Answer, GpuRow
 
 
 def requested(a: Answer) -> dict[str, GpuRow]:

@@ -1,7 +1,7 @@
 """`kbq export`: wiki pages and Mermaid charts from the rules (kb.present.export).
 
 The pages are written by the installed console script. Their figures are checked against the
-engine itself (kb.engine.answer on the same query), the Mermaid charts are parsed back and
+engine itself (kb.engine.assembly.answer on the same query), the Mermaid charts are parsed back and
 compared with the flows, and every relative link must reach a page and an anchor on it. The Mermaid charts are in
 tests/test_export_mermaid.py, a rule file's way to the wiki in tests/test_export_round_trip.py.
 """

@@ -1,7 +1,7 @@
 """The shortcuts of the capacity searches give the answers of the searches they stand for:
-an option's how-many answer over the catalogue (kb.engine.fewest) leads with the row every
+an option's how-many answer over the catalogue (kb.engine.search.fewest) leads with the row every
 card's search leads with; a size search that brackets the boundary by the margin
-(kb.engine.bracket) finds the plain bisection's size; Workload.copy is copy.deepcopy."""
+(kb.engine.search.bracket) finds the plain bisection's size; Workload.copy is copy.deepcopy."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import pytest
 
 from kb import get_knowledge
 from kb.engine import answer
-from kb.engine.probes import Probes
-from kb.engine.scope import capacity_gpu
-from kb.engine.solve import _arch_ranges, _floor_digits, largest_fitting
+from kb.engine.search.probes import Probes
+from kb.engine.resolving.scope import capacity_gpu
+from kb.engine.search.solve import _arch_ranges, _floor_digits, largest_fitting
 from kb.query.parse import parse
 
 HOW_MANY = ["how many gpus for mistral-small-3.1-24b full fine-tune", "how many gpus for qwen3-235b lora",

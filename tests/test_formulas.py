@@ -134,11 +134,11 @@ def test_qlora_base_is_nf4():
 def test_decode_bound_matches_article_formula():
     # 000: 7B FP16 (14 GB) on RTX 4000 Ada (360 GB/s) → ~26 tok/s upper bound: 360 / 14 = 25.71
     from kb import get_knowledge
-    from kb.engine import Evaluated, evaluate, gpu_scope, base_scope, resolve
+    from kb.engine import Evaluated, evaluate, gpu_scope, base_scope, resolve_workload
     from kb.query.parse import parse
 
     kn = get_knowledge()
-    r = resolve(parse("infer 7B fp16", kn), kn)
+    r = resolve_workload(parse("infer 7B fp16", kn), kn)
     ev = Evaluated(gpu_scope(base_scope(r, kn), kn.gpus["rtx-4000-ada"], 1, r.precision))
     evaluate(kn, ev, ["decode_tokens_per_s_bound"])
     assert ev.scope["decode_tokens_per_s_bound"] == pytest.approx(360 / 14, rel=REL)

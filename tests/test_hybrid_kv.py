@@ -117,7 +117,7 @@ def test_model_config_reads_a_gated_deltanet_hybrid(tmp_path):
 
 def test_model_config_parameter_count_of_a_hybrid_moe(tmp_path):
     from kb import get_knowledge
-    from kb.engine.hfconfig import read
+    from kb.engine.resolving.hfconfig import read
 
     m = read(_config(tmp_path, **QWEN3_NEXT_CONFIG), get_knowledge())
     # the card: 80B total; within 3% (hand count from these figures: 79.6B)
@@ -129,7 +129,7 @@ def test_a_field_the_config_leaves_out_takes_its_default_from_the_rules(tmp_path
     from dataclasses import replace
 
     from kb import get_knowledge
-    from kb.engine.hfconfig import read
+    from kb.engine.resolving.hfconfig import read
 
     kn = get_knowledge()
     omitted = {k: v for k, v in QWEN3_NEXT_CONFIG.items() if k not in ("full_attention_interval",
@@ -144,7 +144,7 @@ def test_a_field_the_config_leaves_out_takes_its_default_from_the_rules(tmp_path
 
 def test_model_config_reads_quantization_config(tmp_path):
     from kb import get_knowledge
-    from kb.engine.hfconfig import read
+    from kb.engine.resolving.hfconfig import read
 
     kn = get_knowledge()
     oss = dict(model_type="gpt_oss", hidden_size=2880, num_hidden_layers=24, num_attention_heads=64,
@@ -168,7 +168,7 @@ def test_quantization_formats_come_from_the_rules_table():
     rules/sources.yaml hf-transformers-docs); a table without a row for a method reads
     its checkpoints as 16-bit."""
     from kb import get_knowledge
-    from kb.engine.hflayers import native_precision
+    from kb.knowledge.hflayers import native_precision
 
     table = get_knowledge().query["hf_quantization"]
     assert table is not None
@@ -184,7 +184,7 @@ def test_quantization_formats_come_from_the_rules_table():
 
 def test_model_config_gemma3_pattern_and_llama4_chunks(tmp_path):
     from kb import get_knowledge
-    from kb.engine.hfconfig import read
+    from kb.engine.resolving.hfconfig import read
 
     kn = get_knowledge()
     gemma = dict(model_type="gemma3_text", hidden_size=1152, num_hidden_layers=26, num_attention_heads=4,

@@ -164,7 +164,7 @@ def test_gpus_needed_is_the_fewest_gpus_that_hold_the_job(w: dict[str, Any]) -> 
         return                                # distributed one: another job, judged on its own
     assert at_n.gpus[0].fits, (query(w), n)
     # a training job laid out at scale past a node's square of GPUs (64 at 8 per node) is sized in
-    # whole nodes (kb.engine.solve.fewest_scanned: servers are bought and rented by the node), so
+    # whole nodes (kb.engine.search.solve.fewest_scanned: servers are bought and rented by the node), so
     # the count one node smaller is the one that must not hold it
     node = int(KN.constants["gpus_per_node"]["value"])
     fewer = n - node if w["task"] in TRAINING_TASKS and n > node * node and n % node == 0 else n - 1

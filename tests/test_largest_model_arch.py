@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from kb import ask, get_knowledge
-from kb.engine.bare_size import bare_size_ref
-from kb.engine.scope import capacity_gpu, question_format
-from kb.engine.solve import _arch_ranges, probe, step_of
+from kb.engine.resolving.bare_size import bare_size_ref
+from kb.engine.resolving.scope import capacity_gpu, question_format
+from kb.engine.search.solve import _arch_ranges, probe, step_of
 from kb.query.parse import parse
 
 GB = 1e9

@@ -183,16 +183,16 @@ def test_a_formula_finite_on_some_workloads_of_each_kind_still_validates(tmp_pat
 
 
 def test_the_generated_workloads_span_every_task_precision_and_size() -> None:
-    from kb.engine import resolve
+    from kb.engine import resolve_workload
     from kb.query.parse import parse
-    from kb.engine.sweep import AXES, PER_TASK, workload_queries
+    from kb.engine.flows.sweep import AXES, PER_TASK, workload_queries
 
     kn = get_knowledge()
     made = workload_queries(kn)
     tasks = [t for t, _ in made]
     assert set(tasks) == set(kn.query["tasks"]) and all(tasks.count(t) == PER_TASK for t in set(tasks))
     for _, query in made:
-        resolve(parse(query, kn), kn)               # each is a workload the rules answer
+        resolve_workload(parse(query, kn), kn)               # each is a workload the rules answer
     words = " ".join(q for _, q in made).split()
     assert set(kn.precisions) <= set(words)
     for unit in AXES:                               # the limits' ends and the default are met

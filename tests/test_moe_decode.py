@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from kb import get_knowledge
-from kb.engine import Evaluated, answer, base_scope, evaluate, gpu_scope, layout_of, resolve
+from kb.engine import Evaluated, answer, base_scope, evaluate, gpu_scope, layout_of, resolve_workload
 from kb.query.parse import parse
 
 KN = get_knowledge()
@@ -22,7 +22,7 @@ CALIBRATION = Path(__file__).parent / "data" / "calibration.yaml"
 def scope_of(query: str, names: list[str]) -> dict[str, Any]:
     """The formulas `names` evaluated for the first GPU the query names."""
     w = parse(query, KN)
-    r = resolve(w, KN)
+    r = resolve_workload(w, KN)
     req = w.gpus[0]
     ev = Evaluated(gpu_scope(base_scope(r, KN), KN.gpus[req.gpu_id], req.count, r.precision,
                              layout_of(r, KN, req.count)))

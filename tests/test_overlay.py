@@ -12,7 +12,7 @@ from pathlib import Path
 from kb import ask, get_knowledge
 from kb.knowledge.derived import with_model
 from kb.query.words import vocab_of
-from kb.engine.hfconfig import read
+from kb.engine.resolving.hfconfig import read
 
 CONFIG = Path(__file__).parent / "data" / "llama-3.1-8b-config.json"
 WITH_CONFIG = "serve int4 16 users on rtx 4090"

@@ -1,4 +1,4 @@
-"""The capacity searches (kb.engine.solve, kb.engine.probes) give what a probe made from scratch
+"""The capacity searches (kb.engine.search.solve, kb.engine.search.probes) give what a probe made from scratch
 and a plain bisection give: computing the cards as columns and narrowing the bracket by the
 margin change how fast the answer comes, not the answer."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from kb import get_knowledge
-from kb.engine.probes import Probes
-from kb.engine.solve import largest_fitting
+from kb.engine.search.probes import Probes
+from kb.engine.search.solve import largest_fitting
 from kb.query.parse import parse
 
 QUESTIONS = ["max users for 70B int4 on h200 at 32k context", "max context for 8b on 4090",
@@ -39,7 +39,7 @@ def test_the_search_finds_the_bisections_value(query: str) -> None:
     spec = kn.query["solve"][w.question]
     gpu = kn.gpus[w.gpus[0].gpu_id] if w.gpus and w.gpus[0].gpu_id else None
     if gpu is None:
-        from kb.engine.scope import capacity_gpu
+        from kb.engine.resolving.scope import capacity_gpu
         gpu = capacity_gpu(w.gpus[0], kn)
     count = w.gpus[0].count
     holds = spec.get("holds", "fits")
@@ -87,7 +87,7 @@ def test_an_option_reads_whether_a_count_is_found_from_one_probe(query: str) -> 
     """The "more GPUs" option drops a how-many answer that found a count (its row holds the job):
     the one probe at the search's most GPUs says so as the whole answer does."""
     from kb.engine import answer
-    from kb.engine.options import _count_found
+    from kb.engine.advising.options import _count_found
 
     kn = get_knowledge()
     w = parse(query, kn)
@@ -100,7 +100,7 @@ def test_an_option_reads_whether_a_count_is_found_from_one_probe(query: str) -> 
 def test_a_probe_dropped_from_the_bounded_store_is_made_again_alike(monkeypatch: pytest.MonkeyPatch) -> None:
     """A Probes keeps at most KEPT probes (and resolved workloads); past that the oldest go, and
     one asked again is made again, the same as before."""
-    from kb.engine import probes
+    from kb.engine.search import probes
 
     monkeypatch.setattr(probes, "KEPT", 3)
     kn = get_knowledge()

@@ -124,10 +124,10 @@ def test_model_config_errors_are_clear(tmp_path):
                                       "mixtral-8x7b", "gemma-2-9b", "qwen2.5-7b"])
 def test_architecture_formula_reproduces_published_counts(model_id):
     # published parameter counts (model cards) vs arch_params_total on the config values
-    from kb.engine import Evaluated, base_scope, evaluate, resolve
+    from kb.engine import Evaluated, base_scope, evaluate, resolve_workload
     from kb.query.workload import Workload
 
-    r = resolve(Workload(model_id=model_id), KN)
+    r = resolve_workload(Workload(model_id=model_id), KN)
     ev = Evaluated(base_scope(r, KN))
     evaluate(KN, ev, ["arch_params_total"])
     assert ev.scope["arch_params_total"] == pytest.approx(KN.models[model_id]["params_total"], rel=0.01)

@@ -10,7 +10,7 @@ import pytest
 
 from kb import ask, get_knowledge
 from kb.engine import answer
-from kb.engine.layout import choose
+from kb.engine.resolving.layout import choose
 from kb.query.parse import parse
 
 KN = get_knowledge()
@@ -125,7 +125,7 @@ def test_the_next_card_up_stays_with_the_vendor_and_class_asked_about():
 @pytest.mark.parametrize("query", ["serve llama 3.1 70b fp16", "serve qwen2.5-72b fp16 16 users"])
 def test_a_ranking_recommends_only_valid_tensor_parallel_counts(query):
     # vLLM: tensor parallelism must divide the attention heads and stay inside a node
-    # (vllm-parallelism-docs); kb.engine.layout's canonical layouts are those
+    # (vllm-parallelism-docs); kb.engine.resolving.layout's canonical layouts are those
     a = ask(query)
     heads = KN.models[a.workload["model"]]["attention_heads"]
     for r in a.gpus:

@@ -48,7 +48,7 @@ def test_division_by_a_zero_constant_is_a_warning_naming_the_formula(
 
 def test_a_formula_that_overflows_inside_ceil_is_a_load_error(rules: Path) -> None:
     """It overflows on every inference workload, so validation refuses it at its expression
-    (kb.engine.sweep) rather than let every inference answer carry the warning."""
+    (kb.engine.flows.sweep) rather than let every inference answer carry the warning."""
     line, column = edit(rules, "formulas.yaml",
                         "expr: max(1, ceil((total_gb - overhead_gb) / (usable_vram_gb - runtime.overhead_gb)))",
                         "expr: max(1, ceil((total_gb - overhead_gb) / (usable_vram_gb - runtime.overhead_gb) "

@@ -13,7 +13,7 @@ import json
 import urllib.parse
 
 from kb import ask
-from kb.engine.budget import within
+from kb.engine.search.budget import within
 
 QUERY = "how many gpus for llama-3.1-70b"
 
@@ -51,7 +51,7 @@ def test_the_same_budget_gives_the_same_answer():
 
 def test_options_stop_at_the_probe_budget():
     """A capacity question that does not fit searches once more for each change that might make
-    it fit (kb.engine.options); with the budget spent by the question's own search, they are not
+    it fit (kb.engine.advising.options); with the budget spent by the question's own search, they are not
     tried, and the answer says so. Llama 3.1 405B at fp16 is 810 GB of weights alone (405e9 x 2 B),
     so no context fits on one 24 GB RTX 4090."""
     query = "max context for llama-3.1-405b fp16 on rtx 4090"

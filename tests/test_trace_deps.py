@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kb import ask, get_knowledge
-from kb.engine.answer import Step
+from kb.engine.assembly.answer import Step
 from server.trace_deps import figure_roots, needed, relevant
 
 SERVE = "serve llama-3.1-70b fp16 16 users"

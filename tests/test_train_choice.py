@@ -1,5 +1,5 @@
 """A which-GPU or cheapest training question that names no method is ranked at the way people run
-the job on that money (kb.engine.train_choice), said in the assumptions.
+the job on that money (kb.engine.advising.train_choice), said in the assumptions.
 
 Hand derivations (rules/models.yaml, rules/precisions.yaml, prices.yaml):
 - Llama 3.1 70B's 70.6e9 weights are 141 GB at 16 bits: a 16-bit LoRA needs a card of more than
@@ -13,7 +13,7 @@ Hand derivations (rules/models.yaml, rules/precisions.yaml, prices.yaml):
 import pytest
 
 import kb
-from kb.engine.answer import Answer
+from kb.engine.assembly.answer import Answer
 
 
 def method(a: Answer) -> str:

@@ -60,7 +60,7 @@ def test_pretraining_on_hundreds_of_gpus_runs_megatron_at_its_published_mfu():
 def test_megatron_split_is_a_valid_layout():
     # TP divides the query and KV heads and stays in a node, PP divides the layers, TP × PP
     # divides the count (Megatron-LM's start-up checks): Llama 3.1 70B, 64 heads, 8 KV heads, 80 layers
-    from kb.engine.training import model_parallel_layouts
+    from kb.engine.resolving.training import model_parallel_layouts
     splits = model_parallel_layouts(128, 64, 8, 80, 8)
     assert splits[0] == (1, 1)
     for t, p in splits:

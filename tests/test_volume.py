@@ -15,7 +15,7 @@ import pytest
 from practitioner_reading import KN
 
 import kb
-from kb.engine.answer import Answer
+from kb.engine.assembly.answer import Answer
 from kb.errors import QueryError
 from kb.query.parse import parse
 

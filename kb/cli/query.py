@@ -276,7 +276,7 @@ def _batch(path: str, rules: str | None, jobs: int | None = None, settings: Sett
 
             LOADED.priced(rules, settings.prices)
         if settings.config is not None:
-            from kb.engine.hfconfig import read
+            from kb.engine.resolving.hfconfig import read
 
             read(settings.config, kn)
     except KbError as err:

@@ -22,7 +22,7 @@ def schema(name: str) -> None:
     if name == "answer":
         from pydantic import TypeAdapter
 
-        from kb.engine.answer import Answer
+        from kb.engine.assembly.answer import Answer
 
         click.echo(dump(TypeAdapter(Answer).json_schema()), nl=False)
         return

@@ -2,18 +2,20 @@
 
 In: the Knowledge, the query text (or a Workload already read from it) and the settings of
 the surface that asks (sort, options). Out: the Answer every surface renders, its verdict
-composed (kb.engine.verdict) after the options are known. kb.ask and kb.answer_in call this.
+composed (kb.engine.verdicts.verdict) after the options are known. kb.ask and kb.answer_in call this.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kb.engine import answer, volume
-from kb.engine.compare import sides
-from kb.engine.compare_counts import compared, local_fallback, settle
-from kb.engine.options import compute
-from kb.engine.verdict import compose, fitted
+from kb.engine import answer
+
+from kb.engine.resolving import volume
+from kb.engine.advising.compare import sides
+from kb.engine.advising.compare_counts import compared, local_fallback, settle
+from kb.engine.advising.options import compute
+from kb.engine.verdicts.verdict import compose, fitted
 from kb.figures import num
 from kb.knowledge import names as N
 from kb.query.parse import parse
@@ -21,8 +23,8 @@ from kb.query.parse import parse
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from kb.engine.answer import Answer, GpuRow
-    from kb.engine.answer_records import Option
+    from kb.engine.assembly.answer import Answer, GpuRow
+    from kb.engine.assembly.answer_records import Option
     from kb.knowledge.data import Knowledge
     from kb.knowledge.records_rules import LocalFallback
     from kb.query.workload import Workload
@@ -52,21 +54,21 @@ def respond(kn: Knowledge, query: str, w: Workload | None = None, *, sort: str |
         volume.settle(kn, w, query)
     if cards or volume_asked:
         reread = w.copy().copy
-    from kb.engine import replicas      # serving many users: replicas of a layout
+    from kb.engine.search import replicas  # serving many users: replicas of a layout
 
     return with_options(replicas.answered(w, kn, query) or answer(w, kn, query), w, kn, reread, said)
 
 
 def with_options(a: Answer, w: Workload, kn: Knowledge, asked: Callable[[], Workload], said: str = "") -> Answer:
     """Options when asked for, or when the GPUs asked about do not hold the job
-    (kb.engine.options), duplicates merged; the sides of a comparison ("fp8 vs int4":
-    kb.engine.compare); the verdict composed again with them."""
+    (kb.engine.advising.options), duplicates merged; the sides of a comparison ("fp8 vs int4":
+    kb.engine.advising.compare); the verdict composed again with them."""
     if w.compare is not None:
         a.comparison = sides(kn, asked(), a)
     rows = [g for g in a.gpus if g.requested]
     if w.want_options or (rows and not any(g.fits for g in rows)):
         as_asked = asked()              # the query read once more: the engine filled `w` in place
-        a.options = merged(compute(kn, as_asked, a))
+        a.options = merged(compute(kn, as_asked, a, answer))
         if w.focus == "time" and w.compare is None and rows and "training" in a.bottleneck:
             a, said = as_run(a, kn) or (a, "")
         elif rows and (fb := local_fallback(kn, as_asked, a)) is not None:
@@ -121,7 +123,7 @@ def _at_format(a: Answer, kn: Knowledge, fb: LocalFallback, first: GpuRow) -> tu
     if fmt is None or asked_prec not in kn.precisions or \
             fmt["bits_per_weight"] >= kn.precisions[asked_prec]["bits_per_weight"]:
         return None
-    from kb.engine.options import compute
+    from kb.engine.advising.options import compute
 
     def at_format() -> Workload:
         w = parse(a.query, kn)
@@ -129,7 +131,7 @@ def _at_format(a: Answer, kn: Knowledge, fb: LocalFallback, first: GpuRow) -> tu
         return w
     b = answer(at_format(), kn, a.query)
     b.query = a.query
-    b.options = merged(compute(kn, at_format(), b))
+    b.options = merged(compute(kn, at_format(), b, answer))
     need, has = num(first.per_gpu_gb or 0), num(first.usable_vram_gb or 0)
     said = (f"As asked, at {asked_prec}, it needs {need} of {has} GB per GPU; "
             f"at {fb['precision']}, {fb['text']}, as below.")

@@ -1,11 +1,11 @@
 """The engine's entry: Workload + Knowledge → Answer.
 
-In: a Workload (kb.query.parse) and the Knowledge. Out: an Answer (kb.engine.answer).
-Steps: resolve the model, precision and defaults (kb.engine.scope, kb.engine.inputs); evaluate every candidate GPU
-at once (kb.engine.gpus, kb.engine.evaluate); rank them by the sizing flow's ranking; on the
-first GPU's own view, walk each flow (kb.engine.walk); check the sources' claims
-(kb.engine.claims); assemble the answer (kb.engine.assemble). A capacity question is answered by
-its kind's strategy (kb.engine.capacity: searched, then answered at its value); any other by the
+In: a Workload (kb.query.parse) and the Knowledge. Out: an Answer (kb.engine.assembly.answer).
+Steps: resolve the model, precision and defaults (kb.engine.resolving.scope, kb.engine.resolving.inputs); evaluate every candidate GPU
+at once (kb.engine.resolving.gpus, kb.engine.evaluate); rank them by the sizing flow's ranking; on the
+first GPU's own view, walk each flow (kb.engine.flows.walk); check the sources' claims
+(kb.engine.flows.claims); assemble the answer (kb.engine.assembly.assemble). A capacity question is answered by
+its kind's strategy (kb.engine.search.capacity: searched, then answered at its value); any other by the
 ranking and the stages of PLAIN_STAGES that apply to it. Pure: no I/O, no printing.
 """
 
@@ -15,25 +15,35 @@ from collections.abc import Callable
 
 from typing import TYPE_CHECKING, cast
 
-from kb.engine import advice as rightsize, capacity, cost_batch, per_card, train_choice, unknown
+from kb.engine.advising import advice as rightsize
 
-from kb.engine import solve
-from kb.engine import training as tr
-from kb.engine.answer import Answer, GpuRow
-from kb.engine.assemble import (ROW_FORMULAS, brief_answer, bottleneck, error_bands,
+from kb.engine.search import capacity
+
+from kb.engine.resolving import cost_batch
+
+from kb.engine.advising import per_card
+
+from kb.engine.advising import train_choice
+
+from kb.engine.verdicts import unknown
+
+from kb.engine.search import solve
+from kb.engine.resolving import training as tr
+from kb.engine.assembly.answer import Answer, GpuRow
+from kb.engine.assembly.assemble import (ROW_FORMULAS, brief_answer, bottleneck, error_bands,
                                 gpu_warnings, memory, rank_order, rows_of, shown_figures, workload_dict)
-from kb.engine.claims import check_claims
+from kb.engine.flows.claims import check_claims
 from kb.engine.evaluate import Evaluated, Scope, evaluate
-from kb.engine.gpus import catalogue_columns, layout_columns, layout_of, layouts_of
-from kb.engine.inputs import base_scope
-from kb.engine.layout import Layout
-from kb.engine.scope import Resolved, capacity_gpu, question_format, resolve
-from kb.engine.probes import Probes
-from kb.engine.single_probe import choose_split
-from kb.engine.verdict import compose
-from kb.engine.speculative import spec_note
+from kb.engine.resolving.gpus import catalogue_columns, layout_columns, layout_of, layouts_of
+from kb.engine.resolving.inputs import base_scope
+from kb.engine.resolving.layout import Layout
+from kb.engine.resolving.scope import Resolved, capacity_gpu, question_format, resolve_workload
+from kb.engine.search.probes import Probes
+from kb.engine.search.single_probe import choose_split
+from kb.engine.verdicts.verdict import compose
+from kb.engine.resolving.speculative import spec_note
 from kb.knowledge.gpu_names import gemm_of, gpu_columns, runs_on
-from kb.engine.walk import Tracer, applies, differs, walk
+from kb.engine.flows.walk import Tracer, applies, differs, walk
 from kb.expr.parse import Col
 from kb.knowledge.data import Knowledge
 from kb.query.workload import Workload
@@ -41,15 +51,15 @@ from kb.knowledge import names as N
 
 if TYPE_CHECKING:
     from kb.knowledge.records import GPU
-    from kb.engine.answer_records import Advice, ClaimChecked, Outcome, Question
+    from kb.engine.assembly.answer_records import Advice, ClaimChecked, Outcome, Question
 
 
 def answer(w: Workload, kn: Knowledge, query: str = "", *, brief: bool = False) -> Answer:
     """The answer to a workload; a capacity question is solved first, then answered at its value.
     `brief`: only the figures (GPU rows, memory, speed and cost), without the flows' walk, the
-    trace, the claims and the advice text: what an option (kb.engine.options) shows of its answer.
+    trace, the claims and the advice text: what an option (kb.engine.advising.options) shows of its answer.
     The engine puts what was asked and what answers it on `Answer.question` (its kind, the figure,
-    the sizing flow's outcome); the verdict text is composed from that by kb.engine.verdict."""
+    the sizing flow's outcome); the verdict text is composed from that by kb.engine.verdicts.verdict."""
     question_format(w, kn)
     if w.question in kn.query["solve"]:
         result = capacity.answer(kn, w, ranked, query, brief)
@@ -80,7 +90,7 @@ class _Plain:
 
 
 def _method(p: _Plain, asked: Workload, result: Answer) -> Answer | None:
-    """The training method an expert would choose for the cards (kb.engine.train_choice)."""
+    """The training method an expert would choose for the cards (kb.engine.advising.train_choice)."""
     return train_choice.chosen(p.kn, asked, result, p.rank)
 
 
@@ -92,7 +102,7 @@ def _scale_out(p: _Plain, asked: Workload, result: Answer) -> Answer | None:
 
 
 def _cost_batch(p: _Plain, asked: Workload, result: Answer) -> Answer | None:
-    """A cost question at the batch that loads the cards (kb.engine.cost_batch)."""
+    """A cost question at the batch that loads the cards (kb.engine.resolving.cost_batch)."""
     found = cost_batch.loaded(asked, p.kn, result, p.rank)
     if found is None:
         return None
@@ -180,7 +190,7 @@ def _exact_gpus_needed(kn: Knowledge, w: Workload, rows: list[GpuRow],
                        primary: Evaluated) -> None:
     """Rows that do not fit get the fewest GPUs that hold the job by the forward model (the
     even-split formula can be too few when the KV cache is replicated over tensor-parallel ranks)."""
-    from kb.engine import solve
+    from kb.engine.search import solve
 
     steps = int(kn.constants[N.GPUS_PER_NODE]["value"]) ** 2
     probes = Probes(kn, w)
@@ -198,7 +208,7 @@ def _exact_gpus_needed(kn: Knowledge, w: Workload, rows: list[GpuRow],
 def _scaled_gpus_needed(kn: Knowledge, asked: Workload, rows: list[GpuRow],
                         candidates: list[tuple[GPU, int, bool]], order: list[int], primary: Evaluated) -> None:
     """A training job no count holds under the runtime's own data parallel (gpus_needed 0):
-    several GPUs run it in the layout people use at that scale (kb.engine.training.resolve_at_scale),
+    several GPUs run it in the layout people use at that scale (kb.engine.resolving.training.resolve_at_scale),
     so the fewest that hold it come from the forward model over the count."""
     upper = int(kn.query["solve"]["how_many_gpus"]["upper"])
     for rank, i in enumerate(order):
@@ -215,7 +225,7 @@ def _scaled_gpus_needed(kn: Knowledge, asked: Workload, rows: list[GpuRow],
 def ranked(w: Workload, kn: Knowledge, query: str = "", brief: bool = False) -> Answer:
     """The answer on the candidate cards (a plain question's ranking, before answer() may settle on
     another question of it); a ranking also ranks, under the runtime that runs them,
-    the cards its default runtime does not (kb.engine.per_card)."""
+    the cards its default runtime does not (kb.engine.advising.per_card)."""
     asked = w.copy() if per_card.applies(w, kn) else None
     result = _ranked(w, kn, query, brief)
     if asked is None:
@@ -257,8 +267,8 @@ def _ranked(w: Workload, kn: Knowledge, query: str = "", brief: bool = False,
 
 def _resolved(w: Workload, kn: Knowledge) -> Resolved:
     """The workload resolved; a model-parallel training stack on the cards named with no split
-    asked gets the split chosen for its first card (kb.engine.single_probe.choose_split)."""
-    r = resolve(w, kn)
+    asked gets the split chosen for its first card (kb.engine.search.single_probe.choose_split)."""
+    r = resolve_workload(w, kn)
     if r.is_training and w.gpus and not (w.tp or w.pp) and tr.is_model_parallel(w, kn):
         req = w.gpus[0]
         choose_split(kn, r, capacity_gpu(req, kn) if req.gpu_id is None else kn.gpus[req.gpu_id],
@@ -287,7 +297,7 @@ def _evaluated(w: Workload, kn: Knowledge, r: Resolved, candidates: list[tuple[G
                gpus: Scope) -> tuple[list[tuple[GPU, int, bool]], Evaluated, list[Layout]]:
     """Every candidate evaluated at once (per-GPU names hold one value per candidate,
     kb.expr.parse.Col) for its row and cost. A ranking over the catalogue first finds each card's
-    fewest GPUs that hold the job and judges the card at that count (kb.engine.advice)."""
+    fewest GPUs that hold the job and judges the card at that count (kb.engine.advising.advice)."""
     layouts = layouts_of(r, kn, candidates)
     gpus = {**gpus, **layout_columns(layouts)}
     base = base_scope(r, kn)

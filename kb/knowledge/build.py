@@ -8,8 +8,8 @@ formula's evaluation order and each flow's layers), or
 Checks beyond the schema: ids and aliases unique, every source id known, every expression
 parses, every name resolves, units agree, no cycles between formulas, flows acyclic with every
 node reachable and every question's branches covered; every formula a finite number on at
-least one reference workload (kb.engine.reference), and on at least one workload of every task it
-applies to (kb.engine.sweep). The checks are in kb.knowledge.checks, the
+least one reference workload (kb.engine.flows.reference), and on at least one workload of every task it
+applies to (kb.engine.flows.sweep). The checks are in kb.knowledge.checks, the
 compiling of formulas, flows and claims in kb.knowledge.compile; this module loads the files
 and assembles the Knowledge.
 """
@@ -72,7 +72,7 @@ def build(root: str | Path) -> Knowledge:
         _check_the_rest(root, docs, parsed, errs)
         raise RuleErrors(errs.errors)
     kn = _assemble(root, docs, parsed, errs)
-    from kb.engine import reference
+    from kb.engine.flows import reference
 
     problems = reference.check_all(kn, docs["query"], docs["formulas"])
     if problems:

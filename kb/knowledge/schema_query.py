@@ -52,7 +52,7 @@ class SolveSchema(Strict):
     holds: str = "fits"                  # the bool formula the value must keep (formulas.yaml)
     verdict_floor: str | None = None     # when the speed floor, not memory, stops the search
     verdict_layout: str | None = None    # when fewer GPUs fit but form no valid layout
-    verdict_replicas: str | None = None  # serving: replicas of a layout (kb.engine.replicas)
+    verdict_replicas: str | None = None  # serving: replicas of a layout (kb.engine.search.replicas)
     verdict_disaggregated: str | None = None  # ...and prefill on workers of its own, when that takes fewer GPUs
     precision: SolvePrecisionSchema | None = None   # a continuous value (params): how fine
 

@@ -101,7 +101,7 @@ VIEWS: dict[str, View] = {
     "GpuSchema": View(
         "GPU", "records", why="A gpus.yaml entry, with its capacity in GB and GiB (kb.knowledge.checks."
         "capacities) and, when rules/prices.yaml is there, its prices (kb.knowledge.prices.merge). "
-        "A bare capacity (\"on 20GB\", kb.engine.scope.capacity_gpu) has only the keys that are not "
+        "A bare capacity (\"on 20GB\", kb.engine.resolving.scope.capacity_gpu) has only the keys that are not "
         "NotRequired, vendor \"any\" and {} for tensor_tflops.",
         added={**CAPACITY_KEYS, **GPU_PRICE_KEYS},
         types={"vendor": "str", "memory_bytes": "float", "bandwidth_gb_s": "float | None",
@@ -114,7 +114,7 @@ VIEWS: dict[str, View] = {
     "MoeSchema": View("Moe", "records", optional="moe_layers shared_expert_intermediate_size "
                                                   "dense_intermediate_size dense_layers"),
     "ModelSchema": View(
-        "Model", "records", why="A models.yaml entry. One read from a config.json (kb.engine.hfconfig) "
+        "Model", "records", why="A models.yaml entry. One read from a config.json (kb.engine.resolving.hfconfig) "
         "has the keys that are not NotRequired, and of the rest only those its config sets.",
         optional="aliases mlp active_embeddings encoder_params card_rounding sliding_window "
                  "sliding_window_layers local_attention attention_layers kv_shared_layers "

@@ -2,7 +2,7 @@
 bands, the sources' flowcharts, where the sources agree or disagree, every assumption and
 warning, and the trace.
 
-In: an Answer (kb.engine.answer). Out: text lines.
+In: an Answer (kb.engine.assembly.answer). Out: text lines.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from kb.figures import BREAKDOWN_LABELS, num
 from kb.knowledge import names as N
 
 if TYPE_CHECKING:
-    from kb.engine.answer import Answer
+    from kb.engine.assembly.answer import Answer
     from kb.knowledge.records import Value
 
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kb.engine.answer import Answer, Step
+from kb.engine.assembly.answer import Answer, Step
 from kb.errors import EvalError, KbError
 from kb.present.export_text import anchor, code, math, name_link, number, page, src_link, table, with_unit
 from kb.knowledge.data import Formula, Knowledge

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING
 from kb.figures import duration, num
 from kb.links import web_address
 from kb.knowledge import names as N
-from kb.engine.options import compute
+from kb.engine import answer as engine_answer
+from kb.engine.advising.options import compute
 from kb.errors import KbError
 from kb.query.parse import parse
 from kb.query.unparse import unparse
@@ -26,7 +27,7 @@ from kb.query.unparse import unparse
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from kb.engine.answer import Answer, GpuRow
+    from kb.engine.assembly.answer import Answer, GpuRow
     from kb.knowledge.data import Knowledge
 
 ALTERNATIVES = 2        # alternatives a quote lists beside the recommended configuration
@@ -181,13 +182,13 @@ def to_quote(answer: Answer, kn: Knowledge,
              ask: Callable[[str], Answer]) -> tuple[Answer, Answer | None, Answer | None]:
     """The answers a quote is built from: (the one quoted, the one asked when that differs, a
     wider one). The one quoted is `answer` when a configuration in it fits; else the first change
-    that fits (kb.engine.options; computed here when the answer has none), asked again with `ask`.
+    that fits (kb.engine.advising.options; computed here when the answer has none), asked again with `ask`.
     Where it names GPUs and holds fewer than ALTERNATIVES other cards that fit, the wider one is
     the same question with no GPU named (asked with `ask`), for the alternatives; else None."""
     asked = None
     if not any(g.fits for g in answer.gpus):
         if answer.options is None:
-            answer.options = compute(kn, parse(answer.query, kn), answer)
+            answer.options = compute(kn, parse(answer.query, kn), answer, engine_answer)
         first = next((o for o in answer.options if o[N.FITS]), None)
         if first is None:
             return answer, None, None

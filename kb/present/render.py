@@ -1,6 +1,6 @@
 """Answer → text for a terminal, or Markdown for a wiki.
 
-In: an Answer (kb.engine.answer). Out: a string. The verdict comes first, then memory,
+In: an Answer (kb.engine.assembly.answer). Out: a string. The verdict comes first, then memory,
 throughput, bottleneck, the GPU table, the sources' flowcharts, disagreements, assumptions,
 warnings and the trace.
 """
@@ -17,8 +17,8 @@ from kb.present.explain import _values, explained
 from kb.knowledge import names as N
 
 if TYPE_CHECKING:
-    from kb.engine.answer import Answer, GpuRow
-    from kb.engine.answer_records import Question
+    from kb.engine.assembly.answer import Answer, GpuRow
+    from kb.engine.assembly.answer_records import Question
 
 
 

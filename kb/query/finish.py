@@ -314,7 +314,7 @@ class Finisher:
             if (len(named) == len(w.gpus) >= 2 and w.question is None
                     and not any(id(g) in self.counted for g in named)):
                 for g in named:         # cards compared with no count: the engine sizes each
-                    g.count = 0         # (kb.engine.compare_counts)
+                    g.count = 0         # (kb.engine.advising.compare_counts)
             return
         for g in self.w.gpus:
             if g.gpu_id is not None and id(g) not in self.counted:

@@ -6,7 +6,7 @@ models.yaml entry names (it raises kb.errors.HubModelNamed, which the entry, kb.
 kb.ask and kb.answer_in, catches). Out: a HubModel: the parsed config.json, the commit it was
 read at, and what the checkpoint says of its size (model.safetensors.index.json's total_size; the element count and
 dtype of every tensor where the safetensors files' headers are in the cache), for
-kb.engine.hfconfig.model_of to make a model entry from; or a HubError saying how to fetch it.
+kb.engine.resolving.hfconfig.model_of to make a model entry from; or a HubError saying how to fetch it.
 
 huggingface_hub owns the cache: HF_HOME / HF_HUB_CACHE say where it is, HF_HUB_OFFLINE=1 keeps
 every read in it (no network at all), and a file is read at the commit refs/main names there.

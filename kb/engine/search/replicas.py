@@ -1,0 +1,299 @@
+"""Serving capacity as replicas of a layout: traffic and targets in, R copies of a TP × PP split out.
+
+In: a serving Workload that asks how many GPUs (its users set by the query, or by a volume through
+kb.engine.resolving.volume), the Knowledge, the card. Out: a Plan — the layout of one replica (tensor-parallel
+GPUs inside a node, pipeline stages over whole nodes, data-parallel attention for a mixture of
+experts), how many replicas, the users each serves — chosen as the fewest GPUs whose replicas meet
+the load and the targets (rules/formulas.yaml `serves_load`: the replica holds its share, each user
+decodes at the speed asked for under continuous batching with the prompts counted, the first token
+comes within any bound asked); with the same users on separate prefill and decode workers as an
+option. The search only evaluates the forward model; every figure of the answer is then the
+forward model's on the whole fleet (answered() answers at the plan; kb.engine.pipeline asks it
+before the memory search).
+"""
+
+from __future__ import annotations
+
+import math
+
+from typing import TYPE_CHECKING, cast
+from dataclasses import dataclass
+from kb.knowledge import names as N
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from kb.engine.assembly.answer import Answer
+    from kb.engine.assembly.answer_records import Disaggregated, Question, Replicas
+    from kb.knowledge.data import Knowledge
+    from kb.knowledge.records import GPU
+    from kb.query.workload import Workload
+
+HOLDS = N.SERVES_LOAD
+CARDS_TRIED = 4     # no card named: the fleets planned, on the cards with the most bandwidth
+RATE_STEPS = 4      # a rate asked: the users in flight are raised at most this often (it settles in one or two)
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    gpu_id: str
+    tp: int
+    pp: int
+    dp_attention: bool
+    replica_gpus: int       # tp × pp
+    per_replica: int        # the most users one replica serves within the targets
+    replicas: int
+    users: int
+
+    @property
+    def gpus(self) -> int:
+        return self.replicas * self.replica_gpus
+
+
+def applies(kn: Knowledge, w: Workload) -> bool:
+    """A how-many question about serving several users (or a volume) on a runtime that splits
+    layers by tensor parallelism, with no layout named."""
+    return (w.question == "how_many_gpus" and w.task not in kn.query["training_tasks"]
+            and (w.users or 1) > 1 and w.tp is None and w.pp is None
+            and (w.runtime is None or kn.runtimes[w.runtime]["multi_gpu"] == "tensor_parallel"))
+
+
+def layouts(kn: Knowledge, heads: int, experts: bool) -> list[tuple[int, int, bool]]:
+    """The replica layouts tried, smallest first: tensor parallel 1, 2, 4… inside a node (dividing
+    the attention heads), then whole nodes as pipeline stages; for a mixture of experts each split
+    also with data-parallel attention (experts spread over the ranks, each rank the KV cache of its
+    own requests)."""
+    node = int(kn.constants[N.GPUS_PER_NODE]["value"])
+    most = int(kn.constants[N.MAX_GPU_COUNT]["value"])
+    inside = [t for t in range(1, node + 1) if node % t == 0 and heads % t == 0]
+    top = inside[-1]
+    found = [(t, 1) for t in inside] + [(top, p) for p in range(2, most // top + 1) if top * p % node == 0]
+    return [(t, p, dp) for t, p in found for dp in ((False, True) if experts and t > 1 else (False,))]
+
+
+def _trial(w: Workload, tp: int, pp: int, dp_attention: bool) -> Workload:
+    """One replica's workload: the layout set, its share of a volume already read as users."""
+    trial = w.copy()
+    trial.tp, trial.pp, trial.dp_attention = tp, pp, dp_attention or trial.dp_attention
+    trial.gpus, trial.tokens_per_day = [], None
+    return trial
+
+
+def _serves(kn: Knowledge, w: Workload, gpu: GPU, tp: int, pp: int, dp_attention: bool,
+            holds: str = HOLDS, least: int = 1) -> int | None:
+    """The most users one replica of tp × pp GPUs serves within the targets (None: not `least`,
+    the fewest that keep the fleet within the most GPUs kbq sizes)."""
+    from kb.engine.search.probes import Probes
+    from kb.engine.search.solve import largest_fitting
+
+    trial = _trial(w, tp, pp, dp_attention)
+    found, _ = largest_fitting(kn, trial, N.USERS, least, max(least, int(w.users or 1)), gpu, tp * pp, holds,
+                               Probes(kn, trial, [gpu]))
+    return int(found) if found else None
+
+
+def binds(kn: Knowledge, w: Workload, gpu: GPU, p: Plan) -> str:
+    """What stops a replica taking one more user: memory, the time to first token asked, the
+    end-to-end latency asked, or the per-user speed (formulas.yaml serves_load); nothing when one replica holds every user."""
+    from kb.engine.search.probes import Probes
+
+    if p.per_replica >= p.users:
+        return "one replica holds every user"
+    trial = _trial(w, p.tp, p.pp, p.dp_attention)
+    probes = Probes(kn, trial, [gpu])
+    nxt = p.per_replica + 1
+    if not probes.probe(N.USERS, nxt, gpu, p.replica_gpus, N.FITS).fits_memory:
+        return "memory"
+    if w.ttft_max_s is not None and not probes.probe(N.USERS, nxt, gpu, p.replica_gpus, N.SERVING_TTFT_OK).fits:
+        return "time to first token"
+    if w.e2e_max_s is not None and not probes.probe(N.USERS, nxt, gpu, p.replica_gpus, N.SERVING_E2E_OK).fits:
+        return "end-to-end latency"
+    return "per-user speed"
+
+
+def plan(kn: Knowledge, w: Workload, gpu: GPU, heads: int, experts: bool, holds: str = HOLDS) -> Plan | None:
+    """The fewest GPUs of this card whose replicas serve every user within the targets; of equal
+    counts, the one whose replicas have room for the most users. None when no layout up to the
+    most GPUs kbq sizes serves even one user."""
+    from kb.engine.search.budget import spent
+
+    users = int(w.users or 1)
+    most = int(kn.constants[N.MAX_GPU_COUNT]["value"])
+    best: Plan | None = None
+    for tp, pp, dpa in layouts(kn, heads, experts):
+        size = tp * pp
+        if (best is not None and size > best.gpus) or spent() is not None:
+            break           # no larger replica takes fewer GPUs; or the server's search budget is used up
+        each = _serves(kn, w, gpu, tp, pp, dpa, holds, max(1, math.ceil(users * size / most)))
+        if not each:
+            continue
+        replicas = math.ceil(users / each)
+        if replicas * size > most:
+            continue
+        p = Plan(gpu["id"], tp, pp, dpa, size, each, replicas, users)
+        if best is None or (p.gpus, -p.per_replica * p.replicas) < (best.gpus, -best.per_replica * best.replicas):
+            best = p
+    return best
+
+
+def users_for_rate(kn: Knowledge, w: Workload, figures: dict[str, Any]) -> int | None:
+    """A volume asked (requests or tokens a day): the requests in flight that carry it by Little's
+    law at the latency under load just computed, when more than the plan holds; else None."""
+    if w.tokens_per_day is None or not w.output_tokens:
+        return None
+    rate = float(w.tokens_per_day) / float(kn.constants[N.SECONDS_PER_DAY]["value"]) / w.output_tokens
+    got, latency = figures.get(N.SERVING_REQUESTS_PER_S), figures.get(N.SERVING_LATENCY_S)
+    if not isinstance(got, (int, float)) or not isinstance(latency, (int, float)) or got >= rate * (1 - 1e-9):
+        return None
+    return max(int(w.users or 1) + 1, math.ceil(rate * float(latency)))
+
+
+def at_plan(w: Workload, p: Plan) -> Workload:
+    """The workload answered at the plan: every user on replicas × (tp × pp) GPUs of the card."""
+    from kb.query.workload import GpuRequest
+
+    out = w.copy()
+    out.question = None
+    out.tp, out.pp = p.tp, p.pp
+    out.dp_attention = p.dp_attention or out.dp_attention
+    out.gpus = [GpuRequest(p.gpu_id, p.gpus)]
+    return out
+
+
+def block(kn: Knowledge, p: Plan, figures: dict[str, Any], binding: str) -> Replicas:
+    """The `replicas` block of the answer: the layout, the count and the figures under load (the
+    forward model's, on the fleet)."""
+    node = int(kn.constants[N.GPUS_PER_NODE]["value"])
+
+    def get(name: str) -> float | None:
+        v = figures.get(name)
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+    per_hour = get(N.CONFIG_USD_PER_HOUR)
+    if per_hour is None and get(N.CLOUD_USD_PER_HOUR) is not None:
+        per_hour = float(figures[N.CLOUD_USD_PER_HOUR]) * p.gpus
+    return {
+        "gpu_id": p.gpu_id, "gpus": p.gpus, "replicas": p.replicas,
+        "layout": {N.TP: p.tp, N.PP: p.pp, N.DP_ATTENTION: p.dp_attention, "gpus": p.replica_gpus},
+        "nodes": math.ceil(p.gpus / node) if p.replica_gpus <= node else p.replicas * math.ceil(p.replica_gpus / node),
+        N.USERS: p.users, "users_per_replica": math.ceil(p.users / p.replicas), "most_users_per_replica": p.per_replica,
+        "tokens_per_s_per_user": get(N.SERVING_TOKENS_PER_S_PER_USER),
+        "tpot_s": get(N.SERVING_TPOT_S),
+        N.TTFT_S: get(N.SERVING_TTFT_S),
+        "latency_s": get(N.SERVING_LATENCY_S),
+        "requests_per_s": get(N.SERVING_REQUESTS_PER_S),
+        "output_tokens_per_s": get(N.SERVING_OUTPUT_TOKENS_PER_S),
+        "tokens_per_s_per_gpu": get(N.SERVING_TOKENS_PER_S_PER_GPU),
+        "prefill_share": get(N.SERVING_PREFILL_SHARE),
+        "usd_per_hour": per_hour,
+        N.USD_PER_MILLION_TOKENS: get(N.SERVING_USD_PER_MILLION_TOKENS),
+        "buy_usd": get(N.FLEET_PRICE_USD),
+        "binds": binding, "disaggregated": None,
+    }
+
+
+def answered(w: Workload, kn: Knowledge, query: str) -> Answer | None:
+    """A how-many question about serving many users (applies()): the fewest GPUs as replicas of a
+    layout, answered at that plan with its verdict; None when it does not apply or no layout
+    serves even one user within the targets (the memory search then answers, and says so).
+    `w` is left as it is (the engine fills a workload's defaults in place)."""
+    if not applies(kn, w):
+        return None
+    from kb.engine.run import ranked
+    from kb.engine.resolving.scope import resolve_workload
+    from kb.engine.verdicts.verdict import compose
+
+    model = resolve_workload(w.copy(), kn).model
+    heads, experts = int(str(model["attention_heads"])), int(str(model.get("experts") or 1)) > 1
+    if w.gpus and w.gpus[0].gpu_id is not None:
+        gpu = kn.gpus[w.gpus[0].gpu_id]
+        p = plan(kn, w, gpu, heads, experts)
+    else:
+        found = _cheapest(kn, w, _cards(kn, w), heads, experts)
+        if found is None:
+            return None
+        gpu, p = found
+    if p is None:
+        return None
+    result = ranked(at_plan(w, p), kn, query)
+    figures = {s.rule_id: s.result for s in result.trace}
+    for _ in range(RATE_STEPS):      # a rate asked: the requests in flight grow until it is met
+        more = users_for_rate(kn, w, figures)
+        if more is None or (again := plan(kn, _with_users(w, more), gpu, heads, experts)) is None:
+            break
+        w, p = _with_users(w, more), again
+        result = ranked(at_plan(w, p), kn, query)
+        figures = {s.rule_id: s.result for s in result.trace}
+    if result.gpus:
+        figures.setdefault(N.CLOUD_USD_PER_HOUR, result.gpus[0].cloud_usd_per_hour)
+    result.replicas = block(kn, p, figures, binds(kn, w, gpu, p))
+    result.replicas["disaggregated"] = disaggregated(kn, w, gpu, heads, experts, p, query)
+    spec = kn.query["solve"]["how_many_gpus"]
+    result.question = cast("Question", {
+        **(result.question or {}), "kind": "how_many_gpus", "vary": N.GPU_COUNT, "unit": spec["unit"],
+        "value": p.gpus, "gpu": gpu["name"], "lower": spec["lower"], "upper": spec["upper"],
+        "answer": {"gpu": gpu["name"], "gpu_id": gpu["id"], "count": p.gpus, "value": p.gpus,
+                   "found": True, "at_upper_bound": False, "binds": result.replicas["binds"]}})
+    result.path.insert(0, "question/how_many_gpus")
+    result.verdict = compose(result, kn)
+    return result
+
+
+def disaggregated(kn: Knowledge, w: Workload, gpu: GPU, heads: int, experts: bool, colocated: Plan,
+                  query: str) -> Disaggregated | None:
+    """The same users on decode workers that only decode (each holding its share at the per-user
+    speed: formulas.yaml serves_at_floor) and prefill workers of the same layout for the prompts
+    (formulas.yaml disagg_*: their number at the request rate, the first token with the KV cache
+    moved over the network), as DistServe, Dynamo, llm-d and SGLang's PD mode run it; None when
+    no decode layout serves a user or the first token misses the bound asked."""
+    from kb.engine.run import ranked
+
+    d = plan(kn, w, gpu, heads, experts, N.SERVES_AT_FLOOR)
+    if d is None:
+        return None
+    a = ranked(at_plan(w, d), kn, query, brief=False)
+    f = {s.rule_id: s.result for s in a.trace}
+
+    def get(name: str) -> float | None:
+        v = f.get(name)
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+    prefill, ttft = get(N.DISAGG_PREFILL_GPUS), get(N.DISAGG_TTFT_S)
+    latency = get(N.DISAGG_LATENCY_S)
+    if prefill is None or ttft is None or (w.ttft_max_s is not None and ttft > w.ttft_max_s) or (
+            w.e2e_max_s is not None and (latency is None or latency > w.e2e_max_s)):
+        return None
+    total = d.gpus + int(prefill)
+    out = get(N.DECODE_TOKENS_PER_S_AGGREGATE)
+    return {"gpus": total, "decode_replicas": d.replicas, "decode_gpus": d.gpus, "prefill_gpus": int(prefill),
+            "decode_layout": {N.TP: d.tp, N.PP: d.pp, N.DP_ATTENTION: d.dp_attention, "gpus": d.replica_gpus},
+            "users_per_decode_replica": math.ceil(d.users / d.replicas),
+            "tokens_per_s_per_user": get(N.DECODE_TOKENS_PER_S), N.TTFT_S: ttft,
+            "kv_transfer_s": get(N.DISAGG_KV_TRANSFER_S), "requests_per_s": get(N.DISAGG_REQUESTS_PER_S),
+            "tokens_per_s_per_gpu": out / total if out is not None else None,
+            "fewer_gpus": total < colocated.gpus}
+
+
+def _cards(kn: Knowledge, w: Workload) -> list[GPU]:
+    """No card named: the datacenter cards the runtime runs the format on, with a rented price,
+    the CARDS_TRIED with the most bandwidth (the cards a serving fleet is built of)."""
+    from kb.engine.resolving.scope import resolve_workload
+    from kb.knowledge.gpu_names import runs_on
+
+    got = resolve_workload(w.copy(), kn)
+    cards = [g for g in kn.gpus.values() if g["segment"] == "datacenter" and g.get(N.CLOUD_USD_PER_HOUR)
+             and runs_on(got.runtime, g, got.precision["id"])]
+    return sorted(cards, key=lambda g: -float(g["bandwidth_gb_s"] or 0))[:CARDS_TRIED]
+
+
+def _cheapest(kn: Knowledge, w: Workload, cards: list[GPU], heads: int, experts: bool) -> tuple[GPU, Plan] | None:
+    """The card whose fleet costs least an hour to rent (the plan on each)."""
+    plans = [(g, p) for g in cards if (p := plan(kn, w, g, heads, experts)) is not None]
+    if not plans:
+        return None
+    return min(plans, key=lambda gp: float(gp[0][N.CLOUD_USD_PER_HOUR] or 0) * gp[1].gpus)
+
+
+def _with_users(w: Workload, users: int) -> Workload:
+    out = w.copy()
+    out.users = users
+    return out

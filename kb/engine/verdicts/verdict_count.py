@@ -1,0 +1,61 @@
+"""The verdict of a how-many-GPUs question: the count that holds the job, and what sets it.
+
+In: the Answer, its Question (the count found, the fewest by memory alone) and the search's row;
+the speed (or, under a deadline, the time sentence) kb.engine.verdicts.verdict writes; the wording,
+rules/query.yaml verdict.templates count_*. Out: the verdict's sentences. Memory sets the count
+unless a layout does (tensor parallel within a node) or a target the query set (a deadline, a
+speed floor, a time to first token, tokens a day) needs more cards than memory does.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kb.figures import duration, num
+from kb.knowledge import names as N
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from kb.engine.assembly.answer import Answer
+    from kb.engine.assembly.answer_records import Question
+    from kb.knowledge.records import Value
+    from kb.knowledge.records_rules import Verdict
+
+
+def target(a: Answer) -> str | None:
+    """The target a capacity search solved under, as the query set it; None without one."""
+    w = a.workload
+    deadline = w.get("deadline_hours")
+    if deadline is not None:
+        return f"done within {duration(deadline * 3600)}"
+    if w.get(N.SPEED_FLOOR_TOK_S) is not None:
+        return f"{num(w['speed_floor_tok_s'])} tok/s"
+    if w.get("ttft_max_s") is not None or w.get("tokens_per_day") is not None:
+        return "the time to first token or tokens a day"
+    if w.get("e2e_max_s") is not None:
+        return f"end-to-end latency under {num(w['e2e_max_s'])} s"
+    return None
+
+
+def how_many(v: Verdict, a: Answer, q: Question, row: Mapping[str, Value], speed: str | None) -> list[str]:
+    """The count that holds it, what sets the count (memory, a valid layout, or a target asked),
+    the speed; `v`: query.yaml verdict (the count_* templates)."""
+    t = v["templates"]
+    n = row["value"]
+    first = t["count_holds"].format(n=n, gpu=row.get("gpu"), verb="hold" if n != 1 else "holds",
+                                    per_gpu=num(row.get(N.PER_GPU_GB)), usable=num(row.get("usable_gb")))
+    by_memory = q.get("fewest_by_memory")
+    mem = t["count_memory_alone"].format(fewest=by_memory) if by_memory and by_memory != n else ""
+    if row.get("layout_binding"):
+        why = t["count_layout"].format(memory=mem, n=n, heads=row.get("heads"), node=row.get("node"))
+    elif row.get("target_binding") and target(a):             # a target, not memory, sets the count
+        why = t["count_target"].format(memory=mem, previous=row["previous"], target=target(a))
+    elif row.get("previous"):
+        why = t["count_memory_binds"].format(previous=row["previous"],
+                                             per_gpu=num(row.get("per_gpu_gb_at_previous")))
+    else:
+        why = ""
+    if speed and speed.startswith("Time:"):                    # a deadline asked: the time it takes
+        return [first, why, speed]
+    return [first, why, t["count_speed"].format(speed=speed) if speed else ""]

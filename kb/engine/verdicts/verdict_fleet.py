@@ -1,0 +1,50 @@
+"""The verdict of a serving fleet: N× GPU as R replicas of a layout, with its figures under load,
+and the disaggregated option when it takes fewer GPUs (query.yaml solve.how_many_gpus
+verdict_replicas, verdict_disaggregated).
+
+In: an Answer whose `replicas` block kb.engine.search.replicas filled, the Knowledge. Out: its text.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+from kb.figures import num
+from kb.knowledge import names as N
+
+if TYPE_CHECKING:
+    from kb.engine.assembly.answer import Answer
+    from kb.knowledge.data import Knowledge
+
+
+def fleet(a: Answer, kn: Knowledge) -> str:
+    """A serving fleet: N× GPU as R replicas of a layout, with its figures under load (query.yaml
+    solve.how_many_gpus verdict_replicas)."""
+    r = a.replicas
+    if r is None:
+        return ""
+    lay = r["layout"]
+    layout = f"TP{lay['tp']}" + (f" × PP{lay['pp']}" if lay[N.PP] > 1 else "") + (
+        " with data-parallel attention" if lay[N.DP_ATTENTION] else "")
+    binds = r.get("binds") or ""
+    binds_text = ("One replica holds every user." if binds == "one replica holds every user"
+                  else f"What limits a replica's users: {binds}.")
+
+    def f(name: str) -> str:
+        v = r.get(name)
+        return num(float(v)) if isinstance(v, (int, float)) else "?"
+    text = str(kn.query["solve"]["how_many_gpus"]["verdict_replicas"]).format(
+        gpus=r["gpus"], gpu=a.question["gpu"] if a.question else "", replicas=r["replicas"],
+        s="" if r["replicas"] == 1 else "s", layout=layout, users_per_replica=r["users_per_replica"],
+        tokens_per_s_per_user=f("tokens_per_s_per_user"), ttft_s=f(N.TTFT_S),
+        tokens_per_s_per_gpu=f("tokens_per_s_per_gpu"), requests_per_s=f("requests_per_s"),
+        nodes=r["nodes"], nodes_s="" if r["nodes"] == 1 else "s", usd_per_hour=f("usd_per_hour"),
+        usd_per_million_tokens=f(N.USD_PER_MILLION_TOKENS), binds_text=binds_text)
+    d = r.get("disaggregated")
+    if not d or not d["fewer_gpus"]:
+        return text
+    dl = d["decode_layout"]
+    return text + " " + str(kn.query["solve"]["how_many_gpus"]["verdict_disaggregated"]).format(
+        gpus=d["gpus"], prefill_gpus=d["prefill_gpus"], decode_replicas=d["decode_replicas"],
+        s="" if d["decode_replicas"] == 1 else "s", layout=f"TP{dl['tp']}" + (f" × PP{dl['pp']}" if dl[N.PP] > 1 else ""),
+        decode_gpus=d["decode_gpus"], ttft_s=num(d[N.TTFT_S]) if d[N.TTFT_S] is not None else "?",
+        kv_transfer_s=num(d["kv_transfer_s"]) if d["kv_transfer_s"] is not None else "?")
