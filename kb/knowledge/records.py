@@ -71,8 +71,8 @@ class Interconnect(TypedDict, total=False):
 class GPU(TypedDict):
     """A gpus.yaml entry, with its capacity in GB and GiB (kb.knowledge.checks.capacities) and, when
     rules/prices.yaml is there, its prices (kb.knowledge.prices.merge). A bare capacity ("on 20GB",
-    kb.engine.resolving.scope.capacity_gpu) has only the keys that are not NotRequired, vendor "any" and {} for
-    tensor_tflops."""
+    kb.engine.resolving.scope.capacity_gpu) has only the keys that are not NotRequired, vendor "any" and {}
+    for tensor_tflops."""
     id: str
     name: str
     vendor: str
@@ -177,8 +177,8 @@ class Recurrent(TypedDict):
 
 
 class Model(TypedDict):
-    """A models.yaml entry. One read from a config.json (kb.engine.resolving.hfconfig) has the keys that are not
-    NotRequired, and of the rest only those its config sets."""
+    """A models.yaml entry. One read from a config.json (kb.engine.resolving.hfconfig) has the keys that are
+    not NotRequired, and of the rest only those its config sets."""
     id: str
     name: str
     family: str
