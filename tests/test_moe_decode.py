@@ -158,3 +158,30 @@ def test_superseded_points_name_their_successors() -> None:
     for m in superseded:
         assert m.get("superseded_why")
         assert set(m["superseded_by"]) <= ids
+
+
+def test_fallback_moe_kernels_cost_their_own_figure() -> None:
+    """vLLM runs gpt-oss on Ampere through Marlin MXFP4 MoE and Triton attention (vLLM's gpt-oss
+    recipe) and AWQ experts through Marlin's W4A16 fused MoE on any card; its Hopper MXFP4 and FP8
+    MoE kernels are another path. So each MoE layer costs fallback_moe_layer_kernel_s on an A100
+    (and on an Ada card) and for AWQ experts on an H100, and moe_layer_kernel_s for MXFP4 or FP8 on
+    an H100 (36 MoE layers in gpt-oss-120b's config.json, 58 in DeepSeek-R1's). A runtime with no
+    fallback figure (llama.cpp) pays its one figure on every card."""
+    vllm = KN.runtimes["vllm"]
+    fallback, hopper = vllm["fallback_moe_layer_kernel_s"], vllm["moe_layer_kernel_s"]
+    assert fallback > hopper
+    per_expert = vllm["moe_expert_kernel_s"]
+    names = ["moe_step_overhead_s", "moe_experts_read"]
+    for query, layers, figure in (("infer gpt-oss-120b on a100-80gb with vllm", 36, fallback),
+                                  ("infer gpt-oss-120b on l40s with vllm", 36, fallback),
+                                  ("infer gpt-oss-120b on h100 with vllm", 36, hopper),
+                                  ("infer deepseek-r1 awq on 8x h100 with vllm", 58, fallback),
+                                  ("infer deepseek-r1 fp8 on 8x h100 with vllm", 58, hopper)):
+        s = scope_of(query, names)
+        experts = s["moe_experts_read"] + s["model.shared_experts"]   # R1 has one shared expert, gpt-oss none
+        assert s["moe_step_overhead_s"] == pytest.approx(layers * (figure + experts * per_expert), rel=1e-9), query
+    cpp = KN.runtimes["llama.cpp"]
+    assert cpp.get("fallback_moe_layer_kernel_s") is None
+    s = scope_of("infer qwen3-30b-a3b q4_0 on a10 with llama.cpp", names)
+    assert s["moe_step_overhead_s"] == pytest.approx(
+        48 * (cpp["moe_layer_kernel_s"] + s["moe_experts_read"] * cpp["moe_expert_kernel_s"]), rel=1e-9)
