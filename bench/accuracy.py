@@ -129,7 +129,23 @@ def predict(m: dict[str, Any], kn: Any) -> tuple[float | None, dict[str, float],
     }[kind]
     if value is None and not g["fits"] and kind in SPEED_FORMULA:
         value = speed_if_it_fitted(q, kn, SPEED_FORMULA[kind])
+    if kind == "aggregate_tokens_per_s":
+        value = served_under_load(a, value)
     return value, simple_rules(kind, a, kn), None
+
+
+def served_under_load(a: dict[str, Any], decode_only: float | None) -> float | None:
+    """A throughput measured at a concurrency of N users with stated prompts (each user sends its
+    next request when the last one ends) counts the prompts' prefill in its time, as kbq's
+    continuous-batching figures do (rules/formulas.yaml serving_requests_per_s × output tokens);
+    a static batch (`batch N`) or prompt-less users keep the decode-only aggregate.
+    In: the answer as data and its decode-only aggregate. Out: the figure to compare."""
+    w = a["workload"]
+    if w["users"] <= 1 or w["batch"] != 1 or not w.get("prompt_tokens") or not w.get("output_tokens"):
+        return decode_only
+    got = {s["rule_id"]: s["result"] for s in a.get("trace") or []}
+    rate = got.get("serving_requests_per_s")
+    return rate * float(w["output_tokens"]) if isinstance(rate, (int, float)) and rate > 0 else decode_only
 
 
 # A setup kbq judges too big shows no speed; the measurement shows it ran, so its speed is still

@@ -28,14 +28,14 @@ from accuracy import held_out, measured_value, measurements, query_of  # noqa: E
 PARAMS = {
     "decode": ["decode_bandwidth_efficiency", "quant_kernel_efficiency", "decode_step_overhead_s",
                "hbm_decode_efficiency"],
-    "moe decode": ["moe_layer_kernel_s", "moe_expert_kernel_s", "mla_layer_kernel_s"],
+    "moe decode": ["moe_layer_kernel_s", "fallback_moe_layer_kernel_s", "moe_expert_kernel_s", "mla_layer_kernel_s"],
     "prefill": ["prefill_compute_efficiency"],    # quant_kernel_efficiency is the decode group's
     "apple prefill": ["apple_prefill_compute_efficiency"],
     "apple decode": ["apple_decode_step_overhead_s"],
     "training": ["training_mfu"],
 }
 BOUNDS = {"decode_step_overhead_s": (0.0, 0.05), "apple_decode_step_overhead_s": (0.0, 0.05), "training_mfu": (0.05, 0.8),
-          "moe_layer_kernel_s": (0.0, 1e-3), "moe_expert_kernel_s": (0.0, 1e-3),
+          "moe_layer_kernel_s": (0.0, 1e-3), "fallback_moe_layer_kernel_s": (0.0, 1e-3), "moe_expert_kernel_s": (0.0, 1e-3),
           "mla_layer_kernel_s": (0.0, 1e-3),
           # DRAM rarely delivers more than ~92% of its peak to any kernel
           "decode_bandwidth_efficiency": (0.05, 0.92)}
@@ -145,7 +145,7 @@ def fit(kn, rt, group: str, points, only: list[str] | None = None) -> str:
                             best, improved = value, True
                             break
                         rt[name] = old
-    return ", ".join(f"{n}: {rt[n]:.3g}" for n in names)
+    return ", ".join(f"{n}: {rt[n]:.3g}" if rt.get(n) is not None else f"{n}: -" for n in names)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -144,6 +144,7 @@ RUNTIME_APPLE_PREFILL_COMPUTE_EFFICIENCY: Final = "runtime.apple_prefill_compute
 RUNTIME_DECODE_BANDWIDTH_EFFICIENCY: Final = "runtime.decode_bandwidth_efficiency"
 RUNTIME_DECODE_STEP_OVERHEAD_S: Final = "runtime.decode_step_overhead_s"
 RUNTIME_EXPERTS_ONLY_REST_BITS: Final = "runtime.experts_only_rest_bits"
+RUNTIME_FALLBACK_MOE_LAYER_KERNEL_S: Final = "runtime.fallback_moe_layer_kernel_s"
 RUNTIME_HBM_DECODE_EFFICIENCY: Final = "runtime.hbm_decode_efficiency"
 RUNTIME_HOPPER_WARPGROUP_MMA: Final = "runtime.hopper_warpgroup_mma"
 RUNTIME_LOGITS_MEMORY_FRACTION: Final = "runtime.logits_memory_fraction"

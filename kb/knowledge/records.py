@@ -254,6 +254,7 @@ class Runtime(TypedDict):
     hbm_decode_efficiency: float
     moe_expert_kernel_s: float
     moe_layer_kernel_s: float
+    fallback_moe_layer_kernel_s: float | None
     mla_layer_kernel_s: float
     decode_step_overhead_s: float | None
     prefill_compute_efficiency: float | None

@@ -156,6 +156,7 @@ class RuntimeSchema(Strict):
     hbm_decode_efficiency: Fraction = 1.0
     moe_expert_kernel_s: NonNeg = 0.0
     moe_layer_kernel_s: NonNeg = 0.0
+    fallback_moe_layer_kernel_s: NonNeg | None = None
     mla_layer_kernel_s: NonNeg = 0.0
     decode_step_overhead_s: NonNeg | None = None
     prefill_compute_efficiency: Fraction | None = None

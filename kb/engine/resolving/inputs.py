@@ -101,6 +101,10 @@ def _runtime_fields(rt: Runtime) -> Scope:
         N.RUNTIME_HBM_DECODE_EFFICIENCY: rt.get("hbm_decode_efficiency", 1.0),
         N.RUNTIME_MOE_EXPERT_KERNEL_S: rt.get("moe_expert_kernel_s", 0.0),
         N.RUNTIME_MOE_LAYER_KERNEL_S: rt.get("moe_layer_kernel_s", 0.0),
+        # a runtime calibrated on no pre-Hopper MoE point uses its one figure there
+        N.RUNTIME_FALLBACK_MOE_LAYER_KERNEL_S: (rt.get("fallback_moe_layer_kernel_s")
+                                                  if rt.get("fallback_moe_layer_kernel_s") is not None
+                                                  else rt.get("moe_layer_kernel_s", 0.0)),
         N.RUNTIME_MLA_LAYER_KERNEL_S: rt.get("mla_layer_kernel_s", 0.0),
         N.RUNTIME_DECODE_STEP_OVERHEAD_S: rt.get("decode_step_overhead_s"),
         N.RUNTIME_PREFILL_COMPUTE_EFFICIENCY: rt.get("prefill_compute_efficiency"),
