@@ -55,7 +55,7 @@ class Unit(TypedDict):
     scale: float
     binary_k: bool
     focus: Literal["memory", "speed", "time", "fit", "cost"] | None
-    alone: Literal["filler", "time", "one"] | None
+    alone: Literal["filler", "time", "one", "all"] | None
     asks: Literal["max_users", "max_batch"] | None
 
 

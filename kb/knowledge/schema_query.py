@@ -76,7 +76,7 @@ class UnitSchema(Strict):
     scale: Positive = 1.0
     binary_k: bool = False
     focus: Literal["memory", "speed", "time", "fit", "cost"] | None = None
-    alone: Literal["filler", "time", "one"] | None = None  # the word without a number: a filler, or asks the time
+    alone: Literal["filler", "time", "one", "all"] | None = None  # the word without a number: a filler, or asks the time
     # 'how many' before the word without a number asks this capacity question ('how many concurrent users')
     asks: Literal["max_users", "max_batch"] | None = None
 

@@ -49,6 +49,7 @@ class Finisher:
     dataset: dict[str, Tok]
     model_given: bool
     pending_count: Tok | None
+    layout_all: list[tuple[str, Tok]]
 
     def fail(self, tok: Tok, message: str, suggestion: str | None = None,
              expected: list[str] | None = None, width: int | None = None) -> QueryError:
@@ -271,6 +272,23 @@ class Finisher:
                 self.w.question = None
         elif alone == "one":
             self.set_unit(unit, Tok("num", word.text, word.col, 1.0), word, number_first=True)
+        elif alone == "all":
+            self.layout_all.append((unit, word))
+
+    def layout_over_all(self) -> None:
+        """'tensor parallel', 'row split', 'layer split' with no number: the layout spans every
+        GPU the query names ('2x 3090 tensor parallel' is tp 2; query.yaml units, alone: all).
+        With no GPU count to span, the word still needs its number."""
+        for unit, word in self.layout_all:
+            spec = self.query_rules["units"][unit]
+            total = sum(g.count for g in self.w.gpus if g.gpu_id is not None) or (self.w.gpu_count or 0)
+            if total < 1:
+                raise self.fail(word, f"'{word.text}' needs a number (or a GPU count to span)",
+                                f"16 {word.text}", expected=[f"16 {word.text}", f"{word.text} 16"])
+            if getattr(self.w, spec["field"]) is None:
+                self.set_unit(unit, Tok("num", word.text, word.col, float(total)), word, number_first=True)
+                self.w.notes.append(f"read '{word.text}' with no number as {spec['field']} {total}: "
+                                    "every GPU named")
 
     def counted_unit(self, unit: str, word: Tok) -> None:
         """A count word before a unit word other than GPUs is its number ('two days', 'one week')."""
@@ -391,6 +409,7 @@ class Finisher:
         self.check_runtime_and_size()
         self.lengths()
         self.counts()
+        self.layout_over_all()
         if w.model_id is None and w.params is None and not self.model_given:
             self.unnamed_model()
         if w.model_id is None and w.params is None and w.question != "largest_model" and not self.model_given:
