@@ -270,6 +270,8 @@ class Runtime(TypedDict):
     native_gemm_source: str | None
     gemm_accumulate: Literal["fp32", "fp16"]
     gemm_accumulate_source: str | None
+    decode_efficiency_source: str | None
+    prefill_efficiency_source: str | None
     memory_utilization: float
     overhead_gb: float
     training_mfu: float | None

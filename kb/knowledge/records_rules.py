@@ -225,6 +225,15 @@ class Phrase(TypedDict):
     words: list[str]
 
 
+class Backend(TypedDict):
+    """A GPU backend named in words (query.yaml `backends`): its name, the runtime build that runs it for each
+    runtime named ('none': no runtime named), and where that comes from."""
+    name: str
+    platforms: list[str]
+    runtimes: dict[str, str]
+    source: str
+
+
 class Defaults(TypedDict):
     params: float
     users: int
@@ -278,6 +287,7 @@ class QueryRules(TypedDict):
     model_prefixes: list[str]
     model_variants: list[str]
     host_memory_words: dict[str, str]
+    backends: dict[str, Backend]
     example_length_words: list[str]
     format_suffixes: dict[str, str]
     gpu_words: list[str]

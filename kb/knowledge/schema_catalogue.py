@@ -172,6 +172,8 @@ class RuntimeSchema(Strict):
     native_gemm_source: Slug | None = None
     gemm_accumulate: Literal["fp32", "fp16"] = "fp32"
     gemm_accumulate_source: Slug | None = None
+    decode_efficiency_source: Slug | None = None    # a measurement its decode efficiency is fitted to
+    prefill_efficiency_source: Slug | None = None   # a measurement its prefill efficiency is fitted to
     memory_utilization: Fraction = 1.0
     overhead_gb: NonNeg
     training_mfu: Fraction | None = None

@@ -219,10 +219,19 @@ class VerdictSchema(Strict):
     templates: VerdictTemplatesSchema
 
 
+class BackendSchema(Strict):
+    """A GPU backend named in words (query.yaml `backends`): its name, the runtime build that
+    runs it for each runtime named ('none': no runtime named), and where that comes from."""
+    name: str
+    platforms: list[Name] = []
+    runtimes: dict[Name, Name] = {}
+    source: Name
+
+
 class PhraseSchema(Strict):
     """Words that set Workload fields (query.yaml `phrases`)."""
     set: dict[Literal["focus", "question", "sort", "rent", "want_options", "sharding", "runtime",
-                      "dp_attention", "hours_per_day", "gpu_count", "vs", "ttft_percentile"], str | bool | int | float]
+                      "dp_attention", "hours_per_day", "gpu_count", "vs", "ttft_percentile", "backend"], str | bool | int | float]
     words: list[Name] = Field(min_length=1)
 
 
@@ -282,6 +291,7 @@ class QueryFile(Strict):
     model_prefixes: list[Name] = []
     model_variants: list[Name] = []
     host_memory_words: dict[Name, Name] = {}
+    backends: dict[Name, BackendSchema] = {}
     example_length_words: list[Name] = []
     format_suffixes: dict[Name, Name] = {}
     gpu_words: list[Name] = []

@@ -353,6 +353,25 @@ class Finisher:
         w.segments = list(sit["segments"])
         w.notes.append(f"{sit['text']} [{sit['source']}]")
 
+    def backend_runtime(self) -> None:
+        """A GPU backend named ('vulkan', 'rocm', 'metal'…): the runtime's build for it where the
+        rules hold one (query.yaml backends: llama.cpp's Vulkan build, with its own calibrated
+        efficiencies in runtimes.yaml), else the runtime as it is, the backend said in the notes."""
+        w = self.w
+        spec = self.query_rules.get("backends", {}).get(w.backend or "")
+        if spec is None:
+            return
+        build = (None if w.task in self.vocab.training_tasks
+                 else spec["runtimes"].get(w.runtime or "none"))
+        if build is not None and build != w.runtime:
+            named = self.kn.runtimes[w.runtime]["name"] if w.runtime else None
+            w.runtime = build
+            w.notes.append(f"runtime: {self.kn.runtimes[build]['name']}, "
+                           + (f"{named}'s build for {spec['name']}" if named else f"the runtime that runs on {spec['name']}")
+                           + f" [{spec['source']}]")
+        else:
+            w.notes.append(f"backend: {spec['name']} [{spec['source']}]")
+
     def format_runtime(self) -> None:
         """An inference format only one runtime loads names that runtime ('exl2 4.0bpw': ExLlamaV2,
         precisions.yaml `runtime`); a runtime named with no format runs the one its users load
@@ -405,6 +424,7 @@ class Finisher:
         self.resolve_task()
         self.apply_formats()
         self.situation()
+        self.backend_runtime()
         self.format_runtime()
         self.check_runtime_and_size()
         self.lengths()

@@ -45,6 +45,9 @@ class Workload:
     lora_attention_only: bool | None = None
     quantized_inputs_kept: bool | None = None   # bitsandbytes < 0.43.2: 4-bit layers keep their inputs
     runtime: str | None = None
+    # The GPU backend named ("vulkan", "rocm", "hip", "metal", "cuda", "sycl": query.yaml
+    # backends): the runtime's build for it where the rules hold one (llama.cpp's Vulkan build).
+    backend: str | None = None
     # Parallel layout and sharding asked for ("tp 2", "pp 2", "with fsdp", "zero3", "deepspeed",
     # "dp attention"); None: the engine chooses and says so.
     tp: int | None = None
