@@ -362,6 +362,8 @@ class OptionRule(TypedDict):
     kind: Literal["words", "context", "users", "gpus", "next_card"]
     words: str
     precision: str | None
+    runtimes: list[str]
+    host_memory: bool
     tasks: list[Literal["inference", "training", "full_ft", "lora"]]
     quality_rank: int
     quality: str
