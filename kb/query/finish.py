@@ -274,6 +274,8 @@ class Finisher:
             self.set_unit(unit, Tok("num", word.text, word.col, 1.0), word, number_first=True)
         elif alone == "all":
             self.layout_all.append((unit, word))
+        elif alone == "offload":        # '-ngl', '--n-cpu-moe' with no count: offload asked
+            self.w.host_offload = True
 
     def layout_over_all(self) -> None:
         """'tensor parallel', 'row split', 'layer split' with no number: the layout spans every
@@ -353,6 +355,28 @@ class Finisher:
         w.segments = list(sit["segments"])
         w.notes.append(f"{sit['text']} [{sit['source']}]")
 
+    def host_offload(self) -> None:
+        """llama.cpp's offload in words ('-ngl 40', 'experts on cpu'): the host's memory it uses is
+        the one the query names, else query.yaml defaults.host_memory_gb, said in the notes; a
+        count given is said too, kbq keeping in the host's memory only what does not fit."""
+        w = self.w
+        if w.offload_layers is not None:
+            w.host_offload = True
+            w.notes.append(f"offload count {w.offload_layers} read; kbq keeps in the host's memory "
+                           "only what does not fit the GPUs (the least offload that fits)")
+        if not w.host_offload:
+            return
+        if w.runtime is None and w.task not in self.vocab.training_tasks:
+            w.runtime = self.kn.runtime_defaults["gguf"]     # the offload words are llama.cpp's
+            w.notes.append(f"runtime: {self.kn.runtimes[w.runtime]['name']}, whose offload the words name")
+        if w.host_memory_gb is not None:
+            return
+        d = self.query_rules["defaults"]
+        if d.get("host_memory_gb"):
+            w.host_memory_gb = float(d["host_memory_gb"])
+            w.notes.append(f"host memory: {d['host_memory_gb']:g} GB, assumed for the offload "
+                           f"[{d.get('host_memory_source')}]; name yours ('with 64gb ddr5')")
+
     def backend_runtime(self) -> None:
         """A GPU backend named ('vulkan', 'rocm', 'metal'…): the runtime's build for it where the
         rules hold one (query.yaml backends: llama.cpp's Vulkan build, with its own calibrated
@@ -425,6 +449,7 @@ class Finisher:
         self.apply_formats()
         self.situation()
         self.backend_runtime()
+        self.host_offload()
         self.format_runtime()
         self.check_runtime_and_size()
         self.lengths()

@@ -82,6 +82,11 @@ class Workload:
     # its kind (ddr4, ddr5) when said. Never a GPU's memory.
     host_memory_gb: float | None = None
     host_memory_kind: str | None = None
+    # llama.cpp's offload asked in its own words ("-ngl 40", "--n-cpu-moe 30", "-ot exps=CPU",
+    # "experts on cpu"): the weights that do not fit the GPUs are kept in the host's memory;
+    # offload_layers is the count the query gave (kbq places only what does not fit).
+    host_offload: bool | None = None
+    offload_layers: int | None = None
     # A GPU count without a GPU name ("on 4 gpus", "two gpus"); a named GPU without its own
     # count takes it.
     gpu_count: int | None = None
