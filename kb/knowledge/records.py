@@ -232,6 +232,7 @@ class RecipeSet(TypedDict):
     offload: bool | None
     checkpoint_offload: bool | None
     lora_attention_only: bool | None
+    quantized_base: bool | None
 
 
 class Recipe(TypedDict):

@@ -96,6 +96,7 @@ class RecipeSetSchema(Strict):
     offload: bool | None = None
     checkpoint_offload: bool | None = None
     lora_attention_only: bool | None = None
+    quantized_base: bool | None = None      # a LoRA with no format named loads its base in 4 bits (QLoRA)
 
 
 class RecipeSchema(Strict):
