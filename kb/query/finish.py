@@ -372,9 +372,9 @@ class Finisher:
         if w.host_memory_gb is not None:
             return
         d = self.query_rules["defaults"]
-        if d.get("host_memory_gb"):
-            w.host_memory_gb = float(d["host_memory_gb"])
-            w.notes.append(f"host memory: {d['host_memory_gb']:g} GB, assumed for the offload "
+        if (gb := d.get("host_memory_gb")) is not None:
+            w.host_memory_gb = float(gb)
+            w.notes.append(f"host memory: {gb:g} GB, assumed for the offload "
                            f"[{d.get('host_memory_source')}]; name yours ('with 64gb ddr5')")
 
     def backend_runtime(self) -> None:
