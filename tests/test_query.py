@@ -273,3 +273,31 @@ def test_a_bare_number_after_under_is_a_budget_only_when_the_question_asks_what_
 def test_examples_of_a_length_are_their_product(query, tokens, seq):
     w = parse(query, KN)
     assert w.train_tokens == pytest.approx(tokens) and w.seq_len == seq
+
+
+# Backends and layouts in words: a backend picks the runtime's build for it where the rules hold
+# one (llama.cpp's Vulkan build), else keeps the runtime; a layout word with no number spans
+# every GPU named, and with none named still needs its number.
+@pytest.mark.parametrize("query, expect", [
+    ("llama 3.1 8b on rtx 3090 with vulkan", dict(backend="vulkan", runtime="llama.cpp-vulkan")),
+    ("llama 3.1 8b on rtx 3090 llama.cpp vulkan", dict(runtime="llama.cpp-vulkan")),
+    ("llama 3.1 8b on mi300x with vllm on rocm", dict(backend="rocm", runtime="vllm")),
+    ("llama 3.1 8b on rtx 4090 with llama.cpp on cuda", dict(backend="cuda", runtime="llama.cpp")),
+    ("llama 3.1 70b on 2x 3090 tensor parallel", dict(tp=2)),
+    ("llama 3.1 70b on 4x 3090 row split", dict(tp=4)),
+    ("llama 3.1 70b on 2x 3090 layer split", dict(pp=2)),
+    ("llama 3.1 70b on 4x 3090 tp 2", dict(tp=2)),
+    ("llama 3.1 70b q4_k_m on rtx 4090 -ngl 40", dict(offload_layers=40, host_offload=True, host_memory_gb=32.0)),
+    ("qwen3 30b a3b on rtx 3060 with 64gb ddr5 experts on cpu", dict(host_offload=True, host_memory_gb=64.0)),
+])
+def test_backend_layout_and_offload_words(query, expect):
+    w = parse(query, KN)
+    assert w.unused_words == []
+    for k, v in expect.items():
+        assert getattr(w, k) == v, (k, getattr(w, k))
+
+
+def test_a_layout_word_with_no_gpu_count_still_needs_its_number():
+    with pytest.raises(QueryError) as e:
+        parse("llama 3.1 70b tensor parallel", KN)
+    assert "needs a number" in str(e.value)

@@ -232,6 +232,7 @@ class RecipeSet(TypedDict):
     offload: bool | None
     checkpoint_offload: bool | None
     lora_attention_only: bool | None
+    quantized_base: bool | None
 
 
 class Recipe(TypedDict):
@@ -271,6 +272,8 @@ class Runtime(TypedDict):
     native_gemm_source: str | None
     gemm_accumulate: Literal["fp32", "fp16"]
     gemm_accumulate_source: str | None
+    decode_efficiency_source: str | None
+    prefill_efficiency_source: str | None
     memory_utilization: float
     overhead_gb: float
     training_mfu: float | None

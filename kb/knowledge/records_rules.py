@@ -48,14 +48,14 @@ class Solve(TypedDict):
 
 class Unit(TypedDict):
     """A unit word and what the number beside it sets (query.yaml `units`)."""
-    field: Literal["users", "context_tokens", "seq_len", "batch", "lora_rank", "prompt_tokens", "output_tokens", "tokens", "tp", "pp", "speed_floor_tok_s", "tokens_per_day", "hours_per_day", "duration", "gpu_count", "budget_usd", "examples", "epochs", "requests_per_day", "draft_tokens"]
-    limit: Literal["users", "batch", "context", "seq", "prompt", "output", "rank", "tokens", "params", "gpu_count", "memory_gb", "parallel", "speed", "duration", "hours_per_day", "usd", "examples", "epochs", "requests", "draft_tokens"]
+    field: Literal["users", "context_tokens", "seq_len", "batch", "lora_rank", "prompt_tokens", "output_tokens", "tokens", "tp", "pp", "speed_floor_tok_s", "tokens_per_day", "hours_per_day", "duration", "gpu_count", "budget_usd", "examples", "epochs", "requests_per_day", "draft_tokens", "offload_layers"]
+    limit: Literal["users", "batch", "context", "seq", "prompt", "output", "rank", "tokens", "params", "gpu_count", "memory_gb", "parallel", "speed", "duration", "hours_per_day", "usd", "examples", "epochs", "requests", "draft_tokens", "layers"]
     words: list[str]
     after_number: list[str]
     scale: float
     binary_k: bool
     focus: Literal["memory", "speed", "time", "fit", "cost"] | None
-    alone: Literal["filler", "time", "one"] | None
+    alone: Literal["filler", "time", "one", "all", "offload"] | None
     asks: Literal["max_users", "max_batch"] | None
 
 
@@ -225,6 +225,15 @@ class Phrase(TypedDict):
     words: list[str]
 
 
+class Backend(TypedDict):
+    """A GPU backend named in words (query.yaml `backends`): its name, the runtime build that runs it for each
+    runtime named ('none': no runtime named), and where that comes from."""
+    name: str
+    platforms: list[str]
+    runtimes: dict[str, str]
+    source: str
+
+
 class Defaults(TypedDict):
     params: float
     users: int
@@ -244,6 +253,8 @@ class Defaults(TypedDict):
     checkpointing: bool
     flash_attention: bool
     optimizer: Literal["adamw", "adam8bit", "sgd"]
+    host_memory_gb: float | None
+    host_memory_source: str | None
     source: str
 
 
@@ -278,6 +289,7 @@ class QueryRules(TypedDict):
     model_prefixes: list[str]
     model_variants: list[str]
     host_memory_words: dict[str, str]
+    backends: dict[str, Backend]
     example_length_words: list[str]
     format_suffixes: dict[str, str]
     gpu_words: list[str]
@@ -352,6 +364,8 @@ class OptionRule(TypedDict):
     kind: Literal["words", "context", "users", "gpus", "next_card"]
     words: str
     precision: str | None
+    runtimes: list[str]
+    host_memory: bool
     tasks: list[Literal["inference", "training", "full_ft", "lora"]]
     quality_rank: int
     quality: str

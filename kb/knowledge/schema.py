@@ -167,6 +167,8 @@ class OptionRuleSchema(Strict):
     kind: Literal["words", "context", "users", "gpus", "next_card"]
     words: str = ""                 # appended to the query (kind words)
     precision: Slug | None = None   # the weight precision it sets: offered only when it has fewer bits
+    runtimes: list[Slug] = []       # offered only under these runtimes (empty: under any)
+    host_memory: bool = False       # it names the host's memory: offered only when the query names none
     tasks: list[Literal["inference", "training", "full_ft", "lora"]]
     quality_rank: Annotated[int, Field(ge=0, le=9)]   # 0: no quality cost; higher costs more
     quality: str

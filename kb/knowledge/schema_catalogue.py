@@ -96,6 +96,7 @@ class RecipeSetSchema(Strict):
     offload: bool | None = None
     checkpoint_offload: bool | None = None
     lora_attention_only: bool | None = None
+    quantized_base: bool | None = None      # a LoRA with no format named loads its base in 4 bits (QLoRA)
 
 
 class RecipeSchema(Strict):
@@ -173,6 +174,8 @@ class RuntimeSchema(Strict):
     native_gemm_source: Slug | None = None
     gemm_accumulate: Literal["fp32", "fp16"] = "fp32"
     gemm_accumulate_source: Slug | None = None
+    decode_efficiency_source: Slug | None = None    # a measurement its decode efficiency is fitted to
+    prefill_efficiency_source: Slug | None = None   # a measurement its prefill efficiency is fitted to
     memory_utilization: Fraction = 1.0
     overhead_gb: NonNeg
     training_mfu: Fraction | None = None

@@ -31,6 +31,8 @@ class DefaultsSchema(Strict):
     checkpointing: bool
     flash_attention: bool
     optimizer: Optimizer
+    host_memory_gb: Positive | None = None      # the host's memory an offload word assumes when none is named
+    host_memory_source: Slug | None = None
     source: Slug
 
 
@@ -59,7 +61,7 @@ class SolveSchema(Strict):
 
 LimitName = Literal["users", "batch", "context", "seq", "prompt", "output", "rank", "tokens",
                     "params", "gpu_count", "memory_gb", "parallel", "speed", "duration",
-                    "hours_per_day", "usd", "examples", "epochs", "requests", "draft_tokens"]
+                    "hours_per_day", "usd", "examples", "epochs", "requests", "draft_tokens", "layers"]
 
 
 class UnitSchema(Strict):
@@ -67,7 +69,7 @@ class UnitSchema(Strict):
     field: Literal["users", "context_tokens", "seq_len", "batch", "lora_rank", "prompt_tokens",
                    "output_tokens", "tokens", "tp", "pp", "speed_floor_tok_s", "tokens_per_day",
                    "hours_per_day", "duration", "gpu_count", "budget_usd", "examples", "epochs", "requests_per_day",
-                   "draft_tokens"]
+                   "draft_tokens", "offload_layers"]
     limit: LimitName
     words: list[Name] = Field(min_length=1)
     # words that are this unit only right after a number ('2k in', '500 out'); anywhere else
@@ -76,7 +78,7 @@ class UnitSchema(Strict):
     scale: Positive = 1.0
     binary_k: bool = False
     focus: Literal["memory", "speed", "time", "fit", "cost"] | None = None
-    alone: Literal["filler", "time", "one"] | None = None  # the word without a number: a filler, or asks the time
+    alone: Literal["filler", "time", "one", "all", "offload"] | None = None  # the word without a number: a filler, or asks the time
     # 'how many' before the word without a number asks this capacity question ('how many concurrent users')
     asks: Literal["max_users", "max_batch"] | None = None
 
@@ -219,10 +221,19 @@ class VerdictSchema(Strict):
     templates: VerdictTemplatesSchema
 
 
+class BackendSchema(Strict):
+    """A GPU backend named in words (query.yaml `backends`): its name, the runtime build that
+    runs it for each runtime named ('none': no runtime named), and where that comes from."""
+    name: str
+    platforms: list[Name] = []
+    runtimes: dict[Name, Name] = {}
+    source: Name
+
+
 class PhraseSchema(Strict):
     """Words that set Workload fields (query.yaml `phrases`)."""
     set: dict[Literal["focus", "question", "sort", "rent", "want_options", "sharding", "runtime",
-                      "dp_attention", "hours_per_day", "gpu_count", "vs", "ttft_percentile"], str | bool | int | float]
+                      "dp_attention", "hours_per_day", "gpu_count", "vs", "ttft_percentile", "backend", "host_offload"], str | bool | int | float]
     words: list[Name] = Field(min_length=1)
 
 
@@ -282,6 +293,7 @@ class QueryFile(Strict):
     model_prefixes: list[Name] = []
     model_variants: list[Name] = []
     host_memory_words: dict[Name, Name] = {}
+    backends: dict[Name, BackendSchema] = {}
     example_length_words: list[Name] = []
     format_suffixes: dict[Name, Name] = {}
     gpu_words: list[Name] = []

@@ -172,6 +172,8 @@ def key_figures(a: Answer) -> list[str]:
     parts = ", ".join(f"{label} {num(mem['breakdown'][k])}" for k, label in BREAKDOWN_LABELS.items()
                       if mem["breakdown"].get(k))
     out.append(f"  memory   {num(mem['total_gb'])} GB in all{each}{_typical(a, 'total_gb')}: {parts}")
+    if mem.get(N.HOST_RAM_GB):      # ZeRO-3 / FSDP CPU offload: the host's memory it needs beside the GPUs'
+        out.append(f"  host     {num(mem['host_ram_gb'])} GB of CPU memory for what is offloaded")
     out += _asked(a)
     training = "training" in b
     g = _own_row(a)

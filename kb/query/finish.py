@@ -49,6 +49,7 @@ class Finisher:
     dataset: dict[str, Tok]
     model_given: bool
     pending_count: Tok | None
+    layout_all: list[tuple[str, Tok]]
 
     def fail(self, tok: Tok, message: str, suggestion: str | None = None,
              expected: list[str] | None = None, width: int | None = None) -> QueryError:
@@ -271,6 +272,25 @@ class Finisher:
                 self.w.question = None
         elif alone == "one":
             self.set_unit(unit, Tok("num", word.text, word.col, 1.0), word, number_first=True)
+        elif alone == "all":
+            self.layout_all.append((unit, word))
+        elif alone == "offload":        # '-ngl', '--n-cpu-moe' with no count: offload asked
+            self.w.host_offload = True
+
+    def layout_over_all(self) -> None:
+        """'tensor parallel', 'row split', 'layer split' with no number: the layout spans every
+        GPU the query names ('2x 3090 tensor parallel' is tp 2; query.yaml units, alone: all).
+        With no GPU count to span, the word still needs its number."""
+        for unit, word in self.layout_all:
+            spec = self.query_rules["units"][unit]
+            total = sum(g.count for g in self.w.gpus if g.gpu_id is not None) or (self.w.gpu_count or 0)
+            if total < 1:
+                raise self.fail(word, f"'{word.text}' needs a number (or a GPU count to span)",
+                                f"16 {word.text}", expected=[f"16 {word.text}", f"{word.text} 16"])
+            if getattr(self.w, spec["field"]) is None:
+                self.set_unit(unit, Tok("num", word.text, word.col, float(total)), word, number_first=True)
+                self.w.notes.append(f"read '{word.text}' with no number as {spec['field']} {total}: "
+                                    "every GPU named")
 
     def counted_unit(self, unit: str, word: Tok) -> None:
         """A count word before a unit word other than GPUs is its number ('two days', 'one week')."""
@@ -335,6 +355,47 @@ class Finisher:
         w.segments = list(sit["segments"])
         w.notes.append(f"{sit['text']} [{sit['source']}]")
 
+    def host_offload(self) -> None:
+        """llama.cpp's offload in words ('-ngl 40', 'experts on cpu'): the host's memory it uses is
+        the one the query names, else query.yaml defaults.host_memory_gb, said in the notes; a
+        count given is said too, kbq keeping in the host's memory only what does not fit."""
+        w = self.w
+        if w.offload_layers is not None:
+            w.host_offload = True
+            w.notes.append(f"offload count {w.offload_layers} read; kbq keeps in the host's memory "
+                           "only what does not fit the GPUs (the least offload that fits)")
+        if not w.host_offload:
+            return
+        if w.runtime is None and w.task not in self.vocab.training_tasks:
+            w.runtime = self.kn.runtime_defaults["gguf"]     # the offload words are llama.cpp's
+            w.notes.append(f"runtime: {self.kn.runtimes[w.runtime]['name']}, whose offload the words name")
+        if w.host_memory_gb is not None:
+            return
+        d = self.query_rules["defaults"]
+        if (gb := d.get("host_memory_gb")) is not None:
+            w.host_memory_gb = float(gb)
+            w.notes.append(f"host memory: {gb:g} GB, assumed for the offload "
+                           f"[{d.get('host_memory_source')}]; name yours ('with 64gb ddr5')")
+
+    def backend_runtime(self) -> None:
+        """A GPU backend named ('vulkan', 'rocm', 'metal'…): the runtime's build for it where the
+        rules hold one (query.yaml backends: llama.cpp's Vulkan build, with its own calibrated
+        efficiencies in runtimes.yaml), else the runtime as it is, the backend said in the notes."""
+        w = self.w
+        spec = self.query_rules.get("backends", {}).get(w.backend or "")
+        if spec is None:
+            return
+        build = (None if w.task in self.vocab.training_tasks
+                 else spec["runtimes"].get(w.runtime or "none"))
+        if build is not None and build != w.runtime:
+            named = self.kn.runtimes[w.runtime]["name"] if w.runtime else None
+            w.runtime = build
+            w.notes.append(f"runtime: {self.kn.runtimes[build]['name']}, "
+                           + (f"{named}'s build for {spec['name']}" if named else f"the runtime that runs on {spec['name']}")
+                           + f" [{spec['source']}]")
+        else:
+            w.notes.append(f"backend: {spec['name']} [{spec['source']}]")
+
     def format_runtime(self) -> None:
         """An inference format only one runtime loads names that runtime ('exl2 4.0bpw': ExLlamaV2,
         precisions.yaml `runtime`); a runtime named with no format runs the one its users load
@@ -387,10 +448,13 @@ class Finisher:
         self.resolve_task()
         self.apply_formats()
         self.situation()
+        self.backend_runtime()
+        self.host_offload()
         self.format_runtime()
         self.check_runtime_and_size()
         self.lengths()
         self.counts()
+        self.layout_over_all()
         if w.model_id is None and w.params is None and not self.model_given:
             self.unnamed_model()
         if w.model_id is None and w.params is None and w.question != "largest_model" and not self.model_given:

@@ -74,6 +74,7 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
         self.gpu_span = (-1, -1)                  # the tokens of the last GPU name read
         self.join: Tok | None = None              # the last 'vs', 'or', 'compared to'
         self.seen: dict[str, Tok] = {}            # the item that gave each compared field
+        self.layout_all: list[tuple[str, Tok]] = []   # 'tensor parallel' with no number: over every GPU named
 
     def fail(self, tok: Tok, message: str, suggestion: str | None = None,
              expected: list[str] | None = None, width: int | None = None) -> QueryError:

@@ -135,6 +135,10 @@ def _quantity_words(w: Workload, kn: Knowledge) -> list[str]:
         out.append(f"{q['e2e_words'][0]} {num(w.e2e_max_s)} {by_field['duration']}")
     if w.e2e_percentile is not None:
         out.append(f"p{w.e2e_percentile:g}")
+    if w.host_memory_gb:            # '64gb ddr5': the host's memory, by the first word of its kind
+        kind = w.host_memory_kind or "any"
+        word = next((k for k, v in q.get("host_memory_words", {}).items() if v == kind), "ram")
+        out.append(f"{num(w.host_memory_gb)}gb {word}")
     return out
 
 

@@ -45,6 +45,9 @@ class Workload:
     lora_attention_only: bool | None = None
     quantized_inputs_kept: bool | None = None   # bitsandbytes < 0.43.2: 4-bit layers keep their inputs
     runtime: str | None = None
+    # The GPU backend named ("vulkan", "rocm", "hip", "metal", "cuda", "sycl": query.yaml
+    # backends): the runtime's build for it where the rules hold one (llama.cpp's Vulkan build).
+    backend: str | None = None
     # Parallel layout and sharding asked for ("tp 2", "pp 2", "with fsdp", "zero3", "deepspeed",
     # "dp attention"); None: the engine chooses and says so.
     tp: int | None = None
@@ -79,6 +82,11 @@ class Workload:
     # its kind (ddr4, ddr5) when said. Never a GPU's memory.
     host_memory_gb: float | None = None
     host_memory_kind: str | None = None
+    # llama.cpp's offload asked in its own words ("-ngl 40", "--n-cpu-moe 30", "-ot exps=CPU",
+    # "experts on cpu"): the weights that do not fit the GPUs are kept in the host's memory;
+    # offload_layers is the count the query gave (kbq places only what does not fit).
+    host_offload: bool | None = None
+    offload_layers: int | None = None
     # A GPU count without a GPU name ("on 4 gpus", "two gpus"); a named GPU without its own
     # count takes it.
     gpu_count: int | None = None

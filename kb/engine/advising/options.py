@@ -135,8 +135,10 @@ def _applies(rule: OptionRule, w: WorkloadDict, training: bool, kn: Knowledge) -
         ok = "training" in tasks or task in tasks
     else:
         ok = "inference" in tasks
-    if not ok:
-        return False
+    if not ok or (rule.get("runtimes") and w.get("runtime") not in rule["runtimes"]):
+        return False            # a change spelled in another runtime's words
+    if rule.get("host_memory") and w.get(N.HOST_MEMORY_GB):
+        return False            # the host's memory the query gave is already used (offload)
     if precision := rule.get(N.PRECISION):
         held = kn.precisions.get(str(w.get(N.PRECISION)))
         if held is not None and held.get("experts_only"):

@@ -72,6 +72,10 @@ def apply_recipes(w: Workload, kn: Knowledge, runtime: Runtime, model: Model,
                 model["params_total"] < when["min_params"]):
             continue
         sets: dict[str, object] = dict(recipe["set"])
+        if sets.get("quantized_base") and w.task == "lora" and w.precision is None:
+            w.task = "qlora"        # its notebooks load the base in 4 bits unless 16-bit is said
+            assumptions.append(f"recipe: {recipe['text']} [{recipe['source']}]")
+            continue
         asked = [n for n in RECIPE_FIELDS if sets.get(n) is not None
                  and getattr(w, n) is not None and getattr(w, n) != sets[n]]
         if asked:       # an explicit choice beats the recipe: none of its settings apply
