@@ -45,6 +45,8 @@ MODELS = [
     ("deepseek v4 flash", "deepseek-v4-flash", 284e9, "hf-deepseek-v4-flash"),       # card: 284B total, 13B activated
     ("deepseek-ai/DeepSeek-V4-Flash", "deepseek-v4-flash", 284e9, "hf-deepseek-v4-flash"),
     ("deepseek v4 pro", "deepseek-v4-pro", 1.6e12, "hf-deepseek-v4-pro"),            # card: 1.6T total, 49B activated
+    ("mimo v2 flash", "mimo-v2-flash", 309e9, "hf-mimo-v2-flash"),                    # card: 309B total, 15B activated
+    ("XiaomiMiMo/MiMo-V2-Flash", "mimo-v2-flash", 309e9, "hf-mimo-v2-flash"),
 ]
 
 
@@ -171,3 +173,12 @@ def test_indexshare_keeps_one_layer_of_indexer_keys_in_four():
     # KV cache's format: 78 x (576 + 128 / 4) x 2 B per token.
     got = ask("serve glm 5.2 bf16 1m context on 8x b300").to_dict()["memory"]["kv_cache_gb_per_user"]
     assert got == pytest.approx(78 * (576 + 128 / 4) * 2 * 1_048_576 / BYTES_PER_GB, rel=1e-6)
+
+
+def test_mimo_v2_flash_cache_keeps_a_192_key_and_a_128_value_per_head():
+    # MiMo-V2-Flash config.json: 39 sliding layers (window 128) with 8 KV heads and 9 full layers
+    # with 4, each head caching a 192-wide key and a 128-wide value. At 32,768 tokens in bf16:
+    # 39 x 128 x 8 x (192 + 128) x 2 B + 9 x 32768 x 4 x (192 + 128) x 2 B
+    # = 25,559,040 + 754,974,720 = 780,533,760 B.
+    got = ask("serve mimo v2 flash bf16 32k context on 8x h100").to_dict()["memory"]["kv_cache_gb_per_user"]
+    assert got == pytest.approx(780_533_760 / BYTES_PER_GB, rel=1e-6)
