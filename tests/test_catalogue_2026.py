@@ -47,6 +47,10 @@ MODELS = [
     ("deepseek v4 pro", "deepseek-v4-pro", 1.6e12, "hf-deepseek-v4-pro"),            # card: 1.6T total, 49B activated
     ("mimo v2 flash", "mimo-v2-flash", 309e9, "hf-mimo-v2-flash"),                    # card: 309B total, 15B activated
     ("XiaomiMiMo/MiMo-V2-Flash", "mimo-v2-flash", 309e9, "hf-mimo-v2-flash"),
+    ("step 3.5 flash", "step-3.5-flash", 196.81e9, "hf-step-3.5-flash"),             # card: 196.81B total, ~11B active
+    ("stepfun-ai/Step-3.5-Flash", "step-3.5-flash", 196.81e9, "hf-step-3.5-flash"),
+    ("step-3.5-flash", "step-3.5-flash", 196.81e9, "hf-step-3.5-flash"),
+    ("step 3.5", "step-3.5-flash", 196.81e9, "hf-step-3.5-flash"),                   # the one Step 3.5 published
 ]
 
 
@@ -182,3 +186,11 @@ def test_mimo_v2_flash_cache_keeps_a_192_key_and_a_128_value_per_head():
     # = 25,559,040 + 754,974,720 = 780,533,760 B.
     got = ask("serve mimo v2 flash bf16 32k context on 8x h100").to_dict()["memory"]["kv_cache_gb_per_user"]
     assert got == pytest.approx(780_533_760 / BYTES_PER_GB, rel=1e-6)
+
+
+def test_step_3_5_flash_cache_holds_a_512_token_window_on_three_layers_of_four():
+    # Step-3.5-Flash config figures: 12 full-attention layers and 33 sliding (window 512), all with
+    # 8 KV heads of 128. At 32,768 tokens in bf16: 12 x 32768 x 2 x 8 x 128 x 2 B
+    # + 33 x 512 x 2 x 8 x 128 x 2 B = 1,610,612,736 + 69,206,016 = 1,679,818,752 B.
+    got = ask("serve step 3.5 flash bf16 32k context on 8x h100").to_dict()["memory"]["kv_cache_gb_per_user"]
+    assert got == pytest.approx(1_679_818_752 / BYTES_PER_GB, rel=1e-6)
