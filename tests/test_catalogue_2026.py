@@ -51,6 +51,8 @@ MODELS = [
     ("stepfun-ai/Step-3.5-Flash", "step-3.5-flash", 196.81e9, "hf-step-3.5-flash"),
     ("step-3.5-flash", "step-3.5-flash", 196.81e9, "hf-step-3.5-flash"),
     ("step 3.5", "step-3.5-flash", 196.81e9, "hf-step-3.5-flash"),                   # the one Step 3.5 published
+    ("kimi k3", "kimi-k3", 2.78e12, "hf-kimi-k3"),                                   # hub: 2,779,931,837,184 parameters
+    ("moonshotai/Kimi-K3", "kimi-k3", 2.78e12, "hf-kimi-k3"),
 ]
 
 
@@ -194,3 +196,13 @@ def test_step_3_5_flash_cache_holds_a_512_token_window_on_three_layers_of_four()
     # + 33 x 512 x 2 x 8 x 128 x 2 B = 1,610,612,736 + 69,206,016 = 1,679,818,752 B.
     got = ask("serve step 3.5 flash bf16 32k context on 8x h100").to_dict()["memory"]["kv_cache_gb_per_user"]
     assert got == pytest.approx(1_679_818_752 / BYTES_PER_GB, rel=1e-6)
+
+
+def test_kimi_k3_caches_a_latent_on_its_mla_layers_and_keeps_a_state_in_its_delta_layers():
+    # Kimi-K3 config.json: 24 MLA layers caching kv_lora_rank 512 + qk_rope_head_dim 64 = 576 values
+    # per token, 69 Kimi Delta Attention layers with 96 heads of 128 (state 128 x 128 per head) and
+    # a short conv of 4 over q, k and v (3 x 12,288 channels). At 1,048,576 tokens in bf16:
+    # 24 x 1048576 x 576 x 2 B = 28,991,029,248 B; per KDA layer 96*128*128 + 3 x 36,864 = 1,683,456
+    # values -> 69 x 1,683,456 x 2 B = 232,316,928 B.
+    got = ask("serve kimi k3 bf16 1m context on 8x b200").to_dict()["memory"]["kv_cache_gb_per_user"]
+    assert got == pytest.approx((28_991_029_248 + 232_316_928) / BYTES_PER_GB, rel=1e-6)

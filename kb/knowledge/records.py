@@ -167,7 +167,7 @@ class Moe(TypedDict):
 
 class Recurrent(TypedDict):
     """Linear-attention or state-space layers: a fixed-size state per sequence, no KV cache."""
-    kind: Literal["mamba2", "gated-deltanet"]
+    kind: Literal["mamba2", "gated-deltanet", "kda"]
     layers: int
     heads: int
     head_dim: int

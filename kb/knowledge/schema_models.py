@@ -40,7 +40,7 @@ class MoeSchema(Strict):
 
 class RecurrentSchema(Strict):
     """Linear-attention or state-space layers: a fixed-size state per sequence, no KV cache."""
-    kind: Literal["mamba2", "gated-deltanet"]
+    kind: Literal["mamba2", "gated-deltanet", "kda"]
     layers: Count
     heads: Count
     head_dim: Count
