@@ -53,6 +53,8 @@ MODELS = [
     ("step 3.5", "step-3.5-flash", 196.81e9, "hf-step-3.5-flash"),                   # the one Step 3.5 published
     ("kimi k3", "kimi-k3", 2.78e12, "hf-kimi-k3"),                                   # hub: 2,779,931,837,184 parameters
     ("moonshotai/Kimi-K3", "kimi-k3", 2.78e12, "hf-kimi-k3"),
+    ("mistral large 3", "mistral-large-3-675b", 675e9, "hf-mistral-large-3"),        # card: 675B total, 41B active
+    ("mistralai/Mistral-Large-3-675B-Instruct-2512", "mistral-large-3-675b", 675e9, "hf-mistral-large-3"),
 ]
 
 
