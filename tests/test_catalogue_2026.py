@@ -54,6 +54,8 @@ MODELS = [
     ("kimi k3", "kimi-k3", 2.78e12, "hf-kimi-k3"),                                   # hub: 2,779,931,837,184 parameters
     ("moonshotai/Kimi-K3", "kimi-k3", 2.78e12, "hf-kimi-k3"),
     ("mistral large 3", "mistral-large-3-675b", 675e9, "hf-mistral-large-3"),        # card: 675B total, 41B active
+    ("nemotron 3 super", "nemotron-3-super-120b-a12b", 120e9, "hf-nemotron-3-super-120b-a12b"),  # card: 120B total, 12B active
+    ("nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-BF16", "nemotron-3-super-120b-a12b", 120e9, "hf-nemotron-3-super-120b-a12b"),
     ("mistralai/Mistral-Large-3-675B-Instruct-2512", "mistral-large-3-675b", 675e9, "hf-mistral-large-3"),
 ]
 
@@ -208,3 +210,13 @@ def test_kimi_k3_caches_a_latent_on_its_mla_layers_and_keeps_a_state_in_its_delt
     # values -> 69 x 1,683,456 x 2 B = 232,316,928 B.
     got = ask("serve kimi k3 bf16 1m context on 8x b200").to_dict()["memory"]["kv_cache_gb_per_user"]
     assert got == pytest.approx((28_991_029_248 + 232_316_928) / BYTES_PER_GB, rel=1e-6)
+
+
+def test_nemotron_3_super_keeps_a_cache_in_8_attention_blocks_and_a_state_in_40_mamba_blocks():
+    # NVIDIA-Nemotron-3-Super-120B-A12B config.json: of 88 blocks, 8 attention (2 KV heads x 128)
+    # and 40 Mamba2 (128 heads x 64, state 128, 8 groups, conv 4). KV per token:
+    # 8 x 2 (K, V) x 2 x 128 x 2 B = 8,192 B. State per Mamba2 block: 128*64*128 = 1,048,576
+    # values + (4 - 1) x (128*64 + 2*8*128 = 10,240) = 30,720 -> 1,079,296 x 2 B.
+    kv_b_per_token, state_b = 8 * 2 * 2 * 128 * 2, 40 * 1_079_296 * 2
+    got = ask("serve nemotron 3 super bf16 64k context on 4x h100").to_dict()["memory"]["kv_cache_gb_per_user"]
+    assert got == pytest.approx((kv_b_per_token * 65536 + state_b) / BYTES_PER_GB, rel=1e-3)
