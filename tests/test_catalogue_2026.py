@@ -27,6 +27,8 @@ MODELS = [
     ("qwen3.5 35b a3b", "qwen3.5-35b-a3b", 35e9, "hf-qwen3.5-35b-a3b"),              # card: 35B total, 3B activated
     ("Qwen/Qwen3.5-35B-A3B", "qwen3.5-35b-a3b", 35e9, "hf-qwen3.5-35b-a3b"),
     ("qwen3.5 27b", "qwen3.5-27b", 27e9, "hf-qwen3.5-27b"),                          # card: 27B
+    ("qwen3.5 9b", "qwen3.5-9b", 9e9, "hf-qwen3.5-9b"),                              # card: 9B
+    ("Qwen/Qwen3.5-9B", "qwen3.5-9b", 9e9, "hf-qwen3.5-9b"),
     ("qwen3.6 35b a3b", "qwen3.6-35b-a3b", 35e9, "hf-qwen3.6-35b-a3b"),              # card: 35B total, 3B activated
     ("qwen 3.6 27b", "qwen3.6-27b", 27e9, "hf-qwen3.6-27b"),                         # spec: total_params_b 27.0
     ("glm 5", "glm-5", 744e9, "hf-glm-5"),                                           # report: 744B total, 40B activated
