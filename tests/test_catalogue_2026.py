@@ -39,6 +39,8 @@ MODELS = [
     ("glm 5.2", "glm-5.2", 744e9, "hf-glm-5.2"),                                     # 744B total (753B with MTP)
     ("minimax m2.5", "minimax-m2.5", 229.9e9, "hf-minimax-m2.5"),                    # report: 229.9B total
     ("minimax m2.7", "minimax-m2.7", 230e9, "hf-minimax-m2.7"),                      # M2's 230B
+    ("minimax m3", "minimax-m3", 428e9, "hf-minimax-m3"),                            # 428B total, 23B activated
+    ("MiniMaxAI/MiniMax-M3", "minimax-m3", 428e9, "hf-minimax-m3"),
     ("nemotron 3 nano", "nemotron-3-nano-30b-a3b", 31.6e9, "hf-nemotron-3-nano-30b-a3b"),  # report: 31.6B (card: 30B)
     ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "nemotron-3-nano-30b-a3b", 31.6e9, "hf-nemotron-3-nano-30b-a3b"),
     ("gemma 4 31b", "gemma-4-31b", 30.7e9, "hf-gemma-4-31b"),                        # card: 30.7B
@@ -222,3 +224,12 @@ def test_nemotron_3_super_keeps_a_cache_in_8_attention_blocks_and_a_state_in_40_
     kv_b_per_token, state_b = 8 * 2 * 2 * 128 * 2, 40 * 1_079_296 * 2
     got = ask("serve nemotron 3 super bf16 64k context on 4x h100").to_dict()["memory"]["kv_cache_gb_per_user"]
     assert got == pytest.approx((kv_b_per_token * 65536 + state_b) / BYTES_PER_GB, rel=1e-3)
+
+
+def test_minimax_m3_caches_its_block_index_keys_beside_the_kv_cache():
+    # MiniMax-M3 text_config: 60 layers with 4 KV heads of 128 (a key and a value each), and a block
+    # indexer of 4 index heads of 128 whose keys are cached per token (kept on all 60 layers, see
+    # models.yaml). At 1,048,576 tokens in bf16: 60 x 1048576 x (2 x 4 x 128 + 4 x 128) x 2 B
+    # = 193,273,528,320 B.
+    got = ask("serve minimax m3 bf16 1m context on 8x b200").to_dict()["memory"]["kv_cache_gb_per_user"]
+    assert got == pytest.approx(193_273_528_320 / BYTES_PER_GB, rel=1e-6)
