@@ -199,6 +199,7 @@ class Model(TypedDict):
     active_embeddings: NotRequired[Literal["both", "output", "none"]]
     encoder_params: NotRequired[float | None]
     card_rounding: NotRequired[float | None]
+    architecture_from: NotRequired[str | None]
     sliding_window: NotRequired[int | None]
     sliding_window_layers: NotRequired[int | None]
     local_attention: NotRequired[Literal["sliding", "chunked"] | None]
