@@ -72,6 +72,9 @@ FIRST_REFERENCE = "serve 70B int4 16 users on h100"      # the first of query.ya
 CYCLE_MSG = "the flow has a cycle: TASK → FT → TASK"
 
 CASES = [
+    Case("unknown-architecture-from", "models.yaml", "    architecture_from: deepseek-v3\n",
+         "    architecture_from: deepseek-v33\n",
+         (("deepseek-v33", "unknown model 'deepseek-v33' (did you mean 'deepseek-v3'?)"),)),
     Case("unknown-native-gemm-precision", "runtimes.yaml", "    native_gemm: [fp8, int8]\n",
          "    native_gemm: [fp8, int88]\n",
          (("int88", "unknown precision 'int88' (did you mean 'int8'?)"),)),

@@ -167,6 +167,20 @@ def check_native(doc: Doc, models: list[sc.ModelSchema], precisions: dict[str, P
             need_source(doc, ("models", i, "native_source"), m.native_source)
 
 
+def check_architecture_from(doc: Doc, models: list[sc.ModelSchema], errs: Collector) -> None:
+    """A model whose architecture is assumed from another names a catalogue model that has its own."""
+    own = {m.id: m for m in models}
+    for i, m in enumerate(models):
+        ref = m.architecture_from
+        if ref is None:
+            continue
+        if ref not in own:
+            errs.add(doc.error(("models", i, "architecture_from"), f"unknown model '{ref}'", nearest(ref, own)))
+        elif own[ref].architecture_from is not None:
+            errs.add(doc.error(("models", i, "architecture_from"),
+                               f"'{ref}' has an assumed architecture itself; name a model with its own config"))
+
+
 def check_unit(doc: Doc, loc: Path_, compiled: ex.Expr, units: dict[str, ex.Unit],
                 want: ex.Unit, errs: Collector) -> None:
     try:

@@ -167,7 +167,7 @@ class Moe(TypedDict):
 
 class Recurrent(TypedDict):
     """Linear-attention or state-space layers: a fixed-size state per sequence, no KV cache."""
-    kind: Literal["mamba2", "gated-deltanet"]
+    kind: Literal["mamba2", "gated-deltanet", "kda"]
     layers: int
     heads: int
     head_dim: int
@@ -199,6 +199,7 @@ class Model(TypedDict):
     active_embeddings: NotRequired[Literal["both", "output", "none"]]
     encoder_params: NotRequired[float | None]
     card_rounding: NotRequired[float | None]
+    architecture_from: NotRequired[str | None]
     sliding_window: NotRequired[int | None]
     sliding_window_layers: NotRequired[int | None]
     local_attention: NotRequired[Literal["sliding", "chunked"] | None]

@@ -40,7 +40,7 @@ class MoeSchema(Strict):
 
 class RecurrentSchema(Strict):
     """Linear-attention or state-space layers: a fixed-size state per sequence, no KV cache."""
-    kind: Literal["mamba2", "gated-deltanet"]
+    kind: Literal["mamba2", "gated-deltanet", "kda"]
     layers: Count
     heads: Count
     head_dim: Count
@@ -115,6 +115,9 @@ class ModelSchema(Strict):
     active_embeddings: Literal["both", "output", "none"] = "both"
     encoder_params: NonNeg | None = None
     card_rounding: float | None = Field(default=None, gt=0, lt=0.5)
+    # a catalogue model whose architecture the entry assumes where its own config was not published;
+    # the answer says so in its assumptions
+    architecture_from: Slug | None = None
     sliding_window: int | None = Field(default=None, gt=0)
     sliding_window_layers: int | None = Field(default=None, ge=0)
     local_attention: Literal["sliding", "chunked"] | None = None

@@ -246,7 +246,17 @@ def _runtime_for_devices(w: Workload, kn: Knowledge, rt: Runtime, is_training: b
 
 def _resolve_model(w: Workload, kn: Knowledge, assumptions: list[str]) -> Model:
     if w.model_id is not None:
-        return kn.models[w.model_id].copy()
+        model = kn.models[w.model_id].copy()
+        ref_id = model.get("architecture_from")
+        if ref_id:
+            moe = model.get("moe")
+            experts = f", {moe['experts']} experts" if moe else ""
+            assumptions.append(
+                f"model: {model['name']} takes {kn.models[ref_id]['name']}'s architecture, as published "
+                f"readings of its config describe it, not figures from its own config ({model['layers']} layers"
+                f"{experts}); weights use its card's {model['params_total'] / kn.billion:g}B parameters "
+                "(models.yaml architecture_from)")
+        return model
     model, said = bare_model(kn, w.params if w.params is not None else kn.defaults[N.PARAMS],
                              unnamed=w.size_unnamed)
     assumptions.append(said)
