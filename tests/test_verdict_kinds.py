@@ -17,7 +17,7 @@ import subprocess
 
 import pytest
 
-MAX_LINES = 45
+ANSWER_LINES = 45     # the plain answer is at most 45 lines (docs: the answer)
 MAX_WORDS = 45
 NUMBER = re.compile(r"(?<![\w.])\$?(\d[\d,]*(?:\.\d+)?)")
 POLICY = ("first by value", "ranked by", "cheapest to buy, then fastest", "headroom beyond the memory error")
@@ -42,7 +42,7 @@ def answer(query: str) -> tuple[str, dict]:
     plain = kbq(query)
     assert plain.returncode == 0, plain.stderr
     lines = plain.stdout.splitlines()
-    assert len(lines) <= MAX_LINES, (query, len(lines))
+    assert len(lines) <= ANSWER_LINES, (query, len(lines))
     data = json.loads(kbq("--json", query).stdout)
     verdict = data["verdict"]
     assert f"VERDICT  {verdict}" == lines[2]                   # the text shows the contract's verdict

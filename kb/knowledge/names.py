@@ -3,15 +3,12 @@
 One constant per input, constant and formula the rules name, for the names Python reads
 (kb/engine, kb/present, server): a name renamed or removed in the rules takes its constant
 with it, and the type checker (mypy --strict) reports every use left, at build time rather
-than in an answer. tests/test_shapes.py fails while this file is stale. A query imports
-it without `typing` (the type checker reads TYPE_CHECKING as true).
+than in an answer. tests/test_shapes.py fails while this file is stale.
 """
 
 from __future__ import annotations
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Final
+from typing import Final
 
 
 # inputs

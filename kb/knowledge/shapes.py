@@ -72,10 +72,8 @@ def names_text() -> str:
            "One constant per input, constant and formula the rules name, for the names Python reads\n"
            "(kb/engine, kb/present, server): a name renamed or removed in the rules takes its constant\n"
            "with it, and the type checker (mypy --strict) reports every use left, at build time rather\n"
-           "than in an answer. tests/test_shapes.py fails while this file is stale. A query imports\n"
-           "it without `typing` (the type checker reads TYPE_CHECKING as true).\n"
-           '"""\n\nfrom __future__ import annotations\n\nTYPE_CHECKING = False\nif TYPE_CHECKING:\n'
-           "    from typing import Final\n"]
+           "than in an answer. tests/test_shapes.py fails while this file is stale.\n"
+           '"""\n\nfrom __future__ import annotations\n\nfrom typing import Final\n']
     seen: dict[str, str] = {}
     for section in ("inputs", "constants", "formulas"):
         out.append(f"\n# {section}")
