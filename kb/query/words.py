@@ -14,9 +14,12 @@ import re
 from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING
 
 from kb.knowledge.data import Knowledge, norm
-from kb.knowledge.records_rules import QueryRules
+
+if TYPE_CHECKING:
+    from kb.knowledge.records_rules import QueryRules
 
 MAX_PHRASE_TOKENS = 7
 
