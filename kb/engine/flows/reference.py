@@ -17,9 +17,7 @@ import math
 from kb.errors import KbError, RuleError
 from kb.knowledge.loader import Doc, Path_
 from kb.knowledge.data import Knowledge
-from kb.engine import Evaluated, base_scope, evaluate, gpu_scope, layout_of, resolve_workload
 from kb.engine.flows import sweep
-from kb.engine.resolving.scope import capacity_gpu
 from kb.query.parse import parse
 
 DIVISION = "division by zero"
@@ -40,12 +38,7 @@ def check(kn: Knowledge, query_doc: Doc, formulas_doc: Doc) -> list[RuleError]:
                 errors.append(query_doc.error(where, f"the reference query '{query}' names no GPU "
                                                    "or memory size to compute it on"))
                 continue
-            r = resolve_workload(w, kn)
-            req = w.gpus[0]
-            gpu = kn.gpus[req.gpu_id] if req.gpu_id else capacity_gpu(req, kn)
-            ev = Evaluated(gpu_scope(base_scope(r, kn), gpu, req.count, r.precision,
-                                     layout_of(r, kn, req.count)))
-            evaluate(kn, ev, names)
+            ev = sweep.evaluated_on_its_gpu(kn, w, names)
             evaluated += 1
         except (KbError, ArithmeticError, TypeError, ValueError) as exc:
             errors.append(query_doc.error(where, f"the reference query '{query}' cannot be answered: {exc}"))

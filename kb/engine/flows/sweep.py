@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from kb.knowledge.loader import Doc, Path_
     from kb.knowledge.data import Case, Knowledge
     from kb.knowledge.records_rules import QueryRules
+    from kb.query.workload import Workload
 
 PER_TASK = 16       # workloads of each task: users × context lengths, each with its own model
 
@@ -45,6 +46,18 @@ PER_TASK = 16       # workloads of each task: users × context lengths, each wit
 # takes them all: the decode figures a training answer prices read users too.
 AXES = (N.USERS, "context", N.BATCH, "seq")
 
+
+
+def evaluated_on_its_gpu(kn: Knowledge, w: Workload, names: list[str]) -> Evaluated:
+    """`names` computed for a workload on the first GPU it names (a card, or a bare memory size),
+    at its count and layout: how the build checks a formula on a workload."""
+    r = resolve_workload(w, kn)
+    req = w.gpus[0]
+    gpu = kn.gpus[req.gpu_id] if req.gpu_id else capacity_gpu(req, kn)
+    ev = Evaluated(gpu_scope(base_scope(r, kn), gpu, req.count, r.precision,
+                             layout_of(r, kn, req.count)))
+    evaluate(kn, ev, names)
+    return ev
 
 def workload_queries(kn: Knowledge) -> list[tuple[str, str]]:
     """(task, query text) for every generated workload, task by task: each its own precision,
@@ -94,13 +107,7 @@ def check(kn: Knowledge, formulas_doc: Doc) -> list[RuleError]:
     failed: dict[str, dict[str, tuple[str, str, Evaluated]]] = {}  # task → formula → first failure
     for task, query in workload_queries(kn):
         try:
-            w = parse(query, kn)
-            r = resolve_workload(w, kn)
-            req = w.gpus[0]
-            gpu = kn.gpus[req.gpu_id] if req.gpu_id else capacity_gpu(req, kn)
-            ev = Evaluated(gpu_scope(base_scope(r, kn), gpu, req.count, r.precision,
-                                     layout_of(r, kn, req.count)))
-            evaluate(kn, ev, names)
+            ev = evaluated_on_its_gpu(kn, parse(query, kn), names)
         except (KbError, ArithmeticError, TypeError, ValueError, IndexError):
             continue                            # not a workload these rules answer: not counted
         ok, bad = finite.setdefault(task, set()), failed.setdefault(task, {})
