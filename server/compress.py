@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import threading
-from collections import OrderedDict
 
 from flask import Flask, Response, request
+
+from server.answer_cache import AnswerCache
 
 MIN_BYTES = 1024            # below this, the headers cost more than gzip saves
 LEVEL = 6                   # zlib's default: /sources in ~5 ms once, then kept
@@ -28,30 +28,15 @@ TYPES = frozenset({"text/html", "application/json", "text/css", "image/svg+xml",
 
 
 class Gzipped:
-    """Compressed bodies by the digest of what they compress, least recently used first out."""
+    """Compressed bodies by the digest of what they compress, in a bounded store (the answer
+    cache's: least recently used first out)."""
 
     def __init__(self, max_bytes: int = KEPT_BYTES) -> None:
-        self.max_bytes = max_bytes
-        self._bytes = 0
-        self._kept: OrderedDict[bytes, bytes] = OrderedDict()
-        self._lock = threading.Lock()
+        self._kept = AnswerCache(max_bytes)
 
     def get(self, body: bytes) -> bytes:
         key = hashlib.blake2b(body, digest_size=16).digest()
-        with self._lock:
-            found = self._kept.get(key)
-            if found is not None:
-                self._kept.move_to_end(key)
-                return found
-        packed = gzip.compress(body, LEVEL, mtime=0)
-        with self._lock:
-            if key not in self._kept and len(packed) <= self.max_bytes:
-                self._kept[key] = packed
-                self._bytes += len(packed)
-                while self._bytes > self.max_bytes:
-                    _, old = self._kept.popitem(last=False)
-                    self._bytes -= len(old)
-        return packed
+        return self._kept.get(None, key, lambda: gzip.compress(body, LEVEL, mtime=0))
 
 
 def init_app(app: Flask) -> None:
