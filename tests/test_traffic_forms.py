@@ -1,5 +1,5 @@
 """Traffic as people write it (issue 37): prompt and output lengths as 'N in / M out', a slashed
-pair with or without its label ('2k/500', 'ISL/OSL 4000/500'), next to users and a request
+pair with or without its label and spaces ('2k/500', '2k / 500', 'ISL/OSL 4000/500'), next to users and a request
 rate; 'in' and 'out' are lengths only right after a number, so deadlines ('in 24 hours', 'in a
 week') read as before. The expected fields are the numbers typed ('2k' of a prompt is 2,048:
 query.yaml units.prompt binary_k)."""
@@ -19,6 +19,8 @@ KN = get_knowledge()
     ("serve llama-3.1-70b 2k in / 500 out 100 users on h100", 2048, 500),
     ("serve llama-3.1-70b 2000 in, 500 out 100 users on h100", 2000, 500),
     ("serve llama-3.1-70b 2k/500 100 users on h100", 2048, 500),
+    ("serve llama-3.1-70b 2k / 500 100 users on h100", 2048, 500),      # spaced, no in/out words
+    ("serve llama-3.1-70b 4000 /500 100 users on h100", 4000, 500),
     ("serve llama-3.1-70b input 2k output 500 100 users on h100", 2048, 500),
     ("serve llama-3.1-70b in/out 2000/500 100 users on h100", 2000, 500),
     ("serve llama-3.1-70b ISL/OSL 4000/500 100 users on h100", 4000, 500),
@@ -52,9 +54,16 @@ def test_in_before_a_duration_is_still_a_deadline(q: str, hours: float) -> None:
     assert w.prompt_tokens is None and w.output_tokens is None
 
 
-def test_a_slashed_phrase_of_the_vocabulary_is_not_a_pair() -> None:
-    w = parse("serve llama-3.1-8b 24/7", KN)
+@pytest.mark.parametrize("q", ["serve llama-3.1-8b 24/7", "serve llama-3.1-8b 24 / 7"])
+def test_a_slashed_phrase_of_the_vocabulary_is_not_a_pair(q: str) -> None:
+    w = parse(q, KN)
     assert w.prompt_tokens is None and w.output_tokens is None
+
+
+def test_a_spaced_pair_answers_a_capacity_question() -> None:
+    """'2k / 500' once stopped at '500' (a number with no unit); it is the prompt and output."""
+    w = parse("how many h200 for llama-3.1-70b fp8 500 users 2k / 500 at 20 tok/s ttft under 2 s", KN)
+    assert (w.prompt_tokens, w.output_tokens, w.users, w.ttft_max_s) == (2048, 500, 500, 2.0)
 
 
 @pytest.mark.parametrize("q, e2e, percentile, ttft", [

@@ -98,6 +98,7 @@ _DECIMAL = r"[\d.]+"
 _ITEM: dict[str, Callable[[str, int], Tok]] = {
     "WORD": lambda t, col: Tok("word", t, col),
     "DIGIT_WORD": lambda t, col: Tok("word", t, col),
+    "NUMBER_PAIR": lambda t, col: Tok("word", "".join(t.split()), col),   # '2k / 500' reads as '2k/500'
     "NUMBER": lambda t, col: Tok("num", t, col, t),
     "SIZE": lambda t, col: Tok("size", t, col, float(t[:-1]), "billion"),
     "MOE_SIZE": lambda t, col: Tok("moe", t, col),

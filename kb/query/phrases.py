@@ -63,7 +63,7 @@ _PAIR = r"(\d+(?:\.\d+)?[kmt]?)/(\d+(?:\.\d+)?[kmt]?)"
 
 
 def split_length_pairs(toks: list[Tok], keys: list[str], rules: QueryRules, phrases: Mapping[str, object]) -> None:
-    """'2k/500', 'in/out 2000/500', 'ISL/OSL 4000/500': a pair of numbers joined by a slash,
+    """'2k/500', '2k / 500', 'in/out 2000/500', 'ISL/OSL 4000/500': a pair of numbers joined by a slash,
     that no phrase of the vocabulary spells ('24/7'), is a prompt length and an output length,
     each then written with its unit's first word; a label before it (length_pair_words) goes."""
     labels = frozenset(norm(w) for w in rules.get("length_pair_words", []))
