@@ -1,0 +1,55 @@
+"""kbq's capacity answers against NVIDIA AIConfigurator 0.12.0's `recommend` on a grid of held-out
+capacity questions (bench/aiconfigurator_compare.py; the figures it printed are checked in,
+bench/aiconfigurator_recommend.yaml, with its version and command). AIConfigurator is a
+comparison from per-operation measurements of real silicon, not a source any constant is fitted
+to. The bands are the ones issue 37 holds kbq to: GPU count within -25%/+34% of its count,
+output tokens/s per GPU at its configuration within -30%/+43%."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kb import get_knowledge
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _bench() -> Any:
+    spec = importlib.util.spec_from_file_location("aiconfigurator_compare", ROOT / "bench" / "aiconfigurator_compare.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def rows() -> list[dict[str, Any]]:
+    bench = _bench()
+    kn = get_knowledge()
+    return [bench.compare(c, kn) for c in bench.cases()[1]]
+
+
+def test_every_capacity_question_is_answered_with_replicas(rows: list[dict[str, Any]]) -> None:
+    assert len(rows) >= 20
+    assert [r["id"] for r in rows if r["kbq_gpus"] is None] == []
+
+
+def test_gpu_counts_within_the_band(rows: list[dict[str, Any]]) -> None:
+    """Against AIConfigurator's aggregated count (every replica prefills and decodes, the layout of
+    kbq's headline) all but three cases within -25%/+34%; against the fewer of its aggregated and
+    disaggregated counts, at least 17 of 24. Outside: Qwen3 235B at 20 requests/s on H200 (kbq needs
+    half its GPUs) and dense models at a batch of 200 and more per GPU (kbq a third above)."""
+    assert sum(r["count_agg_ok"] for r in rows) >= len(rows) - 3, [(r["id"], r["count_ratio_agg"]) for r in rows]
+    assert sum(r["count_ok"] for r in rows) >= 17
+
+
+def test_rate_per_gpu_at_its_configuration_within_the_band(rows: list[dict[str, Any]]) -> None:
+    """Dense models at batches of 200 and more per GPU (Llama 3.1 8B and 70B at 1k/1k) and gpt-oss
+    stay slower than AIConfigurator's TensorRT-LLM figures; every other case within -30%/+43%."""
+    outside = [(r["id"], round(r["rate_ratio"], 2)) for r in rows if not r["rate_ok"]]
+    assert len(outside) <= 4, outside
+    assert sum(r["count_ok"] and r["rate_ok"] for r in rows) >= 13
