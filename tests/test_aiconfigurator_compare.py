@@ -40,16 +40,16 @@ def test_every_capacity_question_is_answered_with_replicas(rows: list[dict[str, 
 
 def test_gpu_counts_within_the_band(rows: list[dict[str, Any]]) -> None:
     """Against AIConfigurator's aggregated count (every replica prefills and decodes, the layout of
-    kbq's headline) all but three cases within -25%/+34%; against the fewer of its aggregated and
-    disaggregated counts, at least 17 of 24. Outside: Qwen3 235B at 20 requests/s on H200 (kbq needs
-    half its GPUs) and dense models at a batch of 200 and more per GPU (kbq a third above)."""
-    assert sum(r["count_agg_ok"] for r in rows) >= len(rows) - 3, [(r["id"], r["count_ratio_agg"]) for r in rows]
-    assert sum(r["count_ok"] for r in rows) >= 17
+    kbq's headline) all but one case within -25%/+34% (Qwen3 32B on H100 at 200 users: 6 GPUs
+    against 4, a replica more); against the fewer of its aggregated and disaggregated counts, 18 of
+    24: where it disaggregates a dense model, its count is a third below kbq's."""
+    assert sum(r["count_agg_ok"] for r in rows) >= len(rows) - 1, [(r["id"], r["count_ratio_agg"]) for r in rows]
+    assert sum(r["count_ok"] for r in rows) >= 18
 
 
 def test_rate_per_gpu_at_its_configuration_within_the_band(rows: list[dict[str, Any]]) -> None:
-    """Dense models at batches of 200 and more per GPU (Llama 3.1 8B and 70B at 1k/1k) and gpt-oss
-    stay slower than AIConfigurator's TensorRT-LLM figures; every other case within -30%/+43%."""
+    """Output tokens/s per GPU at AIConfigurator's aggregated configuration within -30%/+43% of its
+    figure on every case."""
     outside = [(r["id"], round(r["rate_ratio"], 2)) for r in rows if not r["rate_ok"]]
-    assert len(outside) <= 4, outside
-    assert sum(r["count_ok"] and r["rate_ok"] for r in rows) >= 17
+    assert outside == []
+    assert sum(r["count_ok"] and r["rate_ok"] for r in rows) >= 18
