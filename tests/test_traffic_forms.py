@@ -78,3 +78,20 @@ def test_an_end_to_end_latency_is_a_target(q: str, e2e: float, percentile: float
     assert (w.e2e_max_s, w.e2e_percentile, w.ttft_max_s, w.deadline_hours) == (e2e, percentile, ttft, None)
     back = parse(unparse(w, KN), KN)
     assert (back.e2e_max_s, back.e2e_percentile, back.ttft_max_s) == (e2e, percentile, ttft)
+
+
+@pytest.mark.parametrize("q, speed, ttft", [
+    ("how many h100 for qwen3-32b 200 users isl 2000 osl 500 tpot 50 ms ttft 1.5 s", 20.0, 1.5),
+    ("how many h100 for qwen3-32b 200 users 2k / 500 ttft under 2 s itl 40ms", 25.0, 2.0),
+    ("how many h100 for qwen3-32b 200 users 2000 in 500 out time per output token under 50 ms", 20.0, None),
+    # two speeds: the stricter one holds ('at 20 tok/s' and 25 ms a token = 40 tok/s)
+    ("how many h100 for qwen3-32b 200 users at 20 tok/s tpot 25 ms", 40.0, None),
+])
+def test_a_time_per_output_token_is_the_per_user_speed(q: str, speed: float, ttft: float | None) -> None:
+    """'tpot 50 ms' (as AIConfigurator and the serving benchmarks state it) is a per-user speed of
+    1 / 0.05 s = 20 tokens a second; it once fell to the first-token bound or was dropped."""
+    w = parse(q, KN)
+    assert w.speed_floor_tok_s == pytest.approx(speed)
+    assert w.ttft_max_s == ttft
+    back = parse(unparse(w, KN), KN)
+    assert back.speed_floor_tok_s == pytest.approx(speed)

@@ -271,6 +271,7 @@ class QueryRules(TypedDict):
     units: dict[str, Unit]
     ttft_words: list[str]
     e2e_words: list[str]
+    tpot_words: list[str]
     length_pair_words: list[str]
     per_hour_words: list[str]
     budget_words: list[str]

@@ -274,6 +274,8 @@ class QueryFile(Strict):
     ttft_words: list[Name] = []
     # words that make a duration the bound on a request's end-to-end latency ('e2e under 10 s')
     e2e_words: list[Name] = []
+    # words that make a duration the time per output token, read as the per-user speed ('tpot 50 ms')
+    tpot_words: list[Name] = []
     # a label before 'prompt/output' lengths written as one pair ('in/out 2000/500', 'ISL/OSL 4000/500')
     length_pair_words: list[Name] = []
     per_hour_words: list[Name] = []

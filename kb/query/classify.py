@@ -28,7 +28,8 @@ _PHRASE_KINDS = frozenset(("word", "num", "size", "moe", "mem"))
 # the phrase table's kinds → the grammar's terminals
 TERMINALS = {"task": "TASK", "question": "QUESTION", "knob": "KNOB", "precision": "PRECISION",
              "gpu": "GPU", "model": "MODEL", "family": "FAMILY", "runtime": "RUNTIME",
-             "situation": "SITUATION", "ttft": "TTFT", "e2e": "TTFT", "set": "SETTING"}
+             "situation": "SITUATION", "ttft": "TTFT", "e2e": "TTFT", "tpot": "TTFT",
+             "set": "SETTING"}
 # a unit's field → its terminal (the rest are UNIT)
 UNIT_TERMINALS = {"context_tokens": "LENGTH", "prompt_tokens": "LENGTH", "output_tokens": "LENGTH",
                   "seq_len": "LENGTH", "tokens": "TOKENS", "tokens_per_day": "DAILY", "gpu_count": "GPUS"}

@@ -207,7 +207,8 @@ class Finisher:
 
     def latency_bounds(self) -> None:
         """Each duration read: the bound of the latency word before it ('ttft 2 s e2e 10 s'; the
-        first one when none is before it: '10 s e2e'), else a deadline. A percentile ('p95')
+        first one when none is before it: '10 s e2e'), else a deadline; after a time-per-output-token
+        word ('tpot 50 ms') it is the per-user speed, 1 / duration tokens a second. A percentile ('p95')
         goes with the end-to-end bound when no first-token bound is asked."""
         w = self.w
         for tok, seconds in self.durations:
@@ -217,6 +218,8 @@ class Finisher:
             kind = next((k for col, k in reversed(self.target_words) if col < tok.col), self.target_words[0][1])
             if kind == "e2e":
                 w.e2e_max_s = seconds
+            elif kind == "tpot":        # a time per output token is a per-user speed: the stricter of any two
+                w.speed_floor_tok_s = max(w.speed_floor_tok_s or 0.0, 1.0 / seconds)
             else:
                 w.ttft_max_s = seconds
         if w.e2e_max_s is not None and w.ttft_max_s is None and w.ttft_percentile is not None:

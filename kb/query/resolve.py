@@ -66,7 +66,7 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
         self.durations: list[tuple[Tok, float]] = []
         self.ttft = False
         self.e2e = False                          # an end-to-end latency word was read
-        self.target_words: list[tuple[int, str]] = []   # (column, 'ttft' or 'e2e') of each latency word
+        self.target_words: list[tuple[int, str]] = []   # (column, 'ttft', 'e2e' or 'tpot') of each latency word
         self.formats: list[str] = []
         self.counted: set[int] = set()           # ids of GpuRequests whose count was typed
         self.plural: list[Tok] | None = None      # a card typed in the plural with no count
@@ -402,7 +402,7 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
             w.segment = value
         elif kind == "set":
             self.set_fields(self.query_rules["phrases"][int(value)]["set"], first)
-        elif kind in ("ttft", "e2e"):
+        elif kind in ("ttft", "e2e", "tpot"):
             self.ttft = self.ttft or kind == "ttft"
             self.e2e = self.e2e or kind == "e2e"
             self.target_words.append((first.col, kind))

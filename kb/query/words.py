@@ -106,8 +106,9 @@ def _query_words(q: QueryRules, add: Add) -> None:
     for name, situation in q.get("situations", {}).items():
         for w in situation["words"]:
             add(w, "situation", name)
-    for target, w in [("ttft", w) for w in q.get("ttft_words", [])] + [("e2e", w) for w in q.get("e2e_words", [])]:
-        add(w, target, target)
+    for target in ("ttft", "e2e", "tpot"):
+        for w in q.get(f"{target}_words", []):
+            add(w, target, target)
 
 
 def _catalogue_words(kn: Knowledge, add: Add, table: dict[str, tuple[str, str]]) -> None:
