@@ -95,3 +95,21 @@ def test_a_time_per_output_token_is_the_per_user_speed(q: str, speed: float, ttf
     assert w.ttft_max_s == ttft
     back = parse(unparse(w, KN), KN)
     assert back.speed_floor_tok_s == pytest.approx(speed)
+
+
+@pytest.mark.parametrize("q, users, speed, ttft, count_question", [
+    ("how many h200 for llama-3.1-70b fp8 concurrency 500 isl 2000 osl 500 ttft <= 2000ms tpot <= 50ms",
+     500, 20.0, 2.0, True),
+    ("how many h200 for llama-3.1-70b fp8 500 users 2000/500 20 tokens/s/user ttft 2s", 500, 20.0, 2.0, True),
+    ("how many h200 to serve llama-3.1-70b fp8 500 users isl 2000 osl 500 with ttft sla of 2 s and 50ms tpot",
+     500, 20.0, 2.0, True),
+    ("minimum gpus h200 llama-3.1-70b fp8 500 users 2k/500 20 tok/s", 500, 20.0, None, True),
+    ("minimum number of h100 gpus for qwen3-32b 200 users 2k/500 tpot 50ms", 200, 20.0, None, True),
+])
+def test_capacity_questions_as_sizing_tools_state_them(q: str, users: int, speed: float, ttft: float | None,
+                                                       count_question: bool) -> None:
+    """SLA phrasings of capacity tools (AIConfigurator's TTFT/TPOT, '<=', 'SLA', 'minimum GPUs'):
+    each duration goes to its own word, in order, whichever side of it the word stands."""
+    w = parse(q, KN)
+    assert (w.users, w.speed_floor_tok_s, w.ttft_max_s) == (users, pytest.approx(speed), ttft)
+    assert (w.question == "how_many_gpus") is count_question

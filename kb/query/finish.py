@@ -207,15 +207,19 @@ class Finisher:
 
     def latency_bounds(self) -> None:
         """Each duration read: the bound of the latency word before it ('ttft 2 s e2e 10 s'; the
-        first one when none is before it: '10 s e2e'), else a deadline; after a time-per-output-token
-        word ('tpot 50 ms') it is the per-user speed, 1 / duration tokens a second. A percentile ('p95')
-        goes with the end-to-end bound when no first-token bound is asked."""
+        first one when none is before it: '10 s e2e'; with several words and as many durations,
+        each word its duration in order: 'ttft 2 s and 50ms tpot'), else a deadline. The bound of
+        a time-per-output-token word ('tpot 50 ms') is the per-user speed, 1 / duration tokens a
+        second. A percentile ('p95') goes with the end-to-end bound when no first-token bound is
+        asked."""
         w = self.w
-        for tok, seconds in self.durations:
+        paired = len(self.durations) == len(self.target_words) > 1    # 'ttft 2 s and 50ms tpot': in order
+        for i, (tok, seconds) in enumerate(self.durations):
             if not self.target_words:
                 w.deadline_hours = seconds / 3600.0
                 continue
-            kind = next((k for col, k in reversed(self.target_words) if col < tok.col), self.target_words[0][1])
+            kind = sorted(self.target_words)[i][1] if paired else next(
+                (k for col, k in reversed(self.target_words) if col < tok.col), self.target_words[0][1])
             if kind == "e2e":
                 w.e2e_max_s = seconds
             elif kind == "tpot":        # a time per output token is a per-user speed: the stricter of any two
