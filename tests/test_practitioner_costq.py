@@ -118,22 +118,30 @@ def test_a_loaded_70b_on_two_h100_costs_a_few_dollars_per_million():
 def test_a_70b_lora_on_two_h100_shards_its_frozen_base(q):
     # Hand derivation: the frozen base is 70.6e9 × 2 B = 141 GB, more than one 80 GB card, so
     # plain DDP (a copy per card) holds it on no count; PEFT's LoRA + FSDP recipe (hf-peft-fsdp)
-    # shards it: 70.6 GB a card, plus adapters and their AdamW states (~1.5 GB) and checkpointed
-    # activations of one 2048-token sequence (a few GB): ~75-84 GB, under the 85.5 GB an H100 has.
+    # shards it: 70.6 GB a card, plus the root unit's token embedding and output head, which FSDP
+    # keeps gathered through forward and backward (2 × 128,256 × 8,192 × 2 B = 4.2 GB, 2.1 GB beyond
+    # the card's share), adapters and their AdamW states (~1.5 GB) and checkpointed activations of
+    # one 2048-token sequence (a few GB): ~77-86 GB, at the 85.5 GB an H100 has. At that edge the
+    # answer is either a borderline fit or a miss that names the way out (a third card, CPU offload).
     a = ask(q)
     assert a.workload["parallel"]["sharding"] == "fsdp"
-    assert 70 <= a.memory["per_gpu_gb"] <= 85.5
-    assert a.gpus[0].fits
+    assert 72 <= a.memory["per_gpu_gb"] <= 88
+    if a.gpus[0].fits:
+        assert "Borderline" in a.verdict
+    else:
+        assert "3 of them would hold it" in a.verdict and "CPU offload" in a.verdict
     assert any(s.startswith("several GPUs: FSDP") and "frozen base" in s for s in a.assumptions)
 
 
 def test_a_70b_qlora_on_several_24gb_cards_runs_fsdp_qlora():
     # Answer.AI's FSDP + QLoRA: a 70B model's 4-bit base (70.6e9 × 4.127 bit / 8 = 36 GB) is more
-    # than one 24 GB card holds, so it is sharded: 18 GB a card on two, 9 GB on four
+    # than one 24 GB card holds, so it is sharded: 18 GB a card on two, 9 GB on four; the 16-bit
+    # embedding and head (2 × 128,256 × 8,192 × 2 B = 4.2 GB) stay gathered in FSDP's root unit,
+    # 3.2 GB beyond a card's share
     a = ask("qlora llama 3.1 70b on 4x rtx 3090")
     assert a.workload["parallel"]["sharding"] == "fsdp"
     weights = a.memory["per_gpu_breakdown"]["weights_gb"]
-    assert 8 <= weights <= 12      # 36 GB / 4 = 9 GB, +30% for the unquantized embeddings and head
+    assert 11 <= weights <= 15     # 36 GB / 4 = 9 GB, +30% for the unquantized embeddings and head, + 3.2 GB
 
 
 def test_a_lora_whose_base_one_card_holds_keeps_ddp():

@@ -87,10 +87,15 @@ def test_fsdp_divides_the_model_state_but_not_the_activations():
     a = with_sharding("full fine-tune 70b on 16x h100", "fsdp")
     one = with_sharding("full fine-tune 70b on 1x h100", "fsdp")
     b = a["memory"]["per_gpu_breakdown"]
-    layers = KN.models[a["workload"]["model"]]["layers"]
-    gathered = (2 * 2 * 70e9 + 2 * 70e9) / layers / 1e9
+    m = KN.models[a["workload"]["model"]]
+    gathered = (2 * 2 * 70e9 + 2 * 70e9) / m["layers"] / 1e9
+    # the HF Trainer's FSDP wraps each decoder layer, so the token embedding and output head stay in
+    # the root unit, which FSDP does not reshard after forward (torch/distributed/fsdp/_runtime_utils.py
+    # _post_forward_reshard): each rank holds them whole in 16 bits, beyond its own 1/16 share
+    embeddings = m["vocab_size"] * m["hidden_size"] * (1 if m["tie_embeddings"] else 2)
+    root = embeddings * 2 * (1 - 1 / 16) / 1e9
     assert b["weights_gb"] + b["gradients_gb"] + b["optimizer_gb"] == pytest.approx(
-        70e9 * 16 / 16 / 1e9 + gathered, rel=REL)
+        70e9 * 16 / 16 / 1e9 + gathered + root, rel=REL)
     assert b["activations_gb"] == pytest.approx(one["memory"]["per_gpu_breakdown"]["activations_gb"], rel=REL)
 
 

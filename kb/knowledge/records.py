@@ -284,6 +284,8 @@ class Runtime(TypedDict):
     lora_dropout_source: str | None
     quantizes_output_head: bool
     quantizes_output_head_source: str | None
+    fsdp_root_embeddings: bool
+    fsdp_root_embeddings_source: str | None
     default_context_tokens: int | None
     default_precision: str | None
     default_precision_source: str | None

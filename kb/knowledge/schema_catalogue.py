@@ -185,6 +185,10 @@ class RuntimeSchema(Strict):
     lora_dropout_source: Slug | None = None
     quantizes_output_head: bool = False
     quantizes_output_head_source: Slug | None = None
+    # FSDP leaves the input embedding and output head in the root unit, which it keeps gathered
+    # from forward through backward (not resharded after forward)
+    fsdp_root_embeddings: bool = False
+    fsdp_root_embeddings_source: Slug | None = None
     default_context_tokens: int | None = Field(default=None, gt=0)
     # inference: the format its users run when the query names none (Ollama: GGUF Q4_K_M)
     default_precision: Slug | None = None

@@ -126,6 +126,7 @@ def _runtime_fields(rt: Runtime) -> Scope:
         N.RUNTIME_MASTER_WEIGHTS: rt.get("master_weights", True),
         N.RUNTIME_LORA_DROPOUT: rt.get("lora_dropout", 0.0),
         N.RUNTIME_QUANTIZES_OUTPUT_HEAD: bool(rt.get("quantizes_output_head")),
+        N.RUNTIME_FSDP_ROOT_EMBEDDINGS: bool(rt.get("fsdp_root_embeddings")),
     }
 
 
