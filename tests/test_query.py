@@ -287,14 +287,34 @@ def test_examples_of_a_length_are_their_product(query, tokens, seq):
     ("llama 3.1 70b on 4x 3090 row split", dict(tp=4)),
     ("llama 3.1 70b on 2x 3090 layer split", dict(pp=2)),
     ("llama 3.1 70b on 4x 3090 tp 2", dict(tp=2)),
-    ("llama 3.1 70b q4_k_m on rtx 4090 -ngl 40", dict(offload_layers=40, host_offload=True, host_memory_gb=32.0)),
-    ("qwen3 30b a3b on rtx 3060 with 64gb ddr5 experts on cpu", dict(host_offload=True, host_memory_gb=64.0)),
+    ("llama 3.1 70b q4_k_m on rtx 4090 -ngl 40", dict(gpu_layers=40, host_offload=True, host_memory_gb=32.0)),
+    ("llama 3.1 70b q4_k_m on rtx 4090 with 64gb ddr5 20 layers on cpu", dict(offload_layers=20, gpu_layers=None)),
+    ("gpt-oss-120b on rtx 3090 with 96gb ddr5 --n-cpu-moe 30", dict(cpu_moe_layers=30, gpu_layers=None)),
+    ("qwen3 30b a3b on rtx 3060 with 64gb ddr5 experts on cpu", dict(host_offload=True, experts_on_cpu=True, host_memory_gb=64.0)),
+    # llama.cpp's --override-tensor value, whatever pattern names the experts' tensors
+    ("gpt-oss-120b on rtx 3090 with 96gb ddr5 -ot exps=CPU", dict(experts_on_cpu=True)),
+    ('gpt-oss-120b on rtx 3090 with 96gb ddr5 --override-tensor "exps=CPU"', dict(experts_on_cpu=True)),
+    ("qwen3 30b a3b on rtx 3060 with 32gb ddr4 -ot .ffn_.*_exps.=CPU", dict(experts_on_cpu=True)),
 ])
 def test_backend_layout_and_offload_words(query, expect):
     w = parse(query, KN)
     assert w.unused_words == []
     for k, v in expect.items():
         assert getattr(w, k) == v, (k, getattr(w, k))
+
+
+@pytest.mark.parametrize("query, gpu_id, count", [
+    ("llama 3.1 70b q4_k_m on 2 used p40s", "tesla-p40", 2),
+    ("llama 3.1 70b q4_k_m on two used 3090s", "rtx-3090", 2),
+    ("llama 3.1 70b q4_k_m on 4x used 3090", "rtx-3090", 4),
+    ("qwen2.5 32b on 3 refurbished 3060s", "rtx-3060-12gb", 3),
+])
+def test_a_count_of_used_cards_reads_with_the_filler_between(query, gpu_id, count):
+    """A number, a filler ('used', 'refurbished'), then a card: the number counts the cards, as
+    a count word or '4x' before the filler does."""
+    w = parse(query, KN)
+    assert w.unused_words == []
+    assert [(g.gpu_id, g.count) for g in w.gpus] == [(gpu_id, count)]
 
 
 def test_a_layout_word_with_no_gpu_count_still_needs_its_number():

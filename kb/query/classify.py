@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from kb.errors import QueryError
+from kb.knowledge.data import norm
 from kb.query.tokens import Tok
 from kb.query.words import has_prefix, money
 
@@ -177,8 +178,8 @@ class Classifier:
                 self.emit(_ITEM_TERMINALS[tok.kind], i, i + 1)
                 self.emit_unit(i + 1, unit[1], unit[0])
                 return unit[1]
-        if tok.kind == "num":               # a count before a card, else a number alone
-            nxt = self.match(i + 1, self.vocab.table) if i + 1 < len(self.toks) else None
+        if tok.kind == "num":               # a count before a card ('2 used p40s': fillers
+            nxt = self._after_fillers(i + 1)  # between them), else a number alone
             self.emit("NUMBER" if nxt is not None and nxt[0][0] == "gpu" else "BARE", i, i + 1)
             return i + 1
         if tok.kind == "mem" and (host := self.host_memory(i)) is not None:
@@ -223,6 +224,17 @@ class Classifier:
                 and self._opens_quantity(found[1] - 1)):
             return shorter          # '1t tokens in 30 days': 'in' opens '30 days', so the
         return found                # phrase is 'tokens', not 'tokens in' (a prompt)
+
+    def _after_fillers(self, j: int) -> tuple[Entry, int] | None:
+        """The phrase at item j past the fillers that describe a card (query.yaml card_fillers:
+        'used', 'second hand'), None at the end."""
+        card_words = {norm(w) for w in self.query_rules.get("card_fillers", [])}
+        while j < len(self.toks):
+            found = self.match(j, self.vocab.table)
+            if found is None or found[0][0] != "filler" or "".join(self.keys[j:found[1]]) not in card_words:
+                return found
+            j = found[1]
+        return None
 
     def _name_after_size(self, i: int) -> tuple[tuple[str, str], int] | None:
         """A size typed before the name it completes ('8x7b mixtral' is mixtral 8x7b): the model

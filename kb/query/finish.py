@@ -358,12 +358,17 @@ class Finisher:
     def host_offload(self) -> None:
         """llama.cpp's offload in words ('-ngl 40', 'experts on cpu'): the host's memory it uses is
         the one the query names, else query.yaml defaults.host_memory_gb, said in the notes; a
-        count given is said too, kbq keeping in the host's memory only what does not fit."""
+        count given places what it counts (formulas.yaml offload_asked_gb), said too."""
         w = self.w
-        if w.offload_layers is not None:
-            w.host_offload = True
-            w.notes.append(f"offload count {w.offload_layers} read; kbq keeps in the host's memory "
-                           "only what does not fit the GPUs (the least offload that fits)")
+        counted = [(w.gpu_layers, "layers on the GPUs (-ngl)"),
+                   (w.offload_layers, "layers in the host's memory"),
+                   (w.cpu_moe_layers, "layers' experts in the host's memory (--n-cpu-moe)")]
+        for count, what in counted:
+            if count is not None:
+                w.host_offload = True
+                w.notes.append(f"offload: {count} {what}, as the query says")
+        if w.experts_on_cpu:
+            w.notes.append("offload: every MoE expert in the host's memory (--cpu-moe, -ot exps=CPU)")
         if not w.host_offload:
             return
         if w.runtime is None and w.task not in self.vocab.training_tasks:

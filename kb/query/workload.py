@@ -83,10 +83,16 @@ class Workload:
     host_memory_gb: float | None = None
     host_memory_kind: str | None = None
     # llama.cpp's offload asked in its own words ("-ngl 40", "--n-cpu-moe 30", "-ot exps=CPU",
-    # "experts on cpu"): the weights that do not fit the GPUs are kept in the host's memory;
-    # offload_layers is the count the query gave (kbq places only what does not fit).
+    # "experts on cpu"): weights kept in the host's memory. With no count, what does not fit the
+    # GPUs; with one, what the count places there: gpu_layers the layers kept on the GPUs
+    # (-ngl N), offload_layers the layers kept in the host's memory ("20 layers on cpu"),
+    # cpu_moe_layers the layers whose experts are (--n-cpu-moe N), experts_on_cpu every
+    # expert (--cpu-moe, -ot exps=CPU).
     host_offload: bool | None = None
     offload_layers: int | None = None
+    gpu_layers: int | None = None
+    cpu_moe_layers: int | None = None
+    experts_on_cpu: bool | None = None
     # A GPU count without a GPU name ("on 4 gpus", "two gpus"); a named GPU without its own
     # count takes it.
     gpu_count: int | None = None

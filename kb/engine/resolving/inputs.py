@@ -43,6 +43,7 @@ def base_scope(r: Resolved, kn: Knowledge) -> Scope:
         N.OFFLOAD: bool(w.offload), N.PAGED: bool(w.paged),
         N.HOST_MEMORY_GB: w.host_memory_gb or 0.0, N.HOST_MEMORY_KIND: w.host_memory_kind or "any",
         N.CHECKPOINT_OFFLOAD: bool(w.checkpoint_offload),
+        **offload_count(w),
         **tr.scope_values(w, kn),
         N.OPTIMIZER_IN_BACKWARD: bool(w.optimizer_in_backward),
         N.LORA_ATTENTION_ONLY: bool(w.lora_attention_only),
@@ -188,6 +189,17 @@ def _layer_kinds(m: Model) -> Scope:
         N.MODEL_STATE_DIM: rec["state_dim"] if rec else 0, N.MODEL_STATE_GROUPS: rec["groups"] if rec else 0,
         N.MODEL_STATE_CONV_KERNEL: rec["conv_kernel"] if rec else 1,
     }
+
+
+def offload_count(w: Workload) -> Scope:
+    """What llama.cpp's offload flags of the query count (rules/formulas.yaml offload_asked_gb):
+    the layers kept on the GPUs (-ngl N), in the host's memory, or whose experts are
+    (--n-cpu-moe N), or every expert (--cpu-moe, -ot exps=CPU); 'none' when none is given."""
+    for kind, count in (("gpu_layers", w.gpu_layers), ("cpu_layers", w.offload_layers),
+                        ("cpu_moe_layers", w.cpu_moe_layers)):
+        if count is not None:
+            return {N.OFFLOAD_COUNT_KIND: kind, N.OFFLOAD_COUNT: count}
+    return {N.OFFLOAD_COUNT_KIND: "experts" if w.experts_on_cpu else "none", N.OFFLOAD_COUNT: 0}
 
 
 def target_inputs(w: Workload) -> Scope:
