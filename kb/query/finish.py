@@ -16,7 +16,7 @@ from kb.knowledge.data import norm
 from kb.query.words import Vocab, in_series
 from kb.query.phrases import tok_number
 from kb.query.tokens import Tok
-from kb.query.workload import Workload
+from kb.query.workload import Workload, is_gguf
 
 if TYPE_CHECKING:
     from kb.knowledge.data import Knowledge
@@ -382,16 +382,20 @@ class Finisher:
             w.notes.append(f"host memory: {gb:g} GB, assumed for the offload "
                            f"[{d.get('host_memory_source')}]; name yours ('with 64gb ddr5')")
 
-    def backend_runtime(self) -> None:
+    def backend_runtime(self, again: bool = False) -> None:
         """A GPU backend named ('vulkan', 'rocm', 'metal'…): the runtime's build for it where the
-        rules hold one (query.yaml backends: llama.cpp's Vulkan build, with its own calibrated
-        efficiencies in runtimes.yaml), else the runtime as it is, the backend said in the notes."""
+        rules hold one (query.yaml backends: llama.cpp's Vulkan, ROCm and SYCL builds, with their
+        own calibrated efficiencies in runtimes.yaml), else the runtime as it is, the backend said
+        in the notes. Asked `again` once the format has named the runtime ('q4_0 … rocm' runs
+        llama.cpp, so its ROCm build), it only swaps in a build."""
         w = self.w
         spec = self.query_rules.get("backends", {}).get(w.backend or "")
         if spec is None:
             return
-        build = (None if w.task in self.vocab.training_tasks
-                 else spec["runtimes"].get(w.runtime or "none"))
+        runs = w.runtime or (self.kn.runtime_defaults["gguf"] if again and is_gguf(w.precision) else "none")
+        build = None if w.task in self.vocab.training_tasks else spec["runtimes"].get(runs)
+        if again and (build is None or build == w.runtime):
+            return
         if build is not None and build != w.runtime:
             named = self.kn.runtimes[w.runtime]["name"] if w.runtime else None
             w.runtime = build
@@ -456,6 +460,7 @@ class Finisher:
         self.backend_runtime()
         self.host_offload()
         self.format_runtime()
+        self.backend_runtime(again=True)
         self.check_runtime_and_size()
         self.lengths()
         self.counts()

@@ -144,3 +144,8 @@ class Workload:
             out.compare = copy.deepcopy(self.compare)
         return out
 
+
+def is_gguf(precision: str | None) -> bool:
+    """The precision id is one of llama.cpp's GGUF formats (q4_k_m, q8_0, iq2_xs…), which the
+    GGUF default runtime loads (runtimes.yaml runtime_defaults gguf)."""
+    return bool(precision and precision.startswith(("q2_", "q3_", "q4_", "q5_", "q6_", "q8_", "iq2_")))
