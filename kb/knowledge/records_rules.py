@@ -269,6 +269,7 @@ class QueryRules(TypedDict):
     limits: dict[str, tuple[float, float]]
     fillers: list[str]
     card_fillers: list[str]
+    card_openers: list[str]
     units: dict[str, Unit]
     ttft_words: list[str]
     e2e_words: list[str]

@@ -272,6 +272,8 @@ class QueryFile(Strict):
     fillers: list[Name]
     # fillers that describe a card ('used', 'refurbished'): a number before them counts the card after
     card_fillers: list[Name] = []
+    # words before a number that make it a card's ('on a 3090 tok/s': the card, not 3090 tok/s)
+    card_openers: list[Name] = []
     units: dict[Name, UnitSchema] = {}
     ttft_words: list[Name] = []
     # words that make a duration the bound on a request's end-to-end latency ('e2e under 10 s')

@@ -201,7 +201,7 @@ class Classifier:
         for j in range(i, min(len(toks), i + self.vocab.max_tokens)):
             if toks[j].kind not in _PHRASE_KINDS and (j == i or toks[j].kind != "vs"):
                 break                       # 'rent vs buy': a vs inside a phrase of the rules
-            if toks[j].kind == "num" and self._unit_follows(j, table) and (
+            if toks[j].kind == "num" and self._unit_follows(j, table) and not self._card_opened(j, table) and (
                     found is not None or (j == i and not self._takes_next_number(j + 1, table))):
                 break                       # 'hqq 4 users': the 4 counts users, not 'hqq4';
                                             # '5060 context': a context, not an RTX 5060 (but
@@ -221,9 +221,18 @@ class Classifier:
             if not has_prefix(vocab, key):
                 break
         if (found is not None and shorter is not None and shorter[1] == found[1] - 1
-                and self._opens_quantity(found[1] - 1)):
+                and found[0][0] != "gpu" and self._opens_quantity(found[1] - 1)):
             return shorter          # '1t tokens in 30 days': 'in' opens '30 days', so the
-        return found                # phrase is 'tokens', not 'tokens in' (a prompt)
+        return found                # phrase is 'tokens', not 'tokens in' (a prompt); a card's
+                                    # name keeps its last word ('m3 max 512 prompt')
+
+    def _card_opened(self, j: int, table: Mapping[str, Entry]) -> bool:
+        """Number j names a card and a word that opens one stands before it ('on a 3090 tok/s':
+        query.yaml card_openers), so the unit after it does not take it."""
+        hit = table.get(self.keys[j])
+        if j == 0 or hit is None or hit[0] != "gpu":
+            return False
+        return self.keys[j - 1] in {norm(w) for w in self.query_rules.get("card_openers", [])}
 
     def _after_fillers(self, j: int) -> tuple[Entry, int] | None:
         """The phrase at item j past the fillers that describe a card (query.yaml card_fillers:
