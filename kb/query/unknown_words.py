@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import difflib
 import re
+from contextvars import ContextVar
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, TypeVar
 
 from kb.errors import HubModelNamed, QueryError, nearest
 from kb.knowledge.data import norm
 from kb.query.words import NameReading, near_misses, read_name
+from kb.query.workload import Workload
 
 if TYPE_CHECKING:
     Entry = TypeVar("Entry", tuple[str, str], str)
@@ -22,7 +24,6 @@ if TYPE_CHECKING:
     from kb.query.tokens import Tok, TokValue
     from kb.query.words import Vocab
     from kb.knowledge.records_rules import QueryRules
-    from kb.query.workload import Workload
 
 # what a phrase table holds per key: (kind, value) in Vocab.table, a unit name in Vocab.units
 
@@ -35,6 +36,18 @@ _BPW = r"(\d+(?:\.\d+)?)\s*bpw"                        # '4.65bpw': bits per wei
 # a Hugging Face Hub model id as huggingface_hub.utils.validate_repo_id reads one: org/name,
 # word characters, '.' and '-' (no '--' or '..', tested apart), at most 96 characters a part
 _HUB_ID = r"^[A-Za-z0-9][\w.\-]{0,95}/[\w.\-]{0,95}[A-Za-z0-9]$"
+
+
+# set while a near miss is tried in a word's place (Unknown._changes_nothing): no check inside it
+_CHECKING: ContextVar[bool] = ContextVar("kbq_near_miss_check", default=False)
+
+
+def _question(w: Workload) -> dict[str, object]:
+    """A workload as the question it asks: its fields but how its words were read."""
+    d = w.to_dict()
+    for key in ("notes", "unused_words"):
+        d.pop(key, None)
+    return d
 
 
 def is_hub_id(text: str) -> bool:
@@ -165,11 +178,36 @@ class Unknown:
         spells from this very word, is refused with the error (kb.query.resolve.Resolver.run
         refuses the first unused word too when no phrase at all was read)."""
         tok = self.toks[i]
-        if tok.kind != "word" or any(c.isdigit() for c in tok.text) or self.gpu_like(i) \
-                or self._phrase_near_miss(i) is not None:
+        if tok.kind != "word" or any(c.isdigit() for c in tok.text) or self.gpu_like(i):
+            raise self.unknown(i)
+        near = self._phrase_near_miss(i)
+        if near is not None and not self._changes_nothing(i, near):
             raise self.unknown(i)
         self.unused_toks.append(tok)
         return i + 1
+
+    def _changes_nothing(self, i: int, near: tuple[float, str, int]) -> bool:
+        """The phrase word i nearly spells, read in its place, gives the question the word left
+        out gives ('hey guys' is no 'gpus': alone the word counts nothing): the word is then no
+        near miss that would change the answer. Checked once a query (no check inside a check),
+        both readings with the query's other words as they are."""
+        if _CHECKING.get():
+            return False
+        from kb.query.parse import parse
+
+        run = [t for t in self.toks[i:] if t.kind in _PHRASE_KINDS][:near[2]] or [self.toks[i]]
+        start, end = run[0].col - 1, run[-1].end - 1
+        tok = self.toks[i]
+        token = _CHECKING.set(True)
+        try:
+            read = [parse(self.q[:start] + self.vocab.display[near[1]] + self.q[end:], self.kn, self.model_given),
+                    parse(self.q[:tok.col - 1] + " " * len(tok.text) + self.q[tok.end - 1:], self.kn, self.model_given)]
+        except QueryError:
+            return False
+        finally:
+            _CHECKING.reset(token)
+        a, b = (_question(w) for w in read)
+        return a == b
 
     def nearest_bpw(self, i: int, bits: float) -> int:
         """An average bits per weight the catalogue lacks ('4.65bpw': EXL2 mixes layers to any
@@ -260,6 +298,8 @@ class Unknown:
             for hit in difflib.get_close_matches(phrase, keys, n=1, cutoff=0.75):
                 if self.vocab.table[hit][0] == "filler":
                     continue                # a filler read in its place would change nothing
+                if hit.startswith(phrase) and len(hit) - len(phrase) > 2:
+                    continue                # a word cut short is another word ('through' is no 'throughput')
                 shown = norm(self.vocab.display[hit])
                 bad = next((t for t in run[:n] if norm(t.text) not in shown), tok)
                 if bad is not tok:
