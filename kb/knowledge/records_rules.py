@@ -270,6 +270,7 @@ class QueryRules(TypedDict):
     fillers: list[str]
     card_fillers: list[str]
     card_openers: list[str]
+    card_details: list[str]
     units: dict[str, Unit]
     ttft_words: list[str]
     e2e_words: list[str]

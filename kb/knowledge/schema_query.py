@@ -233,7 +233,7 @@ class BackendSchema(Strict):
 class PhraseSchema(Strict):
     """Words that set Workload fields (query.yaml `phrases`)."""
     set: dict[Literal["focus", "question", "sort", "rent", "want_options", "sharding", "runtime",
-                      "dp_attention", "hours_per_day", "gpu_count", "vs", "ttft_percentile", "backend", "host_offload", "experts_on_cpu"], str | bool | int | float]
+                      "dp_attention", "hours_per_day", "gpu_count", "vs", "ttft_percentile", "backend", "host_offload", "experts_on_cpu", "host_channels"], str | bool | int | float]
     words: list[Name] = Field(min_length=1)
 
 
@@ -274,6 +274,8 @@ class QueryFile(Strict):
     card_fillers: list[Name] = []
     # words before a number that make it a card's ('on a 3090 tok/s': the card, not 3090 tok/s)
     card_openers: list[Name] = []
+    # words after a number beside a card that count its cores ('m3 max 40 core'): not used, said so
+    card_details: list[Name] = []
     units: dict[Name, UnitSchema] = {}
     ttft_words: list[Name] = []
     # words that make a duration the bound on a request's end-to-end latency ('e2e under 10 s')

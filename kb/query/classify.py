@@ -11,6 +11,7 @@ the error kbq reports once the phrases before it are read.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from kb.query.words import Vocab
 
 _PHRASE_KINDS = frozenset(("word", "num", "size", "moe", "mem"))
+_COUNTED_WORD = r"(\d+)-?([a-z].*)"           # '40-core' (compiled on first use; re caches it)
 # the phrase table's kinds → the grammar's terminals
 TERMINALS = {"task": "TASK", "question": "QUESTION", "knob": "KNOB", "precision": "PRECISION",
              "gpu": "GPU", "model": "MODEL", "family": "FAMILY", "runtime": "RUNTIME",
@@ -165,6 +167,9 @@ class Classifier:
 
     def classify_unmatched(self, i: int) -> int:
         tok = self.toks[i]
+        detail = self._card_detail(i)
+        if detail is not None:                   # 'm3 max 40 core': said as not used
+            return detail
         named = self._name_after_size(i) if tok.kind in ("size", "moe") else None
         if named is not None:                    # '8x7b mixtral', '70b llama 3': one model
             self.emit("MODEL", i, named[1], named[0])
@@ -225,6 +230,31 @@ class Classifier:
             return shorter          # '1t tokens in 30 days': 'in' opens '30 days', so the
         return found                # phrase is 'tokens', not 'tokens in' (a prompt); a card's
                                     # name keeps its last word ('m3 max 512 prompt')
+
+    def _card_detail(self, i: int) -> int | None:
+        """A count of a card's cores beside the card ('m3 max 40 core', '40-core m3 max':
+        query.yaml card_details): no figure of kbq's reads it, so it is left out and said as not
+        used, never refused. The end of its words, or None."""
+        details = {norm(w) for w in self.query_rules.get("card_details", [])}
+        tok, end = self.toks[i], None
+        m = re.fullmatch(_COUNTED_WORD, tok.text) if tok.kind == "word" else None
+        if m is not None and norm(m.group(2)) in details:
+            end = i + 1
+        elif tok.kind == "num":
+            key = ""
+            for j in range(i + 1, min(len(self.toks), i + 3)):
+                key += self.keys[j]
+                if key in details:
+                    end = j + 1
+        if end is None:
+            return None
+        beside = (self.phrases and self.phrases[-1].type == "GPU") or (
+            end < len(self.toks) and (hit := self.match(end, self.vocab.table)) is not None and hit[0][0] == "gpu")
+        if not beside:
+            return None
+        last = self.toks[end - 1]
+        self.unused_toks.append(Tok("word", self.q[tok.col - 1:last.end - 1], tok.col))
+        return end
 
     def _card_opened(self, j: int, table: Mapping[str, Entry]) -> bool:
         """Number j names a card and a word that opens one stands before it ('on a 3090 tok/s':

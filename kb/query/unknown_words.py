@@ -111,11 +111,27 @@ class Unknown:
                 found = (words[key], j + 1)
         return found
 
+    def _host_after_channels(self, j: int) -> tuple[str, int] | None:
+        """'64gb quad channel ddr4', '64gb of 8-channel ddr5': the channels (a query.yaml phrase
+        that sets host_channels), read into the workload, then the host-memory words after them;
+        None when the words are not so."""
+        k = j + 1 if j < len(self.toks) and self.keys[j] == "of" else j
+        hit = self.match(k, self.vocab.table) if k < len(self.toks) else None
+        if hit is None or hit[0][0] != "set":
+            return None
+        fields = self.query_rules["phrases"][int(hit[0][1])]["set"]
+        if "host_channels" not in fields:
+            return None
+        found = self.host_word_end(hit[1])
+        if found is not None:
+            self.w.host_channels = int(fields["host_channels"])
+        return found
+
     def host_memory(self, i: int) -> int | None:
         """A memory size item i followed by host-memory words ('64gb ddr5', '32gb of ram'): the
         host's memory, read into the workload and said in the notes; the end of its words, or
         None when no such word follows."""
-        found = self.host_word_end(i + 1)
+        found = self.host_word_end(i + 1) or self._host_after_channels(i + 1)
         if found is None:
             return None
         kind, end = found

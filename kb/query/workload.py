@@ -93,6 +93,8 @@ class Workload:
     gpu_layers: int | None = None
     cpu_moe_layers: int | None = None
     experts_on_cpu: bool | None = None
+    # the host memory's channels ("quad channel ddr4", "8 channel ddr5"); None: a desktop's two
+    host_channels: int | None = None
     # A GPU count without a GPU name ("on 4 gpus", "two gpus"); a named GPU without its own
     # count takes it.
     gpu_count: int | None = None

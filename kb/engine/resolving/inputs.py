@@ -42,6 +42,7 @@ def base_scope(r: Resolved, kn: Knowledge) -> Scope:
         N.CHECKPOINTING: bool(w.checkpointing), N.FLASH_ATTENTION: bool(w.flash_attention),
         N.OFFLOAD: bool(w.offload), N.PAGED: bool(w.paged),
         N.HOST_MEMORY_GB: w.host_memory_gb or 0.0, N.HOST_MEMORY_KIND: w.host_memory_kind or "any",
+        N.HOST_CHANNELS: w.host_channels or 0,
         N.CHECKPOINT_OFFLOAD: bool(w.checkpoint_offload),
         **offload_count(w),
         **tr.scope_values(w, kn),
