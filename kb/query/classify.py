@@ -55,6 +55,7 @@ class Classifier:
     gpu_span: tuple[int, int]
     phrases: list[Tok]
     notes_ahead: list[str]
+    unused_toks: list[Tok]
 
     if TYPE_CHECKING:           # the other parts of the Resolver
         def word(self, i: int) -> int: ...
@@ -264,7 +265,7 @@ class Classifier:
             return False
         return self.keys[j - 1] in {norm(w) for w in self.query_rules.get("card_openers", [])}
 
-    def _after_fillers(self, j: int) -> tuple[Entry, int] | None:
+    def _after_fillers(self, j: int) -> tuple[tuple[str, str], int] | None:
         """The phrase at item j past the fillers that describe a card (query.yaml card_fillers:
         'used', 'second hand'), None at the end."""
         card_words = {norm(w) for w in self.query_rules.get("card_fillers", [])}
