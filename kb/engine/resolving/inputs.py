@@ -116,6 +116,12 @@ def _runtime_fields(rt: Runtime) -> Scope:
         N.RUNTIME_APPLE_DECODE_STEP_OVERHEAD_S: (rt.get("apple_decode_step_overhead_s")
                                                  if rt.get("apple_decode_step_overhead_s") is not None
                                                  else rt.get("decode_step_overhead_s")),
+        # a runtime calibrated on no AMD point uses its own decode figures there
+        N.RUNTIME_AMD_DECODE_BANDWIDTH_EFFICIENCY: (rt.get("amd_decode_bandwidth_efficiency")
+                                                    or rt.get("decode_bandwidth_efficiency")),
+        N.RUNTIME_AMD_DECODE_STEP_OVERHEAD_S: (rt.get("amd_decode_step_overhead_s")
+                                               if rt.get("amd_decode_step_overhead_s") is not None
+                                               else rt.get("decode_step_overhead_s")),
         # 0: the runtime keeps the 16-bit weights of an experts-only checkpoint 16-bit
         N.RUNTIME_EXPERTS_ONLY_REST_BITS: rt.get("experts_only_rest_bits") or 0.0,
         N.RUNTIME_HOPPER_WARPGROUP_MMA: rt.get("hopper_warpgroup_mma", True),
