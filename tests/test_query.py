@@ -321,3 +321,39 @@ def test_a_layout_word_with_no_gpu_count_still_needs_its_number():
     with pytest.raises(QueryError) as e:
         parse("llama 3.1 70b tensor parallel", KN)
     assert "needs a number" in str(e.value)
+
+
+# Forum questions that were refused for ordinary words and now read (each a class: a flag's
+# spelling, a filler an English sentence opens with, a version after a backend, a card's cores…)
+@pytest.mark.parametrize("query, expect", [
+    ("llama-server -m qwen3-30b-a3b-q4_k_m.gguf -ngl 99 -c 32768 on a 4090", dict(context_tokens=32768, gpu_layers=99)),
+    ("what context can i fit with mistral nemo 12b q5_k_m on 12gb 3060", dict(question="max_context")),
+    ("deepseek r1 671b q2_k_xl on 4x 3090", dict(precision="q2_k")),
+    ("vllm --kv-cache-dtype fp8_e5m2 llama 3.1 8b on l40s", dict(kv_precision="fp8")),
+    ("koboldcpp 20b on 2x p40 with 4 bit cache", dict(kv_precision="q4_0")),
+    ("thinking about getting 2x used 3090s for llama 3.3 70b q4_k_m", dict(unused_words=[])),
+    ("rocm 6.4 on mi210 for llama 3.1 70b awq vllm", dict(unused_words=["6.4"])),
+    ("is the arc b580 good for llms", dict(question="largest_model", unused_words=["good"])),
+    ("hey guys, can my 3060 12gb run qwen2.5 14b q4_k_m?", dict(unused_words=["hey", "guys"])),
+    ("how fast does a 4090 chew through a 512 token prompt on llama 3 8b q4_k_m", dict(unused_words=["chew", "through"])),
+    ("llama 2 7b q4_0 on 7900 xtx with rocm, tg speed?", dict(unused_words=["tg"])),
+    ("llama 3 8b q4_k_m on m3 max 40 core", dict(unused_words=["40 core"])),
+    ("llama 3.3 70b q4_k_m on a 4090 + 64gb ddr5", dict(host_memory_gb=64.0)),
+    ("gemma 2 9b q4_k_m on rtx 2080 with 64gb quad channel ddr4 -ngl 36", dict(host_channels=4, host_memory_kind="ddr4")),
+])
+def test_forum_words_read(query, expect):
+    w = parse(query, KN)
+    for k, v in expect.items():
+        assert getattr(w, k) == v, (k, getattr(w, k))
+
+
+@pytest.mark.parametrize("query, gpu_id, extra", [
+    ("llama 3 8b q4_k_m on a 3090 tok/s", "rtx-3090", {}),                   # the card, not 3090 tok/s
+    ("llama 3 8b q4_k_m on m3 max 512 prompt", "apple-m3-max", {"prompt_tokens": 512}),
+    ("4x used mi50 for qwen2.5 72b q4_k_m", "instinct-mi50-32gb", {}),
+])
+def test_a_card_keeps_its_words(query, gpu_id, extra):
+    w = parse(query, KN)
+    assert [g.gpu_id for g in w.gpus] == [gpu_id]
+    for k, v in extra.items():
+        assert getattr(w, k) == v, (k, getattr(w, k))

@@ -186,7 +186,11 @@ class Classifier:
                 return unit[1]
         if tok.kind == "num":               # a count before a card ('2 used p40s': fillers
             nxt = self._after_fillers(i + 1)  # between them), else a number alone
-            self.emit("NUMBER" if nxt is not None and nxt[0][0] == "gpu" else "BARE", i, i + 1)
+            card = nxt is not None and nxt[0][0] == "gpu"
+            if not card and self._after_backend():
+                self.unused_toks.append(tok)  # 'rocm 6.4', 'cuda 12.4': a version, not used
+                return i + 1
+            self.emit("NUMBER" if card else "BARE", i, i + 1)
             return i + 1
         if tok.kind == "mem" and (host := self.host_memory(i)) is not None:
             return host                     # '64gb ddr5': the host's memory, not a GPU's
@@ -256,6 +260,14 @@ class Classifier:
         last = self.toks[end - 1]
         self.unused_toks.append(Tok("word", self.q[tok.col - 1:last.end - 1], tok.col))
         return end
+
+    def _after_backend(self) -> bool:
+        """The phrase before is a GPU backend's word ('rocm', 'cuda': query.yaml phrases that
+        set backend), so a number right after it is its version."""
+        if not self.phrases or self.phrases[-1].type != "SETTING":
+            return False
+        hit = self.phrases[-1].value[0]
+        return "backend" in self.query_rules["phrases"][int(hit[1])]["set"]
 
     def _card_opened(self, j: int, table: Mapping[str, Entry]) -> bool:
         """Number j names a card and a word that opens one stands before it ('on a 3090 tok/s':

@@ -33,6 +33,7 @@ class Finisher:
     vocab: Vocab
     limits: dict[str, tuple[float, float]]
     tasks: list[str]
+    unused_toks: list[Tok]
     task_toks: dict[str, Tok]
     toks: list[Tok]
     runtime_tok: Tok | None
@@ -452,6 +453,21 @@ class Finisher:
             how = f" (at {w.precision}" + (f" under {w.runtime}" if w.runtime else "") + ", as that benchmark runs it)"
         w.notes.append(f"{rule['text']}{how} [{rule['source']}]")
 
+    def hardware_alone(self) -> None:
+        """Hardware asked about in words kbq leaves out, with no model, task, user count or
+        figure asked ('is the arc b580 good for llms', 'do i need nvlink for 2x 3090 with
+        llama.cpp'): answered as the largest model it runs, said in the notes, rather than
+        refused. A configuration alone ('on 2x 3090', 'serve 16 users on h100') still asks
+        which model."""
+        w = self.w
+        if w.model_id is not None or not w.gpus or self.tasks or w.users is not None \
+                or w.focus is not None or w.question not in (None, "fit") \
+                or not (self.unused_toks or w.runtime is not None):
+            return
+        w.question = "largest_model"
+        w.notes.append("no model named: answered as the largest model the hardware runs "
+                       "(name one, e.g. 'qwen3 32b', to size it)")
+
     def finish(self) -> None:
         w = self.w
         self.resolve_task()
@@ -467,6 +483,7 @@ class Finisher:
         self.layout_over_all()
         if w.model_id is None and w.params is None and not self.model_given:
             self.unnamed_model()
+            self.hardware_alone()
         if w.model_id is None and w.params is None and w.question != "largest_model" and not self.model_given:
             raise QueryError(self.q, len(self.q.rstrip()) + 1, "which model? add a size or a name",
                              None, ["a size like 13B", "a name like llama-3.1-8b"])
