@@ -357,3 +357,15 @@ def test_a_card_keeps_its_words(query, gpu_id, extra):
     assert [g.gpu_id for g in w.gpus] == [gpu_id]
     for k, v in extra.items():
         assert getattr(w, k) == v, (k, getattr(w, k))
+
+
+@pytest.mark.parametrize("query, expect", [
+    # a near miss is read over adjacent words only: 'gives me 2x on qwen2.5 coder 32b' is no model name
+    ("speculative decoding gives me 2x on qwen2.5 coder 32b with 0.5b draft on 3090?", dict(unused_words=["gives"])),
+    ("I have a 7900 XTX, which models can I run?", dict(question="largest_model")),
+    ("llama 3.1 70b q4_k_m on 3x 3090 (72GB VRAM) with 32k context", dict(context_tokens=32768)),
+])
+def test_more_forum_words_read(query, expect):
+    w = parse(query, KN)
+    for k, v in expect.items():
+        assert getattr(w, k) == v, (k, getattr(w, k))

@@ -8,6 +8,7 @@ or a QueryError with the nearest real words; a suggestion always names a real it
 from __future__ import annotations
 
 import difflib
+import itertools
 import re
 from contextvars import ContextVar
 from collections.abc import Mapping
@@ -196,11 +197,20 @@ class Unknown:
         tok = self.toks[i]
         if tok.kind != "word" or any(c.isdigit() for c in tok.text) or self.gpu_like(i):
             raise self.unknown(i)
+        if self._where_a_card_goes(i):
+            raise self.missing_gpu(i)       # 'phi-3 mini on a raspberry pi': hardware kbq lacks
         near = self._phrase_near_miss(i)
         if near is not None and not self._changes_nothing(i, near):
             raise self.unknown(i)
         self.unused_toks.append(tok)
         return i + 1
+
+    def _where_a_card_goes(self, i: int) -> bool:
+        """Word i stands where a card is named ('on a raspberry pi': after a word that opens
+        one, query.yaml card_openers) and the query names no card before it."""
+        if i == 0 or self.gpu_span != (-1, -1) or any(t.kind == "count" for t in self.toks[:i]):
+            return False
+        return self.keys[i - 1] in {norm(w) for w in self.query_rules.get("card_openers", [])}
 
     def _changes_nothing(self, i: int, near: tuple[float, str, int]) -> bool:
         """The phrase word i nearly spells, read in its place, gives the question the word left
@@ -211,19 +221,22 @@ class Unknown:
             return False
         from kb.query.parse import parse
 
-        run = [t for t in self.toks[i:] if t.kind in _PHRASE_KINDS][:near[2]] or [self.toks[i]]
+        run = self._words_from(i)[:near[2]] or [self.toks[i]]
         start, end = run[0].col - 1, run[-1].end - 1
         tok = self.toks[i]
         token = _CHECKING.set(True)
         try:
-            read = [parse(self.q[:start] + self.vocab.display[near[1]] + self.q[end:], self.kn, self.model_given),
-                    parse(self.q[:tok.col - 1] + " " * len(tok.text) + self.q[tok.end - 1:], self.kn, self.model_given)]
+            left_out = parse(self.q[:tok.col - 1] + " " * len(tok.text) + self.q[tok.end - 1:], self.kn, self.model_given)
         except QueryError:
+            _CHECKING.reset(token)
             return False
+        try:           # a reading that is no question is no plausible meaning of the word
+            near_read = parse(self.q[:start] + self.vocab.display[near[1]] + self.q[end:], self.kn, self.model_given)
+        except QueryError:
+            return True
         finally:
             _CHECKING.reset(token)
-        a, b = (_question(w) for w in read)
-        return a == b
+        return _question(near_read) == _question(left_out)
 
     def nearest_bpw(self, i: int, bits: float) -> int:
         """An average bits per weight the catalogue lacks ('4.65bpw': EXL2 mixes layers to any
@@ -298,13 +311,18 @@ class Unknown:
             return True
         return any(key.startswith(k) for k in self.vocab.gpu_keys if len(k) >= 3)
 
+    def _words_from(self, i: int) -> list[Tok]:
+        """The run of items from i that a phrase can span (words, numbers, sizes), up to the
+        first that none can ('2x', '$500'): a phrase is read over adjacent items only."""
+        return list(itertools.takewhile(lambda t: t.kind in _PHRASE_KINDS, self.toks[i:]))
+
     def _phrase_near_miss(self, i: int) -> tuple[float, str, int] | None:
         """The phrase of the vocabulary nearest to the words from item i (difflib ratio 0.75 and
         up), as (score, key, words), when the word that differs is item i itself: a phrase that
         another word of the query spells wrong is no reading of this one."""
         import difflib
 
-        toks = [t for t in self.toks[i:] if t.kind in _PHRASE_KINDS][: self.vocab.max_tokens]
+        toks = self._words_from(i)[: self.vocab.max_tokens]
         run = toks if toks else [self.toks[i]]
         tok = run[0]
         best: tuple[float, str, int] | None = None
@@ -333,7 +351,7 @@ class Unknown:
         best = self._phrase_near_miss(i)
         if best is not None:
             _, hit, n = best
-            run = [t for t in self.toks[i:] if t.kind in _PHRASE_KINDS][:n] or [tok]
+            run = self._words_from(i)[:n] or [tok]
             span = run[-1].end - tok.col
             parts = re.split(_WORDS, self.vocab.display[hit])
             if n > 1 and len(parts) == n:         # the one wrong word, put right
