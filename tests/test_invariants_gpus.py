@@ -78,7 +78,7 @@ def test_more_bandwidth_never_lowers_decode_speed(w: dict[str, Any]) -> None:
             assert x.decode_tokens_per_s >= y.decode_tokens_per_s * (1 - 1e-12), (
                 f"{x.id} ({x.bandwidth_gb_s} GB/s, {x.compute_tflops} TFLOPS) decodes at "
                 f"{x.decode_tokens_per_s:.2f} tok/s, slower than {y.id} ({y.bandwidth_gb_s} "
-                f"GB/s, {y.compute_tflops} TFLOPS) at {y.decode_tokens_per_s:.2f}")
+                f"GB/s, {y.compute_tflops} TFLOPS) at {y.decode_tokens_per_s:.2f} [{a.query}]")
     # enough pairs were compared (only GPUs that hold the job show a speed)
     same = sum(side(x) == side(y) for x, y in _pairs(rows))
     assert compared >= min(100, same // 8)

@@ -227,13 +227,15 @@ class Unknown:
         token = _CHECKING.set(True)
         try:
             left_out = parse(self.q[:tok.col - 1] + " " * len(tok.text) + self.q[tok.end - 1:], self.kn, self.model_given)
-        except QueryError:
+        except (QueryError, HubModelNamed):       # a Hub model is read once, for the query itself
             _CHECKING.reset(token)
             return False
         try:           # a reading that is no question is no plausible meaning of the word
             near_read = parse(self.q[:start] + self.vocab.display[near[1]] + self.q[end:], self.kn, self.model_given)
         except QueryError:
             return True
+        except HubModelNamed:
+            return False
         finally:
             _CHECKING.reset(token)
         return _question(near_read) == _question(left_out)
