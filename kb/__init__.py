@@ -104,7 +104,7 @@ def answered(kn: "Knowledge", query: str, *, sort: str | None = None,
     try:
         return respond(kn, query, sort=sort, options=options), kn
     except HubModelNamed as named:
-        repo_id, column = named.repo_id, named.column
+        repo_id, column, shown = named.repo_id, named.column, named.query   # the query as one line
     from kb.engine.resolving.hfconfig import from_hub
     from kb.errors import QueryError
     from kb.query import hub
@@ -112,7 +112,7 @@ def answered(kn: "Knowledge", query: str, *, sort: str | None = None,
     try:
         got = hub.read(repo_id)
     except hub.HubError as err:          # not cached offline, no such model…: under the id typed
-        raise QueryError(query, column, str(err), width=len(repo_id)) from None
+        raise QueryError(shown, column, str(err), width=len(repo_id)) from None
     model, how, said = from_hub(got, kn)
     note = (f"model: {model['name']}, read from its config.json on the Hugging Face Hub at revision "
             f"{got.revision}; {said}")
@@ -144,7 +144,7 @@ def _answer_with(kn: "Knowledge", model: "Model", query: str, note: str, source:
         w.notes.append(note)
         a = respond(view, query, w, sort=sort, options=options, asked=asked)
     except HubModelNamed as second:
-        raise QueryError(query, second.column, f"one model is read from the Hugging Face Hub per "
+        raise QueryError(second.query, second.column, f"one model is read from the Hugging Face Hub per "
                          f"query; '{second.repo_id}' is a second", width=len(second.repo_id)) from None
     a.model_source = source
     for item in [*(a.options or []), *(a.comparison or [])]:

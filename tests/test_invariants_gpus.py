@@ -58,7 +58,8 @@ def test_more_bandwidth_never_lowers_decode_speed(w: dict[str, Any]) -> None:
     apple_decode_step_overhead_s; llama.cpp discussion #4167), so an Apple chip is compared with
     Apple chips. Both must multiply the format the same way (compute_precision): a card that
     runs int8 natively and one that dequantizes it to 16 bits (weight-only, at the runtime's
-    quantized-kernel efficiency) are different paths."""
+    quantized-kernel efficiency) are different paths. A runtime calibrated apart on AMD cards
+    compares AMD cards with AMD cards."""
     a = one_card(query(w, gpus=False))
     rows = a.gpus
     assert len(rows) == _platform_gpus(a)
@@ -66,16 +67,21 @@ def test_more_bandwidth_never_lowers_decode_speed(w: dict[str, Any]) -> None:
         # or where the job does not fit (no speed for what cannot run)
         assert (row.decode_tokens_per_s is None) == (row.compute_tflops is None or not row.fits), row.id
     rows = [r for r in rows if r.decode_tokens_per_s is not None]
+    # a runtime calibrated apart on AMD cards (runtimes.yaml amd_decode_*: llama.cpp's Vulkan
+    # build, whose RADV driver reaches more of the bandwidth than NVIDIA's) compares AMD with AMD
+    split = KN.runtimes[a.workload["runtime"]].get("amd_decode_bandwidth_efficiency") is not None
+    side = lambda r: split and KN.gpus[r.id]["vendor"] == "amd"  # noqa: E731
     compared = 0
     for x, y in _pairs(rows):
-        if _no_weaker(x, y):
+        if _no_weaker(x, y) and side(x) == side(y):
             compared += 1
             assert x.decode_tokens_per_s >= y.decode_tokens_per_s * (1 - 1e-12), (
                 f"{x.id} ({x.bandwidth_gb_s} GB/s, {x.compute_tflops} TFLOPS) decodes at "
                 f"{x.decode_tokens_per_s:.2f} tok/s, slower than {y.id} ({y.bandwidth_gb_s} "
-                f"GB/s, {y.compute_tflops} TFLOPS) at {y.decode_tokens_per_s:.2f}")
+                f"GB/s, {y.compute_tflops} TFLOPS) at {y.decode_tokens_per_s:.2f} [{a.query}]")
     # enough pairs were compared (only GPUs that hold the job show a speed)
-    assert compared >= min(100, len(rows) * (len(rows) - 1) // 8)
+    same = sum(side(x) == side(y) for x, y in _pairs(rows))
+    assert compared >= min(100, same // 8)
 
 
 @PROPERTY
@@ -87,9 +93,11 @@ def test_more_bandwidth_never_lowers_decode_speed_on_several_gpus(
     a = ask(query(w, gpus=False).replace(f" with {w['runtime']}", f" on {on} with {w['runtime']}"))
     rows = [r for r in a.gpus if r.decode_tokens_per_s is not None]
     assert all(r.count == w["count"] for r in a.gpus)
+    split = KN.runtimes[a.workload["runtime"]].get("amd_decode_bandwidth_efficiency") is not None
+    side = lambda r: split and KN.gpus[r.id]["vendor"] == "amd"  # noqa: E731
     for x, y in _pairs(rows):
         link = lambda r: (KN.gpus[r.id].get("interconnect") or {}).get("gb_s") or 0  # noqa: E731
-        if _no_weaker(x, y) and link(x) >= link(y):
+        if _no_weaker(x, y) and link(x) >= link(y) and side(x) == side(y):
             assert x.decode_tokens_per_s >= y.decode_tokens_per_s * (1 - 1e-12), (x.id, y.id)
 
 

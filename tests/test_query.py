@@ -287,8 +287,14 @@ def test_examples_of_a_length_are_their_product(query, tokens, seq):
     ("llama 3.1 70b on 4x 3090 row split", dict(tp=4)),
     ("llama 3.1 70b on 2x 3090 layer split", dict(pp=2)),
     ("llama 3.1 70b on 4x 3090 tp 2", dict(tp=2)),
-    ("llama 3.1 70b q4_k_m on rtx 4090 -ngl 40", dict(offload_layers=40, host_offload=True, host_memory_gb=32.0)),
-    ("qwen3 30b a3b on rtx 3060 with 64gb ddr5 experts on cpu", dict(host_offload=True, host_memory_gb=64.0)),
+    ("llama 3.1 70b q4_k_m on rtx 4090 -ngl 40", dict(gpu_layers=40, host_offload=True, host_memory_gb=32.0)),
+    ("llama 3.1 70b q4_k_m on rtx 4090 with 64gb ddr5 20 layers on cpu", dict(offload_layers=20, gpu_layers=None)),
+    ("gpt-oss-120b on rtx 3090 with 96gb ddr5 --n-cpu-moe 30", dict(cpu_moe_layers=30, gpu_layers=None)),
+    ("qwen3 30b a3b on rtx 3060 with 64gb ddr5 experts on cpu", dict(host_offload=True, experts_on_cpu=True, host_memory_gb=64.0)),
+    # llama.cpp's --override-tensor value, whatever pattern names the experts' tensors
+    ("gpt-oss-120b on rtx 3090 with 96gb ddr5 -ot exps=CPU", dict(experts_on_cpu=True)),
+    ('gpt-oss-120b on rtx 3090 with 96gb ddr5 --override-tensor "exps=CPU"', dict(experts_on_cpu=True)),
+    ("qwen3 30b a3b on rtx 3060 with 32gb ddr4 -ot .ffn_.*_exps.=CPU", dict(experts_on_cpu=True)),
 ])
 def test_backend_layout_and_offload_words(query, expect):
     w = parse(query, KN)
@@ -297,7 +303,69 @@ def test_backend_layout_and_offload_words(query, expect):
         assert getattr(w, k) == v, (k, getattr(w, k))
 
 
+@pytest.mark.parametrize("query, gpu_id, count", [
+    ("llama 3.1 70b q4_k_m on 2 used p40s", "tesla-p40", 2),
+    ("llama 3.1 70b q4_k_m on two used 3090s", "rtx-3090", 2),
+    ("llama 3.1 70b q4_k_m on 4x used 3090", "rtx-3090", 4),
+    ("qwen2.5 32b on 3 refurbished 3060s", "rtx-3060-12gb", 3),
+])
+def test_a_count_of_used_cards_reads_with_the_filler_between(query, gpu_id, count):
+    """A number, a filler ('used', 'refurbished'), then a card: the number counts the cards, as
+    a count word or '4x' before the filler does."""
+    w = parse(query, KN)
+    assert w.unused_words == []
+    assert [(g.gpu_id, g.count) for g in w.gpus] == [(gpu_id, count)]
+
+
 def test_a_layout_word_with_no_gpu_count_still_needs_its_number():
     with pytest.raises(QueryError) as e:
         parse("llama 3.1 70b tensor parallel", KN)
     assert "needs a number" in str(e.value)
+
+
+# Forum questions that were refused for ordinary words and now read (each a class: a flag's
+# spelling, a filler an English sentence opens with, a version after a backend, a card's cores…)
+@pytest.mark.parametrize("query, expect", [
+    ("llama-server -m qwen3-30b-a3b-q4_k_m.gguf -ngl 99 -c 32768 on a 4090", dict(context_tokens=32768, gpu_layers=99)),
+    ("what context can i fit with mistral nemo 12b q5_k_m on 12gb 3060", dict(question="max_context")),
+    ("deepseek r1 671b q2_k_xl on 4x 3090", dict(precision="q2_k")),
+    ("vllm --kv-cache-dtype fp8_e5m2 llama 3.1 8b on l40s", dict(kv_precision="fp8")),
+    ("koboldcpp 20b on 2x p40 with 4 bit cache", dict(kv_precision="q4_0")),
+    ("thinking about getting 2x used 3090s for llama 3.3 70b q4_k_m", dict(unused_words=[])),
+    ("rocm 6.4 on mi210 for llama 3.1 70b awq vllm", dict(unused_words=["6.4"])),
+    ("is the arc b580 good for llms", dict(question="largest_model", unused_words=["good"])),
+    ("hey guys, can my 3060 12gb run qwen2.5 14b q4_k_m?", dict(unused_words=["hey", "guys"])),
+    ("how fast does a 4090 chew through a 512 token prompt on llama 3 8b q4_k_m", dict(unused_words=["chew", "through"])),
+    ("llama 2 7b q4_0 on 7900 xtx with rocm, tg speed?", dict(unused_words=["tg"])),
+    ("llama 3 8b q4_k_m on m3 max 40 core", dict(unused_words=["40 core"])),
+    ("llama 3.3 70b q4_k_m on a 4090 + 64gb ddr5", dict(host_memory_gb=64.0)),
+    ("gemma 2 9b q4_k_m on rtx 2080 with 64gb quad channel ddr4 -ngl 36", dict(host_channels=4, host_memory_kind="ddr4")),
+])
+def test_forum_words_read(query, expect):
+    w = parse(query, KN)
+    for k, v in expect.items():
+        assert getattr(w, k) == v, (k, getattr(w, k))
+
+
+@pytest.mark.parametrize("query, gpu_id, extra", [
+    ("llama 3 8b q4_k_m on a 3090 tok/s", "rtx-3090", {}),                   # the card, not 3090 tok/s
+    ("llama 3 8b q4_k_m on m3 max 512 prompt", "apple-m3-max", {"prompt_tokens": 512}),
+    ("4x used mi50 for qwen2.5 72b q4_k_m", "instinct-mi50-32gb", {}),
+])
+def test_a_card_keeps_its_words(query, gpu_id, extra):
+    w = parse(query, KN)
+    assert [g.gpu_id for g in w.gpus] == [gpu_id]
+    for k, v in extra.items():
+        assert getattr(w, k) == v, (k, getattr(w, k))
+
+
+@pytest.mark.parametrize("query, expect", [
+    # a near miss is read over adjacent words only: 'gives me 2x on qwen2.5 coder 32b' is no model name
+    ("speculative decoding gives me 2x on qwen2.5 coder 32b with 0.5b draft on 3090?", dict(unused_words=["gives"])),
+    ("I have a 7900 XTX, which models can I run?", dict(question="largest_model")),
+    ("llama 3.1 70b q4_k_m on 3x 3090 (72GB VRAM) with 32k context", dict(context_tokens=32768)),
+])
+def test_more_forum_words_read(query, expect):
+    w = parse(query, KN)
+    for k, v in expect.items():
+        assert getattr(w, k) == v, (k, getattr(w, k))

@@ -179,7 +179,8 @@ _RUNTIME_SOURCES = ("gemm_accumulate_source", "lora_dropout_source", "quantizes_
                     "native_gemm_source", "hopper_warpgroup_mma_source", "well_supported_source",
                     "unsupported_architectures_source", "unsupported_formats_source",
                     "default_precision_source", "experts_only_rest_bits_source",
-                    "unsupported_models_source", "decode_efficiency_source", "prefill_efficiency_source")
+                    "unsupported_models_source", "decode_efficiency_source", "prefill_efficiency_source",
+                    "amd_decode_efficiency_source")
 # what an inference runtime must give
 _INFERENCE_NEEDS = ("decode_bandwidth_efficiency", "quant_kernel_efficiency", "decode_step_overhead_s",
                     "prefill_compute_efficiency")

@@ -262,6 +262,8 @@ class Runtime(TypedDict):
     prefill_compute_efficiency: float | None
     apple_prefill_compute_efficiency: float | None
     apple_decode_step_overhead_s: float | None
+    amd_decode_bandwidth_efficiency: float | None
+    amd_decode_step_overhead_s: float | None
     experts_only_rest_bits: float | None
     unsupported_models: list[str]
     unsupported_models_source: str | None
@@ -274,6 +276,7 @@ class Runtime(TypedDict):
     gemm_accumulate: Literal["fp32", "fp16"]
     gemm_accumulate_source: str | None
     decode_efficiency_source: str | None
+    amd_decode_efficiency_source: str | None
     prefill_efficiency_source: str | None
     memory_utilization: float
     overhead_gb: float

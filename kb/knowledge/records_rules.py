@@ -48,7 +48,7 @@ class Solve(TypedDict):
 
 class Unit(TypedDict):
     """A unit word and what the number beside it sets (query.yaml `units`)."""
-    field: Literal["users", "context_tokens", "seq_len", "batch", "lora_rank", "prompt_tokens", "output_tokens", "tokens", "tp", "pp", "speed_floor_tok_s", "tokens_per_day", "hours_per_day", "duration", "gpu_count", "budget_usd", "examples", "epochs", "requests_per_day", "draft_tokens", "offload_layers"]
+    field: Literal["users", "context_tokens", "seq_len", "batch", "lora_rank", "prompt_tokens", "output_tokens", "tokens", "tp", "pp", "speed_floor_tok_s", "tokens_per_day", "hours_per_day", "duration", "gpu_count", "budget_usd", "examples", "epochs", "requests_per_day", "draft_tokens", "offload_layers", "gpu_layers", "cpu_moe_layers"]
     limit: Literal["users", "batch", "context", "seq", "prompt", "output", "rank", "tokens", "params", "gpu_count", "memory_gb", "parallel", "speed", "duration", "hours_per_day", "usd", "examples", "epochs", "requests", "draft_tokens", "layers"]
     words: list[str]
     after_number: list[str]
@@ -268,6 +268,9 @@ class QueryRules(TypedDict):
     billion: float
     limits: dict[str, tuple[float, float]]
     fillers: list[str]
+    card_fillers: list[str]
+    card_openers: list[str]
+    card_details: list[str]
     units: dict[str, Unit]
     ttft_words: list[str]
     e2e_words: list[str]

@@ -163,6 +163,8 @@ class RuntimeSchema(Strict):
     prefill_compute_efficiency: Fraction | None = None
     apple_prefill_compute_efficiency: Fraction | None = None
     apple_decode_step_overhead_s: NonNeg | None = None
+    amd_decode_bandwidth_efficiency: Fraction | None = None
+    amd_decode_step_overhead_s: NonNeg | None = None
     experts_only_rest_bits: NonNeg | None = None
     unsupported_models: list[Slug] = []
     unsupported_models_source: Slug | None = None
@@ -175,6 +177,7 @@ class RuntimeSchema(Strict):
     gemm_accumulate: Literal["fp32", "fp16"] = "fp32"
     gemm_accumulate_source: Slug | None = None
     decode_efficiency_source: Slug | None = None    # a measurement its decode efficiency is fitted to
+    amd_decode_efficiency_source: Slug | None = None    # the measurements its AMD decode figures are fitted to
     prefill_efficiency_source: Slug | None = None   # a measurement its prefill efficiency is fitted to
     memory_utilization: Fraction = 1.0
     overhead_gb: NonNeg

@@ -69,7 +69,7 @@ class UnitSchema(Strict):
     field: Literal["users", "context_tokens", "seq_len", "batch", "lora_rank", "prompt_tokens",
                    "output_tokens", "tokens", "tp", "pp", "speed_floor_tok_s", "tokens_per_day",
                    "hours_per_day", "duration", "gpu_count", "budget_usd", "examples", "epochs", "requests_per_day",
-                   "draft_tokens", "offload_layers"]
+                   "draft_tokens", "offload_layers", "gpu_layers", "cpu_moe_layers"]
     limit: LimitName
     words: list[Name] = Field(min_length=1)
     # words that are this unit only right after a number ('2k in', '500 out'); anywhere else
@@ -233,7 +233,7 @@ class BackendSchema(Strict):
 class PhraseSchema(Strict):
     """Words that set Workload fields (query.yaml `phrases`)."""
     set: dict[Literal["focus", "question", "sort", "rent", "want_options", "sharding", "runtime",
-                      "dp_attention", "hours_per_day", "gpu_count", "vs", "ttft_percentile", "backend", "host_offload"], str | bool | int | float]
+                      "dp_attention", "hours_per_day", "gpu_count", "vs", "ttft_percentile", "backend", "host_offload", "experts_on_cpu", "host_channels"], str | bool | int | float]
     words: list[Name] = Field(min_length=1)
 
 
@@ -270,6 +270,12 @@ class QueryFile(Strict):
     billion: Positive
     limits: dict[LimitName, tuple[NonNeg, Positive]]
     fillers: list[Name]
+    # fillers that describe a card ('used', 'refurbished'): a number before them counts the card after
+    card_fillers: list[Name] = []
+    # words before a number that make it a card's ('on a 3090 tok/s': the card, not 3090 tok/s)
+    card_openers: list[Name] = []
+    # words after a number beside a card that count its cores ('m3 max 40 core'): not used, said so
+    card_details: list[Name] = []
     units: dict[Name, UnitSchema] = {}
     ttft_words: list[Name] = []
     # words that make a duration the bound on a request's end-to-end latency ('e2e under 10 s')

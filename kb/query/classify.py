@@ -11,10 +11,12 @@ the error kbq reports once the phrases before it are read.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from kb.errors import QueryError
+from kb.knowledge.data import norm
 from kb.query.tokens import Tok
 from kb.query.words import has_prefix, money
 
@@ -25,6 +27,7 @@ if TYPE_CHECKING:
     from kb.query.words import Vocab
 
 _PHRASE_KINDS = frozenset(("word", "num", "size", "moe", "mem"))
+_COUNTED_WORD = r"(\d+)-?([a-z].*)"           # '40-core' (compiled on first use; re caches it)
 # the phrase table's kinds → the grammar's terminals
 TERMINALS = {"task": "TASK", "question": "QUESTION", "knob": "KNOB", "precision": "PRECISION",
              "gpu": "GPU", "model": "MODEL", "family": "FAMILY", "runtime": "RUNTIME",
@@ -53,6 +56,7 @@ class Classifier:
     gpu_span: tuple[int, int]
     phrases: list[Tok]
     notes_ahead: list[str]
+    unused_toks: list[Tok]
 
     if TYPE_CHECKING:           # the other parts of the Resolver
         def word(self, i: int) -> int: ...
@@ -165,6 +169,9 @@ class Classifier:
 
     def classify_unmatched(self, i: int) -> int:
         tok = self.toks[i]
+        detail = self._card_detail(i)
+        if detail is not None:                   # 'm3 max 40 core': said as not used
+            return detail
         named = self._name_after_size(i) if tok.kind in ("size", "moe") else None
         if named is not None:                    # '8x7b mixtral', '70b llama 3': one model
             self.emit("MODEL", i, named[1], named[0])
@@ -178,9 +185,13 @@ class Classifier:
                 self.emit(_ITEM_TERMINALS[tok.kind], i, i + 1)
                 self.emit_unit(i + 1, unit[1], unit[0])
                 return unit[1]
-        if tok.kind == "num":               # a count before a card, else a number alone
-            nxt = self.match(i + 1, self.vocab.table) if i + 1 < len(self.toks) else None
-            self.emit("NUMBER" if nxt is not None and nxt[0][0] == "gpu" else "BARE", i, i + 1)
+        if tok.kind == "num":               # a count before a card ('2 used p40s': fillers
+            nxt = self._after_fillers(i + 1)  # between them), else a number alone
+            card = nxt is not None and nxt[0][0] == "gpu"
+            if not card and self._after_backend():
+                self.unused_toks.append(tok)  # 'rocm 6.4', 'cuda 12.4': a version, not used
+                return i + 1
+            self.emit("NUMBER" if card else "BARE", i, i + 1)
             return i + 1
         if tok.kind == "mem" and (host := self.host_memory(i)) is not None:
             return host                     # '64gb ddr5': the host's memory, not a GPU's
@@ -201,7 +212,7 @@ class Classifier:
         for j in range(i, min(len(toks), i + self.vocab.max_tokens)):
             if toks[j].kind not in _PHRASE_KINDS and (j == i or toks[j].kind != "vs"):
                 break                       # 'rent vs buy': a vs inside a phrase of the rules
-            if toks[j].kind == "num" and self._unit_follows(j, table) and (
+            if toks[j].kind == "num" and self._unit_follows(j, table) and not self._card_opened(j, table) and (
                     found is not None or (j == i and not self._takes_next_number(j + 1, table))):
                 break                       # 'hqq 4 users': the 4 counts users, not 'hqq4';
                                             # '5060 context': a context, not an RTX 5060 (but
@@ -221,9 +232,62 @@ class Classifier:
             if not has_prefix(vocab, key):
                 break
         if (found is not None and shorter is not None and shorter[1] == found[1] - 1
-                and self._opens_quantity(found[1] - 1)):
+                and found[0][0] != "gpu" and self._opens_quantity(found[1] - 1)):
             return shorter          # '1t tokens in 30 days': 'in' opens '30 days', so the
-        return found                # phrase is 'tokens', not 'tokens in' (a prompt)
+        return found                # phrase is 'tokens', not 'tokens in' (a prompt); a card's
+                                    # name keeps its last word ('m3 max 512 prompt')
+
+    def _card_detail(self, i: int) -> int | None:
+        """A count of a card's cores beside the card ('m3 max 40 core', '40-core m3 max':
+        query.yaml card_details): no figure of kbq's reads it, so it is left out and said as not
+        used, never refused. The end of its words, or None."""
+        details = {norm(w) for w in self.query_rules.get("card_details", [])}
+        tok, end = self.toks[i], None
+        m = re.fullmatch(_COUNTED_WORD, tok.text) if tok.kind == "word" else None
+        if m is not None and norm(m.group(2)) in details:
+            end = i + 1
+        elif tok.kind == "num":
+            key = ""
+            for j in range(i + 1, min(len(self.toks), i + 3)):
+                key += self.keys[j]
+                if key in details:
+                    end = j + 1
+        if end is None:
+            return None
+        beside = (self.phrases and self.phrases[-1].type == "GPU") or (
+            end < len(self.toks) and (hit := self.match(end, self.vocab.table)) is not None and hit[0][0] == "gpu")
+        if not beside:
+            return None
+        last = self.toks[end - 1]
+        self.unused_toks.append(Tok("word", self.q[tok.col - 1:last.end - 1], tok.col))
+        return end
+
+    def _after_backend(self) -> bool:
+        """The phrase before is a GPU backend's word ('rocm', 'cuda': query.yaml phrases that
+        set backend), so a number right after it is its version."""
+        if not self.phrases or self.phrases[-1].type != "SETTING":
+            return False
+        hit = self.phrases[-1].value[0]
+        return "backend" in self.query_rules["phrases"][int(hit[1])]["set"]
+
+    def _card_opened(self, j: int, table: Mapping[str, Entry]) -> bool:
+        """Number j names a card and a word that opens one stands before it ('on a 3090 tok/s':
+        query.yaml card_openers), so the unit after it does not take it."""
+        hit = table.get(self.keys[j])
+        if j == 0 or hit is None or hit[0] != "gpu":
+            return False
+        return self.keys[j - 1] in {norm(w) for w in self.query_rules.get("card_openers", [])}
+
+    def _after_fillers(self, j: int) -> tuple[tuple[str, str], int] | None:
+        """The phrase at item j past the fillers that describe a card (query.yaml card_fillers:
+        'used', 'second hand'), None at the end."""
+        card_words = {norm(w) for w in self.query_rules.get("card_fillers", [])}
+        while j < len(self.toks):
+            found = self.match(j, self.vocab.table)
+            if found is None or found[0][0] != "filler" or "".join(self.keys[j:found[1]]) not in card_words:
+                return found
+            j = found[1]
+        return None
 
     def _name_after_size(self, i: int) -> tuple[tuple[str, str], int] | None:
         """A size typed before the name it completes ('8x7b mixtral' is mixtral 8x7b): the model

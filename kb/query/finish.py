@@ -16,7 +16,7 @@ from kb.knowledge.data import norm
 from kb.query.words import Vocab, in_series
 from kb.query.phrases import tok_number
 from kb.query.tokens import Tok
-from kb.query.workload import Workload
+from kb.query.workload import Workload, is_gguf
 
 if TYPE_CHECKING:
     from kb.knowledge.data import Knowledge
@@ -33,6 +33,7 @@ class Finisher:
     vocab: Vocab
     limits: dict[str, tuple[float, float]]
     tasks: list[str]
+    unused_toks: list[Tok]
     task_toks: dict[str, Tok]
     toks: list[Tok]
     runtime_tok: Tok | None
@@ -365,12 +366,17 @@ class Finisher:
     def host_offload(self) -> None:
         """llama.cpp's offload in words ('-ngl 40', 'experts on cpu'): the host's memory it uses is
         the one the query names, else query.yaml defaults.host_memory_gb, said in the notes; a
-        count given is said too, kbq keeping in the host's memory only what does not fit."""
+        count given places what it counts (formulas.yaml offload_asked_gb), said too."""
         w = self.w
-        if w.offload_layers is not None:
-            w.host_offload = True
-            w.notes.append(f"offload count {w.offload_layers} read; kbq keeps in the host's memory "
-                           "only what does not fit the GPUs (the least offload that fits)")
+        counted = [(w.gpu_layers, "layers on the GPUs (-ngl)"),
+                   (w.offload_layers, "layers in the host's memory"),
+                   (w.cpu_moe_layers, "layers' experts in the host's memory (--n-cpu-moe)")]
+        for count, what in counted:
+            if count is not None:
+                w.host_offload = True
+                w.notes.append(f"offload: {count} {what}, as the query says")
+        if w.experts_on_cpu:
+            w.notes.append("offload: every MoE expert in the host's memory (--cpu-moe, -ot exps=CPU)")
         if not w.host_offload:
             return
         if w.runtime is None and w.task not in self.vocab.training_tasks:
@@ -384,16 +390,20 @@ class Finisher:
             w.notes.append(f"host memory: {gb:g} GB, assumed for the offload "
                            f"[{d.get('host_memory_source')}]; name yours ('with 64gb ddr5')")
 
-    def backend_runtime(self) -> None:
+    def backend_runtime(self, again: bool = False) -> None:
         """A GPU backend named ('vulkan', 'rocm', 'metal'…): the runtime's build for it where the
-        rules hold one (query.yaml backends: llama.cpp's Vulkan build, with its own calibrated
-        efficiencies in runtimes.yaml), else the runtime as it is, the backend said in the notes."""
+        rules hold one (query.yaml backends: llama.cpp's Vulkan, ROCm and SYCL builds, with their
+        own calibrated efficiencies in runtimes.yaml), else the runtime as it is, the backend said
+        in the notes. Asked `again` once the format has named the runtime ('q4_0 … rocm' runs
+        llama.cpp, so its ROCm build), it only swaps in a build."""
         w = self.w
         spec = self.query_rules.get("backends", {}).get(w.backend or "")
         if spec is None:
             return
-        build = (None if w.task in self.vocab.training_tasks
-                 else spec["runtimes"].get(w.runtime or "none"))
+        runs = w.runtime or (self.kn.runtime_defaults["gguf"] if again and is_gguf(w.precision) else "none")
+        build = None if w.task in self.vocab.training_tasks else spec["runtimes"].get(runs)
+        if again and (build is None or build == w.runtime):
+            return
         if build is not None and build != w.runtime:
             named = self.kn.runtimes[w.runtime]["name"] if w.runtime else None
             w.runtime = build
@@ -450,6 +460,21 @@ class Finisher:
             how = f" (at {w.precision}" + (f" under {w.runtime}" if w.runtime else "") + ", as that benchmark runs it)"
         w.notes.append(f"{rule['text']}{how} [{rule['source']}]")
 
+    def hardware_alone(self) -> None:
+        """Hardware asked about in words kbq leaves out, with no model, task, user count or
+        figure asked ('is the arc b580 good for llms', 'do i need nvlink for 2x 3090 with
+        llama.cpp'): answered as the largest model it runs, said in the notes, rather than
+        refused. A configuration alone ('on 2x 3090', 'serve 16 users on h100') still asks
+        which model."""
+        w = self.w
+        if w.model_id is not None or not w.gpus or self.tasks or w.users is not None \
+                or w.focus is not None or w.question not in (None, "fit") \
+                or not (self.unused_toks or w.runtime is not None):
+            return
+        w.question = "largest_model"
+        w.notes.append("no model named: answered as the largest model the hardware runs "
+                       "(name one, e.g. 'qwen3 32b', to size it)")
+
     def finish(self) -> None:
         w = self.w
         self.resolve_task()
@@ -458,12 +483,14 @@ class Finisher:
         self.backend_runtime()
         self.host_offload()
         self.format_runtime()
+        self.backend_runtime(again=True)
         self.check_runtime_and_size()
         self.lengths()
         self.counts()
         self.layout_over_all()
         if w.model_id is None and w.params is None and not self.model_given:
             self.unnamed_model()
+            self.hardware_alone()
         if w.model_id is None and w.params is None and w.question != "largest_model" and not self.model_given:
             raise QueryError(self.q, len(self.q.rstrip()) + 1, "which model? add a size or a name",
                              None, ["a size like 13B", "a name like llama-3.1-8b"])

@@ -106,6 +106,8 @@ _ITEM: dict[str, Callable[[str, int], Tok]] = {
     "MEMORY": lambda t, col: Tok("mem", t, col, float(re.match(_DECIMAL, t).group())),  # type: ignore[union-attr]
     "MONEY": lambda t, col: Tok("money", t, col),
     "VS": lambda t, col: Tok("vs", t, col),
+    # '-ot ".ffn_.*_exps.=CPU"': a word whose key is the tensors' kind and the device (exps=cpu)
+    "TENSOR_OVERRIDE": lambda t, col: Tok("word", t, col, "exps=" + t.rsplit("=", 1)[1].lower()),
 }
 
 

@@ -144,9 +144,14 @@ class Phrases:
 
     def gpu_variant(self, gpu: Tok, memory: Tok) -> None:
         """A memory size right after a card's name is that card's variant ('3060 12gb',
-        'h100 94gb'): the catalogue card whose name holds the words typed and has that memory."""
+        'h100 94gb'): the catalogue card whose name holds the words typed and has that memory;
+        after a count of cards, the count's memory in all ('3x 3090 (72gb vram)') reads too."""
         mem = memory.value[1][0]
         req = self.w.gpus[-1]
+        if req.gpu_id is not None and req.count > 1 and abs(
+                req.count * float(self.kn.gpus[req.gpu_id]["vram_gb"]) - mem.value) <= 0.02 * mem.value + 0.5:
+            self.w.notes.append(f"read '{mem.text}' as the {req.count} cards' memory in all")
+            return
         typed = [norm(t.text) for t in gpu.value[1]]
         same: list[tuple[str, float]] = []
         for gid, g in self.kn.gpus.items():

@@ -43,7 +43,8 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
             if tok.unit == "billion":          # "70B": the B is query.yaml's billion
                 tok.value, tok.unit = tok.value * kn.billion, None
             # norm(): the grammar's words, numbers and sizes hold no white space to drop
-            keys.append(norm(tok.text) if tok.kind in _SPACED else
+            keys.append(norm(tok.text) if tok.kind in _SPACED else tok.value
+                        if tok.type == "TENSOR_OVERRIDE" else
                         tok.text.lower().replace("-", "").replace("_", ""))
         merge_number_words(toks, keys, kn.query.get("number_words", {}), query)
         split_length_pairs(toks, keys, kn.query, vocab_of(kn).table)

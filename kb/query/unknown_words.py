@@ -8,13 +8,16 @@ or a QueryError with the nearest real words; a suggestion always names a real it
 from __future__ import annotations
 
 import difflib
+import itertools
 import re
+from contextvars import ContextVar
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, TypeVar
 
 from kb.errors import HubModelNamed, QueryError, nearest
 from kb.knowledge.data import norm
 from kb.query.words import NameReading, near_misses, read_name
+from kb.query.workload import Workload
 
 if TYPE_CHECKING:
     Entry = TypeVar("Entry", tuple[str, str], str)
@@ -22,7 +25,6 @@ if TYPE_CHECKING:
     from kb.query.tokens import Tok, TokValue
     from kb.query.words import Vocab
     from kb.knowledge.records_rules import QueryRules
-    from kb.query.workload import Workload
 
 # what a phrase table holds per key: (kind, value) in Vocab.table, a unit name in Vocab.units
 
@@ -35,6 +37,18 @@ _BPW = r"(\d+(?:\.\d+)?)\s*bpw"                        # '4.65bpw': bits per wei
 # a Hugging Face Hub model id as huggingface_hub.utils.validate_repo_id reads one: org/name,
 # word characters, '.' and '-' (no '--' or '..', tested apart), at most 96 characters a part
 _HUB_ID = r"^[A-Za-z0-9][\w.\-]{0,95}/[\w.\-]{0,95}[A-Za-z0-9]$"
+
+
+# set while a near miss is tried in a word's place (Unknown._changes_nothing): no check inside it
+_CHECKING: ContextVar[bool] = ContextVar("kbq_near_miss_check", default=False)
+
+
+def _question(w: Workload) -> dict[str, object]:
+    """A workload as the question it asks: its fields but how its words were read."""
+    d = w.to_dict()
+    for key in ("notes", "unused_words"):
+        d.pop(key, None)
+    return d
 
 
 def is_hub_id(text: str) -> bool:
@@ -98,11 +112,27 @@ class Unknown:
                 found = (words[key], j + 1)
         return found
 
+    def _host_after_channels(self, j: int) -> tuple[str, int] | None:
+        """'64gb quad channel ddr4', '64gb of 8-channel ddr5': the channels (a query.yaml phrase
+        that sets host_channels), read into the workload, then the host-memory words after them;
+        None when the words are not so."""
+        k = j + 1 if j < len(self.toks) and self.keys[j] == "of" else j
+        hit = self.match(k, self.vocab.table) if k < len(self.toks) else None
+        if hit is None or hit[0][0] != "set":
+            return None
+        fields = self.query_rules["phrases"][int(hit[0][1])]["set"]
+        if "host_channels" not in fields:
+            return None
+        found = self.host_word_end(hit[1])
+        if found is not None:
+            self.w.host_channels = int(fields["host_channels"])
+        return found
+
     def host_memory(self, i: int) -> int | None:
         """A memory size item i followed by host-memory words ('64gb ddr5', '32gb of ram'): the
         host's memory, read into the workload and said in the notes; the end of its words, or
         None when no such word follows."""
-        found = self.host_word_end(i + 1)
+        found = self.host_word_end(i + 1) or self._host_after_channels(i + 1)
         if found is None:
             return None
         kind, end = found
@@ -165,11 +195,50 @@ class Unknown:
         spells from this very word, is refused with the error (kb.query.resolve.Resolver.run
         refuses the first unused word too when no phrase at all was read)."""
         tok = self.toks[i]
-        if tok.kind != "word" or any(c.isdigit() for c in tok.text) or self.gpu_like(i) \
-                or self._phrase_near_miss(i) is not None:
+        if tok.kind != "word" or any(c.isdigit() for c in tok.text) or self.gpu_like(i):
+            raise self.unknown(i)
+        if self._where_a_card_goes(i):
+            raise self.missing_gpu(i)       # 'phi-3 mini on a raspberry pi': hardware kbq lacks
+        near = self._phrase_near_miss(i)
+        if near is not None and not self._changes_nothing(i, near):
             raise self.unknown(i)
         self.unused_toks.append(tok)
         return i + 1
+
+    def _where_a_card_goes(self, i: int) -> bool:
+        """Word i stands where a card is named ('on a raspberry pi': after a word that opens
+        one, query.yaml card_openers) and the query names no card before it."""
+        if i == 0 or self.gpu_span != (-1, -1) or any(t.kind == "count" for t in self.toks[:i]):
+            return False
+        return self.keys[i - 1] in {norm(w) for w in self.query_rules.get("card_openers", [])}
+
+    def _changes_nothing(self, i: int, near: tuple[float, str, int]) -> bool:
+        """The phrase word i nearly spells, read in its place, gives the question the word left
+        out gives ('hey guys' is no 'gpus': alone the word counts nothing): the word is then no
+        near miss that would change the answer. Checked once a query (no check inside a check),
+        both readings with the query's other words as they are."""
+        if _CHECKING.get():
+            return False
+        from kb.query.parse import parse
+
+        run = self._words_from(i)[:near[2]] or [self.toks[i]]
+        start, end = run[0].col - 1, run[-1].end - 1
+        tok = self.toks[i]
+        token = _CHECKING.set(True)
+        try:
+            left_out = parse(self.q[:tok.col - 1] + " " * len(tok.text) + self.q[tok.end - 1:], self.kn, self.model_given)
+        except (QueryError, HubModelNamed):       # a Hub model is read once, for the query itself
+            _CHECKING.reset(token)
+            return False
+        try:           # a reading that is no question is no plausible meaning of the word
+            near_read = parse(self.q[:start] + self.vocab.display[near[1]] + self.q[end:], self.kn, self.model_given)
+        except QueryError:
+            return True
+        except HubModelNamed:
+            return False
+        finally:
+            _CHECKING.reset(token)
+        return _question(near_read) == _question(left_out)
 
     def nearest_bpw(self, i: int, bits: float) -> int:
         """An average bits per weight the catalogue lacks ('4.65bpw': EXL2 mixes layers to any
@@ -244,13 +313,18 @@ class Unknown:
             return True
         return any(key.startswith(k) for k in self.vocab.gpu_keys if len(k) >= 3)
 
+    def _words_from(self, i: int) -> list[Tok]:
+        """The run of items from i that a phrase can span (words, numbers, sizes), up to the
+        first that none can ('2x', '$500'): a phrase is read over adjacent items only."""
+        return list(itertools.takewhile(lambda t: t.kind in _PHRASE_KINDS, self.toks[i:]))
+
     def _phrase_near_miss(self, i: int) -> tuple[float, str, int] | None:
         """The phrase of the vocabulary nearest to the words from item i (difflib ratio 0.75 and
         up), as (score, key, words), when the word that differs is item i itself: a phrase that
         another word of the query spells wrong is no reading of this one."""
         import difflib
 
-        toks = [t for t in self.toks[i:] if t.kind in _PHRASE_KINDS][: self.vocab.max_tokens]
+        toks = self._words_from(i)[: self.vocab.max_tokens]
         run = toks if toks else [self.toks[i]]
         tok = run[0]
         best: tuple[float, str, int] | None = None
@@ -260,6 +334,8 @@ class Unknown:
             for hit in difflib.get_close_matches(phrase, keys, n=1, cutoff=0.75):
                 if self.vocab.table[hit][0] == "filler":
                     continue                # a filler read in its place would change nothing
+                if hit.startswith(phrase) and len(hit) - len(phrase) > 2:
+                    continue                # a word cut short is another word ('through' is no 'throughput')
                 shown = norm(self.vocab.display[hit])
                 bad = next((t for t in run[:n] if norm(t.text) not in shown), tok)
                 if bad is not tok:
@@ -277,7 +353,7 @@ class Unknown:
         best = self._phrase_near_miss(i)
         if best is not None:
             _, hit, n = best
-            run = [t for t in self.toks[i:] if t.kind in _PHRASE_KINDS][:n] or [tok]
+            run = self._words_from(i)[:n] or [tok]
             span = run[-1].end - tok.col
             parts = re.split(_WORDS, self.vocab.display[hit])
             if n > 1 and len(parts) == n:         # the one wrong word, put right

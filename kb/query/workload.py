@@ -83,10 +83,18 @@ class Workload:
     host_memory_gb: float | None = None
     host_memory_kind: str | None = None
     # llama.cpp's offload asked in its own words ("-ngl 40", "--n-cpu-moe 30", "-ot exps=CPU",
-    # "experts on cpu"): the weights that do not fit the GPUs are kept in the host's memory;
-    # offload_layers is the count the query gave (kbq places only what does not fit).
+    # "experts on cpu"): weights kept in the host's memory. With no count, what does not fit the
+    # GPUs; with one, what the count places there: gpu_layers the layers kept on the GPUs
+    # (-ngl N), offload_layers the layers kept in the host's memory ("20 layers on cpu"),
+    # cpu_moe_layers the layers whose experts are (--n-cpu-moe N), experts_on_cpu every
+    # expert (--cpu-moe, -ot exps=CPU).
     host_offload: bool | None = None
     offload_layers: int | None = None
+    gpu_layers: int | None = None
+    cpu_moe_layers: int | None = None
+    experts_on_cpu: bool | None = None
+    # the host memory's channels ("quad channel ddr4", "8 channel ddr5"); None: a desktop's two
+    host_channels: int | None = None
     # A GPU count without a GPU name ("on 4 gpus", "two gpus"); a named GPU without its own
     # count takes it.
     gpu_count: int | None = None
@@ -138,3 +146,8 @@ class Workload:
             out.compare = copy.deepcopy(self.compare)
         return out
 
+
+def is_gguf(precision: str | None) -> bool:
+    """The precision id is one of llama.cpp's GGUF formats (q4_k_m, q8_0, iq2_xs…), which the
+    GGUF default runtime loads (runtimes.yaml runtime_defaults gguf)."""
+    return bool(precision and precision.startswith(("q2_", "q3_", "q4_", "q5_", "q6_", "q8_", "iq2_")))

@@ -67,6 +67,7 @@ class GpuRow:
     meets_target: bool | None = None             # speed floor (serving) or time floor (training)
     within_budget: bool | None = None
     suits_job: bool | None = None                # training: native tensor cores and a usable run time
+    offload_gb: float | None = None              # inference: each GPU's weights kept in the host's memory (formulas.yaml offload_gb)
 
 
 _NO_PRICES: PricesUsed = {}

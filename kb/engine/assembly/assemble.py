@@ -50,6 +50,8 @@ def rows_of(ev: Evaluated, candidates: list[tuple[GPU, int, bool]], order: list[
     s = ev.scope
     n = len(candidates)
     values = list(zip(*[v if (v := s.get(k)).__class__ is Col else [v] * n for k in ROW_FIELDS]))
+    off = s.get(N.OFFLOAD_GB)
+    offloads = off if off.__class__ is Col else [off] * n
     rows = []
     for rank, i in enumerate(order, 1):
         gpu, count, requested = candidates[i]
@@ -58,7 +60,8 @@ def rows_of(ev: Evaluated, candidates: list[tuple[GPU, int, bool]], order: list[
         rows.append(GpuRow(
             gpu["id"], gpu["name"], count, gpu["memory_gb"], usable, per_gpu, bool(fits), headroom,
             int(needed) if needed is not None else None, gpu.get("bandwidth_gb_s"), tflops, cprec,
-            decode, aggregate, prefill, ttft, train, train_time, gpu.get("tdp_w"), rank, requested))
+            decode, aggregate, prefill, ttft, train, train_time, gpu.get("tdp_w"), rank, requested,
+            offload_gb=offloads[i] or None))
     return rows
 
 

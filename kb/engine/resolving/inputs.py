@@ -42,7 +42,9 @@ def base_scope(r: Resolved, kn: Knowledge) -> Scope:
         N.CHECKPOINTING: bool(w.checkpointing), N.FLASH_ATTENTION: bool(w.flash_attention),
         N.OFFLOAD: bool(w.offload), N.PAGED: bool(w.paged),
         N.HOST_MEMORY_GB: w.host_memory_gb or 0.0, N.HOST_MEMORY_KIND: w.host_memory_kind or "any",
+        N.HOST_CHANNELS: w.host_channels or 0,
         N.CHECKPOINT_OFFLOAD: bool(w.checkpoint_offload),
+        **offload_count(w),
         **tr.scope_values(w, kn),
         N.OPTIMIZER_IN_BACKWARD: bool(w.optimizer_in_backward),
         N.LORA_ATTENTION_ONLY: bool(w.lora_attention_only),
@@ -114,6 +116,12 @@ def _runtime_fields(rt: Runtime) -> Scope:
         N.RUNTIME_APPLE_DECODE_STEP_OVERHEAD_S: (rt.get("apple_decode_step_overhead_s")
                                                  if rt.get("apple_decode_step_overhead_s") is not None
                                                  else rt.get("decode_step_overhead_s")),
+        # a runtime calibrated on no AMD point uses its own decode figures there
+        N.RUNTIME_AMD_DECODE_BANDWIDTH_EFFICIENCY: (rt.get("amd_decode_bandwidth_efficiency")
+                                                    or rt.get("decode_bandwidth_efficiency")),
+        N.RUNTIME_AMD_DECODE_STEP_OVERHEAD_S: (rt.get("amd_decode_step_overhead_s")
+                                               if rt.get("amd_decode_step_overhead_s") is not None
+                                               else rt.get("decode_step_overhead_s")),
         # 0: the runtime keeps the 16-bit weights of an experts-only checkpoint 16-bit
         N.RUNTIME_EXPERTS_ONLY_REST_BITS: rt.get("experts_only_rest_bits") or 0.0,
         N.RUNTIME_HOPPER_WARPGROUP_MMA: rt.get("hopper_warpgroup_mma", True),
@@ -189,6 +197,17 @@ def _layer_kinds(m: Model) -> Scope:
         N.MODEL_STATE_DIM: rec["state_dim"] if rec else 0, N.MODEL_STATE_GROUPS: rec["groups"] if rec else 0,
         N.MODEL_STATE_CONV_KERNEL: rec["conv_kernel"] if rec else 1,
     }
+
+
+def offload_count(w: Workload) -> Scope:
+    """What llama.cpp's offload flags of the query count (rules/formulas.yaml offload_asked_gb):
+    the layers kept on the GPUs (-ngl N), in the host's memory, or whose experts are
+    (--n-cpu-moe N), or every expert (--cpu-moe, -ot exps=CPU); 'none' when none is given."""
+    for kind, count in (("gpu_layers", w.gpu_layers), ("cpu_layers", w.offload_layers),
+                        ("cpu_moe_layers", w.cpu_moe_layers)):
+        if count is not None:
+            return {N.OFFLOAD_COUNT_KIND: kind, N.OFFLOAD_COUNT: count}
+    return {N.OFFLOAD_COUNT_KIND: "experts" if w.experts_on_cpu else "none", N.OFFLOAD_COUNT: 0}
 
 
 def target_inputs(w: Workload) -> Scope:

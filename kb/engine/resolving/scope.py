@@ -14,7 +14,7 @@ from kb.engine.resolving import training as tr
 from kb.engine.resolving.bare_size import bare_model
 from kb.knowledge.gpu_names import runs_on
 from kb.knowledge.data import Knowledge, capacity_fields
-from kb.query.workload import GpuRequest, Workload
+from kb.query.workload import GpuRequest, Workload, is_gguf
 from kb.knowledge import names as N
 
 if TYPE_CHECKING:
@@ -182,7 +182,7 @@ def _resolve_runtime(w: Workload, kn: Knowledge, is_training: bool, assumptions:
     key: Literal["training", "gguf", "inference"]
     if is_training:
         key = "training"
-    elif w.precision and w.precision.startswith(("q2_", "q3_", "q4_", "q5_", "q6_", "q8_", "iq2_")):
+    elif is_gguf(w.precision):
         key = "gguf"
     else:
         key = "inference"

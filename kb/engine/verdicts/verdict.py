@@ -97,7 +97,9 @@ def _borderline(a: Answer, g: GpuRow, kn: Knowledge) -> str | None:
     """A fit whose headroom is inside the memory estimate's p90 error band."""
     band = a.error_bands.get(N.TOTAL_GB)
     pct = band.get("p90_pct") if band else None
-    if g.fits and g.headroom_gb is not None and g.headroom_gb < 0:      # formulas.yaml offload_gb
+    if g.fits and g.offload_gb:                                          # formulas.yaml offload_gb
+        return f"Offloaded: {num(g.offload_gb)} GB per GPU in host memory (llama.cpp --n-cpu-moe, -ngl)."
+    if g.fits and g.headroom_gb is not None and g.headroom_gb < 0:
         return f"Offloaded: {num(-g.headroom_gb)} GB per GPU in host memory (llama.cpp --n-cpu-moe, -ngl)."
     if not g.fits or pct is None or g.per_gpu_gb is None or g.headroom_gb is None:
         return None
