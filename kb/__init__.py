@@ -12,9 +12,6 @@ import os
 from typing import TYPE_CHECKING
 
 from kb.version import __version__
-from kb.engine.resolving.hfconfig import read
-from kb.engine.pipeline import respond
-from kb.knowledge.derived import with_model
 from kb.knowledge.store import LOADED
 from kb.query.parse import parse
 from kb.query.words import Vocab, stored_vocabulary
@@ -75,6 +72,8 @@ def asked_in(rules_dir: str | Path | None, query: str, model_config: str | Path 
     if model_config is None:
         return answered(kn, query, sort=sort, options=options)
 
+    from kb.engine.resolving.hfconfig import read
+
     model = read(model_config, kn)
     note = (f"model: {model['name']}, read from {model_config}; parameters computed "
             "from its architecture (arch_params_total)")
@@ -102,7 +101,10 @@ def answered(kn: "Knowledge", query: str, *, sort: str | None = None,
     from kb.errors import HubModelNamed
 
     try:
-        return respond(kn, query, sort=sort, options=options), kn
+        w = parse(query, kn)        # read before the engine is imported: a query error needs none of it
+        from kb.engine.pipeline import respond
+
+        return respond(kn, query, w, sort=sort, options=options), kn
     except HubModelNamed as named:
         repo_id, column = named.repo_id, named.column
     from kb.engine.resolving.hfconfig import from_hub
@@ -129,7 +131,9 @@ def _answer_with(kn: "Knowledge", model: "Model", query: str, note: str, source:
     (`note`) and its model_source; `given`: the model is the query's whatever it names
     (--model-config), else the query names it by its Hub id. The queries of its options and
     comparison name it as the query did, so that each can be asked again."""
+    from kb.engine.pipeline import respond
     from kb.errors import HubModelNamed, QueryError
+    from kb.knowledge.derived import with_model
 
     view = with_model(kn, model)
 
