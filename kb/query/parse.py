@@ -16,7 +16,7 @@ first; lark's LALR parser, fed those terminals, groups them into the grammar's p
 from __future__ import annotations
 
 import re
-from _thread import allocate_lock       # threading.Lock, without importing threading
+import threading
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 MAX_QUERY_CHARS = 500
 
 _parser: standalone_parser.Lark | None = None
-_parser_lock = allocate_lock()
+_parser_lock = threading.Lock()
 
 
 def parser() -> standalone_parser.Lark:
