@@ -12,12 +12,6 @@ import os
 from typing import TYPE_CHECKING
 
 from kb.version import __version__
-from kb.engine.resolving.hfconfig import read
-from kb.engine.pipeline import respond
-from kb.knowledge.derived import with_model
-from kb.knowledge.store import LOADED
-from kb.query.parse import parse
-from kb.query.words import Vocab, stored_vocabulary
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -34,14 +28,20 @@ __all__ = ["answer_in", "answered", "as_typed", "ask", "asked_in", "cpu_cores", 
 
 def get_knowledge(rules_dir: str | Path | None = None) -> "Knowledge":
     """The validated knowledge of a rules directory (default: the shipped rules), cached."""
+    from kb.knowledge.store import LOADED
+
     return LOADED.get(rules_dir, STORED)
 
 
 def _stored_vocabulary(kn: "Knowledge") -> object:
+    from kb.query.words import stored_vocabulary
+
     return stored_vocabulary(kn)
 
 
 def _vocabulary_record() -> type:
+    from kb.query.words import Vocab
+
     return Vocab
 
 
@@ -75,6 +75,8 @@ def asked_in(rules_dir: str | Path | None, query: str, model_config: str | Path 
     if model_config is None:
         return answered(kn, query, sort=sort, options=options)
 
+    from kb.engine.resolving.hfconfig import read
+
     model = read(model_config, kn)
     note = (f"model: {model['name']}, read from {model_config}; parameters computed "
             "from its architecture (arch_params_total)")
@@ -100,9 +102,13 @@ def answered(kn: "Knowledge", query: str, *, sort: str | None = None,
     HF_HOME and HF_HUB_OFFLINE). A model that cannot be read is a QueryError under its id, whose
     message says how to fetch it."""
     from kb.errors import HubModelNamed
+    from kb.query.parse import parse
 
     try:
-        return respond(kn, query, sort=sort, options=options), kn
+        w = parse(query, kn)        # read before the engine is imported: a query error needs none of it
+        from kb.engine.pipeline import respond
+
+        return respond(kn, query, w, sort=sort, options=options), kn
     except HubModelNamed as named:
         repo_id, column, shown = named.repo_id, named.column, named.query   # the query as one line
     from kb.engine.resolving.hfconfig import from_hub
@@ -129,7 +135,10 @@ def _answer_with(kn: "Knowledge", model: "Model", query: str, note: str, source:
     (`note`) and its model_source; `given`: the model is the query's whatever it names
     (--model-config), else the query names it by its Hub id. The queries of its options and
     comparison name it as the query did, so that each can be asked again."""
+    from kb.engine.pipeline import respond
     from kb.errors import HubModelNamed, QueryError
+    from kb.knowledge.derived import with_model
+    from kb.query.parse import parse
 
     view = with_model(kn, model)
 
@@ -166,6 +175,8 @@ def as_typed(query: str, source: "ModelSource | None") -> str:
 
 def _priced(kn: "Knowledge", prices: str | Path, rules_dir: str | Path | None) -> "Knowledge":
     """The knowledge with another price file (kb.knowledge.prices.with_prices), cached per file."""
+    from kb.knowledge.store import LOADED
+
     return LOADED.priced(rules_dir, prices, STORED)
 
 

@@ -6,13 +6,14 @@ The CLI maps these to exit code 2 and the server to HTTP 400; nothing else does 
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 
 def nearest(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str | None:
     """The closest valid word to `word`, or None."""
+    import difflib                      # only when a word is not known: off a plain query's path
+
     pool = sorted(set(choices))
     lowered = {c.lower(): c for c in pool}
     hits = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=cutoff)

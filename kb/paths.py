@@ -9,7 +9,10 @@ Out: the paths of the rules and grammar directories, from an installed wheel
 from __future__ import annotations
 
 import os
-from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 _PACKAGE = os.path.dirname(os.path.realpath(__file__))
 
@@ -36,11 +39,15 @@ def grammar_root() -> str:
 
 def rules_dir() -> Path:
     """rules_root() as a Path."""
+    from pathlib import Path            # pathlib (with urllib.parse) is off a plain query's path
+
     return Path(rules_root())
 
 
 def grammar_dir() -> Path:
     """grammar_root() as a Path."""
+    from pathlib import Path
+
     return Path(grammar_root())
 
 
@@ -74,6 +81,8 @@ def rule_file_names(root: str) -> list[str]:
 
 def rule_files(root: Path) -> list[Path]:
     """rule_file_names(root) as Paths."""
+    from pathlib import Path
+
     return [Path(p) for p in rule_file_names(os.fspath(root))]
 
 
@@ -83,9 +92,8 @@ def grammar_file_names() -> list[str]:
 
 
 def cache_dir() -> str | None:
-    """Where kbq keeps what it computes once (the knowledge snapshot, lark's analysis of the
-    query grammar): $KBQ_CACHE_DIR, else $XDG_CACHE_HOME/kbq, else ~/.cache/kbq; None when
-    KBQ_NO_CACHE is set."""
+    """Where kbq keeps what it computes once (the knowledge snapshot): $KBQ_CACHE_DIR, else
+    $XDG_CACHE_HOME/kbq, else ~/.cache/kbq; None when KBQ_NO_CACHE is set."""
     if os.environ.get("KBQ_NO_CACHE"):
         return None
     base = os.environ.get("KBQ_CACHE_DIR")

@@ -2,8 +2,14 @@
 
 Each row: a query and the grammar's phrases found in it, in order (rule names of
 grammar/query.lark; fillers are dropped by the classifier, so they make no phrase). The rows
-were written from the grammar's rules by hand.
+were written from the grammar's rules by hand. The parser that runs the grammar is the module
+lark's standalone tool generates from it (kb/query/standalone_parser.py), checked at the end.
 """
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -62,3 +68,74 @@ def test_sizes_after_vs_are_the_family_models_each_size_names_alone(family, a, b
     w = parse(f"{family} {a} vs {b}", KN)
     alone = [parse(f"{family} {size}", KN).model_id for size in (a, b)]
     assert w.compare == {"field": "model_id", "values": alone}
+
+
+# ---------------------------------------------------------------- the generated parser module
+
+ROOT = Path(__file__).resolve().parent.parent
+GENERATED = ROOT / "kb" / "query" / "standalone_parser.py"
+
+
+def _standalone(grammar: Path) -> str:
+    """What lark's standalone tool writes for `grammar`, with the options kb.query.parse reads
+    it with (LALR, the basic lexer, no placeholders)."""
+    return subprocess.run([sys.executable, "-m", "lark.tools.standalone", "-l", "basic", str(grammar)],
+                          capture_output=True, text=True, check=True, timeout=120).stdout
+
+
+def _tables(text: str) -> tuple[str, object]:
+    """A generated module as (its code, its tables in a canonical form). lark numbers the parser's
+    states and symbols in an order that changes from run to run (it follows sets of objects), so
+    the states are renumbered breadth-first from the start state, following each state's actions
+    in the order of their symbols' names, each symbol is its name and each rule its definition."""
+    head, rest = text.split("\nDATA = (\n", 1)
+    data_text, rest = rest.split("\n)\nMEMO = (\n", 1)
+    memo_text, tail = rest.split("\n)\n", 1)
+    data, memo = ast.literal_eval(data_text), ast.literal_eval(memo_text)
+
+    def resolved(x: object) -> object:
+        if isinstance(x, dict):
+            return resolved(memo[x["@"]]) if set(x) == {"@"} else {k: resolved(v) for k, v in x.items()}
+        if isinstance(x, (list, tuple)):
+            return type(x)(resolved(v) for v in x)
+        return x
+
+    table = data["parser"]["parser"]
+    names, states = table["tokens"], table["states"]
+    order: dict[int, int] = {}
+    queue = [table["start_states"]["start"]]
+    while queue:
+        state = queue.pop(0)
+        if state not in order:
+            order[state] = len(order)
+            queue += [arg for sym, (kind, arg) in sorted(states[state].items(), key=lambda a: names[a[0]])
+                      if kind == 0]
+    assert len(order) == len(states), "a state the start state does not reach"
+    canonical = {order[s]: {names[sym]: ("shift", order[arg]) if kind == 0 else ("reduce", repr(resolved(arg)))
+                            for sym, (kind, arg) in actions.items()} for s, actions in states.items()}
+    rest_of = {k: v for k, v in data.items() if k != "parser"}
+    front = {**data["parser"], "parser": None}
+    front["parser_conf"] = {**front["parser_conf"],
+                            "rules": sorted(repr(resolved(r)) for r in front["parser_conf"]["rules"])}
+    rest_of["rules"] = sorted(repr(resolved(r)) for r in rest_of["rules"])
+    return head + tail, (canonical, order[table["end_states"]["start"]], resolved(front), rest_of)
+
+
+def test_the_generated_parser_is_lark_standalone_tool_output_for_the_grammar():
+    """kb/query/standalone_parser.py is what `python -m lark.tools.standalone -l basic
+    grammar/query.lark` writes with the lark installed: the same code, byte for byte, and the
+    same parse tables (up to lark's numbering). When the grammar or lark changes, write it again
+    with that command (`-o kb/query/standalone_parser.py`)."""
+    code, tables = _tables(_standalone(ROOT / "grammar" / "query.lark"))
+    shipped_code, shipped_tables = _tables(GENERATED.read_text(encoding="utf-8"))
+    assert shipped_code == code
+    assert shipped_tables == tables
+
+
+def test_the_generated_parser_check_sees_a_changed_grammar(tmp_path):
+    """The comparison above can fail: one rule of the grammar changed gives other tables."""
+    grammar = (ROOT / "grammar" / "query.lark").read_text(encoding="utf-8")
+    assert "\nsize: SIZE\n" in grammar
+    (tmp_path / "query.lark").write_text(grammar.replace("\nsize: SIZE\n", "\nsize: SIZE SIZE?\n"),
+                                         encoding="utf-8")
+    assert _tables(_standalone(tmp_path / "query.lark"))[1] != _tables(GENERATED.read_text(encoding="utf-8"))[1]

@@ -10,7 +10,7 @@ errors on stderr as `Error: …`; exit 0 on an answer, 2 on a query or rule erro
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
@@ -122,7 +122,7 @@ def _args(values: dict[str, Any], words: tuple[str, ...]) -> QueryArgs:
 @click.version_option(__version__, prog_name="kbq", message="%(prog)s %(version)s")
 @click.pass_context
 def query(ctx: click.Context, /, words: tuple[str, ...], **values: Any) -> int:
-    return run(_args(values, words), ctx.get_help() + "\n")
+    return run(_args(values, words), ctx.get_help)
 
 
 @click.command("ask", help='Answer QUERY, as kbq "QUERY" does, with the same options (but --batch and --jobs).',
@@ -134,16 +134,18 @@ def ask(ctx: click.Context, /, words: tuple[str, ...], **values: Any) -> int:
     args = _args(values, words)
     if not " ".join(args.words).strip():
         return fail("missing QUERY, e.g. kbq ask \"serve 70B int4 16 users\"")
-    return run(args, ctx.get_help() + "\n")
+    return run(args, ctx.get_help)
 
 
-def run(args: QueryArgs, usage: str) -> int:
+def run(args: QueryArgs, usage: Callable[[], str]) -> int:
+    """`usage` gives the command's help, printed for an empty query (made only then: click's help
+    text takes a few milliseconds a cold start need not spend)."""
     if args.batch is not None:
         return _batch(args.batch, args.rules, args.jobs,
                       Settings(args.config, args.prices, args.sort, args.options))
     query = " ".join(args.words).strip()
     if not query:
-        sys.stdout.write(usage)
+        sys.stdout.write(usage() + "\n")
         return 2
     from kb import as_typed, ask, asked_in
     from kb.errors import KbError

@@ -37,7 +37,6 @@ turns it off. Nothing is written when the directory cannot be created.
 
 from __future__ import annotations
 
-import json
 import marshal
 import os
 import sys
@@ -174,6 +173,8 @@ def load_or_build(root: str | Path, tables: Stored | None = None) -> Knowledge:
 def stored(kn: Knowledge, tables: Stored | None = None) -> dict[str, object]:
     """The knowledge as the plain data a snapshot holds (marshal writes it; from_data reads it),
     with the later stages' `tables` as their functions make them (kept as made)."""
+    import json                         # only when a snapshot is written
+
     data = json.loads(json.dumps(to_data(kn), separators=(",", ":")))
     data["tables"] = {name: make(kn) for name, (make, _) in (tables or {}).items()}
     shared = _shared(data, {})

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 from _thread import allocate_lock       # threading.Lock, without importing threading
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kb.knowledge.data import Knowledge
@@ -18,6 +17,8 @@ from kb.paths import rules_root
 from kb.knowledge.snapshot import load_or_build
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from kb.knowledge.snapshot import Stored
 
 
@@ -47,6 +48,8 @@ class KnowledgeCache:
     def priced(self, root: str | Path | None, prices: str | Path, stored: Stored | None = None) -> Knowledge:
         """The knowledge of `root` with another price file (kb.knowledge.prices.with_prices), built once
         per file."""
+        from pathlib import Path           # a price file given: pathlib is off a plain query's path
+
         from kb.knowledge.prices import with_prices
 
         key = f"{root or ''}\0prices:{prices}"

@@ -2,9 +2,11 @@
 
 In: what a person typed ("serve llama-3.1-70b awq 32 users 8k context on 2x L40S").
 Out: a Workload, or a QueryError with the column of the bad token, what was expected and the
-nearest valid word. grammar/query.lark is the query language, run by lark (its LALR parser,
-its analysis kept in lark's cache file in kbq's cache directory): lark's lexer cuts the text
-into the grammar's item terminals; kb.query.classify classifies the items by the vocabulary
+nearest valid word. grammar/query.lark is the query language, run by lark's code: the module
+lark's standalone tool generates from it, kb.query.standalone_parser (`python -m
+lark.tools.standalone -l basic grammar/query.lark -o kb/query/standalone_parser.py` writes it
+again; tests/test_grammar.py checks that it holds the grammar's tables). lark's lexer cuts the
+text into the grammar's item terminals; kb.query.classify classifies the items by the vocabulary
 of the rules (tasks, questions, units, phrases, situations from query.yaml; GPU, model,
 precision and runtime ids and aliases) into the grammar's phrase terminals, longest phrase
 first; lark's LALR parser, fed those terminals, groups them into the grammar's phrases
@@ -13,9 +15,7 @@ first; lark's LALR parser, fed those terminals, groups them into the grammar's p
 
 from __future__ import annotations
 
-import os
 import re
-import sys
 import threading
 from collections.abc import Callable
 from dataclasses import replace
@@ -29,15 +29,15 @@ from kb.query.words import Vocab, vocabulary  # noqa: F401  (kept importable fro
 from kb.query.workload import Workload
 
 if TYPE_CHECKING:
-    import lark
+    from kb.query import standalone_parser
 
 MAX_QUERY_CHARS = 500
 
-_parser: lark.Lark | None = None
+_parser: standalone_parser.Lark | None = None
 _parser_lock = threading.Lock()
 
 
-def parser() -> lark.Lark:
+def parser() -> standalone_parser.Lark:
     """lark's LALR parser of grammar/query.lark, making (rule, terminals) phrases as it reduces
     (_Phrases), built once per process. Threads that ask at once (a server worker's first
     questions) wait for the one build under a lock and get the finished parser: it is
@@ -52,25 +52,13 @@ def parser() -> lark.Lark:
     return made
 
 
-def _build() -> lark.Lark:
-    """The parser, its grammar analysis read from lark's cache file when lark finds it current
-    (lark keys it by the grammar's text, its options and lark's and Python's versions) and
-    written there otherwise; no cache when the cache directory is off (KBQ_NO_CACHE)."""
-    import lark
+def _build() -> standalone_parser.Lark:
+    """The parser, read from the tables lark's standalone tool wrote into
+    kb.query.standalone_parser (no grammar analysis at run time, and no cache file)."""
+    from kb.query.standalone_parser import Lark_StandAlone
 
-    from kb.paths import cache_dir, grammar_root
-
-    cache: str | bool = False
-    folder = cache_dir()
-    if folder is not None:
-        try:
-            os.makedirs(folder, exist_ok=True)
-            cache = os.path.join(folder, "query-grammar-lark%s-py%d.%d.cache" % (
-                lark.__version__, *sys.version_info[:2]))
-        except OSError:                     # an unwritable cache directory: build every time
-            cache = False
-    return lark.Lark.open(os.path.join(grammar_root(), "query.lark"), parser="lalr", lexer="basic",
-                          maybe_placeholders=False, transformer=_Phrases(), cache=cache)
+    made: standalone_parser.Lark = Lark_StandAlone(transformer=_Phrases())  # type: ignore[no-untyped-call]
+    return made
 
 
 # grammar/query.lark's phrase rules (kb.query.resolve reads each with its on_<rule> method)
@@ -116,7 +104,7 @@ def _lex(query: str) -> list[Tok]:
     a flag's dashes, skipped), each marked with its terminal; a QueryError at the first
     character where no item of the grammar starts. A query is one line, so lark's column is
     the item's column in the query."""
-    from lark.exceptions import UnexpectedCharacters
+    from kb.query.standalone_parser import UnexpectedCharacters
 
     out = []
     try:
@@ -133,7 +121,7 @@ def _lex(query: str) -> list[Tok]:
 def _phrases(query: str) -> Callable[[list[Tok]], list[tuple[str, list[Tok]]]]:
     """The grammar's parser over the phrase terminals kb.query.classify made of a query."""
     def parse_phrases(toks: list[Tok]) -> list[tuple[str, list[Tok]]]:
-        from lark.exceptions import UnexpectedInput
+        from kb.query.standalone_parser import UnexpectedInput
 
         try:
             interactive = parser().parse_interactive()

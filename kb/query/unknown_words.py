@@ -7,11 +7,10 @@ or a QueryError with the nearest real words; a suggestion always names a real it
 
 from __future__ import annotations
 
-import difflib
 import itertools
 import re
-from contextvars import ContextVar
 from collections.abc import Mapping
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, TypeVar
 
 from kb.errors import HubModelNamed, QueryError, nearest
@@ -374,6 +373,8 @@ class Unknown:
         first, last = self.toks[start], self.toks[n - 1]
         name = self.q[first.col - 1:last.end - 1]
         names = self.vocab.gpu_names
+        import difflib                  # a GPU the catalogue lacks: off a plain query's path
+
         close = difflib.get_close_matches(norm(name), list(names), n=8, cutoff=0.3)
         ids = list(dict.fromkeys(names[c] for c in close))[:3]
         shown = [self.kn.gpus[g]["name"] for g in ids]
