@@ -63,7 +63,8 @@ def test_a_formula_that_overflows_inside_ceil_is_a_load_error(rules: Path) -> No
 
 def test_round_to_a_text_number_of_digits_is_an_error(rules: Path) -> None:
     edit(rules, "formulas.yaml",
-         "expr: runtime.decode_bandwidth_efficiency * if(gemm_weight_only, "
+         "expr: if(gpu.vendor == \"amd\", runtime.amd_decode_bandwidth_efficiency, "
+         "runtime.decode_bandwidth_efficiency) * if(gemm_weight_only, "
          "runtime.quant_kernel_efficiency, 1) * if(gpu.hbm, runtime.hbm_decode_efficiency, 1)",
          "expr: round(runtime.decode_bandwidth_efficiency, precision)")
     try:
@@ -75,7 +76,8 @@ def test_round_to_a_text_number_of_digits_is_an_error(rules: Path) -> None:
 
 def test_comparing_text_with_a_number_is_a_warning(rules: Path) -> None:
     edit(rules, "formulas.yaml",
-         "expr: runtime.decode_bandwidth_efficiency * if(gemm_weight_only, "
+         "expr: if(gpu.vendor == \"amd\", runtime.amd_decode_bandwidth_efficiency, "
+         "runtime.decode_bandwidth_efficiency) * if(gemm_weight_only, "
          "runtime.quant_kernel_efficiency, 1) * if(gpu.hbm, runtime.hbm_decode_efficiency, 1)",
          "expr: if(precision < 1, 1, 0.5)")
     try:

@@ -172,7 +172,8 @@ def parse(query: str, kn: Knowledge, model_given: bool = False) -> Workload:
     toks = _lex(query)
     _names_bounded(query, toks)
     try:
-        return Resolver(query, toks, kn, _phrases(query), model_given).run()
+        return Resolver(query, toks, kn, _phrases(query), model_given,
+                        lambda other: parse(other, kn, model_given)).run()
     except QueryError as err:
         raise _checked_suggestion(err, kn, model_given) from None
 
@@ -197,7 +198,8 @@ def _checked_suggestion(err: QueryError, kn: Knowledge, model_given: bool) -> Qu
     fixed = err.query[:start] + err.suggestion + err.query[start + max(1, err.width):]
     try:
         if len(fixed) <= MAX_QUERY_CHARS:
-            Resolver(fixed, _lex(fixed), kn, _phrases(fixed), model_given).run()
+            Resolver(fixed, _lex(fixed), kn, _phrases(fixed), model_given,
+                     lambda other: parse(other, kn, model_given)).run()
             return err
     except HubModelNamed:
         return err                      # read once its model's config is (kb.query.hub)

@@ -31,8 +31,9 @@ Grammar = Callable[[list[Tok]], list[tuple[str, list[Tok]]]]
 
 class Resolver(Classifier, Finisher, Unknown, Phrases):
     def __init__(self, query: str, toks: list[Tok], kn: Knowledge, grammar: Grammar,
-                 model_given: bool = False) -> None:
+                 model_given: bool = False, reread: Callable[[str], Workload] | None = None) -> None:
         self.grammar = grammar
+        self.reread = reread              # another query read the same way (kb.query.parse.parse)
         self.phrases: list[Tok] = []
         self.notes_ahead: list[str] = []
         self.unused_toks: list[Tok] = []          # words left out (kb.query.unknown_words)

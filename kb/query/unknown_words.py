@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, TypeVar
 
@@ -68,6 +68,7 @@ class Unknown:
     limits: dict[str, tuple[float, float]]
     size_tok: Tok | None
     model_given: bool
+    reread: Callable[[str], Workload] | None
     formats: list[str]
     gpu_span: tuple[int, int]
     notes_ahead: list[str]
@@ -216,21 +217,21 @@ class Unknown:
         out gives ('hey guys' is no 'gpus': alone the word counts nothing): the word is then no
         near miss that would change the answer. Checked once a query (no check inside a check),
         both readings with the query's other words as they are."""
-        if _CHECKING.get():
+        if _CHECKING.get() or self.reread is None:
             return False
-        from kb.query.parse import parse
+        parse = self.reread
 
         run = self._words_from(i)[:near[2]] or [self.toks[i]]
         start, end = run[0].col - 1, run[-1].end - 1
         tok = self.toks[i]
         token = _CHECKING.set(True)
         try:
-            left_out = parse(self.q[:tok.col - 1] + " " * len(tok.text) + self.q[tok.end - 1:], self.kn, self.model_given)
+            left_out = parse(self.q[:tok.col - 1] + " " * len(tok.text) + self.q[tok.end - 1:])
         except (QueryError, HubModelNamed):       # a Hub model is read once, for the query itself
             _CHECKING.reset(token)
             return False
         try:           # a reading that is no question is no plausible meaning of the word
-            near_read = parse(self.q[:start] + self.vocab.display[near[1]] + self.q[end:], self.kn, self.model_given)
+            near_read = parse(self.q[:start] + self.vocab.display[near[1]] + self.q[end:])
         except QueryError:
             return True
         except HubModelNamed:

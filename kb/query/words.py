@@ -106,8 +106,9 @@ def _query_words(q: QueryRules, add: Add) -> None:
     for name, situation in q.get("situations", {}).items():
         for w in situation["words"]:
             add(w, "situation", name)
-    for target in ("ttft", "e2e", "tpot"):
-        for w in q.get(f"{target}_words", []):
+    for target, words in (("ttft", q.get("ttft_words", [])), ("e2e", q.get("e2e_words", [])),
+                          ("tpot", q.get("tpot_words", []))):
+        for w in words:
             add(w, target, target)
 
 
