@@ -1,0 +1,122 @@
+"""The verdict's sentences as the code fills them: each template of rules/query.yaml
+`verdict.templates` and the names the code passes it (`FIELDS`), checked at build.
+
+In: the query.yaml document (kb.knowledge.loader.Doc, for file:line:col) and its templates. Out:
+a RuleError for each template that names a field the code does not fill (at the field's column,
+with the nearest name it could use), leaves out one the code fills (at the template), has a
+format spec (the fields are text already written out), or that the code does not know. The wording is the rules';
+which template is said and the values filled in are the code's (kb.engine.verdicts.wording.say).
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Mapping
+
+from kb.errors import RuleError, nearest
+from kb.knowledge.checks import col_offset
+from kb.knowledge.loader import Doc
+
+# template → the names the code fills it with (each must appear in the template, no other may)
+FIELDS: dict[str, tuple[str, ...]] = {
+    "sides_on": ("count", "gpu"),
+    "sides_head": ("on",),
+    "sides_where": ("on",),
+    "sides_held": ("more",),
+    "sides_no_fit": ("label", "where", "per_gpu", "usable", "held"),
+    "sides_memory": ("per_gpu", "usable"),
+    "sides_figure": ("value", "unit"),
+    "sides_fits": ("label", "where", "memory", "figure"),
+    "sides_held_each": ("more",),
+    "sides_none_fit": ("none", "held"),
+    "sides_only": ("label",),
+    "sides_cheaper": ("ratio", "unit"),
+    "sides_faster": ("verb", "ratio"),
+    "sides_less_memory": ("gap",),
+    "sides_quality": (),
+    "sides_even": (),
+    "sides_both": ("first", "then"),
+    "fix_first": ("change", "what", "per_gpu"),
+    "fix_more": ("change",),
+    "misses_target": (),
+    "compare_none": (),
+    "compare_only": ("config",),
+    "compare_faster": ("config", "ratio"),
+    "compare_faster_cheaper": ("config", "ratio"),
+    "compare_same_speed": ("pct",),
+    "compare_cheaper": ("config",),
+    "compare_tie": (),
+    "none_fit": ("total",),
+    "none_fit_fewest": ("count", "gpu"),
+    "solved_floor_at_lower": ("on", "lower", "unit", "speed", "floor"),
+    "solved_memory_alone": ("fewest",),
+    "solved_no_count": ("gpu", "upper", "target", "memory"),
+    "solved_no_fit": ("on", "lower", "unit"),
+    "solved_largest_model": ("size", "precision", "on"),
+    "solved_model_max_context": ("value", "on"),
+    "solved_memory_allows": ("value",),
+    "solved_max_context": ("value", "on"),
+    "solved_each_at": ("speed",),
+    "solved_max_users": ("value", "on", "each"),
+    "solved_value": ("value", "unit", "on"),
+    "solved_floor_binds": ("next", "speed", "floor"),
+    "solved_binds": ("what", "next", "per_gpu", "usable"),
+    "solved_stops": ("upper", "unit"),
+    "count_holds": ("n", "gpu", "verb", "per_gpu", "usable"),
+    "count_memory_alone": ("fewest",),
+    "count_layout": ("memory", "n", "heads", "node"),
+    "count_target": ("memory", "previous", "target"),
+    "count_memory_binds": ("previous", "per_gpu"),
+    "count_speed": ("speed",),
+    "unknown": ("figures", "failed", "error"),
+    "borderline": ("spare", "pct"),
+    "tight": ("per_gpu", "usable", "pct", "gives"),
+    "tight_more_context": ("tokens",),
+    "tight_training": (),
+    "tight_inference": (),
+    "roomier": ("config", "cost"),
+}
+
+
+def _fields(text: str) -> list[tuple[str, str, int]]:
+    """Each replacement field of a str.format template: (name, format spec, column of the name)."""
+    out, col = [], 0
+    for literal, name, spec, _ in string.Formatter().parse(text):
+        col += len(literal.replace("{", "{{").replace("}", "}}"))
+        if name is None:
+            continue
+        out.append((name, spec or "", col + 1))
+        col += 2 + len(name) + (len(spec) + 1 if spec else 0)
+    return out
+
+
+def check(doc: Doc, templates: Mapping[str, str]) -> list[RuleError]:
+    """Every problem of query.yaml `verdict.templates` against what the code fills (FIELDS)."""
+    errs = []
+    for key, text in templates.items():
+        loc = ("verdict", "templates", key)
+        want = FIELDS.get(key)
+        if want is None:
+            errs.append(doc.error(loc, f"template '{key}' is not one the verdict says", nearest(key, FIELDS)))
+            continue
+        quote = col_offset(doc, loc) - (doc.pos(loc)[1] - 1)
+        try:
+            found = _fields(text)
+        except ValueError as exc:
+            errs.append(doc.error(loc, f"template '{key}' is not a str.format template: {exc}"))
+            continue
+        for name, spec, col in found:
+            where = quote + col if "\n" not in text else 0
+            if name not in want:
+                errs.append(doc.error(loc, f"unknown field '{{{name}}}' in template '{key}'; it is filled with "
+                                      + (", ".join(f"{{{w}}}" for w in want) or "nothing"),
+                                      nearest(name, want), column_offset=where))
+            elif spec:
+                errs.append(doc.error(loc, f"format ':{spec}' of {{{name}}} in template '{key}': the code fills "
+                                      "each field with text already written out (kb.figures), which a format "
+                                      "spec does not apply to", column_offset=where))
+        missing = [w for w in want if w not in {n for n, _, _ in found}]
+        if missing:
+            errs.append(doc.error(loc, f"template '{key}' leaves out "
+                                  + ", ".join(f"{{{m}}}" for m in missing) + ", which the code fills"))
+    return errs
