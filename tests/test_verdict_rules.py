@@ -88,7 +88,8 @@ def test_every_template_names_only_the_fields_the_code_fills() -> None:
 
 def test_every_limit_says_why() -> None:
     verdict = get_knowledge().query["verdict"]
-    for key in ("max_words", "faster_ratio", "less_memory_fraction"):
+    for key in ("max_words", "faster_ratio", "less_memory_fraction", "most_fixes", "most_alternatives",
+                "memory_parts_named"):
         assert len(verdict[key]["reason"].split()) >= 10, key
 
 
@@ -132,3 +133,22 @@ def test_the_rules_set_how_finely_the_largest_model_is_named(tmp_path: Path) -> 
     b3, b2 = float(str(three["value_b"])), float(str(two["value_b"]))
     assert b2 == float(f"{b3:.2g}") or b2 == int(b3), (b3, b2)
     assert b2 <= b3
+
+
+def test_the_rules_set_how_many_alternatives_a_which_gpu_verdict_names(tmp_path: Path) -> None:
+    """'which gpu for 8b' names the pick and two alternatives (faster, cheaper or to rent) as
+    shipped; with verdict.most_alternatives at 1 it names one, and the pick's sentence stays."""
+    query = "which gpu for 8b"
+    alternatives = ("Faster:", "Cheaper:", "Cheaper but tight:", "To rent:")
+
+    def named(verdict: str) -> int:
+        return sum(verdict.count(a) for a in alternatives)
+    shipped = ask(query).verdict
+    root = tmp_path / "rules"
+    shutil.copytree(RULES, root)
+    doc = yaml.safe_load((root / "query.yaml").read_text(encoding="utf-8"))
+    doc["verdict"]["most_alternatives"]["value"] = 1
+    (root / "query.yaml").write_text(yaml.safe_dump(doc, allow_unicode=True), encoding="utf-8")
+    one = ask(query, rules_dir=root).verdict
+    assert named(shipped) == 2, shipped
+    assert named(one) == 1 and one.split(". ")[0] == shipped.split(". ")[0], one

@@ -273,6 +273,9 @@ class Verdict(TypedDict):
     max_words: Threshold
     faster_ratio: Threshold
     less_memory_fraction: Threshold
+    most_fixes: Threshold
+    most_alternatives: Threshold
+    memory_parts_named: Threshold
     templates: VerdictTemplates
 
 

@@ -286,6 +286,9 @@ class VerdictSchema(Strict):
     max_words: ThresholdSchema
     faster_ratio: ThresholdSchema
     less_memory_fraction: ThresholdSchema
+    most_fixes: ThresholdSchema
+    most_alternatives: ThresholdSchema
+    memory_parts_named: ThresholdSchema
     templates: VerdictTemplatesSchema
 
 

@@ -107,9 +107,12 @@ def _borderline(a: Answer, g: GpuRow, kn: Knowledge) -> str | None:
     return kn.query["verdict"]["templates"]["borderline"].format(spare=num(g.headroom_gb), pct=num(pct))
 
 
-def _fixes(a: Answer, kn: Knowledge, most: int = 2, what_fits: str = "it") -> list[str]:
-    """The one or two options that would hold the job, with their figure, a sentence each (the
-    GPU named only when it is not the one asked about); `what_fits`: what the first one names."""
+def _fixes(a: Answer, kn: Knowledge, most: int | None = None, what_fits: str = "it") -> list[str]:
+    """The options that would hold the job (at most query.yaml verdict.most_fixes, or `most`), with
+    their figure, a sentence each (the GPU named only when it is not the one asked about);
+    `what_fits`: what the first one names."""
+    if most is None:
+        most = int(kn.query["verdict"]["most_fixes"]["value"])
     asked_target = _target_asked(a)         # a default time floor is no target: a fix that fits is one
     found = [o for o in a.options or [] if o[N.FITS]
              and (o.get(N.MEETS_TARGET) is not False or not asked_target)][:most]
@@ -310,7 +313,8 @@ def _none_fit(a: Answer, q: Question, kn: Knowledge) -> list[str]:
 
 
 def _alternatives(a: Answer, pick: GpuRow, training: bool, kn: Knowledge) -> list[str]:
-    """At most two alternatives that differ from the pick in kind: faster, cheaper, to rent."""
+    """Alternatives that differ from the pick in kind: faster, cheaper, to rent (at most
+    query.yaml verdict.most_alternatives)."""
     def rate(g: GpuRow) -> float:
         return (g.train_tokens_per_s if training else g.decode_tokens_per_s) or 0.0
     suited = [g for g in a.gpus if g.fits and g is not pick and g.meets_target is not False
@@ -339,7 +343,7 @@ def _alternatives(a: Answer, pick: GpuRow, training: bool, kn: Knowledge) -> lis
         g = min(rentable, key=lambda x: x.config_usd_per_hour or 0.0)
         if g is not pick:
             out.append(say(kn, "alt_rent", config=config(kn, g), per_hour=usd(g.config_usd_per_hour)))
-    return out[:2]
+    return out[:int(kn.query["verdict"]["most_alternatives"]["value"])]
 
 
 # ---------------------------------------------------------------- solved questions

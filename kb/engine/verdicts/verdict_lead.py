@@ -37,13 +37,15 @@ def training(a: Answer) -> bool:
 
 
 def _memory(kn: Knowledge, a: Answer) -> str:
-    """'Memory: 41.2 GB in all (20.6 GB per GPU): weights 35.1, KV cache 4.2.'"""
+    """'Memory: 41.2 GB in all (20.6 GB per GPU): weights 35.1, KV cache 4.2.' (the largest parts,
+    as many as query.yaml verdict.memory_parts_named)."""
     mem = a.memory
     per = mem.get(N.PER_GPU_GB)
     each = (say(kn, "lead_memory_each", per_gpu=num(per))
             if per is not None and (mem.get(N.GPU_COUNT) or 1) > 1 else "")
     parts = sorted(((float(v), BREAKDOWN_LABELS[k]) for k, v in (mem.get("breakdown") or {}).items()
-                    if k in BREAKDOWN_LABELS and isinstance(v, (int, float)) and v > 0), reverse=True)[:2]
+                    if k in BREAKDOWN_LABELS and isinstance(v, (int, float)) and v > 0),
+                   reverse=True)[:int(kn.query["verdict"]["memory_parts_named"]["value"])]
     most = ", ".join(say(kn, "lead_memory_part", label=label, value=num(v)) for v, label in parts)
     return say(kn, "lead_memory", total=num(mem['total_gb']), each=each,
                parts=say(kn, "lead_memory_parts", parts=most) if most else "")
