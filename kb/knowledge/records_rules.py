@@ -265,6 +265,15 @@ class VerdictTemplates(TypedDict):
     layout_tp_count: str
     layout_fallback: str
     layout_model_parallel: str
+    counts_one_short: str
+    counts_neither: str
+    counts_none: str
+    counts_fallback: str
+    counts_short: str
+    counts_fallback_note: str
+    counts_fewest: str
+    counts_fewest_also: str
+    counts_fewest_note: str
 
 
 class Verdict(TypedDict):

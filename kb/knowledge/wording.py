@@ -143,6 +143,15 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "layout_tp_count": ("tp", "pp", "gpus", "count"),
     "layout_fallback": ("problems", "tp", "pp"),
     "layout_model_parallel": ("count", "tp", "pp", "dp"),
+    "counts_one_short": ("gpu",),
+    "counts_neither": (),
+    "counts_none": (),
+    "counts_fallback": ("asked", "which", "precision"),
+    "counts_short": ("gpu", "per_gpu", "usable"),
+    "counts_fallback_note": ("asked", "short", "precision", "text", "source"),
+    "counts_fewest": (),
+    "counts_fewest_also": (),
+    "counts_fewest_note": ("counted",),
 }
 
 
