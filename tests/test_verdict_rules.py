@@ -4,6 +4,7 @@ Python edited; every template names only the fields the code fills."""
 
 from __future__ import annotations
 
+import ast
 import shutil
 import string
 from pathlib import Path
@@ -11,51 +12,84 @@ from pathlib import Path
 import yaml
 
 from kb import ask, get_knowledge
+from kb.knowledge import wording
 
 RULES = Path(__file__).resolve().parent.parent / "rules"
 QUERY = "serve 8b fp16 vs int4 on h100"
 
-# The fields each template's code fills (kb/engine/verdict*.py, unknown.py): a template that
-# names another field would fail when the verdict is written.
-FIELDS = {
-    "sides_on": {"count", "gpu"}, "sides_head": {"on"}, "sides_where": {"on"}, "sides_held": {"more"},
-    "sides_no_fit": {"label", "where", "per_gpu", "usable", "held"}, "sides_memory": {"per_gpu", "usable"},
-    "sides_figure": {"value", "unit"}, "sides_fits": {"label", "where", "memory", "figure"},
-    "sides_held_each": {"more"}, "sides_none_fit": {"none", "held"}, "sides_only": {"label"},
-    "sides_cheaper": {"ratio", "unit"}, "sides_faster": {"verb", "ratio"}, "sides_less_memory": {"gap"},
-    "sides_quality": set(), "sides_even": set(), "sides_both": {"first", "then"},
-    "count_holds": {"n", "gpu", "verb", "per_gpu", "usable"}, "count_memory_alone": {"fewest"},
-    "count_layout": {"memory", "n", "heads", "node"}, "count_target": {"memory", "previous", "target"},
-    "count_memory_binds": {"previous", "per_gpu"}, "count_speed": {"speed"},
-    "unknown": {"figures", "failed", "error"}, "borderline": {"spare", "pct"},
-    "tight": {"per_gpu", "usable", "pct", "gives"}, "tight_more_context": {"tokens"},
-    "tight_training": set(), "tight_inference": set(), "roomier": {"config", "cost"},
-    "fix_first": {"change", "what", "per_gpu"}, "fix_more": {"change"}, "misses_target": set(),
-    "compare_none": set(), "compare_only": {"config"}, "compare_faster": {"config", "ratio"},
-    "compare_faster_cheaper": {"config", "ratio"}, "compare_same_speed": {"pct"},
-    "compare_cheaper": {"config"}, "compare_tie": set(), "none_fit": {"total"},
-    "none_fit_fewest": {"count", "gpu"},
-    "solved_floor_at_lower": {"on", "lower", "unit", "speed", "floor"}, "solved_memory_alone": {"fewest"},
-    "solved_no_count": {"gpu", "upper", "target", "memory"}, "solved_no_fit": {"on", "lower", "unit"},
-    "solved_largest_model": {"size", "precision", "on"}, "solved_model_max_context": {"value", "on"},
-    "solved_memory_allows": {"value"}, "solved_max_context": {"value", "on"}, "solved_each_at": {"speed"},
-    "solved_max_users": {"value", "on", "each"}, "solved_value": {"value", "unit", "on"},
-    "solved_floor_binds": {"next", "speed", "floor"}, "solved_binds": {"what", "next", "per_gpu", "usable"},
-    "solved_stops": {"upper", "unit"},
-}
+KB = Path(__file__).resolve().parent.parent / "kb"
+
+
+def _names(node: ast.AST) -> set[str]:
+    """The template names an expression may give: its string constants that name a template."""
+    return {n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and n.value in wording.FIELDS}
+
+
+def _filled() -> tuple[dict[str, set[frozenset[str]]], set[str]]:
+    """What the code fills each template with, read from its source: `say(kn, NAME, field=…)`,
+    `templates[NAME].format(field=…)` and `Note(NAME, ((field, value), …))` calls (a call with
+    **values is only counted as a use)."""
+    filled: dict[str, set[frozenset[str]]] = {}
+    used: set[str] = set()
+    for path in KB.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            if isinstance(func, ast.Name) and func.id == "say" and len(node.args) >= 2:
+                names = _names(node.args[1])
+            elif isinstance(func, ast.Attribute) and func.attr == "format" and isinstance(func.value, ast.Subscript):
+                names = _names(func.value.slice)
+            elif isinstance(func, ast.Name) and func.id == "Note" and len(node.args) >= 2:
+                # a layout note (kb.engine.resolving.layout.Note): its values as (field, value) pairs
+                names = _names(node.args[0])
+                pairs = node.args[1].elts if isinstance(node.args[1], ast.Tuple) else []
+                fields = {p.elts[0].value for p in pairs if isinstance(p, ast.Tuple)
+                          and isinstance(p.elts[0], ast.Constant)} | ({"problems"} if len(node.args) > 2 else set())
+                used |= names
+                for name in names:
+                    filled.setdefault(name, set()).add(frozenset(str(f) for f in fields))
+                continue
+            else:
+                continue
+            used |= names
+            if all(k.arg is not None for k in node.keywords):
+                for name in names:
+                    filled.setdefault(name, set()).add(frozenset(str(k.arg) for k in node.keywords))
+    return filled, used
+
+
+def test_the_code_fills_each_template_with_the_fields_validate_checks() -> None:
+    """kbq validate checks the rules' templates against kb/knowledge/wording.py FIELDS; here the
+    code's own calls are read: each fills a template with exactly those fields."""
+    filled, used = _filled()
+    assert len(filled) >= 100, len(filled)
+    for name, calls in filled.items():
+        for fields in calls:
+            assert fields == set(wording.FIELDS[name]), (name, sorted(fields), wording.FIELDS[name])
+
+
+def test_every_template_is_said_somewhere() -> None:
+    """A template the code never names is wording no answer shows (a string constant equal to its
+    name anywhere in kb/ counts: some are chosen from a table)."""
+    text = "\n".join(p.read_text(encoding="utf-8") for p in KB.rglob("*.py") if p.name != "wording.py"
+                     or p.parent.name != "knowledge")
+    unsaid = [name for name in wording.FIELDS if f'"{name}"' not in text]
+    assert not unsaid, unsaid
 
 
 def test_every_template_names_only_the_fields_the_code_fills() -> None:
     templates = get_knowledge().query["verdict"]["templates"]
-    assert set(templates) == set(FIELDS)
+    assert set(templates) == set(wording.FIELDS)
     for name, text in templates.items():
         named = {field for _, field, _, _ in string.Formatter().parse(text) if field}
-        assert named <= FIELDS[name], (name, named - FIELDS[name])
+        assert named == set(wording.FIELDS[name]), (name, named ^ set(wording.FIELDS[name]))
 
 
 def test_every_limit_says_why() -> None:
     verdict = get_knowledge().query["verdict"]
-    for key in ("max_words", "faster_ratio", "less_memory_fraction"):
+    for key in ("max_words", "faster_ratio", "less_memory_fraction", "most_fixes", "most_alternatives",
+                "memory_parts_named"):
         assert len(verdict[key]["reason"].split()) >= 10, key
 
 
@@ -99,3 +133,22 @@ def test_the_rules_set_how_finely_the_largest_model_is_named(tmp_path: Path) -> 
     b3, b2 = float(str(three["value_b"])), float(str(two["value_b"]))
     assert b2 == float(f"{b3:.2g}") or b2 == int(b3), (b3, b2)
     assert b2 <= b3
+
+
+def test_the_rules_set_how_many_alternatives_a_which_gpu_verdict_names(tmp_path: Path) -> None:
+    """'which gpu for 8b' names the pick and two alternatives (faster, cheaper or to rent) as
+    shipped; with verdict.most_alternatives at 1 it names one, and the pick's sentence stays."""
+    query = "which gpu for 8b"
+    alternatives = ("Faster:", "Cheaper:", "Cheaper but tight:", "To rent:")
+
+    def named(verdict: str) -> int:
+        return sum(verdict.count(a) for a in alternatives)
+    shipped = ask(query).verdict
+    root = tmp_path / "rules"
+    shutil.copytree(RULES, root)
+    doc = yaml.safe_load((root / "query.yaml").read_text(encoding="utf-8"))
+    doc["verdict"]["most_alternatives"]["value"] = 1
+    (root / "query.yaml").write_text(yaml.safe_dump(doc, allow_unicode=True), encoding="utf-8")
+    one = ask(query, rules_dir=root).verdict
+    assert named(shipped) == 2, shipped
+    assert named(one) == 1 and one.split(". ")[0] == shipped.split(". ")[0], one

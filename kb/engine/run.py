@@ -41,6 +41,7 @@ from kb.engine.resolving.scope import Resolved, capacity_gpu, question_format, r
 from kb.engine.search.probes import Probes
 from kb.engine.search.single_probe import choose_split
 from kb.engine.verdicts.verdict import compose
+from kb.engine.verdicts.wording import layout_note, say
 from kb.engine.resolving.speculative import spec_note
 from kb.knowledge.gpu_names import gemm_of, gpu_columns, runs_on
 from kb.engine.flows.walk import Tracer, applies, differs, walk
@@ -322,7 +323,7 @@ def _first_figures(w: Workload, kn: Knowledge, r: Resolved, layout: Layout, prim
     """What the first row's layout and a training job's time and paged states add to the
     assumptions, and the parallel layout the workload reports."""
     if layout.note:
-        r.assumptions.append(f"layout: {layout.note}")
+        r.assumptions.append(say(kn, "assumption_layout", note=layout_note(kn, layout.note)))
     if w.spec_method and not r.is_training:
         evaluate(kn, primary, (N.SPEC_SPEEDUP, N.DRAFT_GB, N.SPEC_EXPECTED_TOKENS))
         r.assumptions.append(spec_note(w, kn, primary.scope))

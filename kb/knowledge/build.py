@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from kb.expr import parse as ex
-from kb.knowledge import prices as kb_prices, schema as sc
+from kb.knowledge import prices as kb_prices, schema as sc, wording
 from kb.errors import RuleError, RuleErrors, nearest
 from kb.knowledge.graph import flow_layers, knowledge_graph
 from kb.knowledge.checks import Collector, capacities, catalogue, check_architecture_from, check_native, training_tables, unique
@@ -366,6 +366,8 @@ class _Assembly:
         self._unnamed_models(models, runtimes, precisions)
         self._question_formats(runtimes, precisions)
         self._limits(constants)
+        for err in wording.check(self.docs["query"], self.parsed["query"].verdict.templates.model_dump()):
+            self.errs.add(err)
         for key in ("inference_precision", "training_precision", "qlora_precision", "kv_precision"):
             self.precision_unknown(self.docs["query"], ("defaults", key), query["defaults"][key], precisions)
         return query

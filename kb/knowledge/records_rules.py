@@ -197,6 +197,83 @@ class VerdictTemplates(TypedDict):
     tight_training: str
     tight_inference: str
     roomier: str
+    config: str
+    speed_training: str
+    speed_decode: str
+    speed_line: str
+    rate_training: str
+    rate_decode: str
+    lead_memory: str
+    lead_memory_each: str
+    lead_memory_parts: str
+    lead_memory_part: str
+    lead_speed_prefill: str
+    lead_speed_training: str
+    lead_speed_decode: str
+    lead_time_training: str
+    lead_time_paid: str
+    lead_time_gpu_hours: str
+    lead_time_rented: str
+    lead_time_fits: str
+    lead_ttft: str
+    offloaded: str
+    withheld: str
+    withheld_decode: str
+    withheld_training: str
+    withheld_prefill: str
+    cost_run: str
+    cost_tokens: str
+    cost_tokens_most: str
+    word_user: str
+    word_users: str
+    cost_month: str
+    cost_buy: str
+    cost_buy_payback: str
+    price_run: str
+    price_hour: str
+    compare_memory: str
+    compare_memory_tight: str
+    compare_line: str
+    compare_no_fit: str
+    which_pick: str
+    which_cheapest: str
+    which_fastest: str
+    which_figures: str
+    which_cost: str
+    said_format: str
+    said_runtime: str
+    alt_faster: str
+    alt_cheaper: str
+    alt_cheaper_tight: str
+    alt_rent: str
+    target_deadline: str
+    target_speed: str
+    target_ttft: str
+    target_e2e: str
+    no_count: str
+    no_count_memory: str
+    layout_tp: str
+    layout_pp: str
+    layout_dp_attention: str
+    fleet_one_replica: str
+    fleet_binds: str
+    assumption_layout: str
+    layout_past_node: str
+    layout_heads: str
+    layout_tp_heads: str
+    layout_tp_node: str
+    layout_tp_count: str
+    layout_fallback: str
+    layout_model_parallel: str
+    counts_one_short: str
+    counts_neither: str
+    counts_none: str
+    counts_fallback: str
+    counts_short: str
+    counts_fallback_note: str
+    counts_fewest: str
+    counts_fewest_also: str
+    counts_fewest_note: str
 
 
 class Verdict(TypedDict):
@@ -205,6 +282,9 @@ class Verdict(TypedDict):
     max_words: Threshold
     faster_ratio: Threshold
     less_memory_fraction: Threshold
+    most_fixes: Threshold
+    most_alternatives: Threshold
+    memory_parts_named: Threshold
     templates: VerdictTemplates
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kb.engine.verdicts.wording import say
 from kb.figures import num
 from kb.knowledge import names as N
 from kb.engine import answer
@@ -47,12 +48,13 @@ def settle(kn: Knowledge, w: Workload, query: str) -> str:
     fb = local_fallback(kn, w, first)
     if fb is not None:
         w.precision = fb[N.PRECISION]
-        which = (f"{short[0].name} does not hold it" if len(short) == 1 else
-                 "neither holds it" if len(short) == 2 else "none holds it")
-        said.append(f"at {first.workload.get('precision')} {which}: compared at {fb['precision']}")
-        notes.append(f"at {first.workload.get('precision')} " + ", ".join(
-            f"{g.name} does not hold it ({num(g.per_gpu_gb or 0)} of {num(g.usable_vram_gb or 0)} GB per GPU)"
-            for g in short) + f"; compared at {fb['precision']}, {fb['text']} [{fb['source']}]")
+        which = (say(kn, "counts_one_short", gpu=short[0].name) if len(short) == 1 else
+                 say(kn, "counts_neither") if len(short) == 2 else say(kn, "counts_none"))
+        asked = first.workload.get('precision')
+        said.append(say(kn, "counts_fallback", asked=asked, which=which, precision=fb['precision']))
+        notes.append(say(kn, "counts_fallback_note", asked=asked, short=", ".join(
+            say(kn, "counts_short", gpu=g.name, per_gpu=num(g.per_gpu_gb or 0), usable=num(g.usable_vram_gb or 0))
+            for g in short), precision=fb['precision'], text=fb['text'], source=fb['source']))
         first = answer(w.copy(), kn, query, brief=True)
         short = [g for g in first.gpus if g.requested and not g.fits]
     most = int(kn.advice.get("max_gpus_per_config", 1))
@@ -64,12 +66,10 @@ def settle(kn: Knowledge, w: Workload, query: str) -> str:
         needed = valid_count(kn, first.workload, row.gpus_needed, most)
         if needed is not None and needed > 1:
             g.count = needed
-            counted.append(f"{needed}× {row.name}")
+            counted.append(say(kn, "config", count=needed, gpu=row.name))
     if counted:
-        said.append("each at the fewest cards that hold it (no count given)" if said else
-                    "each card sized at the fewest that hold it (no count given)")
-        notes.append("no count was given for the cards compared, so each is sized at the fewest that hold it: "
-                     + ", ".join(counted))
+        said.append(say(kn, "counts_fewest_also" if said else "counts_fewest"))
+        notes.append(say(kn, "counts_fewest_note", counted=", ".join(counted)))
     w.notes.extend(notes)
     text = ", ".join(said)
     return text[:1].upper() + text[1:] + "." if text else ""

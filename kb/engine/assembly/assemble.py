@@ -101,7 +101,7 @@ def shown_figures(kn: Knowledge, r: Resolved, primary: Evaluated,
     fits = bool(s.get(N.FITS))
     for name in UNDER_LOAD:         # nothing under load for what does not fit
         throughput[name] = get(name) if fits else None      # type: ignore[literal-required]
-    return shown, throughput, margins.withhold_speeds(rows, throughput, fits)
+    return shown, throughput, margins.withhold_speeds(kn, rows, throughput, fits)
 
 
 def brief_answer(kn: Knowledge, r: Resolved, primary: Evaluated, rows: list[GpuRow], query: str) -> Answer:

@@ -3,7 +3,7 @@
 In: the GPU count, the model's attention heads, whether the runtime splits layers by tensor
 parallelism, the GPUs one node holds (rules/formulas.yaml `gpus_per_node`), and any tp / pp the
 query gave. Out: a Layout (tp, pp, dp, and whether it is the canonical layout a how-many search
-may pick), and its scope names (`tp`, `pp`, `dp`) for the formulas.
+may pick; why not the plain one as a Note the verdict's wording says), and its scope names (`tp`, `pp`, `dp`) for the formulas.
 
 Rules (vLLM and SGLang check them at start-up; see rules/sources.yaml vllm-parallelism-docs):
 tensor parallelism must divide the attention heads and stays inside a node; past a node,
@@ -21,12 +21,21 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True, slots=True)
+class Note:
+    """Why a layout is not the plain one, as the template of rules/query.yaml verdict.templates
+    that says it (layout_*) and its values; `problems`: the notes a fallback's {problems} lists."""
+    template: str
+    values: tuple[tuple[str, int], ...]
+    problems: tuple[Note, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Layout:
     tp: int
     pp: int
     dp: int
     canonical: bool     # TP inside a node, pipeline stages only across whole nodes
-    note: str | None    # why the layout is not the plain one, said in the assumptions
+    note: Note | None   # why the layout is not the plain one, said in the assumptions
 
     def as_dict(self) -> Parallel:
         return {N.TP: self.tp, N.PP: self.pp, N.DP: self.dp}
@@ -51,12 +60,10 @@ def choose(count: int, heads: int, tensor_parallel: bool, node: int,
         t = _largest_divisor(heads, count, node)
         canonical = t == _largest_divisor(heads, node, node)
         return Layout(t, count // t, 1, canonical,
-                      None if canonical else f"{count} GPUs: tensor parallel {t} × {count // t} "
-                      "pipeline stages (no whole-node tensor-parallel split divides them)")
+                      None if canonical else Note("layout_past_node", (("count", count), ("tp", t), ("pp", count // t))))
     t = _largest_divisor(heads, count, node)
     return Layout(t, count // t, 1, False,
-                  f"{count} GPUs do not divide the {heads} attention heads: tensor parallel {t} "
-                  f"× {count // t} pipeline stages")
+                  Note("layout_heads", (("count", count), ("heads", heads), ("tp", t), ("pp", count // t))))
 
 
 def _asked(count: int, heads: int, node: int, tp: int | None, pp: int | None) -> Layout:
@@ -64,15 +71,15 @@ def _asked(count: int, heads: int, node: int, tp: int | None, pp: int | None) ->
     p = pp or 1
     problems = []
     if heads % t:
-        problems.append(f"tp {t} does not divide the {heads} attention heads")
+        problems.append(Note("layout_tp_heads", (("tp", t), ("heads", heads))))
     if t > node:
-        problems.append(f"tp {t} is more than the {node} GPUs of a node")
+        problems.append(Note("layout_tp_node", (("tp", t), ("node", node))))
     if t * p > count:
-        problems.append(f"tp {t} × pp {p} needs {t * p} GPUs, more than the {count} asked for")
+        problems.append(Note("layout_tp_count", (("tp", t), ("pp", p), ("gpus", t * p), ("count", count))))
     if problems:
         fallback = choose(count, heads, True, node)
         return Layout(fallback.tp, fallback.pp, fallback.dp, fallback.canonical,
-                      "; ".join(problems) + f": using tp {fallback.tp} × pp {fallback.pp} instead")
+                      Note("layout_fallback", (("tp", fallback.tp), ("pp", fallback.pp)), tuple(problems)))
     dp = max(1, count // (t * p))
     return Layout(t, p, dp, True, None)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from kb.engine.resolving.layout import Layout
+from kb.engine.resolving.layout import Layout, Note
 from kb.knowledge.data import Knowledge
 from kb.query.workload import Workload
 from kb.knowledge import names as N
@@ -184,7 +184,7 @@ def layout(count: int, w: Workload | None = None, kn: Knowledge | None = None) -
         return Layout(tp=1, pp=1, dp=count, canonical=True, note=None)
     t, p, d = split(count, w.tp or 1, w.pp or 1)
     return Layout(tp=t, pp=p, dp=d, canonical=True,
-                  note=f"{count} GPUs: tensor parallel {t} × pipeline {p} × data parallel {d}")
+                  note=Note("layout_model_parallel", (("count", count), ("tp", t), ("pp", p), ("dp", d))))
 
 
 def split(count: int, t: int, p: int) -> tuple[int, int, int]:

@@ -22,6 +22,7 @@ import re
 from typing import TYPE_CHECKING
 
 from kb.engine.verdicts.verdict_lead import config, speed
+from kb.engine.verdicts.wording import say
 from kb.engine.verdicts.verdict_lead import lead as _lead
 from kb.engine.verdicts.verdict_lead import rate as _rate
 from kb.engine.verdicts.verdict_lead import training as _training
@@ -98,9 +99,9 @@ def _borderline(a: Answer, g: GpuRow, kn: Knowledge) -> str | None:
     band = a.error_bands.get(N.TOTAL_GB)
     pct = band.get("p90_pct") if band else None
     if g.fits and g.offload_gb:                                          # formulas.yaml offload_gb
-        return f"Offloaded: {num(g.offload_gb)} GB per GPU in host memory (llama.cpp --n-cpu-moe, -ngl)."
+        return say(kn, "offloaded", gb=num(g.offload_gb))
     if g.fits and g.headroom_gb is not None and g.headroom_gb < 0:
-        return f"Offloaded: {num(-g.headroom_gb)} GB per GPU in host memory (llama.cpp --n-cpu-moe, -ngl)."
+        return say(kn, "offloaded", gb=num(-g.headroom_gb))
     if not g.fits or pct is None or g.per_gpu_gb is None or g.headroom_gb is None:
         return None
     if g.headroom_gb >= g.per_gpu_gb * pct / 100:
@@ -108,9 +109,12 @@ def _borderline(a: Answer, g: GpuRow, kn: Knowledge) -> str | None:
     return kn.query["verdict"]["templates"]["borderline"].format(spare=num(g.headroom_gb), pct=num(pct))
 
 
-def _fixes(a: Answer, kn: Knowledge, most: int = 2, what_fits: str = "it") -> list[str]:
-    """The one or two options that would hold the job, with their figure, a sentence each (the
-    GPU named only when it is not the one asked about); `what_fits`: what the first one names."""
+def _fixes(a: Answer, kn: Knowledge, most: int | None = None, what_fits: str = "it") -> list[str]:
+    """The options that would hold the job (at most query.yaml verdict.most_fixes, or `most`), with
+    their figure, a sentence each (the GPU named only when it is not the one asked about);
+    `what_fits`: what the first one names."""
+    if most is None:
+        most = int(kn.query["verdict"]["most_fixes"]["value"])
     asked_target = _target_asked(a)         # a default time floor is no target: a fix that fits is one
     found = [o for o in a.options or [] if o[N.FITS]
              and (o.get(N.MEETS_TARGET) is not False or not asked_target)][:most]
@@ -134,14 +138,16 @@ def _fit(a: Answer, q: Question, kn: Knowledge) -> list[str]:
     focus = q.get("focus")
     if focus is None and _training(a) and not any(s.startswith(TOKENS_DEFAULT) for s in a.assumptions):
         focus = "time"          # 'pretrain 7b on 1t tokens on 256 h100': the tokens named ask how long
-    lead = _lead(a, focus, g)
+    lead = _lead(kn, a, focus, g)
     text = str(q.get("outcome_text") or "")
-    if lead and lead.startswith("Time:") and g.fits and g.per_gpu_gb is not None:
-        lead, text = f"{lead[:-1]}; it fits in {num(g.per_gpu_gb)} of {num(g.usable_vram_gb)} GB per GPU.", ""
+    timed = focus == "time" and _training(a) and a.throughput.get(N.TRAIN_TIME_S)    # lead_time_training
+    if lead and timed and g.fits and g.per_gpu_gb is not None:
+        lead, text = say(kn, "lead_time_fits", lead=lead[:-1], per_gpu=num(g.per_gpu_gb),
+                         usable=num(g.usable_vram_gb)), ""
     parts: list[str | None] = [lead, text] if lead else [text]
     if g.fits:
-        s = speed(g, _training(a))
-        parts += [_borderline(a, g, kn), f"Speed: {s}." if s and not lead else None]
+        s = speed(kn, g, _training(a))
+        parts += [_borderline(a, g, kn), say(kn, "speed_line", speed=s) if s and not lead else None]
         if g.meets_target is False and _target_asked(a):    # a default horizon is no target asked
             parts.append(kn.query["verdict"]["templates"]["misses_target"])
             parts += _fixes(a, kn)
@@ -169,22 +175,23 @@ def _cost(a: Answer, q: Question, kn: Knowledge) -> list[str] | None:
     if _training(a):
         if g.run_cost_usd is None:
             return None
-        first = (f"{usd(g.run_cost_usd)} for the run on {config(g)}: {num(g.run_hours)} h at "
-                 f"{usd(g.config_usd_per_hour)}/h.")
+        first = say(kn, "cost_run", cost=usd(g.run_cost_usd), config=config(kn, g), hours=num(g.run_hours),
+                    per_hour=usd(g.config_usd_per_hour))
     else:
         if g.usd_per_million_tokens is None:
             return None
         single = q.get("one_user_usd_per_million")
-        first = (f"{usd(g.usd_per_million_tokens)} per million tokens on {config(g)} at {users} "
-                 f"user{'s' if users != 1 else ''}" + (" (the most it serves" if single is not None else " (")
-                 + f"{', ' if single is not None else ''}{usd(g.config_usd_per_hour)}/h)."
-                 + (f" At 1 user: {usd(single)} per million." if single is not None else ""))
+        values = {"cost": usd(g.usd_per_million_tokens), "config": config(kn, g), "users": users,
+                  "users_word": say(kn, "word_users" if users != 1 else "word_user"),
+                  "per_hour": usd(g.config_usd_per_hour)}
+        first = (say(kn, "cost_tokens_most", **values, one_user=usd(single)) if single is not None
+                 else say(kn, "cost_tokens", **values))
         hours = a.workload.get("hours_per_day")
         if isinstance(hours, (int, float)) and g.config_usd_per_hour:     # the hours a day were asked
             month = g.config_usd_per_hour * hours * float(kn.constants[N.DAYS_PER_MONTH]["value"])
-            first += f" Rented {num(hours)} h a day: {usd(month)} a month."
-    buy = f"To buy: {usd(g.config_price_usd)}" + (f", paid back in {num(g.breakeven_months)} months of renting."
-                                                  if g.breakeven_months else ".")
+            first += say(kn, "cost_month", hours=num(hours), cost=usd(month))
+    buy = (say(kn, "cost_buy_payback", price=usd(g.config_price_usd), months=num(g.breakeven_months))
+           if g.breakeven_months else say(kn, "cost_buy", price=usd(g.config_price_usd)))
     return [x for x in (first, buy if g.config_price_usd else None, str(q.get("outcome_text") or "")) if x]
 
 
@@ -196,17 +203,19 @@ def _compare(a: Answer, kn: Knowledge) -> list[str]:
 
     def price(g: GpuRow) -> str | None:
         if rent and training and g.run_cost_usd:
-            return f"{usd(g.run_cost_usd)} a run at {usd(g.config_usd_per_hour)}/h"
+            return say(kn, "price_run", cost=usd(g.run_cost_usd), per_hour=usd(g.config_usd_per_hour))
         if rent:
-            return f"{usd(g.config_usd_per_hour)}/h" if g.config_usd_per_hour else None
+            return say(kn, "price_hour", per_hour=usd(g.config_usd_per_hour)) if g.config_usd_per_hour else None
         return usd(g.config_price_usd) if g.config_price_usd else None
     for g in asked:
         if g.fits:
-            figures = [f"{num(g.per_gpu_gb)} of {num(g.usable_vram_gb)} GB" + (", tight" if _borderline(a, g, kn) else ""),
-                       _rate(g, training), price(g)]
-            lines.append(f"{config(g)}: " + ", ".join(x for x in figures if x) + ".")
+            memory = say(kn, "compare_memory_tight" if _borderline(a, g, kn) else "compare_memory",
+                         per_gpu=num(g.per_gpu_gb), usable=num(g.usable_vram_gb))
+            figures = [memory, _rate(kn, g, training), price(g)]
+            lines.append(say(kn, "compare_line", config=config(kn, g), figures=", ".join(x for x in figures if x)))
         else:
-            lines.append(f"{config(g)}: does not fit ({num(g.per_gpu_gb)} of {num(g.usable_vram_gb)} GB).")
+            lines.append(say(kn, "compare_no_fit", config=config(kn, g), per_gpu=num(g.per_gpu_gb),
+                             usable=num(g.usable_vram_gb)))
     return [*lines, _winner(kn, asked, training, rent)]
 
 
@@ -220,7 +229,7 @@ def _winner(kn: Knowledge, asked: list[GpuRow], training: bool, rent: bool = Fal
     if not fitting:
         return t["compare_none"]
     if len(fitting) == 1:
-        return t["compare_only"].format(config=config(fitting[0]))
+        return t["compare_only"].format(config=config(kn, fitting[0]))
 
     def rate(g: GpuRow) -> float:
         return (g.train_tokens_per_s if training else g.decode_tokens_per_s) or 0.0
@@ -234,11 +243,11 @@ def _winner(kn: Knowledge, asked: list[GpuRow], training: bool, rent: bool = Fal
     ratio = f"{rate(fast) / rate(slow):.1f}" if rate(fast) > rate(slow) > 0 else ""
     both = cheap is fast and len(priced) > 1    # the faster one costs less too
     if ratio and ratio != "1.0":
-        said.append(t["compare_faster_cheaper" if both else "compare_faster"].format(config=config(fast), ratio=ratio))
+        said.append(t["compare_faster_cheaper" if both else "compare_faster"].format(config=config(kn, fast), ratio=ratio))
     elif ratio:
         said.append(t["compare_same_speed"].format(pct=_pct(rate(fast) / rate(slow))))
     if cheap is not None and cheap is not fast:
-        said.append(t["compare_cheaper"].format(config=config(cheap)))
+        said.append(t["compare_cheaper"].format(config=config(kn, cheap)))
     return " ".join(said) or t["compare_tie"]
 
 
@@ -251,44 +260,45 @@ def _which(a: Answer, q: Question, kn: Knowledge) -> list[str]:
     training = _training(a)
     pick = fitting[0]
     sort = (a.workload.get("sort") or "")
-    head = {"cost": "Cheapest", "speed": "Fastest"}.get(sort, "Pick")
-    s = speed(pick, training)
-    figures = ", ".join(x for x in (_price(a, pick), s) if x)
-    first = f"{head}: {config(pick)}{_format_said(a) or _runtime_said(q, pick)}" + (f" ({figures})" if figures else "") + "."
+    s = speed(kn, pick, training)
+    figures = ", ".join(x for x in (_price(kn, a, pick), s) if x)
+    first = say(kn, {"cost": "which_cheapest", "speed": "which_fastest"}.get(sort, "which_pick"),
+                config=config(kn, pick), said=_format_said(kn, a) or _runtime_said(kn, q, pick),
+                figures=say(kn, "which_figures", figures=figures) if figures else "")
     focus = q.get("focus")
-    lead = _lead(a, focus, pick) if focus in ("memory", "speed", "time") and focus != sort else None
+    lead = _lead(kn, a, focus, pick) if focus in ("memory", "speed", "time") and focus != sort else None
     cost = None
     if q.get("focus") == "cost" and not training and pick.usd_per_million_tokens is not None:
-        cost = f"{usd(pick.usd_per_million_tokens)} per million tokens rented."
-    roomy = tight_sentences(kn, a, pick, fitting, lambda g: _price(a, g))
+        cost = say(kn, "which_cost", cost=usd(pick.usd_per_million_tokens))
+    roomy = tight_sentences(kn, a, pick, fitting, lambda g: _price(kn, a, g))
     alts = _alternatives(a, pick, training, kn)
     return [x for x in (lead, first, *roomy, cost, *alts) if x]
 
 
-def _format_said(a: Answer) -> str:
+def _format_said(kn: Knowledge, a: Answer) -> str:
     """' at q4_k_m under llama.cpp' when the format is the default the question's kind takes
     (kb.engine.resolving.scope.question_format), which the assumptions explain; '' otherwise."""
 
     precision = a.workload.get(N.PRECISION)
     if not any(s.startswith(f"precision: {precision}, {FORMAT_DEFAULT}") for s in a.assumptions):
         return ""
-    return f" at {precision} under {a.workload.get('runtime')}"
+    return say(kn, "said_format", precision=precision, runtime=a.workload.get('runtime'))
 
 
-def _runtime_said(q: Question, g: GpuRow, pick: GpuRow | None = None) -> str:
+def _runtime_said(kn: Knowledge, q: Question, g: GpuRow, pick: GpuRow | None = None) -> str:
     """' under llama.cpp at q4_0' for a ranking whose cards run under different runtimes
     (kb.engine.advising.per_card): the pick's, and an alternative's where it differs from the pick's."""
     per_card = q.get("per_card") or {}
     said = per_card.get(g.id)
     if not said or (pick is not None and per_card.get(pick.id) == said):
         return ""
-    return f" under {said}"
+    return say(kn, "said_runtime", runtime=said)
 
 
-def _price(a: Answer, g: GpuRow) -> str | None:
+def _price(kn: Knowledge, a: Answer, g: GpuRow) -> str | None:
     """What a configuration costs as the question counts it: per hour when renting, else to buy."""
     if a.workload.get("rent") and g.config_usd_per_hour is not None:
-        return f"{usd(g.config_usd_per_hour)}/h"
+        return say(kn, "price_hour", per_hour=usd(g.config_usd_per_hour))
     return usd(g.config_price_usd) if g.config_price_usd else None
 
 
@@ -305,7 +315,8 @@ def _none_fit(a: Answer, q: Question, kn: Knowledge) -> list[str]:
 
 
 def _alternatives(a: Answer, pick: GpuRow, training: bool, kn: Knowledge) -> list[str]:
-    """At most two alternatives that differ from the pick in kind: faster, cheaper, to rent."""
+    """Alternatives that differ from the pick in kind: faster, cheaper, to rent (at most
+    query.yaml verdict.most_alternatives)."""
     def rate(g: GpuRow) -> float:
         return (g.train_tokens_per_s if training else g.decode_tokens_per_s) or 0.0
     suited = [g for g in a.gpus if g.fits and g is not pick and g.meets_target is not False
@@ -317,7 +328,8 @@ def _alternatives(a: Answer, pick: GpuRow, training: bool, kn: Knowledge) -> lis
     q = a.question or {"kind": "", "vary": None, "unit": None, "value": None, "gpu": None}
     if faster:
         g = faster[0]
-        out.append(f"Faster: {config(g)}{_runtime_said(q, g, pick)} ({_price(a, g)}, {speed(g, training)}).")
+        out.append(say(kn, "alt_faster", config=config(kn, g), said=_runtime_said(kn, q, g, pick),
+                       price=_price(kn, a, g), speed=speed(kn, g, training)))
     rent = bool(a.workload.get("rent"))
 
     def cost(g: GpuRow) -> float | None:        # rented: a training run's cost, else the hour's
@@ -326,27 +338,27 @@ def _alternatives(a: Answer, pick: GpuRow, training: bool, kn: Knowledge) -> lis
     cheaper = [g for g in fitting if (c := cost(g)) and mine and c < mine]
     if cheaper:
         g = min(cheaper, key=lambda x: cost(x) or 0.0)
-        out.append(f"Cheaper{' but tight' if tight(kn, g) else ''}: {config(g)}{_runtime_said(q, g, pick)} "
-                   f"({_price(a, g)}, {speed(g, training)}).")
+        out.append(say(kn, "alt_cheaper_tight" if tight(kn, g) else "alt_cheaper", config=config(kn, g),
+                       said=_runtime_said(kn, q, g, pick), price=_price(kn, a, g), speed=speed(kn, g, training)))
     rentable = [g for g in [pick, *suited] if g.config_usd_per_hour is not None]
     if rentable and not rent:
         g = min(rentable, key=lambda x: x.config_usd_per_hour or 0.0)
         if g is not pick:
-            out.append(f"To rent: {config(g)} at {usd(g.config_usd_per_hour)}/h.")
-    return out[:2]
+            out.append(say(kn, "alt_rent", config=config(kn, g), per_hour=usd(g.config_usd_per_hour)))
+    return out[:int(kn.query["verdict"]["most_alternatives"]["value"])]
 
 
 # ---------------------------------------------------------------- solved questions
 
-def _no_count(q: Question, row: Mapping[str, object]) -> list[str]:
+def _no_count(kn: Knowledge, q: Question, row: Mapping[str, object]) -> list[str]:
     """No count of the card up to the search's top holds the load: what the flow said of it
     (how many memory alone needs, beyond what kbq sizes), else the range searched and the need."""
     if q.get("outcome_text"):
         return [str(q.get("outcome_text")), str(q.get("note") or "")]
     need = q.get(N.FEWEST_GPUS_NEEDED)
-    mem = f"; memory alone needs {need}" if need else ""
-    return [f"No count of {row.get('gpu') or q.get('gpu')} up to {num(q.get('upper'))} holds this "
-            f"load{mem}.", str(q.get("note") or "")]
+    mem = say(kn, "no_count_memory", fewest=need) if need else ""
+    return [say(kn, "no_count", gpu=row.get('gpu') or q.get('gpu'), upper=num(q.get('upper')), memory=mem),
+            str(q.get("note") or "")]
 
 
 def _solved(a: Answer, q: Question, kn: Knowledge) -> list[str]:
@@ -354,25 +366,27 @@ def _solved(a: Answer, q: Question, kn: Knowledge) -> list[str]:
     row = q.get("answer") or {}
     kind = q["kind"]
     unit = q.get("unit") or ""
-    on = f"{row.get('count', 1)}× {row.get('gpu') or q.get('gpu')}"
+    on = say(kn, "config", count=row.get('count', 1), gpu=row.get('gpu') or q.get('gpu'))
     if not row.get("found"):
         if row.get("floor_binding"):
             return [t["solved_floor_at_lower"].format(on=on, lower=num(q.get('lower')), unit=unit,
                                                       speed=num(row.get('speed_at_lower')),
                                                       floor=num(row.get('speed_floor')))]
-        if kind == "how_many_gpus" and (asked := target(a)):
+        if kind == "how_many_gpus" and (asked := target(kn.query["verdict"], a)):
             need = q.get(N.FEWEST_GPUS_NEEDED)
             mem = t["solved_memory_alone"].format(fewest=need) if need else ""
             return [t["solved_no_count"].format(gpu=row.get('gpu') or q.get('gpu'), upper=num(q.get('upper')),
                                                 target=asked, memory=mem), str(q.get("note") or "")]
         if kind == "how_many_gpus":
-            return _no_count(q, row)
+            return _no_count(kn, q, row)
         return [t["solved_no_fit"].format(on=on, lower=num(q.get('lower')), unit=unit), str(q.get("note") or "")]
     value = row["value"]
     if kind == "how_many_gpus":
         g = a.gpus[0] if a.gpus else None
-        time = _lead(a, "time", g) if g is not None and _training(a) and a.workload.get("deadline_hours") else None
-        return how_many(kn.query["verdict"], a, q, row, time or (speed(g, _training(a)) if g is not None and g.fits else None))
+        time = _lead(kn, a, "time", g) if g is not None and _training(a) and a.workload.get("deadline_hours") else None
+        timed = time is not None and bool(a.throughput.get(N.TRAIN_TIME_S))     # lead_time_training
+        return how_many(kn.query["verdict"], a, q, row, time or (speed(kn, g, _training(a)) if g is not None and g.fits else None),
+                        timed)
     if kind == "largest_model":
         first = t["solved_largest_model"].format(size=num(q.get('value_b')), precision=a.workload.get(N.PRECISION), on=on)
         nxt = f"{num(q.get('next_b'))}B"

@@ -9,7 +9,7 @@ speed floor, a time to first token, tokens a day) needs more cards than memory d
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from kb.figures import duration, num
 from kb.knowledge import names as N
@@ -23,24 +23,27 @@ if TYPE_CHECKING:
     from kb.knowledge.records_rules import Verdict
 
 
-def target(a: Answer) -> str | None:
-    """The target a capacity search solved under, as the query set it; None without one."""
-    w = a.workload
+def target(v: Verdict, a: Answer) -> str | None:
+    """The target a capacity search solved under, as the query set it; None without one
+    (`v`: query.yaml verdict, the target_* templates)."""
+    w, t = a.workload, cast("Mapping[str, str]", v["templates"])
     deadline = w.get("deadline_hours")
     if deadline is not None:
-        return f"done within {duration(deadline * 3600)}"
+        return t["target_deadline"].format(duration=duration(deadline * 3600))
     if w.get(N.SPEED_FLOOR_TOK_S) is not None:
-        return f"{num(w['speed_floor_tok_s'])} tok/s"
+        return t["target_speed"].format(speed=num(w['speed_floor_tok_s']))
     if w.get("ttft_max_s") is not None or w.get("tokens_per_day") is not None:
-        return "the time to first token or tokens a day"
+        return t["target_ttft"]
     if w.get("e2e_max_s") is not None:
-        return f"end-to-end latency under {num(w['e2e_max_s'])} s"
+        return t["target_e2e"].format(seconds=num(w['e2e_max_s']))
     return None
 
 
-def how_many(v: Verdict, a: Answer, q: Question, row: Mapping[str, Value], speed: str | None) -> list[str]:
+def how_many(v: Verdict, a: Answer, q: Question, row: Mapping[str, Value], speed: str | None,
+             timed: bool = False) -> list[str]:
     """The count that holds it, what sets the count (memory, a valid layout, or a target asked),
-    the speed; `v`: query.yaml verdict (the count_* templates)."""
+    the speed; `v`: query.yaml verdict (the count_* templates); `timed`: `speed` is the time a
+    deadline asked for takes (verdict_lead.lead's lead_time_training), said as it is."""
     t = v["templates"]
     n = row["value"]
     first = t["count_holds"].format(n=n, gpu=row.get("gpu"), verb="hold" if n != 1 else "holds",
@@ -49,13 +52,13 @@ def how_many(v: Verdict, a: Answer, q: Question, row: Mapping[str, Value], speed
     mem = t["count_memory_alone"].format(fewest=by_memory) if by_memory and by_memory != n else ""
     if row.get("layout_binding"):
         why = t["count_layout"].format(memory=mem, n=n, heads=row.get("heads"), node=row.get("node"))
-    elif row.get("target_binding") and target(a):             # a target, not memory, sets the count
-        why = t["count_target"].format(memory=mem, previous=row["previous"], target=target(a))
+    elif row.get("target_binding") and target(v, a):          # a target, not memory, sets the count
+        why = t["count_target"].format(memory=mem, previous=row["previous"], target=target(v, a))
     elif row.get("previous"):
         why = t["count_memory_binds"].format(previous=row["previous"],
                                              per_gpu=num(row.get("per_gpu_gb_at_previous")))
     else:
         why = ""
-    if speed and speed.startswith("Time:"):                    # a deadline asked: the time it takes
+    if speed and timed:                                         # a deadline asked: the time it takes
         return [first, why, speed]
     return [first, why, t["count_speed"].format(speed=speed) if speed else ""]

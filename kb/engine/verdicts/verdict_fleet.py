@@ -1,6 +1,6 @@
 """The verdict of a serving fleet: N× GPU as R replicas of a layout, with its figures under load,
 and the disaggregated option when it takes fewer GPUs (query.yaml solve.how_many_gpus
-verdict_replicas, verdict_disaggregated).
+verdict_replicas, verdict_disaggregated; the layout and what binds: verdict.templates layout_*, fleet_*).
 
 In: an Answer whose `replicas` block kb.engine.search.replicas filled, the Knowledge. Out: its text.
 """
@@ -8,12 +8,19 @@ In: an Answer whose `replicas` block kb.engine.search.replicas filled, the Knowl
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+from kb.engine.verdicts.wording import say
 from kb.figures import num
 from kb.knowledge import names as N
 
 if TYPE_CHECKING:
     from kb.engine.assembly.answer import Answer
     from kb.knowledge.data import Knowledge
+
+
+def _layout(kn: Knowledge, tp: int, pp: int) -> str:
+    """'TP4' or 'TP4 × PP2' (query.yaml verdict.templates layout_*)."""
+    return say(kn, "layout_tp", tp=tp) + (say(kn, "layout_pp", pp=pp) if pp > 1 else "")
 
 
 def fleet(a: Answer, kn: Knowledge) -> str:
@@ -23,11 +30,10 @@ def fleet(a: Answer, kn: Knowledge) -> str:
     if r is None:
         return ""
     lay = r["layout"]
-    layout = f"TP{lay['tp']}" + (f" × PP{lay['pp']}" if lay[N.PP] > 1 else "") + (
-        " with data-parallel attention" if lay[N.DP_ATTENTION] else "")
+    layout = _layout(kn, lay["tp"], lay["pp"]) + (say(kn, "layout_dp_attention") if lay[N.DP_ATTENTION] else "")
     binds = r.get("binds") or ""
-    binds_text = ("One replica holds every user." if binds == "one replica holds every user"
-                  else f"What limits a replica's users: {binds}.")
+    binds_text = (say(kn, "fleet_one_replica") if binds == "one replica holds every user"
+                  else say(kn, "fleet_binds", binds=binds))
 
     def f(name: str) -> str:
         v = r.get(name)
@@ -45,6 +51,6 @@ def fleet(a: Answer, kn: Knowledge) -> str:
     dl = d["decode_layout"]
     return text + " " + str(kn.query["solve"]["how_many_gpus"]["verdict_disaggregated"]).format(
         gpus=d["gpus"], prefill_gpus=d["prefill_gpus"], decode_replicas=d["decode_replicas"],
-        s="" if d["decode_replicas"] == 1 else "s", layout=f"TP{dl['tp']}" + (f" × PP{dl['pp']}" if dl[N.PP] > 1 else ""),
+        s="" if d["decode_replicas"] == 1 else "s", layout=_layout(kn, dl["tp"], dl["pp"]),
         decode_gpus=d["decode_gpus"], ttft_s=num(d[N.TTFT_S]) if d[N.TTFT_S] is not None else "?",
         kv_transfer_s=num(d["kv_transfer_s"]) if d["kv_transfer_s"] is not None else "?")

@@ -1,68 +1,80 @@
 """The verdict's pieces that every kind reads: a configuration, its speed, and the figure a
-question asked for first (kb.engine.verdicts.verdict composes them)."""
+question asked for first (kb.engine.verdicts.verdict composes them; the wording is
+rules/query.yaml verdict.templates config, speed_*, rate_*, lead_*)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kb.engine.verdicts.wording import say
 from kb.figures import BREAKDOWN_LABELS, duration, num, usd
 from kb.knowledge import names as N
 
 if TYPE_CHECKING:
     from kb.engine.assembly.answer import Answer, GpuRow
+    from kb.knowledge.data import Knowledge
 
 
-def config(g: GpuRow) -> str:
-    return f"{g.count}× {g.name}"
+def config(kn: Knowledge, g: GpuRow) -> str:
+    return say(kn, "config", count=g.count, gpu=g.name)
 
 
-def speed(g: GpuRow, training: bool) -> str | None:
+def speed(kn: Knowledge, g: GpuRow, training: bool) -> str | None:
     """'16.8 tok/s per user' or '741 training tok/s'; None where it does not fit or is unknown."""
     if training:
-        return f"{num(g.train_tokens_per_s)} training tok/s" if g.train_tokens_per_s else None
-    return f"{num(g.decode_tokens_per_s)} tok/s per user" if g.decode_tokens_per_s else None
+        return say(kn, "speed_training", value=num(g.train_tokens_per_s)) if g.train_tokens_per_s else None
+    return say(kn, "speed_decode", value=num(g.decode_tokens_per_s)) if g.decode_tokens_per_s else None
 
 
-def rate(g: GpuRow, training: bool) -> str | None:
+def rate(kn: Knowledge, g: GpuRow, training: bool) -> str | None:
     """'20.3 tok/s' (per user) or '741 training tok/s', for a line that compares."""
     value = g.train_tokens_per_s if training else g.decode_tokens_per_s
-    return f"{num(value)} {'training ' if training else ''}tok/s" if value else None
+    return say(kn, "rate_training" if training else "rate_decode", value=num(value)) if value else None
 
 
 def training(a: Answer) -> bool:
     return "training" in a.bottleneck
 
 
-def lead(a: Answer, focus: str | None, g: GpuRow) -> str | None:
+def _memory(kn: Knowledge, a: Answer) -> str:
+    """'Memory: 41.2 GB in all (20.6 GB per GPU): weights 35.1, KV cache 4.2.' (the largest parts,
+    as many as query.yaml verdict.memory_parts_named)."""
+    mem = a.memory
+    per = mem.get(N.PER_GPU_GB)
+    each = (say(kn, "lead_memory_each", per_gpu=num(per))
+            if per is not None and (mem.get(N.GPU_COUNT) or 1) > 1 else "")
+    parts = sorted(((float(v), BREAKDOWN_LABELS[k]) for k, v in (mem.get("breakdown") or {}).items()
+                    if k in BREAKDOWN_LABELS and isinstance(v, (int, float)) and v > 0),
+                   reverse=True)[:int(kn.query["verdict"]["memory_parts_named"]["value"])]
+    most = ", ".join(say(kn, "lead_memory_part", label=label, value=num(v)) for v, label in parts)
+    return say(kn, "lead_memory", total=num(mem['total_gb']), each=each,
+               parts=say(kn, "lead_memory_parts", parts=most) if most else "")
+
+
+def lead(kn: Knowledge, a: Answer, focus: str | None, g: GpuRow) -> str | None:
     """The figure a question asked for first ("how much vram", "how fast", "how long")."""
     is_training = training(a)
-    mem = a.memory
-    if focus == "memory" and mem.get(N.TOTAL_GB) is not None:
-        per = mem.get(N.PER_GPU_GB)
-        each = f" ({num(per)} GB per GPU)" if per is not None and (mem.get(N.GPU_COUNT) or 1) > 1 else ""
-        parts = sorted(((float(v), BREAKDOWN_LABELS[k]) for k, v in (mem.get("breakdown") or {}).items()
-                        if k in BREAKDOWN_LABELS and isinstance(v, (int, float)) and v > 0), reverse=True)[:2]
-        most = ", ".join(f"{label} {num(v)}" for v, label in parts)     # the two largest parts
-        return f"Memory: {num(mem['total_gb'])} GB in all{each}" + (f": {most}." if most else ".")
+    if focus == "memory" and a.memory.get(N.TOTAL_GB) is not None:
+        return _memory(kn, a)
     if not g.fits:
         return None
-    t = a.throughput
+    t, on = a.throughput, config(kn, g)
     if focus == "speed":
         if a.workload.get(N.TASK) == "prefill" and t.get(N.PREFILL_TOKENS_PER_S):
-            return (f"Speed: {num(t['prefill_tokens_per_s'])} prompt tokens/s (prefill), first token "
-                    f"in {num(t.get('ttft_s'))} s, on {config(g)}.")
+            return say(kn, "lead_speed_prefill", prefill=num(t['prefill_tokens_per_s']),
+                       ttft=num(t.get('ttft_s')), config=on)
         if is_training and t.get(N.TRAIN_TOKENS_PER_S):
-            return f"Speed: {num(t['train_tokens_per_s'])} training tokens/s on {config(g)}."
+            return say(kn, "lead_speed_training", tokens=num(t['train_tokens_per_s']), config=on)
         if t.get(N.DECODE_TOKENS_PER_S):
-            return (f"Speed: {num(t['decode_tokens_per_s'])} tokens/s per user "
-                    f"({num(t.get('decode_tokens_per_s_aggregate'))} in all) on {config(g)}.")
+            return say(kn, "lead_speed_decode", per_user=num(t['decode_tokens_per_s']),
+                       aggregate=num(t.get('decode_tokens_per_s_aggregate')), config=on)
     if focus == "time":
         if is_training and t.get(N.TRAIN_TIME_S):
-            hours = [f"{num(g.run_hours * g.count)} GPU-hours"] if g.run_hours else []
-            rent = [f"{usd(g.run_cost_usd)} rented"] if g.run_cost_usd else []
-            paid = f" ({', '.join(hours + rent)})" if hours or rent else ""
-            return (f"Time: {num(a.workload.get('train_tokens'))} tokens in {duration(t['train_time_s'])} "
-                    f"on {config(g)}{paid}.")
+            hours = [say(kn, "lead_time_gpu_hours", hours=num(g.run_hours * g.count))] if g.run_hours else []
+            rent = [say(kn, "lead_time_rented", cost=usd(g.run_cost_usd))] if g.run_cost_usd else []
+            paid = say(kn, "lead_time_paid", items=", ".join(hours + rent)) if hours or rent else ""
+            return say(kn, "lead_time_training", tokens=num(a.workload.get('train_tokens')),
+                       duration=duration(t['train_time_s']), config=on, paid=paid)
         if t.get(N.TTFT_S) is not None:
-            return f"Time to first token: {num(t['ttft_s'])} s on {config(g)}."
+            return say(kn, "lead_ttft", ttft=num(t['ttft_s']), config=on)
     return None
