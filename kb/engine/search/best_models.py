@@ -42,7 +42,7 @@ def ranking_for(spec: BestModels, query: str) -> tuple[str, Ranking, str | None]
         return use, by_use[use], None
     general = by_use.get("general", spec["rankings"][0])
     return use, general, (f"no sourced {use} ranking of the catalogue's models: the {general['use']} "
-                          f"ranking names the models")
+                          f"ranking names the models, ranked for {general['use']} use, not for {use}")
 
 
 def _sized(s: Search, result: Answer, model_id: str) -> dict[str, Any] | None:
