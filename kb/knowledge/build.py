@@ -365,6 +365,7 @@ class _Assembly:
         self._situations(precisions)
         self._unnamed_models(models, runtimes, precisions)
         self._question_formats(runtimes, precisions)
+        self._best_models(models)
         self._limits(constants)
         for err in wording.check(self.docs["query"], self.parsed["query"].verdict.templates.model_dump()):
             self.errs.add(err)
@@ -412,6 +413,17 @@ class _Assembly:
                 if runtimes and rid is not None and rid not in runtimes:
                     where = ("question_formats", i, "runtime") if j == 0 else ("question_formats", i, "named_runtimes", j - 1)
                     self.unknown(qdoc, where, "runtime", rid, runtimes)
+
+    def _best_models(self, models: dict[str, Model]) -> None:
+        """Each ranking's source is known and each model it ranks is in the catalogue."""
+        qdoc, best = self.docs["query"], self.parsed["query"].best_models
+        if best is None:
+            return
+        for i, ranking in enumerate(best.rankings):
+            self.need_source(qdoc, ("best_models", "rankings", i, "source"), ranking.source)
+            for j, ranked in enumerate(ranking.models):
+                if ranked.model not in models:
+                    self.unknown(qdoc, ("best_models", "rankings", i, "models", j, "model"), "model", ranked.model, models)
 
     def _limits(self, constants: dict[str, Constant]) -> None:
         limit = constants.get("max_gpu_count")

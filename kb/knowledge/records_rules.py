@@ -99,6 +99,29 @@ class QuestionFormat(TypedDict):
     source: str
 
 
+class RankedModel(TypedDict):
+    """One model of a ranking (query.yaml best_models.rankings): its catalogue id and its score."""
+    model: str
+    score: float
+
+
+class Ranking(TypedDict):
+    """A sourced ranking of catalogue models for one use, best first (query.yaml best_models)."""
+    use: str
+    text: str
+    source: str
+    models: list[RankedModel]
+
+
+class BestModels(TypedDict):
+    """'The best model I can run on X' (query.yaml best_models): the words that ask it, the words that name a
+    use, how many models the answer names, and the rankings by use."""
+    words: list[str]
+    uses: dict[str, list[str]]
+    count: int
+    rankings: list[Ranking]
+
+
 class LocalFallback(TypedDict):
     """A plain question about one person's own card that names no format or runtime, whose 16-bit default does
     not fit the card: answered at the format people run there (query.yaml `local_fallback`), the 16-bit figure
@@ -175,6 +198,7 @@ class VerdictTemplates(TypedDict):
     solved_no_count: str
     solved_no_fit: str
     solved_largest_model: str
+    solved_best_model: str
     solved_model_max_context: str
     solved_memory_allows: str
     solved_max_context: str
@@ -364,6 +388,7 @@ class QueryRules(TypedDict):
     cost_batch: CostBatch | None
     situations: dict[str, Situation]
     question_formats: list[QuestionFormat]
+    best_models: BestModels | None
     local_fallback: LocalFallback | None
     hf_quantization: HfQuantization | None
     verdict: Verdict

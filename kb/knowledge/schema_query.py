@@ -188,6 +188,7 @@ class VerdictTemplatesSchema(Strict):
     solved_no_count: str
     solved_no_fit: str
     solved_largest_model: str
+    solved_best_model: str = ""
     solved_model_max_context: str
     solved_memory_allows: str
     solved_max_context: str
@@ -339,6 +340,29 @@ class UnnamedModelSchema(Strict):
     source: str
 
 
+class RankedModelSchema(Strict):
+    """One model of a ranking (query.yaml best_models.rankings): its catalogue id and its score."""
+    model: Name
+    score: float
+
+
+class RankingSchema(Strict):
+    """A sourced ranking of catalogue models for one use, best first (query.yaml best_models)."""
+    use: Name
+    text: str
+    source: str
+    models: list[RankedModelSchema] = Field(min_length=1)
+
+
+class BestModelsSchema(Strict):
+    """'The best model I can run on X' (query.yaml best_models): the words that ask it, the words
+    that name a use, how many models the answer names, and the rankings by use."""
+    words: list[Name] = Field(min_length=1)
+    uses: dict[Name, list[Name]] = {}
+    count: int = Field(ge=1)
+    rankings: list[RankingSchema] = Field(min_length=1)
+
+
 class QueryFile(Strict):
     tasks: dict[Name, list[Name]]
     task_resolution: dict[Name, Name] = {}
@@ -372,6 +396,7 @@ class QueryFile(Strict):
     cost_batch: CostBatchSchema | None = None
     situations: dict[Name, SituationSchema] = {}
     question_formats: list[QuestionFormatSchema] = []
+    best_models: BestModelsSchema | None = None
     local_fallback: LocalFallbackSchema | None = None
     hf_quantization: HfQuantizationSchema | None = None
     verdict: VerdictSchema

@@ -53,6 +53,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "solved_no_count": ("gpu", "upper", "target", "memory"),
     "solved_no_fit": ("on", "lower", "unit"),
     "solved_largest_model": ("size", "precision", "on"),
+    "solved_best_model": ("model", "precision", "on", "gb", "speed", "size"),
     "solved_model_max_context": ("value", "on"),
     "solved_memory_allows": ("value",),
     "solved_max_context": ("value", "on"),

@@ -235,9 +235,21 @@ def _asked(a: Answer) -> list[str]:
         by_mem = q.get("fewest_by_memory")
         return [f"  GPUs     {q['value']} in a valid layout" + (f"; {by_mem} by memory alone" if by_mem else "")]
     if kind == "largest_model":
-        return [f"  answer   about {num(q.get('value_b'))}B parameters {on}"]
+        return [f"  answer   about {num(q.get('value_b'))}B parameters {on}", *_best_models(q)]
     allows = f" (the model's limit; memory allows {num(q.get('memory_allows'), 6)})" if q.get("model_max_context") else ""
     return [f"  answer   {num(q.get('value'), 6)} {q.get('unit')} {on}{allows}"]
+
+
+def _best_models(q: Question) -> list[str]:
+    """The ranked models that fit ('the best model I can run'), one line each, best first."""
+    best = q.get("best_models")
+    if best is None:
+        return []
+    if not best:
+        return ["  models   none of the ranked models fits"]
+    return [f"  {'models' if i == 0 else '':<8} {i + 1}. {m['name']} at {m['precision']}: {num(m['per_gpu_gb'])} GB per GPU "
+            f"of {num(m['usable_gb'])}, {num(m['decode_tokens_per_s'])} tok/s (score {num(m['score'])})"
+            for i, m in enumerate(best)]
 
 
 def _own_row(a: Answer) -> GpuRow | None:

@@ -11,6 +11,8 @@ At run time these are plain dicts built by kb.engine. Import this module only un
 
 from __future__ import annotations
 
+from typing import Any
+
 from typing_extensions import NotRequired, TypedDict
 
 from kb.knowledge.records import ErrorBand as ErrorBand  # the knowledge derives it (kb.knowledge.derived)
@@ -247,6 +249,9 @@ class Question(TypedDict):
     per_card: NotRequired[dict[str, str]]       # a ranking's runtime and format per card (kb.engine.advising.per_card)
     value_b: NotRequired[float]                 # largest_model: the value and the next, in billions
     next_b: NotRequired[float]
+    best_models: NotRequired[list[dict[str, Any]]]     # largest_model asked as 'best model': the ranked models that fit
+    best_models_use: NotRequired[str]                   # the use asked (query.yaml best_models.uses; general)
+    best_models_ranking: NotRequired[dict[str, str]]    # the ranking used: its use, text and source
 
 
 class Outcome(TypedDict):

@@ -124,12 +124,17 @@ class MaxContext(Capacity):
 
 
 class LargestModel(Capacity):
-    """The largest bare size that fits, said in billions too."""
+    """The largest bare size that fits, said in billions too; asked as 'the best model I can run',
+    the ranked catalogue models that fit as well (kb.engine.search.best_models)."""
 
     def facts(self, s: Search, primary: Row, result: Answer, q: Question) -> None:
+        from kb.engine.search import best_models
+
         if primary["found"]:
             q["value_b"] = primary["value"] / s.kn.billion
             q["next_b"] = (primary.get("next") or 0) / s.kn.billion
+        if not s.brief:
+            best_models.add(s.w, s.kn, s.rank, s.query, result)      # 'the best model I can run': the ranked models that fit
 
 
 class HowManyGpus(Capacity):

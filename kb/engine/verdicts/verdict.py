@@ -387,7 +387,12 @@ def _solved(a: Answer, q: Question, kn: Knowledge) -> list[str]:
         timed = time is not None and bool(a.throughput.get(N.TRAIN_TIME_S))     # lead_time_training
         return how_many(kn.query["verdict"], a, q, row, time or (speed(kn, g, _training(a)) if g is not None and g.fits else None),
                         timed)
-    if kind == "largest_model":
+    if kind == "largest_model" and (best := q.get("best_models")) and t.get("solved_best_model"):
+        first = t["solved_best_model"].format(model=best[0]["name"], precision=best[0]["precision"], on=on,
+                                              gb=num(best[0]["per_gpu_gb"]), speed=num(best[0]["decode_tokens_per_s"]),
+                                              size=num(q.get('value_b')))
+        nxt = f"{num(q.get('next_b'))}B"
+    elif kind == "largest_model":
         first = t["solved_largest_model"].format(size=num(q.get('value_b')), precision=a.workload.get(N.PRECISION), on=on)
         nxt = f"{num(q.get('next_b'))}B"
     elif kind == "max_context" and q.get("model_max_context"):
