@@ -205,6 +205,7 @@ class Model(TypedDict):
     local_attention: NotRequired[Literal["sliding", "chunked"] | None]
     attention_layers: NotRequired[int | None]
     kv_shared_layers: NotRequired[int | None]
+    mtp_layers: NotRequired[int | None]
     per_layer_embedding: NotRequired[PerLayerEmbedding | None]
     global_attention: NotRequired[GlobalAttention | None]
     compressed_attention: NotRequired[CompressedAttention | None]

@@ -123,6 +123,9 @@ class ModelSchema(Strict):
     local_attention: Literal["sliding", "chunked"] | None = None
     attention_layers: int | None = Field(default=None, ge=0)
     kv_shared_layers: int | None = Field(default=None, ge=0)
+    # multi-token-prediction layers the checkpoint holds beside its decoder layers (the config's
+    # num_nextn_predict_layers, mtp_num_hidden_layers); held in memory when served with its MTP head
+    mtp_layers: int | None = Field(default=None, ge=0)
     per_layer_embedding: PerLayerEmbeddingSchema | None = None
     global_attention: GlobalAttentionSchema | None = None
     compressed_attention: CompressedAttentionSchema | None = None
