@@ -44,6 +44,9 @@ MODELS = [
     ("inclusionAI/Ling-1T", "ling-1t", 1e12, "hf-ling-1t"),
     ("ring 1t", "ring-1t", 1e12, "hf-ring-1t"),                                     # card: 1T total
     ("ling flash 2.0", "ling-flash-2.0", 100e9, "hf-ling-flash-2.0"),               # card: 100B total, 6.1B active
+    ("nemotron 3 ultra", "nemotron-3-ultra-550b-a55b", 550e9, "hf-nemotron-3-ultra-550b-a55b"),  # card: 550B total, 55B active
+    ("nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16", "nemotron-3-ultra-550b-a55b", 550e9,
+     "hf-nemotron-3-ultra-550b-a55b"),
 ]
 
 
@@ -71,6 +74,16 @@ def test_bf16_weights_are_two_bytes_per_card_parameter(words, model_id, card_tot
 ])
 def test_a_version_is_part_of_the_name(words, model_id):
     assert _model(words) == model_id
+
+
+def test_nemotron_3_ultra_keeps_a_cache_in_12_attention_blocks_and_a_state_in_48_mamba_blocks():
+    # Megatron-LM's arguments for the HF checkpoint: pattern of 48 Mamba2, 48 MoE and 12 attention
+    # blocks; 2 KV heads of 128; Mamba2 256 heads of 64, state 128 (8 groups, conv 4, as Super).
+    # KV per token: 12 x 2 (K, V) x 2 x 128 x 2 B = 12,288 B. State per Mamba2 block:
+    # 256*64*128 = 2,097,152 values + (4 - 1) x (256*64 + 2*8*128 = 18,432) = 2,152,448 x 2 B.
+    kv_b_per_token, state_b = 12 * 2 * 2 * 128 * 2, 48 * 2_152_448 * 2
+    got = ask("serve nemotron 3 ultra bf16 64k context on 8x b200").to_dict()["memory"]["kv_cache_gb_per_user"]
+    assert got == pytest.approx((kv_b_per_token * 65536 + state_b) / BYTES_PER_GB, rel=1e-3)
 
 
 def _config(tmp_path, mtp_layers: int):
@@ -112,3 +125,20 @@ def test_a_catalogue_mtp_layer_is_one_decoder_layer_beside_the_weights():
 def test_a_hub_config_names_its_mtp_layers(tmp_path):
     from kb.engine.resolving.hfconfig import read
     assert read(_config(tmp_path, 3), KN).get("mtp_layers") == 3
+
+
+def test_a_nemotron_h_mtp_module_counts_its_blocks(tmp_path):
+    # NVIDIA-Nemotron-3-Super's config: num_nextn_predict_layers 1, mtp_layers_block_type
+    # [attention, moe]: one module of two blocks, each one of the model's layers
+    from kb.engine.resolving.hfconfig import read
+    cfg = dict(architectures=["NemotronHForCausalLM"], model_type="nemotron_h", hidden_size=4096,
+               num_hidden_layers=8, hybrid_override_pattern="MEM*EMEM", num_attention_heads=32,
+               num_key_value_heads=2, head_dim=128, intermediate_size=2688, moe_intermediate_size=2688,
+               n_routed_experts=16, num_experts_per_tok=4, n_shared_experts=1, mamba_num_heads=128,
+               mamba_head_dim=64, ssm_state_size=128, n_groups=8, conv_kernel=4, vocab_size=131072,
+               max_position_embeddings=8192, num_nextn_predict_layers=1,
+               mtp_layers_block_type=["attention", "moe"])
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    assert read(path, KN).get("mtp_layers") == 2
+    assert KN.models["nemotron-3-super-120b-a12b"]["mtp_layers"] == 2
