@@ -44,6 +44,9 @@ MODELS = [
     ("inclusionAI/Ling-1T", "ling-1t", 1e12, "hf-ling-1t"),
     ("ring 1t", "ring-1t", 1e12, "hf-ring-1t"),                                     # card: 1T total
     ("ling flash 2.0", "ling-flash-2.0", 100e9, "hf-ling-flash-2.0"),               # card: 100B total, 6.1B active
+    ("gemma 4 e2b", "gemma-4-e2b", 5.1e9, "hf-gemma-4-e2b"),                        # card: 5.1B with PLE, 2.3B effective
+    ("gemma 4 e4b", "gemma-4-e4b", 8e9, "hf-gemma-4-e4b"),                          # card: 8B with PLE, 4.5B effective
+    ("google/gemma-4-E4B-it", "gemma-4-e4b", 8e9, "hf-gemma-4-e4b"),
     ("nemotron 3 ultra", "nemotron-3-ultra-550b-a55b", 550e9, "hf-nemotron-3-ultra-550b-a55b"),  # card: 550B total, 55B active
     ("nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16", "nemotron-3-ultra-550b-a55b", 550e9,
      "hf-nemotron-3-ultra-550b-a55b"),
@@ -84,6 +87,15 @@ def test_nemotron_3_ultra_keeps_a_cache_in_12_attention_blocks_and_a_state_in_48
     kv_b_per_token, state_b = 12 * 2 * 2 * 128 * 2, 48 * 2_152_448 * 2
     got = ask("serve nemotron 3 ultra bf16 64k context on 8x b200").to_dict()["memory"]["kv_cache_gb_per_user"]
     assert got == pytest.approx((kv_b_per_token * 65536 + state_b) / BYTES_PER_GB, rel=1e-3)
+
+
+def test_gemma_4_e4b_caches_24_of_its_42_layers_with_full_layers_of_their_own_geometry():
+    # google/gemma-4-E4B-it: the last 18 layers read earlier layers' cache; of the 24 that keep one,
+    # 20 slide (512 tokens, 2 KV heads of 256) and 4 are full (2 KV heads of 512). At 32k tokens in
+    # bf16: 20 x 512 x 2 x 2 x 256 x 2 B + 4 x 32768 x 2 x 2 x 512 x 2 B
+    expected = 20 * 512 * 2 * 2 * 256 * 2 + 4 * 32768 * 2 * 2 * 512 * 2
+    got = ask("serve gemma 4 e4b bf16 32k context on l4").to_dict()["memory"]["kv_cache_gb_per_user"]
+    assert got == pytest.approx(expected / BYTES_PER_GB, rel=1e-3)
 
 
 def _config(tmp_path, mtp_layers: int):
