@@ -47,6 +47,8 @@ MODELS = [
     ("gemma 4 e2b", "gemma-4-e2b", 5.1e9, "hf-gemma-4-e2b"),                        # card: 5.1B with PLE, 2.3B effective
     ("gemma 4 e4b", "gemma-4-e4b", 8e9, "hf-gemma-4-e4b"),                          # card: 8B with PLE, 4.5B effective
     ("google/gemma-4-E4B-it", "gemma-4-e4b", 8e9, "hf-gemma-4-e4b"),
+    ("mistral small 4", "mistral-small-4-119b", 119e9, "hf-mistral-small-4"),      # card: 119B total, 6B active
+    ("mistralai/Mistral-Small-4-119B-2603", "mistral-small-4-119b", 119e9, "hf-mistral-small-4"),
     ("nemotron 3 ultra", "nemotron-3-ultra-550b-a55b", 550e9, "hf-nemotron-3-ultra-550b-a55b"),  # card: 550B total, 55B active
     ("nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16", "nemotron-3-ultra-550b-a55b", 550e9,
      "hf-nemotron-3-ultra-550b-a55b"),
