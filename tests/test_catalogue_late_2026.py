@@ -49,6 +49,10 @@ MODELS = [
     ("google/gemma-4-E4B-it", "gemma-4-e4b", 8e9, "hf-gemma-4-e4b"),
     ("mistral small 4", "mistral-small-4-119b", 119e9, "hf-mistral-small-4"),      # card: 119B total, 6B active
     ("mistralai/Mistral-Small-4-119B-2603", "mistral-small-4-119b", 119e9, "hf-mistral-small-4"),
+    ("glm 4.7", "glm-4.7", 355e9, "hf-glm-4.7"),                                    # 355B total, 32B active (GLM-4.5's)
+    ("glm 4.7 flash", "glm-4.7-flash", 30e9, "hf-glm-4.7-flash"),                   # 30B total, ~3B active
+    ("zai-org/GLM-4.7-Flash", "glm-4.7-flash", 30e9, "hf-glm-4.7-flash"),
+    ("minimax m2.1", "minimax-m2.1", 230e9, "hf-minimax-m2.1"),                     # M2's 230B total, 10B active
     ("nemotron 3 ultra", "nemotron-3-ultra-550b-a55b", 550e9, "hf-nemotron-3-ultra-550b-a55b"),  # card: 550B total, 55B active
     ("nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16", "nemotron-3-ultra-550b-a55b", 550e9,
      "hf-nemotron-3-ultra-550b-a55b"),
