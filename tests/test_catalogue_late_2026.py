@@ -53,6 +53,8 @@ MODELS = [
     ("glm 4.7 flash", "glm-4.7-flash", 30e9, "hf-glm-4.7-flash"),                   # 30B total, ~3B active
     ("zai-org/GLM-4.7-Flash", "glm-4.7-flash", 30e9, "hf-glm-4.7-flash"),
     ("minimax m2.1", "minimax-m2.1", 230e9, "hf-minimax-m2.1"),                     # M2's 230B total, 10B active
+    ("qwen3 coder next", "qwen3-coder-next", 80e9, "hf-qwen3-coder-next"),          # 80B total, 3B active
+    ("Qwen/Qwen3-Coder-Next", "qwen3-coder-next", 80e9, "hf-qwen3-coder-next"),
     ("nemotron 3 ultra", "nemotron-3-ultra-550b-a55b", 550e9, "hf-nemotron-3-ultra-550b-a55b"),  # card: 550B total, 55B active
     ("nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16", "nemotron-3-ultra-550b-a55b", 550e9,
      "hf-nemotron-3-ultra-550b-a55b"),
