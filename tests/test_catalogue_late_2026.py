@@ -55,6 +55,10 @@ MODELS = [
     ("minimax m2.1", "minimax-m2.1", 230e9, "hf-minimax-m2.1"),                     # M2's 230B total, 10B active
     ("qwen3 coder next", "qwen3-coder-next", 80e9, "hf-qwen3-coder-next"),          # 80B total, 3B active
     ("Qwen/Qwen3-Coder-Next", "qwen3-coder-next", 80e9, "hf-qwen3-coder-next"),
+    ("trinity large", "trinity-large", 398e9, "hf-trinity-large"),                  # card: ~398B total, ~13B active
+    ("arcee-ai/Trinity-Large-Thinking", "trinity-large", 398e9, "hf-trinity-large"),
+    ("trinity mini", "trinity-mini", 26e9, "hf-trinity-mini"),                      # card: 26B, 3B active
+    ("trinity nano", "trinity-nano", 6e9, "hf-trinity-nano"),                       # report: 6B, 1B active
     ("nemotron 3 ultra", "nemotron-3-ultra-550b-a55b", 550e9, "hf-nemotron-3-ultra-550b-a55b"),  # card: 550B total, 55B active
     ("nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16", "nemotron-3-ultra-550b-a55b", 550e9,
      "hf-nemotron-3-ultra-550b-a55b"),
