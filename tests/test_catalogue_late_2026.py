@@ -59,6 +59,8 @@ MODELS = [
     ("arcee-ai/Trinity-Large-Thinking", "trinity-large", 398e9, "hf-trinity-large"),
     ("trinity mini", "trinity-mini", 26e9, "hf-trinity-mini"),                      # card: 26B, 3B active
     ("trinity nano", "trinity-nano", 6e9, "hf-trinity-nano"),                       # report: 6B, 1B active
+    ("hy3 preview", "hy3-preview", 295e9, "hf-hy3-preview"),                        # card: 295B total, 21B active
+    ("tencent/Hy3-preview", "hy3-preview", 295e9, "hf-hy3-preview"),
     ("nemotron 3 ultra", "nemotron-3-ultra-550b-a55b", 550e9, "hf-nemotron-3-ultra-550b-a55b"),  # card: 550B total, 55B active
     ("nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16", "nemotron-3-ultra-550b-a55b", 550e9,
      "hf-nemotron-3-ultra-550b-a55b"),
