@@ -44,6 +44,7 @@ MODELS = [
     ("inclusionAI/Ling-1T", "ling-1t", 1e12, "hf-ling-1t"),
     ("ring 1t", "ring-1t", 1e12, "hf-ring-1t"),                                     # card: 1T total
     ("ling flash 2.0", "ling-flash-2.0", 100e9, "hf-ling-flash-2.0"),               # card: 100B total, 6.1B active
+    ("ling mini 2.0", "ling-mini-2.0", 16e9, "hf-ling-mini-2.0"),                   # card: 16B total, 1.4B active
     ("gemma 4 e2b", "gemma-4-e2b", 5.1e9, "hf-gemma-4-e2b"),                        # card: 5.1B with PLE, 2.3B effective
     ("gemma 4 e4b", "gemma-4-e4b", 8e9, "hf-gemma-4-e4b"),                          # card: 8B with PLE, 4.5B effective
     ("google/gemma-4-E4B-it", "gemma-4-e4b", 8e9, "hf-gemma-4-e4b"),
