@@ -62,6 +62,9 @@ MODELS = [
     ("trinity nano", "trinity-nano", 6e9, "hf-trinity-nano"),                       # report: 6B, 1B active
     ("hy3 preview", "hy3-preview", 295e9, "hf-hy3-preview"),                        # card: 295B total, 21B active
     ("tencent/Hy3-preview", "hy3-preview", 295e9, "hf-hy3-preview"),
+    ("glm 5.3", "glm-5.3", 744e9, "hf-glm-5.3"),                                    # GLM-5.2's 744B-A40B
+    ("glm 5.3 flash", "glm-5.3-flash", 320e9, "hf-glm-5.3-flash"),                  # card: 320B total, 18B active
+    ("zai-org/GLM-5.3-Flash", "glm-5.3-flash", 320e9, "hf-glm-5.3-flash"),
     ("nemotron 3 ultra", "nemotron-3-ultra-550b-a55b", 550e9, "hf-nemotron-3-ultra-550b-a55b"),  # card: 550B total, 55B active
     ("nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16", "nemotron-3-ultra-550b-a55b", 550e9,
      "hf-nemotron-3-ultra-550b-a55b"),
@@ -111,6 +114,16 @@ def test_gemma_4_e4b_caches_24_of_its_42_layers_with_full_layers_of_their_own_ge
     expected = 20 * 512 * 2 * 2 * 256 * 2 + 4 * 32768 * 2 * 2 * 512 * 2
     got = ask("serve gemma 4 e4b bf16 32k context on l4").to_dict()["memory"]["kv_cache_gb_per_user"]
     assert got == pytest.approx(expected / BYTES_PER_GB, rel=1e-3)
+
+
+def test_glm_5_3_flash_caches_a_latent_on_its_11_mla_layers_and_keeps_a_state_in_its_34_kda_layers():
+    # GLM-5.3-Flash's config: 11 MLA layers with kv_lora 512 and no RoPE key (512 values per token
+    # and layer), 34 KDA layers of 64 heads x 128 (state 64 x 128 x 128, conv 4 over q, k, v:
+    # 3 x (64*128) values x (4 - 1)). At 128k tokens in bf16:
+    kv_b = 11 * 512 * 2 * 131072
+    state_b = 34 * (64 * 128 * 128 + 3 * (3 * 64 * 128)) * 2
+    got = ask("serve glm 5.3 flash bf16 128k context on 8x b200").to_dict()["memory"]["kv_cache_gb_per_user"]
+    assert got == pytest.approx((kv_b + state_b) / BYTES_PER_GB, rel=0.01)
 
 
 def _config(tmp_path, mtp_layers: int):
