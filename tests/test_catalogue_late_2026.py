@@ -65,6 +65,11 @@ MODELS = [
     ("glm 5.3", "glm-5.3", 744e9, "hf-glm-5.3"),                                    # GLM-5.2's 744B-A40B
     ("glm 5.3 flash", "glm-5.3-flash", 320e9, "hf-glm-5.3-flash"),                  # card: 320B total, 18B active
     ("zai-org/GLM-5.3-Flash", "glm-5.3-flash", 320e9, "hf-glm-5.3-flash"),
+    ("mimo v2.5", "mimo-v2.5", 310e9, "hf-mimo-v2.5"),                              # card: 310B total, 15B activated
+    ("mimo v2.5 pro", "mimo-v2.5-pro", 1.02e12, "hf-mimo-v2.5-pro"),                # card: 1.02T total, 42B active
+    ("XiaomiMiMo/MiMo-V2.5-Pro", "mimo-v2.5-pro", 1.02e12, "hf-mimo-v2.5-pro"),
+    ("mimo v2.6 flash", "mimo-v2.6-flash", 309e9, "hf-mimo-v2.6"),                  # 309B, 15B active
+    ("mimo v2.6 pro", "mimo-v2.6-pro", 1.02e12, "hf-mimo-v2.6"),                    # 1.02T, 42B active
     ("nemotron 3 ultra", "nemotron-3-ultra-550b-a55b", 550e9, "hf-nemotron-3-ultra-550b-a55b"),  # card: 550B total, 55B active
     ("nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16", "nemotron-3-ultra-550b-a55b", 550e9,
      "hf-nemotron-3-ultra-550b-a55b"),
