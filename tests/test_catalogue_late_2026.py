@@ -29,9 +29,9 @@ MODELS = [
     ("qwen3.5 2b", "qwen3.5-2b", 2e9, "hf-qwen3.5-2b"),                             # card: 2B
     ("qwen 3.5 4b", "qwen3.5-4b", 4e9, "hf-qwen3.5-4b"),                            # card: 4B
     ("Qwen/Qwen3.5-4B", "qwen3.5-4b", 4e9, "hf-qwen3.5-4b"),
-    ("ministral 3 14b", "ministral-3-14b", 13.9e9, "hf-ministral-3-14b"),           # card: 13.5B LM + 0.4B vision
+    ("ministral 3 14b", "ministral-3-14b", 13.9e9, "hf-ministral-3-14b"),           # 13.9B (13.5B LM + 0.4B vision)
     ("mistralai/Ministral-3-14B-Instruct-2512", "ministral-3-14b", 13.9e9, "hf-ministral-3-14b"),
-    ("ministral 3 8b", "ministral-3-8b", 8.8e9, "hf-ministral-3-8b"),               # card: 8.4B LM + 0.4B vision
+    ("ministral 3 8b", "ministral-3-8b", 8.9e9, "hf-ministral-3-8b"),               # 8.9B (8.4B LM + 0.4B vision)
     ("ministral 3 3b", "ministral-3-3b", 3.8e9, "hf-ministral-3-3b"),               # card: 3.4B LM + 0.4B vision
     ("olmo 3 7b", "olmo-3-7b", 7e9, "hf-olmo-3-7b"),                                # card: 7B
     ("olmo 3 32b", "olmo-3-32b", 32e9, "hf-olmo-3-32b"),                            # card: 32B
