@@ -70,6 +70,8 @@ MODELS = [
     ("XiaomiMiMo/MiMo-V2.5-Pro", "mimo-v2.5-pro", 1.02e12, "hf-mimo-v2.5-pro"),
     ("mimo v2.6 flash", "mimo-v2.6-flash", 309e9, "hf-mimo-v2.6"),                  # 309B, 15B active
     ("mimo v2.6 pro", "mimo-v2.6-pro", 1.02e12, "hf-mimo-v2.6"),                    # 1.02T, 42B active
+    ("deepseek v4.1 flash", "deepseek-v4.1-flash", 552e9, "hf-deepseek-v4.1-flash"),  # 552B backbone (+196B Engram)
+    ("deepseek-ai/DeepSeek-V4.1-Flash", "deepseek-v4.1-flash", 552e9, "hf-deepseek-v4.1-flash"),
     ("nemotron 3 ultra", "nemotron-3-ultra-550b-a55b", 550e9, "hf-nemotron-3-ultra-550b-a55b"),  # card: 550B total, 55B active
     ("nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16", "nemotron-3-ultra-550b-a55b", 550e9,
      "hf-nemotron-3-ultra-550b-a55b"),
