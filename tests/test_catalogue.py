@@ -115,7 +115,9 @@ def recomputed(m: dict[str, Any], active: bool = False) -> float:
         + (state_layers * _recurrent(m) if state_layers else 0)
     # the card counts an encoder in both figures, unless its active count is the decoder core alone
     encoder = 0 if counted == "none" else m.get("encoder_params") or 0
-    return mixers + _per_layer_projections(m) + _ffn(m, active) + m["layers"] * 2 * h + h + embed + head + encoder
+    # lookup-only tables (Engram, N-gram embeddings) count in the total, never in the active count
+    lookup = 0 if active else m.get("lookup_params") or 0
+    return mixers + _per_layer_projections(m) + _ffn(m, active) + m["layers"] * 2 * h + h + embed + head + encoder + lookup
 
 
 def test_recompute_by_hand_llama_3_1_8b():
@@ -283,5 +285,5 @@ def test_arch_formulas_agree_with_the_hand_count(model_id):
     shared_global = _shared_global(m)
     shared = ((m.get("kv_shared_layers") or 0) - shared_global) * _attention(m) \
         + (shared_global * _global_attention(m) if shared_global else 0)
-    outside = (m.get("encoder_params") or 0) + _per_layer_tables(m) + _per_layer_projections(m) + shared
+    outside = (m.get("encoder_params") or 0) + (m.get("lookup_params") or 0) + _per_layer_tables(m) + _per_layer_projections(m) + shared
     assert ev.scope["arch_params_total"] == pytest.approx(recomputed(m) - outside, rel=1e-6)

@@ -72,6 +72,8 @@ MODELS = [
     ("mimo v2.6 pro", "mimo-v2.6-pro", 1.02e12, "hf-mimo-v2.6"),                    # 1.02T, 42B active
     ("deepseek v4.1 flash", "deepseek-v4.1-flash", 552e9, "hf-deepseek-v4.1-flash"),  # 552B backbone (+196B Engram)
     ("deepseek-ai/DeepSeek-V4.1-Flash", "deepseek-v4.1-flash", 552e9, "hf-deepseek-v4.1-flash"),
+    ("qwen3.8 flash next", "qwen3.8-flash-next", 176e9, "hf-qwen3.8-flash-next"),    # 176B with its 51B N-gram table, 6B active
+    ("Qwen/Qwen3.8-Flash-Next", "qwen3.8-flash-next", 176e9, "hf-qwen3.8-flash-next"),
     ("nemotron 3 ultra", "nemotron-3-ultra-550b-a55b", 550e9, "hf-nemotron-3-ultra-550b-a55b"),  # card: 550B total, 55B active
     ("nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16", "nemotron-3-ultra-550b-a55b", 550e9,
      "hf-nemotron-3-ultra-550b-a55b"),
@@ -131,6 +133,16 @@ def test_glm_5_3_flash_caches_a_latent_on_its_11_mla_layers_and_keeps_a_state_in
     state_b = 34 * (64 * 128 * 128 + 3 * (3 * 64 * 128)) * 2
     got = ask("serve glm 5.3 flash bf16 128k context on 8x b200").to_dict()["memory"]["kv_cache_gb_per_user"]
     assert got == pytest.approx((kv_b + state_b) / BYTES_PER_GB, rel=0.01)
+
+
+def test_qwen_3_8_flash_next_holds_its_n_gram_table_and_never_reads_it():
+    # lookup_params: the 51.2B N-gram table counts in the weights held (176B at 2 bytes), not in the
+    # parameters a decode step reads (6B active)
+    m = KN.models["qwen3.8-flash-next"]
+    assert m["lookup_params"] == pytest.approx(51.2e9)
+    got = ask("serve qwen3.8 flash next bf16 on 8x h200").to_dict()["memory"]["breakdown"]["weights_gb"]
+    assert got == pytest.approx(2 * 176e9 / BYTES_PER_GB, rel=0.01)
+    assert m["params_active"] < (m["params_total"] - m["lookup_params"]) / 10
 
 
 def _config(tmp_path, mtp_layers: int):

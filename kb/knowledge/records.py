@@ -198,6 +198,7 @@ class Model(TypedDict):
     mlp: NotRequired[Literal["gated", "plain"]]
     active_embeddings: NotRequired[Literal["both", "output", "none"]]
     encoder_params: NotRequired[float | None]
+    lookup_params: NotRequired[float | None]
     card_rounding: NotRequired[float | None]
     architecture_from: NotRequired[str | None]
     sliding_window: NotRequired[int | None]
