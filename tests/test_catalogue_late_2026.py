@@ -74,6 +74,11 @@ MODELS = [
     ("deepseek-ai/DeepSeek-V4.1-Flash", "deepseek-v4.1-flash", 552e9, "hf-deepseek-v4.1-flash"),
     ("qwen3.8 flash next", "qwen3.8-flash-next", 176e9, "hf-qwen3.8-flash-next"),    # 176B with its 51B N-gram table, 6B active
     ("Qwen/Qwen3.8-Flash-Next", "qwen3.8-flash-next", 176e9, "hf-qwen3.8-flash-next"),
+    ("qwen3.8 27b", "qwen3.8-27b", 27e9, "hf-qwen3.8-27b"),                         # card: 27B dense
+    ("Qwen/Qwen3.8-27B", "qwen3.8-27b", 27e9, "hf-qwen3.8-27b"),
+    ("qwen3.8 2.4t a95b", "qwen3.8-2.4t-a95b", 2.4e12, "hf-qwen3.8-2.4t-a95b"),     # card: 2.4T total, 95B active
+    ("qwen3.8 max", "qwen3.8-2.4t-a95b", 2.4e12, "hf-qwen3.8-2.4t-a95b"),
+    ("Qwen/Qwen3.8-2.4T-A95B", "qwen3.8-2.4t-a95b", 2.4e12, "hf-qwen3.8-2.4t-a95b"),
     ("nemotron 3 ultra", "nemotron-3-ultra-550b-a55b", 550e9, "hf-nemotron-3-ultra-550b-a55b"),  # card: 550B total, 55B active
     ("nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16", "nemotron-3-ultra-550b-a55b", 550e9,
      "hf-nemotron-3-ultra-550b-a55b"),
@@ -133,6 +138,14 @@ def test_glm_5_3_flash_caches_a_latent_on_its_11_mla_layers_and_keeps_a_state_in
     state_b = 34 * (64 * 128 * 128 + 3 * (3 * 64 * 128)) * 2
     got = ask("serve glm 5.3 flash bf16 128k context on 8x b200").to_dict()["memory"]["kv_cache_gb_per_user"]
     assert got == pytest.approx((kv_b + state_b) / BYTES_PER_GB, rel=0.01)
+
+
+@pytest.mark.parametrize("words", ["qwen3.8 27b", "glm-5.3-flash", "qwen3 coder next", "Qwen/Qwen3.8-27B"])
+def test_a_precision_after_the_name_is_the_precision_not_part_of_the_name(words):
+    # no alias ends in a precision ("-fp8"): "qwen3.8 27b fp8" is that model at FP8, about half its BF16 weights
+    def weights(q: str) -> float:
+        return float(ask(q).to_dict()["memory"]["breakdown"]["weights_gb"])
+    assert weights(f"serve {words} fp8 on 8x h200") < 0.6 * weights(f"serve {words} bf16 on 8x h200")
 
 
 def test_qwen_3_8_flash_next_holds_its_n_gram_table_and_never_reads_it():
