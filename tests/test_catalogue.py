@@ -83,6 +83,21 @@ def _per_layer_projections(m: dict[str, Any]) -> float:
     return 3 * m["layers"] * m["hidden_size"] * ple["width"] if ple else 0
 
 
+def _cached_global(m: dict[str, Any]) -> int:
+    """Full-attention layers among those with their own KV cache: the ones that do not slide."""
+    cached = m["layers"] if m.get("attention_layers") is None else m["attention_layers"]
+    return cached - (m.get("sliding_window_layers") or 0)
+
+
+def _shared_global(m: dict[str, Any]) -> int:
+    """Full-attention layers among those that read another layer's KV cache (Gemma 4 E2B/E4B): they
+    keep the sliding/full pattern, so the same share of them is full."""
+    if not m.get("global_attention") or not m.get("kv_shared_layers"):
+        return 0
+    cached = m["layers"] if m.get("attention_layers") is None else m["attention_layers"]
+    return round(m["kv_shared_layers"] * _cached_global(m) / cached)
+
+
 def recomputed(m: dict[str, Any], active: bool = False) -> float:
     h = m["hidden_size"]
     attention_layers = m["layers"] if m.get("attention_layers") is None else m["attention_layers"]
@@ -95,12 +110,14 @@ def recomputed(m: dict[str, Any], active: bool = False) -> float:
     if counted != "both":        # the card's active count leaves out the input embeddings (and the head)
         embed = 0
         head = head if counted == "output" else 0
-    global_layers = attention_layers - (m.get("sliding_window_layers") or 0) if m.get("global_attention") else 0
+    global_layers = _cached_global(m) + _shared_global(m) if m.get("global_attention") else 0
     mixers = (attention_layers - global_layers) * _attention(m) + (global_layers * _global_attention(m) if global_layers else 0) \
         + (state_layers * _recurrent(m) if state_layers else 0)
     # the card counts an encoder in both figures, unless its active count is the decoder core alone
     encoder = 0 if counted == "none" else m.get("encoder_params") or 0
-    return mixers + _per_layer_projections(m) + _ffn(m, active) + m["layers"] * 2 * h + h + embed + head + encoder
+    # lookup-only tables (Engram, N-gram embeddings) count in the total, never in the active count
+    lookup = 0 if active else m.get("lookup_params") or 0
+    return mixers + _per_layer_projections(m) + _ffn(m, active) + m["layers"] * 2 * h + h + embed + head + encoder + lookup
 
 
 def test_recompute_by_hand_llama_3_1_8b():
@@ -265,6 +282,8 @@ def test_arch_formulas_agree_with_the_hand_count(model_id):
     evaluate(KN, ev, ["arch_params_total"])
     # the arch formulas count the decoder that a config.json's core fields describe: no encoders, no
     # per-layer embedding tables, and attention projections only on the layers with their own KV cache
-    shared = (m.get("kv_shared_layers") or 0) * _attention(m)
-    outside = (m.get("encoder_params") or 0) + _per_layer_tables(m) + _per_layer_projections(m) + shared
+    shared_global = _shared_global(m)
+    shared = ((m.get("kv_shared_layers") or 0) - shared_global) * _attention(m) \
+        + (shared_global * _global_attention(m) if shared_global else 0)
+    outside = (m.get("encoder_params") or 0) + (m.get("lookup_params") or 0) + _per_layer_tables(m) + _per_layer_projections(m) + shared
     assert ev.scope["arch_params_total"] == pytest.approx(recomputed(m) - outside, rel=1e-6)

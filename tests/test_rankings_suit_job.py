@@ -70,13 +70,14 @@ def test_a_home_question_ranks_home_cards():
 
 
 def test_an_unpublished_tensor_rate_is_still_native_math():
-    # NVIDIA publishes no A10G datasheet (AWS lists the card); it is a GA102 Ampere (NVIDIA Ampere
-    # GA102 whitepaper: third-generation tensor cores with BF16), so bf16 training runs on its tensor
-    # cores: rules/gpus.yaml leaves its rate null and lists bf16 in tensor_unpublished. The same
-    # holds for the RTX PRO 4500 Blackwell; a Pascal P40 has no tensor cores at all.
+    # NVIDIA publishes no tensor rate for the RTX PRO 4000 and 4500 Blackwell (fifth-generation
+    # tensor cores with BF16), so bf16 training runs on their tensor cores: rules/gpus.yaml leaves
+    # the rate null and lists bf16 in tensor_unpublished. The A10G's BF16 rate is its datasheet's;
+    # a Pascal P40 has no tensor cores at all.
     from kb.knowledge.gpu_names import gpu_values
     bf16 = KN.precisions["bf16"]
     assert gpu_values(KN.gpus["a10g"], 1, bf16)["gpu.native_compute"] is True
+    assert gpu_values(KN.gpus["rtx-pro-4000-blackwell"], 1, bf16)["gpu.native_compute"] is True
     assert gpu_values(KN.gpus["rtx-pro-4500-blackwell"], 1, bf16)["gpu.native_compute"] is True
     assert gpu_values(KN.gpus["tesla-p40"], 1, bf16)["gpu.native_compute"] is False
     # a training ranking judges the 4500 (32 GB) as suiting a LoRA of an 8B model: bf16 weights
@@ -85,9 +86,9 @@ def test_an_unpublished_tensor_rate_is_still_native_math():
     row = next(r for r in a.gpus if r.id == "rtx-pro-4500-blackwell")
     assert row.fits and row.suits_job
     # the warning says the rate is unpublished (a lower bound), never that the math is not native
-    w = ask("lora llama 3.2 1b on an a10g").warnings
+    w = ask("lora llama 3.2 1b on an rtx pro 4000").warnings
     assert not any("no native" in x for x in w)
-    assert any("A10G" in x and "not published" in x for x in w)
+    assert any("4000" in x and "not published" in x for x in w)
 
 
 # ---------------------------------------------------------------- options

@@ -176,6 +176,12 @@ def extend(model: Model, cfg: Config, raw: Config, defaults: Mapping[str, int],
     if moe:
         moe_layout(cfg, layers, moe)
         moe["shared_experts"] = shared_experts(cfg)
+    mtp = cfg.get("num_nextn_predict_layers") or cfg.get("mtp_num_hidden_layers")
+    if isinstance(mtp, int) and not isinstance(mtp, bool) and mtp > 0:
+        # a Nemotron-H MTP module is a run of blocks (mtp_layers_block_type: attention, moe), each
+        # one of the model's layers
+        blocks = cfg.get("mtp_layers_block_type")
+        model["mtp_layers"] = mtp * (len(blocks) if isinstance(blocks, list) and blocks else 1)
     native = native_precision(raw, bool(model.get("moe")), quantization)
     if native:
         model["native_precision"], model["native_source"] = native, model["source"]

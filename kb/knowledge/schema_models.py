@@ -114,6 +114,9 @@ class ModelSchema(Strict):
     mlp: Literal["gated", "plain"] = "gated"
     active_embeddings: Literal["both", "output", "none"] = "both"
     encoder_params: NonNeg | None = None
+    # lookup-only tables beside the decoder (DeepSeek's Engram, Qwen's N-gram embedding): held with the
+    # weights and counted in params_total, never multiplied, so not in params_active
+    lookup_params: NonNeg | None = None
     card_rounding: float | None = Field(default=None, gt=0, lt=0.5)
     # a catalogue model whose architecture the entry assumes where its own config was not published;
     # the answer says so in its assumptions
@@ -123,6 +126,9 @@ class ModelSchema(Strict):
     local_attention: Literal["sliding", "chunked"] | None = None
     attention_layers: int | None = Field(default=None, ge=0)
     kv_shared_layers: int | None = Field(default=None, ge=0)
+    # multi-token-prediction layers the checkpoint holds beside its decoder layers (the config's
+    # num_nextn_predict_layers, mtp_num_hidden_layers); held in memory when served with its MTP head
+    mtp_layers: int | None = Field(default=None, ge=0)
     per_layer_embedding: PerLayerEmbeddingSchema | None = None
     global_attention: GlobalAttentionSchema | None = None
     compressed_attention: CompressedAttentionSchema | None = None

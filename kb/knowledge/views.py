@@ -116,8 +116,8 @@ VIEWS: dict[str, View] = {
     "ModelSchema": View(
         "Model", "records", why="A models.yaml entry. One read from a config.json (kb.engine.resolving.hfconfig) "
         "has the keys that are not NotRequired, and of the rest only those its config sets.",
-        optional="aliases mlp active_embeddings encoder_params card_rounding architecture_from sliding_window "
-                 "sliding_window_layers local_attention attention_layers kv_shared_layers "
+        optional="aliases mlp active_embeddings encoder_params lookup_params card_rounding architecture_from sliding_window "
+                 "sliding_window_layers local_attention attention_layers kv_shared_layers mtp_layers "
                  "per_layer_embedding global_attention compressed_attention indexer mla moe recurrent native_precision native_source notes"),
     "ShardingFile": View("ShardingTable", "records", total=False,
                          why="runtimes.yaml's sharding; {} when it has none."),

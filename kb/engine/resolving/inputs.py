@@ -196,6 +196,7 @@ def _layer_kinds(m: Model) -> Scope:
         N.MODEL_STATE_HEADS: rec["heads"] if rec else 0, N.MODEL_STATE_HEAD_DIM: rec["head_dim"] if rec else 0,
         N.MODEL_STATE_DIM: rec["state_dim"] if rec else 0, N.MODEL_STATE_GROUPS: rec["groups"] if rec else 0,
         N.MODEL_STATE_CONV_KERNEL: rec["conv_kernel"] if rec else 1,
+        N.MODEL_MTP_LAYERS: m.get("mtp_layers") or 0,
     }
 
 
