@@ -369,3 +369,23 @@ def test_more_forum_words_read(query, expect):
     w = parse(query, KN)
     for k, v in expect.items():
         assert getattr(w, k) == v, (k, getattr(w, k))
+
+
+def test_a_format_typed_after_a_model_is_the_format_asked() -> None:
+    # 'qwen3.6 27b fp8' was read as the alias of Qwen3.6 27B's FP8 checkpoint ('qwen3.6-27b-fp8'),
+    # the model at its bf16 default: the format typed was lost. Every model alias that ends in
+    # a format, typed as words or pasted whole, asks for that format.
+    from kb.query.words import NameReading, read_name, vocab_of
+
+    vocab = vocab_of(KN)
+    checked = 0
+    for model_id, model in KN.models.items():
+        for alias in model.get("aliases", []):
+            reading: NameReading = read_name(alias, vocab)
+            if not reading.formats or reading.formats[-1] not in KN.precisions:
+                continue
+            for text in (alias, alias.replace("-", " ")):
+                w = parse(f"serve {text}", KN)
+                assert (w.model_id, w.precision) == (model_id, reading.formats[-1]), (text, w.model_id, w.precision)
+            checked += 1
+    assert checked >= 3

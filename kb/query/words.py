@@ -113,17 +113,33 @@ def _query_words(q: QueryRules, add: Add) -> None:
 
 
 def _catalogue_words(kn: Knowledge, add: Add, table: dict[str, tuple[str, str]]) -> None:
-    """Every precision, GPU, model and runtime by its id, its aliases and its alias keys."""
+    """Every precision, GPU, model and runtime by its id, its aliases and its alias keys. A model
+    alias that ends in a format ('qwen3.6-27b-fp8', a checkpoint's name) is no phrase: typed as
+    words ('qwen3.6 27b fp8') the format is the format asked, and pasted whole the name is read
+    with its format kept apart (read_name)."""
+    formats = {norm(k) for k in kn.query.get("format_suffixes", {})} | set(kn.precision_alias) | {
+        norm(p) for p in kn.precisions}
+    checkpoint = {norm(a) for m in kn.models.values() for a in m.get("aliases", [])
+                  if _ends_in_format(a, formats)}
     for kind, items in (("precision", kn.precisions), ("gpu", kn.gpus), ("model", kn.models),
                         ("runtime", kn.runtimes)):
         for item_id, item in items.items():
             add(item_id, kind, item_id)
             for a in item.get("aliases", []):
-                add(a, kind, item_id)
+                if kind != "model" or norm(a) not in checkpoint:
+                    add(a, kind, item_id)
         alias = {"precision": kn.precision_alias, "gpu": kn.gpu_alias, "model": kn.model_alias,
                  "runtime": kn.runtime_alias}[kind]
         for key, item_id in alias.items():
-            table.setdefault(key, (kind, item_id))
+            if kind != "model" or key not in checkpoint:
+                table.setdefault(key, (kind, item_id))
+
+
+def _ends_in_format(name: str, formats: set[str]) -> bool:
+    """'qwen3.6-27b-fp8', 'x-bnb-4bit': the name's last dash-separated part (or two) is a format."""
+    parts = name.lower().split("-")
+    return len(parts) > 1 and (norm(parts[-1]) in formats or len(parts) > 2 and norm(parts[-2] + parts[-1]) in formats
+                               and not re.match(_SIZE_PART, parts[-2]))
 
 
 def _unit_words(q: QueryRules, add: Add) -> dict[str, str]:
@@ -331,7 +347,8 @@ def read_name(text: str, vocab: Vocab) -> NameReading:
     while i < len(parts):
         part = parts[i].lower()
         pair = norm(part + (parts[i + 1] if i + 1 < len(parts) else "")).lower()
-        if i > 0 and i + 1 < len(parts) and pair in formats_map:      # bnb-4bit
+        if i > 0 and i + 1 < len(parts) and pair in formats_map and not re.match(_SIZE_PART, part):
+            # bnb-4bit (not a size and the next part: 'gemma-3-4b-it' is an instruct model)
             formats.append(formats_map[pair])
             i += 2
             continue
