@@ -389,3 +389,35 @@ def test_a_format_typed_after_a_model_is_the_format_asked() -> None:
                 assert (w.model_id, w.precision) == (model_id, reading.formats[-1]), (text, w.model_id, w.precision)
             checked += 1
     assert checked >= 3
+
+
+def test_a_size_typed_after_a_series_name_picks_that_size() -> None:
+    # 'qwen3 coder 30b' was refused ("Qwen3-Coder 480B-A35B has 480B parameters, not 30b"): the
+    # alias 'qwen3-coder' names the 480B, but the series has a 30B too. Every alias without a
+    # size, typed with the size of another model of its series (the ids up to their size part),
+    # reads as that model. Sizes: the catalogue's params_total, within the 0.3 log tolerance.
+    import math
+    import re
+
+    size_part = re.compile(r"^\d+(\.\d+)?[bm]$")
+    checked = 0
+    for model_id, model in KN.models.items():
+        parts = model_id.split("-")
+        cut = next((i for i, p in enumerate(parts) if size_part.match(p)), None)
+        if not cut:
+            continue
+        prefix = "-".join(parts[:cut])
+        if prefix not in model.get("aliases", []):
+            continue
+        for other_id, other in KN.models.items():
+            rest = other_id[len(prefix) + 1:]
+            if other_id == model_id or not other_id.startswith(prefix + "-") or not size_part.match(rest.split("-")[0]):
+                continue
+            size = rest.split("-")[0]
+            typed = float(size[:-1]) * (1e9 if size[-1] == "b" else 1e6)
+            if abs(math.log(typed / other["params_total"])) > 0.3 or abs(math.log(typed / model["params_total"])) <= 0.3:
+                continue
+            w = parse(f"serve {prefix.replace('-', ' ')} {size}", KN)
+            assert w.model_id == other_id, (prefix, size, w.model_id)
+            checked += 1
+    assert checked >= 1

@@ -9,6 +9,7 @@ a size that is not the named model's).
 from __future__ import annotations
 
 import math
+import re
 from typing import TYPE_CHECKING
 
 from kb.errors import QueryError
@@ -166,10 +167,30 @@ class Finisher:
                                 others[0] if others else None, expected=others[:6])
         if w.model_id is not None and w.params is not None and self.size_tok is not None:
             m = self.kn.models[w.model_id]
+            sibling = self._sibling_of_size(w.model_id, w.params)
+            if sibling is not None and abs(math.log(w.params / m["params_total"])) > 0.3:
+                w.notes.append(f"model: {self.kn.models[sibling]['name']}, the {self.size_tok.text} model of "
+                               f"its series (the name alone reads as {m['name']})")
+                w.model_id, m = sibling, self.kn.models[sibling]
             if abs(math.log(w.params / m["params_total"])) > 0.3:
                 size = f"{m['params_total'] / self.kn.billion:.3g}B"
                 raise self.fail(self.size_tok, f"{m['name']} has {size} parameters, not "
                                 f"{self.size_tok.text}", size)
+
+    def _sibling_of_size(self, model_id: str, params: float) -> str | None:
+        """Another model of the same series as `model_id` (its id up to the first size part:
+        'qwen3-coder' of 'qwen3-coder-480b-a35b') whose size is the one typed ('qwen3 coder 30b'),
+        the nearest if several; None if none is."""
+        parts = model_id.split("-")
+        cut = next((i for i, p in enumerate(parts) if re.match(r"^\d+(\.\d+)?[bm]$", p)), None)
+        if not cut:
+            return None
+        prefix = "-".join(parts[:cut]) + "-"
+        near = [(abs(math.log(params / m["params_total"])), mid) for mid, m in self.kn.models.items()
+                if mid != model_id and mid.startswith(prefix) and m.get("params_total")
+                and re.match(r"^\d+(\.\d+)?[bm]", mid[len(prefix):])]
+        best = min(near, default=None)
+        return best[1] if best is not None and best[0] <= 0.3 else None
 
     def apply_formats(self) -> None:
         """Formats a pasted name carries ('-AWQ', '-GGUF'): a precision, or a runtime."""
