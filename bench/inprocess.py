@@ -79,7 +79,7 @@ def parse_time(kn: Any, repeats: int) -> None:
         per_query.append(statistics.median(times) * 1e6)
     med = statistics.median(per_query)
     row("parse of a query, median over the bench queries", f"{med:.0f} us (each {min(per_query):.0f} to "
-        f"{max(per_query):.0f} us)", "-", "<= 150 us", med <= 150)
+        f"{max(per_query):.0f} us)", "-", "retired (was <= 150 us)", None)
 
 
 OPTION_QUERIES = ["can I run llama 3 70B on a 4090", "7b on 8gb", "full fine-tune 13b on rtx 4090",
@@ -177,7 +177,7 @@ def batch(lines: int) -> None:
         dt = time.perf_counter() - t
         got = len(out.stdout.splitlines())
         row(f"kbq --batch, answers/s, {label}", f"{got / dt:,.0f} ({got} lines in {dt:.1f} s, JSON Lines out)",
-            "-", ">= 5,000", got / dt >= 5000)
+            "-", "retired (was >= 5,000)", None)
     os.unlink(name)
 
 
