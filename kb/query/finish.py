@@ -39,6 +39,7 @@ class Finisher:
     toks: list[Tok]
     runtime_tok: Tok | None
     size_tok: Tok | None
+    model_text: str
     tokens_tok: Tok | None
     length_tok: Tok | None
     durations: list[tuple[Tok, float]]
@@ -167,7 +168,9 @@ class Finisher:
                                 others[0] if others else None, expected=others[:6])
         if w.model_id is not None and w.params is not None and self.size_tok is not None:
             m = self.kn.models[w.model_id]
-            sibling = self._sibling_of_size(w.model_id, w.params)
+            # a name without a size ('qwen3 coder') and a size of another model of its series
+            sized_name = re.search(r"\d(\.\d+)?[bm](?![a-z])", self.model_text.lower())
+            sibling = None if sized_name else self._sibling_of_size(w.model_id, w.params)
             if sibling is not None and abs(math.log(w.params / m["params_total"])) > 0.3:
                 w.notes.append(f"model: {self.kn.models[sibling]['name']}, the {self.size_tok.text} model of "
                                f"its series (the name alone reads as {m['name']})")

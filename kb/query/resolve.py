@@ -37,6 +37,7 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
         self.phrases: list[Tok] = []
         self.notes_ahead: list[str] = []
         self.unused_toks: list[Tok] = []          # words left out (kb.query.unknown_words)
+        self.model_text = ""                      # the words that named the model
         self.model_given = model_given
         self.q = query
         keys = []                  # norm of a phrase == the joined norms of its items
@@ -393,6 +394,7 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
         elif kind == "model":
             if self.one_value("model_id", value, first):
                 w.model_id = value
+                self.model_text = " ".join(t.text for t in toks)
             self.family = None
         elif kind == "family":
             self.family = (value, first)
