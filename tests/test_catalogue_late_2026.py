@@ -82,6 +82,10 @@ MODELS = [
     ("nemotron 3 ultra", "nemotron-3-ultra-550b-a55b", 550e9, "hf-nemotron-3-ultra-550b-a55b"),  # card: 550B total, 55B active
     ("nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16", "nemotron-3-ultra-550b-a55b", 550e9,
      "hf-nemotron-3-ultra-550b-a55b"),
+    ("kimi linear", "kimi-linear-48b-a3b", 48e9, "hf-kimi-linear-48b-a3b"),        # card: 48B total, 3B activated
+    ("moonshotai/Kimi-Linear-48B-A3B-Instruct", "kimi-linear-48b-a3b", 48e9, "hf-kimi-linear-48b-a3b"),
+    ("longcat flash", "longcat-flash-chat", 560e9, "hf-longcat-flash-chat"),      # card: 560B total, 18.6-31.3B active
+    ("meituan-longcat/LongCat-Flash-Chat", "longcat-flash-chat", 560e9, "hf-longcat-flash-chat"),
 ]
 
 
