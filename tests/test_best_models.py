@@ -84,3 +84,14 @@ def test_plain_largest_model_question_names_no_models():
     q = ask("largest model on a 3090").question
     assert "best_models" not in q
     assert q["value_b"] > 0
+
+
+def test_a_best_model_decodes_at_least_at_reading_speed() -> None:
+    # with 64 GB of host memory a 3090 'holds' Llama 3.1 70B at Q4_K_M by offloading half of it,
+    # at about 2 tok/s: named first, though nobody would run it so. A named model decodes at least
+    # at formulas.yaml decode_speed_floor_tok_s (about reading speed) unless a speed is asked.
+    from kb import ask, get_knowledge
+
+    floor = get_knowledge().constants["decode_speed_floor_tok_s"]["value"]
+    best = ask("best model i can run on a 3090 with 64gb ddr5").question["best_models"]
+    assert best and all(m["decode_tokens_per_s"] >= floor for m in best), best

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from kb.knowledge import names as N
 from kb.query.workload import GpuRequest
 
 if TYPE_CHECKING:
@@ -51,7 +52,8 @@ def ranking_for(spec: BestModels, query: str) -> tuple[str, Ranking, str | None]
 
 
 def _sized(base: Workload, kn: Knowledge, rank: Rank, result: Answer, model_id: str) -> dict[str, Any] | None:
-    """The model asked as a plain fits question on the answer's cards; its row, if it fits."""
+    """The model asked as a plain fits question on the answer's cards; its row, if it fits and
+    decodes at least at the speed asked (else formulas.yaml decode_speed_floor_tok_s)."""
     w = base.copy()
     w.question, w.model_id, w.params, w.size_unnamed = None, model_id, None, False
     w.gpus = [GpuRequest(g["gpu_id"], int(g["count"]), g.get("capacity_gb")) for g in result.workload["gpus"]]
@@ -59,6 +61,9 @@ def _sized(base: Workload, kn: Knowledge, rank: Rank, result: Answer, model_id: 
     row = next((g for g in got.gpus if g.requested), got.gpus[0] if got.gpus else None)
     if row is None or not row.fits:
         return None
+    floor = base.speed_floor_tok_s or float(kn.constants[N.DECODE_SPEED_FLOOR_TOK_S]["value"])
+    if row.decode_tokens_per_s is not None and row.decode_tokens_per_s < floor:
+        return None         # it loads, but too slow to use (below reading speed, or the speed asked)
     return {"model": model_id, "name": kn.models[model_id]["name"],
             "precision": got.workload.get("precision"), "gpu": row.name, "count": row.count,
             "per_gpu_gb": row.per_gpu_gb, "usable_gb": row.usable_vram_gb,
