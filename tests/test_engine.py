@@ -83,7 +83,8 @@ def test_every_node_of_every_flow_is_walked_by_some_query():
                "serve llama-3.1-8b int4 2048 users 256 context prompt 32 output 224 fp8 kv cache on h100",
                "full fine-tune 70B on 16x h100 ddp", "serve 7B 999999 users on h100",
                "serve 7B 999999 users", "serve 7B 200000 users", "full fine-tune 1B with 8bit adam",
-               "qlora 34B", "infer 34B fp16", "serve 405B fp16 128k context 32 users"]
+               "qlora 34B", "infer 34B fp16", "serve 405B fp16 128k context 32 users",
+               "qwen3 30b a3b q4_k_m on a rtx 3060 12gb --n-cpu-moe 24 with 64gb ddr5"]
     seen = set()
     for q in queries:
         seen.update(ask(q).to_dict()["path"])
