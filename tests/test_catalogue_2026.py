@@ -68,17 +68,27 @@ def _model(words: str) -> str:
     return str(parse(f"serve {words} on h100", KN).model_id)
 
 
-@pytest.mark.parametrize("words, model_id, card_total, source", MODELS)
-def test_typed_name_reads_as_the_model(words, model_id, card_total, source):
+def check_read(words: str, model_id: str, source: str) -> None:
+    """The typed name reads as the model, whose source is its model card."""
     assert _model(words) == model_id
     assert KN.models[model_id]["source"] == source
     assert KN.sources[source]["kind"] == "model-card"
 
 
+def check_bf16_weights(words: str, card_total: float, on: str) -> None:
+    """At bf16 the weights are 2 bytes x the card's total parameters, within WEIGHTS_BOUND."""
+    got = ask(f"serve {words} bf16 on {on}").to_dict()["memory"]["breakdown"]["weights_gb"]
+    assert got == pytest.approx(2 * card_total / BYTES_PER_GB, rel=WEIGHTS_BOUND)
+
+
+@pytest.mark.parametrize("words, model_id, card_total, source", MODELS)
+def test_typed_name_reads_as_the_model(words, model_id, card_total, source):
+    check_read(words, model_id, source)
+
+
 @pytest.mark.parametrize("words, model_id, card_total, source", MODELS)
 def test_bf16_weights_are_two_bytes_per_card_parameter(words, model_id, card_total, source):
-    got = ask(f"serve {words} bf16 on 8x h100").to_dict()["memory"]["breakdown"]["weights_gb"]
-    assert got == pytest.approx(2 * card_total / BYTES_PER_GB, rel=WEIGHTS_BOUND)
+    check_bf16_weights(words, card_total, "8x h100")
 
 
 @pytest.mark.parametrize("words, model_id", [

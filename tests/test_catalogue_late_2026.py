@@ -16,11 +16,9 @@ import json
 import pytest
 
 from kb import ask, get_knowledge
-from kb.query.parse import parse
+from tests.test_catalogue_2026 import BYTES_PER_GB, _model, check_bf16_weights, check_read
 
 KN = get_knowledge()
-WEIGHTS_BOUND = 0.20        # the bound: bf16 weights within 20% of 2 B x the card's total
-BYTES_PER_GB = 1e9
 
 # (typed name, model id, the card's total parameters, source id of that figure)
 MODELS = [
@@ -89,21 +87,14 @@ MODELS = [
 ]
 
 
-def _model(words: str) -> str:
-    return str(parse(f"serve {words} on h100", KN).model_id)
-
-
 @pytest.mark.parametrize("words, model_id, card_total, source", MODELS)
 def test_typed_name_reads_as_the_model(words, model_id, card_total, source):
-    assert _model(words) == model_id
-    assert KN.models[model_id]["source"] == source
-    assert KN.sources[source]["kind"] == "model-card"
+    check_read(words, model_id, source)
 
 
 @pytest.mark.parametrize("words, model_id, card_total, source", MODELS)
 def test_bf16_weights_are_two_bytes_per_card_parameter(words, model_id, card_total, source):
-    got = ask(f"serve {words} bf16 on 8x h200").to_dict()["memory"]["breakdown"]["weights_gb"]
-    assert got == pytest.approx(2 * card_total / BYTES_PER_GB, rel=WEIGHTS_BOUND)
+    check_bf16_weights(words, card_total, "8x h200")
 
 
 @pytest.mark.parametrize("words, model_id", [
