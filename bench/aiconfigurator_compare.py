@@ -60,13 +60,15 @@ def question(c: dict[str, Any]) -> str:
 
 def at_configuration(c: dict[str, Any]) -> str:
     """AIConfigurator's aggregated configuration asked of kbq: its GPUs, each replica's
-    tensor-parallel (or attention data-parallel) width, and the users it holds in flight."""
+    tensor-parallel (or attention data-parallel) width, the users it holds in flight and its KV
+    cache's format (FP8 where it printed fp8)."""
     agg = c["agg"]
     width = agg["tp"] * agg["dp"] * agg["pp"]
     users = agg["concurrency_per_replica"] * agg["replicas"]
     dp = " dp attention" if agg["dp"] > 1 else ""
     pp = f" pp {agg['pp']}" if agg["pp"] > 1 else ""
-    return (f"serve {c['kbq_model']} {c['kbq_precision']} {users} users {c['isl']} in / {c['osl']} out "
+    kv = " fp8 kv cache" if agg.get("kvcache") == "fp8" else ""
+    return (f"serve {c['kbq_model']} {c['kbq_precision']}{kv} {users} users {c['isl']} in / {c['osl']} out "
             f"on {agg['gpus']}x {SYSTEMS[c['system']]} tp {agg['tp'] * agg['dp']}{pp}{dp}"
             if width > 0 else "")
 

@@ -39,12 +39,14 @@ def test_every_capacity_question_is_answered_with_replicas(rows: list[dict[str, 
 
 
 def test_gpu_counts_within_the_band(rows: list[dict[str, Any]]) -> None:
-    """Against AIConfigurator's aggregated count (every replica prefills and decodes, the layout of
-    kbq's headline) all but one case within -25%/+34% (Qwen3 32B on H100 at 200 users: 6 GPUs
-    against 4, a replica more); against the fewer of its aggregated and disaggregated counts, 18 of
-    24: where it disaggregates a dense model, its count is a third below kbq's."""
-    assert sum(r["count_agg_ok"] for r in rows) >= len(rows) - 1, [(r["id"], r["count_ratio_agg"]) for r in rows]
-    assert sum(r["count_ok"] for r in rows) >= 18
+    """Against the count its `recommend` reports (the fewer of its aggregated and disaggregated
+    answers) 21 of 24 within -25%/+34%, and as many against its aggregated count (every replica
+    prefills and decodes, the layout of kbq's headline). Outside: Qwen3 32B and Llama 3.1 70B at
+    BF16 on H100 (a replica more than its TensorRT-LLM figures need under vLLM's prefill), and
+    Qwen3 235B on 4 H100 (kbq holds it at TP4 with the KV cache of 300 users in the last 1 GB of
+    vLLM's 0.9 share; its smallest layout is 8)."""
+    assert sum(r["count_agg_ok"] for r in rows) >= 21, [(r["id"], r["count_ratio_agg"]) for r in rows]
+    assert sum(r["count_ok"] for r in rows) >= 21, [(r["id"], r["count_ratio"]) for r in rows]
 
 
 def test_rate_per_gpu_at_its_configuration_within_the_band(rows: list[dict[str, Any]]) -> None:
@@ -52,4 +54,4 @@ def test_rate_per_gpu_at_its_configuration_within_the_band(rows: list[dict[str, 
     figure on every case."""
     outside = [(r["id"], round(r["rate_ratio"], 2)) for r in rows if not r["rate_ok"]]
     assert outside == []
-    assert sum(r["count_ok"] and r["rate_ok"] for r in rows) >= 18
+    assert sum(r["count_ok"] and r["rate_ok"] for r in rows) >= 21

@@ -52,9 +52,9 @@ def test_gpt_oss_on_5090_prefills_at_the_bf16_rate() -> None:
     compute_s = flops / (RTX_5090_BF16 * 1e12 * rt["prefill_compute_efficiency"] * rt["quant_kernel_efficiency"])
     # and the experts' weights, read once by the 1,024-token batch (128 tokens an expert): 24
     # layers x 32 experts x 3 x 2880 x 2880 at MXFP4's 4.25 bits, over 1,792 GB/s at decode's
-    # share of it and the grouped GEMM's share of a dense kernel's rate (formulas.yaml)
+    # share of it and the share of that a prompt batch's expert reads reach (formulas.yaml)
     bandwidth = RTX_5090_GB_S * rt["decode_bandwidth_efficiency"] * rt["quant_kernel_efficiency"]
-    moe_share = KN.constants["moe_gemm_efficiency"]["value"]
+    moe_share = KN.constants["moe_expert_read_efficiency"]["value"]
     read_s = 24 * 32 * 3 * 2880 * 2880 * 4.25 / 8 / (bandwidth * 1e9 * moe_share) / 1024
     by_hand = 1 / (compute_s + read_s)
     assert g["prefill_tokens_per_s"] == pytest.approx(by_hand, rel=0.005)

@@ -171,3 +171,53 @@ def test_an_end_to_end_latency_bound_is_met_and_named_when_it_binds() -> None:
     assert r["latency_s"] <= 10.0
     assert r["tokens_per_s_per_user"] >= 500 / 10.0
     assert r["gpus"] > free["gpus"]
+
+
+@pytest.mark.parametrize("query", [
+    "serve llama-3.3-70b fp8 25 users prompt 5000 output 500 on 2x h100 with tensorrt-llm",
+    "serve llama-3.1-8b bf16 64 users prompt 4000 output 500 on h100",
+    "serve qwen3-32b bf16 112 users prompt 2000 output 500 on 2x h100",
+    "serve qwen3-30b-a3b fp8 64 users prompt 4000 output 500 on h100",
+])
+def test_a_mixed_step_is_bounded_by_its_two_ceilings(query: str) -> None:
+    # A step that carries a prompt chunk beside the decode tokens (chunked prefill) can be no
+    # faster than the decode step alone (its reads) nor than the prompt's arithmetic it carries,
+    # and no slower than the two one after the other (the roofline; Sarathi's piggybacking).
+    a = ask(query).to_dict()
+    tpot, decode, prefill = step(a, "serving_tpot_s"), step(a, "decode_step_s"), step(a, "serving_step_prefill_s")
+    assert max(decode, prefill) <= tpot * (1 + 1e-9)
+    assert tpot <= (decode + prefill) * (1 + 1e-9)
+    hidden = step(a, "serving_step_overlap_s")
+    if "a3b" in query:      # a mixture of experts' grouped GEMMs are bound by their own expert reads
+        assert hidden == 0
+    else:                   # what hides is at most the weight reads' slack over the decode's arithmetic
+        slack = step(a, "decode_weights_read_gb") / step(a, "effective_bandwidth_gb_s") - step(a, "decode_step_compute_s")
+        assert 0 <= hidden <= max(slack, 0) + 1e-12
+
+
+def _kv(a: dict[str, Any]) -> str:
+    return str(a["workload"]["kv_precision"])
+
+
+def test_a_fleet_at_fp8_weights_is_sized_with_the_fp8_kv_cache_its_checkpoint_carries() -> None:
+    # NVIDIA Model Optimizer's FP8 checkpoints name kv_cache_quant_algo FP8 (rules/sources.yaml
+    # nvidia-modelopt-checkpoints), which vLLM's and TensorRT-LLM's default KV dtype follows: a
+    # fleet at FP8 weights keeps an FP8 KV cache, half the bytes a token of the 16-bit one holds.
+    q = "how many h200 for llama-3.1-70b fp8 500 users 2000 in / 500 out at 20 tok/s"
+    fleet = ask(q).to_dict()
+    assert _kv(fleet) == "fp8"
+    assert any(s.startswith("KV cache precision: fp8") and "Model Optimizer" in s for s in fleet["assumptions"])
+    named = ask(q + " fp16 kv cache").to_dict()
+    assert _kv(named) == "fp16"
+    assert step(fleet, "kv_cache_gb_per_user") == pytest.approx(step(named, "kv_cache_gb_per_user") / 2, rel=1e-9)
+    assert fleet["replicas"]["gpus"] <= named["replicas"]["gpus"]
+
+
+@pytest.mark.parametrize("query", [
+    "how many h200 for llama-3.1-70b bf16 500 users 2000 in / 500 out at 20 tok/s",     # 16-bit weights
+    "how many a100 for llama-3.1-70b fp8 100 users 2000 in / 500 out",                   # no FP8 tensor rate
+    "how many h200 for llama-3.1-70b fp8 2000 in / 500 out",                             # one user
+    "how many rtx 4090 for llama-3.1-8b fp8 8 users with llama.cpp",                      # a runtime without it
+])
+def test_the_fleet_kv_cache_stays_16_bit_elsewhere(query: str) -> None:
+    assert _kv(ask(query).to_dict()) == "fp16"

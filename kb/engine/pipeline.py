@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from kb.engine import answer
 
 from kb.engine.resolving import volume
+from kb.engine.resolving.scope import fleet_kv
 from kb.engine.advising.compare import sides
 from kb.engine.advising.compare_counts import compared, local_fallback, settle
 from kb.engine.advising.options import compute
@@ -48,6 +49,7 @@ def respond(kn: Knowledge, query: str, w: Workload | None = None, *, sort: str |
     else:
         w.sort = sort or w.sort
         w.want_options = options or w.want_options
+    fleet_kv(w, kn)                                 # a fleet's KV format, before any search reads it
     cards, volume_asked = compared(w), volume.applies(kn, w)
     said = settle(kn, w, query) if cards else ""    # counts, format or users the engine chooses:
     if volume_asked:                                # settled once, then read so

@@ -37,7 +37,7 @@ from kb.engine.evaluate import Evaluated, Scope, evaluate
 from kb.engine.resolving.gpus import catalogue_columns, layout_columns, layout_of, layouts_of
 from kb.engine.resolving.inputs import base_scope
 from kb.engine.resolving.layout import Layout
-from kb.engine.resolving.scope import Resolved, capacity_gpu, question_format, resolve_workload
+from kb.engine.resolving.scope import Resolved, capacity_gpu, fleet_kv, question_format, resolve_workload
 from kb.engine.search.probes import Probes
 from kb.engine.search.single_probe import choose_split
 from kb.engine.verdicts.verdict import compose
@@ -62,6 +62,7 @@ def answer(w: Workload, kn: Knowledge, query: str = "", *, brief: bool = False) 
     The engine puts what was asked and what answers it on `Answer.question` (its kind, the figure,
     the sizing flow's outcome); the verdict text is composed from that by kb.engine.verdicts.verdict."""
     question_format(w, kn)
+    fleet_kv(w, kn)
     if w.question in kn.query["solve"]:
         result = capacity.answer(kn, w, ranked, query, brief)
     else:

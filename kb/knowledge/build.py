@@ -365,6 +365,7 @@ class _Assembly:
         self._situations(precisions)
         self._unnamed_models(models, runtimes, precisions)
         self._question_formats(runtimes, precisions)
+        self._fleet_kv(runtimes, precisions)
         self._best_models(models)
         self._limits(constants)
         for err in wording.check(self.docs["query"], self.parsed["query"].verdict.templates.model_dump()):
@@ -413,6 +414,19 @@ class _Assembly:
                 if runtimes and rid is not None and rid not in runtimes:
                     where = ("question_formats", i, "runtime") if j == 0 else ("question_formats", i, "named_runtimes", j - 1)
                     self.unknown(qdoc, where, "runtime", rid, runtimes)
+
+    def _fleet_kv(self, runtimes: dict[str, Runtime], precisions: dict[str, Precision]) -> None:
+        """The fleet KV rule's formats and runtimes are known and its source is listed."""
+        qdoc, rule = self.docs["query"], self.parsed["query"].fleet_kv
+        if rule is None:
+            return
+        self.need_source(qdoc, ("fleet_kv", "source"), rule.source)
+        self.precision_unknown(qdoc, ("fleet_kv", "kv"), rule.kv, precisions)
+        for i, pid in enumerate(rule.weights):
+            self.precision_unknown(qdoc, ("fleet_kv", "weights", i), pid, precisions)
+        for i, rid in enumerate(rule.runtimes):
+            if runtimes and rid not in runtimes:
+                self.unknown(qdoc, ("fleet_kv", "runtimes", i), "runtime", rid, runtimes)
 
     def _best_models(self, models: dict[str, Model]) -> None:
         """Each ranking's source is known and each model it ranks is in the catalogue."""

@@ -99,6 +99,17 @@ class QuestionFormat(TypedDict):
     source: str
 
 
+class FleetKv(TypedDict):
+    """The KV-cache format a fleet is sized at when the query names none (query.yaml `fleet_kv`): a how-many
+    question serving several users at one of the `weights` formats, under one of the `runtimes` (or none
+    named), on cards with a tensor rate in `kv`."""
+    weights: list[str]
+    kv: str
+    runtimes: list[str]
+    text: str
+    source: str
+
+
 class RankedModel(TypedDict):
     """One model of a ranking (query.yaml best_models.rankings): its catalogue id and its score."""
     model: str
@@ -388,6 +399,7 @@ class QueryRules(TypedDict):
     cost_batch: CostBatch | None
     situations: dict[str, Situation]
     question_formats: list[QuestionFormat]
+    fleet_kv: FleetKv | None
     best_models: BestModels | None
     local_fallback: LocalFallback | None
     hf_quantization: HfQuantization | None

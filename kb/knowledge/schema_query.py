@@ -115,6 +115,17 @@ class QuestionFormatSchema(Strict):
     source: str
 
 
+class FleetKvSchema(Strict):
+    """The KV-cache format a fleet is sized at when the query names none (query.yaml `fleet_kv`):
+    a how-many question serving several users at one of the `weights` formats, under one of the
+    `runtimes` (or none named), on cards with a tensor rate in `kv`."""
+    weights: list[str] = Field(min_length=1)     # precision ids whose served checkpoints carry the KV format
+    kv: str                                      # the KV cache's precision id
+    runtimes: list[str] = Field(min_length=1)    # runtimes that load the checkpoint's KV format as published
+    text: str
+    source: str
+
+
 class CostBatchSchema(Strict):
     """The batch a serving cost question that names no user count is priced at (query.yaml
     `cost_batch`): the capacity question `solve` answers on the configuration asked."""
@@ -396,6 +407,7 @@ class QueryFile(Strict):
     cost_batch: CostBatchSchema | None = None
     situations: dict[Name, SituationSchema] = {}
     question_formats: list[QuestionFormatSchema] = []
+    fleet_kv: FleetKvSchema | None = None
     best_models: BestModelsSchema | None = None
     local_fallback: LocalFallbackSchema | None = None
     hf_quantization: HfQuantizationSchema | None = None
@@ -413,7 +425,7 @@ class QueryFile(Strict):
     focus_lead: dict[str, str] = {}
     reference_queries: list[str] = []
     knobs: dict[Literal["checkpointing", "no_checkpointing", "flash", "eager", "adam8bit", "sgd",
-                        "adamw", "offload", "fp8_kv", "int8_kv", "q4_0_kv", "optimizer_in_backward", "paged",
+                        "adamw", "offload", "fp8_kv", "fp16_kv", "int8_kv", "q4_0_kv", "optimizer_in_backward", "paged",
                         "lora_attention_only", "quantized_inputs_kept", "speculative", "spec_draft",
                         "spec_eagle", "spec_eagle3", "spec_mtp", "spec_ngram"], list[Name]]
     defaults: DefaultsSchema

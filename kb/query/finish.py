@@ -110,6 +110,8 @@ class Finisher:
             setattr(w, knob, True)
         elif knob == "fp8_kv":
             w.kv_precision = "fp8"
+        elif knob == "fp16_kv":             # vLLM's 'auto' on a 16-bit model: the KV cache a fleet default would narrow
+            w.kv_precision = "fp16"
         elif knob == "int8_kv":
             w.kv_precision = "int8"
         elif knob.startswith("spec_"):            # a named method wins over the bare word

@@ -157,6 +157,22 @@ def question_format(w: Workload, kn: Knowledge) -> None:
         return
 
 
+def fleet_kv(w: Workload, kn: Knowledge) -> None:
+    """A how-many question serving several users (or a volume) at FP8 or FP4 weights that names no
+    KV format: sized with the KV cache the checkpoints served at scale carry (query.yaml fleet_kv),
+    under a runtime that follows it and on cards with a tensor rate in it; said in the notes."""
+    rule = kn.query.get("fleet_kv")
+    if (rule is None or w.kv_precision is not None or w.question != "how_many_gpus"
+            or w.task in kn.query["training_tasks"] or w.precision not in rule["weights"]
+            or ((w.users or 1) <= 1 and w.tokens_per_day is None)
+            or (w.runtime is not None and w.runtime not in rule["runtimes"])
+            or any(g.gpu_id is not None and kn.gpus[g.gpu_id]["tensor_tflops"].get(rule["kv"]) is None
+                   for g in w.gpus)):
+        return
+    w.kv_precision = rule["kv"]
+    w.notes.append(f"KV cache precision: {rule['kv']}, {rule['text']} [{rule['source']}]")
+
+
 def _too_long(w: Workload, model: Model, is_training: bool) -> list[str]:
     """A context (a training sequence) longer than the model's."""
     held = w.context_tokens if not is_training else w.seq_len
