@@ -9,6 +9,10 @@ from kb import ask
 from kb.errors import RuleErrors
 from kb.knowledge.prices import with_prices
 
+# an 8-GPU HGX server beyond its modules: Thinkmate's HGX H100 quote, $317,000 (2024-08), less eight
+# H100 SXM at $30,000 (rules/sources.yaml thinkmate-hgx-h100-quote-2024)
+HGX_BEYOND_GPUS = 317000 - 8 * 30000
+
 # ---------------------------------------------------------------- prices are knowledge
 
 def test_every_gpu_has_a_price_entry_with_date_and_source():
@@ -114,23 +118,26 @@ def test_price_file_errors_have_file_line_col(tmp_path):
 def test_serving_cost_by_hand(tmp_path):
     kn = priced(tmp_path, PRICE_H100)
     g = run(kn, "serve 70b int4 16 users on 2x h100").gpus[0]
-    # median of 2.0 and 4.0 = 3.0 $/GPU-hour; 2 GPUs → 6.0 $/h; 2 cards → $40,000
+    # median of 2.0 and 4.0 = 3.0 $/GPU-hour; 2 GPUs → 6.0 $/h; 2 modules → $40,000, bought in
+    # one 8-GPU server: Thinkmate's HGX H100 quote, $317,000, less 8 × $30,000 = $77,000 beyond its GPUs
     assert g.cloud_usd_per_hour == pytest.approx(3.0)
     assert g.config_usd_per_hour == pytest.approx(6.0)
-    assert g.config_price_usd == pytest.approx(40000)
+    assert g.servers_bought == 1
+    assert g.config_price_usd == pytest.approx(40000 + HGX_BEYOND_GPUS)
     # $/M output tokens = 6.0 $/h / 3600 s/h / aggregate tok/s × 1e6
     assert g.usd_per_million_tokens == pytest.approx(6.0 / 3600 / g.decode_tokens_per_s_aggregate * 1e6)
-    # break-even: 40000 / (6.0 $/h × 8 h/day × 30.44 day/month) = 27.38 months (default 8 h/day)
-    assert g.breakeven_months == pytest.approx(27.38, abs=0.01)
+    # break-even: 117000 / (6.0 $/h × 8 h/day × 30.44 day/month) = 80.07 months (default 8 h/day)
+    assert g.breakeven_months == pytest.approx(80.07, abs=0.01)
 
 
 def test_round_the_clock_and_asked_hourly_price(tmp_path):
     kn = priced(tmp_path, PRICE_H100)
     g = run(kn, "serve 70b int4 on h100", hours_per_day=24.0).gpus[0]
-    assert g.breakeven_months == pytest.approx(20000 / (3.0 * 24 * 30.44))       # 9.13 months
+    # one module and the server it is bought in
+    assert g.breakeven_months == pytest.approx((20000 + HGX_BEYOND_GPUS) / (3.0 * 24 * 30.44))   # 44.26 months
     g = run(kn, "serve 70b int4 on h100", usd_per_gpu_hour=2.0).gpus[0]
     assert g.cloud_usd_per_hour == 2.0
-    assert g.breakeven_months == pytest.approx(20000 / (2.0 * 8 * 30.44))        # 41.06 months
+    assert g.breakeven_months == pytest.approx((20000 + HGX_BEYOND_GPUS) / (2.0 * 8 * 30.44))    # 199.2 months
 
 
 def test_training_cost_by_hand(tmp_path):
@@ -143,14 +150,16 @@ def test_training_cost_by_hand(tmp_path):
 
 
 def test_seed_breakeven_claim_is_checked():
-    # H100 SXM: $30,000 street, $3.24/h median → 30000 / (3.24 × 8 × 30.44) = 38.0 months at
-    # 8 h/day (outside the seed's 6-14), 12.7 months at 24/7 (inside it)
+    # H100 SXM: $30,000 street in the 8-GPU server it is bought in ($77,000 beyond its GPUs),
+    # $3.24/h median → 107000 / (3.24 × 8 × 30.44) = 135.6 months at 8 h/day, 45.2 at 24/7: both
+    # outside the seed's 6-14, which counts the card alone; shown as a disagreement
     def claim(**f):
         a = run(KN, "serve 70b int4 on h100", **f)
         return next(c for c in a.disagreements + a.claims_checked if c["id"] == "onprem-breakeven-6-14-months")
-    at8 = claim()
-    assert not at8["agrees"] and at8["computed"] == pytest.approx(38.0, abs=0.1)
-    assert claim(hours_per_day=24.0)["agrees"]
+    hourly = KN.gpus["h100-sxm5"]["cloud_usd_per_hour"]
+    at8, at24 = claim(), claim(hours_per_day=24.0)
+    assert not at8["agrees"] and at8["computed"] == pytest.approx(107000 / (hourly * 8 * 30.44), rel=1e-3)
+    assert not at24["agrees"] and at24["computed"] == pytest.approx(107000 / (hourly * 24 * 30.44), rel=1e-3)
 
 
 def test_assumptions_say_which_prices():

@@ -162,5 +162,7 @@ def test_cli_quote_with_a_price_file_quotes_its_prices(tmp_path):
     assert result.returncode == 0, result.stderr
     rec = result.stdout.split("## Recommended configuration", 1)[1].split("##", 1)[0]
     assert "**1× NVIDIA H100 SXM5 80GB**" in rec
-    assert "- Buy: $20,000 (list, 2026-10)" in rec
+    # a module is bought in a server: the file's $20,000 and an 8-GPU HGX server's $77,000 beyond
+    # its GPUs (Thinkmate's $317,000 HGX H100 quote less 8 × $30,000)
+    assert "- Buy: $97,000: the GPUs $20,000 (list, 2026-10), the server it needs $77,000" in rec
     assert "- Rent: $3.00/h (from " in rec and "p.yaml" in rec

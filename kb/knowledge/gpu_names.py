@@ -89,6 +89,7 @@ def gpu_values(gpu: GPU, count: int, precision: Precision, gemm: Gemm = FP32_GEM
         "gpu.module": str(gpu.get("form_factor", "")).upper().startswith(("SXM", "OAM", "SUPERCHIP", "SH5")),
         "gpu.pcie_generation": gpu.get("pcie_generation") or 0,
         "gpu.price_usd": gpu.get("price_usd"), "gpu.cloud_usd_per_hour": gpu.get("cloud_usd_per_hour"),
+        "gpu.server_usd": gpu.get("server_usd"), "gpu.server_gpus": gpu.get("server_gpus") or 0,
         # a rate the vendor does not publish (gpus.yaml tensor_unpublished) is still native math
         "gpu.native_compute": bool(keys) and (key == keys[0] or keys[0] in gpu.get("tensor_unpublished", ())),
         "gpu_count": count, "_compute_precision": key,

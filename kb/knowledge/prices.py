@@ -42,6 +42,8 @@ def check(doc: Doc, pfile: PricesFile, gpus: dict[str, GPU], formulas: set[str],
             add(doc.error(("prices", i, "gpu"), f"gpu '{p.gpu}' is priced twice (first at entry {seen[p.gpu] + 1})"))
         seen.setdefault(p.gpu, i)
         need_source(doc, ("prices", i, "purchase_source"), p.purchase_source)
+        if p.server is not None:
+            need_source(doc, ("prices", i, "server", "source"), p.server.source)
         for j, c in enumerate(p.cloud):
             need_source(doc, ("prices", i, "cloud", j, "source"), c.source)
     if pfile.advice is not None:
@@ -110,7 +112,8 @@ def table(pfile: PricesFile, rule: CloudRule | None = None) -> dict[str, Price]:
 
 # the keys kbq adds to a record after validation, with their types, declared here once: the
 # typed dicts (kb.knowledge.views) and tests/test_records.py read them from here
-GPU_PRICE_KEYS: dict[str, str] = {"price_usd": "float | None", "cloud_usd_per_hour": "float | None"}  # merge
+GPU_PRICE_KEYS: dict[str, str] = {"price_usd": "float | None", "cloud_usd_per_hour": "float | None",  # merge
+                                   "server_usd": "float | None", "server_gpus": "int | None"}
 PRICE_KEYS: dict[str, str] = {      # table, and `file` from with_prices
     "cloud_usd_per_hour": "float | None", "cloud_rule": "str", "cloud_low": "float | None",
     "cloud_high": "float | None", "cloud_pages": "int", "cloud_disagree": "bool | None", "as_of": "str",
@@ -122,8 +125,11 @@ def merge(gpus: dict[str, GPU], prices: dict[str, Price]) -> dict[str, GPU]:
     out: dict[str, GPU] = {}
     for gid, g in gpus.items():
         p = prices.get(gid)
+        server = p.get("server") if p else None
         out[gid] = {**g, "price_usd": p["purchase_usd"] if p else None,
-                    "cloud_usd_per_hour": p["cloud_usd_per_hour"] if p else None}
+                    "cloud_usd_per_hour": p["cloud_usd_per_hour"] if p else None,
+                    "server_usd": server["usd_beyond_gpus"] if server else None,
+                    "server_gpus": server["gpus"] if server else None}
     return out
 
 

@@ -101,6 +101,8 @@ class GPU(TypedDict):
     memory_gib: float | None
     price_usd: NotRequired[float | None]
     cloud_usd_per_hour: NotRequired[float | None]
+    server_usd: NotRequired[float | None]
+    server_gpus: NotRequired[int | None]
 
 
 class PerLayerEmbedding(TypedDict):

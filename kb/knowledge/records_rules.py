@@ -266,6 +266,9 @@ class VerdictTemplates(TypedDict):
     cost_buy_payback: str
     price_run: str
     price_hour: str
+    price_server: str
+    price_servers: str
+    module_lacks: str
     compare_memory: str
     compare_memory_tight: str
     compare_line: str
@@ -320,6 +323,7 @@ class Verdict(TypedDict):
     most_fixes: Threshold
     most_alternatives: Threshold
     memory_parts_named: Threshold
+    module_formats: list[str]
     templates: VerdictTemplates
 
 
@@ -444,6 +448,18 @@ class ErrorBands(TypedDict, total=False):
     kinds: dict[str, Band]
 
 
+class ServerPrice(TypedDict):
+    """What a module is bought in (SXM, OAM, a superchip's rack): the server beyond its GPUs, and how many
+    GPUs one holds. A module priced without one is bought in an 8-GPU HGX-class server (formulas.yaml
+    node_usd_beyond_gpus)."""
+    usd_beyond_gpus: float
+    gpus: int
+    kind: Literal["list", "street", "used", "estimate"]
+    date: str
+    source: str
+    note: str | None
+
+
 class CloudPrice(TypedDict):
     usd_per_hour: float
     provider: str
@@ -461,6 +477,7 @@ class Price(TypedDict):
     purchase_date: str
     purchase_source: str
     note: str | None
+    server: ServerPrice | None
     cloud: list[CloudPrice]
     cloud_usd_per_hour: float | None
     cloud_rule: str

@@ -151,6 +151,18 @@ class CloudPriceSchema(Strict):
     source: Slug
 
 
+class ServerPriceSchema(Strict):
+    """What a module is bought in (SXM, OAM, a superchip's rack): the server beyond its GPUs, and
+    how many GPUs one holds. A module priced without one is bought in an 8-GPU HGX-class server
+    (formulas.yaml node_usd_beyond_gpus)."""
+    usd_beyond_gpus: float = Field(ge=0, le=1e7, allow_inf_nan=False)
+    gpus: int = Field(ge=1, le=72)
+    kind: Literal["list", "street", "used", "estimate"]
+    date: Month
+    source: Slug
+    note: str | None = None
+
+
 class PriceSchema(Strict):
     gpu: Slug
     purchase_usd: PurchaseUsd | None
@@ -158,6 +170,7 @@ class PriceSchema(Strict):
     purchase_date: Month
     purchase_source: Slug
     note: str | None = None
+    server: ServerPriceSchema | None = None
     cloud: list[CloudPriceSchema] = []
 
 

@@ -256,6 +256,9 @@ class VerdictTemplatesSchema(Strict):
     cost_buy_payback: str
     price_run: str
     price_hour: str
+    price_server: str
+    price_servers: str
+    module_lacks: str
     compare_memory: str
     compare_memory_tight: str
     compare_line: str
@@ -310,6 +313,9 @@ class VerdictSchema(Strict):
     most_fixes: ThresholdSchema
     most_alternatives: ThresholdSchema
     memory_parts_named: ThresholdSchema
+    # tensor formats a module (SXM, OAM) proposed to a buyer is said to lack when its tensor cores
+    # have no rate in them (an old V100 SXM2: no BF16, no FP8)
+    module_formats: list[str] = []
     templates: VerdictTemplatesSchema
 
 

@@ -108,7 +108,7 @@ VIEWS: dict[str, View] = {
                "tensor_tflops": "dict[str, float | None]"},
         optional="segment architecture release_year aliases memory_type bus_width_bits "
                  "memory_data_rate_gbps pcie_generation ecc form_factor source field_sources notes "
-                 "price_usd cloud_usd_per_hour tensor_unpublished"),
+                 "price_usd cloud_usd_per_hour server_usd server_gpus tensor_unpublished"),
     "MlaSchema": View("Mla", "records", optional="qk_nope_head_dim v_head_dim q_lora_rank"),
     "IndexerSchema": View("Indexer", "records", optional="key_bits layers_per_indexer"),
     "MoeSchema": View("Moe", "records", optional="moe_layers shared_expert_intermediate_size "

@@ -57,7 +57,9 @@ class Config:
     usable_gb: float | None
     speed: str                      # the speed figure with its unit, or "n/a"
     cost: str                       # $ per million tokens or $ per run, or "n/a"
-    buy_usd: float | None
+    buy_usd: float | None           # the cards, or the modules with the servers they are bought in
+    servers: int                    # those servers (0 for cards)
+    cards_usd: float | None         # the cards or modules alone
     buy_kind: str | None            # list, street, used, estimate (rules/prices.yaml)
     buy_date: str | None
     buy_source: str | None
@@ -118,7 +120,9 @@ def _config(answer: Answer, kn: Knowledge, row: GpuRow, role: str) -> Config:
                 if row.fits and row.usd_per_million_tokens is not None else "n/a")
     return Config(role=role, gpu=row.name, gpu_id=row.id, count=row.count, fits=row.fits,
                   per_gpu_gb=row.per_gpu_gb, usable_gb=row.usable_vram_gb, speed=speed, cost=cost,
-                  buy_usd=row.config_price_usd, buy_kind=used["purchase_kind"] if used else None,
+                  buy_usd=row.config_price_usd, servers=row.servers_bought,
+                  cards_usd=row.price_usd * row.count if row.price_usd is not None else None,
+                  buy_kind=used["purchase_kind"] if used else None,
                   buy_date=used["purchase_date"] if used else None,
                   buy_source=used["purchase_source"] if used else None,
                   rent_usd_per_hour=row.config_usd_per_hour, rent=rent, price_file=price_file)
@@ -248,6 +252,10 @@ def buy_text(c: Config) -> str:
     if c.buy_usd is None:
         return "no purchase price"
     when = ", ".join(x for x in (c.buy_kind, c.buy_date) if x)
+    if c.servers and c.cards_usd is not None:       # modules: the GPUs' price, and the servers'
+        them = "the server it needs" if c.servers == 1 else f"the {c.servers} servers they need"
+        return (f"{_money(c.buy_usd)}: the GPUs {_money(c.cards_usd)}" + (f" ({when})" if when else "")
+                + f", {them} {_money(c.buy_usd - c.cards_usd)}")
     return f"{_money(c.buy_usd)}" + (f" ({when})" if when else "")
 
 

@@ -193,7 +193,9 @@ def key_figures(a: Answer) -> list[str]:
     if phases:
         out.append(f"  bound    {phases}")
     if g is not None and g.fits:
-        cost = [f"{_usd(g.config_price_usd)} to buy" if g.config_price_usd else "",
+        servers = (" with the server it needs" if g.servers_bought == 1 else
+                   f" with the {g.servers_bought} servers they need" if g.servers_bought else "")
+        cost = [f"{_usd(g.config_price_usd)} to buy{servers}" if g.config_price_usd else "",
                 f"{_usd(g.config_usd_per_hour)}/h to rent" if g.config_usd_per_hour else "",
                 (f"{_usd(g.run_cost_usd)} a run" if training else f"{_usd(g.usd_per_million_tokens)} per million tokens")
                 if (g.run_cost_usd if training else g.usd_per_million_tokens) is not None else "",
@@ -218,7 +220,6 @@ def fleet_lines(a: Answer) -> list[str]:
             f"{num(r['latency_s'])} s a request, {num(r['requests_per_s'])} requests/s, "
             f"{num(r['tokens_per_s_per_gpu'])} tok/s per GPU; prompts take {num(100 * (r['prefill_share'] or 0))}% "
             "of the GPU time (continuous batching)"] + (
-            [f"  servers  ${r['buy_usd']:,.0f} to buy the GPUs with the servers they are sold in"] if r.get("buy_usd") else []) + (
             [f"  disagg   prompts on {d['prefill_gpus']} GPUs, decode on {d['decode_replicas']} × {d['decode_layout']['gpus']} "
              f"GPUs: {d['gpus']} in all ({'fewer' if d['fewer_gpus'] else 'no fewer'}), first token in {num(d['ttft_s'])} s"]
             if (d := r.get("disaggregated")) else [])

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from kb.knowledge.records_rules import Price
 
 # cost figures of a row → formula names (rules/formulas.yaml)
-ROW_COST = (N.NEEDS_SERVER_BOARD, N.CLOUD_USD_PER_HOUR, N.CONFIG_PRICE_USD, N.CONFIG_USD_PER_HOUR, N.BREAKEVEN_MONTHS,
+ROW_COST = (N.NEEDS_SERVER_BOARD, N.SERVERS_BOUGHT, N.CLOUD_USD_PER_HOUR, N.CONFIG_PRICE_USD, N.CONFIG_USD_PER_HOUR, N.BREAKEVEN_MONTHS,
             N.MEETS_TARGET, N.WITHIN_BUDGET, N.SUITS_JOB, N.CONFIG_POWER_W, N.ROOMY_FIT)
 SERVE_COST = (N.USD_PER_MILLION_TOKENS,)
 TRAIN_COST = (N.RUN_HOURS, N.RUN_COST_USD, N.GPU_HOURS)
@@ -100,6 +100,7 @@ def fill_rows(scope: Scope, rows: list[GpuRow], order: list[int], is_training: b
         row.price_usd = _num(scope, N.GPU_PRICE_USD, i)
         row.cloud_usd_per_hour = vals[N.CLOUD_USD_PER_HOUR]
         row.config_price_usd = vals[N.CONFIG_PRICE_USD]
+        row.servers_bought = int(vals[N.SERVERS_BOUGHT] or 0)
         row.config_usd_per_hour = vals[N.CONFIG_USD_PER_HOUR]
         row.breakeven_months = vals[N.BREAKEVEN_MONTHS]
         row.meets_target = None if vals[N.MEETS_TARGET] is None else bool(vals[N.MEETS_TARGET])

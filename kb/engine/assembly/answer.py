@@ -58,7 +58,8 @@ class GpuRow:
     # what it costs (rules/prices.yaml, rules/formulas.yaml); None where there is no price
     price_usd: float | None = None              # one card
     cloud_usd_per_hour: float | None = None     # one GPU-hour
-    config_price_usd: float | None = None       # every card of the row
+    config_price_usd: float | None = None       # every card of the row, modules with their servers
+    servers_bought: int = 0                     # the servers those modules are bought in (0 for cards)
     config_usd_per_hour: float | None = None    # every GPU of the row, per hour
     usd_per_million_tokens: float | None = None  # serving
     run_hours: float | None = None               # training

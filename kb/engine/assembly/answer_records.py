@@ -330,7 +330,7 @@ class Replicas(TypedDict):
     prefill_share: float | None
     usd_per_hour: float | None
     usd_per_million_tokens: float | None
-    buy_usd: float | None               # modules in the servers they need (formulas.yaml fleet_price_usd)
+    buy_usd: float | None               # modules in the servers they need (formulas.yaml config_price_usd)
     binds: str
     disaggregated: Disaggregated | None  # prefill and decode on separate workers, when it meets the targets
 

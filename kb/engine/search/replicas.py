@@ -196,7 +196,7 @@ def block(kn: Knowledge, p: Plan, figures: dict[str, Any], binding: str) -> Repl
         "prefill_share": get(N.SERVING_PREFILL_SHARE),
         "usd_per_hour": per_hour,
         N.USD_PER_MILLION_TOKENS: get(N.SERVING_USD_PER_MILLION_TOKENS),
-        "buy_usd": get(N.FLEET_PRICE_USD),
+        "buy_usd": get(N.CONFIG_PRICE_USD),
         "binds": binding, "disaggregated": None,
     }
 
@@ -237,6 +237,7 @@ def answered(w: Workload, kn: Knowledge, query: str) -> Answer | None:
         figures = {s.rule_id: s.result for s in result.trace}
     if result.gpus:
         figures.setdefault(N.CLOUD_USD_PER_HOUR, result.gpus[0].cloud_usd_per_hour)
+        figures.setdefault(N.CONFIG_PRICE_USD, result.gpus[0].config_price_usd)
     result.replicas = block(kn, p, figures, binds(kn, w, gpu, p))
     result.replicas["disaggregated"] = disaggregated(kn, w, gpu, heads, experts, p, query)
     spec = kn.query["solve"]["how_many_gpus"]

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from kb.engine.verdicts.verdict_lead import config, speed
+from kb.engine.verdicts.verdict_lead import bought, config, module_lacks, speed
 from kb.engine.verdicts.wording import say
 from kb.engine.verdicts.verdict_lead import lead as _lead
 from kb.engine.verdicts.verdict_lead import rate as _rate
@@ -190,8 +190,8 @@ def _cost(a: Answer, q: Question, kn: Knowledge) -> list[str] | None:
         if isinstance(hours, (int, float)) and g.config_usd_per_hour:     # the hours a day were asked
             month = g.config_usd_per_hour * hours * float(kn.constants[N.DAYS_PER_MONTH]["value"])
             first += say(kn, "cost_month", hours=num(hours), cost=usd(month))
-    buy = (say(kn, "cost_buy_payback", price=usd(g.config_price_usd), months=num(g.breakeven_months))
-           if g.breakeven_months else say(kn, "cost_buy", price=usd(g.config_price_usd)))
+    buy = (say(kn, "cost_buy_payback", price=bought(kn, g), months=num(g.breakeven_months))
+           if g.breakeven_months else say(kn, "cost_buy", price=bought(kn, g)))
     return [x for x in (first, buy if g.config_price_usd else None, str(q.get("outcome_text") or "")) if x]
 
 
@@ -206,7 +206,7 @@ def _compare(a: Answer, kn: Knowledge) -> list[str]:
             return say(kn, "price_run", cost=usd(g.run_cost_usd), per_hour=usd(g.config_usd_per_hour))
         if rent:
             return say(kn, "price_hour", per_hour=usd(g.config_usd_per_hour)) if g.config_usd_per_hour else None
-        return usd(g.config_price_usd) if g.config_price_usd else None
+        return bought(kn, g)
     for g in asked:
         if g.fits:
             memory = say(kn, "compare_memory_tight" if _borderline(a, g, kn) else "compare_memory",
@@ -263,7 +263,7 @@ def _which(a: Answer, q: Question, kn: Knowledge) -> list[str]:
     s = speed(kn, pick, training)
     figures = ", ".join(x for x in (_price(kn, a, pick), s) if x)
     first = say(kn, {"cost": "which_cheapest", "speed": "which_fastest"}.get(sort, "which_pick"),
-                config=config(kn, pick), said=_format_said(kn, a) or _runtime_said(kn, q, pick),
+                config=config(kn, pick), said=(_format_said(kn, a) or _runtime_said(kn, q, pick)) + module_lacks(kn, pick),
                 figures=say(kn, "which_figures", figures=figures) if figures else "")
     focus = q.get("focus")
     lead = _lead(kn, a, focus, pick) if focus in ("memory", "speed", "time") and focus != sort else None
@@ -299,7 +299,7 @@ def _price(kn: Knowledge, a: Answer, g: GpuRow) -> str | None:
     """What a configuration costs as the question counts it: per hour when renting, else to buy."""
     if a.workload.get("rent") and g.config_usd_per_hour is not None:
         return say(kn, "price_hour", per_hour=usd(g.config_usd_per_hour))
-    return usd(g.config_price_usd) if g.config_price_usd else None
+    return bought(kn, g)
 
 
 def _none_fit(a: Answer, q: Question, kn: Knowledge) -> list[str]:
@@ -328,7 +328,7 @@ def _alternatives(a: Answer, pick: GpuRow, training: bool, kn: Knowledge) -> lis
     q = a.question or {"kind": "", "vary": None, "unit": None, "value": None, "gpu": None}
     if faster:
         g = faster[0]
-        out.append(say(kn, "alt_faster", config=config(kn, g), said=_runtime_said(kn, q, g, pick),
+        out.append(say(kn, "alt_faster", config=config(kn, g), said=_runtime_said(kn, q, g, pick) + module_lacks(kn, g),
                        price=_price(kn, a, g), speed=speed(kn, g, training)))
     rent = bool(a.workload.get("rent"))
 
@@ -339,7 +339,8 @@ def _alternatives(a: Answer, pick: GpuRow, training: bool, kn: Knowledge) -> lis
     if cheaper:
         g = min(cheaper, key=lambda x: cost(x) or 0.0)
         out.append(say(kn, "alt_cheaper_tight" if tight(kn, g) else "alt_cheaper", config=config(kn, g),
-                       said=_runtime_said(kn, q, g, pick), price=_price(kn, a, g), speed=speed(kn, g, training)))
+                       said=_runtime_said(kn, q, g, pick) + module_lacks(kn, g), price=_price(kn, a, g),
+                       speed=speed(kn, g, training)))
     rentable = [g for g in [pick, *suited] if g.config_usd_per_hour is not None]
     if rentable and not rent:
         g = min(rentable, key=lambda x: x.config_usd_per_hour or 0.0)

@@ -19,6 +19,31 @@ def config(kn: Knowledge, g: GpuRow) -> str:
     return say(kn, "config", count=g.count, gpu=g.name)
 
 
+def bought(kn: Knowledge, g: GpuRow) -> str | None:
+    """What a configuration costs to buy: '$3,200', and for modules 'with the server it needs'
+    (their price, formulas.yaml config_price_usd, counts the servers they are bought in)."""
+    if not g.config_price_usd:
+        return None
+    price = usd(g.config_price_usd)
+    if g.servers_bought == 1:
+        return say(kn, "price_server", price=price)
+    return say(kn, "price_servers", price=price, count=g.servers_bought) if g.servers_bought else price
+
+
+def module_lacks(kn: Knowledge, g: GpuRow) -> str:
+    """', an SXM2 module of 2018 without BF16 or FP8 tensor cores' for a module proposed whose
+    tensor cores have no rate in a format current kernels use (query.yaml verdict.module_formats)."""
+    gpu = kn.gpus.get(g.id)
+    if gpu is None or not g.servers_bought:
+        return ""
+    rates = gpu.get("tensor_tflops") or {}
+    missing = [f.upper() for f in kn.query["verdict"].get("module_formats") or [] if not rates.get(f)]
+    if not missing:
+        return ""
+    return say(kn, "module_lacks", form=str(gpu.get("form_factor") or ""), year=gpu.get("release_year") or "",
+               formats=" or ".join(missing))
+
+
 def speed(kn: Knowledge, g: GpuRow, training: bool) -> str | None:
     """'16.8 tok/s per user' or '741 training tok/s'; None where it does not fit or is unknown."""
     if training:
