@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 
 HOLDS = N.SERVES_LOAD
 CARDS_TRIED = 4     # no card named: the fleets planned, on the cards with the most bandwidth
-RATE_STEPS = 6      # a rate asked: the users in flight are raised at most this often (near a replica's saturation, four or five)
+RATE_STEPS = 6      # a rate asked: Little's steps toward it (then as many stretched ones, for a replica at its saturation)
+RATE_NEAR = 0.95    # ...and within this share of the rate each step is stretched by the shortfall
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,25 +137,20 @@ def plan(kn: Knowledge, w: Workload, gpu: GPU, heads: int, experts: bool, holds:
     return best
 
 
-def users_for_rate(kn: Knowledge, w: Workload, figures: dict[str, Any],
-                   before: tuple[int, float] | None = None) -> int | None:
+def users_for_rate(kn: Knowledge, w: Workload, figures: dict[str, Any], push: int = 1) -> int | None:
     """A volume asked (requests or tokens a day): the requests in flight that carry it, when more
-    than the plan holds; else None. Little's law at the latency under load just computed; with the
-    users and rate of the step before (`before`), the secant through both, since the latency grows
-    with the users and the plain step would only creep up on the rate near a replica's saturation;
-    at most twice Little's step, since a replica more changes the rate in a jump."""
+    than the plan holds; else None. Little's law at the latency under load just computed: the
+    latency grows with the users, so this step stays below the fewest that carry it, and never
+    adds a replica too many; within RATE_NEAR of the rate, where it would only creep up on it near
+    a replica's saturation, the step is stretched by the shortfall `push` times more."""
     if w.tokens_per_day is None or not w.output_tokens:
         return None
     rate = float(w.tokens_per_day) / float(kn.constants[N.SECONDS_PER_DAY]["value"]) / w.output_tokens
     got, latency = figures.get(N.SERVING_REQUESTS_PER_S), figures.get(N.SERVING_LATENCY_S)
     if not isinstance(got, (int, float)) or not isinstance(latency, (int, float)) or got >= rate * (1 - 1e-9):
         return None
-    users = int(w.users or 1)
-    step = math.ceil(rate * float(latency))
-    if before is not None and got > before[1] and users > before[0]:     # at most twice Little's step
-        secant = math.ceil(users + (rate - got) * (users - before[0]) / (got - before[1]))
-        step = max(step, min(secant, 2 * step - users))
-    return max(users + 1, step)
+    stretch = (rate / float(got)) ** push if got >= rate * RATE_NEAR else 1.0
+    return max(int(w.users or 1) + 1, math.ceil(rate * float(latency) * stretch))
 
 
 def at_plan(w: Workload, p: Plan) -> Workload:
@@ -226,12 +222,11 @@ def answered(w: Workload, kn: Knowledge, query: str) -> Answer | None:
         return None
     result = ranked(at_plan(w, p), kn, query)
     figures = {s.rule_id: s.result for s in result.trace}
-    before: tuple[int, float] | None = None
-    for _ in range(RATE_STEPS):      # a rate asked: the requests in flight grow until it is met
-        more = users_for_rate(kn, w, figures, before)
+    for step in range(2 * RATE_STEPS):      # a rate asked: the requests in flight grow until it is met;
+        # past RATE_STEPS a replica at its saturation only creeps up on it: each step stretched twice as far
+        more = users_for_rate(kn, w, figures, 1 if step < RATE_STEPS else 2 ** (step - RATE_STEPS + 1))
         if more is None or (again := plan(kn, _with_users(w, more), gpu, heads, experts)) is None:
             break
-        before = (int(w.users or 1), float(figures.get(N.SERVING_REQUESTS_PER_S) or 0))
         w, p = _with_users(w, more), again
         result = ranked(at_plan(w, p), kn, query)
         figures = {s.rule_id: s.result for s in result.trace}
