@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from kb import ask
+from kb import ask, get_knowledge
 
 NIM_70B = {25: (38.75e-3, 623.4), 50: (59.73e-3, 814.37)}    # concurrency: (ITL s, output tok/s)
 NIM_70B_TTFT = {25: 0.68869, 50: 0.83451}                        # concurrency: mean TTFT s
@@ -221,3 +221,22 @@ def test_a_fleet_at_fp8_weights_is_sized_with_the_fp8_kv_cache_its_checkpoint_ca
 ])
 def test_the_fleet_kv_cache_stays_16_bit_elsewhere(query: str) -> None:
     assert _kv(ask(query).to_dict()) == "fp16"
+
+
+def test_a_fleet_prices_its_tokens_under_load_on_every_surface() -> None:
+    # a fleet's million tokens cost its hourly price over the output tokens it makes under load
+    # (prompts counted), not over decode alone: $/h ÷ 3600 ÷ tok/s × 1e6
+    from kb.present.quote import build
+    from kb.present.render import text
+
+    a = ask("how many h200 for llama-3.1-70b fp8 500 users 2000 in / 500 out at 20 tok/s ttft under 2 s")
+    r = a.replicas
+    assert r is not None
+    per_million = r["usd_per_hour"] / 3600 / r["output_tokens_per_s"] * 1e6
+    assert r["usd_per_million_tokens"] == pytest.approx(per_million, rel=1e-9)
+    cost = next(line for line in text(a).splitlines() if line.startswith("  cost "))
+    assert f"${per_million:,.2f} per million tokens under load" in cost
+    q = build(a, get_knowledge())
+    assert q.recommended is not None
+    assert q.recommended.cost == f"${per_million:,.2f} per million tokens under load"
+    assert q.recommended.speed.startswith(f"{r['tokens_per_s_per_user']:.3g}")

@@ -113,6 +113,11 @@ def _config(answer: Answer, kn: Knowledge, row: GpuRow, role: str) -> Config:
         if row.train_time_s is not None:
             speed += f", {duration(row.train_time_s)} for the run"
         cost = f"{_money(row.run_cost_usd)} per run" if row.fits and row.run_cost_usd is not None else "n/a"
+    elif (fleet := answer.replicas) and fleet.get("gpu_id") == row.id and role == "recommended":
+        # a fleet: the speed and the price of its tokens under load, prompts counted
+        speed = f"{num(fleet['tokens_per_s_per_user'])} tokens/s per user under load"
+        cost = (f"{_money(fleet['usd_per_million_tokens'])} per million tokens under load"
+                if fleet.get("usd_per_million_tokens") is not None else "n/a")
     else:
         speed = (f"{num(row.decode_tokens_per_s)} tokens/s per user"
                  if row.decode_tokens_per_s is not None else "n/a")

@@ -195,10 +195,13 @@ def key_figures(a: Answer) -> list[str]:
     if g is not None and g.fits:
         servers = (" with the server it needs" if g.servers_bought == 1 else
                    f" with the {g.servers_bought} servers they need" if g.servers_bought else "")
+        # a fleet's tokens are priced at its rate under load (the replicas block), not decode alone
+        per_million = (a.replicas or {}).get("usd_per_million_tokens") or g.usd_per_million_tokens
         cost = [f"{_usd(g.config_price_usd)} to buy{servers}" if g.config_price_usd else "",
                 f"{_usd(g.config_usd_per_hour)}/h to rent" if g.config_usd_per_hour else "",
-                (f"{_usd(g.run_cost_usd)} a run" if training else f"{_usd(g.usd_per_million_tokens)} per million tokens")
-                if (g.run_cost_usd if training else g.usd_per_million_tokens) is not None else "",
+                (f"{_usd(g.run_cost_usd)} a run" if training else f"{_usd(per_million)} per million tokens"
+                 + (" under load" if a.replicas else ""))
+                if (g.run_cost_usd if training else per_million) is not None else "",
                 f"break-even after {num(g.breakeven_months)} months of renting" if g.breakeven_months else ""]
         if any(cost):
             out.append("  cost     " + ", ".join(c for c in cost if c))
