@@ -196,7 +196,7 @@ def key_figures(a: Answer) -> list[str]:
         servers = (" with the server it needs" if g.servers_bought == 1 else
                    f" with the {g.servers_bought} servers they need" if g.servers_bought else "")
         # a fleet's tokens are priced at its rate under load (the replicas block), not decode alone
-        per_million = (a.replicas or {}).get("usd_per_million_tokens") or g.usd_per_million_tokens
+        per_million = (a.replicas["usd_per_million_tokens"] if a.replicas else None) or g.usd_per_million_tokens
         cost = [f"{_usd(g.config_price_usd)} to buy{servers}" if g.config_price_usd else "",
                 f"{_usd(g.config_usd_per_hour)}/h to rent" if g.config_usd_per_hour else "",
                 (f"{_usd(g.run_cost_usd)} a run" if training else f"{_usd(per_million)} per million tokens"
