@@ -240,3 +240,14 @@ def test_a_fleet_prices_its_tokens_under_load_on_every_surface() -> None:
     assert q.recommended is not None
     assert q.recommended.cost == f"${per_million:,.2f} per million tokens under load"
     assert q.recommended.speed.startswith(f"{r['tokens_per_s_per_user']:.3g}")
+
+
+def test_a_fleet_of_an_unrented_card_says_no_hourly_price() -> None:
+    # GB200 is sold by the NVL72 rack and listed on no on-demand price page (rules/prices.yaml):
+    # the verdict leaves the hourly price out rather than printing a placeholder
+    a = ask("how many gb200 for deepseek-r1 fp4 2000 users 2000 in / 500 out at 25 tok/s")
+    assert a.replicas is not None and a.replicas["usd_per_hour"] is None
+    assert "?" not in a.verdict and "/h" not in a.verdict
+    rented = ask("how many h200 for llama-3.1-70b fp8 500 users 2000 in / 500 out at 20 tok/s")
+    assert rented.replicas is not None
+    assert f"${rented.replicas['usd_per_hour']:g}/h" in rented.verdict

@@ -295,6 +295,7 @@ class VerdictTemplates(TypedDict):
     layout_dp_attention: str
     fleet_one_replica: str
     fleet_binds: str
+    fleet_per_hour: str
     assumption_layout: str
     layout_past_node: str
     layout_heads: str

@@ -285,6 +285,7 @@ class VerdictTemplatesSchema(Strict):
     layout_dp_attention: str
     fleet_one_replica: str
     fleet_binds: str
+    fleet_per_hour: str
     assumption_layout: str
     layout_past_node: str
     layout_heads: str

@@ -139,6 +139,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "layout_dp_attention": (),
     "fleet_one_replica": (),
     "fleet_binds": ("binds",),
+    "fleet_per_hour": ("usd_per_hour",),
     "assumption_layout": ("note",),
     "layout_past_node": ("count", "tp", "pp"),
     "layout_heads": ("count", "heads", "tp", "pp"),

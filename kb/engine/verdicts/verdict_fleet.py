@@ -43,8 +43,9 @@ def fleet(a: Answer, kn: Knowledge) -> str:
         s="" if r["replicas"] == 1 else "s", layout=layout, users_per_replica=r["users_per_replica"],
         tokens_per_s_per_user=f("tokens_per_s_per_user"), ttft_s=f(N.TTFT_S),
         tokens_per_s_per_gpu=f("tokens_per_s_per_gpu"), requests_per_s=f("requests_per_s"),
-        nodes=r["nodes"], nodes_s="" if r["nodes"] == 1 else "s", usd_per_hour=f("usd_per_hour"),
-        usd_per_million_tokens=f(N.USD_PER_MILLION_TOKENS), binds_text=binds_text)
+        nodes=r["nodes"], nodes_s="" if r["nodes"] == 1 else "s",
+        per_hour=say(kn, "fleet_per_hour", usd_per_hour=f("usd_per_hour")) if r.get("usd_per_hour") else "",
+        binds_text=binds_text)
     d = r.get("disaggregated")
     if not d or not d["fewer_gpus"]:
         return text
