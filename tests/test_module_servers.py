@@ -53,9 +53,9 @@ def test_no_module_is_offered_cheaper_than_it_is_bought() -> None:
 
 
 def test_an_old_module_says_what_it_lacks() -> None:
-    # the V100 SXM2 32GB (Volta, 2018) has FP16 tensor cores only: no BF16, no FP8 (NVIDIA's V100 datasheet)
+    # the V100 SXM2 32GB (Volta) has FP16 tensor cores only: no BF16, no FP8 (NVIDIA's V100 datasheet)
     _, v100 = _row("serve llama-3.1-8b int4 on 2x v100 sxm2")
-    assert module_lacks(KN, v100) == ", an SXM2 module of 2018 without BF16 or FP8 tensor cores"
+    assert module_lacks(KN, v100) == ", an SXM2 module without BF16 or FP8 tensor cores"
     _, h100 = _row("serve llama-3.1-70b fp8 on 8x h100 sxm")
     assert module_lacks(KN, h100) == ""          # BF16 and FP8 tensor cores: nothing to say
     _, card = _row("serve llama-3.1-8b int4 on rtx 2080 ti")

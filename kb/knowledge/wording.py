@@ -112,7 +112,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "price_hour": ("per_hour",),
     "price_server": ("price",),
     "price_servers": ("price", "count"),
-    "module_lacks": ("form", "year", "formats"),
+    "module_lacks": ("form", "formats"),
     "compare_memory": ("per_gpu", "usable"),
     "compare_memory_tight": ("per_gpu", "usable"),
     "compare_line": ("config", "figures"),

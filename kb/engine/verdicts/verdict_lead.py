@@ -31,7 +31,7 @@ def bought(kn: Knowledge, g: GpuRow) -> str | None:
 
 
 def module_lacks(kn: Knowledge, g: GpuRow) -> str:
-    """', an SXM2 module of 2018 without BF16 or FP8 tensor cores' for a module proposed whose
+    """', an SXM2 module without BF16 or FP8 tensor cores' for a module proposed whose
     tensor cores have no rate in a format current kernels use (query.yaml verdict.module_formats)."""
     gpu = kn.gpus.get(g.id)
     if gpu is None or not g.servers_bought:
@@ -40,8 +40,7 @@ def module_lacks(kn: Knowledge, g: GpuRow) -> str:
     missing = [f.upper() for f in kn.query["verdict"].get("module_formats") or [] if not rates.get(f)]
     if not missing:
         return ""
-    return say(kn, "module_lacks", form=str(gpu.get("form_factor") or ""), year=gpu.get("release_year") or "",
-               formats=" or ".join(missing))
+    return say(kn, "module_lacks", form=str(gpu.get("form_factor") or ""), formats=" or ".join(missing))
 
 
 def speed(kn: Knowledge, g: GpuRow, training: bool) -> str | None:
