@@ -52,3 +52,9 @@ def duration(seconds: float | None) -> str:
 def usd(v: float | None) -> str:
     """A dollar amount as every verdict shows it: whole dollars from $100, cents below."""
     return "n/a" if v is None else f"${v:,.0f}" if v >= 100 else f"${v:,.2f}"
+
+
+def servers_needed(count: int) -> str:
+    """How the key figures and the quote name the servers modules are bought in: 'the server it
+    needs', 'the 2 servers they need'; '' for cards (formulas.yaml servers_bought)."""
+    return "" if not count else "the server it needs" if count == 1 else f"the {count} servers they need"

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from kb.figures import duration, num
+from kb.figures import duration, num, servers_needed
 from kb.links import web_address
 from kb.knowledge import names as N
 from kb.engine import answer as engine_answer
@@ -258,9 +258,8 @@ def buy_text(c: Config) -> str:
         return "no purchase price"
     when = ", ".join(x for x in (c.buy_kind, c.buy_date) if x)
     if c.servers and c.cards_usd is not None:       # modules: the GPUs' price, and the servers'
-        them = "the server it needs" if c.servers == 1 else f"the {c.servers} servers they need"
         return (f"{_money(c.buy_usd)}: the GPUs {_money(c.cards_usd)}" + (f" ({when})" if when else "")
-                + f", {them} {_money(c.buy_usd - c.cards_usd)}")
+                + f", {servers_needed(c.servers)} {_money(c.buy_usd - c.cards_usd)}")
     return f"{_money(c.buy_usd)}" + (f" ({when})" if when else "")
 
 

@@ -11,7 +11,7 @@ import re
 import textwrap
 from typing import TYPE_CHECKING
 
-from kb.figures import duration, num
+from kb.figures import duration, num, servers_needed
 from kb.figures import BREAKDOWN_LABELS as BREAKDOWN_LABELS  # re-exported for the server
 from kb.present.explain import _values, explained
 from kb.knowledge import names as N
@@ -193,8 +193,7 @@ def key_figures(a: Answer) -> list[str]:
     if phases:
         out.append(f"  bound    {phases}")
     if g is not None and g.fits:
-        servers = (" with the server it needs" if g.servers_bought == 1 else
-                   f" with the {g.servers_bought} servers they need" if g.servers_bought else "")
+        servers = f" with {servers_needed(g.servers_bought)}" if g.servers_bought else ""
         # a fleet's tokens are priced at its rate under load (the replicas block), not decode alone
         per_million = (a.replicas["usd_per_million_tokens"] if a.replicas else None) or g.usd_per_million_tokens
         cost = [f"{_usd(g.config_price_usd)} to buy{servers}" if g.config_price_usd else "",
