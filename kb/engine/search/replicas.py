@@ -209,7 +209,7 @@ def answered(w: Workload, kn: Knowledge, query: str) -> Answer | None:
     from kb.engine.verdicts.verdict import compose
 
     model = resolve_workload(w.copy(), kn).model
-    heads, experts = int(str(model["attention_heads"])), int(str(model.get("experts") or 1)) > 1
+    heads, experts = int(str(model["attention_heads"])), int(str((model.get("moe") or {}).get("experts") or 1)) > 1
     if w.gpus and w.gpus[0].gpu_id is not None:
         gpu = kn.gpus[w.gpus[0].gpu_id]
         p = plan(kn, w, gpu, heads, experts)
