@@ -209,7 +209,8 @@ def answered(w: Workload, kn: Knowledge, query: str) -> Answer | None:
     from kb.engine.verdicts.verdict import compose
 
     model = resolve_workload(w.copy(), kn).model
-    heads, experts = int(str(model["attention_heads"])), int(str((model.get("moe") or {}).get("experts") or 1)) > 1
+    moe = model.get("moe")
+    heads, experts = int(str(model["attention_heads"])), moe is not None and int(moe["experts"]) > 1
     if w.gpus and w.gpus[0].gpu_id is not None:
         gpu = kn.gpus[w.gpus[0].gpu_id]
         p = plan(kn, w, gpu, heads, experts)
