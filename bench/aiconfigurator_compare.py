@@ -36,7 +36,7 @@ import yaml  # noqa: E402
 DATA = ROOT / "bench" / "aiconfigurator_recommend.yaml"
 COUNT_BAND = (0.75, 1.34)
 RATE_BAND = (0.70, 1.43)
-SYSTEMS = {"h100_sxm": "h100", "h200_sxm": "h200", "b200_sxm": "b200"}
+SYSTEMS = {"h100_sxm": "h100", "h200_sxm": "h200", "b200_sxm": "b200", "a100_sxm": "a100 sxm 80gb", "l40s": "l40s"}
 
 
 def cases() -> tuple[dict[str, Any], list[dict[str, Any]]]:
