@@ -257,12 +257,13 @@ def test_a_mixture_of_experts_fleet_tries_data_parallel_attention() -> None:
     # DeepSeek-V3's latent KV cache has no heads to split: under tensor parallelism all 8 ranks keep
     # every request's copy (SGLang's DP-attention docs), under data-parallel attention each rank keeps
     # only its own requests'. At 1,000 + 1,000 tokens, 0.07 GB a user at FP8 KV, a TP8 replica's
-    # cache is 8× a DP-attention replica's; so with the same 8 GPUs DP attention is a layout the
-    # search must try, and the one it keeps here (its users per replica are the larger).
+    # cache is 8× a DP-attention replica's, so on the same GPUs DP attention always holds more
+    # users: the search tries it in place of TP for such a model, and TP alone for a dense one.
     from kb.engine.search.replicas import layouts
 
     kn = get_knowledge()
-    assert (8, 1, True) in layouts(kn, 128, True)
+    assert (8, 1, True) in layouts(kn, 128, True) and (8, 1, False) not in layouts(kn, 128, True)
+    assert (8, 1, False) in layouts(kn, 64, False)
     a = ask("how many h200 for deepseek-v3 fp8 202 users 1000 in / 1000 out at 25 tok/s ttft under 2 s").to_dict()
     assert a["replicas"]["layout"]["dp_attention"] is True
     b = ask("how many h200 for llama-3.1-70b fp8 202 users 1000 in / 1000 out at 25 tok/s").to_dict()

@@ -61,15 +61,17 @@ def applies(kn: Knowledge, w: Workload) -> bool:
 
 def layouts(kn: Knowledge, heads: int, experts: bool) -> list[tuple[int, int, bool]]:
     """The replica layouts tried, smallest first: tensor parallel 1, 2, 4… inside a node (dividing
-    the attention heads), then whole nodes as pipeline stages; for a mixture of experts each split
-    also with data-parallel attention (experts spread over the ranks, each rank the KV cache of its
-    own requests)."""
+    the attention heads), then whole nodes as pipeline stages. Where `experts` (a mixture of
+    experts with latent attention) a split of more than one GPU is tried with data-parallel
+    attention instead (experts spread over the ranks, each rank the KV cache of its own requests):
+    under tensor parallelism every rank would hold and read the whole latent cache (formulas.yaml
+    kv_tp_split, kv_replication), so data parallelism holds more users on the same GPUs."""
     node = int(kn.constants[N.GPUS_PER_NODE]["value"])
     most = int(kn.constants[N.MAX_GPU_COUNT]["value"])
     inside = [t for t in range(1, node + 1) if node % t == 0 and heads % t == 0]
     top = inside[-1]
     found = [(t, 1) for t in inside] + [(top, p) for p in range(2, most // top + 1) if top * p % node == 0]
-    return [(t, p, dp) for t, p in found for dp in ((False, True) if experts and t > 1 else (False,))]
+    return [(t, p, experts and t > 1) for t, p in found]
 
 
 def _trial(w: Workload, tp: int, pp: int, dp_attention: bool) -> Workload:
@@ -210,7 +212,10 @@ def answered(w: Workload, kn: Knowledge, query: str) -> Answer | None:
 
     model = resolve_workload(w.copy(), kn).model
     moe = model.get("moe")
-    heads, experts = int(str(model["attention_heads"])), moe is not None and int(moe["experts"]) > 1
+    # data-parallel attention changes the figures only where tensor parallelism would copy a latent
+    # cache to every rank (formulas.yaml kv_tp_split); elsewhere they are tensor parallelism's
+    heads = int(str(model["attention_heads"]))
+    experts = moe is not None and int(moe["experts"]) > 1 and model.get("attention") == "mla"
     if w.gpus and w.gpus[0].gpu_id is not None:
         gpu = kn.gpus[w.gpus[0].gpu_id]
         p = plan(kn, w, gpu, heads, experts)
