@@ -27,7 +27,10 @@ if TYPE_CHECKING:
     from kb.engine.assembly.answer_records import Disaggregated, Question, Replicas
     from kb.knowledge.data import Knowledge
     from kb.knowledge.records import GPU
+    from kb.engine.search.probes import Probes
     from kb.query.workload import Workload
+
+    Kept = dict[tuple[str, int, int, bool], Probes]
 
 HOLDS = N.SERVES_LOAD
 CARDS_TRIED = 4     # no card named: the fleets planned, on the cards with the most bandwidth
@@ -83,15 +86,22 @@ def _trial(w: Workload, tp: int, pp: int, dp_attention: bool) -> Workload:
 
 
 def _serves(kn: Knowledge, w: Workload, gpu: GPU, tp: int, pp: int, dp_attention: bool,
-            holds: str = HOLDS, least: int = 1) -> int | None:
+            holds: str = HOLDS, least: int = 1, kept: Kept | None = None) -> int | None:
     """The most users one replica of tp × pp GPUs serves within the targets (None: not `least`,
-    the fewest that keep the fleet within the most GPUs kbq sizes)."""
+    the fewest that keep the fleet within the most GPUs kbq sizes). `kept`: the probes of one
+    question's searches by card and layout, shared by its steps toward a rate (a probe sets the
+    users it tries, so it is the same whatever users the step asks)."""
     from kb.engine.search.probes import Probes
     from kb.engine.search.solve import largest_fitting
 
     trial = _trial(w, tp, pp, dp_attention)
-    found, _ = largest_fitting(kn, trial, N.USERS, least, max(least, int(w.users or 1)), gpu, tp * pp, holds,
-                               Probes(kn, trial, [gpu]))
+    key = (str(gpu["id"]), tp, pp, dp_attention)
+    probes = kept.get(key) if kept is not None else None
+    if probes is None:
+        probes = Probes(kn, trial, [gpu])
+        if kept is not None:
+            kept[key] = probes
+    found, _ = largest_fitting(kn, trial, N.USERS, least, max(least, int(w.users or 1)), gpu, tp * pp, holds, probes)
     return int(found) if found else None
 
 
@@ -114,7 +124,8 @@ def binds(kn: Knowledge, w: Workload, gpu: GPU, p: Plan) -> str:
     return "per-user speed"
 
 
-def plan(kn: Knowledge, w: Workload, gpu: GPU, heads: int, experts: bool, holds: str = HOLDS) -> Plan | None:
+def plan(kn: Knowledge, w: Workload, gpu: GPU, heads: int, experts: bool, holds: str = HOLDS,
+         kept: Kept | None = None) -> Plan | None:
     """The fewest GPUs of this card whose replicas serve every user within the targets; of equal
     counts, the one whose replicas have room for the most users. None when no layout up to the
     most GPUs kbq sizes serves even one user."""
@@ -127,7 +138,7 @@ def plan(kn: Knowledge, w: Workload, gpu: GPU, heads: int, experts: bool, holds:
         size = tp * pp
         if (best is not None and size > best.gpus) or spent() is not None:
             break           # no larger replica takes fewer GPUs; or the server's search budget is used up
-        each = _serves(kn, w, gpu, tp, pp, dpa, holds, max(1, math.ceil(users * size / most)))
+        each = _serves(kn, w, gpu, tp, pp, dpa, holds, max(1, math.ceil(users * size / most)), kept)
         if not each:
             continue
         replicas = math.ceil(users / each)
@@ -216,11 +227,12 @@ def answered(w: Workload, kn: Knowledge, query: str) -> Answer | None:
     # cache to every rank (formulas.yaml kv_tp_split); elsewhere they are tensor parallelism's
     heads = int(str(model["attention_heads"]))
     experts = moe is not None and int(moe["experts"]) > 1 and model.get("attention") == "mla"
+    kept: Kept = {}
     if w.gpus and w.gpus[0].gpu_id is not None:
         gpu = kn.gpus[w.gpus[0].gpu_id]
-        p = plan(kn, w, gpu, heads, experts)
+        p = plan(kn, w, gpu, heads, experts, kept=kept)
     else:
-        found = _cheapest(kn, w, _cards(kn, w), heads, experts)
+        found = _cheapest(kn, w, _cards(kn, w), heads, experts, kept)
         if found is None:
             return None
         gpu, p = found
@@ -231,7 +243,7 @@ def answered(w: Workload, kn: Knowledge, query: str) -> Answer | None:
     for step in range(2 * RATE_STEPS):      # a rate asked: the requests in flight grow until it is met;
         # past RATE_STEPS a replica at its saturation only creeps up on it: each step stretched twice as far
         more = users_for_rate(kn, w, figures, 1 if step < RATE_STEPS else 2 ** (step - RATE_STEPS + 1))
-        if more is None or (again := plan(kn, _with_users(w, more), gpu, heads, experts)) is None:
+        if more is None or (again := plan(kn, _with_users(w, more), gpu, heads, experts, kept=kept)) is None:
             break
         w, p = _with_users(w, more), again
         result = ranked(at_plan(w, p), kn, query)
@@ -240,7 +252,7 @@ def answered(w: Workload, kn: Knowledge, query: str) -> Answer | None:
         figures.setdefault(N.CLOUD_USD_PER_HOUR, result.gpus[0].cloud_usd_per_hour)
         figures.setdefault(N.CONFIG_PRICE_USD, result.gpus[0].config_price_usd)
     result.replicas = block(kn, p, figures, binds(kn, w, gpu, p))
-    result.replicas["disaggregated"] = disaggregated(kn, w, gpu, heads, experts, p, query)
+    result.replicas["disaggregated"] = disaggregated(kn, w, gpu, heads, experts, p, query, kept)
     spec = kn.query["solve"]["how_many_gpus"]
     result.question = cast("Question", {
         **(result.question or {}), "kind": "how_many_gpus", "vary": N.GPU_COUNT, "unit": spec["unit"],
@@ -253,7 +265,7 @@ def answered(w: Workload, kn: Knowledge, query: str) -> Answer | None:
 
 
 def disaggregated(kn: Knowledge, w: Workload, gpu: GPU, heads: int, experts: bool, colocated: Plan,
-                  query: str) -> Disaggregated | None:
+                  query: str, kept: Kept | None = None) -> Disaggregated | None:
     """The same users on decode workers that only decode (each holding its share at the per-user
     speed: formulas.yaml serves_at_floor) and prefill workers of the same layout for the prompts
     (formulas.yaml disagg_*: their number at the request rate, the first token with the KV cache
@@ -261,7 +273,7 @@ def disaggregated(kn: Knowledge, w: Workload, gpu: GPU, heads: int, experts: boo
     no decode layout serves a user or the first token misses the bound asked."""
     from kb.engine.run import ranked
 
-    d = plan(kn, w, gpu, heads, experts, N.SERVES_AT_FLOOR)
+    d = plan(kn, w, gpu, heads, experts, N.SERVES_AT_FLOOR, kept)
     if d is None:
         return None
     a = ranked(at_plan(w, d), kn, query, brief=False)
@@ -298,9 +310,10 @@ def _cards(kn: Knowledge, w: Workload) -> list[GPU]:
     return sorted(cards, key=lambda g: -float(g["bandwidth_gb_s"] or 0))[:CARDS_TRIED]
 
 
-def _cheapest(kn: Knowledge, w: Workload, cards: list[GPU], heads: int, experts: bool) -> tuple[GPU, Plan] | None:
+def _cheapest(kn: Knowledge, w: Workload, cards: list[GPU], heads: int, experts: bool,
+              kept: Kept | None = None) -> tuple[GPU, Plan] | None:
     """The card whose fleet costs least an hour to rent (the plan on each)."""
-    plans = [(g, p) for g in cards if (p := plan(kn, w, g, heads, experts)) is not None]
+    plans = [(g, p) for g in cards if (p := plan(kn, w, g, heads, experts, kept=kept)) is not None]
     if not plans:
         return None
     return min(plans, key=lambda gp: float(gp[0][N.CLOUD_USD_PER_HOUR] or 0) * gp[1].gpus)
