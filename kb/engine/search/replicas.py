@@ -166,6 +166,18 @@ def users_for_rate(kn: Knowledge, w: Workload, figures: dict[str, Any], push: in
     return max(int(w.users or 1) + 1, math.ceil(rate * float(latency) * stretch))
 
 
+def in_flight(kn: Knowledge, w: Workload, figures: dict[str, Any]) -> str:
+    """The users a request rate came to, said as Little's law gives them: the requests in flight
+    are the rate times each request's time under load."""
+    from kb.figures import num
+
+    rate = float(w.tokens_per_day or 0) / float(kn.constants[N.SECONDS_PER_DAY]["value"]) / float(w.output_tokens or 1)
+    latency = figures.get(N.SERVING_LATENCY_S)
+    each = f" × {num(float(latency))} s each under load" if isinstance(latency, (int, float)) else ""
+    return (f"concurrent users: {int(w.users or 1)}, the requests in flight at {num(rate)} requests/s{each} "
+            f"(Little's law), each request's context its prompt and output ({w.context_tokens} tokens)")
+
+
 def at_plan(w: Workload, p: Plan) -> Workload:
     """The workload answered at the plan: every user on replicas × (tp × pp) GPUs of the card."""
     from kb.query.workload import GpuRequest
@@ -248,6 +260,9 @@ def answered(w: Workload, kn: Knowledge, query: str) -> Answer | None:
         w, p = _with_users(w, more), again
         result = ranked(at_plan(w, p), kn, query)
         figures = {s.rule_id: s.result for s in result.trace}
+    if w.tokens_per_day is not None:
+        result.assumptions = [s for s in result.assumptions if not s.startswith("concurrent users:")]
+        result.assumptions.append(in_flight(kn, w, figures))
     if result.gpus:
         figures.setdefault(N.CLOUD_USD_PER_HOUR, result.gpus[0].cloud_usd_per_hour)
         figures.setdefault(N.CONFIG_PRICE_USD, result.gpus[0].config_price_usd)
