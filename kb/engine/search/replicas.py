@@ -127,13 +127,15 @@ def binds(kn: Knowledge, w: Workload, gpu: GPU, p: Plan) -> str:
 def plan(kn: Knowledge, w: Workload, gpu: GPU, heads: int, experts: bool, holds: str = HOLDS,
          kept: Kept | None = None) -> Plan | None:
     """The fewest GPUs of this card whose replicas serve every user within the targets; of equal
-    counts, the one whose replicas have room for the most users. None when no layout up to the
-    most GPUs kbq sizes serves even one user."""
+    counts, the one whose replicas have room for the most users. Stages over more nodes are tried
+    while each holds more users a GPU than the last. None when no layout up to the most GPUs kbq
+    sizes serves even one user."""
     from kb.engine.search.budget import spent
 
     users = int(w.users or 1)
     most = int(kn.constants[N.MAX_GPU_COUNT]["value"])
     best: Plan | None = None
+    per_gpu = 0.0           # users per GPU of the last layout that served any
     for tp, pp, dpa in layouts(kn, heads, experts):
         size = tp * pp
         if (best is not None and size > best.gpus) or spent() is not None:
@@ -141,6 +143,10 @@ def plan(kn: Knowledge, w: Workload, gpu: GPU, heads: int, experts: bool, holds:
         each = _serves(kn, w, gpu, tp, pp, dpa, holds, max(1, math.ceil(users * size / most)), kept)
         if not each:
             continue
+        if pp > 1 and each / size < per_gpu:
+            break           # another node a replica holds fewer users a GPU: its weights no longer
+            # crowd its cache out, so more stages only add GPUs (and the hops between them)
+        per_gpu = each / size
         replicas = math.ceil(users / each)
         if replicas * size > most:
             continue
