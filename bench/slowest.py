@@ -5,7 +5,9 @@
 The corpus is tests/test_same_answers.py's (every GPU, model, precision and runtime, in every
 kind of question) and the capacity questions of the reverse-sizing searches that name no GPU
 (how many GPUs for each model, alone and with a task, a precision or a target: the catalogue
-searched), each answered as `kbq --json` answers it (kb.ask, then Answer.to_dict), after a warm-up
+searched), and the fleet questions of bench/aiconfigurator_compare.py (traffic and targets in,
+replicas out: each on its card, on no card named, and at AIConfigurator's configuration), each
+answered as `kbq --json` answers it (kb.ask, then Answer.to_dict), after a warm-up
 answer of the same query. The time of a query is the fastest of its runs (two; the forty slowest
 six more), in CPU time of this process (the machine is shared: wall time would count the moments
 another process holds the core; the answer does no I/O, so its CPU time is its time on an idle
@@ -37,7 +39,21 @@ def corpus() -> list[str]:
               "at 128k context", "at 20 tok/s", "ttft under 1 s"]
     for i, m in enumerate(models):
         out.append(f"how many gpus for {m['id']} {extras[i % len(extras)]}".strip())
-    return list(dict.fromkeys(q for q in out if q))
+    return list(dict.fromkeys(q for q in out + fleets() if q))
+
+
+def fleets() -> list[str]:
+    """The capacity questions of the AIConfigurator comparison (bench/aiconfigurator_compare.py):
+    each as asked of its card, with no card named (the fleets planned on the catalogue's serving
+    cards), and at AIConfigurator's configuration."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from aiconfigurator_compare import SYSTEMS, at_configuration, cases, question
+
+    out = []
+    for c in cases()[1]:
+        q = question(c)
+        out += [q, q.replace(f"how many {SYSTEMS[c['system']]} for", "how many gpus for", 1), at_configuration(c)]
+    return out
 
 
 def timings(queries: list[str], repeats: int) -> list[tuple[float, str]]:
