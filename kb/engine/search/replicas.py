@@ -173,15 +173,17 @@ def users_for_rate(kn: Knowledge, w: Workload, figures: dict[str, Any], push: in
 
 
 def in_flight(kn: Knowledge, w: Workload, figures: dict[str, Any]) -> str:
-    """The users a request rate came to, said as Little's law gives them: the requests in flight
-    are the rate times each request's time under load."""
+    """The users a request rate came to, said as Little's law relates them: the requests in flight
+    are the requests a second the fleet carries times each request's time under load."""
     from kb.figures import num
 
     rate = float(w.tokens_per_day or 0) / float(kn.constants[N.SECONDS_PER_DAY]["value"]) / float(w.output_tokens or 1)
-    latency = figures.get(N.SERVING_LATENCY_S)
-    each = f" × {num(float(latency))} s each under load" if isinstance(latency, (int, float)) else ""
-    return (f"concurrent users: {int(w.users or 1)}, the requests in flight at {num(rate)} requests/s{each} "
-            f"(Little's law), each request's context its prompt and output ({w.context_tokens} tokens)")
+    got, latency = figures.get(N.SERVING_REQUESTS_PER_S), figures.get(N.SERVING_LATENCY_S)
+    carried = (f", carrying {num(float(got))} requests/s ({num(rate)} asked) at {num(float(latency))} s a request "
+               "under load (Little's law: requests in flight = requests/s × each one's time)"
+               if isinstance(got, (int, float)) and isinstance(latency, (int, float)) else "")
+    return (f"concurrent users: {int(w.users or 1)}, the requests in flight the fleet is sized for{carried}; "
+            f"each request's context its prompt and output ({w.context_tokens} tokens)")
 
 
 def at_plan(w: Workload, p: Plan) -> Workload:
