@@ -50,8 +50,9 @@ def settle(kn: Knowledge, w: Workload, query: str) -> None:
              and kn.runtimes[w.runtime]["multi_gpu"] != "tensor_parallel")
     # ...and those replicas step toward the rate under load themselves (replicas.users_for_rate),
     # so they take only the first step here: the users one request's decode speed calls for
-    replicas = (w.question == "how_many_gpus" and w.tp is None and w.pp is None
-                and (w.runtime is None or kn.runtimes[w.runtime]["multi_gpu"] == "tensor_parallel"))
+    from kb.engine.search.replicas import fleet_question
+
+    replicas = fleet_question(kn, w)
     users, speed, config = 1, 0.0, ""
     for _ in range(1 if replicas else STEPS):
         probe = w.copy()

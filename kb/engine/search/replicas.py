@@ -54,17 +54,22 @@ class Plan:
         return self.replicas * self.replica_gpus
 
 
-def applies(kn: Knowledge, w: Workload) -> bool:
-    """A how-many question about serving several users (or a volume) on a runtime that splits
-    layers by tensor parallelism, with no layout named."""
+def fleet_question(kn: Knowledge, w: Workload) -> bool:
+    """A how-many question about serving, on a runtime that splits layers by tensor parallelism,
+    with no layout named: answered as replicas of a layout once it has several users."""
     return (w.question == "how_many_gpus" and w.task not in kn.query["training_tasks"]
-            and (w.users or 1) > 1 and w.tp is None and w.pp is None
+            and w.tp is None and w.pp is None
             and (w.runtime is None or kn.runtimes[w.runtime]["multi_gpu"] == "tensor_parallel"))
 
 
-def layouts(kn: Knowledge, heads: int, experts: bool) -> list[tuple[int, int, bool]]:
+def applies(kn: Knowledge, w: Workload) -> bool:
+    """A fleet question (fleet_question) about serving several users (or a volume)."""
+    return fleet_question(kn, w) and (w.users or 1) > 1
+
+
+def layouts(kn: Knowledge, heads: int, dpa: bool) -> list[tuple[int, int, bool]]:
     """The replica layouts tried, smallest first: tensor parallel 1, 2, 4… inside a node (dividing
-    the attention heads), then whole nodes as pipeline stages. Where `experts` (a mixture of
+    the attention heads), then whole nodes as pipeline stages. Where `dpa` (a mixture of
     experts with latent attention) a split of more than one GPU is tried with data-parallel
     attention instead (experts spread over the ranks, each rank the KV cache of its own requests):
     under tensor parallelism every rank would hold and read the whole latent cache (formulas.yaml
@@ -74,7 +79,7 @@ def layouts(kn: Knowledge, heads: int, experts: bool) -> list[tuple[int, int, bo
     inside = [t for t in range(1, node + 1) if node % t == 0 and heads % t == 0]
     top = inside[-1]
     found = [(t, 1) for t in inside] + [(top, p) for p in range(2, most // top + 1) if top * p % node == 0]
-    return [(t, p, experts and t > 1) for t, p in found]
+    return [(t, p, dpa and t > 1) for t, p in found]
 
 
 def _trial(w: Workload, tp: int, pp: int, dp_attention: bool) -> Workload:
@@ -124,7 +129,7 @@ def binds(kn: Knowledge, w: Workload, gpu: GPU, p: Plan) -> str:
     return "per-user speed"
 
 
-def plan(kn: Knowledge, w: Workload, gpu: GPU, heads: int, experts: bool, holds: str = HOLDS,
+def plan(kn: Knowledge, w: Workload, gpu: GPU, heads: int, dpa: bool, holds: str = HOLDS,
          kept: Kept | None = None) -> Plan | None:
     """The fewest GPUs of this card whose replicas serve every user within the targets; of equal
     counts, the one whose replicas have room for the most users. Stages over more nodes are tried
@@ -136,11 +141,11 @@ def plan(kn: Knowledge, w: Workload, gpu: GPU, heads: int, experts: bool, holds:
     most = int(kn.constants[N.MAX_GPU_COUNT]["value"])
     best: Plan | None = None
     per_gpu = 0.0           # users per GPU of the last layout that served any
-    for tp, pp, dpa in layouts(kn, heads, experts):
+    for tp, pp, with_dpa in layouts(kn, heads, dpa):
         size = tp * pp
         if (best is not None and size > best.gpus) or spent() is not None:
             break           # no larger replica takes fewer GPUs; or the server's search budget is used up
-        each = _serves(kn, w, gpu, tp, pp, dpa, holds, max(1, math.ceil(users * size / most)), kept)
+        each = _serves(kn, w, gpu, tp, pp, with_dpa, holds, max(1, math.ceil(users * size / most)), kept)
         if not each:
             continue
         if pp > 1 and each / size < per_gpu:
@@ -150,7 +155,7 @@ def plan(kn: Knowledge, w: Workload, gpu: GPU, heads: int, experts: bool, holds:
         replicas = math.ceil(users / each)
         if replicas * size > most:
             continue
-        p = Plan(gpu["id"], tp, pp, dpa, size, each, replicas, users)
+        p = Plan(gpu["id"], tp, pp, with_dpa, size, each, replicas, users)
         if best is None or (p.gpus, -p.per_replica * p.replicas) < (best.gpus, -best.per_replica * best.replicas):
             best = p
     return best
@@ -246,13 +251,13 @@ def answered(w: Workload, kn: Knowledge, query: str) -> Answer | None:
     # data-parallel attention changes the figures only where tensor parallelism would copy a latent
     # cache to every rank (formulas.yaml kv_tp_split); elsewhere they are tensor parallelism's
     heads = int(str(model["attention_heads"]))
-    experts = moe is not None and int(moe["experts"]) > 1 and model.get("attention") == "mla"
+    dpa = moe is not None and int(moe["experts"]) > 1 and model.get("attention") == "mla"
     kept: Kept = {}
     if w.gpus and w.gpus[0].gpu_id is not None:
         gpu = kn.gpus[w.gpus[0].gpu_id]
-        p = plan(kn, w, gpu, heads, experts, kept=kept)
+        p = plan(kn, w, gpu, heads, dpa, kept=kept)
     else:
-        found = _cheapest(kn, w, _cards(kn, w), heads, experts, kept)
+        found = _cheapest(kn, w, _cards(kn, w), heads, dpa, kept)
         if found is None:
             return None
         gpu, p = found
@@ -263,7 +268,7 @@ def answered(w: Workload, kn: Knowledge, query: str) -> Answer | None:
     for step in range(2 * RATE_STEPS):      # a rate asked: the requests in flight grow until it is met;
         # past RATE_STEPS a replica at its saturation only creeps up on it: each step stretched twice as far
         more = users_for_rate(kn, w, figures, 1 if step < RATE_STEPS else 2 ** (step - RATE_STEPS + 1))
-        if more is None or (again := plan(kn, _with_users(w, more), gpu, heads, experts, kept=kept)) is None:
+        if more is None or (again := plan(kn, _with_users(w, more), gpu, heads, dpa, kept=kept)) is None:
             break
         w, p = _with_users(w, more), again
         result = ranked(at_plan(w, p), kn, query)
@@ -275,7 +280,7 @@ def answered(w: Workload, kn: Knowledge, query: str) -> Answer | None:
         figures.setdefault(N.CLOUD_USD_PER_HOUR, result.gpus[0].cloud_usd_per_hour)
         figures.setdefault(N.CONFIG_PRICE_USD, result.gpus[0].config_price_usd)
     result.replicas = block(kn, p, figures, binds(kn, w, gpu, p))
-    result.replicas["disaggregated"] = disaggregated(kn, w, gpu, heads, experts, p, query, kept)
+    result.replicas["disaggregated"] = disaggregated(kn, w, gpu, heads, dpa, p, query, kept)
     spec = kn.query["solve"]["how_many_gpus"]
     result.question = cast("Question", {
         **(result.question or {}), "kind": "how_many_gpus", "vary": N.GPU_COUNT, "unit": spec["unit"],
@@ -287,7 +292,7 @@ def answered(w: Workload, kn: Knowledge, query: str) -> Answer | None:
     return result
 
 
-def disaggregated(kn: Knowledge, w: Workload, gpu: GPU, heads: int, experts: bool, colocated: Plan,
+def disaggregated(kn: Knowledge, w: Workload, gpu: GPU, heads: int, dpa: bool, colocated: Plan,
                   query: str, kept: Kept | None = None) -> Disaggregated | None:
     """The same users on decode workers that only decode (each holding its share at the per-user
     speed: formulas.yaml serves_at_floor) and prefill workers of the same layout for the prompts
@@ -296,7 +301,7 @@ def disaggregated(kn: Knowledge, w: Workload, gpu: GPU, heads: int, experts: boo
     no decode layout serves a user or the first token misses the bound asked."""
     from kb.engine.run import ranked
 
-    d = plan(kn, w, gpu, heads, experts, N.SERVES_AT_FLOOR, kept)
+    d = plan(kn, w, gpu, heads, dpa, N.SERVES_AT_FLOOR, kept)
     if d is None:
         return None
     a = ranked(at_plan(w, d), kn, query, brief=False)
@@ -333,10 +338,10 @@ def _cards(kn: Knowledge, w: Workload) -> list[GPU]:
     return sorted(cards, key=lambda g: -float(g["bandwidth_gb_s"] or 0))[:CARDS_TRIED]
 
 
-def _cheapest(kn: Knowledge, w: Workload, cards: list[GPU], heads: int, experts: bool,
+def _cheapest(kn: Knowledge, w: Workload, cards: list[GPU], heads: int, dpa: bool,
               kept: Kept | None = None) -> tuple[GPU, Plan] | None:
     """The card whose fleet costs least an hour to rent (the plan on each)."""
-    plans = [(g, p) for g in cards if (p := plan(kn, w, g, heads, experts, kept=kept)) is not None]
+    plans = [(g, p) for g in cards if (p := plan(kn, w, g, heads, dpa, kept=kept)) is not None]
     if not plans:
         return None
     return min(plans, key=lambda gp: float(gp[0][N.CLOUD_USD_PER_HOUR] or 0) * gp[1].gpus)
