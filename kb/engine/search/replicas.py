@@ -169,7 +169,7 @@ def users_for_rate(kn: Knowledge, w: Workload, figures: dict[str, Any], push: in
     a replica's saturation, the step is stretched by the shortfall `push` times more."""
     if w.tokens_per_day is None or not w.output_tokens:
         return None
-    rate = float(w.tokens_per_day) / float(kn.constants[N.SECONDS_PER_DAY]["value"]) / w.output_tokens
+    rate = requests_asked(kn, w)
     got, latency = figures.get(N.SERVING_REQUESTS_PER_S), figures.get(N.SERVING_LATENCY_S)
     if not isinstance(got, (int, float)) or not isinstance(latency, (int, float)) or got >= rate * (1 - 1e-9):
         return None
@@ -177,12 +177,17 @@ def users_for_rate(kn: Knowledge, w: Workload, figures: dict[str, Any], push: in
     return max(int(w.users or 1) + 1, math.ceil(rate * float(latency) * stretch))
 
 
+def requests_asked(kn: Knowledge, w: Workload) -> float:
+    """The requests a second a volume asks (its tokens a day over each request's output)."""
+    return float(w.tokens_per_day or 0) / float(kn.constants[N.SECONDS_PER_DAY]["value"]) / float(w.output_tokens or 1)
+
+
 def in_flight(kn: Knowledge, w: Workload, figures: dict[str, Any]) -> str:
     """The users a request rate came to, said as Little's law relates them: the requests in flight
     are the requests a second the fleet carries times each request's time under load."""
     from kb.figures import num
 
-    rate = float(w.tokens_per_day or 0) / float(kn.constants[N.SECONDS_PER_DAY]["value"]) / float(w.output_tokens or 1)
+    rate = requests_asked(kn, w)
     got, latency = figures.get(N.SERVING_REQUESTS_PER_S), figures.get(N.SERVING_LATENCY_S)
     carried = (f", carrying {num(float(got))} requests/s ({num(rate)} asked) at {num(float(latency))} s a request "
                "under load (Little's law: requests in flight = requests/s × each one's time)"
