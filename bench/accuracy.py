@@ -130,20 +130,34 @@ def predict(m: dict[str, Any], kn: Any) -> tuple[float | None, dict[str, float],
     if value is None and not g["fits"] and kind in SPEED_FORMULA:
         value = speed_if_it_fitted(q, kn, SPEED_FORMULA[kind])
     if kind == "aggregate_tokens_per_s":
-        value = served_under_load(a, value)
+        value = served_under_load(a, value, whole_run=m.get("timed") == "whole_run")
     return value, simple_rules(kind, a, kn), None
 
 
-def served_under_load(a: dict[str, Any], decode_only: float | None) -> float | None:
+def served_under_load(a: dict[str, Any], decode_only: float | None, whole_run: bool = False) -> float | None:
     """A throughput measured at a concurrency of N users with stated prompts (each user sends its
     next request when the last one ends) counts the prompts' prefill in its time, as kbq's
-    continuous-batching figures do (rules/formulas.yaml serving_requests_per_s × output tokens);
-    a static batch (`batch N`) or prompt-less users keep the decode-only aggregate.
-    In: the answer as data and its decode-only aggregate. Out: the figure to compare."""
+    continuous-batching figures do (rules/formulas.yaml serving_requests_per_s × output tokens).
+    A static batch (`batch N`) benchmark that times its whole run (the measurement's `timed:
+    whole_run`: TensorRT-LLM's and LMDeploy's static throughput tables) counts the batch's prompts
+    at kbq's prefill rate before its outputs; other static batches and prompt-less users keep the
+    decode-only aggregate.
+    In: the answer as data, its decode-only aggregate, whether the benchmark timed its whole run.
+    Out: the figure to compare."""
     w = a["workload"]
-    if w["users"] <= 1 or w["batch"] != 1 or not w.get("prompt_tokens") or not w.get("output_tokens"):
+    if not w.get("prompt_tokens") or not w.get("output_tokens") or decode_only is None:
         return decode_only
     got = {s["rule_id"]: s["result"] for s in a.get("trace") or []}
+    if w["batch"] > 1:
+        if not whole_run:
+            return decode_only
+        prefill = got.get("prefill_tokens_per_s")
+        if not isinstance(prefill, (int, float)) or prefill <= 0:
+            return decode_only
+        b, p, o = float(w["batch"]), float(w["prompt_tokens"]), float(w["output_tokens"])
+        return b * o / (b * p / prefill + b * o / decode_only)
+    if w["users"] <= 1:
+        return decode_only
     rate = got.get("serving_requests_per_s")
     return rate * float(w["output_tokens"]) if isinstance(rate, (int, float)) and rate > 0 else decode_only
 
