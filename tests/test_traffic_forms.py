@@ -113,3 +113,67 @@ def test_capacity_questions_as_sizing_tools_state_them(q: str, users: int, speed
     w = parse(q, KN)
     assert (w.users, w.speed_floor_tok_s, w.ttft_max_s) == (users, pytest.approx(speed), ttft)
     assert (w.question == "how_many_gpus") is count_question
+
+
+@pytest.mark.parametrize("q, users, speed, ttft, percentile", [
+    # a time per output token written after its duration, not a cost per token
+    ("how many h200 for llama-3.1-70b 500 users 2k in 500 out 50 ms per output token", 500, 20.0, None, None),
+    ("how many h200 for llama-3.1-70b 500 users 2k in 500 out ttft 2 s and 40 ms per token", 500, 25.0, 2.0, None),
+    ("serve llama-3.1-70b on 4x h100 with 20 users at 30 ms a token", 20, 1 / 0.030, None, None),
+    # 'number of' asks how many; averages and the median as people write them
+    ("number of h100 needed for qwen3-32b, 20 users, avg prompt 800 tokens, avg completion 200 tokens, "
+     "p50 ttft 500ms", 20, None, 0.5, 50),
+    ("how many h100 for llama-3.1-8b 20 users average input 1500 tokens median ttft 1 s", 20, None, 1.0, 50),
+])
+def test_latency_targets_and_averages_as_people_write_them(q: str, users: int, speed: float | None,
+                                                           ttft: float | None, percentile: float | None) -> None:
+    w = parse(q, KN)
+    assert w.users == users
+    assert w.speed_floor_tok_s == (None if speed is None else pytest.approx(speed))
+    assert (w.ttft_max_s, w.ttft_percentile) == (ttft, percentile)
+    assert w.focus != "cost"
+
+
+def test_a_cost_per_token_is_still_a_cost() -> None:
+    """'per token' after no duration stays the cost phrase it was ('cost per token for 8b on an
+    l4'), and 'what does … cost' asks the cost, not the fit 'does' alone would ask."""
+    assert parse("cost per token for llama-3.1-8b on an l4", KN).focus == "cost"
+    assert parse("what does llama-3.1-8b cost per 1M output tokens on h100", KN).focus == "cost"
+
+
+@pytest.mark.parametrize("q, per_day", [
+    ("how many h200 for qwen3-235b-a22b 2 million tokens per minute", 2e6 * 1440),
+    ("how many h200 for qwen3-235b-a22b 90M tokens per hour", 90e6 * 24),
+])
+def test_tokens_a_minute_or_an_hour_are_a_daily_volume(q: str, per_day: float) -> None:
+    w = parse(q, KN)
+    assert w.tokens_per_day == pytest.approx(per_day)
+    assert w.question == "how_many_gpus"
+
+
+@pytest.mark.parametrize("q", [
+    "how many 8-gpu h100 servers for llama-3.1-405b 100 users",
+    "how many 8-GPU H100 nodes to serve llama-3.1-405b to 100 users",
+])
+def test_an_eight_gpu_server_named_before_its_card(q: str) -> None:
+    """'8-GPU H100 nodes': the node's size before the card, the unit after it; the count asked is
+    of GPUs, shown as nodes of eight (query.yaml units.nodes)."""
+    w = parse(q, KN)
+    assert w.question == "how_many_gpus" and [g.gpu_id for g in w.gpus] == ["h100-sxm5"]
+
+
+@pytest.mark.parametrize("q, fleet", [
+    ("serve gpt-oss-120b to 1000 users on b200, prompt 4000 output 1000, 50 tok/s per user, "
+     "time to first token below 2 seconds", True),
+    ("capacity for 20 rps of llama-3.1-8b on a100 80gb, 2000 in 500 out, tpot 30ms, ttft 1s", True),
+    ("serve llama-3.1-70b int4 16 users on h100", False),              # no latency target: does it fit
+    ("serve llama-3.1-8b 16 users on h100 at 30 tok/s", False),        # a speed alone: of that card
+    ("serve llama-3.1-8b on h100 ttft under 1 s", False),              # one user: of that card
+    ("serve llama-3.1-8b 16 users on 2x h100 ttft under 1 s", False),  # a count given
+])
+def test_one_card_named_under_traffic_and_a_latency_target_asks_how_many(q: str, fleet: bool) -> None:
+    """A card named with no count, serving a traffic under a first-token or end-to-end target, is a
+    fleet question (kb.query.finish traffic_on_one_card), said in the notes."""
+    w = parse(q, KN)
+    assert (w.question == "how_many_gpus") is fleet
+    assert any("with no count, serving a traffic" in n for n in w.notes) is fleet

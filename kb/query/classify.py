@@ -94,6 +94,18 @@ class Classifier:
                     or (before in ("MODEL", "SIZE") and after == "SIZE" and after2 not in ("TOKENS", "DAILY")):
                 p[k].type = "VERSUS"
 
+    def time_per_token(self, i: int) -> bool:
+        """'50 ms per output token': after a duration, a time-per-token phrase (query.yaml
+        tpot_words) is a latency target, not a cost ('per 1M tokens')."""
+        last = self.phrases[-1] if self.phrases else None
+        if last is None or last.type != "UNIT":
+            return False
+        unit = last.value[0]
+        if not isinstance(unit, str) or self.query_rules["units"][unit]["field"] != "duration":
+            return False
+        found = self.match(i, self.vocab.table)
+        return found is not None and found[0][0] == "tpot"
+
     def emit(self, terminal: str, start: int, end: int, value: object = None) -> None:
         """One terminal over items start..end-1; notes waiting for it go with it."""
         toks = self.toks[start:end]
@@ -114,7 +126,7 @@ class Classifier:
         if tok.kind in ("count", "vs"):
             self.emit(_ITEM_TERMINALS[tok.kind], i, i + 1)
             return i + 1
-        cost = self.cost_end(i)
+        cost = None if self.time_per_token(i) else self.cost_end(i)
         if cost is not None:                 # 'per' 1M 'output tokens'
             words_end, numbered, (unit, end) = cost
             self.emit("COST", i, words_end)

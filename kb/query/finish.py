@@ -354,6 +354,18 @@ class Finisher:
         if not counted and key.endswith("s") and self.vocab.table.get(key) is None:
             self.plural = toks
 
+    def traffic_on_one_card(self) -> bool:
+        """One card named with no count, serving a traffic (several users or a request rate) under
+        a latency target (first token, end to end): the question is a fleet's ('serve gpt-oss-120b
+        to 1000 users on b200 … first token under 2 s' asks how many B200s), not whether one card
+        holds it. A speed per user alone is no such target: home users state it of one card."""
+        w = self.w
+        return (w.gpu_count is None and len(w.gpus) == 1 and w.gpus[0].gpu_id is not None
+                and id(w.gpus[0]) not in self.counted and w.question is None and w.compare is None
+                and w.task in self.vocab.inference_tasks
+                and ((w.users or 1) > 1 or w.tokens_per_day is not None)
+                and (w.ttft_max_s is not None or w.e2e_max_s is not None))
+
     def counts(self) -> None:
         """'on h100 with 4 gpus': a named GPU whose count was not typed takes the count. A card
         typed in the plural with no count ('on rented h100s') asks how many are needed."""
@@ -363,6 +375,10 @@ class Finisher:
             w.question = "how_many_gpus"
             text = self.q[self.plural[0].col - 1:self.plural[-1].end - 1]
             w.notes.append(f"read '{text}' with no count as: how many of them it needs")
+        elif self.traffic_on_one_card():
+            w.question = "how_many_gpus"
+            w.notes.append(f"read {w.gpus[0].gpu_id} with no count, serving a traffic under a latency "
+                           "target, as: how many of them it needs")
         if self.w.gpu_count is None:
             named = [g for g in w.gpus if g.gpu_id is not None]
             if (len(named) == len(w.gpus) >= 2 and w.question is None

@@ -138,7 +138,7 @@ class Phrases:
         spec = self.query_rules["cost_per"]
         if spec is None:
             return
-        if self.w.focus is None:
+        if self.w.focus in (None, "fit"):       # 'does' asks a fit only if nothing more is asked
             self.w.focus = spec["focus"]
         self.w.notes.append(f"'{self.q[first.col - 1:last.end - 1]}' read as a cost question")
 
