@@ -61,3 +61,22 @@ def test_rate_per_gpu_at_its_configuration_within_the_band(rows: list[dict[str, 
     outside = [(r["id"], round(r["rate_ratio"], 2)) for r in rows if not r["rate_ok"]]
     assert [i for i, _ in outside] == ["d07", "e23"], outside
     assert sum(r["count_ok"] and r["rate_ok"] for r in rows) >= 54
+
+
+def _sized_models() -> list[str]:
+    import yaml
+
+    data = yaml.safe_load((ROOT / "bench" / "aiconfigurator_models.yaml").read_text(encoding="utf-8"))
+    return list(data["models"])
+
+
+@pytest.mark.parametrize("hub_id", _sized_models())
+def test_every_model_it_sizes_is_in_the_catalogue(hub_id: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every model AIConfigurator 0.12.0 sizes, pasted by its Hub id into a capacity question, is a
+    catalogue model (read offline, no config fetched): a capacity question about it is answered."""
+    from kb.query.parse import parse
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    w = parse(f"how many h200 for {hub_id} 100 users 2000 in / 500 out at 20 tok/s ttft under 2 s", get_knowledge())
+    assert w.model_id in get_knowledge().models, (hub_id, w.model_id)
+    assert w.question == "how_many_gpus"

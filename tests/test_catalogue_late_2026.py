@@ -84,6 +84,13 @@ MODELS = [
     ("moonshotai/Kimi-Linear-48B-A3B-Instruct", "kimi-linear-48b-a3b", 48e9, "hf-kimi-linear-48b-a3b"),
     ("longcat flash", "longcat-flash-chat", 560e9, "hf-longcat-flash-chat"),      # card: 560B total, 18.6-31.3B active
     ("meituan-longcat/LongCat-Flash-Chat", "longcat-flash-chat", 560e9, "hf-longcat-flash-chat"),
+    # models AIConfigurator 0.12.0 sizes that the catalogue lacked; totals from their configs
+    ("step 3.7 flash", "step-3.7-flash", 196.81e9, "hf-step-3.7-flash"),           # Step 3.5's 196B backbone
+    ("stepfun-ai/Step-3.7-Flash-FP8", "step-3.7-flash", 196.81e9, "hf-step-3.7-flash"),
+    ("nvidia/Kimi-K2.7-Code-NVFP4", "kimi-k2.7-code", 1.04e12, "hf-kimi-k2.7-code-nvfp4"),  # K2.6's 1T
+    ("kimi k2.7 code", "kimi-k2.7-code", 1.04e12, "hf-kimi-k2.7-code-nvfp4"),
+    ("XiaomiMiMo/MiMo-7B-Base", "mimo-7b", 7.62e9, "hf-mimo-7b-base"),             # config: 7.62B without its MTP layer
+    ("mimo 7b", "mimo-7b", 7.62e9, "hf-mimo-7b-base"),
 ]
 
 
