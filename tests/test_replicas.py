@@ -268,3 +268,20 @@ def test_a_mixture_of_experts_fleet_tries_data_parallel_attention() -> None:
     assert a["replicas"]["layout"]["dp_attention"] is True
     b = ask("how many h200 for llama-3.1-70b fp8 202 users 1000 in / 1000 out at 25 tok/s").to_dict()
     assert b["replicas"]["layout"]["dp_attention"] is False     # a dense model has no experts to spread
+
+
+def test_a_percentile_bounds_the_first_token_but_little_s_law_takes_the_mean() -> None:
+    """'p99 ttft' and 'median ttft' move the first token shown and checked to the queue's wait at
+    that percentile (M/M/1: the median wait is 0 while the prompts take under half the time, the
+    99th several prompt times), while the requests a second the replica carries stay those of
+    Little's law at each request's mean time: the same with and without a percentile."""
+    base = "serve llama-3.1-70b fp8 fp8 kv cache 60 users prompt 2000 output 500 on 2x h100"
+    mean, p99, median = (ask(q).to_dict() for q in (base, base + " p99 ttft", base + " median ttft"))
+    assert 0.0 < step(mean, "serving_queue_s") < step(p99, "serving_queue_s")
+    assert step(median, "serving_queue_s") < step(mean, "serving_queue_s")
+    assert step(median, "serving_ttft_s") < step(mean, "serving_ttft_s") < step(p99, "serving_ttft_s")
+    rate = step(mean, "serving_requests_per_s")
+    assert step(p99, "serving_requests_per_s") == pytest.approx(rate, rel=1e-12)
+    assert step(median, "serving_requests_per_s") == pytest.approx(rate, rel=1e-12)
+    # Little's law: the users in flight are the requests a second times the mean latency
+    assert rate * step(p99, "serving_mean_latency_s") == pytest.approx(60, rel=1e-9)

@@ -170,7 +170,7 @@ def users_for_rate(kn: Knowledge, w: Workload, figures: dict[str, Any], push: in
     if w.tokens_per_day is None or not w.output_tokens:
         return None
     rate = requests_asked(kn, w)
-    got, latency = figures.get(N.SERVING_REQUESTS_PER_S), figures.get(N.SERVING_LATENCY_S)
+    got, latency = figures.get(N.SERVING_REQUESTS_PER_S), figures.get(N.SERVING_MEAN_LATENCY_S)
     if not isinstance(got, (int, float)) or not isinstance(latency, (int, float)) or got >= rate * (1 - 1e-9):
         return None
     stretch = (rate / float(got)) ** push if got >= rate * RATE_NEAR else 1.0
@@ -188,7 +188,7 @@ def in_flight(kn: Knowledge, w: Workload, figures: dict[str, Any]) -> str:
     from kb.figures import num
 
     rate = requests_asked(kn, w)
-    got, latency = figures.get(N.SERVING_REQUESTS_PER_S), figures.get(N.SERVING_LATENCY_S)
+    got, latency = figures.get(N.SERVING_REQUESTS_PER_S), figures.get(N.SERVING_MEAN_LATENCY_S)
     carried = (f", carrying {num(float(got))} requests/s ({num(rate)} asked) at {num(float(latency))} s a request "
                "under load (Little's law: requests in flight = requests/s × each one's time)"
                if isinstance(got, (int, float)) and isinstance(latency, (int, float)) else "")
