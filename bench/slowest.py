@@ -39,7 +39,27 @@ def corpus() -> list[str]:
               "at 128k context", "at 20 tok/s", "ttft under 1 s"]
     for i, m in enumerate(models):
         out.append(f"how many gpus for {m['id']} {extras[i % len(extras)]}".strip())
-    return list(dict.fromkeys(q for q in out + fleets() if q))
+    return list(dict.fromkeys(q for q in out + fleets() + sized_models() if q))
+
+
+def sized_models() -> list[str]:
+    """Capacity questions about every model AIConfigurator sizes (bench/aiconfigurator_models.yaml),
+    by its Hub id, twice each on cards taken in turn from the serving catalogue (datacenter modules,
+    server and PCIe cards), at loads, lengths and targets taken in turn: some have no count that
+    meets their target, whose search and options are the slowest a fleet question has."""
+    import yaml
+
+    ids = yaml.safe_load((ROOT / "bench" / "aiconfigurator_models.yaml").read_text(encoding="utf-8"))["models"]
+    cards = ["h100", "h200", "b200", "b300", "gb200", "a100 sxm 80gb", "l40s", "rtx pro 6000 server"]
+    loads = ["100 users", "2000 users", "10 requests per second", "300 users", "50 requests per second"]
+    lengths = ["1000 in / 1000 out", "2000 in / 500 out", "4000 in / 1000 out", "8000 in / 500 out"]
+    speeds, ttfts = [20, 25, 33.3, 40, 66.7], [0.5, 1, 2, 3]
+    out = []
+    for i, hub_id in enumerate(ids):
+        for j in (i, i + 3):
+            out.append(f"how many {cards[j % len(cards)]} for {hub_id} {loads[j % len(loads)]} "
+                       f"{lengths[j % len(lengths)]} at {speeds[j % len(speeds)]} tok/s ttft under {ttfts[j % len(ttfts)]} s")
+    return out
 
 
 def fleets() -> list[str]:

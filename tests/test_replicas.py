@@ -285,3 +285,19 @@ def test_a_percentile_bounds_the_first_token_but_little_s_law_takes_the_mean() -
     assert step(median, "serving_requests_per_s") == pytest.approx(rate, rel=1e-12)
     # Little's law: the users in flight are the requests a second times the mean latency
     assert rate * step(p99, "serving_mean_latency_s") == pytest.approx(60, rel=1e-9)
+
+
+def test_no_more_stages_are_tried_once_one_user_alone_misses_the_targets() -> None:
+    """DeepSeek-R1 on L40S at 66.7 tok/s a user: once a replica's stages hold a user in memory and
+    that user alone still decodes too slowly, more stages only add hops to its tokens, so the
+    search stops there instead of trying every stage count up to 4,096 GPUs (850 probes before,
+    341 now); the answer is the same, no count meets the target. A fleet that more stages do serve
+    (micro-batches split over them) is still found: 70B on Arc Pro B60s at TP8 × PP7."""
+    from kb.engine.search.budget import within
+
+    with within(None, 100_000) as budget:
+        a = ask("how many l40s for deepseek-r1 2000 users 2000 in / 500 out at 66.7 tok/s ttft under 1 s")
+    assert budget is not None and budget.used < 500
+    assert a.verdict.startswith("No count of NVIDIA L40S 48GB up to 4,096 meets the target asked")
+    b = ask("how many b60 for llama-3.1-70b fp8 100 users 2000 in / 500 out at 20 tok/s ttft under 2 s").to_dict()
+    assert (b["replicas"]["layout"]["tp"], b["replicas"]["layout"]["pp"]) == (8, 7)

@@ -110,6 +110,20 @@ def _serves(kn: Knowledge, w: Workload, gpu: GPU, tp: int, pp: int, dp_attention
     return int(found) if found else None
 
 
+def _one_user_misses(kn: Knowledge, w: Workload, gpu: GPU, tp: int, pp: int, dp_attention: bool,
+                     holds: str = HOLDS, kept: Kept | None = None) -> bool:
+    """Whether one replica of tp × pp GPUs holds one user in its memory and still misses the
+    targets with that user alone."""
+    from kb.engine.search.probes import Probes
+
+    key = (str(gpu["id"]), tp, pp, dp_attention)
+    probes = kept.get(key) if kept is not None else None
+    if probes is None:
+        probes = Probes(kn, _trial(w, tp, pp, dp_attention), [gpu])
+    one = probes.probe(N.USERS, 1, gpu, tp * pp, holds)
+    return bool(one.fits_memory) and not one.fits
+
+
 def binds(kn: Knowledge, w: Workload, gpu: GPU, p: Plan) -> str:
     """What stops a replica taking one more user: memory, the time to first token asked, the
     end-to-end latency asked, or the per-user speed (formulas.yaml serves_load); nothing when one replica holds every user."""
@@ -147,6 +161,9 @@ def plan(kn: Knowledge, w: Workload, gpu: GPU, heads: int, dpa: bool, holds: str
             break           # no larger replica takes fewer GPUs; or the server's search budget is used up
         each = _serves(kn, w, gpu, tp, pp, with_dpa, holds, max(1, math.ceil(users * size / most)), kept)
         if not each:
+            if pp > 1 and _one_user_misses(kn, w, gpu, tp, pp, with_dpa, holds, kept):
+                break       # its memory holds one user, and one user alone misses the targets: more
+                # stages only add hops to that user's tokens (no micro-batch left to split)
             continue
         if pp > 1 and each / size < per_gpu:
             break           # another node a replica holds fewer users a GPU: its weights no longer
