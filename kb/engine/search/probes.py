@@ -147,6 +147,23 @@ class Probes:
         """probes_at(counts)[i].fits."""
         return {i: at.fits for i, at in self.probes_at(counts).items()}
 
+    def fits_over_counts(self, gpu: GPU, counts: list[int]) -> list[bool] | None:
+        """probe("gpu_count", n, gpu, n).fits for each count n, each counted, in one evaluation
+        over the counts (the card's figures and each count's layout as columns): an inference job
+        whose resolution does not change with the count. None where it may (a training job, whose
+        runtime recipes and split change with it), for the caller to probe count by count."""
+        r = self.resolved(N.GPU_COUNT, counts[0])
+        if r.is_training or self._count_windows:
+            return None
+        for _ in counts:
+            count_probe()
+        scope = base_scope(r, self.kn)
+        scope.update(gpu_columns([(gpu, n) for n in counts], r.precision, scope.get("_gemm", FP32_GEMM)))
+        scope.update(layout_columns([layout_of(r, self.kn, n) for n in counts]))
+        ev = Evaluated(scope)
+        evaluate(self.kn, ev, self.names())
+        return [self._probe_of(ev.scope, N.FITS, k).fits for k in range(len(counts))]
+
     def _over_cards(self, counts: dict[int, int]) -> dict[int, Probe]:
         """Each card i of `counts` at its count, one evaluation over them all."""
         which = list(counts)

@@ -110,18 +110,18 @@ def _serves(kn: Knowledge, w: Workload, gpu: GPU, tp: int, pp: int, dp_attention
     return int(found) if found else None
 
 
-def _one_user_misses(kn: Knowledge, w: Workload, gpu: GPU, tp: int, pp: int, dp_attention: bool,
-                     holds: str = HOLDS, kept: Kept | None = None) -> bool:
-    """Whether one replica of tp × pp GPUs holds one user in its memory and still misses the
-    targets with that user alone."""
+def _held_but_missed(kn: Knowledge, w: Workload, gpu: GPU, tp: int, pp: int, dp_attention: bool,
+                     users: int, holds: str = HOLDS, kept: Kept | None = None) -> bool:
+    """Whether one replica of tp × pp GPUs holds `users` in its memory and still misses the
+    targets with them."""
     from kb.engine.search.probes import Probes
 
     key = (str(gpu["id"]), tp, pp, dp_attention)
     probes = kept.get(key) if kept is not None else None
     if probes is None:
         probes = Probes(kn, _trial(w, tp, pp, dp_attention), [gpu])
-    one = probes.probe(N.USERS, 1, gpu, tp * pp, holds)
-    return bool(one.fits_memory) and not one.fits
+    at = probes.probe(N.USERS, users, gpu, tp * pp, holds)
+    return bool(at.fits_memory) and not at.fits
 
 
 def binds(kn: Knowledge, w: Workload, gpu: GPU, p: Plan) -> str:
@@ -159,11 +159,13 @@ def plan(kn: Knowledge, w: Workload, gpu: GPU, heads: int, dpa: bool, holds: str
         size = tp * pp
         if (best is not None and size > best.gpus) or spent() is not None:
             break           # no larger replica takes fewer GPUs; or the server's search budget is used up
-        each = _serves(kn, w, gpu, tp, pp, with_dpa, holds, max(1, math.ceil(users * size / most)), kept)
+        least = max(1, math.ceil(users * size / most))
+        each = _serves(kn, w, gpu, tp, pp, with_dpa, holds, least, kept)
         if not each:
-            if pp > 1 and _one_user_misses(kn, w, gpu, tp, pp, with_dpa, holds, kept):
-                break       # its memory holds one user, and one user alone misses the targets: more
-                # stages only add hops to that user's tokens (no micro-batch left to split)
+            if pp > 1 and _held_but_missed(kn, w, gpu, tp, pp, with_dpa, least, holds, kept):
+                break       # its memory holds the fewest users a replica must take and they miss the
+                # targets: those fewest grow with the stages, so each stage's micro-batch stays
+                # as large and more stages only add hops to its tokens and prompts to its queue
             continue
         if pp > 1 and each / size < per_gpu:
             break           # another node a replica holds fewer users a GPU: its weights no longer

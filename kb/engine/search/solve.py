@@ -409,9 +409,17 @@ def verdict(kn: Knowledge, question: str, row: Row) -> str:
 def fewest_gpus(kn: Knowledge, w: Workload, gpu: GPU, lower: int, steps: int,
                 probes: Probes | None = None) -> int | None:
     """The fewest GPUs of this kind that hold the job, from `lower` (the count if memory split
-    evenly, which no layout beats) up: replicated KV can need more."""
-    probe = (probes or Probes(kn, w)).probe
-    for n in range(max(1, lower), max(1, lower) + steps):
-        if probe(N.GPU_COUNT, n, gpu, n).fits:
-            return n
+    evenly, which no layout beats) up: replicated KV can need more. The counts are evaluated a
+    node's worth at a time, as columns (Probes.fits_over_counts)."""
+    probes = probes or Probes(kn, w)
+    start = max(1, lower)
+    block = int(kn.constants[N.GPUS_PER_NODE]["value"])
+    for first in range(start, start + steps, block):   # a node's worth of counts at a time
+        counts = list(range(first, min(first + block, start + steps)))
+        fits = probes.fits_over_counts(gpu, counts)
+        if fits is None:                                # a training job: count by count
+            fits = [probes.probe(N.GPU_COUNT, n, gpu, n).fits for n in counts]
+        for n, ok in zip(counts, fits):
+            if ok:
+                return n
     return None
