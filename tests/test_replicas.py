@@ -301,3 +301,16 @@ def test_no_more_stages_are_tried_once_one_user_alone_misses_the_targets() -> No
     assert a.verdict.startswith("No count of NVIDIA L40S 48GB up to 4,096 meets the target asked")
     b = ask("how many b60 for llama-3.1-70b fp8 100 users 2000 in / 500 out at 20 tok/s ttft under 2 s").to_dict()
     assert (b["replicas"]["layout"]["tp"], b["replicas"]["layout"]["pp"]) == (8, 7)
+
+
+def test_a_fleet_no_count_serves_says_the_fastest_a_replica_serves_one_user() -> None:
+    """DeepSeek-R1 on L40S at 66.7 tok/s a user: no count serves it, and the verdict says how close
+    a replica comes (one user on the widest split that holds the model, under load), which is
+    under the target asked; a fleet that is found says nothing of it."""
+    a = ask("how many l40s for deepseek-r1 2000 users 2000 in / 500 out at 66.7 tok/s ttft under 1 s").to_dict()
+    f = a["question"]["fastest_one_user"]
+    assert f["tokens_per_s_per_user"] < 66.7 and f["tp"] == 8
+    assert f"The fastest a replica serves one user: {f['tokens_per_s_per_user']:.3g} tok/s" in a["verdict"]
+    b = ask("how many h200 for llama-3.1-70b 500 users 2k in / 500 out at 20 tok/s ttft under 2 s").to_dict()
+    assert b["replicas"] is not None and "fastest a replica" not in b["verdict"]
+    assert not (b["question"] or {}).get("fastest_one_user")

@@ -58,7 +58,12 @@ def respond(kn: Knowledge, query: str, w: Workload | None = None, *, sort: str |
         reread = w.copy().copy
     from kb.engine.search import replicas  # serving many users: replicas of a layout
 
-    return with_options(replicas.answered(w, kn, query) or answer(w, kn, query), w, kn, reread, said)
+    a = replicas.answered(w, kn, query)
+    if a is None:
+        a = answer(w, kn, query)
+        if a.question and a.question.get("kind") == "how_many_gpus" and not (a.question.get("answer") or {}).get("found"):
+            a.question["fastest_one_user"] = replicas.fastest_one_user(kn, w)   # a fleet no count serves
+    return with_options(a, w, kn, reread, said)
 
 
 def with_options(a: Answer, w: Workload, kn: Knowledge, asked: Callable[[], Workload], said: str = "") -> Answer:

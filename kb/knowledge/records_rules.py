@@ -207,6 +207,7 @@ class VerdictTemplates(TypedDict):
     solved_floor_at_lower: str
     solved_memory_alone: str
     solved_no_count: str
+    solved_no_count_fastest: str
     solved_no_fit: str
     solved_largest_model: str
     solved_best_model: str

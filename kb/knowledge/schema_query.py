@@ -197,6 +197,7 @@ class VerdictTemplatesSchema(Strict):
     solved_floor_at_lower: str
     solved_memory_alone: str
     solved_no_count: str
+    solved_no_count_fastest: str = ""
     solved_no_fit: str
     solved_largest_model: str
     solved_best_model: str = ""

@@ -51,6 +51,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "solved_floor_at_lower": ("on", "lower", "unit", "speed", "floor"),
     "solved_memory_alone": ("fewest",),
     "solved_no_count": ("gpu", "upper", "target", "memory"),
+    "solved_no_count_fastest": ("speed", "ttft", "layout"),
     "solved_no_fit": ("on", "lower", "unit"),
     "solved_largest_model": ("size", "precision", "on"),
     "solved_best_model": ("model", "precision", "on", "gb", "speed", "size"),

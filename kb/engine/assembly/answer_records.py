@@ -252,6 +252,9 @@ class Question(TypedDict):
     best_models: NotRequired[list[dict[str, Any]]]     # largest_model asked as 'best model': the ranked models that fit
     best_models_use: NotRequired[str]                   # the use asked (query.yaml best_models.uses; general)
     best_models_ranking: NotRequired[dict[str, str]]    # the ranking used: its use, text and source
+    # how_many_gpus for a fleet no count serves: the fastest one replica serves one user
+    # (kb.engine.search.replicas.fastest_one_user: tp, pp, dp_attention, tokens_per_s_per_user, ttft_s)
+    fastest_one_user: NotRequired[dict[str, Any] | None]
 
 
 class Outcome(TypedDict):

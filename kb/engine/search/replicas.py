@@ -316,6 +316,43 @@ def answered(w: Workload, kn: Knowledge, query: str) -> Answer | None:
     return result
 
 
+def fastest_one_user(kn: Knowledge, w: Workload) -> dict[str, Any] | None:
+    """A fleet question on a named card that no count serves within its targets: the fastest a
+    replica serves one user under load (its tokens/s and first token, and the layout: the widest
+    tensor parallel split in a node that holds the model, else the fewest stages over nodes that
+    do; more stages only add hops to a user's tokens). None where it does not apply or no layout
+    holds one user."""
+    if not fleet_question(kn, w) or ((w.users or 1) <= 1 and w.tokens_per_day is None) \
+            or not w.gpus or w.gpus[0].gpu_id is None:
+        return None
+    from kb.engine.run import ranked
+    from kb.engine.resolving.scope import resolve_workload
+    from kb.engine.search.probes import Probes
+
+    gpu = kn.gpus[w.gpus[0].gpu_id]
+    model = resolve_workload(w.copy(), kn).model
+    moe = model.get("moe")
+    dpa = moe is not None and int(moe["experts"]) > 1 and model.get("attention") == "mla"
+    one = _with_users(w, 1)
+    one.tokens_per_day = None
+    best: tuple[float, int, int, bool] | None = None
+    for tp, pp, with_dpa in layouts(kn, int(str(model["attention_heads"])), dpa):
+        at = Probes(kn, _trial(one, tp, pp, with_dpa), [gpu]).probe(N.USERS, 1, gpu, tp * pp, HOLDS)
+        if at.fits_memory and at.speed is not None and (best is None or at.speed > best[0]):
+            best = (float(at.speed), tp, pp, with_dpa)
+        if at.fits_memory and pp > 1:
+            break
+    if best is None:
+        return None
+    _, tp, pp, with_dpa = best
+    a = ranked(at_plan(one, Plan(str(gpu["id"]), tp, pp, with_dpa, tp * pp, 1, 1, 1)), kn)
+    f = {s.rule_id: s.result for s in a.trace}
+    speed, ttft = f.get(N.SERVING_TOKENS_PER_S_PER_USER), f.get(N.SERVING_TTFT_S)
+    if not isinstance(speed, (int, float)) or not isinstance(ttft, (int, float)):
+        return None
+    return {N.TP: tp, N.PP: pp, N.DP_ATTENTION: with_dpa, "tokens_per_s_per_user": float(speed), N.TTFT_S: float(ttft)}
+
+
 def disaggregated(kn: Knowledge, w: Workload, gpu: GPU, heads: int, dpa: bool, colocated: Plan,
                   query: str, kept: Kept | None = None) -> Disaggregated | None:
     """The same users on decode workers that only decode (each holding its share at the per-user

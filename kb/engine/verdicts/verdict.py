@@ -362,6 +362,18 @@ def _no_count(kn: Knowledge, q: Question, row: Mapping[str, object]) -> list[str
             str(q.get("note") or "")]
 
 
+def _fastest_one_user(kn: Knowledge, q: Question) -> str:
+    """A fleet no count serves: the fastest one replica serves one user (kb.engine.search.replicas
+    fastest_one_user), as a sentence; '' where none was found."""
+    f = q.get("fastest_one_user")
+    if not isinstance(f, dict):
+        return ""
+    from kb.engine.verdicts.verdict_fleet import layout_text
+
+    return " " + say(kn, "solved_no_count_fastest", speed=num(f["tokens_per_s_per_user"]), ttft=num(f[N.TTFT_S]),
+                     layout=layout_text(kn, f[N.TP], f[N.PP], f[N.DP_ATTENTION]))
+
+
 def _solved(a: Answer, q: Question, kn: Knowledge) -> list[str]:
     t = kn.query["verdict"]["templates"]
     row = q.get("answer") or {}
@@ -376,8 +388,9 @@ def _solved(a: Answer, q: Question, kn: Knowledge) -> list[str]:
         if kind == "how_many_gpus" and (asked := target(kn.query["verdict"], a)):
             need = q.get(N.FEWEST_GPUS_NEEDED)
             mem = t["solved_memory_alone"].format(fewest=need) if need else ""
+            fastest = _fastest_one_user(kn, q)
             return [t["solved_no_count"].format(gpu=row.get('gpu') or q.get('gpu'), upper=num(q.get('upper')),
-                                                target=asked, memory=mem), str(q.get("note") or "")]
+                                                target=asked, memory=mem) + fastest, str(q.get("note") or "")]
         if kind == "how_many_gpus":
             return _no_count(kn, q, row)
         return [t["solved_no_fit"].format(on=on, lower=num(q.get('lower')), unit=unit), str(q.get("note") or "")]

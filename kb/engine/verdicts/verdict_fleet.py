@@ -23,6 +23,11 @@ def _layout(kn: Knowledge, tp: int, pp: int) -> str:
     return say(kn, "layout_tp", tp=tp) + (say(kn, "layout_pp", pp=pp) if pp > 1 else "")
 
 
+def layout_text(kn: Knowledge, tp: int, pp: int, dp_attention: bool) -> str:
+    """'TP8 × PP2 with data-parallel attention' (query.yaml verdict.templates layout_*)."""
+    return _layout(kn, tp, pp) + (say(kn, "layout_dp_attention") if dp_attention else "")
+
+
 def fleet(a: Answer, kn: Knowledge) -> str:
     """A serving fleet: N× GPU as R replicas of a layout, with its figures under load (query.yaml
     solve.how_many_gpus verdict_replicas)."""
@@ -30,7 +35,7 @@ def fleet(a: Answer, kn: Knowledge) -> str:
     if r is None:
         return ""
     lay = r["layout"]
-    layout = _layout(kn, lay["tp"], lay["pp"]) + (say(kn, "layout_dp_attention") if lay[N.DP_ATTENTION] else "")
+    layout = layout_text(kn, lay["tp"], lay["pp"], lay[N.DP_ATTENTION])
     binds = r.get("binds") or ""
     binds_text = (say(kn, "fleet_one_replica") if binds == "one replica holds every user"
                   else say(kn, "fleet_binds", binds=binds))
