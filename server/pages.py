@@ -132,8 +132,11 @@ def answer_view(answer: Answer, kn: Knowledge, embed: bool = False) -> dict[str,
     trace = trace_view(relevant(answer, kn), kn)
     if embed:
         trace = [s for s in trace if s.step.rule_id in EMBED_RULES]
+    q = answer.question
     return {
         N.FITS: bool(primary and primary.fits),
+        # a how-many question no count answers: no count meets its target (not "does not fit")
+        "no_count": q is not None and q.get("kind") == "how_many_gpus" and not (q.get("answer") or {}).get("found"),
         "training": answer.workload[N.TASK] in kn.query["training_tasks"],
         "gpu_columns": gpu_columns(answer, kn),
         "breakdown": breakdown,
@@ -220,8 +223,10 @@ def _answer_page(template: str, query: str, kn: Knowledge, ctx: dict[str, Any]) 
 def needs_change(answer: Answer) -> bool:
     """Whether the page lists what to change: the first configuration does not fit, or misses
     the speed or time target the question set."""
+    from kb.engine.pipeline import fleet_unserved
+
     row = next((g for g in answer.gpus if g.requested), answer.gpus[0] if answer.gpus else None)
-    return row is not None and (not row.fits or row.meets_target is False)
+    return row is not None and (not row.fits or row.meets_target is False) and not fleet_unserved(answer)
 
 
 @bp.get("/")

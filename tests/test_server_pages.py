@@ -96,6 +96,19 @@ def test_page_marks_a_job_that_does_not_fit(client):
     assert "Does not fit" in body
 
 
+def test_page_of_a_fleet_no_count_serves(client):
+    """A how-many question no count answers is headed as such, not 'it does not fit', and a fleet
+    no count serves lists no single-configuration changes (a 2-bit format at one user does not
+    serve 50 requests a second): its verdict says how close a replica comes instead."""
+    body = client.get("/?q=" + q("how many l40s for deepseek-r1 2000 users 2000 in / 500 out at 66.7 tok/s "
+                                 "ttft under 1 s")).get_data(as_text=True)
+    assert "Verdict: no count meets the target" in body and "Verdict: it does not fit" not in body
+    assert "The fastest a replica serves one user" in body
+    assert "What to change so it fits" not in body
+    body = client.get("/?q=" + q("serve 70B int4 on rtx 4090")).get_data(as_text=True)
+    assert "Verdict: it does not fit" in body and "What to change so it fits" in body
+
+
 def test_page_has_both_charts_with_text_alternatives(client):
     body = client.get(f"/?q={q(QUERY)}").get_data(as_text=True)
     svgs = re.findall(r"<svg\b.*?</svg>", body, re.DOTALL)

@@ -66,14 +66,20 @@ def respond(kn: Knowledge, query: str, w: Workload | None = None, *, sort: str |
     return with_options(a, w, kn, reread, said)
 
 
+def fleet_unserved(a: Answer) -> bool:
+    """A fleet question no count serves (its question holds fastest_one_user): what would change
+    one configuration (a format, a card count at one user) does not answer it, so no options."""
+    return a.question is not None and bool(a.question.get("fastest_one_user"))
+
+
 def with_options(a: Answer, w: Workload, kn: Knowledge, asked: Callable[[], Workload], said: str = "") -> Answer:
     """Options when asked for, or when the GPUs asked about do not hold the job
-    (kb.engine.advising.options), duplicates merged; the sides of a comparison ("fp8 vs int4":
+    (kb.engine.advising.options), duplicates merged, but for a fleet no count serves; the sides of a comparison ("fp8 vs int4":
     kb.engine.advising.compare); the verdict composed again with them."""
     if w.compare is not None:
         a.comparison = sides(kn, asked(), a)
     rows = [g for g in a.gpus if g.requested]
-    if w.want_options or (rows and not any(g.fits for g in rows)):
+    if not fleet_unserved(a) and (w.want_options or (rows and not any(g.fits for g in rows))):
         as_asked = asked()              # the query read once more: the engine filled `w` in place
         a.options = merged(compute(kn, as_asked, a, answer))
         if w.focus == "time" and w.compare is None and rows and "training" in a.bottleneck:
