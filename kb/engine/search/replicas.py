@@ -96,31 +96,34 @@ def _serves(kn: Knowledge, w: Workload, gpu: GPU, tp: int, pp: int, dp_attention
     the fewest that keep the fleet within the most GPUs kbq sizes). `kept`: the probes of one
     question's searches by card and layout, shared by its steps toward a rate (a probe sets the
     users it tries, so it is the same whatever users the step asks)."""
-    from kb.engine.search.probes import Probes
     from kb.engine.search.solve import largest_fitting
 
-    trial = _trial(w, tp, pp, dp_attention)
-    key = (str(gpu["id"]), tp, pp, dp_attention)
-    probes = kept.get(key) if kept is not None else None
-    if probes is None:
-        probes = Probes(kn, trial, [gpu])
-        if kept is not None:
-            kept[key] = probes
-    found, _ = largest_fitting(kn, trial, N.USERS, least, max(least, int(w.users or 1)), gpu, tp * pp, holds, probes)
+    probes = _probes(kn, w, gpu, tp, pp, dp_attention, kept)
+    found, _ = largest_fitting(kn, _trial(w, tp, pp, dp_attention), N.USERS, least, max(least, int(w.users or 1)),
+                               gpu, tp * pp, holds, probes)
     return int(found) if found else None
 
 
-def _held_but_missed(kn: Knowledge, w: Workload, gpu: GPU, tp: int, pp: int, dp_attention: bool,
-                     users: int, holds: str = HOLDS, kept: Kept | None = None) -> bool:
-    """Whether one replica of tp × pp GPUs holds `users` in its memory and still misses the
-    targets with them."""
+def _probes(kn: Knowledge, w: Workload, gpu: GPU, tp: int, pp: int, dp_attention: bool,
+            kept: Kept | None = None) -> Probes:
+    """The probes of one replica layout on the card: those a question's searches already made
+    (`kept`, by card and layout), else new ones, kept for the next."""
     from kb.engine.search.probes import Probes
 
     key = (str(gpu["id"]), tp, pp, dp_attention)
     probes = kept.get(key) if kept is not None else None
     if probes is None:
         probes = Probes(kn, _trial(w, tp, pp, dp_attention), [gpu])
-    at = probes.probe(N.USERS, users, gpu, tp * pp, holds)
+        if kept is not None:
+            kept[key] = probes
+    return probes
+
+
+def _held_but_missed(kn: Knowledge, w: Workload, gpu: GPU, tp: int, pp: int, dp_attention: bool,
+                     users: int, holds: str = HOLDS, kept: Kept | None = None) -> bool:
+    """Whether one replica of tp × pp GPUs holds `users` in its memory and still misses the
+    targets with them."""
+    at = _probes(kn, w, gpu, tp, pp, dp_attention, kept).probe(N.USERS, users, gpu, tp * pp, holds)
     return bool(at.fits_memory) and not at.fits
 
 
@@ -267,15 +270,9 @@ def answered(w: Workload, kn: Knowledge, query: str) -> Answer | None:
     if not applies(kn, w):
         return None
     from kb.engine.run import ranked
-    from kb.engine.resolving.scope import resolve_workload
     from kb.engine.verdicts.verdict import compose
 
-    model = resolve_workload(w.copy(), kn).model
-    moe = model.get("moe")
-    # data-parallel attention changes the figures only where tensor parallelism would copy a latent
-    # cache to every rank (formulas.yaml kv_tp_split); elsewhere they are tensor parallelism's
-    heads = int(str(model["attention_heads"]))
-    dpa = moe is not None and int(moe["experts"]) > 1 and model.get("attention") == "mla"
+    heads, dpa = _heads_and_dpa(kn, w)
     kept: Kept = {}
     if w.gpus and w.gpus[0].gpu_id is not None:
         gpu = kn.gpus[w.gpus[0].gpu_id]
@@ -316,6 +313,17 @@ def answered(w: Workload, kn: Knowledge, query: str) -> Answer | None:
     return result
 
 
+def _heads_and_dpa(kn: Knowledge, w: Workload) -> tuple[int, bool]:
+    """The model's attention heads (tensor parallelism divides them) and whether its splits try
+    data-parallel attention: it changes the figures only where tensor parallelism would copy a
+    latent cache to every rank (formulas.yaml kv_tp_split); elsewhere they are tensor parallelism's."""
+    from kb.engine.resolving.scope import resolve_workload
+
+    model = resolve_workload(w.copy(), kn).model
+    moe = model.get("moe")
+    return int(str(model["attention_heads"])), moe is not None and int(moe["experts"]) > 1 and model.get("attention") == "mla"
+
+
 def fastest_one_user(kn: Knowledge, w: Workload) -> dict[str, Any] | None:
     """A fleet question on a named card that no count serves within its targets: the fastest a
     replica serves one user under load (its tokens/s and first token, and the layout: the widest
@@ -326,18 +334,13 @@ def fastest_one_user(kn: Knowledge, w: Workload) -> dict[str, Any] | None:
             or not w.gpus or w.gpus[0].gpu_id is None:
         return None
     from kb.engine.run import ranked
-    from kb.engine.resolving.scope import resolve_workload
-    from kb.engine.search.probes import Probes
 
     gpu = kn.gpus[w.gpus[0].gpu_id]
-    model = resolve_workload(w.copy(), kn).model
-    moe = model.get("moe")
-    dpa = moe is not None and int(moe["experts"]) > 1 and model.get("attention") == "mla"
     one = _with_users(w, 1)
     one.tokens_per_day = None
     best: tuple[float, int, int, bool] | None = None
-    for tp, pp, with_dpa in layouts(kn, int(str(model["attention_heads"])), dpa):
-        at = Probes(kn, _trial(one, tp, pp, with_dpa), [gpu]).probe(N.USERS, 1, gpu, tp * pp, HOLDS)
+    for tp, pp, with_dpa in layouts(kn, *_heads_and_dpa(kn, w)):
+        at = _probes(kn, one, gpu, tp, pp, with_dpa).probe(N.USERS, 1, gpu, tp * pp, HOLDS)
         if at.fits_memory and at.speed is not None and (best is None or at.speed > best[0]):
             best = (float(at.speed), tp, pp, with_dpa)
         if at.fits_memory and pp > 1:
