@@ -177,3 +177,35 @@ def test_one_card_named_under_traffic_and_a_latency_target_asks_how_many(q: str,
     w = parse(q, KN)
     assert (w.question == "how_many_gpus") is fleet
     assert any("with no count, serving a traffic" in n for n in w.notes) is fleet
+
+
+@pytest.mark.parametrize("q, users, prompt, output, speed", [
+    ("how many h100 for llama-3.1-70b with 2k token prompts and 500 token responses for 200 users at 20 tok/s",
+     200, 2048, 500, 20.0),
+    ("how many h100 for llama-3.1-70b, concurrency of 200, 2000 input, 500 output, 20 tokens/sec per user",
+     200, 2000, 500, 20.0),
+    ("how many h100 for llama-3.1-70b 200 users with 2000-token inputs and 500-token outputs", 200, 2000, 500, None),
+    ("how many h100 for llama-3.1-70b 200 concurrent requests each 2000 tokens in and 500 tokens out",
+     200, 2000, 500, None),
+    ("what's the minimum number of h100 gpus for llama-3.1-70b at 200 users, prompt length 2000, generation length 500",
+     200, 2000, 500, None),
+    ("how many h100 for llama-3.1-70b serving 1,000 concurrent users at 20 tokens/second with 4k input and 1k output",
+     1000, 4096, 1024, 20.0),
+])
+def test_lengths_and_speeds_in_more_of_the_words_people_use(q: str, users: int, prompt: int, output: int,
+                                                            speed: float | None) -> None:
+    """'2000-token inputs' (a number joined to its unit by a dash), 'token responses', 'generation
+    length', 'concurrency of', 'tokens/second', 'tokens/sec per user' ('per user' there is no cost
+    phrase), and 'each 2000 tokens in' (a length, since 'in' follows: no cost phrase either)."""
+    w = parse(q, KN)
+    assert (w.users, w.prompt_tokens, w.output_tokens) == (users, prompt, output)
+    assert w.speed_floor_tok_s == (None if speed is None else pytest.approx(speed))
+    assert w.focus != "cost" and w.question == "how_many_gpus"
+
+
+def test_model_names_and_chat_words_keep_their_dashes_and_meaning() -> None:
+    """The dash rule reads only a number standing alone before 'token' or 'user': model names keep
+    theirs, and 'chat completion' is no output length."""
+    assert parse("serve llama-3.1-8b on 3090 for chat completion", KN).output_tokens is None
+    assert parse("serve qwen3-30b-a3b 4 users on h100", KN).model_id == "qwen3-30b-a3b"
+    assert parse("what does it cost each 1M tokens for llama-3.1-8b on h100", KN).focus == "cost"

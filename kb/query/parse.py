@@ -156,11 +156,17 @@ def _printable(text: str) -> str:
 _UNPRINTABLE = r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
 
 
+# a number joined to a length or count word by a dash ('2000-token prompts', '500-user'): the dash
+# is a space (a compound adjective); a model name's dashes ('llama-3.1-8b') have no digit before them
+_NUMBER_DASH_UNIT = r"(?<![\w.\-])(\d[\d.,]*[km]?)-(?=(?:tokens?|tok|users?)\b)"
+
+
 def parse(query: str, kn: Knowledge, model_given: bool = False) -> Workload:
     """Read a query into a Workload. Raises QueryError."""
     if not isinstance(query, str):
         raise QueryError(str(query), 1, "the query must be text")
     query = query.translate(_SPACES)     # a query is one line (same length: columns hold)
+    query = re.sub(_NUMBER_DASH_UNIT, r"\1 ", query, flags=re.I)   # '2000-token inputs': '2000 token inputs' (same length)
     if len(query) > MAX_QUERY_CHARS:
         raise QueryError(_printable(query[:80]) + "…", 1, f"the query is longer than {MAX_QUERY_CHARS} characters")
     bad = None if query.isascii() and query.isprintable() else re.search(_UNPRINTABLE, query)

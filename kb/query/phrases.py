@@ -128,9 +128,17 @@ class Phrases:
             return None
         numbered = self.toks[end].kind in ("num", "size")
         unit = self.match(end + 1 if numbered else end, vocab_of(self.kn).units)
-        if unit is None or unit[0] not in spec["units"]:
+        if unit is None or unit[0] not in spec["units"] or self._length_after(unit[1]):
             return None
         return end, numbered, unit
+
+    def _length_after(self, at: int) -> bool:
+        """A word after the unit that makes a number a length ('each 2000 tokens in', query.yaml
+        units after_number): a request's prompt or output, not a cost phrase."""
+        if at >= len(self.toks) or self.toks[at].kind != "word":
+            return False
+        after = {norm(w) for u in self.query_rules["units"].values() for w in u.get("after_number", [])}
+        return self.keys[at] in after
 
     def cost_phrase(self, first: Tok, last: Tok) -> None:
         """The cost phrase's meaning: the focus is cost (the number is what is priced, not a
