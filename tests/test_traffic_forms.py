@@ -209,3 +209,15 @@ def test_model_names_and_chat_words_keep_their_dashes_and_meaning() -> None:
     assert parse("serve llama-3.1-8b on 3090 for chat completion", KN).output_tokens is None
     assert parse("serve qwen3-30b-a3b 4 users on h100", KN).model_id == "qwen3-30b-a3b"
     assert parse("what does it cost each 1M tokens for llama-3.1-8b on h100", KN).focus == "cost"
+
+
+def test_a_fleet_s_output_tokens_a_second_and_approximate_lengths() -> None:
+    """'an aggregate throughput of 50000 output tokens per second' is the fleet's volume (kept per
+    day, as a request rate is), while 'output tokens per second per user' stays a per-user speed;
+    '~2000 tokens' reads as 2000 tokens."""
+    w = parse("how many b200 for deepseek-r1 with aggregate throughput of 50000 output tokens per second, 2k/1k", KN)
+    assert w.tokens_per_day == pytest.approx(50000 * 86400) and w.question == "how_many_gpus"
+    w = parse("how many h100 for llama-3.1-70b at 40 output tokens per second per user 100 users", KN)
+    assert (w.speed_floor_tok_s, w.tokens_per_day, w.users) == (40.0, None, 100)
+    w = parse("how many h100 for gpt-oss-120b for 250 concurrent users, input ~2000 tokens, output ~800 tokens", KN)
+    assert (w.prompt_tokens, w.output_tokens) == (2000, 800)
