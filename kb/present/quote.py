@@ -191,10 +191,15 @@ def to_quote(answer: Answer, kn: Knowledge,
              ask: Callable[[str], Answer]) -> tuple[Answer, Answer | None, Answer | None]:
     """The answers a quote is built from: (the one quoted, the one asked when that differs, a
     wider one). The one quoted is `answer` when a configuration in it fits; else the first change
-    that fits (kb.engine.advising.options; computed here when the answer has none), asked again with `ask`.
+    that fits (kb.engine.advising.options; computed here when the answer has none), asked again with `ask`,
+    but for a fleet no count serves (kb.engine.pipeline.fleet_unserved), which is quoted as asked.
     Where it names GPUs and holds fewer than ALTERNATIVES other cards that fit, the wider one is
     the same question with no GPU named (asked with `ask`), for the alternatives; else None."""
+    from kb.engine.pipeline import fleet_unserved
+
     asked = None
+    if fleet_unserved(answer):          # a fleet no count serves: no one configuration's change answers it
+        return answer, None, None
     if not any(g.fits for g in answer.gpus):
         if answer.options is None:
             answer.options = compute(kn, parse(answer.query, kn), answer, engine_answer)
