@@ -157,21 +157,20 @@ class Probes:
             return None
         for _ in counts:
             count_probe()
-        scope = base_scope(r, self.kn)
-        scope.update(gpu_columns([(gpu, n) for n in counts], r.precision, scope.get("_gemm", FP32_GEMM)))
-        scope.update(layout_columns([layout_of(r, self.kn, n) for n in counts]))
-        ev = Evaluated(scope)
-        evaluate(self.kn, ev, self.names())
-        return [self._probe_of(ev.scope, N.FITS, k).fits for k in range(len(counts))]
+        return [at.fits for at in self._columns(r, [(gpu, n) for n in counts])]
 
     def _over_cards(self, counts: dict[int, int]) -> dict[int, Probe]:
         """Each card i of `counts` at its count, one evaluation over them all."""
         which = list(counts)
         r = self.resolved(N.GPU_COUNT, counts[which[0]])
+        return dict(zip(which, self._columns(r, [(self.cards[i], counts[i]) for i in which])))
+
+    def _columns(self, r: Resolved, pairs: list[tuple[GPU, int]]) -> list[Probe]:
+        """The probe of each (card, count) pair, one evaluation over them all: the cards' figures
+        and each count's layout as columns of the workload resolved once."""
         scope = base_scope(r, self.kn)
-        scope.update(gpu_columns([(self.cards[i], counts[i]) for i in which], r.precision,
-                                 scope.get("_gemm", FP32_GEMM)))
-        scope.update(layout_columns([layout_of(r, self.kn, counts[i]) for i in which]))
+        scope.update(gpu_columns(pairs, r.precision, scope.get("_gemm", FP32_GEMM)))
+        scope.update(layout_columns([layout_of(r, self.kn, n) for _, n in pairs]))
         ev = Evaluated(scope)
         evaluate(self.kn, ev, self.names())
-        return {i: self._probe_of(ev.scope, N.FITS, k) for k, i in enumerate(which)}
+        return [self._probe_of(ev.scope, N.FITS, k) for k in range(len(pairs))]
