@@ -91,10 +91,11 @@ def test_quote_of_a_job_that_does_not_fit_quotes_the_first_change_that_does(quer
 
 
 def test_quote_of_a_fleet_no_count_serves_quotes_it_as_asked():
-    """A fleet no count serves (GLM-5.2 FP8 on H200 at 50 requests/s and 66.7 tok/s a user) is quoted
+    """A fleet no count serves (GLM-5.2 FP8 on H200 at 50 requests/s and 100 tok/s a user, above the
+    fastest its widest replica decodes for one user) is quoted
     as asked, with its verdict (how close a replica comes), not as some one configuration's change
     (2-bit GGUF weights on 2x H200 at one user serve no such fleet)."""
-    query = "how many h200 for glm-5.2 fp8 50 requests per second 2000 in / 500 out at 66.7 tok/s ttft under 2 s"
+    query = "how many h200 for glm-5.2 fp8 50 requests per second 2000 in / 500 out at 100 tok/s ttft under 2 s"
     a, original, q = quoted(query)
     assert original is None and a.query == query and q.change is None
     assert "The fastest a replica serves one user" in q.verdict and q.recommended is None

@@ -314,3 +314,24 @@ def test_a_fleet_no_count_serves_says_the_fastest_a_replica_serves_one_user() ->
     b = ask("how many h200 for llama-3.1-70b 500 users 2k in / 500 out at 20 tok/s ttft under 2 s").to_dict()
     assert b["replicas"] is not None and "fastest a replica" not in b["verdict"]
     assert not (b["question"] or {}).get("fastest_one_user")
+
+
+@pytest.mark.parametrize("rate", ["1 request per second", "1 QPS", "0.5 requests per second"])
+def test_a_rate_one_replica_carries_with_one_request_in_flight_is_a_fleet_of_one(rate: str) -> None:
+    """A request rate low enough that one request is in flight at a time is still a volume: the
+    answer is a plan that carries it (Little's law at its latency), not a search over counts that
+    keeps one user and so never reaches the rate. Qwen3-0.6B decodes hundreds of tokens a second
+    on one H200 (its 1.2 GB of weights at 4.8 TB/s), so a 500-token answer takes about a second."""
+    a = ask(f"how many h200 for qwen3-0.6b 2000 in / 500 out at 17 tok/s, {rate}").to_dict()
+    r = a["replicas"]
+    asked = 0.5 if rate.startswith("0.5") else 1.0
+    assert r is not None and r["gpus"] == 1
+    assert r["requests_per_s"] >= asked * (1 - 1e-6)
+    assert r["users"] == pytest.approx(r["requests_per_s"] * r["latency_s"], rel=0.01)
+    each = r["users_per_replica"]
+    assert f"{each} user{'' if each == 1 else 's'} each" in a["verdict"]
+
+
+def test_a_card_count_for_a_model_is_a_how_many_question() -> None:
+    a = ask("h100 count for llama-3.1-70b 100 users 2000 in / 500 out at 20 tok/s").to_dict()
+    assert a["question"]["kind"] == "how_many_gpus" and a["replicas"] is not None

@@ -217,7 +217,7 @@ def fleet_lines(a: Answer) -> list[str]:
         " + DP attention" if lay[N.DP_ATTENTION] else "")
     return [f"  fleet    {r['replicas']} replica{'s' if r['replicas'] != 1 else ''} of {split} ({lay['gpus']} GPU"
             f"{'s' if lay['gpus'] != 1 else ''} each), {r['nodes']} node{'s' if r['nodes'] != 1 else ''}; "
-            f"{r['users_per_replica']} users per replica (at most {r['most_users_per_replica']}); limit: {r['binds']}",
+            f"{r['users_per_replica']} user{'s' if r['users_per_replica'] != 1 else ''} per replica (at most {r['most_users_per_replica']}); limit: {r['binds']}",
             f"  load     {num(r['tokens_per_s_per_user'])} tok/s per user, first token in {num(r['ttft_s'])} s, "
             f"{num(r['latency_s'])} s a request, {num(r['requests_per_s'])} requests/s, "
             f"{num(r['tokens_per_s_per_gpu'])} tok/s per GPU; prompts take {num(100 * (r['prefill_share'] or 0))}% "

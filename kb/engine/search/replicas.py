@@ -63,8 +63,9 @@ def fleet_question(kn: Knowledge, w: Workload) -> bool:
 
 
 def applies(kn: Knowledge, w: Workload) -> bool:
-    """A fleet question (fleet_question) about serving several users (or a volume)."""
-    return fleet_question(kn, w) and (w.users or 1) > 1
+    """A fleet question (fleet_question) about serving several users, or a volume (a request rate
+    or tokens a day: the users it comes to are found from it, one or many)."""
+    return fleet_question(kn, w) and ((w.users or 1) > 1 or w.tokens_per_day is not None)
 
 
 def layouts(kn: Knowledge, heads: int, dpa: bool) -> list[tuple[int, int, bool]]:

@@ -46,6 +46,7 @@ def fleet(a: Answer, kn: Knowledge) -> str:
     text = str(kn.query["solve"]["how_many_gpus"]["verdict_replicas"]).format(
         gpus=r["gpus"], gpu=a.question["gpu"] if a.question else "", replicas=r["replicas"],
         s="" if r["replicas"] == 1 else "s", layout=layout, users_per_replica=r["users_per_replica"],
+        users_s="" if r["users_per_replica"] == 1 else "s",
         tokens_per_s_per_user=f("tokens_per_s_per_user"), ttft_s=f(N.TTFT_S),
         tokens_per_s_per_gpu=f("tokens_per_s_per_gpu"), requests_per_s=f("requests_per_s"),
         nodes=r["nodes"], nodes_s="" if r["nodes"] == 1 else "s",
