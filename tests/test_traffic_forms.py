@@ -165,7 +165,7 @@ def test_an_eight_gpu_server_named_before_its_card(q: str) -> None:
 @pytest.mark.parametrize("q, fleet", [
     ("serve gpt-oss-120b to 1000 users on b200, prompt 4000 output 1000, 50 tok/s per user, "
      "time to first token below 2 seconds", True),
-    ("capacity for 20 rps of llama-3.1-8b on a100 80gb, 2000 in 500 out, tpot 30ms, ttft 1s", True),
+    ("20 rps of llama-3.1-8b on a100 80gb, 2000 in 500 out, tpot 30ms, ttft 1s", True),
     ("serve llama-3.1-70b int4 16 users on h100", False),              # no latency target: does it fit
     ("serve llama-3.1-8b 16 users on h100 at 30 tok/s", False),        # a speed alone: of that card
     ("serve llama-3.1-8b on h100 ttft under 1 s", False),              # one user: of that card
@@ -221,3 +221,27 @@ def test_a_fleet_s_output_tokens_a_second_and_approximate_lengths() -> None:
     assert (w.speed_floor_tok_s, w.tokens_per_day, w.users) == (40.0, None, 100)
     w = parse("how many h100 for gpt-oss-120b for 250 concurrent users, input ~2000 tokens, output ~800 tokens", KN)
     assert (w.prompt_tokens, w.output_tokens) == (2000, 800)
+
+
+@pytest.mark.parametrize(("q", "users", "rate", "lengths"), [
+    ("how many h200 for llama-3.1-70b 8000/500 tokens 200 concurrent", 200, None, (8000, 500)),
+    ("how many h200 for llama-3.1-70b batch of 300 users, 2000 in / 500 out", 300, None, (2000, 500)),
+    ("how many h100 for llama-3.1-8b 4000 input tokens and 500 output tokens, arrival rate 2/s", None, 2.0, (4000, 500)),
+    ("plan h200 capacity for llama-3.1-70b 120/min, prompt 1000 output 300", None, 2.0, (1000, 300)),
+    ("deploy llama-3.1-70b on h200s, how many gpus 100 simultaneous users, prompt 3000 output 200", 100, None, (3000, 200)),
+    ("how many h200 for llama-3.1-70b, 50 requests in flight, prompt 3000 output 200", 50, None, (3000, 200)),
+])
+def test_capacity_phrasings_a_sales_engineer_writes(q: str, users: int | None, rate: float | None,
+                                                    lengths: tuple[int, int]) -> None:
+    """Concurrency said without 'users' ('200 concurrent', 'batch of 300 users', 'requests in
+    flight'), a rate glued to its unit ('2/s', '120/min'), a length pair followed by 'tokens', and
+    'how many gpus' or 'plan … capacity' with the count to find: each is a how-many question with
+    its traffic read, not a GPU count of 100 or a batch size."""
+    w = parse(q, KN)
+    assert w.question == "how_many_gpus"
+    assert (w.prompt_tokens, w.output_tokens) == lengths
+    if users is not None:
+        assert w.users == users and w.batch in (None, 1)
+    if rate is not None:
+        assert w.tokens_per_day == pytest.approx(rate * 86400 * lengths[1])
+    assert not w.gpus or w.gpus[0].count in (None, 1)

@@ -397,6 +397,8 @@ class QueryRules(TypedDict):
     e2e_words: list[str]
     tpot_words: list[str]
     length_pair_words: list[str]
+    length_pair_after: list[str]
+    count_labels: dict[str, list[str]]
     per_hour_words: list[str]
     budget_words: list[str]
     number_words: dict[str, float]

@@ -407,6 +407,10 @@ class QueryFile(Strict):
     tpot_words: list[Name] = []
     # a label before 'prompt/output' lengths written as one pair ('in/out 2000/500', 'ISL/OSL 4000/500')
     length_pair_words: list[Name] = []
+    # a word after such a pair that only says what it counts ('8000/500 tokens')
+    length_pair_after: list[Name] = []
+    # a label before a number whose unit after it says what it counts: the label goes ('batch of 200 users')
+    count_labels: dict[str, list[Name]] = {}
     per_hour_words: list[Name] = []
     budget_words: list[Name] = []
     number_words: dict[Name, Positive] = {}

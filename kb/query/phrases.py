@@ -59,14 +59,34 @@ def merge_sized_numbers(toks: list[Tok], keys: list[str], rules: QueryRules) -> 
                 toks[i] = Tok("size", toks[i].text, toks[i].col, value)
 
 
+def drop_count_labels(toks: list[Tok], keys: list[str], rules: QueryRules) -> None:
+    """'batch of 200 users': a label before a number whose unit comes after it, and names what the
+    number counts, goes (query.yaml count_labels: the label, and the words after the number that
+    take it); 'batch of 64' alone stays a batch."""
+    labels = [(tuple(norm(w) for w in label.split()), frozenset(norm(w) for w in after))
+              for label, after in rules.get("count_labels", {}).items()]
+    i = 0
+    while i < len(toks):
+        if toks[i].kind == "num" and i + 1 < len(toks):
+            for words, after in labels:
+                n = len(words)
+                if i >= n and tuple(keys[i - n:i]) == words and keys[i + 1] in after:
+                    del toks[i - n:i], keys[i - n:i]
+                    i -= n
+                    break
+        i += 1
+
+
 _PAIR = r"(\d+(?:\.\d+)?[kmt]?)/(\d+(?:\.\d+)?[kmt]?)"
 
 
 def split_length_pairs(toks: list[Tok], keys: list[str], rules: QueryRules, phrases: Mapping[str, object]) -> None:
     """'2k/500', '2k / 500', 'in/out 2000/500', 'ISL/OSL 4000/500': a pair of numbers joined by a slash,
     that no phrase of the vocabulary spells ('24/7'), is a prompt length and an output length,
-    each then written with its unit's first word; a label before it (length_pair_words) goes."""
+    each then written with its unit's first word; a label before it (length_pair_words) goes, and so
+    does a word after it that only says what the two count (length_pair_after: '8000/500 tokens')."""
     labels = frozenset(norm(w) for w in rules.get("length_pair_words", []))
+    after = frozenset(norm(w) for w in rules.get("length_pair_after", []))
     units = rules["units"]
     i = 0
     while i < len(toks):
@@ -78,8 +98,9 @@ def split_length_pairs(toks: list[Tok], keys: list[str], rules: QueryRules, phra
         split = [Tok("num", m[1], col, m[1]), Tok("word", units["prompt"]["words"][0], col + len(m[1])),
                  Tok("num", m[2], col + len(m[1]) + 1, m[2]), Tok("word", units["output"]["words"][0], col + len(m[0]))]
         start = i - 1 if i > 0 and keys[i - 1] in labels else i
-        toks[start:i + 1] = split
-        keys[start:i + 1] = [t.text.lower() for t in split]
+        end = i + 2 if i + 1 < len(toks) and keys[i + 1] in after else i + 1
+        toks[start:end] = split
+        keys[start:end] = [t.text.lower() for t in split]
         i = start + len(split)
 
 
