@@ -335,3 +335,19 @@ def test_a_rate_one_replica_carries_with_one_request_in_flight_is_a_fleet_of_one
 def test_a_card_count_for_a_model_is_a_how_many_question() -> None:
     a = ask("h100 count for llama-3.1-70b 100 users 2000 in / 500 out at 20 tok/s").to_dict()
     assert a["question"]["kind"] == "how_many_gpus" and a["replicas"] is not None
+
+
+def test_more_users_never_take_fewer_gpus_when_no_replica_layout_serves_them() -> None:
+    """A fleet question no replica layout serves within the targets (more GPUs than the search
+    sizes) has no count: before, a single configuration holding every user at once, checked
+    without the prompts of the load and their queue, answered it, so 5,000 users took fewer GPUs
+    than 1,000. The verdict names every target asked."""
+    q = "how many h200 for llama-3.1-70b, ttft p95 1s, itl 100 ms, input 8000 tokens, output 500 tokens, {} concurrent users"
+    fewer = ask(q.format(1000)).to_dict()
+    more = ask(q.format(5000)).to_dict()
+    assert fewer["replicas"] is not None
+    found = (more["question"]["answer"] or {}).get("found")
+    assert (more["replicas"] or {}).get("gpus", 0) >= fewer["replicas"]["gpus"] or not found
+    if not found:
+        assert more["verdict"].startswith("No count of NVIDIA H200 SXM 141GB up to 4,096 meets")
+        assert "10 tok/s" in more["verdict"] and "first token in 1 s at p95" in more["verdict"]

@@ -245,3 +245,18 @@ def test_capacity_phrasings_a_sales_engineer_writes(q: str, users: int | None, r
     if rate is not None:
         assert w.tokens_per_day == pytest.approx(rate * 86400 * lengths[1])
     assert not w.gpus or w.gpus[0].count in (None, 1)
+
+
+@pytest.mark.parametrize(("q", "prompt", "output", "speed"), [
+    ("estimate the number of h100 needed for llama-3.1-70b, 100 users, 2000:500 tokens, 30ms/token", 2000, 500, 1000 / 30),
+    ("sizing: llama-3.1-70b, hgx h200, 100 users, 4000 tok in, 500 tok out, output speed of 25 tok/s per user", 4000, 500, 25),
+    ("how many a100-80g for llama-3.1-8b, 8 requests/second, input 1000 tokens, output 200 tokens, 40 ms/token", 1000, 200, 25),
+])
+def test_more_capacity_phrasings(q: str, prompt: int, output: int, speed: float) -> None:
+    """'2000:500' is a length pair like '2000/500'; '30ms/token' a time per output token; 'tok in'
+    and 'tok out' lengths (a number before them is no card: 'Quadro RTX 8000' stays a card only
+    where no length follows); 'estimate the number of' and 'sizing' ask how many."""
+    w = parse(q, KN)
+    assert w.question == "how_many_gpus"
+    assert (w.prompt_tokens, w.output_tokens) == (prompt, output)
+    assert w.speed_floor_tok_s == pytest.approx(speed)

@@ -60,7 +60,7 @@ def respond(kn: Knowledge, query: str, w: Workload | None = None, *, sort: str |
 
     a = replicas.answered(w, kn, query)
     if a is None:
-        a = answer(w, kn, query)
+        a = answer(w, kn, query, unserved=replicas.applies(kn, w))     # a fleet question no layout serves has no count
         if a.question and a.question.get("kind") == "how_many_gpus" and not (a.question.get("answer") or {}).get("found"):
             a.question["fastest_one_user"] = replicas.fastest_one_user(kn, w)   # a fleet no count serves
     return with_options(a, w, kn, reread, said)

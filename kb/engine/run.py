@@ -55,16 +55,18 @@ if TYPE_CHECKING:
     from kb.engine.assembly.answer_records import Advice, ClaimChecked, Outcome, Question
 
 
-def answer(w: Workload, kn: Knowledge, query: str = "", *, brief: bool = False) -> Answer:
+def answer(w: Workload, kn: Knowledge, query: str = "", *, brief: bool = False, unserved: bool = False) -> Answer:
     """The answer to a workload; a capacity question is solved first, then answered at its value.
     `brief`: only the figures (GPU rows, memory, speed and cost), without the flows' walk, the
     trace, the claims and the advice text: what an option (kb.engine.advising.options) shows of its answer.
+    `unserved`: a how-many question about a fleet no replica layout serves (kb.engine.pipeline), which
+    no one configuration answers either.
     The engine puts what was asked and what answers it on `Answer.question` (its kind, the figure,
     the sizing flow's outcome); the verdict text is composed from that by kb.engine.verdicts.verdict."""
     question_format(w, kn)
     fleet_kv(w, kn)
     if w.question in kn.query["solve"]:
-        result = capacity.answer(kn, w, ranked, query, brief)
+        result = capacity.answer(kn, w, ranked, query, brief, unserved)
     else:
         result, final = _plain(w, kn, query, brief)
         if final:

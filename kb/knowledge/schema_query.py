@@ -278,6 +278,9 @@ class VerdictTemplatesSchema(Strict):
     target_deadline: str
     target_speed: str
     target_ttft: str
+    target_first_token: str = ""
+    target_percentile: str = ""
+    target_volume: str = ""
     target_e2e: str
     no_count: str
     no_count_memory: str

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from kb.knowledge.data import Knowledge
     from kb.knowledge.records_rules import QueryRules
     from kb.query.unknown_words import Entry
+    from kb.query.words import Vocab
     from kb.query.workload import Workload
 
 # what a Workload field compared is called in an error
@@ -59,6 +60,29 @@ def merge_sized_numbers(toks: list[Tok], keys: list[str], rules: QueryRules) -> 
                 toks[i] = Tok("size", toks[i].text, toks[i].col, value)
 
 
+_PER_TOKEN = r"(\d+(?:\.\d+)?)?([a-z]+)/([a-z]+)"
+
+
+def split_time_per_token(toks: list[Tok], keys: list[str], vocab: Vocab) -> None:
+    """'40 ms/token', '30ms/tok': a unit of time (its number run on to it or not), a slash and what
+    it counts, read as the number, the unit, 'per' and the rest, where that is a time-per-output-token
+    phrase (query.yaml tpot_words); any other word with a slash stays as it is ('org/model')."""
+    i = 0
+    while i < len(toks):
+        m = re.fullmatch(_PER_TOKEN, toks[i].text, re.IGNORECASE) if toks[i].kind == "word" else None
+        hit = vocab.table.get(norm("per " + m[3])) if m else None
+        if m is None or hit is None or hit[0] != "tpot" or norm(m[2]) not in vocab.units:
+            i += 1
+            continue
+        col, lead = toks[i].col, len(m[1] or "")
+        parts = ([Tok("num", m[1], col, m[1])] if m[1] else []) + [
+            Tok("word", m[2], col + lead), Tok("word", "per", col + lead + len(m[2])),
+            Tok("word", m[3], col + lead + len(m[2]) + 1)]
+        toks[i:i + 1] = parts
+        keys[i:i + 1] = [t.text.lower() if t.kind == "num" else norm(t.text) for t in parts]
+        i += len(parts)
+
+
 def drop_count_labels(toks: list[Tok], keys: list[str], rules: QueryRules) -> None:
     """'batch of 200 users': a label before a number whose unit comes after it, and names what the
     number counts, goes (query.yaml count_labels: the label, and the words after the number that
@@ -77,11 +101,11 @@ def drop_count_labels(toks: list[Tok], keys: list[str], rules: QueryRules) -> No
         i += 1
 
 
-_PAIR = r"(\d+(?:\.\d+)?[kmt]?)/(\d+(?:\.\d+)?[kmt]?)"
+_PAIR = r"(\d+(?:\.\d+)?[kmt]?)[/:](\d+(?:\.\d+)?[kmt]?)"
 
 
 def split_length_pairs(toks: list[Tok], keys: list[str], rules: QueryRules, phrases: Mapping[str, object]) -> None:
-    """'2k/500', '2k / 500', 'in/out 2000/500', 'ISL/OSL 4000/500': a pair of numbers joined by a slash,
+    """'2k/500', '2k / 500', '2000:500', 'in/out 2000/500', 'ISL/OSL 4000/500': a pair of numbers joined by a slash (or a colon),
     that no phrase of the vocabulary spells ('24/7'), is a prompt length and an output length,
     each then written with its unit's first word; a label before it (length_pair_words) goes, and so
     does a word after it that only says what the two count (length_pair_after: '8000/500 tokens')."""

@@ -15,7 +15,7 @@ from kb.knowledge.data import Knowledge, norm
 from kb.query.classify import Classifier
 from kb.query.finish import Finisher
 from kb.query.phrases import (Phrases, drop_count_labels, merge_number_words, merge_sized_numbers,
-                              split_length_pairs, tok_number)
+                              split_length_pairs, split_time_per_token, tok_number)
 from kb.query.unknown_words import Unknown
 from kb.query.words import in_series, money, scaled, vocab_of
 from kb.query.tokens import Tok, TokValue
@@ -51,6 +51,7 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
                         tok.text.lower().replace("-", "").replace("_", ""))
         merge_number_words(toks, keys, kn.query.get("number_words", {}), query)
         drop_count_labels(toks, keys, kn.query)
+        split_time_per_token(toks, keys, vocab_of(kn))
         split_length_pairs(toks, keys, kn.query, vocab_of(kn).table)
         merge_sized_numbers(toks, keys, kn.query)
         self.toks = toks

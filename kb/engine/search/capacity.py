@@ -41,8 +41,10 @@ Targets = list[tuple["GPU", int]]
 class Search:
     """One capacity question being answered: what the stages found so far."""
 
-    def __init__(self, kn: Knowledge, w: Workload, rank: Rank, query: str, brief: bool) -> None:
+    def __init__(self, kn: Knowledge, w: Workload, rank: Rank, query: str, brief: bool,
+                 unserved: bool = False) -> None:
         self.kn, self.w, self.rank, self.query, self.brief = kn, w, rank, query, brief
+        self.unserved = unserved            # a fleet question no replica layout serves (kb.engine.pipeline)
         self.spec = kn.query["solve"][w.question or ""]
         self.targets: Targets = []
         self.sized: list[Row] = []          # the catalogue's cards no copy of a training job fits (kb.engine.search.scaled)
@@ -57,8 +59,9 @@ class Capacity:
     """A question answered by the largest value that fits on each card (max users, max batch):
     the card named, or the first of the plain ranking; the largest value found leads."""
 
-    def answer(self, kn: Knowledge, w: Workload, rank: Rank, query: str, brief: bool) -> Answer:
-        s = Search(kn, w, rank, query, brief)
+    def answer(self, kn: Knowledge, w: Workload, rank: Rank, query: str, brief: bool,
+               unserved: bool = False) -> Answer:
+        s = Search(kn, w, rank, query, brief, unserved)
         self.targets(s)
         self.rows(s)
         primary = self.settle(s, self.best(s))
@@ -180,6 +183,14 @@ class HowManyGpus(Capacity):
             return s.rows[0]
         return min(found, key=lambda r: (r["value"], -(s.kn.gpus[r["gpu_id"]]["bandwidth_gb_s"] or 0)))
 
+    def settle(self, s: Search, primary: Row) -> Row:
+        """A fleet question no replica of any layout serves under load (s.unserved) has no count:
+        one configuration that would hold every user at once is checked without the load's
+        prompts and queue, and is no answer to it."""
+        if s.unserved and primary["found"]:
+            return {"gpu": primary["gpu"], "gpu_id": primary["gpu_id"], "value": None, "found": False}
+        return primary
+
     def facts(self, s: Search, primary: Row, result: Answer, q: Question) -> None:
         if not primary["found"]:
             q["note"] = tr.no_count_note(s.kn, result.memory).strip() or None
@@ -193,9 +204,10 @@ STRATEGIES: dict[str, Capacity] = {
 }
 
 
-def answer(kn: Knowledge, w: Workload, rank: Rank, query: str, brief: bool) -> Answer:
-    """The capacity question `w` asks, answered by its kind's strategy."""
-    return STRATEGIES.get(w.question or "", Capacity()).answer(kn, w, rank, query, brief)
+def answer(kn: Knowledge, w: Workload, rank: Rank, query: str, brief: bool, unserved: bool = False) -> Answer:
+    """The capacity question `w` asks, answered by its kind's strategy (`unserved`: a fleet
+    question no replica layout serves, HowManyGpus.settle)."""
+    return STRATEGIES.get(w.question or "", Capacity()).answer(kn, w, rank, query, brief, unserved)
 
 
 def _at_answer(s: Search, primary: Row) -> Workload:

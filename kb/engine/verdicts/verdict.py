@@ -388,9 +388,9 @@ def _solved(a: Answer, q: Question, kn: Knowledge) -> list[str]:
         if kind == "how_many_gpus" and (asked := target(kn.query["verdict"], a)):
             need = q.get(N.FEWEST_GPUS_NEEDED)
             mem = t["solved_memory_alone"].format(fewest=need) if need else ""
-            fastest = _fastest_one_user(kn, q)
+            fastest = _fastest_one_user(kn, q)     # before memory alone: the verdict keeps its first sentences
             return [t["solved_no_count"].format(gpu=row.get('gpu') or q.get('gpu'), upper=num(q.get('upper')),
-                                                target=asked, memory=mem) + fastest, str(q.get("note") or "")]
+                                                target=asked, memory="") + fastest + mem, str(q.get("note") or "")]
         if kind == "how_many_gpus":
             return _no_count(kn, q, row)
         return [t["solved_no_fit"].format(on=on, lower=num(q.get('lower')), unit=unit), str(q.get("note") or "")]

@@ -30,13 +30,20 @@ def target(v: Verdict, a: Answer) -> str | None:
     deadline = w.get("deadline_hours")
     if deadline is not None:
         return t["target_deadline"].format(duration=duration(deadline * 3600))
+    parts = []                  # every target asked, as the query set it
     if w.get(N.SPEED_FLOOR_TOK_S) is not None:
-        return t["target_speed"].format(speed=num(w['speed_floor_tok_s']))
-    if w.get("ttft_max_s") is not None or w.get("tokens_per_day") is not None:
-        return t["target_ttft"]
+        parts.append(t["target_speed"].format(speed=num(w['speed_floor_tok_s'])))
+    if w.get("ttft_max_s") is not None and t.get("target_first_token"):
+        pct = w.get("ttft_percentile")
+        parts.append(t["target_first_token"].format(
+            seconds=num(w["ttft_max_s"]), percentile=t["target_percentile"].format(p=num(pct)) if pct else ""))
     if w.get("e2e_max_s") is not None:
-        return t["target_e2e"].format(seconds=num(w['e2e_max_s']))
-    return None
+        parts.append(t["target_e2e"].format(seconds=num(w['e2e_max_s'])))
+    if w.get("tokens_per_day") is not None and t.get("target_volume"):
+        parts.append(t["target_volume"])
+    if not parts and (w.get("ttft_max_s") is not None or w.get("tokens_per_day") is not None):
+        return t["target_ttft"]
+    return ", ".join(parts) or None
 
 
 def how_many(v: Verdict, a: Answer, q: Question, row: Mapping[str, Value], speed: str | None,
