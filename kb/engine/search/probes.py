@@ -57,6 +57,12 @@ def _kept(table: dict[K, V], key: K, make: Callable[[], V]) -> V:
     return found
 
 
+def _speed_of(holds: str) -> str:
+    """The per-user speed a probe under `holds` reports: a replica under load its tokens a second
+    with the prompts counted (formulas.yaml serves_load), anything else its decode alone."""
+    return N.SERVING_TOKENS_PER_S_PER_USER if holds == N.SERVES_LOAD else N.DECODE_TOKENS_PER_S
+
+
 class Probes:
     """The probes of one question's search, on its cards."""
 
@@ -66,6 +72,9 @@ class Probes:
         self.cards = cards or []    # the cards a how-many search over several runs side by side
         self._resolved: dict[tuple[str, float], Resolved] = {}
         self._made: dict[tuple[str, float, str, int, str], Probe] = {}
+        # the most users one replica serves, as a search over these probes found it between a
+        # least and a most asked (kb.engine.search.replicas._serves): (least, most, found) by what holds
+        self.served: dict[str, tuple[int, int, int | None]] = {}
 
     def resolved(self, vary: str, value: float) -> Resolved:
         """The workload at this value, resolved (kept: a search asks a value's layout apart)."""
@@ -92,7 +101,7 @@ class Probes:
         """What a probe evaluates: the fit, the figure it holds for, and the target asked."""
         names: Names = (N.FITS, N.PER_GPU_GB, N.USABLE_VRAM_GB)
         if holds != N.FITS:
-            names += (holds, N.DECODE_TOKENS_PER_S)
+            names += (holds, _speed_of(holds))
         return names + (N.MEETS_TARGET,) if self.targets else names
 
     def probe(self, vary: str, value: float, gpu: GPU, count: int, holds: str = N.FITS) -> Probe:
@@ -121,7 +130,7 @@ class Probes:
 
         meets = bool(at(N.MEETS_TARGET)) if self.targets else None
         return Probe(bool(at(holds)) and meets is not False, at(N.PER_GPU_GB), at(N.USABLE_VRAM_GB),
-                     bool(at(N.FITS)), at(N.DECODE_TOKENS_PER_S) if holds != N.FITS else None,
+                     bool(at(N.FITS)), at(_speed_of(holds)) if holds != N.FITS else None,
                      at(N.SPEED_FLOOR_TOK_S), meets)
 
     def shared_counts(self) -> bool:

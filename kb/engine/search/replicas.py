@@ -100,8 +100,17 @@ def _serves(kn: Knowledge, w: Workload, gpu: GPU, tp: int, pp: int, dp_attention
     from kb.engine.search.solve import largest_fitting
 
     probes = _probes(kn, w, gpu, tp, pp, dp_attention, kept)
-    found, _ = largest_fitting(kn, _trial(w, tp, pp, dp_attention), N.USERS, least, max(least, int(w.users or 1)),
+    most = max(least, int(w.users or 1))
+    before = probes.served.get(holds)
+    if before is not None:      # a replica serves fewer users the more it takes: an earlier step's
+        low, high, got = before  # search answers this one where its bounds hold the answer
+        if got is None and least >= low:
+            return None
+        if got is not None and got < high and least <= got:
+            return min(got, most)
+    found, _ = largest_fitting(kn, _trial(w, tp, pp, dp_attention), N.USERS, least, most,
                                gpu, tp * pp, holds, probes)
+    probes.served[holds] = (least, most, int(found) if found else None)
     return int(found) if found else None
 
 
