@@ -44,7 +44,7 @@ def corpus() -> list[str]:
 
 def sized_models() -> list[str]:
     """Capacity questions about every model AIConfigurator sizes (bench/aiconfigurator_models.yaml),
-    by its Hub id, twice each on cards taken in turn from the serving catalogue (datacenter modules,
+    by its Hub id, three times each on cards taken in turn from the serving catalogue (datacenter modules,
     server and PCIe cards), at loads, lengths and targets taken in turn: some have no count that
     meets their target, whose search and options are the slowest a fleet question has."""
     import yaml
@@ -56,7 +56,7 @@ def sized_models() -> list[str]:
     speeds, ttfts = [20, 25, 33.3, 40, 66.7], [0.5, 1, 2, 3]
     out = []
     for i, hub_id in enumerate(ids):
-        for j in (i, i + 3):
+        for j in (i, i + 3, i + 6):
             out.append(f"how many {cards[j % len(cards)]} for {hub_id} {loads[j % len(loads)]} "
                        f"{lengths[j % len(lengths)]} at {speeds[j % len(speeds)]} tok/s ttft under {ttfts[j % len(ttfts)]} s")
     return out
