@@ -7,6 +7,8 @@ output tokens/s per GPU at its configuration within -30%/+43%."""
 
 from __future__ import annotations
 
+import re
+
 import importlib.util
 from pathlib import Path
 from typing import Any
@@ -80,3 +82,14 @@ def test_every_model_it_sizes_is_in_the_catalogue(hub_id: str, monkeypatch: pyte
     w = parse(f"how many h200 for {hub_id} 100 users 2000 in / 500 out at 20 tok/s ttft under 2 s", get_knowledge())
     assert w.model_id in get_knowledge().models, (hub_id, w.model_id)
     assert w.question == "how_many_gpus"
+    # the size its name states is the catalogue model's (within 15%: names round, '4B' of 4.44B with
+    # its vision tower; '17B-128E' states the active size); 'Qwen3-VL-235B-A22B' once read as
+    # Qwen3-VL 8B, the name cut back past its size
+    m = get_knowledge().models[w.model_id]
+    stated = re.search(r"-(\d+(?:\.\d+)?)[Bb](?:-A(\d+(?:\.\d+)?)[Bb]|-(\d+)E)?(?:-|$)", hub_id)
+    if stated:
+        key = "params_active" if stated[3] else "params_total"
+        assert float(m[key]) / 1e9 == pytest.approx(float(stated[1]), rel=0.15), (hub_id, w.model_id)
+        if stated[2]:           # 'A22B': the decoder's active count (a vision tower counts in params_active too)
+            decoder = float(m["params_active"]) - float(m.get("encoder_params") or 0)
+            assert decoder / 1e9 == pytest.approx(float(stated[2]), rel=0.15), (hub_id, w.model_id)

@@ -299,11 +299,11 @@ class Unknown:
         parts = [p for p in re.split(_NAME_PARTS, text.rpartition("/")[2]) if p]
         for n in range(len(parts) - 1, 0, -1):
             key = read_name("-".join(parts[:n]), self.vocab).key
+            if not re.search(_HAS_SIZE, key):
+                break           # the size went with the parts cut: 'Qwen3-VL-235B-A22B' is no 'Qwen3-VL'
             hit = self.vocab.table.get(key)
             if hit is not None and hit[0] == "model":
                 return hit
-            if not re.search(_HAS_SIZE, key):
-                break
         return None
 
     def gpu_like(self, i: int) -> bool:
