@@ -351,3 +351,32 @@ def test_more_users_never_take_fewer_gpus_when_no_replica_layout_serves_them() -
     if not found:
         assert more["verdict"].startswith("No count of NVIDIA H200 SXM 141GB up to 4,096 meets")
         assert "10 tok/s" in more["verdict"] and "first token in 1 s at p95" in more["verdict"]
+
+
+@pytest.mark.parametrize("layout", ["tp 4 dp attention", "tp 1 dp 4 ep 4", "dep4", "tp1pp1dp4etp1ep4",
+                                    "4 replicas of dep4", "4x dep4", "tp 1 dp 4 expert parallel"])
+def test_a_replica_layout_in_an_engines_words_is_the_same_layout(layout: str) -> None:
+    """AIConfigurator's 'tp1pp1dp4etp1ep4', TensorRT-LLM's DEP4, vLLM's data parallel with expert
+    parallelism and 'tp 4 dp attention' name one layout: four GPUs a replica, attention data-parallel
+    over them and the experts split over them; four replicas of it are 16 GPUs (named or not)."""
+    on = "on h200" if "replicas" in layout or "4x" in layout else "on 16x h200"
+    a = ask(f"serve qwen3-235b-a22b fp8 640 users 2000 in / 500 out {on} {layout}").to_dict()
+    same = ask("serve qwen3-235b-a22b fp8 640 users 2000 in / 500 out on 16x h200 tp 4 dp attention").to_dict()
+    w = a["workload"]
+    assert (w["tp"], w["dp_attention"], w["gpus"][0]["count"]) == (4, True, 16)
+    assert a["throughput"]["serving_tokens_per_s_per_gpu"] == same["throughput"]["serving_tokens_per_s_per_gpu"]
+
+
+@pytest.mark.parametrize(("layout", "gpus"), [("tp2 dp4", 8), ("4 replicas of tp2", 8), ("2x tp4", 8),
+                                              ("tp4pp1dp1etp1ep1", None)])
+def test_replicas_of_a_dense_layout_count_its_gpus(layout: str, gpus: int | None) -> None:
+    """A dense model's dp counts replicas ('tp2 dp4': 4 of TP2, 8 GPUs), as 'N replicas of' and
+    '2x TP4' do; AIConfigurator's dp1 with no experts split leaves the GPUs named as they are; a
+    count of GPUs that is not whole replicas is refused."""
+    on = "on 32x b200" if gpus is None else "on h200"
+    w = ask(f"serve llama-3.1-70b fp8 500 users 2000 in / 500 out {on} {layout}").to_dict()["workload"]
+    assert w["gpus"][0]["count"] == (gpus or 32) and w["dp_attention"] is None
+    from kb.errors import QueryError
+
+    with pytest.raises(QueryError, match="the layout asked is 4 GPUs"):
+        ask("serve llama-3.1-70b fp8 500 users on 8x h200 tp2 dp2")

@@ -48,14 +48,14 @@ class Solve(TypedDict):
 
 class Unit(TypedDict):
     """A unit word and what the number beside it sets (query.yaml `units`)."""
-    field: Literal["users", "context_tokens", "seq_len", "batch", "lora_rank", "prompt_tokens", "output_tokens", "tokens", "tp", "pp", "speed_floor_tok_s", "tokens_per_day", "hours_per_day", "duration", "gpu_count", "budget_usd", "examples", "epochs", "requests_per_day", "draft_tokens", "offload_layers", "gpu_layers", "cpu_moe_layers"]
+    field: Literal["users", "context_tokens", "seq_len", "batch", "lora_rank", "prompt_tokens", "output_tokens", "tokens", "tp", "pp", "speed_floor_tok_s", "tokens_per_day", "hours_per_day", "duration", "gpu_count", "budget_usd", "examples", "epochs", "requests_per_day", "draft_tokens", "offload_layers", "gpu_layers", "cpu_moe_layers", "dp", "ep", "etp", "dep", "replicas"]
     limit: Literal["users", "batch", "context", "seq", "prompt", "output", "rank", "tokens", "params", "gpu_count", "memory_gb", "parallel", "speed", "duration", "hours_per_day", "usd", "examples", "epochs", "requests", "draft_tokens", "layers"]
     words: list[str]
     after_number: list[str]
     scale: float
     binary_k: bool
     focus: Literal["memory", "speed", "time", "fit", "cost"] | None
-    alone: Literal["filler", "time", "one", "all", "offload"] | None
+    alone: Literal["filler", "time", "one", "all", "offload", "replica"] | None
     asks: Literal["max_users", "max_batch"] | None
 
 

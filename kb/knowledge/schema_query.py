@@ -69,7 +69,8 @@ class UnitSchema(Strict):
     field: Literal["users", "context_tokens", "seq_len", "batch", "lora_rank", "prompt_tokens",
                    "output_tokens", "tokens", "tp", "pp", "speed_floor_tok_s", "tokens_per_day",
                    "hours_per_day", "duration", "gpu_count", "budget_usd", "examples", "epochs", "requests_per_day",
-                   "draft_tokens", "offload_layers", "gpu_layers", "cpu_moe_layers"]
+                   "draft_tokens", "offload_layers", "gpu_layers", "cpu_moe_layers",
+                   "dp", "ep", "etp", "dep", "replicas"]
     limit: LimitName
     words: list[Name] = Field(min_length=1)
     # words that are this unit only right after a number ('2k in', '500 out'); anywhere else
@@ -78,7 +79,9 @@ class UnitSchema(Strict):
     scale: Positive = 1.0
     binary_k: bool = False
     focus: Literal["memory", "speed", "time", "fit", "cost"] | None = None
-    alone: Literal["filler", "time", "one", "all", "offload"] | None = None  # the word without a number: a filler, or asks the time
+    # the word without a number: a filler, asks the time, one of it, spans every GPU named, offload
+    # asked, or a replica's layout split over its attention GPUs ('expert parallel')
+    alone: Literal["filler", "time", "one", "all", "offload", "replica"] | None = None
     # 'how many' before the word without a number asks this capacity question ('how many concurrent users')
     asks: Literal["max_users", "max_batch"] | None = None
 

@@ -50,6 +50,7 @@ class Finisher:
     counted: set[int]
     plural: list[Tok] | None
     dataset: dict[str, Tok]
+    layout_parts: dict[str, Tok]
     model_given: bool
     pending_count: Tok | None
     layout_all: list[tuple[str, Tok]]
@@ -310,6 +311,8 @@ class Finisher:
             self.layout_all.append((unit, word))
         elif alone == "offload":        # '-ngl', '--n-cpu-moe' with no count: offload asked
             self.w.host_offload = True
+        elif alone == "replica":        # 'expert parallel' with no size: over the replica's GPUs
+            self.layout_parts[self.query_rules["units"][unit]["field"]] = Tok("layout", word.text, word.col, 0.0)
 
     def layout_over_all(self) -> None:
         """'tensor parallel', 'row split', 'layer split' with no number: the layout spans every
@@ -321,10 +324,55 @@ class Finisher:
             if total < 1:
                 raise self.fail(word, f"'{word.text}' needs a number (or a GPU count to span)",
                                 f"16 {word.text}", expected=[f"16 {word.text}", f"{word.text} 16"])
-            if getattr(self.w, spec["field"]) is None:
+            if getattr(self.w, spec["field"], None) is None and spec["field"] not in self.layout_parts:
                 self.set_unit(unit, Tok("num", word.text, word.col, float(total)), word, number_first=True)
                 self.w.notes.append(f"read '{word.text}' with no number as {spec['field']} {total}: "
                                     "every GPU named")
+
+    def read_layout_parts(self) -> None:
+        """A replica's layout in a serving engine's words, read into kbq's: with the experts split
+        ('ep 4', 'etp 2', 'dep4'; AIConfigurator's 'tp1pp1dp4etp1ep4') one replica spans the wider
+        of its attention (tp × dp) and its experts (etp × ep), and a dp above one is data-parallel
+        attention inside it (kbq's tp over that width with dp attention); without them a dp counts
+        replicas of tp × pp ('tp2 dp4': 4 replicas of TP2), as 'N replicas' does. The replicas times
+        a replica's GPUs is the GPU count where the query gives none, else they must agree."""
+        parts, w = self.layout_parts, self.w
+        if not parts:
+            return
+        got = {k: int(round(float(t.value))) for k, t in parts.items()}
+        toks = sorted(parts.values(), key=lambda t: t.col)
+        said = self.q[toks[0].col - 1:toks[-1].end - 1]
+        replicas = got.get("replicas")
+        attention = (w.tp or 1) * got.get("dp", 1)
+        if got.get("ep") == 0:          # 'expert parallel' with no size: over the attention's GPUs
+            got["ep"] = attention
+        experts = any(got.get(k, 1) > 1 for k in ("ep", "etp")) or "dep" in got
+        if experts:
+            w.tp = max(attention, got.get("etp", 1) * got.get("ep", 1), got.get("dep", 1))
+            if got.get("dp", 1) > 1 or "dep" in got:
+                w.dp_attention = True
+        elif got.get("dp", 1) > 1:
+            if replicas is not None and replicas != got["dp"]:
+                raise self.fail(parts["dp"], f"'{parts['dp'].text}' and '{parts['replicas'].text}' count the replicas twice",
+                                expected=[parts["dp"].text])
+            replicas = got["dp"]
+        width = (w.tp or 1) * (w.pp or 1)
+        layout = f"TP{w.tp or 1}" + (f" × PP{w.pp}" if w.pp and w.pp > 1 else "") + (
+            " with data-parallel attention" if w.dp_attention else "")
+        w.notes.append(f"read '{said}' as " + (f"{replicas} replicas of {layout}" if replicas else f"a replica of {layout}")
+                       + (", its experts split over its GPUs" if experts else ""))
+        named = sum(g.count for g in w.gpus if g.gpu_id is not None and id(g) in self.counted) or w.gpu_count
+        if named and (named % width or (replicas is not None and named != replicas * width)):
+            raise self.fail(toks[0], f"the layout asked is {(replicas or 1) * width} GPUs ({replicas or 1} "
+                            f"replica{'s' if (replicas or 1) > 1 else ''} of {width}), and the query names {named}",
+                            expected=[f"{max(1, named // width)} replicas"])
+        if replicas is None or named:
+            return              # the GPUs named hold whole replicas of the layout
+        total = replicas * width
+        w.gpu_count = total
+        for g in w.gpus:
+            if g.gpu_id is not None and id(g) not in self.counted:
+                g.count = total
 
     def counted_unit(self, unit: str, word: Tok) -> None:
         """A count word before a unit word other than GPUs is its number ('two days', 'one week')."""
@@ -530,6 +578,7 @@ class Finisher:
         self.lengths()
         self.counts()
         self.layout_over_all()
+        self.read_layout_parts()
         if w.model_id is None and w.params is None and not self.model_given:
             self.unnamed_model()
             self.hardware_alone()

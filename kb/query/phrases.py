@@ -60,6 +60,35 @@ def merge_sized_numbers(toks: list[Tok], keys: list[str], rules: QueryRules) -> 
                 toks[i] = Tok("size", toks[i].text, toks[i].col, value)
 
 
+_GLUED_UNITS = r"(?:[a-z]+\d+)+"
+_GLUED_PART = r"([a-z]+)(\d+)"
+
+
+def split_glued_units(toks: list[Tok], keys: list[str], vocab: Vocab, rules: QueryRules) -> None:
+    """'tp2', 'dep4', 'tp1pp1dp4etp1ep4': words of a parallel layout (query.yaml units whose limit is
+    `parallel`) each run on to its number, where the word is no name the vocabulary knows ('h100',
+    'l40s'); read as each unit and its number in turn. Other units stay whole ('h10' is no 10 hours)."""
+    units = rules["units"]
+    i = 0
+    while i < len(toks):
+        text = toks[i].text.lower()
+        if toks[i].kind != "word" or keys[i] in vocab.table or not re.fullmatch(_GLUED_UNITS, text):
+            i += 1
+            continue
+        found = re.findall(_GLUED_PART, text)
+        if not all(units[vocab.units[norm(unit)]]["limit"] == "parallel" if norm(unit) in vocab.units else False
+                   for unit, _ in found):
+            i += 1
+            continue
+        col, parts = toks[i].col, []
+        for unit, digits in found:
+            parts += [Tok("word", unit, col), Tok("num", digits, col + len(unit), digits)]
+            col += len(unit) + len(digits)
+        toks[i:i + 1] = parts
+        keys[i:i + 1] = [norm(t.text) if t.kind == "word" else t.text for t in parts]
+        i += len(parts)
+
+
 _PER_TOKEN = r"(\d+(?:\.\d+)?)?([a-z]+)/([a-z]+)"
 
 

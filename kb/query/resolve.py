@@ -15,7 +15,7 @@ from kb.knowledge.data import Knowledge, norm
 from kb.query.classify import Classifier
 from kb.query.finish import Finisher
 from kb.query.phrases import (Phrases, drop_count_labels, merge_number_words, merge_sized_numbers,
-                              split_length_pairs, split_time_per_token, tok_number)
+                              split_glued_units, split_length_pairs, split_time_per_token, tok_number)
 from kb.query.unknown_words import Unknown
 from kb.query.words import in_series, money, scaled, vocab_of
 from kb.query.tokens import Tok, TokValue
@@ -52,6 +52,7 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
         merge_number_words(toks, keys, kn.query.get("number_words", {}), query)
         drop_count_labels(toks, keys, kn.query)
         split_time_per_token(toks, keys, vocab_of(kn))
+        split_glued_units(toks, keys, vocab_of(kn), kn.query)
         split_length_pairs(toks, keys, kn.query, vocab_of(kn).table)
         merge_sized_numbers(toks, keys, kn.query)
         self.toks = toks
@@ -77,6 +78,7 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
         self.counted: set[int] = set()           # ids of GpuRequests whose count was typed
         self.plural: list[Tok] | None = None      # a card typed in the plural with no count
         self.dataset: dict[str, Tok] = {}         # '100k examples', '3 epochs'
+        self.layout_parts: dict[str, Tok] = {}    # 'dp 4', 'ep 4', 'dep4', '4 replicas' (finish.read_layout_parts)
         self.gpu_span = (-1, -1)                  # the tokens of the last GPU name read
         self.join: Tok | None = None              # the last 'vs', 'or', 'compared to'
         self.seen: dict[str, Tok] = {}            # the item that gave each compared field
@@ -228,7 +230,12 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
         self.pending_count = Tok("count", tok.text, tok.col, int(count))
 
     def on_quantity(self, children: list[Tok]) -> None:
-        """A number and its unit, in either order ('16 users', 'seq 4096', 'prompt 2000 tokens')."""
+        """A number and its unit, in either order ('16 users', 'seq 4096', 'prompt 2000 tokens');
+        a count before a replica's layout counts its replicas ('2x TP4', '3x dep8')."""
+        unit = children[1].value[0] if children[0].type in ("NUMBER", "SIZE") else children[0].value[0]
+        if self.pending_count is not None and self.query_rules["units"][str(unit)]["field"] in ("tp", "dep"):
+            count, self.pending_count = self.pending_count, None
+            self.layout_parts["replicas"] = Tok("replicas", count.text, count.col, float(count.value or 0))
         if children[0].type in ("NUMBER", "SIZE"):
             self.set_unit(children[1].value[0], self.item(children[0]), children[1].value[1][-1], number_first=True)
         else:
@@ -351,6 +358,8 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
             self.tokens_tok = Tok("tokens", span.text, span.col, value)
         elif field in ("examples", "epochs", "requests_per_day"):   # read with the task and lengths (finish)
             self.dataset[field] = Tok(field, span.text, span.col, value)
+        elif field in ("dp", "ep", "etp", "dep", "replicas"):        # read with tp and pp (finish)
+            self.layout_parts[field] = Tok(field, span.text, span.col, value)
         elif field == "duration":
             self.durations.append((span, value))
         elif field in ("speed_floor_tok_s", "tokens_per_day", "hours_per_day", "budget_usd"):
