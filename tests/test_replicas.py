@@ -380,3 +380,14 @@ def test_replicas_of_a_dense_layout_count_its_gpus(layout: str, gpus: int | None
 
     with pytest.raises(QueryError, match="the layout asked is 4 GPUs"):
         ask("serve llama-3.1-70b fp8 500 users on 8x h200 tp2 dp2")
+
+
+@pytest.mark.parametrize(("layout", "tp", "dpa"), [("with dep4", 4, True), ("tp 2", 2, False), ("tp 8", 8, False)])
+def test_a_how_many_question_with_a_layout_named_is_replicas_of_that_layout(layout: str, tp: int, dpa: bool) -> None:
+    """A capacity question that names the layout of a replica ('with dep4', 'tp 2') is answered as
+    replicas of that layout carrying the load (Little's law at the rate asked), not one
+    configuration that holds one user and never reaches the rate."""
+    a = ask(f"how many h200 for qwen3-235b-a22b fp8 20 requests per second 2000 in / 500 out at 20 tok/s {layout}").to_dict()
+    r = a["replicas"]
+    assert (r["layout"]["tp"], r["layout"]["dp_attention"]) == (tp, dpa)
+    assert r["requests_per_s"] >= 20 * (1 - 1e-6) and r["gpus"] == r["replicas"] * tp

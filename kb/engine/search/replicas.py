@@ -55,10 +55,10 @@ class Plan:
 
 
 def fleet_question(kn: Knowledge, w: Workload) -> bool:
-    """A how-many question about serving, on a runtime that splits layers by tensor parallelism,
-    with no layout named: answered as replicas of a layout once it has several users."""
+    """A how-many question about serving, on a runtime that splits layers by tensor parallelism:
+    answered as replicas of a layout once it has several users (of the layout named, if one is:
+    replica_layouts)."""
     return (w.question == "how_many_gpus" and w.task not in kn.query["training_tasks"]
-            and w.tp is None and w.pp is None
             and (w.runtime is None or kn.runtimes[w.runtime]["multi_gpu"] == "tensor_parallel"))
 
 
@@ -81,6 +81,14 @@ def layouts(kn: Knowledge, heads: int, dpa: bool) -> list[tuple[int, int, bool]]
     top = inside[-1]
     found = [(t, 1) for t in inside] + [(top, p) for p in range(2, most // top + 1) if top * p % node == 0]
     return [(t, p, dpa and t > 1) for t, p in found]
+
+
+def replica_layouts(kn: Knowledge, w: Workload, heads: int, dpa: bool) -> list[tuple[int, int, bool]]:
+    """The layouts a fleet's replicas are tried in: the one the query names ('tp 4 dp attention',
+    'dep4', 'pp 2'), else every one layouts() gives."""
+    if w.tp is not None or w.pp is not None:
+        return [(w.tp or 1, w.pp or 1, bool(w.dp_attention))]
+    return layouts(kn, heads, dpa)
 
 
 def _trial(w: Workload, tp: int, pp: int, dp_attention: bool) -> Workload:
@@ -168,7 +176,7 @@ def plan(kn: Knowledge, w: Workload, gpu: GPU, heads: int, dpa: bool, holds: str
     most = int(kn.constants[N.MAX_GPU_COUNT]["value"])
     best: Plan | None = None
     per_gpu = 0.0           # users per GPU of the last layout that served any
-    for tp, pp, with_dpa in layouts(kn, heads, dpa):
+    for tp, pp, with_dpa in replica_layouts(kn, w, heads, dpa):
         size = tp * pp
         if (best is not None and size > best.gpus) or spent() is not None:
             break           # no larger replica takes fewer GPUs; or the server's search budget is used up
@@ -349,7 +357,7 @@ def fastest_one_user(kn: Knowledge, w: Workload) -> dict[str, Any] | None:
     one = _with_users(w, 1)
     one.tokens_per_day = None
     best: tuple[float, int, int, bool] | None = None
-    for tp, pp, with_dpa in layouts(kn, *_heads_and_dpa(kn, w)):
+    for tp, pp, with_dpa in replica_layouts(kn, w, *_heads_and_dpa(kn, w)):
         at = _probes(kn, one, gpu, tp, pp, with_dpa).probe(N.USERS, 1, gpu, tp * pp, HOLDS)
         if at.fits_memory and at.speed is not None and (best is None or at.speed > best[0]):
             best = (float(at.speed), tp, pp, with_dpa)
