@@ -260,3 +260,27 @@ def test_more_capacity_phrasings(q: str, prompt: int, output: int, speed: float)
     assert w.question == "how_many_gpus"
     assert (w.prompt_tokens, w.output_tokens) == (prompt, output)
     assert w.speed_floor_tok_s == pytest.approx(speed)
+
+
+@pytest.mark.parametrize(("q", "ttft", "speed", "users", "rate"), [
+    # AIConfigurator's command line: --ttft and --tpot in milliseconds, with no unit
+    ("how many h200 for qwen3-32b fp8 --isl 2000 --osl 500 --ttft 2000 --tpot 50 --target-concurrency 500",
+     2.0, 20.0, 500, None),
+    ("how many h200 for qwen3-32b fp8 --isl 2000 --osl 500 --ttft 2000 --tpot 50 --target-request-rate 20",
+     2.0, 20.0, None, 20.0),
+    ("recommend h200 for qwen3-32b fp8 isl=2000 osl=500 ttft=2000 tpot=50 concurrency=500", 2.0, 20.0, 500, None),
+    # a bare number below the threshold is seconds (query.yaml bare_latency_ms_from)
+    ("how many h200 for qwen3-32b fp8 500 users ttft 2 tpot 0.05 2000 in / 500 out", 2.0, 20.0, 500, None),
+    ("how many h100 for qwen3-32b fp8 2000 in / 500 out, ttft 1 s, arrival rate 2/s", 1.0, None, None, 2.0),
+    ("how many h100 for qwen3-32b fp8 2000 in / 500 out, ttft 1 s, request rate of 5 rps", 1.0, None, None, 5.0),
+])
+def test_latency_targets_and_rates_as_a_command_line_gives_them(q: str, ttft: float, speed: float | None,
+                                                                users: int | None, rate: float | None) -> None:
+    w = parse(q, KN)
+    assert w.question == "how_many_gpus"
+    assert w.ttft_max_s == pytest.approx(ttft)
+    assert (w.speed_floor_tok_s is None) if speed is None else w.speed_floor_tok_s == pytest.approx(speed)
+    if users is not None:
+        assert w.users == users
+    if rate is not None:
+        assert w.tokens_per_day == pytest.approx(rate * 86400 * 500)

@@ -5,4 +5,4 @@ files' JSON Schema and the keys kbq adds after validation; both are part of the
 knowledge snapshot's format key (kb.knowledge.snapshot.format_key)."""
 
 RECORDS = "3b985b1947b62fc2"
-SCHEMAS = "493440ccc4b9376f"
+SCHEMAS = "102284d810c871a2"

@@ -167,7 +167,11 @@ class Classifier:
         return end
 
     def classify_unit_first(self, i: int, end: int, unit: str) -> int:
-        """'seq 4096', 'prompt 2000 tokens': a unit word takes the number after it."""
+        """'seq 4096', 'prompt 2000 tokens': a unit word takes the number after it, but for one
+        that says nothing alone when the number has a unit of its own ('arrival rate 2/s')."""
+        if self.query_rules["units"][unit].get("alone") == "filler" and not (
+                self._number_at(end) and not self._unit_follows(end, self.vocab.table)):
+            return end          # no bare number for it to take: a filler ('arrival rate 2/s', 'budget')
         self.emit_unit(i, end, unit)
         if end < len(self.toks) and self.toks[end].kind == "num":
             self.emit("NUMBER", end, end + 1)
@@ -188,6 +192,9 @@ class Classifier:
         if named is not None:                    # '8x7b mixtral', '70b llama 3': one model
             self.emit("MODEL", i, named[1], named[0])
             return named[1]
+        if tok.kind == "num" and self._bare_latency(i):
+            self.emit("BARE", i, i + 1)         # '--ttft 2000 --tpot 50 concurrency 500': the latency's
+            return i + 1                        # number, not the next unit's (kb.query.resolve bare_latency)
         if tok.kind in ("num", "size"):
             unit = self.match(i + 1, self.vocab.units) if i + 1 < len(self.toks) else None
             if unit is not None and tok.kind == "size" and \
@@ -213,6 +220,14 @@ class Classifier:
         if tok.kind == "word":
             return self.word(i)
         raise self.unknown(i)
+
+    def _bare_latency(self, i: int) -> bool:
+        """Number i comes right after a latency word ('ttft', 'tpot') and no unit of time follows it."""
+        last = self.phrases[-1] if self.phrases else None
+        if last is None or last.type != "TTFT" or last.end > self.toks[i].col:
+            return False
+        unit = self.match(i + 1, self.vocab.units) if i + 1 < len(self.toks) else None
+        return unit is None or self.query_rules["units"][unit[0]]["field"] != "duration"
 
     def match(self, i: int, table: Mapping[str, Entry]) -> tuple[Entry, int] | None:
         """The longest phrase of `table` from toks[i] over words, numbers and sizes; a last

@@ -406,10 +406,11 @@ class Finisher:
         """One card named with no count, serving a traffic (several users or a request rate) under
         a latency target (first token, end to end): the question is a fleet's ('serve gpt-oss-120b
         to 1000 users on b200 … first token under 2 s' asks how many B200s), not whether one card
-        holds it. A speed per user alone is no such target: home users state it of one card."""
+        holds it; 'recommend <card> for …' asks the same of the card named. A speed per user alone
+        is no such target: home users state it of one card."""
         w = self.w
         return (w.gpu_count is None and len(w.gpus) == 1 and w.gpus[0].gpu_id is not None
-                and id(w.gpus[0]) not in self.counted and w.question is None and w.compare is None
+                and id(w.gpus[0]) not in self.counted and w.question in (None, "which_gpu") and w.compare is None
                 and w.task in self.vocab.inference_tasks
                 and ((w.users or 1) > 1 or w.tokens_per_day is not None)
                 and (w.ttft_max_s is not None or w.e2e_max_s is not None))
