@@ -115,6 +115,18 @@ def compare(c: dict[str, Any], kn: Any) -> dict[str, Any]:
     return out
 
 
+def as_its_command(c: dict[str, Any], kn: Any) -> bool:
+    """The case asked as AIConfigurator's own command line (`command`, read by kbq as written: its
+    --backend trtllm is TensorRT-LLM) and at its configuration on TensorRT-LLM: within both bands."""
+    got = _ask(c["command"], kn)
+    reps = got.get("replicas") if isinstance(got, dict) else None
+    at = _ask(at_configuration(c) + " with tensorrt-llm", kn)
+    rate = at["throughput"].get("serving_tokens_per_s_per_gpu") if isinstance(at, dict) else None
+    best = min(x["gpus"] for x in (c["agg"], c.get("disagg")) if x)
+    return (_within(_ratio(reps["gpus"] if reps else None, best), COUNT_BAND)
+            and _within(_ratio(rate, c["agg"]["tokens_s_gpu"]), RATE_BAND))
+
+
 def _f(x: float | None, fmt: str = "{:.2f}") -> str:
     return "-" if x is None else fmt.format(x)
 
@@ -132,7 +144,8 @@ def main() -> int:
                "count_within": sum(r["count_ok"] for r in rows),
                "count_within_vs_agg": sum(r["count_agg_ok"] for r in rows),
                "rate_within": sum(r["rate_ok"] for r in rows),
-               "both_within": sum(r["count_ok"] and r["rate_ok"] for r in rows)}
+               "both_within": sum(r["count_ok"] and r["rate_ok"] for r in rows),
+               "both_within_as_its_command": sum(as_its_command(c, kn) for c in table)}
     if args.json:
         print(json.dumps({"aiconfigurator": meta, "rows": rows, "summary": summary}, indent=1))
         return 0
@@ -148,7 +161,8 @@ def main() -> int:
               f"| {_f(r['kbq_rate_at_aic'], '{:.0f}')} | {r['aic_rate']:.0f} | {_f(r['rate_ratio'])} | {ok} |")
     print(f"\nanswered {summary['answered']}/{summary['cases']}; count within band {summary['count_within']} "
           f"(against the aggregated count {summary['count_within_vs_agg']}); tok/s/GPU within band "
-          f"{summary['rate_within']}; both {summary['both_within']}")
+          f"{summary['rate_within']}; both {summary['both_within']}; asked as its own command line "
+          f"(TensorRT-LLM, its backend) both {summary['both_within_as_its_command']}")
     for r in rows:
         print(f"  {r['id']}: {r['question']}\n        at its configuration: {r['at_configuration']}")
     return 0
