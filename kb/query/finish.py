@@ -368,11 +368,8 @@ class Finisher:
                             expected=[f"{max(1, named // width)} replicas"])
         if replicas is None or named:
             return              # the GPUs named hold whole replicas of the layout
-        total = replicas * width
-        w.gpu_count = total
-        for g in w.gpus:
-            if g.gpu_id is not None and id(g) not in self.counted:
-                g.count = total
+        w.gpu_count = replicas * width
+        self.count_uncounted()
 
     def counted_unit(self, unit: str, word: Tok) -> None:
         """A count word before a unit word other than GPUs is its number ('two days', 'one week')."""
@@ -435,8 +432,12 @@ class Finisher:
                 for g in named:         # cards compared with no count: the engine sizes each
                     g.count = 0         # (kb.engine.advising.compare_counts)
             return
+        self.count_uncounted()
+
+    def count_uncounted(self) -> None:
+        """The GPU count asked goes to each card named without a count of its own."""
         for g in self.w.gpus:
-            if g.gpu_id is not None and id(g) not in self.counted:
+            if g.gpu_id is not None and id(g) not in self.counted and self.w.gpu_count is not None:
                 g.count = self.w.gpu_count
 
     def situation(self) -> None:

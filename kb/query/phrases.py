@@ -76,8 +76,8 @@ def split_glued_units(toks: list[Tok], keys: list[str], vocab: Vocab, rules: Que
             i += 1
             continue
         found = re.findall(_GLUED_PART, text)
-        if not all(units[vocab.units[norm(unit)]]["limit"] == "parallel" if norm(unit) in vocab.units else False
-                   for unit, _ in found):
+        names = [vocab.units.get(norm(unit)) for unit, _ in found]
+        if not all(name is not None and units[name]["limit"] == "parallel" for name in names):
             i += 1
             continue
         col, parts = toks[i].col, []

@@ -280,7 +280,7 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
         """A number right after a latency word with no unit of its own ('--ttft 2000 --tpot 50', as
         AIConfigurator's command line gives them): milliseconds from the word's threshold up, seconds
         below it (query.yaml bare_latency_ms_from), said in the notes; True when read so."""
-        if self.last_target is None or self.q[self.last_target[0] - 1:tok.col - 1].strip(" =:") != "":
+        if self.last_target is None or self.q[self.last_target[0] - 1:tok.col - 1].strip(" =:<>≤~") != "":
             return False
         kind = self.last_target[1]
         value = tok_number(tok)
