@@ -284,3 +284,11 @@ def test_latency_targets_and_rates_as_a_command_line_gives_them(q: str, ttft: fl
         assert w.users == users
     if rate is not None:
         assert w.tokens_per_day == pytest.approx(rate * 86400 * 500)
+
+
+def test_a_number_after_a_time_per_token_that_had_its_duration_is_not_a_latency() -> None:
+    """'30ms/token, 1500 RPM': the tpot word followed its own duration, so the next number is the
+    rate's (1500 requests a minute), not a second reading of the time per token."""
+    w = parse("how many h100 for gpt-oss-120b: ttft 2 s, 30ms/token, 1500 RPM, prompt 8000, output 500", KN)
+    assert w.speed_floor_tok_s == pytest.approx(1000 / 30)
+    assert w.tokens_per_day == pytest.approx(1500 * 1440 * 500)

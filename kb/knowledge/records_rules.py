@@ -399,6 +399,7 @@ class QueryRules(TypedDict):
     ttft_words: list[str]
     e2e_words: list[str]
     tpot_words: list[str]
+    tpot_after_duration: list[str]
     bare_latency_ms_from: dict[str, float]
     length_pair_words: list[str]
     length_pair_after: list[str]

@@ -411,6 +411,8 @@ class QueryFile(Strict):
     e2e_words: list[Name] = []
     # words that make a duration the time per output token, read as the per-user speed ('tpot 50 ms')
     tpot_words: list[Name] = []
+    # the tpot words that follow their duration ('50 ms per token'): a bare number after one is not its
+    tpot_after_duration: list[Name] = []
     # a latency word's bare number: milliseconds from this value up, seconds below ('--ttft 2000')
     bare_latency_ms_from: dict[Literal["ttft", "e2e", "tpot"], Positive] = {}
     # a label before 'prompt/output' lengths written as one pair ('in/out 2000/500', 'ISL/OSL 4000/500')

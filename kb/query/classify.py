@@ -222,9 +222,14 @@ class Classifier:
         raise self.unknown(i)
 
     def _bare_latency(self, i: int) -> bool:
-        """Number i comes right after a latency word ('ttft', 'tpot') and no unit of time follows it."""
+        """Number i comes right after a latency word ('ttft', 'tpot') that is no word following its
+        own duration ('50 ms per token, 1500 rpm': query.yaml tpot_after_duration), and no unit of
+        time follows the number."""
         last = self.phrases[-1] if self.phrases else None
         if last is None or last.type != "TTFT" or last.end > self.toks[i].col:
+            return False
+        said = norm(" ".join(t.text for t in last.value[1]))         # its words, as the vocabulary spells them
+        if said in {norm(w) for w in self.query_rules.get("tpot_after_duration", [])}:
             return False
         unit = self.match(i + 1, self.vocab.units) if i + 1 < len(self.toks) else None
         return unit is None or self.query_rules["units"][unit[0]]["field"] != "duration"
