@@ -6,6 +6,8 @@ query.yaml units.prompt binary_k)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from kb import get_knowledge
@@ -292,3 +294,44 @@ def test_a_number_after_a_time_per_token_that_had_its_duration_is_not_a_latency(
     w = parse("how many h100 for gpt-oss-120b: ttft 2 s, 30ms/token, 1500 RPM, prompt 8000, output 500", KN)
     assert w.speed_floor_tok_s == pytest.approx(1000 / 30)
     assert w.tokens_per_day == pytest.approx(1500 * 1440 * 500)
+
+
+@pytest.mark.parametrize(("q", "users", "lengths", "rate"), [
+    ("how many h100 for qwen3-32b peak concurrency of 1000; ISL=1000 OSL=1000", 1000, (1000, 1000), None),
+    ("how many h200 for qwen3-32b ttft 1 s --target-request-rate 100 --isl 500 --osl 200", None, (500, 200), 100.0),
+    ("how many h200 for llama-3.1-70b ttft 2 s, prompts of 500 tokens, answers of 200 tokens, "
+     "output speed of 10 tok/s per user, peak concurrency of 5000", 5000, (500, 200), None),
+])
+def test_a_unit_takes_the_number_its_words_point_to(q: str, users: int | None, lengths: tuple[int, int],
+                                                    rate: float | None) -> None:
+    """'concurrency of 1000 ISL=1000': a phrase ending in 'of' takes the number after it, so each
+    length keeps its own; a request rate with no unit takes its number unless a rate's unit follows
+    it ('arrival rate 2/s'); no phrase spans a comma ('200 tokens, output speed' is no 'tokens output')."""
+    w = parse(q, KN)
+    assert (w.prompt_tokens, w.output_tokens) == lengths
+    if users is not None:
+        assert w.users == users
+    if rate is not None:
+        assert w.tokens_per_day == pytest.approx(rate * 86400 * lengths[1])
+
+
+def test_generated_capacity_phrasings_are_read() -> None:
+    """bench/phrasings.py's two styles, 60 questions each: every one is read (a fleet or no count),
+    but the 'DAU' (daily active users) it generates on purpose."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+    import phrasings
+    import yaml
+
+    from kb import ask
+    from kb.errors import KbError
+
+    hub = yaml.safe_load((Path(__file__).resolve().parent.parent / "bench" / "aiconfigurator_models.yaml")
+                         .read_text(encoding="utf-8"))["models"]
+    for style in phrasings.STYLES:
+        for q in phrasings.questions(style, 60, 11, list(hub) + phrasings.SHORT):
+            try:
+                ask(q)
+            except KbError as err:
+                assert " DAU" in q, (q, str(err).splitlines()[0])

@@ -170,8 +170,9 @@ class Classifier:
         """'seq 4096', 'prompt 2000 tokens': a unit word takes the number after it, but for one
         that says nothing alone when the number has a unit of its own ('arrival rate 2/s')."""
         if self.query_rules["units"][unit].get("alone") == "filler" and not (
-                self._number_at(end) and not self._unit_follows(end, self.vocab.table)):
-            return end          # no bare number for it to take: a filler ('arrival rate 2/s', 'budget')
+                self._number_at(end) and not self._same_unit_follows(end, unit)):
+            return end          # no number for it to take, or one with a unit of its kind: a filler
+                                # ('arrival rate 2/s', 'budget'; but 'request rate 100 isl 500')
         self.emit_unit(i, end, unit)
         if end < len(self.toks) and self.toks[end].kind == "num":
             self.emit("NUMBER", end, end + 1)
@@ -221,6 +222,12 @@ class Classifier:
             return self.word(i)
         raise self.unknown(i)
 
+    def _same_unit_follows(self, j: int, unit: str) -> bool:
+        """Number j is followed by a unit word that sets what `unit` sets ('2 rps' after 'arrival rate')."""
+        after = self.match(j + 1, self.vocab.units) if j + 1 < len(self.toks) else None
+        units = self.query_rules["units"]
+        return after is not None and units[after[0]]["field"] == units[unit]["field"]
+
     def _bare_latency(self, i: int) -> bool:
         """Number i comes right after a latency word ('ttft', 'tpot') that is no word following its
         own duration ('50 ms per token, 1500 rpm': query.yaml tpot_after_duration), and no unit of
@@ -244,6 +251,8 @@ class Classifier:
         for j in range(i, min(len(toks), i + self.vocab.max_tokens)):
             if toks[j].kind not in _PHRASE_KINDS and (j == i or toks[j].kind != "vs"):
                 break                       # 'rent vs buy': a vs inside a phrase of the rules
+            if j > i and any(c in self.q[toks[j - 1].end - 1:toks[j].col - 1] for c in ",;"):
+                break                       # no phrase spans a comma or a semicolon ('500 tokens, output speed')
             if toks[j].kind == "num" and self._unit_follows(j, table) and not self._card_opened(j, table) and (
                     found is not None or (j == i and not self._takes_next_number(j + 1, table))):
                 break                       # 'hqq 4 users': the 4 counts users, not 'hqq4';
@@ -264,10 +273,12 @@ class Classifier:
             if not has_prefix(vocab, key):
                 break
         if (found is not None and shorter is not None and shorter[1] == found[1] - 1
-                and found[0][0] != "gpu" and self._opens_quantity(found[1] - 1)):
+                and found[0][0] != "gpu" and keys[found[1] - 1] != "of" and self._opens_quantity(found[1] - 1)):
             return shorter          # '1t tokens in 30 days': 'in' opens '30 days', so the
         return found                # phrase is 'tokens', not 'tokens in' (a prompt); a card's
-                                    # name keeps its last word ('m3 max 512 prompt')
+                                    # name keeps its last word ('m3 max 512 prompt'); a phrase
+                                    # ending in 'of' takes the number after it ('concurrency of
+                                    # 1000 ISL=1000 OSL=1000')
 
     def _card_detail(self, i: int) -> int | None:
         """A count of a card's cores beside the card ('m3 max 40 core', '40-core m3 max':
