@@ -193,9 +193,10 @@ class Classifier:
         if named is not None:                    # '8x7b mixtral', '70b llama 3': one model
             self.emit("MODEL", i, named[1], named[0])
             return named[1]
-        if tok.kind == "num" and self._bare_latency(i):
-            self.emit("BARE", i, i + 1)         # '--ttft 2000 --tpot 50 concurrency 500': the latency's
-            return i + 1                        # number, not the next unit's (kb.query.resolve bare_latency)
+        latency = self._bare_latency(i) if tok.kind == "num" else None
+        if latency is not None:                 # '--ttft 2000 --tpot 50 concurrency 500': the latency's
+            self.emit("BARE", i, i + 1, ("latency", latency))   # number, not the next unit's
+            return i + 1                        # (kb.query.resolve bare_latency)
         if tok.kind in ("num", "size"):
             unit = self.match(i + 1, self.vocab.units) if i + 1 < len(self.toks) else None
             if unit is not None and tok.kind == "size" and \
@@ -228,18 +229,22 @@ class Classifier:
         units = self.query_rules["units"]
         return after is not None and units[after[0]]["field"] == units[unit]["field"]
 
-    def _bare_latency(self, i: int) -> bool:
-        """Number i comes right after a latency word ('ttft', 'tpot') that is no word following its
-        own duration ('50 ms per token, 1500 rpm': query.yaml tpot_after_duration), and no unit of
-        time follows the number."""
+    def _bare_latency(self, i: int) -> str | None:
+        """The kind of latency ('ttft', 'e2e', 'tpot') whose word number i comes right after, with
+        nothing but separators between them ('--ttft 2000', 'tpot=50', 'ttft <= 1500'), where the word
+        is no word following its own duration ('50 ms per token, 1500 rpm': query.yaml
+        tpot_after_duration) and no unit of time follows the number; else None."""
         last = self.phrases[-1] if self.phrases else None
-        if last is None or last.type != "TTFT" or last.end > self.toks[i].col:
-            return False
+        tok = self.toks[i]
+        if last is None or last.type != "TTFT" or self.q[last.end - 1:tok.col - 1].strip(" =:<>≤~"):
+            return None
         said = norm(" ".join(t.text for t in last.value[1]))         # its words, as the vocabulary spells them
         if said in {norm(w) for w in self.query_rules.get("tpot_after_duration", [])}:
-            return False
+            return None
         unit = self.match(i + 1, self.vocab.units) if i + 1 < len(self.toks) else None
-        return unit is None or self.query_rules["units"][unit[0]]["field"] != "duration"
+        if unit is not None and self.query_rules["units"][unit[0]]["field"] == "duration":
+            return None
+        return str(last.value[0][0])           # the hit of the word: (kind, value)
 
     def match(self, i: int, table: Mapping[str, Entry]) -> tuple[Entry, int] | None:
         """The longest phrase of `table` from toks[i] over words, numbers and sizes; a last

@@ -18,7 +18,7 @@ from kb.query.tokens import Tok
 from kb.query.words import number, vocab_of
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
     from kb.errors import QueryError
     from kb.knowledge.data import Knowledge
@@ -60,6 +60,21 @@ def merge_sized_numbers(toks: list[Tok], keys: list[str], rules: QueryRules) -> 
                 toks[i] = Tok("size", toks[i].text, toks[i].col, value)
 
 
+def _rewrite(toks: list[Tok], keys: list[str], at: Callable[[int], tuple[int, int, list[Tok]] | None]) -> None:
+    """Each item, left to right, that `at` rewrites: toks[start:end] become its parts (their keys as
+    the vocabulary spells them), and reading goes on after them."""
+    i = 0
+    while i < len(toks):
+        found = at(i)
+        if found is None:
+            i += 1
+            continue
+        start, end, parts = found
+        toks[start:end] = parts
+        keys[start:end] = [norm(t.text) if t.kind == "word" else t.text.lower() for t in parts]
+        i = start + len(parts)
+
+
 _GLUED_UNITS = r"(?:[a-z]+\d+)+"
 _GLUED_PART = r"([a-z]+)(\d+)"
 
@@ -69,24 +84,21 @@ def split_glued_units(toks: list[Tok], keys: list[str], vocab: Vocab, rules: Que
     `parallel`) each run on to its number, where the word is no name the vocabulary knows ('h100',
     'l40s'); read as each unit and its number in turn. Other units stay whole ('h10' is no 10 hours)."""
     units = rules["units"]
-    i = 0
-    while i < len(toks):
+
+    def at(i: int) -> tuple[int, int, list[Tok]] | None:
         text = toks[i].text.lower()
         if toks[i].kind != "word" or keys[i] in vocab.table or not re.fullmatch(_GLUED_UNITS, text):
-            i += 1
-            continue
+            return None
         found = re.findall(_GLUED_PART, text)
         names = [vocab.units.get(norm(unit)) for unit, _ in found]
         if not all(name is not None and units[name]["limit"] == "parallel" for name in names):
-            i += 1
-            continue
+            return None
         col, parts = toks[i].col, []
         for unit, digits in found:
             parts += [Tok("word", unit, col), Tok("num", digits, col + len(unit), digits)]
             col += len(unit) + len(digits)
-        toks[i:i + 1] = parts
-        keys[i:i + 1] = [norm(t.text) if t.kind == "word" else t.text for t in parts]
-        i += len(parts)
+        return i, i + 1, parts
+    _rewrite(toks, keys, at)
 
 
 _PER_TOKEN = r"(\d+(?:\.\d+)?)?([a-z]+)/([a-z]+)"
@@ -96,20 +108,16 @@ def split_time_per_token(toks: list[Tok], keys: list[str], vocab: Vocab) -> None
     """'40 ms/token', '30ms/tok': a unit of time (its number run on to it or not), a slash and what
     it counts, read as the number, the unit, 'per' and the rest, where that is a time-per-output-token
     phrase (query.yaml tpot_words); any other word with a slash stays as it is ('org/model')."""
-    i = 0
-    while i < len(toks):
+    def at(i: int) -> tuple[int, int, list[Tok]] | None:
         m = re.fullmatch(_PER_TOKEN, toks[i].text, re.IGNORECASE) if toks[i].kind == "word" else None
         hit = vocab.table.get(norm("per " + m[3])) if m else None
         if m is None or hit is None or hit[0] != "tpot" or norm(m[2]) not in vocab.units:
-            i += 1
-            continue
+            return None
         col, lead = toks[i].col, len(m[1] or "")
-        parts = ([Tok("num", m[1], col, m[1])] if m[1] else []) + [
+        return i, i + 1, ([Tok("num", m[1], col, m[1])] if m[1] else []) + [
             Tok("word", m[2], col + lead), Tok("word", "per", col + lead + len(m[2])),
             Tok("word", m[3], col + lead + len(m[2]) + 1)]
-        toks[i:i + 1] = parts
-        keys[i:i + 1] = [t.text.lower() if t.kind == "num" else norm(t.text) for t in parts]
-        i += len(parts)
+    _rewrite(toks, keys, at)
 
 
 def drop_count_labels(toks: list[Tok], keys: list[str], rules: QueryRules) -> None:
@@ -141,20 +149,18 @@ def split_length_pairs(toks: list[Tok], keys: list[str], rules: QueryRules, phra
     labels = frozenset(norm(w) for w in rules.get("length_pair_words", []))
     after = frozenset(norm(w) for w in rules.get("length_pair_after", []))
     units = rules["units"]
-    i = 0
-    while i < len(toks):
+
+    def at(i: int) -> tuple[int, int, list[Tok]] | None:
         m = re.fullmatch(_PAIR, toks[i].text, re.IGNORECASE) if toks[i].kind == "word" else None
         if m is None or keys[i] in phrases:
-            i += 1
-            continue
+            return None
         col = toks[i].col
         split = [Tok("num", m[1], col, m[1]), Tok("word", units["prompt"]["words"][0], col + len(m[1])),
                  Tok("num", m[2], col + len(m[1]) + 1, m[2]), Tok("word", units["output"]["words"][0], col + len(m[0]))]
         start = i - 1 if i > 0 and keys[i - 1] in labels else i
         end = i + 2 if i + 1 < len(toks) and keys[i + 1] in after else i + 1
-        toks[start:end] = split
-        keys[start:end] = [t.text.lower() for t in split]
-        i = start + len(split)
+        return start, end, split
+    _rewrite(toks, keys, at)
 
 
 def tok_number(tok: Tok, binary_k: bool = False) -> float:

@@ -74,7 +74,6 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
         self.ttft = False
         self.e2e = False                          # an end-to-end latency word was read
         self.target_words: list[tuple[int, str]] = []   # (column, 'ttft', 'e2e' or 'tpot') of each latency word
-        self.last_target: tuple[int, str] | None = None  # where the last latency word ends, and its kind
         self.formats: list[str] = []
         self.counted: set[int] = set()           # ids of GpuRequests whose count was typed
         self.plural: list[Tok] | None = None      # a card typed in the plural with no count
@@ -262,8 +261,12 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
                             expected=[f"16 {phrase.text}", f"{phrase.text} 16"], width=len(phrase.text))
 
     def on_number(self, children: list[Tok]) -> None:
-        """A number alone: a length ('128k', '1m'), else an error."""
+        """A number alone: a latency's (kb.query.classify marks it), a length ('128k', '1m'), else an error."""
         tok = self.item(children[0])
+        marked = children[0].value[0]
+        if isinstance(marked, tuple) and marked[0] == "latency":
+            self.bare_latency(tok, str(marked[1]))
+            return
         if self.read_budget(tok, self.keys):
             return
         if scaled(tok.text) and self.length_tok is None:
@@ -271,25 +274,19 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
             return
         if self.family is not None:          # 'glm 5.9': a version of the family the catalogue lacks
             raise self.unknown_version(*self.family, tok)
-        if self.bare_latency(tok):
-            return
         raise self.fail(tok, f"the number {tok.text} has no unit", f"{tok.text} users",
                         expected=["users", "context", "seq", "batch", "rank", "tokens"])
 
-    def bare_latency(self, tok: Tok) -> bool:
+    def bare_latency(self, tok: Tok, kind: str) -> None:
         """A number right after a latency word with no unit of its own ('--ttft 2000 --tpot 50', as
         AIConfigurator's command line gives them): milliseconds from the word's threshold up, seconds
-        below it (query.yaml bare_latency_ms_from), said in the notes; True when read so."""
-        if self.last_target is None or self.q[self.last_target[0] - 1:tok.col - 1].strip(" =:<>≤~") != "":
-            return False
-        kind = self.last_target[1]
+        below it (query.yaml bare_latency_ms_from), said in the notes."""
         value = tok_number(tok)
         ms = value >= float(self.query_rules["bare_latency_ms_from"][kind])
         seconds = value / 1000.0 if ms else value
         self.check_range(tok, seconds, *self.limits["duration"])
         self.durations.append((tok, seconds))
         self.w.notes.append(f"read the {kind} '{tok.text}' with no unit as {tok.text} {'ms' if ms else 's'}")
-        return True
 
     def on_money(self, children: list[Tok]) -> None:
         tok = self.item(children[0])
@@ -440,7 +437,6 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
             self.ttft = self.ttft or kind == "ttft"
             self.e2e = self.e2e or kind == "e2e"
             self.target_words.append((first.col, kind))
-            self.last_target = (toks[-1].end, kind)
 
     def set_fields(self, fields: Mapping[str, str | bool | int | float], first: Tok) -> None:
         for name, value in fields.items():
