@@ -278,12 +278,13 @@ class Classifier:
             if not has_prefix(vocab, key):
                 break
         if (found is not None and shorter is not None and shorter[1] == found[1] - 1
-                and found[0][0] != "gpu" and keys[found[1] - 1] != "of" and self._opens_quantity(found[1] - 1)):
+                and found[0][0] not in ("gpu", "question") and keys[found[1] - 1] != "of" and self._opens_quantity(found[1] - 1)):
             return shorter          # '1t tokens in 30 days': 'in' opens '30 days', so the
         return found                # phrase is 'tokens', not 'tokens in' (a prompt); a card's
-                                    # name keeps its last word ('m3 max 512 prompt'); a phrase
-                                    # ending in 'of' takes the number after it ('concurrency of
-                                    # 1000 ISL=1000 OSL=1000')
+                                    # name keeps its last word ('m3 max 512 prompt'), a question
+                                    # its own ('gpus needed for 100 users'); a phrase ending in
+                                    # 'of' takes the number after it ('concurrency of 1000
+                                    # ISL=1000 OSL=1000')
 
     def _card_detail(self, i: int) -> int | None:
         """A count of a card's cores beside the card ('m3 max 40 core', '40-core m3 max':

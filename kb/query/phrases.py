@@ -207,10 +207,19 @@ class Phrases:
         if end is None or end >= len(self.toks):
             return None
         numbered = self.toks[end].kind in ("num", "size")
-        unit = self.match(end + 1 if numbered else end, vocab_of(self.kn).units)
-        if unit is None or unit[0] not in spec["units"] or self._length_after(unit[1]):
+        start = end + 1 if numbered else end
+        unit = self.match(start, vocab_of(self.kn).units)
+        if (unit is None or unit[0] not in spec["units"] or self._length_after(unit[1])
+                or (numbered and self._length_marker(start, unit[1]))):
             return None
         return end, numbered, unit
+
+    def _length_marker(self, start: int, end: int) -> bool:
+        """Whether the unit words are a length's own marker after its number ('1k in', '500 out':
+        query.yaml units after_number), which makes the number a request's prompt or output
+        ('30 tok/s each, 1k in 1k out'), not what a cost phrase prices."""
+        after = {norm(w) for u in self.query_rules["units"].values() for w in u.get("after_number", [])}
+        return end == start + 1 and self.keys[start] in after
 
     def _length_after(self, at: int) -> bool:
         """A word after the unit that makes a number a length ('each 2000 tokens in', query.yaml
