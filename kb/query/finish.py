@@ -404,13 +404,15 @@ class Finisher:
         a latency target (first token, end to end): the question is a fleet's ('serve gpt-oss-120b
         to 1000 users on b200 … first token under 2 s' asks how many B200s), not whether one card
         holds it; 'recommend <card> for …' asks the same of the card named. A speed per user alone
-        is no such target: home users state it of one card."""
+        is no such target, home users state it of one card, but beside a request rate it is one
+        ('serve qwen3-235b on h200 at 50 qps … 25 ms itl')."""
         w = self.w
         return (w.gpu_count is None and len(w.gpus) == 1 and w.gpus[0].gpu_id is not None
                 and id(w.gpus[0]) not in self.counted and w.question in (None, "which_gpu") and w.compare is None
                 and w.task in self.vocab.inference_tasks
                 and ((w.users or 1) > 1 or w.tokens_per_day is not None)
-                and (w.ttft_max_s is not None or w.e2e_max_s is not None))
+                and (w.ttft_max_s is not None or w.e2e_max_s is not None
+                     or (w.tokens_per_day is not None and w.speed_floor_tok_s is not None)))
 
     def counts(self) -> None:
         """'on h100 with 4 gpus': a named GPU whose count was not typed takes the count. A card
@@ -423,7 +425,8 @@ class Finisher:
             w.notes.append(f"read '{text}' with no count as: how many of them it needs")
         elif self.traffic_on_one_card():
             w.question = "how_many_gpus"
-            w.notes.append(f"read {w.gpus[0].gpu_id} with no count, serving a traffic under a latency "
+            w.notes.append(f"read {w.gpus[0].gpu_id} with no count, serving a traffic under a "
+                           f"{'latency' if w.ttft_max_s is not None or w.e2e_max_s is not None else 'per-user speed'} "
                            "target, as: how many of them it needs")
         if self.w.gpu_count is None:
             named = [g for g in w.gpus if g.gpu_id is not None]
