@@ -169,10 +169,13 @@ class Classifier:
     def classify_unit_first(self, i: int, end: int, unit: str) -> int:
         """'seq 4096', 'prompt 2000 tokens': a unit word takes the number after it, but for one
         that says nothing alone when the number has a unit of its own ('arrival rate 2/s')."""
-        if self.query_rules["units"][unit].get("alone") == "filler" and not (
+        spec = self.query_rules["units"][unit]
+        if spec.get("alone") == "filler" and not (
                 self._number_at(end) and not self._same_unit_follows(end, unit)):
             return end          # no number for it to take, or one with a unit of its kind: a filler
                                 # ('arrival rate 2/s', 'budget'; but 'request rate 100 isl 500')
+        if not self._number_at(end) and "".join(self.keys[i:end]) in {norm(w) for w in spec.get("before_number", [])}:
+            return end          # a unit only before its number ('responses 400 tokens'): no unit here
         self.emit_unit(i, end, unit)
         if end < len(self.toks) and self.toks[end].kind == "num":
             self.emit("NUMBER", end, end + 1)
