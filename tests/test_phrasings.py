@@ -56,3 +56,10 @@ def test_a_second_value_without_a_joining_word_is_an_error(case):
         parse(case["q"], KN)
     assert err.value.column == case["column"], str(err.value)
     assert err.value.suggestion == case["suggestion"], str(err.value)
+
+
+def test_a_length_word_without_its_number_is_no_unit():
+    # query.yaml units before_number: 'responses' is the output's unit only before its number
+    w = parse("serve 8b on l4 with short responses", KN)
+    assert w.output_tokens is None and w.unused_words == ["short"]
+    assert parse("serve 8b on l4 with responses of 300 tokens", KN).output_tokens == 300
