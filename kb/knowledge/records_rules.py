@@ -52,7 +52,7 @@ class Unit(TypedDict):
     limit: Literal["users", "batch", "context", "seq", "prompt", "output", "rank", "tokens", "params", "gpu_count", "memory_gb", "parallel", "speed", "duration", "hours_per_day", "usd", "examples", "epochs", "requests", "draft_tokens", "layers"]
     words: list[str]
     after_number: list[str]
-    before_number: list[str]
+    beside_number: list[str]
     scale: float
     binary_k: bool
     focus: Literal["memory", "speed", "time", "fit", "cost"] | None

@@ -76,9 +76,9 @@ class UnitSchema(Strict):
     # words that are this unit only right after a number ('2k in', '500 out'); anywhere else
     # they keep their own meaning (the filler 'in' of 'in 24 hours')
     after_number: list[Name] = []
-    # words that are this unit only right before a number ('responses 400 tokens'); after one
-    # ('1M responses a day') or alone they are no unit
-    before_number: list[Name] = []
+    # words that are this unit beside a number ('responses 400 tokens', '500 responses'); alone
+    # ('short responses') they are no unit, but a filler
+    beside_number: list[Name] = []
     scale: Positive = 1.0
     binary_k: bool = False
     focus: Literal["memory", "speed", "time", "fit", "cost"] | None = None

@@ -174,8 +174,12 @@ class Classifier:
                 self._number_at(end) and not self._same_unit_follows(end, unit)):
             return end          # no number for it to take, or one with a unit of its kind: a filler
                                 # ('arrival rate 2/s', 'budget'; but 'request rate 100 isl 500')
-        if not self._number_at(end) and "".join(self.keys[i:end]) in {norm(w) for w in spec.get("before_number", [])}:
-            return end          # a unit only before its number ('responses 400 tokens'): no unit here
+        if not self._number_at(end) and "".join(self.keys[i:end]) in {norm(w) for w in spec.get("beside_number", [])}:
+            return end          # a unit only beside a number ('short responses'): no unit here
+        last = self.phrases[-1] if self.phrases else None
+        if (not self._number_at(end) and i > 0 and last is not None and last.value[0] == unit
+                and last.value[1][-1] is self.toks[i - 1]):
+            return end          # the same unit's word again ('50 concurrent agents'): one count in two words
         self.emit_unit(i, end, unit)
         if end < len(self.toks) and self.toks[end].kind == "num":
             self.emit("NUMBER", end, end + 1)

@@ -144,16 +144,13 @@ def _ends_in_format(name: str, formats: set[str]) -> bool:
 
 def _unit_words(q: QueryRules, add: Add) -> dict[str, str]:
     """The unit words, in the phrase table and by key → unit; a unit only after a number
-    ('2k in') is in the units, not in the phrase table; one only before a number ('responses
-    400 tokens') in the phrase table, not in the units a number looks up after it."""
+    ('2k in') is in the units, not in the phrase table."""
     units: dict[str, str] = {}
     for unit, spec in q.get("units", {}).items():
-        for w in spec["words"]:
+        for w in [*spec["words"], *spec.get("beside_number", [])]:
             add(w, "unit", unit)
             units.setdefault(norm(w), unit)
         units.update({norm(w): unit for w in spec.get("after_number", []) if norm(w) not in units})
-        for w in spec.get("before_number", []):
-            add(w, "unit", unit)
     return units
 
 
