@@ -363,8 +363,8 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
         spec = self.query_rules["units"][unit]
         num = first if number_first else last
         span = Tok("unit_num", self.q[first.col - 1:last.end - 1], first.col)
-        if num.kind == "size":
-            value = float(num.value)
+        if num.kind == "size":                      # '1B tokens a month': a size's number, scaled as any
+            value = float(num.value) * spec.get("scale", 1.0)
         else:
             value = tok_number(num, spec.get("binary_k", False)) * spec.get("scale", 1.0)
         self.check_range(span, value, *self.limits[spec["limit"]])
