@@ -45,9 +45,11 @@ def served(a: Answer) -> tuple[int, float, float]:
     return int(a.workload["users"]), float(row.decode_tokens_per_s or 0), rate
 
 
-@pytest.mark.parametrize("q", ["serve llama 3.1 8b for 100m tokens a day on h100",
-                               "serve qwen2.5 7b at 5 requests per second on an l40s"])
+@pytest.mark.parametrize("q", ["serve llama 3.1 8b for 100m tokens a day on 1x h100",
+                               "serve qwen2.5 7b at 5 requests per second on one l40s"])
 def test_the_users_are_the_fewest_whose_decode_meets_the_rate(q: str) -> None:
+    # a volume on a card counted is asked of that card (one card named with no count is asked
+    # how many of it carry the volume: test_a_volume_on_a_card_with_no_count_asks_how_many)
     a = kb.ask(q)
     users, speed, rate = served(a)
     assert users > 1 and users * speed >= rate and (users - 1) * speed < rate, (users, speed, rate)
@@ -82,3 +84,12 @@ def test_a_fleet_for_a_volume_is_copies_of_the_model_that_meet_it(q: str) -> Non
     # one replica fewer cannot hold the users: the answer says memory binds or the target does
     assert a.question is not None and a.question["kind"] == "how_many_gpus"
     assert math.ceil(rate / speed) <= users
+
+
+def test_a_volume_on_a_card_with_no_count_asks_how_many() -> None:
+    q = "serve qwen3-32b at 5m tokens an hour on l40s"
+    assert parse(q, KN).question == "how_many_gpus"
+    a = kb.ask(q)
+    # 5M tokens an hour are 1,389 output tokens a second: the fleet of L40S carries them under load
+    assert a.replicas is not None and a.replicas["gpu_id"] == "l40s"
+    assert a.replicas["gpus"] * a.replicas["tokens_per_s_per_gpu"] >= 5e6 / 3600

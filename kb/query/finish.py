@@ -403,16 +403,16 @@ class Finisher:
         """One card named with no count, serving a traffic (several users or a request rate) under
         a latency target (first token, end to end): the question is a fleet's ('serve gpt-oss-120b
         to 1000 users on b200 … first token under 2 s' asks how many B200s), not whether one card
-        holds it; 'recommend <card> for …' asks the same of the card named. A speed per user alone
-        is no such target, home users state it of one card, but beside a request rate it is one
-        ('serve qwen3-235b on h200 at 50 qps … 25 ms itl')."""
+        holds it; 'recommend <card> for …' asks the same of the card named. A volume (a request
+        rate, tokens a day) asks it too, how many of the card carry it ('serve qwen3-32b at 5M
+        tokens/hour on l40s'), one or several. A speed per user alone is no such target: home
+        users state it of one card."""
         w = self.w
         return (w.gpu_count is None and len(w.gpus) == 1 and w.gpus[0].gpu_id is not None
                 and id(w.gpus[0]) not in self.counted and w.question in (None, "which_gpu") and w.compare is None
                 and w.task in self.vocab.inference_tasks
                 and ((w.users or 1) > 1 or w.tokens_per_day is not None)
-                and (w.ttft_max_s is not None or w.e2e_max_s is not None
-                     or (w.tokens_per_day is not None and w.speed_floor_tok_s is not None)))
+                and (w.ttft_max_s is not None or w.e2e_max_s is not None or w.tokens_per_day is not None))
 
     def counts(self) -> None:
         """'on h100 with 4 gpus': a named GPU whose count was not typed takes the count. A card
@@ -425,9 +425,9 @@ class Finisher:
             w.notes.append(f"read '{text}' with no count as: how many of them it needs")
         elif self.traffic_on_one_card():
             w.question = "how_many_gpus"
-            w.notes.append(f"read {w.gpus[0].gpu_id} with no count, serving a traffic under a "
-                           f"{'latency' if w.ttft_max_s is not None or w.e2e_max_s is not None else 'per-user speed'} "
-                           "target, as: how many of them it needs")
+            w.notes.append(f"read {w.gpus[0].gpu_id} with no count, serving "
+                           f"{'a traffic under a latency target' if w.ttft_max_s is not None or w.e2e_max_s is not None else 'a volume'}"
+                           ", as: how many of them it needs")
         if self.w.gpu_count is None:
             named = [g for g in w.gpus if g.gpu_id is not None]
             if (len(named) == len(w.gpus) >= 2 and w.question is None
