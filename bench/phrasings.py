@@ -17,7 +17,8 @@ in random order and joined by commas, semicolons or spaces:
 
 Each question is answered as `kbq --json` answers it, and counted: a fleet (replicas of a layout), no
 count (no layout serves it: the fastest a replica serves one user is said), or an error. 'DAU' (daily
-active users) is generated on purpose and left unread: a day's users are not a concurrency.
+active users) is generated on purpose and refused with its reason (query.yaml users_per_period): a
+day's users are not a concurrency.
 """
 
 from __future__ import annotations

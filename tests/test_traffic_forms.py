@@ -335,3 +335,18 @@ def test_generated_capacity_phrasings_are_read() -> None:
                 ask(q)
             except KbError as err:
                 assert " DAU" in q, (q, str(err).splitlines()[0])
+
+
+@pytest.mark.parametrize("q, column, width", [
+    ("how many h100s to host llama 3.1 8b for 10k daily active users", 41, 22),
+    ("how many h100 for llama 8b 10k DAU", 28, 7),
+    ("serve qwen3-32b to 50k monthly active users on h200", 20, 24),
+])
+def test_users_over_a_day_or_a_month_are_refused_at_their_words(q, column, width):
+    # query.yaml users_per_period: no source gives the share of a day's users served at once
+    from kb.errors import QueryError
+
+    with pytest.raises(QueryError) as err:
+        parse(q, KN)
+    assert (err.value.column, err.value.width) == (column, width), str(err.value)
+    assert "at once" in str(err.value) and err.value.suggestion == "500 concurrent users"

@@ -60,6 +60,15 @@ class Unit(TypedDict):
     asks: Literal["max_users", "max_batch"] | None
 
 
+class UsersPerPeriod(TypedDict):
+    """Counts of users over a period, refused (query.yaml `users_per_period`): the words, the error's message,
+    its suggestion and the forms it lists."""
+    words: list[str]
+    message: str
+    suggestion: str
+    expected: list[str]
+
+
 class CostPer(TypedDict):
     """Words that make a number and its unit the quantity priced (query.yaml `cost_per`)."""
     words: list[str]
@@ -401,6 +410,7 @@ class QueryRules(TypedDict):
     e2e_words: list[str]
     tpot_words: list[str]
     tpot_after_duration: list[str]
+    users_per_period: UsersPerPeriod | None
     bare_latency_ms_from: dict[str, float]
     length_pair_words: list[str]
     length_pair_after: list[str]

@@ -391,6 +391,15 @@ class BestModelsSchema(Strict):
     rankings: list[RankingSchema] = Field(min_length=1)
 
 
+class UsersPerPeriodSchema(Strict):
+    """Counts of users over a period, refused (query.yaml `users_per_period`): the words, the
+    error's message, its suggestion and the forms it lists."""
+    words: list[Name] = Field(min_length=1)
+    message: str
+    suggestion: str
+    expected: list[str] = Field(min_length=1)
+
+
 class QueryFile(Strict):
     tasks: dict[Name, list[Name]]
     task_resolution: dict[Name, Name] = {}
@@ -416,6 +425,7 @@ class QueryFile(Strict):
     tpot_words: list[Name] = []
     # the tpot words that follow their duration ('50 ms per token'): a bare number after one is not its
     tpot_after_duration: list[Name] = []
+    users_per_period: UsersPerPeriodSchema | None = None
     # a latency word's bare number: milliseconds from this value up, seconds below ('--ttft 2000')
     bare_latency_ms_from: dict[Literal["ttft", "e2e", "tpot"], Positive] = {}
     # a label before 'prompt/output' lengths written as one pair ('in/out 2000/500', 'ISL/OSL 4000/500')

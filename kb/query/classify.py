@@ -67,6 +67,9 @@ class Classifier:
 
         def host_memory(self, i: int) -> int | None: ...
 
+        def fail(self, tok: Tok, message: str, suggestion: str | None = None,
+                 expected: list[str] | None = None, width: int | None = None) -> QueryError: ...
+
     def classify(self) -> QueryError | None:
         """Every item classified into self.phrases; the error that stopped it, if any."""
         i = 0
@@ -121,6 +124,8 @@ class Classifier:
 
     def classify_at(self, i: int) -> int:
         tok = self.toks[i]
+        if tok.kind == "word":
+            self.users_per_period(i)
         if tok.kind == "money":
             return self.classify_money(i)
         if tok.kind in ("count", "vs"):
@@ -165,6 +170,25 @@ class Classifier:
         if end > i + 1:
             self.emit("PER_HOUR", i + 1, end)
         return end
+
+    def users_per_period(self, i: int) -> None:
+        """'10k daily active users', '50k MAU': a count of users over a day or a month is no
+        concurrency, and kbq has no source for the share of them served at once, so it is
+        refused at its words (query.yaml users_per_period) with the forms that size a fleet."""
+        spec = self.query_rules.get("users_per_period")
+        if not spec:
+            return
+        words, key = {norm(w) for w in spec["words"]}, ""
+        for j in range(i, min(len(self.toks), i + 4)):
+            if self.toks[j].kind != "word":
+                return
+            key += self.keys[j]
+            if key in words:
+                start = i - 1 if i > 0 and self.toks[i - 1].kind == "num" else i
+                if start < i and self.phrases and self.phrases[-1].value[1][-1] is self.toks[start]:
+                    self.phrases.pop()      # its number is this count's, not one read alone first
+                raise self.fail(self.toks[start], spec["message"], spec["suggestion"], spec["expected"],
+                                width=self.toks[j].end - self.toks[start].col)
 
     def classify_unit_first(self, i: int, end: int, unit: str) -> int:
         """'seq 4096', 'prompt 2000 tokens': a unit word takes the number after it, but for one
