@@ -175,7 +175,7 @@ def test_an_eight_gpu_server_named_before_its_card(q: str) -> None:
 ])
 def test_one_card_named_under_traffic_and_a_latency_target_asks_how_many(q: str, fleet: bool) -> None:
     """A card named with no count, serving a traffic under a first-token or end-to-end target, is a
-    fleet question (kb.query.finish traffic_on_one_card), said in the notes."""
+    fleet question (kb.query.finish traffic_on_cards), said in the notes."""
     w = parse(q, KN)
     assert (w.question == "how_many_gpus") is fleet
     assert any("with no count, serving a traffic" in n for n in w.notes) is fleet

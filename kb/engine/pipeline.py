@@ -56,6 +56,16 @@ def respond(kn: Knowledge, query: str, w: Workload | None = None, *, sort: str |
         volume.settle(kn, w, query)
     if cards or volume_asked:
         reread = w.copy().copy
+    from kb.engine.advising import fleets
+
+    a = fleets.answered(kn, w, query, fleet_answer) or fleet_answer(w, kn, query)
+    return with_options(a, w, kn, reread, said)
+
+
+def fleet_answer(w: Workload, kn: Knowledge, query: str) -> Answer:
+    """The answer to a question that may be a fleet's: its replicas (kb.engine.search.replicas),
+    else the engine's own answer, in which a fleet question no layout serves has no count and
+    says the fastest one replica serves one user."""
     from kb.engine.search import replicas  # serving many users: replicas of a layout
 
     a = replicas.answered(w, kn, query)
@@ -63,7 +73,7 @@ def respond(kn: Knowledge, query: str, w: Workload | None = None, *, sort: str |
         a = answer(w, kn, query, unserved=replicas.applies(kn, w))     # a fleet question no layout serves has no count
         if a.question and a.question.get("kind") == "how_many_gpus" and not (a.question.get("answer") or {}).get("found"):
             a.question["fastest_one_user"] = replicas.fastest_one_user(kn, w)   # a fleet no count serves
-    return with_options(a, w, kn, reread, said)
+    return a
 
 
 def fleet_unserved(a: Answer) -> bool:

@@ -310,6 +310,12 @@ class VerdictTemplates(TypedDict):
     fleet_one_replica: str
     fleet_binds: str
     fleet_per_hour: str
+    fleet_side: str
+    fleet_side_unserved: str
+    fleet_side_unserved_too: str
+    fleet_fewer: str
+    fleet_cheaper: str
+    fleet_even: str
     assumption_layout: str
     layout_past_node: str
     layout_heads: str

@@ -18,7 +18,7 @@ from kb.knowledge import names as N
 
 if TYPE_CHECKING:
     from kb.engine.assembly.answer import Answer, GpuRow
-    from kb.engine.assembly.answer_records import Question
+    from kb.engine.assembly.answer_records import Question, Side
 
 
 
@@ -110,12 +110,29 @@ def comparison_lines(a: Answer) -> list[str]:
     """One line per side of a comparison: the value, fit, memory, speed or cost, its query."""
     out = []
     for side in a.comparison or []:
+        if "replicas" in side:                  # fleets compared (kb.engine.advising.fleets)
+            out.append(_fleet_side(side))
+            continue
         fit = N.FITS if side[N.FITS] else "does not fit"
         speed = (f"{num(side['train_tokens_per_s'])} training tokens/s" if side[N.TRAIN_TOKENS_PER_S] is not None
                  else f"{num(side['decode_tokens_per_s'])} tokens/s per user")
         out.append(f"{side['value']}: {fit} on {side['count']}× {side['gpu']}, {num(side['per_gpu_gb'])} GB per GPU "
                    f"({num(side['total_gb'])} GB in all), {speed} — {side['query']}")
     return out
+
+
+def _fleet_side(side: Side) -> str:
+    """One card's fleet: its GPUs as replicas of a layout, its figures under load and its query."""
+    r = side.get("replicas")
+    if not r:
+        return f"{side['value']}: no count of {side['gpu']} meets the targets — {side['query']}"
+    lay = r["layout"]
+    layout = (f"TP{lay['tp']}" + (f" × PP{lay['pp']}" if lay["pp"] > 1 else "")
+              + (" + DP attention" if lay[N.DP_ATTENTION] else ""))
+    cost = f", ${_money(r['usd_per_hour'])}/h" if r.get("usd_per_hour") is not None else ""
+    return (f"{side['value']}: {r['gpus']}× {side['gpu']} as {r['replicas']} × {layout}, "
+            f"{num(r['tokens_per_s_per_user'])} tokens/s per user, {num(r['tokens_per_s_per_gpu'])} per GPU"
+            f"{cost} — {side['query']}")
 
 
 def _columns(head: list[str], rows: list[list[str]]) -> list[str]:

@@ -399,17 +399,20 @@ class Finisher:
         if not counted and key.endswith("s") and self.vocab.table.get(key) is None:
             self.plural = toks
 
-    def traffic_on_one_card(self) -> bool:
-        """One card named with no count, serving a traffic (several users or a request rate) under
+    def traffic_on_cards(self) -> bool:
+        """A card named with no count, serving a traffic (several users or a request rate) under
         a latency target (first token, end to end): the question is a fleet's ('serve gpt-oss-120b
         to 1000 users on b200 … first token under 2 s' asks how many B200s), not whether one card
         holds it; 'recommend <card> for …' asks the same of the card named. A volume (a request
         rate, tokens a day) asks it too, how many of the card carry it ('serve qwen3-32b at 5M
         tokens/hour on l40s'), one or several. A speed per user alone is no such target: home
-        users state it of one card."""
+        users state it of one card. Two cards or more, none counted, are the same question of
+        each ('… 20 rps, ttft p95 3s: H200 or B200?': a fleet of each, kb.engine.advising.fleets)."""
         w = self.w
-        return (w.gpu_count is None and len(w.gpus) == 1 and w.gpus[0].gpu_id is not None
-                and id(w.gpus[0]) not in self.counted and w.question in (None, "which_gpu") and w.compare is None
+        named = [g for g in w.gpus if g.gpu_id is not None]
+        return (w.gpu_count is None and len(named) == len(w.gpus) >= 1
+                and not any(id(g) in self.counted for g in named)
+                and w.question in ((None, "which_gpu") if len(named) == 1 else (None,)) and w.compare is None
                 and w.task in self.vocab.inference_tasks
                 and ((w.users or 1) > 1 or w.tokens_per_day is not None)
                 and (w.ttft_max_s is not None or w.e2e_max_s is not None or w.tokens_per_day is not None))
@@ -423,9 +426,9 @@ class Finisher:
             w.question = "how_many_gpus"
             text = self.q[self.plural[0].col - 1:self.plural[-1].end - 1]
             w.notes.append(f"read '{text}' with no count as: how many of them it needs")
-        elif self.traffic_on_one_card():
+        elif self.traffic_on_cards():
             w.question = "how_many_gpus"
-            w.notes.append(f"read {w.gpus[0].gpu_id} with no count, serving "
+            w.notes.append(f"read {' and '.join(str(g.gpu_id) for g in w.gpus)} with no count, serving "
                            f"{'a traffic under a latency target' if w.ttft_max_s is not None or w.e2e_max_s is not None else 'a volume'}"
                            ", as: how many of them it needs")
         if self.w.gpu_count is None:

@@ -358,6 +358,7 @@ class Side(TypedDict):
     train_tokens_per_s: float | None
     usd_per_million_tokens: float | None
     run_cost_usd: float | None
+    replicas: NotRequired[Replicas | None]      # a fleet's plan, when cards are compared as fleets
 
 
 class ModelSource(TypedDict):

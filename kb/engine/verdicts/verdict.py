@@ -28,7 +28,7 @@ from kb.engine.verdicts.verdict_lead import rate as _rate
 from kb.engine.verdicts.verdict_lead import training as _training
 from kb.engine.resolving.scope import FORMAT_DEFAULT, TOKENS_DEFAULT
 from kb.engine.verdicts.verdict_count import how_many, target
-from kb.engine.verdicts.verdict_fleet import fleet
+from kb.engine.verdicts.verdict_fleet import fleet, fleet_sides, fleets_unserved
 from kb.engine.verdicts.verdict_room import tight, tight_sentences
 from kb.engine.verdicts.verdict_sides import sides
 from kb.figures import num, usd
@@ -55,10 +55,13 @@ def compose(a: Answer, kn: Knowledge) -> str:
     if q.get("unknown"):
         return str(q["unknown"])
     kind = q.get("kind") or ""
-    if a.replicas:
+    fleets = bool(a.comparison) and any("replicas" in side for side in a.comparison or [])
+    if fleets and any(side.get("replicas") for side in a.comparison or []):
+        parts = fleet_sides(a, kn)          # fleets of two or more cards for one traffic
+    elif a.replicas:
         parts = [fleet(a, kn)]
     elif kind in SOLVED and not (kind == "how_many_gpus" and sum(g.requested for g in a.gpus) > 1):
-        parts = _solved(a, q, kn)
+        parts = _solved(a, q, kn) + (fleets_unserved(a, kn, served_first=False) if fleets else [])
     elif kind in ("compare", "how_many_gpus"):      # how many of each of two cards: side by side
         parts = _compare(a, kn)
     elif a.comparison and len(a.comparison) > 1:

@@ -15,6 +15,7 @@ from kb.knowledge import names as N
 
 if TYPE_CHECKING:
     from kb.engine.assembly.answer import Answer
+    from kb.engine.assembly.answer_records import Replicas, Side
     from kb.knowledge.data import Knowledge
 
 
@@ -61,3 +62,40 @@ def fleet(a: Answer, kn: Knowledge) -> str:
         s="" if d["decode_replicas"] == 1 else "s", layout=_layout(kn, dl["tp"], dl["pp"]),
         decode_gpus=d["decode_gpus"], ttft_s=num(d[N.TTFT_S]) if d[N.TTFT_S] is not None else "?",
         kv_transfer_s=num(d["kv_transfer_s"]) if d["kv_transfer_s"] is not None else "?")
+
+
+def fleet_sides(a: Answer, kn: Knowledge) -> list[str]:
+    """Fleets of two or more cards for one traffic (Answer.comparison with replicas,
+    kb.engine.advising.fleets): the card that costs less an hour to rent (or needs fewer GPUs,
+    where a card has no rental price), by at least verdict.faster_ratio, first; then one clause
+    per card that serves the traffic, that card first; then the cards no count of serves
+    (query.yaml verdict.templates fleet_*)."""
+    served: list[tuple[Side, Replicas]] = [(side, r) for side in a.comparison or [] if (r := side.get("replicas"))]
+    priced = all(r.get("usd_per_hour") for _, r in served)
+    template = "fleet_cheaper" if priced else "fleet_fewer"
+    served.sort(key=lambda sr: weight(sr[1], priced))
+    parts: list[str] = []
+    if len(served) >= 2:
+        low, high = weight(served[0][1], priced), weight(served[-1][1], priced)
+        parts.append(say(kn, template, gpu=served[0][0]["gpu"], ratio=f"{(1 - low / high) * 100:.0f}%") + "."
+                     if high >= kn.query["verdict"]["faster_ratio"]["value"] * low else say(kn, "fleet_even"))
+    for side, r in served:
+        lay, per_hour = r["layout"], r.get("usd_per_hour")
+        parts.append(say(kn, "fleet_side", gpus=r["gpus"], gpu=side["gpu"], replicas=r["replicas"],
+                         layout=layout_text(kn, lay["tp"], lay["pp"], lay[N.DP_ATTENTION]),
+                         per_hour=say(kn, "fleet_per_hour", usd_per_hour=num(float(per_hour))) if per_hour else ""))
+    return parts + fleets_unserved(a, kn, served_first=bool(served))
+
+
+def weight(r: Replicas, priced: bool) -> float:
+    """What a fleet is weighed by against another: its rent an hour, else its GPUs."""
+    return float(r.get("usd_per_hour") or 0) if priced else float(r["gpus"])
+
+
+def fleets_unserved(a: Answer, kn: Knowledge, served_first: bool) -> list[str]:
+    """The cards of a fleet comparison no count of serves within the targets, one sentence each;
+    when none serves, the first card's answer says so and the others follow it."""
+    unserved = [side for side in a.comparison or [] if "replicas" in side and not side["replicas"]]
+    if served_first:
+        return [say(kn, "fleet_side_unserved", gpu=side["gpu"]) for side in unserved]
+    return [say(kn, "fleet_side_unserved_too", gpu=side["gpu"]) for side in unserved[1:]]
