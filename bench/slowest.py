@@ -47,7 +47,7 @@ def sized_models() -> list[str]:
     by its Hub id, three times each on cards taken in turn from the serving catalogue (datacenter modules,
     server and PCIe cards), at loads, lengths and targets taken in turn: some have no count that
     meets their target, whose search and options are the slowest a fleet question has; and once
-    as four cards' fleets compared."""
+    as three cards' fleets compared (query.yaml fleets_compared)."""
     import yaml
 
     ids = yaml.safe_load((ROOT / "bench" / "aiconfigurator_models.yaml").read_text(encoding="utf-8"))["models"]
@@ -60,9 +60,10 @@ def sized_models() -> list[str]:
         for j in (i, i + 3, i + 6):
             out.append(f"how many {cards[j % len(cards)]} for {hub_id} {loads[j % len(loads)]} "
                        f"{lengths[j % len(lengths)]} at {speeds[j % len(speeds)]} tok/s ttft under {ttfts[j % len(ttfts)]} s")
-        # and once as fleets of four cards compared (kb.engine.advising.fleets: a search per card)
-        four = " or ".join(cards[(i + k) % len(cards)] for k in range(4))
-        out.append(f"how many {four} for {hub_id} {loads[i % len(loads)]} {lengths[i % len(lengths)]} "
+        # and once as the most cards' fleets one question compares (query.yaml fleets_compared:
+        # kb.engine.advising.fleets, a search per card)
+        three = " or ".join(cards[(i + k) % len(cards)] for k in range(3))
+        out.append(f"how many {three} for {hub_id} {loads[i % len(loads)]} {lengths[i % len(lengths)]} "
                    f"at {speeds[i % len(speeds)]} tok/s ttft under {ttfts[i % len(ttfts)]} s")
     return out
 

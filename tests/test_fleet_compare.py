@@ -76,3 +76,11 @@ def test_the_page_shows_each_fleet(client):
     for card in ("h200", "b200"):
         r = _alone(card)
         assert f"<td class=\"num\">{r['gpus']}</td><td>{r['replicas']} × TP{r['layout']['tp']}" in table
+
+
+def test_at_most_the_rules_number_of_fleets_are_compared_and_the_rest_are_named():
+    most = KN.query["fleets_compared"]["most"]
+    cards = ["l40s", "h100", "h200", "b200", "mi300x"][:most + 1]
+    a = kb.ask(f"how many {' or '.join(cards)} for llama 3.1 70b 500 users at 20 tok/s")
+    assert len(a.comparison) == most
+    assert any(x.startswith(f"fleets compared: the first {most} cards named") for x in a.assumptions)

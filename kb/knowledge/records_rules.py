@@ -69,6 +69,14 @@ class UsersPerPeriod(TypedDict):
     expected: list[str]
 
 
+class FleetsCompared(TypedDict):
+    """How many cards' fleets one question compares (query.yaml `fleets_compared`), why, and the note that
+    names the cards left out."""
+    most: int
+    reason: str
+    note: str
+
+
 class CostPer(TypedDict):
     """Words that make a number and its unit the quantity priced (query.yaml `cost_per`)."""
     words: list[str]
@@ -417,6 +425,7 @@ class QueryRules(TypedDict):
     tpot_words: list[str]
     tpot_after_duration: list[str]
     users_per_period: UsersPerPeriod | None
+    fleets_compared: FleetsCompared | None
     bare_latency_ms_from: dict[str, float]
     length_pair_words: list[str]
     length_pair_after: list[str]

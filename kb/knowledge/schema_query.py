@@ -397,6 +397,14 @@ class BestModelsSchema(Strict):
     rankings: list[RankingSchema] = Field(min_length=1)
 
 
+class FleetsComparedSchema(Strict):
+    """How many cards' fleets one question compares (query.yaml `fleets_compared`), why, and the note
+    that names the cards left out."""
+    most: int = Field(ge=2)
+    reason: str
+    note: str
+
+
 class UsersPerPeriodSchema(Strict):
     """Counts of users over a period, refused (query.yaml `users_per_period`): the words, the
     error's message, its suggestion and the forms it lists."""
@@ -432,6 +440,7 @@ class QueryFile(Strict):
     # the tpot words that follow their duration ('50 ms per token'): a bare number after one is not its
     tpot_after_duration: list[Name] = []
     users_per_period: UsersPerPeriodSchema | None = None
+    fleets_compared: FleetsComparedSchema | None = None
     # a latency word's bare number: milliseconds from this value up, seconds below ('--ttft 2000')
     bare_latency_ms_from: dict[Literal["ttft", "e2e", "tpot"], Positive] = {}
     # a label before 'prompt/output' lengths written as one pair ('in/out 2000/500', 'ISL/OSL 4000/500')

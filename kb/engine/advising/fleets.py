@@ -44,6 +44,9 @@ def answered(kn: Knowledge, w: Workload, query: str,
     ids = cards(kn, w)
     if not ids:
         return None
+    spec = kn.query.get("fleets_compared")
+    left = ids[spec["most"]:] if spec else []
+    ids = ids[:len(ids) - len(left)]
     fleets: list[tuple[Answer, Side]] = []
     for gpu_id in ids:
         one = w.copy()
@@ -56,6 +59,8 @@ def answered(kn: Knowledge, w: Workload, query: str,
     first = min(served, key=lambda ar: weight(ar[1], priced))[0] if served else fleets[0][0]
     first.query = query
     first.comparison = [s for _, s in fleets]
+    if spec and left:
+        first.assumptions.append(spec["note"].format(most=spec["most"], cards=", ".join(ids)))
     return first
 
 
