@@ -200,6 +200,8 @@ class Classifier:
                                 # ('arrival rate 2/s', 'budget'; but 'request rate 100 isl 500')
         if not self._number_at(end) and "".join(self.keys[i:end]) in {norm(w) for w in spec.get("beside_number", [])}:
             return end          # a unit only beside a number ('short responses'): no unit here
+        if spec["field"] == "gpu_count" and self._number_at(end) and self._unit_follows(end, self.vocab.table):
+            return end          # 'per gpu, 1k/1k', 'gpus for 50M tokens a day': the number has its own unit
         last = self.phrases[-1] if self.phrases else None
         if (not self._number_at(end) and i > 0 and last is not None and last.value[0] == unit
                 and last.value[1][-1] is self.toks[i - 1]):
