@@ -83,6 +83,7 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
         self.join: Tok | None = None              # the last 'vs', 'or', 'compared to'
         self.seen: dict[str, Tok] = {}            # the item that gave each compared field
         self.layout_all: list[tuple[str, Tok]] = []   # 'tensor parallel' with no number: over every GPU named
+        self.question_end = -1                    # where the last question phrase ends (its column after)
 
     def fail(self, tok: Tok, message: str, suggestion: str | None = None,
              expected: list[str] | None = None, width: int | None = None) -> QueryError:
@@ -251,7 +252,8 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
             self.counted_unit(unit, phrase.value[1][-1])    # 'two days', 'one week'
         elif (alone := spec.get("alone")) is not None:     # budget alone; h100 hours asks the time
             self.alone_unit(alone, unit, phrase.value[1][0])
-        elif spec.get("asks") and self.w.question == "how_many_gpus" and self.pending_count is None:
+        elif (spec.get("asks") and self.w.question == "how_many_gpus" and self.pending_count is None
+              and not self.q[self.question_end - 1:phrase.col - 1].strip()):
             self.w.question = spec["asks"]          # 'how many concurrent users can an h100 serve'
         elif spec["field"] == "gpu_count":
             if self.pending_count is not None:
@@ -409,6 +411,7 @@ class Resolver(Classifier, Finisher, Unknown, Phrases):
             self.task_toks.setdefault(value, first)
         elif kind == "question":
             w.question = value
+            self.question_end = toks[-1].end
         elif kind == "knob":
             self.knob(value)
         elif kind == "precision":
