@@ -175,10 +175,9 @@ class Classifier:
         """'10k daily active users', '50k MAU': a count of users over a day or a month is no
         concurrency, and kbq has no source for the share of them served at once, so it is
         refused at its words (query.yaml users_per_period) with the forms that size a fleet."""
-        spec = self.query_rules.get("users_per_period")
-        if not spec:
+        spec, words, key = self.query_rules.get("users_per_period"), self.vocab.users_per_period, ""
+        if not spec or not words:
             return
-        words, key = {norm(w) for w in spec["words"]}, ""
         for j in range(i, min(len(self.toks), i + 4)):
             if self.toks[j].kind != "word":
                 return
@@ -198,7 +197,7 @@ class Classifier:
                 self._number_at(end) and not self._same_unit_follows(end, unit)):
             return end          # no number for it to take, or one with a unit of its kind: a filler
                                 # ('arrival rate 2/s', 'budget'; but 'request rate 100 isl 500')
-        if not self._number_at(end) and "".join(self.keys[i:end]) in {norm(w) for w in spec.get("beside_number", [])}:
+        if not self._number_at(end) and "".join(self.keys[i:end]) in self.vocab.beside_number:
             return end          # a unit only beside a number ('short responses'): no unit here
         if spec["field"] == "gpu_count" and self._number_at(end) and self._unit_follows(end, self.vocab.table):
             return end          # 'per gpu, 1k/1k', 'gpus for 50M tokens a day': the number has its own unit

@@ -218,18 +218,15 @@ class Phrases:
         """Whether the unit words are a length's own marker after its number ('1k in', '500 out':
         query.yaml units after_number), which makes the number a request's prompt or output
         ('30 tok/s each, 1k in 1k out'), not what a cost phrase prices."""
-        return end == start + 1 and self.keys[start] in self._after_number_words()
+        return end == start + 1 and self.keys[start] in vocab_of(self.kn).after_number
 
-    def _after_number_words(self) -> set[str]:
-        """The words that are a unit only right after a number (query.yaml units after_number)."""
-        return {norm(w) for u in self.query_rules["units"].values() for w in u.get("after_number", [])}
 
     def _length_after(self, at: int) -> bool:
         """A word after the unit that makes a number a length ('each 2000 tokens in', query.yaml
         units after_number): a request's prompt or output, not a cost phrase."""
         if at >= len(self.toks) or self.toks[at].kind != "word":
             return False
-        return self.keys[at] in self._after_number_words()
+        return self.keys[at] in vocab_of(self.kn).after_number
 
     def cost_phrase(self, first: Tok, last: Tok) -> None:
         """The cost phrase's meaning: the focus is cost (the number is what is priced, not a

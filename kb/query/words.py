@@ -14,7 +14,7 @@ import re
 from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from kb.knowledge.data import Knowledge, norm
 
@@ -45,6 +45,9 @@ class Vocab:
     name_prefixes: frozenset[str]   # leading words dropped ('meta')
     name_formats: dict[str, str]    # format words kept apart ('awq', 'q4km') → precision or runtime
     gpu_names: dict[str, str]       # key of every GPU's name and alias → its id
+    after_number: frozenset[str]    # keys of words that are a unit only right after a number ('2k in')
+    beside_number: frozenset[str]   # keys of words that are a unit beside a number, a filler alone ('responses')
+    users_per_period: frozenset[str]    # keys of counts of users over a day or a month, refused ('dau')
 
 
 _RTX = r"^(?:nvidia\s+)?(?:geforce\s+)?rtx\s*(\d{4}(?:\s*ti)?(?:\s*super)?)$"   # compiled on first use
@@ -78,6 +81,7 @@ def vocabulary(kn: Knowledge) -> Vocab:
     name_formats = {norm(k): v for k, v in q.get("format_suffixes", {}).items()}
     for key, pid in precision_keys.items():         # '-Q4_K_M', '-IQ4_XS'
         name_formats.setdefault(key, pid)
+    per_period = q.get("users_per_period")
     vocab = Vocab(table, display, min(MAX_PHRASE_TOKENS, longest + 2), keys, units, gpu_words,
                   gpu_keys, precision_keys, {},
                   training_tasks=frozenset(q["training_tasks"]),
@@ -87,8 +91,16 @@ def vocabulary(kn: Knowledge) -> Vocab:
                   name_suffixes=frozenset(s.lower() for s in q.get("model_suffixes", [])),
                   name_prefixes=frozenset(p.lower() for p in q.get("model_prefixes", [])),
                   name_formats=name_formats,
-                  gpu_names=gpu_names)
+                  gpu_names=gpu_names,
+                  after_number=_unit_lists(q, "after_number"),
+                  beside_number=_unit_lists(q, "beside_number"),
+                  users_per_period=frozenset(norm(w) for w in per_period["words"]) if per_period else frozenset())
     return vocab
+
+
+def _unit_lists(q: QueryRules, key: Literal["after_number", "beside_number"]) -> frozenset[str]:
+    """The keys of the words every unit of query.yaml lists under `key`."""
+    return frozenset(norm(w) for spec in q.get("units", {}).values() for w in spec.get(key, []))
 
 
 Add = Callable[[str, str, str], None]

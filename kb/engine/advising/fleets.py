@@ -45,8 +45,8 @@ def answered(kn: Knowledge, w: Workload, query: str,
     if not ids:
         return None
     spec = kn.query.get("fleets_compared")
-    left = ids[spec["most"]:] if spec else []
-    ids = ids[:len(ids) - len(left)]
+    most = spec["most"] if spec else len(ids)
+    ids, left = ids[:most], ids[most:]
     fleets: list[tuple[Answer, Side]] = []
     for gpu_id in ids:
         one = w.copy()
