@@ -77,6 +77,12 @@ class FleetsCompared(TypedDict):
     note: str
 
 
+class Threshold(TypedDict):
+    """A limit of the verdict's policy and why it has that value (query.yaml `verdict`)."""
+    value: float
+    reason: str
+
+
 class CostPer(TypedDict):
     """Words that make a number and its unit the quantity priced (query.yaml `cost_per`)."""
     words: list[str]
@@ -182,12 +188,6 @@ class HfQuantization(TypedDict):
     entry for."""
     rules: list[HfQuantizationRule]
     source: str
-
-
-class Threshold(TypedDict):
-    """A limit of the verdict's policy and why it has that value (query.yaml `verdict`)."""
-    value: float
-    reason: str
 
 
 class VerdictTemplates(TypedDict):
@@ -426,6 +426,7 @@ class QueryRules(TypedDict):
     tpot_after_duration: list[str]
     users_per_period: UsersPerPeriod | None
     fleets_compared: FleetsCompared | None
+    fleet_users: Threshold | None
     bare_latency_ms_from: dict[str, float]
     length_pair_words: list[str]
     length_pair_after: list[str]

@@ -441,6 +441,7 @@ class QueryFile(Strict):
     tpot_after_duration: list[Name] = []
     users_per_period: UsersPerPeriodSchema | None = None
     fleets_compared: FleetsComparedSchema | None = None
+    fleet_users: ThresholdSchema | None = None
     # a latency word's bare number: milliseconds from this value up, seconds below ('--ttft 2000')
     bare_latency_ms_from: dict[Literal["ttft", "e2e", "tpot"], Positive] = {}
     # a label before 'prompt/output' lengths written as one pair ('in/out 2000/500', 'ISL/OSL 4000/500')

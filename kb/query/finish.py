@@ -405,9 +405,10 @@ class Finisher:
         to 1000 users on b200 … first token under 2 s' asks how many B200s), not whether one card
         holds it; 'recommend <card> for …' asks the same of the card named. A volume (a request
         rate, tokens a day) asks it too, how many of the card carry it ('serve qwen3-32b at 5M
-        tokens/hour on l40s'), one or several. A speed per user alone is no such target: home
-        users state it of one card. Two cards or more, none counted, are the same question of
-        each ('… 20 rps, ttft p95 3s: H200 or B200?': a fleet of each, kb.engine.advising.fleets)."""
+        tokens/hour on l40s'), one or several. A speed per user is such a target only for as many
+        users as a service has (query.yaml fleet_users): home users state it of one card. Two
+        cards or more, none counted, are the same question of each ('… 20 rps, ttft p95 3s: H200
+        or B200?': a fleet of each, kb.engine.advising.fleets)."""
         w = self.w
         named = [g for g in w.gpus if g.gpu_id is not None]
         return (w.gpu_count is None and len(named) == len(w.gpus) >= 1
@@ -415,7 +416,20 @@ class Finisher:
                 and w.question in ((None, "which_gpu") if len(named) == 1 else (None,)) and w.compare is None
                 and w.task in self.vocab.inference_tasks
                 and ((w.users or 1) > 1 or w.tokens_per_day is not None)
-                and (w.ttft_max_s is not None or w.e2e_max_s is not None or w.tokens_per_day is not None))
+                and (w.ttft_max_s is not None or w.e2e_max_s is not None or w.tokens_per_day is not None
+                     or (w.speed_floor_tok_s is not None and (w.users or 1) >= self._fleet_users())))
+
+    def _traffic_kind(self) -> str:
+        """What makes a card with no count a fleet's question, as the notes say it."""
+        w = self.w
+        if w.ttft_max_s is not None or w.e2e_max_s is not None:
+            return "a traffic under a latency target"
+        return "a volume" if w.tokens_per_day is not None else f"{w.users} users at a speed each"
+
+    def _fleet_users(self) -> float:
+        """The users at a per-user speed that make a card with no count a fleet's (query.yaml fleet_users)."""
+        spec = self.query_rules.get("fleet_users")
+        return float(spec["value"]) if spec else float("inf")
 
     def counts(self) -> None:
         """'on h100 with 4 gpus': a named GPU whose count was not typed takes the count. A card
@@ -429,8 +443,7 @@ class Finisher:
         elif self.traffic_on_cards():
             w.question = "how_many_gpus"
             w.notes.append(f"read {' and '.join(str(g.gpu_id) for g in w.gpus)} with no count, serving "
-                           f"{'a traffic under a latency target' if w.ttft_max_s is not None or w.e2e_max_s is not None else 'a volume'}"
-                           ", as: how many of them it needs")
+                           f"{self._traffic_kind()}, as: how many of them it needs")
         if self.w.gpu_count is None:
             named = [g for g in w.gpus if g.gpu_id is not None]
             if (len(named) == len(w.gpus) >= 2 and w.question is None
