@@ -18,7 +18,7 @@ from kb.knowledge import names as N
 
 if TYPE_CHECKING:
     from kb.engine.assembly.answer import Answer, GpuRow
-    from kb.engine.assembly.answer_records import Question, Side
+    from kb.engine.assembly.answer_records import Question, ReplicaLayout, Side
 
 
 
@@ -126,9 +126,7 @@ def _fleet_side(side: Side) -> str:
     r = side.get("replicas")
     if not r:
         return f"{side['value']}: no count of {side['gpu']} meets the targets — {side['query']}"
-    lay = r["layout"]
-    layout = (f"TP{lay['tp']}" + (f" × PP{lay['pp']}" if lay["pp"] > 1 else "")
-              + (" + DP attention" if lay[N.DP_ATTENTION] else ""))
+    layout = layout_text(r["layout"])
     cost = f", ${_money(r['usd_per_hour'])}/h" if r.get("usd_per_hour") is not None else ""
     return (f"{side['value']}: {r['gpus']}× {side['gpu']} as {r['replicas']} × {layout}, "
             f"{num(r['tokens_per_s_per_user'])} tokens/s per user, {num(r['tokens_per_s_per_gpu'])} per GPU"
@@ -224,14 +222,19 @@ def key_figures(a: Answer) -> list[str]:
     return out
 
 
+def layout_text(lay: ReplicaLayout) -> str:
+    """A replica's layout as the answers write it: 'TP8 × PP2 + DP attention'."""
+    return (f"TP{lay['tp']}" + (f" × PP{lay['pp']}" if lay[N.PP] > 1 else "")
+            + (" + DP attention" if lay[N.DP_ATTENTION] else ""))
+
+
 def fleet_lines(a: Answer) -> list[str]:
     """A serving fleet (Answer.replicas): its layout and its figures under load, prompts counted."""
     r = a.replicas
     if not r:
         return []
     lay = r["layout"]
-    split = f"TP{lay['tp']}" + (f" × PP{lay['pp']}" if lay[N.PP] > 1 else "") + (
-        " + DP attention" if lay[N.DP_ATTENTION] else "")
+    split = layout_text(lay)
     return [f"  fleet    {r['replicas']} replica{'s' if r['replicas'] != 1 else ''} of {split} ({lay['gpus']} GPU"
             f"{'s' if lay['gpus'] != 1 else ''} each), {r['nodes']} node{'s' if r['nodes'] != 1 else ''}; "
             f"{r['users_per_replica']} user{'s' if r['users_per_replica'] != 1 else ''} per replica (at most {r['most_users_per_replica']}); limit: {r['binds']}",
