@@ -23,7 +23,8 @@ from kb.expr import parse as ex
 from kb.knowledge import prices as kb_prices, schema as sc, wording
 from kb.errors import RuleError, RuleErrors, nearest
 from kb.knowledge.graph import flow_layers, knowledge_graph
-from kb.knowledge.checks import Collector, capacities, catalogue, check_architecture_from, check_native, training_tables, unique
+from kb.knowledge.checks import (Collector, capacities, catalogue, check_architecture_from, check_fp8_scales, check_native,
+                                 training_tables, unique)
 from kb.knowledge.compile import closures, compile_claims, compile_flow, compile_formulas, mark_per_gpu
 from kb.knowledge.loader import Doc, Path_, display_name, load, validate
 from kb.knowledge.data import (GPU_INPUT_PREFIX, PER_GPU_INPUTS, TEMPLATE_FIELD, Case, Claim, Edge, Flow,
@@ -319,6 +320,7 @@ class _Assembly:
         self._runtime_formats(rfile, precisions)
         if not self.skip_precisions:
             check_native(self.docs["models"], self.parsed["models"].models, precisions, self.need_source, self.errs)
+            check_fp8_scales(self.docs["models"], self.parsed["models"].models, self.need_source, self.errs)
             check_architecture_from(self.docs["models"], self.parsed["models"].models, self.errs)
         return precisions, precision_alias
 

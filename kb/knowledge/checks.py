@@ -167,6 +167,17 @@ def check_native(doc: Doc, models: list[sc.ModelSchema], precisions: dict[str, P
             need_source(doc, ("models", i, "native_source"), m.native_source)
 
 
+def check_fp8_scales(doc: Doc, models: list[sc.ModelSchema], need_source: NeedSource, errs: Collector) -> None:
+    """A model's FP8 checkpoint scaling has its own source (the checkpoint's card or config)."""
+    for i, m in enumerate(models):
+        if m.fp8_scales is None:
+            continue
+        if m.fp8_source is None:
+            errs.add(doc.error(("models", i, "fp8_scales"), "fp8_scales needs fp8_source"))
+        else:
+            need_source(doc, ("models", i, "fp8_source"), m.fp8_source)
+
+
 def check_architecture_from(doc: Doc, models: list[sc.ModelSchema], errs: Collector) -> None:
     """A model whose architecture is assumed from another names a catalogue model that has its own."""
     own = {m.id: m for m in models}

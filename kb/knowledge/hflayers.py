@@ -4,7 +4,8 @@ layouts, and the checkpoint's quantization_config.
 In: the text config (a dict from config.json) and the model entry kb.engine.resolving.hfconfig built so far.
 Out: the entry with the models.yaml fields these describe (attention_layers, recurrent,
 sliding_window(_layers), local_attention, moe layer counts and widths, native_precision: the
-quantization_config read through the table rules/query.yaml hf_quantization gives).
+quantization_config read through the table rules/query.yaml hf_quantization gives, and fp8_scales
+where it scales per block).
 Reads nothing else; unknown layouts leave the entry as it was.
 """
 
@@ -144,6 +145,14 @@ def native_precision(raw: Config, is_moe: bool, table: HfQuantization | None) ->
     return None
 
 
+def block_scaled(raw: Config) -> bool:
+    """Whether quantization_config scales its weights per block (weight_block_size, as DeepSeek's
+    and Qwen's FP8 checkpoints give it: [128, 128])."""
+    q = raw.get("quantization_config") or obj(raw.get("text_config")).get("quantization_config")
+    size = q.get("weight_block_size") if isinstance(q, dict) else None
+    return isinstance(size, list) and len(size) == 2
+
+
 def _matches(row: HfQuantizationRule, q: Config, method: str, fmt: str, weights: list[Config]) -> bool:
     """Whether a quantization_config meets every condition a row of hf_quantization gives."""
     if (want := row.get("quant_method")) is not None and method != want:
@@ -185,4 +194,6 @@ def extend(model: Model, cfg: Config, raw: Config, defaults: Mapping[str, int],
     native = native_precision(raw, bool(model.get("moe")), quantization)
     if native:
         model["native_precision"], model["native_source"] = native, model["source"]
+        if block_scaled(raw):
+            model["fp8_scales"], model["fp8_source"] = "block", model["source"]
     return model

@@ -218,6 +218,8 @@ class Model(TypedDict):
     recurrent: NotRequired[Recurrent | None]
     native_precision: NotRequired[str | None]
     native_source: NotRequired[str | None]
+    fp8_scales: NotRequired[Literal["block"] | None]
+    fp8_source: NotRequired[str | None]
     source: str
     notes: NotRequired[str | None]
 

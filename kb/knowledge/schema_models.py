@@ -138,6 +138,10 @@ class ModelSchema(Strict):
     recurrent: RecurrentSchema | None = None
     native_precision: Slug | None = None
     native_source: Slug | None = None
+    # how the publisher's own FP8 checkpoint scales its weights ("block": one scale per 128x128
+    # block, as Qwen's and DeepSeek's): the GEMMs of 'fp8' of this model run at that kernel's rate
+    fp8_scales: Literal["block"] | None = None
+    fp8_source: Slug | None = None
     source: Slug
     notes: str | None = None
 

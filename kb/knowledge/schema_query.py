@@ -348,7 +348,8 @@ class BackendSchema(Strict):
 class PhraseSchema(Strict):
     """Words that set Workload fields (query.yaml `phrases`)."""
     set: dict[Literal["focus", "question", "sort", "rent", "want_options", "sharding", "runtime",
-                      "dp_attention", "hours_per_day", "gpu_count", "vs", "ttft_percentile", "backend", "host_offload", "experts_on_cpu", "host_channels"], str | bool | int | float]
+                      "dp_attention", "hours_per_day", "gpu_count", "vs", "ttft_percentile", "backend", "host_offload", "experts_on_cpu", "host_channels",
+                      "fp8_scales"], str | bool | int | float]
     words: list[Name] = Field(min_length=1)
 
 

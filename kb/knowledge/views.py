@@ -118,7 +118,7 @@ VIEWS: dict[str, View] = {
         "has the keys that are not NotRequired, and of the rest only those its config sets.",
         optional="aliases mlp active_embeddings encoder_params lookup_params card_rounding architecture_from sliding_window "
                  "sliding_window_layers local_attention attention_layers kv_shared_layers mtp_layers "
-                 "per_layer_embedding global_attention compressed_attention indexer mla moe recurrent native_precision native_source notes"),
+                 "per_layer_embedding global_attention compressed_attention indexer mla moe recurrent native_precision native_source fp8_scales fp8_source notes"),
     "ShardingFile": View("ShardingTable", "records", total=False,
                          why="runtimes.yaml's sharding; {} when it has none."),
     "QueryFile": View("QueryRules", "records_rules"),

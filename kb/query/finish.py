@@ -20,6 +20,8 @@ from kb.query.tokens import Tok
 from kb.query.workload import Workload, is_gguf
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from kb.knowledge.data import Knowledge
     from kb.knowledge.records_rules import QueryRules
 
@@ -57,6 +59,9 @@ class Finisher:
 
     def fail(self, tok: Tok, message: str, suggestion: str | None = None,
              expected: list[str] | None = None, width: int | None = None) -> QueryError:
+        raise NotImplementedError
+
+    def set_fields(self, fields: Mapping[str, str | bool | int | float], first: Tok) -> None:
         raise NotImplementedError
 
     def check_range(self, tok: Tok, value: float, lo: float, hi: float) -> None:
@@ -199,9 +204,13 @@ class Finisher:
         return best[1] if best is not None and best[0] <= 0.3 else None
 
     def apply_formats(self) -> None:
-        """Formats a pasted name carries ('-AWQ', '-GGUF'): a precision, or a runtime."""
+        """Formats a pasted name carries ('-AWQ', '-GGUF', '-PerTensor'): a precision, a runtime,
+        or the words of a phrase (query.yaml phrases: its fields are set)."""
         for fmt in self.formats:
-            if fmt in self.kn.precisions and self.w.precision is None:
+            hit = self.vocab.table.get(norm(fmt))
+            if hit is not None and hit[0] == "set":
+                self.set_fields(self.query_rules["phrases"][int(hit[1])]["set"], self.toks[0])
+            elif fmt in self.kn.precisions and self.w.precision is None:
                 self.w.precision = fmt
             elif fmt in self.kn.runtimes and self.w.runtime is None:
                 training = self.w.task in self.vocab.training_tasks

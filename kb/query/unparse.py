@@ -160,11 +160,11 @@ def _money_words(w: Workload) -> list[str]:
 
 
 def _phrase_words(w: Workload, kn: Knowledge) -> list[str]:
-    """The query.yaml phrases that set sharding, renting, sorting, options and DP attention, and
-    the situation."""
+    """The query.yaml phrases that set sharding, renting, sorting, options, DP attention and FP8
+    scaling, and the situation."""
     q = kn.query
     out: list[str] = []
-    for field in ("sharding", "rent", "sort", "want_options", "dp_attention"):
+    for field in ("sharding", "rent", "sort", "want_options", "dp_attention", "fp8_scales"):
         value = getattr(w, field)
         if value is not None:
             wanted: dict[str, object] = {field: value}

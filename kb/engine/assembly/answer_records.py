@@ -48,6 +48,7 @@ class WorkloadDict(TypedDict):
     seq_len: int | None
     lora_rank: int | None
     train_tokens: float | None
+    fp8_scales: str | None
     checkpointing: bool | None
     flash_attention: bool | None
     optimizer: str | None

@@ -52,6 +52,7 @@ def base_scope(r: Resolved, kn: Knowledge) -> Scope:
         N.OPTIMIZER: w.optimizer, N.PRECISION: w.precision, N.TASK: w.task,
         N.GPU_NAMED: bool(w.gpus),
         N.DP_ATTENTION: bool(w.dp_attention),
+        N.FP8_BLOCK_SCALES: (w.fp8_scales or m.get("fp8_scales")) == "block",
         N.SPEED_FLOOR_TOK_S: w.speed_floor_tok_s or kn.constants[N.DECODE_SPEED_FLOOR_TOK_S]["value"],
         N.WEIGHT_BYTES_PER_PARAM: r.precision["bits_per_weight"] / 8,
         N.KV_BYTES_PER_VALUE: r.kv_precision["bits_per_weight"] / 8,

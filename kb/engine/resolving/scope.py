@@ -115,11 +115,22 @@ def resolve_workload(w: Workload, kn: Knowledge) -> Resolved:
             setattr(w, attr, d.get(attr, 1))
     if is_training:
         tr.resolve_sharding(w, kn, runtime, assumptions, scaled)
+    _fp8_scales(w, model, kn, is_training, assumptions)
     assumptions[:] = [a for a in assumptions if a]
     warnings += _too_long(w, model, is_training)
     precision = kn.precisions[w.precision or d["inference_precision"]]
     kv = kn.precisions.get(w.kv_precision or d["kv_precision"], kn.precisions[d["kv_precision"]])
     return Resolved(w, runtime, model, precision, kv, assumptions, warnings, is_training)
+
+
+def _fp8_scales(w: Workload, model: Model, kn: Knowledge, is_training: bool, assumptions: list[str]) -> None:
+    """Says FP8 weights served are taken as block-scaled (formulas.yaml gemm_rate_share), and why."""
+    if is_training or w.precision != "fp8" or (w.fp8_scales or model.get("fp8_scales")) != "block":
+        return
+    const = kn.constants[N.FP8_BLOCK_RATE_SHARE]
+    why = "as asked" if w.fp8_scales else f"as {model['name']}'s FP8 checkpoint is published"
+    assumptions.append(f"FP8 weights with a scale per 128x128 block, {why}: their GEMMs, where the card multiplies in FP8, at {const['value']:g} "
+                       f"of per-tensor FP8's rate [{const['source']}] ('per-tensor' to change it)")
 
 
 TOKENS_DEFAULT = "training tokens: "     # how the assumptions say the token count is a default
