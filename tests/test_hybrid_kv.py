@@ -227,3 +227,21 @@ def test_gemma_3n_shared_kv_layers_keep_no_cache_of_their_own():
     # At 32768 tokens: (4 × 32768 + 16 × 512) × 2 × 2 × 256 × 2 B
     expected = (4 * 32768 + 16 * 512) * 2 * 2 * 256 * 2 / 1e9
     assert kv_per_user("serve gemma-3n-e4b fp16 32k context") == pytest.approx(expected, rel=REL)
+
+
+def test_a_decode_step_moves_the_recurrent_state_twice_whatever_the_context():
+    """A Gated DeltaNet layer's decode reads its state and writes the updated state back
+    (S_t = S_(t-1)(alpha_t(I - beta_t k_t k_t^T)) + beta_t v_t k_t^T, Yang et al. 2024), whatever
+    the prompt's length; the attention layers read their KV cache at the average position (the
+    prompt plus half the output). Qwen3-Next on one H200, 64 users, 2,000 in / 1,000 out."""
+    from kb import get_knowledge
+    from kb.engine import Evaluated, base_scope, evaluate, gpu_scope, layout_of, resolve_workload
+    from kb.query.parse import parse
+
+    kn = get_knowledge()
+    w = parse("serve qwen3-next-80b-a3b-instruct fp16 64 users 2000 in / 1000 out on 1x h200", kn)
+    r = resolve_workload(w, kn)
+    ev = Evaluated(gpu_scope(base_scope(r, kn), kn.gpus["h200-sxm"], 1, r.precision, layout_of(r, kn, 1)))
+    evaluate(kn, ev, ["decode_cache_gb_per_step"])
+    attention = QNEXT_KV_B_PER_TOKEN * (2000 + 1000 / 2)
+    assert ev.scope["decode_cache_gb_per_step"] == pytest.approx(64 * (attention + 2 * QNEXT_STATE_B) / 1e9, rel=REL)
