@@ -177,7 +177,7 @@ def _assemble(root: Path, docs: dict[str, Doc], parsed: dict[str, Any],
 # the runtime fields that name a source of their own
 _RUNTIME_SOURCES = ("gemm_accumulate_source", "lora_dropout_source", "quantizes_output_head_source",
                     "fsdp_root_embeddings_source",
-                    "native_gemm_source", "hopper_warpgroup_mma_source", "well_supported_source",
+                    "native_gemm_source", "hopper_warpgroup_mma_source", "blackwell_mx_experts_source", "well_supported_source",
                     "unsupported_architectures_source", "unsupported_formats_source",
                     "default_precision_source", "experts_only_rest_bits_source",
                     "unsupported_models_source", "decode_efficiency_source", "prefill_efficiency_source",

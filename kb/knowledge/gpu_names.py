@@ -83,6 +83,7 @@ def gpu_values(gpu: GPU, count: int, precision: Precision, gemm: Gemm = FP32_GEM
         "gpu.vram_gb": gpu["memory_gb"], "gpu.bandwidth_gb_s": gpu["bandwidth_gb_s"],
         "gpu.hbm": str(gpu.get("memory_type", "")).upper().startswith("HBM"),
         "gpu.compute_tflops": tflops, "gpu.tdp_w": gpu.get("tdp_w"),
+        "gpu.fp8_tflops": float((gpu.get("tensor_tflops") or {}).get("fp8") or 0),
         "gpu.compute_precision": key or "none", "gemm_weight_only": weight_only,
         "gpu.architecture": gpu.get("architecture") or "",
         "gpu.interconnect_gb_s": (gpu.get("interconnect") or {}).get("gb_s") or 0,

@@ -277,6 +277,8 @@ class Runtime(TypedDict):
     experts_only_rest_bits_source: str | None
     hopper_warpgroup_mma: bool
     hopper_warpgroup_mma_source: str | None
+    blackwell_mx_experts: bool
+    blackwell_mx_experts_source: str | None
     native_gemm: list[str]
     native_gemm_source: str | None
     gemm_accumulate: Literal["fp32", "fp16"]

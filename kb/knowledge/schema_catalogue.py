@@ -172,6 +172,10 @@ class RuntimeSchema(Strict):
     experts_only_rest_bits_source: Slug | None = None
     hopper_warpgroup_mma: bool = True
     hopper_warpgroup_mma_source: Slug | None = None
+    # Blackwell cards: an MXFP4 experts-only checkpoint's expert GEMMs run against MXFP8
+    # activations at the FP8 tensor rate (TensorRT-LLM's gpt-oss MoE backends), not weight-only
+    blackwell_mx_experts: bool = False
+    blackwell_mx_experts_source: Slug | None = None
     native_gemm: list[Slug] = []
     native_gemm_source: Slug | None = None
     gemm_accumulate: Literal["fp32", "fp16"] = "fp32"

@@ -5,4 +5,4 @@ files' JSON Schema and the keys kbq adds after validation; both are part of the
 knowledge snapshot's format key (kb.knowledge.snapshot.format_key)."""
 
 RECORDS = "3b985b1947b62fc2"
-SCHEMAS = "201eb7e0154c788c"
+SCHEMAS = "7fb560b266f85d87"

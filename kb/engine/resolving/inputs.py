@@ -126,6 +126,7 @@ def _runtime_fields(rt: Runtime) -> Scope:
         # 0: the runtime keeps the 16-bit weights of an experts-only checkpoint 16-bit
         N.RUNTIME_EXPERTS_ONLY_REST_BITS: rt.get("experts_only_rest_bits") or 0.0,
         N.RUNTIME_HOPPER_WARPGROUP_MMA: rt.get("hopper_warpgroup_mma", True),
+        N.RUNTIME_BLACKWELL_MX_EXPERTS: bool(rt.get("blackwell_mx_experts")),
         "_gemm": gemm_of(rt),
         N.RUNTIME_MEMORY_UTILIZATION: rt.get("memory_utilization", 1.0),
         N.RUNTIME_OVERHEAD_GB: rt.get(N.OVERHEAD_GB),
