@@ -42,28 +42,27 @@ def test_every_capacity_question_is_answered_with_replicas(rows: list[dict[str, 
 
 def test_gpu_counts_within_the_band(rows: list[dict[str, Any]]) -> None:
     """Against the count its `recommend` reports (the fewer of its aggregated and disaggregated
-    answers) 55 of 69 within -25%/+34%, and 54 against its aggregated count (every replica
+    answers) 57 of 69 within -25%/+34%, and 56 against its aggregated count (every replica
     prefills and decodes, the layout of kbq's headline). Outside:
     - Qwen3 MoE FP8 fleets, whose replicas kbq fills with more users than it does (c23, d12, e04,
       e13; the dense Qwen3-32B FP8 ones came in with block-scaled FP8's GEMM rate), and
       DeepSeek-R1 at 1,000 users on H200 (c18);
     - Llama 4 Scout and Maverick, whose prompt chunks kbq reads every expert for though the decode
       batch already reads most of them (d06, d07);
-    - gpt-oss at 15-20 ms a token on B200, where kbq's replicas hold fewer (d09, e23);
     - one or two of its replicas that kbq needs one more of at a few percent slower (d10, e06);
     - Llama 3.1 8B on A100 and Qwen3 32B on L40S (d19, d20);
     - a case where its disaggregated answer needs 20 GPUs to its aggregated 32 (d22)."""
-    assert sum(r["count_agg_ok"] for r in rows) >= 54, [(r["id"], r["count_ratio_agg"]) for r in rows]
-    assert sum(r["count_ok"] for r in rows) >= 55, [(r["id"], r["count_ratio"]) for r in rows]
+    assert sum(r["count_agg_ok"] for r in rows) >= 56, [(r["id"], r["count_ratio_agg"]) for r in rows]
+    assert sum(r["count_ok"] for r in rows) >= 57, [(r["id"], r["count_ratio"]) for r in rows]
 
 
 def test_rate_per_gpu_at_its_configuration_within_the_band(rows: list[dict[str, Any]]) -> None:
     """Output tokens/s per GPU at AIConfigurator's aggregated configuration within -30%/+43% of its
-    figure on every case but Llama 4 Maverick (d07, 0.43: the prompt chunk's expert reads above)
-    and gpt-oss-20b at 3,000 users on B200 (e23, 0.53: batched decode's arithmetic)."""
+    figure on every case but Llama 4 Maverick (d07, 0.44: the prompt chunk's expert reads above);
+    gpt-oss on B200 came in when its MXFP4 experts ran at the FP8 rate there (d09, e23)."""
     outside = [(r["id"], round(r["rate_ratio"], 2)) for r in rows if not r["rate_ok"]]
-    assert [i for i, _ in outside] == ["d07", "e23"], outside
-    assert sum(r["count_ok"] and r["rate_ok"] for r in rows) >= 55
+    assert [i for i, _ in outside] == ["d07"], outside
+    assert sum(r["count_ok"] and r["rate_ok"] for r in rows) >= 57
 
 
 def _sized_models() -> list[str]:

@@ -187,15 +187,18 @@ def test_fallback_moe_kernels_cost_their_own_figure() -> None:
         48 * (cpp["moe_layer_kernel_s"] + s["moe_experts_read"] * cpp["moe_expert_kernel_s"]), rel=1e-9)
 
 
-def test_gpt_oss_experts_run_at_fp8_on_blackwell_under_tensorrt_llm_only() -> None:
+def test_gpt_oss_experts_run_at_fp8_on_blackwell_under_its_mx_kernels() -> None:
     """TensorRT-LLM's gpt-oss guide: on B200/GB200/B300/GB300 its MoE multiplies the MXFP4 experts
-    against MXFP8 activations; on H200 against BF16 activations (weight-only). So on a B200 the
-    experts' GEMMs run at the card's FP8 rate over its BF16 rate (gpus.yaml: 4,500 over 2,250
-    dense TFLOPS) under TensorRT-LLM, and at the BF16 rate under vLLM and on an H200."""
+    against MXFP8 activations, on H200 against BF16 (weight-only); vLLM's gpt-oss post: on B200 a
+    FlashInfer kernel on Blackwell's MXFP4 tensor cores, on Hopper a Triton one. So on a B200 the
+    experts' GEMMs run at the card's FP8 rate over its BF16 rate (gpus.yaml: 4,500 over 2,250 dense
+    TFLOPS) under both, and at the BF16 rate on an H200 and under llama.cpp's dequantizing kernels."""
     b200 = KN.gpus["b200-sxm"]["tensor_tflops"]
-    trt = scope_of("serve gpt-oss-120b 256 users on 1x b200 with tensorrt-llm", ["expert_rate_gain", "decode_flops_per_step"])
-    vllm = scope_of("serve gpt-oss-120b 256 users on 1x b200 with vllm", ["expert_rate_gain", "decode_flops_per_step"])
+    names = ["expert_rate_gain", "decode_flops_per_step"]
+    trt = scope_of("serve gpt-oss-120b 256 users on 1x b200 with tensorrt-llm", names)
+    vllm = scope_of("serve gpt-oss-120b 256 users on 1x b200 with vllm", names)
+    cpp = scope_of("serve gpt-oss-120b 256 users on 1x b200 with llama.cpp", names)
     hopper = scope_of("serve gpt-oss-120b 256 users on 1x h200 with tensorrt-llm", ["expert_rate_gain"])
-    assert trt["expert_rate_gain"] == pytest.approx(b200["fp8"] / b200["bf16"])
-    assert vllm["expert_rate_gain"] == 1 and hopper["expert_rate_gain"] == 1
-    assert trt["decode_flops_per_step"] < vllm["decode_flops_per_step"]
+    assert trt["expert_rate_gain"] == vllm["expert_rate_gain"] == pytest.approx(b200["fp8"] / b200["bf16"])
+    assert cpp["expert_rate_gain"] == 1 and hopper["expert_rate_gain"] == 1
+    assert trt["decode_flops_per_step"] < cpp["decode_flops_per_step"]
