@@ -286,3 +286,19 @@ def test_arch_formulas_agree_with_the_hand_count(model_id):
         + (shared_global * _global_attention(m) if shared_global else 0)
     outside = (m.get("encoder_params") or 0) + (m.get("lookup_params") or 0) + _per_layer_tables(m) + _per_layer_projections(m) + shared
     assert ev.scope["arch_params_total"] == pytest.approx(recomputed(m) - outside, rel=1e-6)
+
+
+def test_lora_adapters_of_a_plain_mlp_have_no_gate():
+    """Falcon-7B's MLP is plain (dense_h_to_4h, then GELU, then dense_4h_to_h: no gate projection):
+    a rank-16 LoRA on every linear layer wraps q, k, v, o and the two MLP matrices, each with
+    A (d_in x r) and B (r x d_out). Its config: 32 layers, hidden 4,544, MLP 18,176, 71 query
+    heads and 1 KV head of 64."""
+    from kb.engine import Evaluated, base_scope, evaluate, resolve_workload
+    from kb.query.parse import parse
+
+    r = resolve_workload(parse("lora falcon-7b rank 16", KN), KN)
+    ev = Evaluated(base_scope(r, KN))
+    evaluate(KN, ev, ["lora_params"])
+    h, i, layers = 4544, 18176, 32
+    by_hand = 16 * layers * (4 * h + 2 * 1 * 64 + 2 * 71 * 64 + 2 * (h + i))
+    assert ev.scope["lora_params"] == pytest.approx(by_hand, rel=1e-9)
