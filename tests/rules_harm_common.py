@@ -17,7 +17,7 @@ from kb.query.parse import parse
 
 SHAPE = re.compile(r"^rules/[\w./-]+:\d+:\d+: \S")
 # a formula line of rules/formulas.yaml the tests edit
-EXPR_LINE = "expr: 3 * model.hidden_size * model.intermediate_size"
+EXPR_LINE = "expr: mlp_matrices * model.hidden_size * model.intermediate_size"
 
 
 def edit(root: Path, name: str, old: str, new: str, after: str | None = None) -> tuple[int, int]:

@@ -141,8 +141,8 @@ def test_blocks_without_experts_that_are_mixers_alone_hold_no_ffn():
     ev = Evaluated(base_scope(resolve_workload(Workload(model_id="nemotron-3-nano-30b-a3b"), KN), KN))
     evaluate(KN, ev, ["arch_dense_ffn_params"])
     h, experts, shared = 2688, 128, 3712
-    # per MoE block: the shared expert (3 matrices in the formula's gated count) and the router
-    assert ev.scope["arch_dense_ffn_params"] == 23 * (3 * h * shared + h * experts)
+    # per MoE block: the shared expert (squared ReLU, not gated: up and down, 2 matrices) and the router
+    assert ev.scope["arch_dense_ffn_params"] == 23 * (2 * h * shared + h * experts)
 
 
 def test_gemma_4_global_layers_have_their_own_kv_geometry():

@@ -28,7 +28,7 @@ def _system(target: Path) -> str:
 # a flow-mapping value, a key, a list item and a flow's node text.
 PLACES = [
     ("gpus.yaml", "aliases: [a10g, nvidia a10g, a10g 24gb, aws a10g]", "aliases: {tag}", None),
-    ("formulas.yaml", "expr: 3 * model.hidden_size * model.intermediate_size", "expr: {tag}", None),
+    ("formulas.yaml", "expr: mlp_matrices * model.hidden_size * model.intermediate_size", "expr: {tag}", None),
     ("formulas.yaml", "1.0e9, unit: B/GB", "{tag}, unit: B/GB", None),
     ("models.yaml", "models:\n", "{tag}: 1\nmodels:\n", None),
     ("query.yaml", '"yes", "no", "off", be,', '"yes", {tag}, "off", be,', None),
@@ -88,7 +88,7 @@ def test_a_python_tag_is_refused_through_the_snapshot_path_too(rules: Path, tmp_
     from kb import ask
 
     target = tmp_path / "PWNED"
-    edit(rules, "formulas.yaml", "expr: 3 * model.hidden_size * model.intermediate_size",
+    edit(rules, "formulas.yaml", "expr: mlp_matrices * model.hidden_size * model.intermediate_size",
          f"expr: {_system(target)}")
     with pytest.raises(RuleErrors):
         ask("serve 7B", rules_dir=rules)
