@@ -172,8 +172,8 @@ class RuntimeSchema(Strict):
     experts_only_rest_bits_source: Slug | None = None
     hopper_warpgroup_mma: bool = True
     hopper_warpgroup_mma_source: Slug | None = None
-    # Blackwell cards: an MXFP4 experts-only checkpoint's expert GEMMs run against MXFP8
-    # activations at the FP8 tensor rate (TensorRT-LLM's gpt-oss MoE backends), not weight-only
+    # Blackwell modules: an MXFP4 experts-only checkpoint's expert GEMMs run on the MX tensor
+    # cores at the FP8 rate (TensorRT-LLM's and vLLM's gpt-oss MoE kernels), not weight-only
     blackwell_mx_experts: bool = False
     blackwell_mx_experts_source: Slug | None = None
     native_gemm: list[Slug] = []

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from kb.engine.resolving import training as tr
 from kb.engine.resolving.bare_size import size_inputs
+from kb.engine.resolving.scope import fp8_block_scaled
 from kb.engine.evaluate import Scope
 from kb.engine.resolving.speculative import spec_inputs
 from kb.knowledge.data import Knowledge
@@ -52,7 +53,7 @@ def base_scope(r: Resolved, kn: Knowledge) -> Scope:
         N.OPTIMIZER: w.optimizer, N.PRECISION: w.precision, N.TASK: w.task,
         N.GPU_NAMED: bool(w.gpus),
         N.DP_ATTENTION: bool(w.dp_attention),
-        N.FP8_BLOCK_SCALES: (w.fp8_scales or m.get("fp8_scales")) == "block",
+        N.FP8_BLOCK_SCALES: fp8_block_scaled(w, m),
         N.SPEED_FLOOR_TOK_S: w.speed_floor_tok_s or kn.constants[N.DECODE_SPEED_FLOOR_TOK_S]["value"],
         N.WEIGHT_BYTES_PER_PARAM: r.precision["bits_per_weight"] / 8,
         N.KV_BYTES_PER_VALUE: r.kv_precision["bits_per_weight"] / 8,

@@ -123,9 +123,15 @@ def resolve_workload(w: Workload, kn: Knowledge) -> Resolved:
     return Resolved(w, runtime, model, precision, kv, assumptions, warnings, is_training)
 
 
+def fp8_block_scaled(w: Workload, model: Model) -> bool:
+    """FP8 weights scaled per 128x128 block: as the query says, else as the model's publisher
+    released its FP8 checkpoint (models.yaml fp8_scales)."""
+    return (w.fp8_scales or model.get("fp8_scales")) == "block"
+
+
 def _fp8_scales(w: Workload, model: Model, kn: Knowledge, is_training: bool, assumptions: list[str]) -> None:
     """Says FP8 weights served are taken as block-scaled (formulas.yaml gemm_rate_share), and why."""
-    if is_training or w.precision != "fp8" or (w.fp8_scales or model.get("fp8_scales")) != "block":
+    if is_training or w.precision != "fp8" or not fp8_block_scaled(w, model):
         return
     const = kn.constants[N.FP8_BLOCK_RATE_SHARE]
     why = "as asked" if w.fp8_scales else f"as {model['name']}'s FP8 checkpoint is published"
