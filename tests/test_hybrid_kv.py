@@ -245,3 +245,28 @@ def test_a_decode_step_moves_the_recurrent_state_twice_whatever_the_context():
     evaluate(kn, ev, ["decode_cache_gb_per_step"])
     attention = QNEXT_KV_B_PER_TOKEN * (2000 + 1000 / 2)
     assert ev.scope["decode_cache_gb_per_step"] == pytest.approx(64 * (attention + 2 * QNEXT_STATE_B) / 1e9, rel=REL)
+
+
+def test_data_parallel_attention_splits_a_gqa_cache_without_copies():
+    """Qwen3-235B-A22B has 4 KV heads (config.json). Under plain tensor parallelism over 8 GPUs
+    each head is held by two ranks, so each rank keeps a quarter of every sequence's cache; with
+    data-parallel attention each rank keeps its own requests' cache whole, so each holds an eighth
+    of the replica's cache and nothing is read twice (SGLang's --enable-dp-attention)."""
+    from kb import get_knowledge
+    from kb.engine import Evaluated, base_scope, evaluate, gpu_scope, layout_of, resolve_workload
+    from kb.query.parse import parse
+
+    kn = get_knowledge()
+
+    def scope(query):
+        w = parse(query, kn)
+        r = resolve_workload(w, kn)
+        ev = Evaluated(gpu_scope(base_scope(r, kn), kn.gpus["h200-sxm"], 8, r.precision, layout_of(r, kn, 8)))
+        evaluate(kn, ev, ["kv_cache_gb", "kv_cache_gb_per_gpu", "kv_replication"])
+        return ev.scope
+
+    dpa = scope("serve qwen3-235b-a22b fp8 256 users on 8x h200 tp 8 dp attention")
+    tp = scope("serve qwen3-235b-a22b fp8 256 users on 8x h200 tp 8")
+    assert dpa["kv_replication"] == 1 and tp["kv_replication"] == 2
+    assert dpa["kv_cache_gb_per_gpu"] == pytest.approx(dpa["kv_cache_gb"] / 8, rel=1e-9)
+    assert tp["kv_cache_gb_per_gpu"] == pytest.approx(tp["kv_cache_gb"] / 4, rel=1e-9)
