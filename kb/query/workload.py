@@ -27,7 +27,7 @@ class Workload:
     params: float | None = None               # a bare size ("13B")
     precision: str | None = None
     kv_precision: str | None = None
-    # how FP8 weights are scaled ('per-tensor': "tensor", also per channel; 'block fp8': "block");
+    # how FP8 weights are scaled ('per-tensor': "tensor", also per channel; 'blockwise': "block");
     # None: as the model's publisher released its FP8 checkpoint (models.yaml fp8_scales)
     fp8_scales: str | None = None
     gpus: list[GpuRequest] = field(default_factory=list)
